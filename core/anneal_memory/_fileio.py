@@ -1,0 +1,89 @@
+"""Durable file primitives: atomic replace and cross-process locks.
+
+Every sidecar (continuity, crystal, spores, baton, audit manifest) is written through
+``atomic_write_text``: a unique temp file in the same folder, fsync, ``os.replace``, then
+fsync of the folder, so a reader sees the old file or the new one and never a torn one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+try:  # POSIX
+    import fcntl
+
+    _HAVE_FLOCK = True
+except ImportError:  # pragma: no cover - Windows
+    _HAVE_FLOCK = False
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory so a rename in it survives a crash (no-op where unsupported)."""
+    try:
+        fd = os.open(str(path), os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path | str, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically and durably."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=str(target.parent))
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(target.parent)
+
+
+def atomic_write_text(path: Path | str, text: str) -> None:
+    """Replace ``path`` with UTF-8 ``text`` atomically and durably."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path | str, obj: Any) -> None:
+    """Replace ``path`` with ``obj`` as indented JSON, atomically and durably."""
+    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+@contextlib.contextmanager
+def file_lock(lock_path: Path | str, *, shared: bool = False) -> Iterator[None]:
+    """Hold an advisory cross-process lock on ``lock_path`` (created if missing).
+
+    POSIX flock; where flock is unavailable the block runs unlocked (single writer only).
+    """
+    p = Path(lock_path)
+    fd = os.open(str(p), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if _HAVE_FLOCK:
+            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+    finally:
+        if _HAVE_FLOCK:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def sidecar_path(db_path: Path | str, suffix: str) -> Path:
+    """``<stem><suffix>`` beside the database: memory.db -> memory.crystal.json."""
+    p = Path(db_path)
+    return p.with_name(p.stem + suffix)

@@ -1,0 +1,120 @@
+"""Every refusal the library makes is one of these, so callers can catch one base.
+
+::
+
+    AnnealMemoryError
+    ├── ValidationError            bad argument value (empty content, bad timestamp, bad key)
+    │   ├── UnknownEpisodeTypeError
+    │   ├── TrustError             a trust label above the store's ceiling, or unknown
+    │   └── SchemaError            an invalid continuity section schema
+    ├── EpisodeNotFoundError       an id that is not in the store
+    ├── SupersessionError          a supersession link that fails validation
+    ├── StoreError                 the database file: missing folder, unwritable, not ours, corrupt
+    │   ├── StoreLocationError     no usable path (no home directory and no --db)
+    │   └── ReadOnlyStoreError     a write on a store opened read_only
+    ├── ContinuityValidationError  a continuity save refused by the wrap pipeline
+    ├── WrapError                  a wrap-lifecycle refusal
+    │   ├── WrapInProgressError    an action that cannot run while a wrap is open
+    │   ├── NoWrapInProgressError  a save with no prepared wrap
+    │   ├── WrapTokenError         a missing, wrong or stale wrap token
+    │   └── BatonError             the single-consolidator gate refused
+    ├── AuditError                 the audit trail cannot be appended or read
+    ├── SidecarError               a crystal / spore / outcome sidecar file problem
+    ├── GovernanceError            the governed runtime refused a call
+    └── MissingExtraError          (also an ImportError) an adapter's framework is not installed
+
+Each message says what was wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+
+class AnnealMemoryError(Exception):
+    """Base of every error this library raises on purpose."""
+
+    #: exit status the CLI uses for this error
+    exit_code: int = 1
+
+
+class ValidationError(AnnealMemoryError, ValueError):
+    """An argument has a value the library cannot accept."""
+
+
+class UnknownEpisodeTypeError(ValidationError):
+    """An episode type that is not one of the six."""
+
+
+class TrustError(ValidationError):
+    """An unknown trust class, or one above the store's trust ceiling."""
+
+
+class SchemaError(ValidationError):
+    """A continuity section schema that cannot be used."""
+
+
+class EpisodeNotFoundError(AnnealMemoryError, LookupError):
+    """No episode with that id in this store."""
+
+
+class SupersessionError(AnnealMemoryError):
+    """A supersession link or state key that fails validation; nothing was recorded."""
+
+
+class StoreError(AnnealMemoryError):
+    """The database file cannot be used."""
+
+
+class StoreLocationError(StoreError):
+    """No store path could be worked out."""
+
+
+class ReadOnlyStoreError(StoreError):
+    """A write was attempted on a store opened with read_only=True."""
+
+
+class ContinuityValidationError(AnnealMemoryError):
+    """The wrap pipeline refused a continuity save; the wrap stays open."""
+
+
+class WrapError(AnnealMemoryError):
+    """A wrap lifecycle refusal."""
+
+
+class WrapInProgressError(WrapError):
+    """The action cannot run while a wrap is open."""
+
+
+class NoWrapInProgressError(WrapError):
+    """A save was attempted with no wrap prepared."""
+
+
+class WrapTokenError(WrapError):
+    """The wrap token is missing, wrong or stale."""
+
+
+class BatonError(WrapError):
+    """The single-consolidator gate refused the action."""
+
+
+class AuditError(AnnealMemoryError):
+    """The audit trail could not be read or appended."""
+
+
+class SidecarError(AnnealMemoryError):
+    """A sidecar file (crystal, spores, outcomes, baton) is unusable."""
+
+
+class GovernanceError(AnnealMemoryError):
+    """The governed memory runtime refused a call."""
+
+
+class MissingExtraError(AnnealMemoryError, ImportError):
+    """An adapter's framework is not installed."""
+
+    def __init__(self, framework: str, extra: str) -> None:
+        super().__init__(
+            f"the {framework} adapter needs {framework}, which is not installed: "
+            f"pip install 'anneal-memory[{extra}]'"
+        )
+        self.framework = framework
+        self.extra = extra

@@ -1,0 +1,110 @@
+"""Tokenising and word overlap: one implementation shared by recall, the grounding
+check, supersession validation and the durable-facts comparison."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+
+STOPWORDS: frozenset[str] = frozenset(
+    """
+    a about above after again against all also am an and any are aren't as at be because
+    been before being below between both but by can can't cannot could couldn't did didn't
+    do does doesn't doing don't down during each few for from further get got had hadn't has
+    hasn't have haven't having he he'd he'll he's her here here's hers herself him himself
+    his how how's i i'd i'll i'm i've if in into is isn't it it's its itself just let's me
+    more most mustn't my myself no nor not now of off on once only or other ought our ours
+    ourselves out over own same shan't she she'd she'll she's should shouldn't so some such
+    than that that's the their theirs them themselves then there there's these they they'd
+    they'll they're they've this those through to too under until up upon very was wasn't
+    we we'd we'll we're we've were weren't what what's when when's where where's which while
+    who who's whom why why's will with won't would wouldn't you you'd you'll you're you've
+    your yours yourself yourselves yes via per etc its thing things like really
+    """.split()
+)
+
+#: Words that ask rather than say: dropped from recall queries, not from grounding.
+QUESTION_WORDS: frozenset[str] = frozenset(
+    "did does do what when where which who whom whose why how kind sort ever much many "
+    "would could should might may".split()
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens, apostrophes folded ("don’t" -> "don't")."""
+    return [w.replace("’", "'") for w in _WORD_RE.findall(text.lower())]
+
+
+def is_meaningful(word: str) -> bool:
+    """A word that can carry grounding: longer than two characters and not a stopword.
+
+    A run of CJK characters counts when it has at least two characters, since those
+    scripts pack a word into fewer characters.
+    """
+    if word in STOPWORDS:
+        return False
+    if _CJK_RE.search(word):
+        return len(word) >= 2
+    return len(word) > 2
+
+
+def meaningful_words(text: str) -> set[str]:
+    """The set of meaningful words in ``text``."""
+    return {w for w in tokenize(text) if is_meaningful(w)}
+
+
+def shared_meaningful_words(a: str, b: str) -> set[str]:
+    """Meaningful words that both texts contain."""
+    return meaningful_words(a) & meaningful_words(b)
+
+
+def check_explanation_overlap(explanation: str, content: str, *, minimum: int = 2) -> bool:
+    """True when a citation's explanation shares at least ``minimum`` meaningful words
+    with the episode it cites: the anti-fabrication grounding check."""
+    return len(shared_meaningful_words(explanation, content)) >= minimum
+
+
+def overlap_fraction_of_shorter(a: str, b: str) -> float:
+    """Shared meaningful words as a share of the smaller text's meaningful words."""
+    wa, wb = meaningful_words(a), meaningful_words(b)
+    smaller = min(len(wa), len(wb))
+    if smaller == 0:
+        return 0.0
+    return len(wa & wb) / smaller
+
+
+def query_terms(text: str) -> list[str]:
+    """The words of a recall query worth searching for, in order, without repeats."""
+    seen: dict[str, None] = {}
+    for word in tokenize(text):
+        if word in STOPWORDS or word in QUESTION_WORDS:
+            continue
+        if len(word) < 2 and not _CJK_RE.search(word):
+            continue
+        seen.setdefault(word, None)
+    return list(seen)
+
+
+def has_cjk(text: str) -> bool:
+    return bool(_CJK_RE.search(text))
+
+
+def normalize_space(text: str) -> str:
+    return " ".join(text.split())
+
+
+def first_clause(text: str, limit: int = 120) -> str:
+    """The first sentence or clause of ``text``, cut to ``limit`` characters."""
+    flat = normalize_space(text)
+    m = re.search(r"[.;:!?](\s|$)", flat)
+    clause = flat[: m.start() + 1] if m else flat
+    if len(clause) > limit:
+        clause = clause[: limit - 1].rstrip() + "…"
+    return clause
+
+
+def join_nonempty(parts: Iterable[str], sep: str = "\n\n") -> str:
+    return sep.join(p for p in parts if p)

@@ -1,0 +1,162 @@
+"""Value types shared across the library: episode types, episodes and result records."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from .errors import TrustError, UnknownEpisodeTypeError
+
+
+class EpisodeType(str, enum.Enum):
+    """The six kinds of episode. Every call that takes a type also takes the plain string."""
+
+    OBSERVATION = "observation"
+    DECISION = "decision"
+    TENSION = "tension"
+    QUESTION = "question"
+    OUTCOME = "outcome"
+    CONTEXT = "context"
+
+    def __str__(self) -> str:  # "decision", not "EpisodeType.DECISION"
+        return self.value
+
+    @classmethod
+    def coerce(cls, value: EpisodeType | str) -> EpisodeType:
+        """Accept an EpisodeType or its string (any case); refuse anything else."""
+        if isinstance(value, EpisodeType):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls(value.strip().lower())
+            except ValueError:
+                pass
+        valid = ", ".join(t.value for t in cls)
+        raise UnknownEpisodeTypeError(f"unknown episode type {value!r}: use one of {valid}")
+
+
+#: Trust classes, least trusted first. The number is the rank.
+TRUST_LEVELS: dict[str, int] = {"external": 0, "tool": 1, "agent": 2, "operator": 3}
+#: Classes whose content was relayed from outside the agent.
+RELAYED_TRUST = frozenset({"tool", "external"})
+
+
+def coerce_trust(value: str) -> str:
+    """Validate a trust class name and return it in canonical form."""
+    if isinstance(value, str) and value.strip().lower() in TRUST_LEVELS:
+        return value.strip().lower()
+    raise TrustError(
+        f"unknown trust class {value!r}: use one of agent, tool, external, operator"
+    )
+
+
+def trust_rank(value: str) -> int:
+    return TRUST_LEVELS[value]
+
+
+@dataclass
+class Episode:
+    """One typed, timestamped record in the episodic store."""
+
+    id: str
+    timestamp: str
+    type: EpisodeType
+    content: str
+    source: str = "agent"
+    session_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    superseded_by: str | None = None
+    trust: str = "agent"
+    state_key: str | None = None
+    derived_from: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "timestamp": self.timestamp,
+            "type": self.type.value,
+            "content": self.content,
+            "source": self.source,
+            "session_id": self.session_id,
+            "metadata": self.metadata,
+            "superseded_by": self.superseded_by,
+            "trust": self.trust,
+            "state_key": self.state_key,
+            "derived_from": list(self.derived_from),
+        }
+
+
+class RecallResult(NamedTuple):
+    """What recall returns: the page of episodes, the full match count, the query used."""
+
+    episodes: list[Episode]
+    total_matching: int
+    query_params: dict[str, Any]
+
+
+@dataclass
+class StoreStatus:
+    """A snapshot of the store's health and counts."""
+
+    total_episodes: int
+    episodes_since_wrap: int
+    total_wraps: int
+    last_wrap_at: str | None
+    wrap_in_progress: bool
+    tombstone_count: int
+    continuity_chars: int | None
+    episodes_by_type: dict[str, int]
+    audit_enabled: bool
+    audit_entry_count: int
+    audit_write_failures: int
+    audit_last_failure: str | None
+    consolidate_requires_baton: bool
+    path: str = ""
+    superseded_count: int = 0
+    trust_counts: dict[str, int] = field(default_factory=dict)
+    wrap_started_at: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+class ReplacedEpisode(NamedTuple):
+    """An episode that a scored-recall hit replaced."""
+
+    id: str
+    timestamp: str
+    content: str
+    trust: str
+
+
+class ScoredEpisode(NamedTuple):
+    """One episode from scored recall, with its score and what it replaced."""
+
+    id: str
+    timestamp: str
+    type: str
+    source: str
+    content: str
+    score: float
+    replaces: list[ReplacedEpisode]
+    trust: str
+
+
+class RelevantResult(NamedTuple):
+    """Scored recall over patterns, episodes and durable facts."""
+
+    patterns: list[Any]
+    episodes: list[ScoredEpisode]
+    query_keywords: list[str]
+    facts: list[Any]
+
+
+@dataclass(frozen=True)
+class AffectiveState:
+    """Accepted for compatibility and ignored: the affect layer is retired."""
+
+    tag: str
+    intensity: float = 0.5

@@ -1,0 +1,118 @@
+"""Test sessions: ``nox`` runs every default session; ``nox -s core`` one of them.
+
+One session per test target: the dependency-free core, lint, the MCP server, and one
+session per framework adapter at its latest release and at its declared floor.
+``bench`` and ``postgres`` are opt-in (``nox -s bench``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.default_venv_backend = "uv"
+nox.options.reuse_existing_virtualenvs = False
+nox.options.error_on_missing_interpreters = True
+
+PY = "3.11"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The environment every framework test runs in: no network, no telemetry, no keys.
+OFFLINE_ENV = {
+    "CREWAI_DISABLE_TELEMETRY": "true",
+    "CREWAI_DISABLE_TRACKING": "true",
+    "OTEL_SDK_DISABLED": "true",
+    "OPENAI_AGENTS_DISABLE_TRACING": "1",
+    "HAYSTACK_TELEMETRY_ENABLED": "False",
+    "ANONYMIZED_TELEMETRY": "False",
+    "DO_NOT_TRACK": "1",
+    "LANGSMITH_TRACING": "false",
+    "LANGCHAIN_TRACING_V2": "false",
+    "DSPY_CACHEDIR": "",
+    "OPENAI_API_KEY": "",
+    "GOOGLE_API_KEY": "",
+}
+
+# name -> (extra, floor pins, extra test deps). The floor pins must match the extra's
+# declared minimum in pyproject.toml.
+ADAPTERS: dict[str, tuple[str, list[str], list[str]]] = {
+    "langgraph": ("langgraph", ["langgraph==1.0.0", "langchain==1.0.0"], []),
+    "langchain": ("langchain", ["langchain-core==1.0.0"], []),
+    "openai_agents": ("openai-agents", ["openai-agents==0.21.0"], []),
+    "crewai": ("crewai", ["crewai==1.0.0"], []),
+    "google_adk": ("google-adk", ["google-adk==1.0.0"], []),
+    "pydantic_ai": ("pydantic-ai", ["pydantic-ai-slim==1.0.0"], []),
+    "smolagents": ("smolagents", ["smolagents==1.20.0"], []),
+    "llamaindex": ("llama-index", ["llama-index-core==0.14.0"], []),
+    "haystack": ("haystack", ["haystack-ai==2.18.0"], []),
+    "autogen": ("autogen", ["autogen-agentchat==0.7.0", "autogen-ext==0.7.0"], []),
+    "ag2": ("ag2", ["ag2==0.9.0"], []),
+    "dspy": ("dspy", ["dspy==3.0.0"], []),
+    "camel": ("camel", ["camel-ai==0.2.70"], []),
+}
+
+
+def _pytest(session: nox.Session, *paths: str, env: dict[str, str] | None = None) -> None:
+    # pytest exits 5 when it collected nothing: nox treats that as a failure, which is
+    # what we want for a session that should have had tests.
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *paths,
+                *session.posargs, env=env or {})
+
+
+@nox.session(python=PY)
+def core(session: nox.Session) -> None:
+    """Core tests: the package and pytest (+ hypothesis), nothing else."""
+    session.install("-e", ".", "pytest", "hypothesis")
+    _pytest(session, "tests/core")
+
+
+@nox.session(python=PY)
+def lint(session: nox.Session) -> None:
+    """ruff over the tree, mypy over the core package."""
+    session.install("ruff", "mypy")
+    session.run("ruff", "check", "core", "adapters", "tests", "noxfile.py")
+    session.run("mypy", "core/anneal_memory")
+
+
+@nox.session(python=PY)
+def mcp(session: nox.Session) -> None:
+    """The MCP server driven by the official SDK's stdio client."""
+    session.install("-e", ".[mcp]", "pytest")
+    _pytest(session, "tests/mcp")
+
+
+def _adapter_session(name: str, extra: str, floor: list[str], test_deps: list[str],
+                     at_floor: bool) -> None:
+    session_name = f"{name}-floor" if at_floor else name
+
+    @nox.session(name=session_name, python=PY, default=True)
+    def _run(session: nox.Session) -> None:
+        session.install("-e", f".[{extra}]", "pytest", *test_deps)
+        if at_floor:
+            session.install(*floor)
+        tmp_home = session.create_tmp()
+        env = dict(OFFLINE_ENV)
+        env.update({"HOME": tmp_home, "CREWAI_STORAGE_DIR": tmp_home})
+        _pytest(session, f"tests/adapters/{name}", env=env)
+
+    _run.__doc__ = f"{name} adapter against the framework's {'floor' if at_floor else 'latest'} release."
+
+
+for _name, (_extra, _floor, _deps) in ADAPTERS.items():
+    _adapter_session(_name, _extra, _floor, _deps, at_floor=False)
+    _adapter_session(_name, _extra, _floor, _deps, at_floor=True)
+
+
+@nox.session(python=PY, default=False)
+def bench(session: nox.Session) -> None:
+    """Benchmarks against the published anneal-memory 1.0.2 (not part of the default run)."""
+    session.install("-e", ".", "matplotlib")
+    session.run("python", "bench/run.py", *session.posargs)
+
+
+@nox.session(python=PY, default=False)
+def postgres(session: nox.Session) -> None:
+    """The backend-agnostic suite against a real PostgreSQL server (ANNEAL_TEST_PG_DSN)."""
+    session.install("-e", ".[postgres]", "pytest", "hypothesis")
+    _pytest(session, "tests/backends", env={"ANNEAL_TEST_BACKEND": "postgres"})
