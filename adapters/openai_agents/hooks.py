@@ -1,0 +1,197 @@
+"""Run/agent hooks and the instructions helper that put an agent on a :class:`MemorySession`.
+
+Hook map (the SDK's hooks are all coroutines):
+
+- ``instructions(base)``: the agent's instructions callable, evaluated on every model call:
+  the base instructions, then the memory block (continuity + recall for the latest user
+  message) as a labelled data section.
+- ``on_agent_start`` / ``on_start``: record the user's message.
+- ``on_tool_end``: record the tool's result with ``trust="tool"``.
+- ``on_agent_end`` / ``on_end``: record the final output as the outcome; wrap when
+  ``wrap_on_end``, with ``compress`` or the agent's own model.
+
+The SDK lets a hook exception abort the run; every hook here logs instead (unless ``strict``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+from agents import Agent, AgentHooks, RunContextWrapper, RunHooks, Runner
+
+from anneal_memory import Store
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession, WrapOutcome
+
+from .items import latest_user_text
+
+LOGGER_NAME = "anneal_memory.adapters.openai_agents"
+logger = logging.getLogger(LOGGER_NAME)
+
+#: prompt -> continuity markdown, sync or async
+Compress = Callable[[str], "str | Awaitable[str]"]
+Instructions = str | Callable[[RunContextWrapper[Any], Agent[Any]], "str | Awaitable[str]"] | None
+
+
+def model_compressor(model: Any) -> Compress:
+    """A compressor that runs the wrap prompt through a bare agent on ``model``.
+
+    The bare agent has no hooks and no memory instructions, so the wrap is not itself
+    recorded or recalled. ``model`` is whatever ``Agent(model=...)`` accepts.
+    """
+
+    async def compress(prompt: str) -> str:
+        wrapper = Agent(name="anneal-memory-wrap", model=model)
+        result = await Runner.run(wrapper, prompt, max_turns=1)
+        return str(result.final_output or "")
+
+    return compress
+
+
+class AnnealMemory:
+    """Anneal memory for OpenAI Agents SDK agents.
+
+    ``memory`` is a :class:`~anneal_memory.Store` or a ready
+    :class:`~anneal_memory.session.MemorySession`. Attach :attr:`run_hooks` to
+    ``Runner.run(..., hooks=...)`` or :attr:`agent_hooks` to ``Agent(hooks=...)`` (both is
+    harmless: recording is de-duplicated) and use :meth:`instructions` for recall.
+    ``wrap_on_end`` defaults to ``False``: call :meth:`wrap` when the conversation ends.
+    """
+
+    def __init__(self, memory: Store | MemorySession, *, wrap_on_end: bool = False,
+                 compress: Compress | None = None, record_user_input: bool = True,
+                 record_tools: bool = True, record_outcome: bool = True, recall_limit: int = 5,
+                 max_content_chars: int = 4000, session_id: str | None = None,
+                 crystal_store: Any = None, strict: bool = False) -> None:
+        if compress is not None and not callable(compress):
+            raise ValidationError("compress must be a callable taking the wrap prompt and "
+                                  "returning the continuity text (or an awaitable of it)")
+        if isinstance(memory, MemorySession):
+            self.session = memory
+        elif isinstance(memory, Store):
+            self.session = MemorySession(
+                memory, session_id=session_id, crystal_store=crystal_store,
+                recall_limit=recall_limit, max_content_chars=max_content_chars,
+                strict=strict, logger=LOGGER_NAME)
+        else:
+            raise ValidationError(
+                f"AnnealMemory needs a Store or a MemorySession, got {type(memory).__name__}: "
+                "pass Store('memory.db') or MemorySession(store)")
+        self.wrap_on_end = wrap_on_end
+        self.compress = compress
+        self.record_user_input = record_user_input
+        self.record_tools = record_tools
+        self.record_outcome = record_outcome
+        self.strict = strict
+        self._last_model: Any = None
+        # The memory block for the last query, taken before that query is recorded, so a
+        # request is never recalled back to itself.
+        self._block: tuple[str, str] | None = None
+        self.run_hooks: RunHooks[Any] = _RunHooks(self)
+        self.agent_hooks: AgentHooks[Any] = _AgentHooks(self)
+
+    # --- recall ---------------------------------------------------------------------
+    def instructions(self, base: Instructions = None) -> Callable[..., Awaitable[str]]:
+        """An ``Agent(instructions=...)`` callable: ``base`` then the memory block."""
+
+        async def with_memory(ctx: RunContextWrapper[Any], agent: Agent[Any]) -> str:
+            text = base(ctx, agent) if callable(base) else (base or "")
+            if inspect.isawaitable(text):
+                text = await text
+            block = self.memory_block(latest_user_text(ctx.turn_input))
+            return "\n\n".join(part for part in (str(text), block) if part)
+
+        return with_memory
+
+    def memory_block(self, query: str) -> str:
+        """Continuity + recall for ``query``, cached for the query being answered."""
+        if self._block is not None and self._block[0] == query:
+            return self._block[1]
+        block = self.session.memory_block(query or None) or ""
+        self._block = (query, block)
+        return block
+
+    # --- recording (called by the hooks) ----------------------------------------------
+    @contextlib.contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except Exception:
+            if self.strict:
+                raise
+            logger.exception("anneal memory hook %s failed; the run goes on", what)
+
+    def _started(self, context: RunContextWrapper[Any], agent: Agent[Any]) -> None:
+        with self._guard("agent start"):
+            if agent.model is not None:
+                self._last_model = agent.model
+            query = latest_user_text(context.turn_input)
+            if self.record_user_input and query:
+                self.memory_block(query)
+                self.session.record_user_input(query)
+
+    def _tool_ended(self, tool: Any, result: Any) -> None:
+        with self._guard("tool end"):
+            if self.record_tools:
+                name = getattr(tool, "name", type(tool).__name__)
+                self.session.record_tool_output(name, str(result))
+
+    async def _ended(self, agent: Agent[Any], output: Any) -> None:
+        with self._guard("agent end"):
+            if self.record_outcome and output is not None:
+                self.session.record_outcome(_as_text(output))
+            if agent.model is not None:
+                self._last_model = agent.model
+        if self.wrap_on_end:
+            await self.wrap()
+
+    # --- the wrap ---------------------------------------------------------------------
+    async def wrap(self, compress: Compress | None = None) -> WrapOutcome:
+        """Compress this session's episodes into the continuity.
+
+        Uses ``compress``, else the constructor's ``compress``, else the model of the last
+        agent that ran (the SDK's default model when that agent named none).
+        Never raises unless ``strict``: a failed or refused wrap keeps every episode.
+        """
+        compressor = compress or self.compress or model_compressor(self._last_model)
+        return await self.session.awrap(compressor)
+
+
+class _RunHooks(RunHooks[Any]):
+    def __init__(self, memory: AnnealMemory) -> None:
+        self._memory = memory
+
+    async def on_agent_start(self, context: Any, agent: Agent[Any]) -> None:
+        self._memory._started(context, agent)
+
+    async def on_tool_end(self, context: Any, agent: Agent[Any], tool: Any, result: Any) -> None:
+        self._memory._tool_ended(tool, result)
+
+    async def on_agent_end(self, context: Any, agent: Agent[Any], output: Any) -> None:
+        await self._memory._ended(agent, output)
+
+
+class _AgentHooks(AgentHooks[Any]):
+    def __init__(self, memory: AnnealMemory) -> None:
+        self._memory = memory
+
+    async def on_start(self, context: Any, agent: Agent[Any]) -> None:
+        self._memory._started(context, agent)
+
+    async def on_tool_end(self, context: Any, agent: Agent[Any], tool: Any, result: Any) -> None:
+        self._memory._tool_ended(tool, result)
+
+    async def on_end(self, context: Any, agent: Agent[Any], output: Any) -> None:
+        await self._memory._ended(agent, output)
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if hasattr(value, "model_dump_json"):
+        return value.model_dump_json()
+    return str(value)
