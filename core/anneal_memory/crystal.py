@@ -1,0 +1,483 @@
+"""The crystallized tier: proven patterns kept out of the always-loaded continuity.
+
+Past a few dozen always-loaded patterns, they drown each other out. A Proven pattern
+(2x and up, with cited evidence) can therefore *crystallize*: it leaves the continuity
+file and lives in ``<stem>.crystal.json``, where recall finds it on cue
+(``retrieve_patterns``). Only the cue index (one line per live pattern: its name and
+one clause) is meant to stay loaded.
+
+Crystallizing is an explicit act (wrap time, CLI or library), never automatic, and is
+written to the store's audit trail when a store is given. Crystals are keyed by name;
+crystallizing a name again merges into it. A retired crystal stays in the file for the
+record and can be restored.
+
+Recall never counts as use: ``retrieve_patterns`` changes nothing on disk. ``touch``
+marks real use; ``record_surfaced`` (fed by ``worth.fold_surfaced``) counts exposure.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+from .errors import EpisodeNotFoundError, ValidationError
+from .spores import JsonSidecar, as_date, check_list_of_objects, require_choice, utc_now
+from .text import first_clause, is_meaningful, meaningful_words, query_terms
+
+CRYSTAL_SCHEMA_VERSION = 1
+#: Patterns below this level are still being earned in the continuity.
+MIN_PROVEN_LEVEL = 2
+RETIRE_KINDS: tuple[str, ...] = ("falsified", "superseded", "merged", "obsolete")
+RECALL_MODES: tuple[str, ...] = ("strict", "prompt", "query")
+
+
+class PatternLineLike(Protocol):
+    """What ``continuity.parse.parse_pattern_lines`` yields for one pattern line."""
+
+    name: str
+    level: int
+    date: str | None
+    evidence: list[tuple[str, str]]
+    line: str
+    section: str
+
+
+@dataclass
+class Crystal:
+    """One crystallized pattern."""
+
+    name: str
+    text: str
+    level: int
+    evidence: list[dict[str, str]] = field(default_factory=list)  # [{"id", "why"}]
+    section: str = ""
+    graduated_on: str | None = None
+    crystallized_on: str = ""
+    last_activated_on: str = ""
+    surfaced_count: int = 0
+    last_surfaced_on: str | None = None
+    status: str = "live"
+    retirement: dict[str, Any] | None = None
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> Crystal:
+        return cls(**{k: row[k] for k in cls.__dataclass_fields__ if k in row})
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def evidence_ids(self) -> list[str]:
+        return [e["id"] for e in self.evidence]
+
+    def cue(self) -> str:
+        """The cue-index line: the name and one clause of the pattern."""
+        clause = first_clause(self.text, limit=100)
+        return self.name if not clause or clause == self.name else f"{self.name} — {clause}"
+
+    def words(self) -> set[str]:
+        """The meaningful words recall matches against: name, text and evidence notes."""
+        whys = " ".join(e.get("why", "") for e in self.evidence)
+        return meaningful_words(f"{self.name} {self.text} {whys}")
+
+
+class CrystallizeResult(NamedTuple):
+    """A crystallization out of the continuity: the crystal and the continuity left."""
+
+    crystal: Crystal
+    continuity: str
+    removed_lines: list[str]
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _audit(store: Any, event: str, data: dict[str, Any], actor: str) -> None:
+    if store is not None:
+        store.audit_event(event, data, actor=actor)
+
+
+def _pattern_text(line: str) -> str:
+    """A pattern line's claim: the text before its first ``|`` marker, bullet removed."""
+    head = line.split("|", 1)[0].strip()
+    return head[1:].strip() if head[:1] in "-*•" and head else head
+
+
+class CrystalStore(JsonSidecar):
+    """The crystal sidecar, ``<stem>.crystal.json``.
+
+    ``path`` is the database path (the sidecar goes beside it) or the sidecar itself.
+    """
+
+    suffix = ".crystal.json"
+    kind = "crystal"
+    schema_version = CRYSTAL_SCHEMA_VERSION
+
+    def empty(self) -> dict[str, Any]:
+        return {"schema_version": CRYSTAL_SCHEMA_VERSION, "crystals": [], "surfaced_mark": None}
+
+    def check(self, data: dict[str, Any]) -> None:
+        check_list_of_objects(data, ("crystals",), self.path)
+
+    # -- write
+
+    def crystallize(
+        self,
+        name: str,
+        *,
+        text: str,
+        level: int,
+        evidence: Sequence[tuple[str, str]] | Sequence[dict[str, str]],
+        section: str = "",
+        graduated_on: str | None = None,
+        today: date | str | None = None,
+        store: Any = None,
+        actor: str = "operator",
+    ) -> Crystal:
+        """Store a Proven pattern as a crystal (or merge into the one with this name).
+
+        Refuses a pattern below ``MIN_PROVEN_LEVEL`` or without cited evidence: only
+        earned patterns leave the continuity. A merge keeps the higher level and the
+        union of evidence; a retired crystal of the same name comes back live.
+        """
+        name = (name or "").strip()
+        if not name:
+            raise ValidationError("a crystal needs a name: pass the pattern's name")
+        if isinstance(level, bool) or not isinstance(level, int) or level < MIN_PROVEN_LEVEL:
+            raise ValidationError(
+                f"pattern {name!r} is at level {level!r}; only Proven patterns "
+                f"({MIN_PROVEN_LEVEL}x and up) crystallize: let it graduate first"
+            )
+        cited = _evidence_rows(evidence)
+        if not cited:
+            raise ValidationError(
+                f"pattern {name!r} cites no evidence; a crystal must keep the episodes "
+                "that earned it: add its [evidence: ID \"why\"] citations"
+            )
+        day = as_date(today).isoformat()
+        with self.transaction() as data:
+            row = _find(data, name)
+            revived = False
+            if row is None:
+                crystal = Crystal(
+                    name=name, text=(text or name).strip(), level=level, evidence=cited,
+                    section=section, graduated_on=graduated_on, crystallized_on=day,
+                    last_activated_on=day,
+                )
+                data["crystals"].append(crystal.to_dict())
+            else:
+                crystal = Crystal.from_dict(row)
+                revived = crystal.status != "live"
+                known = set(crystal.evidence_ids)
+                crystal.evidence += [e for e in cited if e["id"] not in known]
+                crystal.level = max(crystal.level, level)
+                crystal.text = (text or crystal.text).strip()
+                crystal.section = section or crystal.section
+                crystal.graduated_on = graduated_on or crystal.graduated_on
+                crystal.status, crystal.retirement = "live", None
+                crystal.last_activated_on = day
+                row.clear()
+                row.update(crystal.to_dict())
+        _audit(store, "crystallize", {
+            "name_sha256": _sha(name), "text_sha256": _sha(crystal.text),
+            "level": crystal.level, "evidence": crystal.evidence_ids,
+            "merged": row is not None, "revived": revived,
+        }, actor)
+        return crystal
+
+    def crystallize_line(
+        self, line: PatternLineLike, *, today: date | str | None = None,
+        store: Any = None, actor: str = "operator",
+    ) -> Crystal:
+        """Crystallize one parsed continuity pattern line."""
+        return self.crystallize(
+            line.name, text=_pattern_text(line.line) or line.name, level=line.level,
+            evidence=list(line.evidence), section=line.section, graduated_on=line.date,
+            today=today, store=store, actor=actor,
+        )
+
+    def crystallize_out(
+        self,
+        continuity: str,
+        name: str,
+        *,
+        schema: Any = None,
+        today: date | str | None = None,
+        store: Any = None,
+        actor: str = "operator",
+    ) -> CrystallizeResult:
+        """Crystallize the Proven pattern ``name`` out of a continuity text.
+
+        Returns the crystal and the continuity without that pattern's lines; saving
+        that text is the caller's step (the wrap or the CLI), so a refused save
+        leaves the pattern where it was.
+        """
+        from .continuity.parse import parse_pattern_lines
+
+        lines = [p for p in parse_pattern_lines(continuity, schema) if p.name == name]
+        if not lines:
+            raise ValidationError(
+                f"no pattern named {name!r} in the continuity: check the name against "
+                "the pattern lines of its graduating sections"
+            )
+        best = max(lines, key=lambda p: p.level)
+        crystal = self.crystallize_line(best, today=today, store=store, actor=actor)
+        return CrystallizeResult(crystal, remove_lines(continuity, [p.line for p in lines]),
+                                 [p.line for p in lines])
+
+    def touch(self, name: str, *, today: date | str | None = None) -> Crystal:
+        """Mark a live crystal as used today (recall alone never does this)."""
+        with self.transaction() as data:
+            row = _require(data, name, live=True)
+            row["last_activated_on"] = as_date(today).isoformat()
+            return Crystal.from_dict(row)
+
+    def retire(
+        self, name: str, *, kind: str = "obsolete", reason: str | None = None,
+        today: date | str | None = None, store: Any = None, actor: str = "operator",
+    ) -> Crystal:
+        """Take a crystal out of recall; it stays in the file and can be restored."""
+        require_choice(kind, RETIRE_KINDS, "retire kind")
+        with self.transaction() as data:
+            row = _require(data, name, live=True)
+            row["status"] = "retired"
+            row["retirement"] = {"kind": kind, "reason": reason,
+                                 "on": as_date(today).isoformat(), "at": utc_now()}
+            crystal = Crystal.from_dict(row)
+        _audit(store, "crystal_retire", {"name_sha256": _sha(name), "kind": kind}, actor)
+        return crystal
+
+    def restore(self, name: str, *, store: Any = None, actor: str = "operator") -> Crystal:
+        """Bring a retired crystal back into recall."""
+        with self.transaction() as data:
+            row = _require(data, name, live=False)
+            row["status"], row["retirement"] = "live", None
+            crystal = Crystal.from_dict(row)
+        _audit(store, "crystal_restore", {"name_sha256": _sha(name)}, actor)
+        return crystal
+
+    def record_surfaced(
+        self, counts: dict[str, int], last_on: dict[str, str], *, mark: str | None = None,
+    ) -> dict[str, int]:
+        """Add recall-exposure counts to live crystals; returns the names not found.
+
+        Exposure is not use: ``last_activated_on`` is left alone. ``mark`` stores the
+        fold's high-water mark in the same write.
+        """
+        unknown: dict[str, int] = {}
+        with self.transaction() as data:
+            for name, n in counts.items():
+                row = _find(data, name)
+                if row is None or row.get("status") != "live":
+                    unknown[name] = n
+                    continue
+                row["surfaced_count"] = int(row.get("surfaced_count") or 0) + n
+                day = last_on.get(name)
+                if day and day > (row.get("last_surfaced_on") or ""):
+                    row["last_surfaced_on"] = day
+            if mark is not None:
+                data["surfaced_mark"] = mark
+        return unknown
+
+    # -- read
+
+    def get(self, name: str) -> Crystal | None:
+        """The crystal with this name (live or retired), or None."""
+        row = _find(self.load(), name)
+        return Crystal.from_dict(row) if row is not None else None
+
+    def list(self, *, status: str = "live") -> builtins.list[Crystal]:
+        """Crystals by status (``live``, ``retired`` or ``all``), highest level first."""
+        require_choice(status, ("live", "retired", "all"), "status")
+        rows = [Crystal.from_dict(r) for r in self.load()["crystals"]]
+        rows = [c for c in rows if status == "all" or c.status == status]
+        return sorted(rows, key=lambda c: (-c.level, c.name))
+
+    def surfaced_mark(self) -> str | None:
+        mark = self.load().get("surfaced_mark")
+        return mark if isinstance(mark, str) else None
+
+    def cue_index(self) -> str:
+        """One line per live crystal, name and one clause: the always-loaded part."""
+        return "\n".join(c.cue() for c in sorted(self.list(), key=lambda c: c.name))
+
+
+def _evidence_rows(evidence: Iterable[Any]) -> list[dict[str, str]]:
+    rows: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for item in evidence:
+        if isinstance(item, dict):
+            eid, why = item.get("id"), item.get("why", "")
+        else:
+            eid, why = item[0], item[1] if len(item) > 1 else ""
+        if not isinstance(eid, str) or not eid.strip():
+            raise ValidationError(f"an evidence entry needs an episode id, got {item!r}")
+        if eid.strip() not in seen:
+            seen.add(eid.strip())
+            rows.append({"id": eid.strip(), "why": str(why or "")})
+    return rows
+
+
+def _find(data: dict[str, Any], name: str) -> dict[str, Any] | None:
+    for row in data["crystals"]:
+        if row.get("name") == name:
+            return row
+    return None
+
+
+def _require(data: dict[str, Any], name: str, *, live: bool) -> dict[str, Any]:
+    row = _find(data, name)
+    if row is None:
+        raise ValidationError(f"no crystal named {name!r}: list crystals to see the names")
+    if (row.get("status") == "live") != live:
+        state = "retired" if live else "live"
+        hint = "restore it first" if live else "nothing to restore"
+        raise ValidationError(f"crystal {name!r} is {state}: {hint}")
+    return row
+
+
+def remove_lines(text: str, lines: Iterable[str]) -> str:
+    """``text`` without the first occurrence of each of ``lines`` (whole lines)."""
+    out = text.split("\n")
+    for target in lines:
+        for i, current in enumerate(out):
+            if current.rstrip() == target.rstrip():
+                del out[i]
+                break
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- recall
+
+
+class PatternMatch(NamedTuple):
+    """One crystal recall found, and why."""
+
+    name: str
+    level: int
+    text: str
+    score: float
+    via: tuple[str, ...]  # "keyword" and/or "citation"
+    matched_words: list[str]
+    via_episodes: list[str]
+    evidence: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self._asdict()
+        out["via"] = list(self.via)
+        return out
+
+
+def _idf(docs: Sequence[set[str]]) -> dict[str, float]:
+    """Inverse document frequency: a word few documents hold weighs more."""
+    df: dict[str, int] = {}
+    for words in docs:
+        for w in words:
+            df[w] = df.get(w, 0) + 1
+    n = len(docs)
+    return {w: math.log(1.0 + n / d) for w, d in df.items()}
+
+
+def _distinctive(word: str, idf: dict[str, float], n_docs: int) -> bool:
+    # In a corpus of four or more, a word in over half the documents is boilerplate.
+    return n_docs < 4 or idf.get(word, 0.0) > math.log(3.0)
+
+
+def _qualifies(shared: set[str], name_words: set[str], idf: dict[str, float],
+               n_docs: int, strict: bool) -> bool:
+    if not shared:
+        return False
+    if not strict:
+        return True
+    distinct = {w for w in shared if _distinctive(w, idf, n_docs)}
+    return len(distinct) >= 2 or bool(distinct & name_words)
+
+
+def _episode_text(store: Any, episode_id: str) -> str | None:
+    """A cited episode's content, or None when it is gone or has been replaced."""
+    try:
+        episode = store.get(episode_id)
+    except (EpisodeNotFoundError, LookupError):
+        return None
+    if episode is None or getattr(episode, "superseded_by", None):
+        return None
+    content = getattr(episode, "content", None)
+    return content if isinstance(content, str) else None
+
+
+def retrieve_patterns(
+    crystal_store: CrystalStore,
+    query: str,
+    *,
+    max_patterns: int = 3,
+    mode: str = "strict",
+    store: Any = None,
+) -> list[PatternMatch]:
+    """Live crystals relevant to ``query``, best first.
+
+    Two routes, summed: the query's words against each crystal's own words, weighted
+    by how rare each word is among crystals; and, when ``store`` is given, the query
+    against the episodes each crystal cites (the citation edge), so a question about
+    what happened finds the pattern it taught even with no word in common with it.
+
+    ``mode="strict"`` (alias ``"prompt"``, the default, for whole prompts) needs two
+    distinctive shared words, or one that is in the pattern's name; ``mode="query"``
+    (a deliberate question) takes a single shared word. Reads only: being recalled
+    does not count as being used.
+    """
+    require_choice(mode, RECALL_MODES, "recall mode")
+    strict = mode != "query"
+    words = {w for w in query_terms(query or "") if is_meaningful(w)}
+    crystals = crystal_store.list()
+    if not words or not crystals or max_patterns <= 0:
+        return []
+
+    docs = [c.words() for c in crystals]
+    idf = _idf(docs)
+    ep_words: dict[str, set[str]] = {}
+    if store is not None:
+        for eid in {e for c in crystals for e in c.evidence_ids}:
+            content = _episode_text(store, eid)
+            if content is not None:
+                ep_words[eid] = meaningful_words(content)
+    ep_idf = _idf(list(ep_words.values()))
+
+    matches: list[PatternMatch] = []
+    for crystal, doc in zip(crystals, docs, strict=True):
+        name_words = meaningful_words(crystal.name)
+        shared = words & doc
+        score, via, matched = 0.0, [], set()
+        if _qualifies(shared, name_words, idf, len(docs), strict):
+            score += sum(idf[w] * (1.5 if w in name_words else 1.0) for w in shared)
+            via.append("keyword")
+            matched |= shared
+        hit_eps, edge = [], 0.0
+        for eid in crystal.evidence_ids:
+            ep_shared = words & ep_words.get(eid, set())
+            if _qualifies(ep_shared, set(), ep_idf, len(ep_words), strict):
+                hit_eps.append(eid)
+                edge = max(edge, sum(ep_idf[w] for w in ep_shared))
+                matched |= ep_shared
+        if hit_eps:
+            score += 0.8 * edge
+            via.append("citation")
+        if via:
+            matches.append(PatternMatch(
+                crystal.name, crystal.level, crystal.text, round(score, 4), tuple(via),
+                sorted(matched), hit_eps, crystal.evidence_ids,
+            ))
+    matches.sort(key=lambda m: (-m.score, -m.level, m.name))
+    return matches[:max_patterns]
+
+
+def cue_index(crystal_store: CrystalStore | str | Path) -> str:
+    """The cue index of a crystal store (or of the store at a path)."""
+    cs = crystal_store if isinstance(crystal_store, CrystalStore) else CrystalStore(crystal_store)
+    return cs.cue_index()
