@@ -375,28 +375,27 @@ class PatternMatch(NamedTuple):
         return out
 
 
-def _idf(docs: Sequence[set[str]]) -> dict[str, float]:
-    """Inverse document frequency: a word few documents hold weighs more."""
+def _doc_freq(docs: Sequence[set[str]]) -> dict[str, int]:
     df: dict[str, int] = {}
     for words in docs:
         for w in words:
             df[w] = df.get(w, 0) + 1
-    n = len(docs)
-    return {w: math.log(1.0 + n / d) for w, d in df.items()}
+    return df
 
 
-def _distinctive(word: str, idf: dict[str, float], n_docs: int) -> bool:
-    # In a corpus of four or more, a word in over half the documents is boilerplate.
-    return n_docs < 4 or idf.get(word, 0.0) > math.log(3.0)
+def _weight(word: str, df: dict[str, int], n_docs: int) -> float:
+    """Inverse document frequency: a word few documents hold weighs more."""
+    return math.log(1.0 + n_docs / df.get(word, 1))
 
 
-def _qualifies(shared: set[str], name_words: set[str], idf: dict[str, float],
+def _qualifies(shared: set[str], name_words: set[str], df: dict[str, int],
                n_docs: int, strict: bool) -> bool:
     if not shared:
         return False
     if not strict:
         return True
-    distinct = {w for w in shared if _distinctive(w, idf, n_docs)}
+    # In a corpus of four or more, a word in over half the documents is boilerplate.
+    distinct = {w for w in shared if n_docs < 4 or df.get(w, 0) * 2 <= n_docs}
     return len(distinct) >= 2 or bool(distinct & name_words)
 
 
@@ -440,30 +439,31 @@ def retrieve_patterns(
         return []
 
     docs = [c.words() for c in crystals]
-    idf = _idf(docs)
+    df = _doc_freq(docs)
     ep_words: dict[str, set[str]] = {}
     if store is not None:
         for eid in {e for c in crystals for e in c.evidence_ids}:
             content = _episode_text(store, eid)
             if content is not None:
                 ep_words[eid] = meaningful_words(content)
-    ep_idf = _idf(list(ep_words.values()))
+    ep_df, n_eps = _doc_freq(list(ep_words.values())), len(ep_words)
 
     matches: list[PatternMatch] = []
     for crystal, doc in zip(crystals, docs, strict=True):
         name_words = meaningful_words(crystal.name)
         shared = words & doc
         score, via, matched = 0.0, [], set()
-        if _qualifies(shared, name_words, idf, len(docs), strict):
-            score += sum(idf[w] * (1.5 if w in name_words else 1.0) for w in shared)
+        if _qualifies(shared, name_words, df, len(docs), strict):
+            score += sum(_weight(w, df, len(docs)) * (1.5 if w in name_words else 1.0)
+                         for w in shared)
             via.append("keyword")
             matched |= shared
         hit_eps, edge = [], 0.0
         for eid in crystal.evidence_ids:
             ep_shared = words & ep_words.get(eid, set())
-            if _qualifies(ep_shared, set(), ep_idf, len(ep_words), strict):
+            if _qualifies(ep_shared, set(), ep_df, n_eps, strict):
                 hit_eps.append(eid)
-                edge = max(edge, sum(ep_idf[w] for w in ep_shared))
+                edge = max(edge, sum(_weight(w, ep_df, n_eps) for w in ep_shared))
                 matched |= ep_shared
         if hit_eps:
             score += 0.8 * edge
