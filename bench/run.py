@@ -1,0 +1,261 @@
+"""Benchmark driver: our package and the published anneal-memory, side by side.
+
+``nox -s bench`` runs this with the session's python (our package installed with
+``-e .``). The published package has the same import name, so it gets its own venv
+(``.nox/bench-peer``). Every measurement is ``measure.py`` run as a subprocess in one
+of the two venvs; this script collects the JSON, prints the table and writes
+``bench/results/latest.{json,md,png}``.
+
+    nox -s bench -- --sizes 1000,10000 --quick
+    nox -s bench -- --scale          # adds 100k (single + batch) and 1M (batch)
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import report
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+MEASURE = HERE / "measure.py"
+IMPORT_SNIPPET = ("import time; t = time.perf_counter(); import anneal_memory; "
+                  "print(time.perf_counter() - t)")
+
+
+class BenchError(RuntimeError):
+    """A measurement could not run; the message says which and why."""
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="1000,10000",
+                   help="store sizes for record and recall, comma separated")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer queries, repeats and import runs (a run in a few minutes)")
+    p.add_argument("--scale", action="store_true",
+                   help="add 100k (single + batch) and the --scale-size batch-only run")
+    p.add_argument("--scale-size", type=int, default=1_000_000)
+    p.add_argument("--single-max", type=int, default=100_000,
+                   help="largest size measured with one durable record() per episode")
+    p.add_argument("--peer-max-size", type=int, default=100_000,
+                   help="largest size run against the peer (its batch load is a record loop)")
+    p.add_argument("--max-seconds", type=float, default=900.0,
+                   help="time bound of one load or recall loop; a run stops early past it")
+    p.add_argument("--only", choices=("ours", "peer", "both"), default="both")
+    p.add_argument("--peer-version", default="1.0.2")
+    p.add_argument("--peer-venv", default=str(REPO / ".nox" / "bench-peer"))
+    p.add_argument("--locomo-dir", default=os.environ.get(
+        "ANNEAL_BENCH_LOCOMO", str(REPO.parent / "shared" / "data" / "locomo")))
+    p.add_argument("--workdir", default=None, help="where temporary stores go")
+    p.add_argument("--out-dir", default=str(HERE / "results"))
+    p.add_argument("--no-locomo", action="store_true")
+    args = p.parse_args(argv)
+    args.size_list = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
+    if args.scale:
+        args.size_list = sorted({*args.size_list, 100_000, args.scale_size})
+    args.queries = 50 if args.quick else 200
+    args.repeats = 3 if args.quick else 7
+    args.import_runs = 5 if args.quick else 15
+    if not Path(args.locomo_dir).is_dir():
+        p.error(f"LoCoMo folder {args.locomo_dir} not found: pass --locomo-dir or set "
+                "ANNEAL_BENCH_LOCOMO")
+    return args
+
+
+def peer_python(args: argparse.Namespace) -> str:
+    """The published package's venv, created on first use; never our environment."""
+    venv = Path(args.peer_venv)
+    py = venv / "bin" / "python"
+    want = args.peer_version
+    if py.exists():
+        have = subprocess.run([str(py), "-I", "-c", "import anneal_memory as a; "
+                               "print(getattr(a, '__version__', ''))"],
+                              capture_output=True, text=True, cwd=tempfile.gettempdir())
+        if have.returncode == 0 and have.stdout.strip() == want:
+            return str(py)
+    uv = shutil.which("uv")
+    if not uv:
+        raise BenchError("uv is needed to build the peer venv: pip install uv")
+    subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(venv)], check=True)
+    subprocess.run([uv, "pip", "install", "-q", "--python", str(py),
+                    f"anneal-memory=={want}"], check=True)
+    return str(py)
+
+
+def run_phase(python: str, phase: str, args: argparse.Namespace, **opts: Any
+              ) -> dict[str, Any]:
+    """One ``measure.py`` phase in a fresh process; returns its JSON."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+        out = fh.name
+    cmd = [python, str(MEASURE), phase, "--locomo-dir", args.locomo_dir, "--out", out,
+           "--max-seconds", str(args.max_seconds)]
+    if args.workdir:
+        cmd += ["--workdir", args.workdir]
+    for key, value in opts.items():
+        cmd += [f"--{key.replace('_', '-')}", str(value)]
+    try:
+        # A hard stop well past the in-script bound, for a run that hangs outright.
+        proc = subprocess.run(cmd, capture_output=True, text=True,
+                              timeout=4 * args.max_seconds + 600, cwd=tempfile.gettempdir())
+        if proc.returncode != 0:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-6:]
+            raise BenchError(f"{phase} {opts} failed: " + " | ".join(tail))
+        return json.loads(Path(out).read_text())
+    finally:
+        Path(out).unlink(missing_ok=True)
+
+
+def import_time(python: str, runs: int) -> dict[str, Any]:
+    """Best of ``runs`` fresh interpreters, timing only the import statement."""
+    times = []
+    for _ in range(runs):
+        proc = subprocess.run([python, "-I", "-c", IMPORT_SNIPPET], capture_output=True,
+                              text=True, check=True, cwd=tempfile.gettempdir())
+        times.append(float(proc.stdout.strip()) * 1000.0)
+    return {"best_ms": min(times), "median_ms": sorted(times)[len(times) // 2],
+            "runs_ms": times}
+
+
+def fsync_count(python: str, args: argparse.Namespace, records: int = 50) -> dict[str, Any]:
+    """Sync calls per record(), counted by strace between the probe's markers."""
+    strace = shutil.which("strace")
+    if not strace:
+        return {"note": "strace not installed; not measured"}
+    with tempfile.TemporaryDirectory() as tmp:
+        log, out = os.path.join(tmp, "trace"), os.path.join(tmp, "out.json")
+        proc = subprocess.run(
+            [strace, "-f", "-qq", "-e", "trace=fsync,fdatasync,write", "-o", log, python,
+             str(MEASURE), "fsync-probe", "--size", str(records), "--locomo-dir",
+             args.locomo_dir, "--out", out], capture_output=True, text=True,
+            cwd=tempfile.gettempdir())
+        if proc.returncode != 0 or not os.path.exists(log):
+            return {"note": f"strace failed: {proc.stderr.strip()[-200:]}"}
+        inside, syncs = False, 0
+        for line in Path(log).read_text(errors="replace").splitlines():
+            if "ANNEAL_BENCH_START" in line:
+                inside = True
+            elif "ANNEAL_BENCH_END" in line:
+                break
+            elif inside and (" fsync(" in line or " fdatasync(" in line):
+                syncs += 1
+    return {"records": records, "syncs": syncs, "per_record": syncs / records}
+
+
+def measure_package(who: str, python: str, args: argparse.Namespace,
+                    hint_bytes: float) -> dict[str, Any]:
+    """Every measurement for one package; failures are collected, not raised."""
+    pkg: dict[str, Any] = {"python": python, "sizes": {}, "wrap": {}, "errors": [],
+                           "skipped": []}
+
+    def attempt(label: str, fn: Any, *a: Any, **kw: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            res = fn(*a, **kw)
+            print(f"  {who:4} {label:28} {time.perf_counter() - t0:7.1f} s", flush=True)
+            return res
+        except (BenchError, subprocess.SubprocessError, OSError, ValueError) as exc:
+            pkg["errors"].append(f"{label}: {exc}")
+            print(f"  {who:4} {label:28} FAILED: {exc}", flush=True)
+            return None
+
+    info = attempt("info", run_phase, python, "info", args)
+    if info is None:
+        return pkg
+    pkg["file"], pkg["version"] = info["package"]["file"], info["package"]["version"]
+    pkg["batch_method"] = info["batch_method"]
+    pkg["import"] = attempt("import", import_time, python, args.import_runs)
+    pkg["fsync"] = attempt("fsync count", fsync_count, python, args)
+    for size in args.size_list:
+        if who == "peer" and size > args.peer_max_size:
+            pkg["skipped"].append(f"{size:,} episodes (above --peer-max-size)")
+            continue
+        need = 2 * size * hint_bytes + 2e9
+        free = shutil.disk_usage(args.workdir or tempfile.gettempdir()).free
+        if need > free:
+            pkg["skipped"].append(f"{size:,} episodes (needs ~{need / 1e9:.1f} GB, "
+                                  f"{free / 1e9:.1f} GB free)")
+            continue
+        runs: dict[str, Any] = {}
+        separate_batch = info["has_batch"]
+        if size <= args.single_max:
+            runs["single"] = attempt(
+                f"record x{size:,} (single)", run_phase, python, "load", args, size=size,
+                mode="single", queries=0 if separate_batch else args.queries)
+        if separate_batch or size > args.single_max:
+            runs["batch"] = attempt(f"record x{size:,} (batch)", run_phase, python, "load",
+                                    args, size=size, mode="batch", queries=args.queries)
+        pkg["sizes"][str(size)] = {k: v for k, v in runs.items() if v}
+        for run in runs.values():
+            if run and run.get("bytes_per_episode"):
+                hint_bytes = max(hint_bytes, run["bytes_per_episode"])
+    for size in (50, 500):
+        res = attempt(f"wrap @ {size}", run_phase, python, "wrap", args, size=size,
+                      repeats=args.repeats)
+        if res:
+            pkg["wrap"][str(size)] = res
+    if not args.no_locomo:
+        pkg["locomo"] = attempt("locomo", run_phase, python, "locomo", args)
+    return pkg
+
+
+def check_ours(python: str) -> None:
+    """Refuse to benchmark a published copy as if it were this checkout."""
+    proc = subprocess.run([python, "-I", "-c", "import anneal_memory; "
+                           "print(anneal_memory.__file__)"],
+                          capture_output=True, text=True, cwd=tempfile.gettempdir())
+    where = proc.stdout.strip()
+    if proc.returncode != 0 or not where.startswith(str(REPO / "core")):
+        raise BenchError(f"our python imports anneal_memory from {where or proc.stderr!r}, "
+                         f"not {REPO / 'core'}: install this checkout with `pip install -e .`")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    pythons: dict[str, str] = {}
+    if args.only in ("ours", "both"):
+        check_ours(sys.executable)
+        pythons["ours"] = sys.executable
+    if args.only in ("peer", "both"):
+        pythons["peer"] = peer_python(args)
+    results: dict[str, Any] = {"meta": {
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
+        "python": platform.python_version(), "peer_version": args.peer_version,
+        "sizes": args.size_list, "quick": args.quick, "queries": args.queries,
+        "command": "nox -s bench -- " + " ".join(argv if argv is not None else sys.argv[1:]),
+    }, "packages": {}}
+    hint = 2000.0  # bytes per episode before anything is measured
+    for who, python in pythons.items():
+        print(f"measuring {who} ({python})", flush=True)
+        results["packages"][who] = measure_package(who, python, args, hint)
+    results["meta"]["wall_seconds"] = time.perf_counter() - started
+
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "latest.json").write_text(json.dumps(results, indent=1) + "\n")
+    table = report.markdown(results)
+    (out / "latest.md").write_text(table)
+    report.plot(results, str(out / "recall_latency.png"))
+    print()
+    print(table)
+    print(f"wrote {out}/latest.json, latest.md, recall_latency.png "
+          f"in {results['meta']['wall_seconds']:.0f} s")
+    failed = [e for pkg in results["packages"].values() for e in pkg["errors"]]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
