@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -17,6 +16,7 @@ from anneal_memory.crystal import (
     retrieve_patterns,
 )
 from anneal_memory.errors import EpisodeNotFoundError, SidecarError, ValidationError
+from test_spores import run_processes
 
 DAY = date(2026, 5, 10)
 
@@ -260,11 +260,5 @@ def _crystallize_many(path: str, tag: str) -> None:
 @pytest.mark.slow
 def test_concurrent_crystallizers_lose_nothing(tmp_path: Path) -> None:
     path = str(tmp_path / "m.db")
-    ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_crystallize_many, args=(path, t)) for t in ("a", "b")]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(60)
-        assert p.exitcode == 0
+    run_processes(_crystallize_many, (path, "a"), (path, "b"))
     assert len(CrystalStore(path).list()) == 50

@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import signal
 import time
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
@@ -218,16 +219,21 @@ def _add_many(path: str, tag: str, n: int) -> None:
         store.add(type="task", text=f"{tag} {i}", today=DAY)
 
 
-@pytest.mark.slow
-def test_two_processes_adding_at_once_lose_nothing(tmp_path: Path) -> None:
-    path = str(tmp_path / "m.db")
+def run_processes(target: Callable[..., None], *argsets: tuple) -> None:
+    """Run ``target`` once per argument tuple, all at once, in separate processes."""
     ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_add_many, args=(path, tag, 40)) for tag in ("a", "b")]
+    procs = [ctx.Process(target=target, args=args) for args in argsets]
     for p in procs:
         p.start()
     for p in procs:
         p.join(60)
         assert p.exitcode == 0
+
+
+@pytest.mark.slow
+def test_two_processes_adding_at_once_lose_nothing(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.db")
+    run_processes(_add_many, (path, "a", 40), (path, "b", 40))
     open_ = SporeStore(path).list_open(today=DAY)
     assert len(open_) == 80
     assert len({s.id for s in open_}) == 80

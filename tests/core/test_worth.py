@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from anneal_memory.worth import (
     fold_surfaced,
     outcome_log_path,
 )
+from test_spores import run_processes
 
 NOW = datetime(2026, 5, 10, 12, 0, tzinfo=timezone.utc)
 
@@ -192,13 +192,7 @@ def _append_outcomes(path: str, tag: str, n: int) -> None:
 @pytest.mark.slow
 def test_concurrent_appends_lose_nothing(tmp_path: Path) -> None:
     path = str(tmp_path / "m.db")
-    ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_append_outcomes, args=(path, t, 100)) for t in ("a", "b")]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(60)
-        assert p.exitcode == 0
+    run_processes(_append_outcomes, (path, "a", 100), (path, "b", 100))
     records, bad = OutcomeLog(path).read()
     assert bad == 0 and len(records) == 200
     assert len({r["exposure_id"] for r in records}) == 200
