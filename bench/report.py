@@ -76,7 +76,10 @@ def speed_rows(results: dict[str, Any]) -> list[Row]:
 
     def add(label: str, pick: Callable[[dict[str, Any]], Any], unit: str,
             goal: str = "") -> None:
-        rows.append((label, pick(ours), pick(peer), unit, goal))
+        o, p = pick(ours), pick(peer)
+        # A size one package skipped still shows the other; a row neither has is noise.
+        if o is not None or p is not None:
+            rows.append((label, o, p, unit, goal))
 
     add("import, best of runs (ms)", lambda p: _get(p, "import", "best_ms"), "ms", "<= 0.5x")
     add("fsync+fdatasync per record() (strace)",
