@@ -26,7 +26,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-from .errors import EpisodeNotFoundError, ValidationError
+from .errors import EpisodeNotFoundError, ValidationError, WrapInProgressError
 from .spores import JsonSidecar, as_date, check_list_of_objects, require_choice, utc_now
 from .text import first_clause, is_meaningful, meaningful_words, query_terms
 
@@ -232,6 +232,29 @@ class CrystalStore(JsonSidecar):
         return CrystallizeResult(crystal, remove_lines(continuity, [p.line for p in lines]),
                                  [p.line for p in lines])
 
+    def crystallize_from_store(
+        self, store: Any, name: str, *, today: date | str | None = None,
+        actor: str = "operator",
+    ) -> CrystallizeResult:
+        """Crystallize ``name`` out of the store's continuity and save what is left.
+
+        Refused while a wrap is open (the wrap's save would put the line back). The
+        crystal is written first, so a failed continuity save duplicates the pattern
+        rather than losing it.
+        """
+        status = store.status()
+        if getattr(status, "wrap_in_progress", False):
+            raise WrapInProgressError(
+                "a wrap is open: crystallize after it is saved or cancelled"
+            )
+        text = store.load_continuity()
+        if not text:
+            raise ValidationError("the store has no continuity yet: wrap at least once first")
+        result = self.crystallize_out(text, name, schema=store.section_schema, today=today,
+                                      store=store, actor=actor)
+        store.save_continuity(result.continuity)
+        return result
+
     def touch(self, name: str, *, today: date | str | None = None) -> Crystal:
         """Mark a live crystal as used today (recall alone never does this)."""
         with self.transaction() as data:
@@ -399,16 +422,24 @@ def _qualifies(shared: set[str], name_words: set[str], df: dict[str, int],
     return len(distinct) >= 2 or bool(distinct & name_words)
 
 
-def _episode_text(store: Any, episode_id: str) -> str | None:
-    """A cited episode's content, or None when it is gone or has been replaced."""
-    try:
-        episode = store.get(episode_id)
-    except (EpisodeNotFoundError, LookupError):
-        return None
-    if episode is None or getattr(episode, "superseded_by", None):
-        return None
-    content = getattr(episode, "content", None)
-    return content if isinstance(content, str) else None
+def _episode_words(store: Any, ids: Sequence[str]) -> dict[str, set[str]]:
+    """Meaningful words of each cited episode still standing (not gone, not replaced)."""
+    get_many = getattr(store, "get_many", None)
+    if callable(get_many):
+        found: dict[str, Any] = dict(get_many(list(ids)))
+    else:
+        found = {}
+        for eid in ids:
+            try:
+                found[eid] = store.get(eid)
+            except (EpisodeNotFoundError, LookupError):
+                continue
+    out: dict[str, set[str]] = {}
+    for eid, episode in found.items():
+        content = getattr(episode, "content", None)
+        if isinstance(content, str) and not getattr(episode, "superseded_by", None):
+            out[eid] = meaningful_words(content)
+    return out
 
 
 def retrieve_patterns(
@@ -442,10 +473,7 @@ def retrieve_patterns(
     df = _doc_freq(docs)
     ep_words: dict[str, set[str]] = {}
     if store is not None:
-        for eid in {e for c in crystals for e in c.evidence_ids}:
-            content = _episode_text(store, eid)
-            if content is not None:
-                ep_words[eid] = meaningful_words(content)
+        ep_words = _episode_words(store, sorted({e for c in crystals for e in c.evidence_ids}))
     ep_df, n_eps = _doc_freq(list(ep_words.values())), len(ep_words)
 
     matches: list[PatternMatch] = []

@@ -262,3 +262,34 @@ def test_concurrent_crystallizers_lose_nothing(tmp_path: Path) -> None:
     path = str(tmp_path / "m.db")
     run_processes(_crystallize_many, (path, "a"), (path, "b"))
     assert len(CrystalStore(path).list()) == 50
+
+
+# --------------------------------------------------------------------------- real store
+
+
+def test_citation_edge_and_audit_with_the_real_store(tmp_path: Path) -> None:
+    from anneal_memory.audit import AuditTrail
+    from anneal_memory.store import Store
+
+    with Store(tmp_path / "memory.db") as store:
+        gw = store.record("The payment gateway timed out three times during the Friday sale.",
+                          "observation")
+        other = store.record("Upstream yaml parser changed its defaults.", "observation")
+        cs = CrystalStore(store.path)
+        cs.crystallize("retry_with_backoff", text="Retry flaky network calls with backoff.",
+                       level=3, evidence=[(gw.id, "it timed out three times")], store=store)
+        cs.crystallize("pin_dependencies", text="Pin dependencies before a release.", level=2,
+                       evidence=[(other.id, "upstream parser changed")], store=store)
+        query = "what went wrong with the payment gateway in the sale?"
+        [hit] = retrieve_patterns(cs, query, store=store)
+        assert (hit.name, hit.via, hit.via_episodes) == ("retry_with_backoff", ("citation",),
+                                                         [gw.id])
+        # Once the episode is replaced, the edge through it is gone.
+        store.record("The payment gateway timed out during the Friday sale, then recovered "
+                     "after the provider fix.", "observation", supersedes=[gw.id])
+        assert retrieve_patterns(cs, query, store=store) == []
+        events = [e for _, e in AuditTrail.iter_entries(store.path)]
+        crystal_events = [e for e in events if e["event"] == "crystallize"]
+        assert len(crystal_events) == 2
+        assert "payment" not in json.dumps(crystal_events)
+        assert AuditTrail.verify(store.path).valid
