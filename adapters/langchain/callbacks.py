@@ -58,8 +58,9 @@ def make_session(store: Store | MemorySession, *, session_id: str | None, recall
 
 
 class AnnealCallbackHandler(BaseCallbackHandler):
-    """Records the root run's input (context), its answer (outcome) and every tool result
-    (observation, ``trust="tool"``) into anneal memory.
+    """Records the root run's input (context) and answer (outcome), both when the root
+    run ends so that recall made during the run never returns the request to itself, and
+    every tool result as it arrives (observation, ``trust="tool"``).
 
     Pass it as ``config={"callbacks": [handler]}`` to any runnable: a chat model, an LCEL
     chain, a LangGraph graph. The root run is the one with no parent; nested chain and
@@ -103,17 +104,19 @@ class AnnealCallbackHandler(BaseCallbackHandler):
         self.wrap_on_end = wrap_on_end
         self.compress = compress
         self.last_wrap: WrapOutcome | None = None
-        self._roots: set[UUID] = set()
+        # root run id -> its input text, recorded when the run ends (so recall made
+        # during the run never returns the request to itself)
+        self._roots: dict[UUID, str] = {}
         self._tools: dict[UUID, tuple[str, Any]] = {}
+        # True while the wrap's own model call runs: its events are not the user's run.
+        self._wrapping = False
 
     # -- root runs -------------------------------------------------------------------
     @_safe
     def on_chain_start(self, serialized: dict[str, Any] | None, inputs: dict[str, Any] | Any, *,
                        run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        if parent_run_id is None:
-            self._roots.add(run_id)
-            if self.record_inputs:
-                self.session.record_user_input(payload_text(inputs, prefer=HumanMessage))
+        if parent_run_id is None and not self._wrapping:
+            self._roots[run_id] = payload_text(inputs, prefer=HumanMessage)
 
     @_safe
     def on_chain_end(self, outputs: dict[str, Any] | Any, *, run_id: UUID,
@@ -123,24 +126,20 @@ class AnnealCallbackHandler(BaseCallbackHandler):
 
     @_safe
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._roots.discard(run_id)
+        self._fail_root(run_id)
 
     @_safe
     def on_chat_model_start(self, serialized: dict[str, Any] | None,
                             messages: list[list[BaseMessage]], *, run_id: UUID,
                             parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        if parent_run_id is None:
-            self._roots.add(run_id)
-            if self.record_inputs and messages:
-                self.session.record_user_input(last_message_text(messages[0], HumanMessage))
+        if parent_run_id is None and not self._wrapping:
+            self._roots[run_id] = last_message_text(messages[0], HumanMessage) if messages else ""
 
     @_safe
     def on_llm_start(self, serialized: dict[str, Any] | None, prompts: list[str], *,
                      run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        if parent_run_id is None:
-            self._roots.add(run_id)
-            if self.record_inputs and prompts:
-                self.session.record_user_input(prompts[-1])
+        if parent_run_id is None and not self._wrapping:
+            self._roots[run_id] = prompts[-1] if prompts else ""
 
     @_safe
     def on_llm_end(self, response: LLMResult, *, run_id: UUID,
@@ -148,12 +147,12 @@ class AnnealCallbackHandler(BaseCallbackHandler):
         text = _generation_text(response)
         if run_id in self._roots:
             self._end_root(run_id, text)
-        elif self.record_llm_steps and text:
+        elif self.record_llm_steps and text and not self._wrapping:
             self.session.record_observation(text, metadata={"event": "llm_step"})
 
     @_safe
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._roots.discard(run_id)
+        self._fail_root(run_id)
 
     # -- tools -----------------------------------------------------------------------
     @_safe
@@ -180,15 +179,29 @@ class AnnealCallbackHandler(BaseCallbackHandler):
         chosen = compress or self.compress
         if chosen is None:
             raise ValidationError("wrap() needs compress=: e.g. chat_model_compress(model)")
-        self.last_wrap = self.session.wrap(chosen)
+        self._wrapping = True
+        try:
+            self.last_wrap = self.session.wrap(chosen)
+        finally:
+            self._wrapping = False
         return self.last_wrap
 
+    def _record_input(self, run_id: UUID) -> None:
+        text = self._roots.pop(run_id, "")
+        if self.record_inputs and text:
+            self.session.record_user_input(text)
+
+    def _fail_root(self, run_id: UUID) -> None:
+        # The request still happened; keep it even though the run failed.
+        if run_id in self._roots:
+            self._record_input(run_id)
+
     def _end_root(self, run_id: UUID, answer: str) -> None:
-        self._roots.discard(run_id)
+        self._record_input(run_id)
         if self.record_outputs and answer:
             self.session.record_outcome(answer)
-        if self.wrap_on_end and self.compress is not None:
-            self.last_wrap = self.session.wrap(self.compress)
+        if self.wrap_on_end:
+            self.wrap()
 
 
 def _generation_text(response: LLMResult) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contract import AdapterContract, RunTrace
 from langchain.agents import create_agent
-from lg_scripted import read_gauge, scripted
+from lc_scripted import read_gauge, scripted
 
 from anneal_memory import Store
 from anneal_memory.adapters.langgraph import AnnealMiddleware

@@ -8,7 +8,7 @@ import logging
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from lg_scripted import read_gauge, scripted
+from lc_scripted import read_gauge, scripted
 
 from anneal_memory import Store
 from anneal_memory.adapters.langgraph import AnnealMiddleware

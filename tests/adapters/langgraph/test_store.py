@@ -9,7 +9,7 @@ from langchain.agents import create_agent
 from langchain.tools import ToolRuntime, tool
 from langchain_core.messages import AIMessage
 from langgraph.store.base import BaseStore, InvalidNamespaceError
-from lg_scripted import ScriptedChatModel
+from lc_scripted import ScriptedChatModel
 
 from anneal_memory import Store
 from anneal_memory.adapters.langgraph import AnnealStore

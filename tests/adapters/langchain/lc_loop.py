@@ -1,0 +1,38 @@
+"""A small LCEL agent: memory block -> prompt -> scripted model -> tools -> model.
+
+langchain-core has no agent executor of its own, so the loop is a RunnableLambda that
+passes its config on: every model and tool run is a child of the root chain run, the
+way LangChain's own agents nest them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnablePassthrough
+from langchain_core.tools import BaseTool
+
+from anneal_memory.session import MemorySession
+
+PROMPT = ChatPromptTemplate.from_messages(
+    [("system", "You are the garden agent.\n\n{memory}"), ("human", "{input}")]
+)
+
+
+def agent_chain(session: MemorySession, model: Any, tools: list[BaseTool]) -> Runnable:
+    by_name = {t.name: t for t in tools}
+
+    def loop(inputs: dict[str, Any], config: RunnableConfig) -> str:
+        messages: list[BaseMessage] = PROMPT.invoke(inputs, config).to_messages()
+        while True:
+            reply = model.invoke(messages, config)
+            messages.append(reply)
+            if not reply.tool_calls:
+                return reply.text
+            for call in reply.tool_calls:
+                messages.append(by_name[call["name"]].invoke(call, config))
+
+    memory = RunnableLambda(lambda x: session.memory_block(x["input"]))
+    return RunnablePassthrough.assign(memory=memory) | RunnableLambda(loop)
