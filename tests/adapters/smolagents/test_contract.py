@@ -1,0 +1,29 @@
+"""The shared adapter contract, driven through smolagents' real ToolCallingAgent and CodeAgent."""
+
+from __future__ import annotations
+
+from contract import AdapterContract, RunTrace
+from smol_scripted import ScriptedModel, make_agent
+
+from anneal_memory import Store
+from anneal_memory.adapters.smolagents import AnnealMemory
+
+
+class _SmolagentsContract(AdapterContract):
+    code = False
+
+    def run(self, store: Store, user_input: str, *, wrap: bool = False,
+            call_tool: bool = False) -> RunTrace:
+        model = ScriptedModel(code=self.code, answer="Noted and done.", call_tool=call_tool)
+        memory = AnnealMemory(store, wrap_on_end=wrap)
+        agent = make_agent(model, memory)
+        output = memory.run(agent, user_input)
+        return RunTrace(output=str(output), model_inputs=model.inputs)
+
+
+class TestToolCallingAgentContract(_SmolagentsContract):
+    code = False
+
+
+class TestCodeAgentContract(_SmolagentsContract):
+    code = True
