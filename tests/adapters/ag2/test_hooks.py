@@ -1,0 +1,115 @@
+"""AG2 register_hook behaviour on real ConversableAgent chats."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+from ag2_scripted import make_pair, scripted, tool_call
+from autogen import ConversableAgent
+
+from anneal_memory import Store
+from anneal_memory.adapters.ag2 import MEMORY_NAME, AnnealMemory
+from anneal_memory.errors import ValidationError
+from anneal_memory.testing import scripted_compress
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = Store(tmp_path / "memory.db", project_name="AG2Test")
+    yield s
+    s.close()
+
+
+def _chat(memory: AnnealMemory, replies: list, message: str, **kwargs):
+    assistant, user = make_pair()
+    memory.add_to_agent(assistant)
+    with scripted(assistant, replies, fail_wrap=kwargs.pop("fail_wrap", False)) as client:
+        result = user.initiate_chat(assistant, message=message, max_turns=3, silent=True)
+    return assistant, user, client, result
+
+
+def test_hooks_registered_on_the_native_points(store: Store) -> None:
+    assistant, _ = make_pair()
+    AnnealMemory(store).add_to_agent(assistant)
+    assert len(assistant.hook_lists["process_all_messages_before_reply"]) == 1
+    assert len(assistant.hook_lists["process_message_before_send"]) == 1
+
+
+def test_memory_reaches_the_model_but_not_the_history(store: Store) -> None:
+    store.record("The greenhouse heater is a Zephyrion 4000", "observation")
+    assistant, user, client, _ = _chat(AnnealMemory(store), ["A Zephyrion. TERMINATE"],
+                                       "Which greenhouse heater do we have?")
+    assert any("Zephyrion" in text for text in client.inputs)
+    history = assistant.chat_messages[user]
+    assert not any(m.get("name") == MEMORY_NAME for m in history)
+
+
+def test_tool_results_and_calls_recorded(store: Store) -> None:
+    memory = AnnealMemory(store, record_tool_calls=True)
+    _chat(memory, [tool_call(), "Pump is fine. TERMINATE"], "Check the pump")
+    episodes = store.recall(limit=100).episodes
+    tool = [e for e in episodes if e.trust == "tool"]
+    assert len(tool) == 1 and "lookup" in tool[0].content and "42 psi" in tool[0].content
+    assert any("lookup" in e.content for e in episodes if e.type.value == "decision")
+    assert [e.content for e in episodes if e.type.value == "outcome"] == ["Pump is fine. TERMINATE"]
+    assert [e.content for e in episodes if e.type.value == "context"] == ["Check the pump"]
+
+
+def test_wrap_on_end_uses_the_agents_own_model(store: Store) -> None:
+    memory = AnnealMemory(store, wrap_on_end=True)
+    _chat(memory, ["Water at dawn. TERMINATE"], "Decide when to water the tomatoes")
+    assert memory.last_wrap is not None and memory.last_wrap.status == "saved"
+    assert "## State" in (store.load_continuity() or "")
+
+
+def test_refused_wrap_keeps_episodes(store: Store) -> None:
+    memory = AnnealMemory(store, wrap_on_end=True)
+    _chat(memory, ["Prune in March. TERMINATE"], "Decide when to prune", fail_wrap=True)
+    assert memory.last_wrap is not None and memory.last_wrap.status != "saved"
+    assert store.load_continuity() is None
+    assert memory.wrap(compress=scripted_compress).status == "saved"
+    assert store.status().total_wraps == 1
+
+
+def test_async_chat_runs_the_same_hooks(store: Store) -> None:
+    store.record("The greenhouse heater is a Zephyrion 4000", "observation")
+    assistant, user = make_pair()
+    AnnealMemory(store).add_to_agent(assistant)
+    with scripted(assistant, ["A Zephyrion. TERMINATE"]) as client:
+        asyncio.run(user.a_initiate_chat(assistant, message="Which greenhouse heater?",
+                                         max_turns=2, silent=True))
+    assert any("Zephyrion" in text for text in client.inputs)
+    outcomes = [e for e in store.recall(limit=100).episodes if e.type.value == "outcome"]
+    assert outcomes and outcomes[0].content == "A Zephyrion. TERMINATE"
+
+
+def test_failing_hook_is_logged_and_chat_goes_on(store: Store, caplog, monkeypatch) -> None:
+    memory = AnnealMemory(store)
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("memory exploded")
+
+    monkeypatch.setattr(memory.session, "memory_block", boom)
+    monkeypatch.setattr(memory.session, "record_outcome", boom)
+    with caplog.at_level(logging.ERROR, logger="anneal_memory.adapters.ag2"):
+        *_, result = _chat(memory, ["Still here. TERMINATE"], "Go on")
+    assert "Still here" in result.summary
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("recall hook" in m for m in messages) and any("record hook" in m for m in messages)
+
+
+def test_configuration_errors(store: Store) -> None:
+    with pytest.raises(ValidationError, match="memory_role"):
+        AnnealMemory(store, memory_role="assistant")  # type: ignore[arg-type]
+    memory = AnnealMemory(store)
+    first, _ = make_pair()
+    second, _ = make_pair()
+    memory.add_to_agent(first)
+    with pytest.raises(ValidationError, match="one AnnealMemory per agent"):
+        memory.add_to_agent(second)
+    no_llm = ConversableAgent("plain", llm_config=False, human_input_mode="NEVER")
+    with pytest.raises(ValidationError, match="llm_config"):
+        AnnealMemory(store, wrap_on_end=True).add_to_agent(no_llm)
