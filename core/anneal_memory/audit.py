@@ -1,0 +1,359 @@
+"""The SHA-256 hash-chained audit trail.
+
+Each entry is written into the store's database in the same transaction as the mutation
+it records, so no mutation can commit without its entry. After the commit the chain is
+mirrored to ``<stem>.audit.jsonl`` (the current ISO week) under a cross-process lock;
+older weeks are sealed as ``<stem>.audit.<YYYY>-W<WW>.jsonl.gz`` and indexed in
+``<stem>.audit.manifest.json``. A mirror that fails (disk full) is caught up by the
+next append or by ``AuditTrail.repair``; it is counted in ``audit_write_failures``.
+Entries hold ids and salted content hashes, never content.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._fileio import atomic_write_bytes, atomic_write_json, file_lock, sidecar_path
+from .clock import now_iso
+from .errors import AuditError
+
+if TYPE_CHECKING:
+    from .storage.sqlite import SQLiteBackend
+
+log = logging.getLogger("anneal_memory")
+
+GENESIS = "0" * 64
+
+
+def entry_hash(entry: dict[str, Any]) -> str:
+    """Hash of an entry's canonical JSON, every field but ``hash`` itself."""
+    body = {k: entry[k] for k in ("seq", "ts", "actor", "event", "data", "prev_hash")}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def content_hash(salt: str, text: str) -> str:
+    """Salted SHA-256 of content: proves what was written without revealing it."""
+    return hashlib.sha256((salt + "\x00" + text).encode("utf-8")).hexdigest()
+
+
+def _week_of(ts: str) -> str:
+    try:
+        d = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return "unknown"
+    y, w, _ = d.isocalendar()
+    return f"{y}-W{w:02d}"
+
+
+@dataclass
+class AuditVerifyResult:
+    """Outcome of walking the whole chain."""
+
+    valid: bool
+    total_entries: int
+    files_verified: int
+    chain_break_at: int | None = None
+    chain_break_file: str | None = None
+    reason: str | None = None
+    unmirrored_entries: int = 0
+    files: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+class AuditPaths:
+    def __init__(self, db_path: str | Path) -> None:
+        self.db = Path(db_path)
+        self.active = sidecar_path(db_path, ".audit.jsonl")
+        self.manifest = sidecar_path(db_path, ".audit.manifest.json")
+        self.lock = sidecar_path(db_path, ".audit.lock")
+
+    def sealed(self, week: str) -> Path:
+        return sidecar_path(self.db, f".audit.{week}.jsonl.gz")
+
+
+def _load_manifest(paths: AuditPaths) -> dict[str, Any]:
+    if not paths.manifest.exists():
+        return {"version": 1, "files": [], "active_week": None}
+    try:
+        data = json.loads(paths.manifest.read_text("utf-8"))
+        if not isinstance(data, dict) or not isinstance(data.get("files"), list):
+            raise ValueError("bad shape")
+        return data
+    except (OSError, ValueError) as exc:
+        raise AuditError(
+            f"the audit manifest {str(paths.manifest)!r} is unreadable ({exc}): run "
+            "'anneal-memory audit-repair' to rebuild it"
+        ) from None
+
+
+def _read_lines(path: Path) -> list[str]:
+    if not path.exists():
+        return []
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            return fh.read().splitlines()
+    return path.read_text("utf-8").splitlines()
+
+
+class AuditTrail:
+    """Appends entries for one Store and verifies any store's trail."""
+
+    def __init__(self, backend: SQLiteBackend, db_path: str | Path, *, salt: str,
+                 on_event: Callable[[dict[str, Any]], Any] | None = None,
+                 enabled: bool = True) -> None:
+        self.backend = backend
+        self.paths = AuditPaths(db_path)
+        self.salt = salt
+        self.on_event = on_event
+        self.enabled = enabled
+        self._pending: list[dict[str, Any]] = []
+        self.write_failures_this_process = 0
+
+    # ------------------------------------------------------------------ write side
+    def hash_content(self, text: str) -> str:
+        return content_hash(self.salt, text)
+
+    def append(self, event: str, data: dict[str, Any], *, actor: str = "agent") -> dict[str, Any] | None:
+        """Add an entry inside the caller's open transaction."""
+        if not self.enabled:
+            return None
+        if not self.backend.in_transaction:
+            raise AuditError("internal: audit append outside a transaction")
+        seq, prev = self.backend.audit_tip()
+        entry = {"seq": seq + 1, "ts": now_iso(), "actor": actor, "event": event,
+                 "data": data, "prev_hash": prev}
+        entry["hash"] = entry_hash(entry)
+        self.backend.audit_insert(entry)
+        self._pending.append(entry)
+        return entry
+
+    def discard_pending(self) -> None:
+        self._pending.clear()
+
+    def after_commit(self) -> None:
+        """Mirror committed entries to the JSONL files and notify the callback."""
+        if not self.enabled or not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        try:
+            self.mirror()
+        except Exception as exc:  # the mutation is committed; never fail the caller
+            self.write_failures_this_process += 1
+            log.warning("anneal-memory: audit mirror failed (%s); entries are safe in the "
+                        "database and will be mirrored by the next write", exc)
+            with contextlib.suppress(Exception):
+                with self.backend.transaction():
+                    self.backend.add_meta_int("audit_write_failures", 1)
+                    self.backend.set_meta("audit_last_failure", f"{now_iso()} {exc}")
+        if self.on_event is not None:
+            for entry in pending:
+                try:
+                    self.on_event(dict(entry))
+                except Exception as exc:
+                    log.warning("anneal-memory: on_audit_event callback raised %r", exc)
+
+    def mirror(self) -> int:
+        """Append every committed entry the files lack; rotate at week boundaries."""
+        with file_lock(self.paths.lock):
+            manifest = _load_manifest(self.paths)
+            sealed_last = manifest["files"][-1]["last_seq"] if manifest["files"] else 0
+            active_lines = self._clean_active(sealed_last)
+            last = sealed_last
+            active_week = manifest.get("active_week")
+            if active_lines:
+                first = json.loads(active_lines[0])
+                last = json.loads(active_lines[-1])["seq"]
+                active_week = _week_of(first["ts"])
+            new = self.backend.audit_entries(after_seq=last)
+            if not new:
+                return 0
+            buf: list[str] = []
+            count_in_active = len(active_lines)
+            for e in new:
+                week = _week_of(e["ts"])
+                if active_week is not None and week != active_week and (count_in_active or buf):
+                    self._write_active_append(buf)
+                    buf = []
+                    self._rotate(manifest, active_week)
+                    count_in_active = 0
+                active_week = week
+                buf.append(json.dumps(e, sort_keys=True, ensure_ascii=False))
+                count_in_active += 1
+            self._write_active_append(buf)
+            if manifest.get("active_week") != active_week:
+                manifest["active_week"] = active_week
+                atomic_write_json(self.paths.manifest, manifest)
+            return len(new)
+
+    def _clean_active(self, sealed_last: int) -> list[str]:
+        """Lines of the active file; a torn last line (crash mid-append) is cut off, and
+        a file left behind by an interrupted rotation is reset."""
+        p = self.paths.active
+        if not p.exists():
+            return []
+        raw = p.read_bytes()
+        if raw and not raw.endswith(b"\n"):
+            cut = raw.rfind(b"\n") + 1
+            with open(p, "r+b") as fh:
+                fh.truncate(cut)
+            raw = raw[:cut]
+        lines = raw.decode("utf-8").splitlines()
+        if lines:
+            try:
+                first_seq = json.loads(lines[0])["seq"]
+            except (ValueError, KeyError, TypeError):
+                return lines
+            if first_seq <= sealed_last:
+                atomic_write_bytes(p, b"")
+                return []
+        return lines
+
+    def _write_active_append(self, lines: list[str]) -> None:
+        if not lines:
+            return
+        with open(self.paths.active, "a", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n")
+            fh.flush()
+
+    def _rotate(self, manifest: dict[str, Any], week: str) -> None:
+        lines = _read_lines(self.paths.active)
+        if not lines:
+            return
+        entries = [json.loads(x) for x in lines]
+        target = self.paths.sealed(week)
+        atomic_write_bytes(target, gzip.compress(("\n".join(lines) + "\n").encode("utf-8")))
+        manifest["files"].append({
+            "file": target.name, "week": week, "first_seq": entries[0]["seq"],
+            "last_seq": entries[-1]["seq"], "entries": len(entries),
+            "first_prev_hash": entries[0]["prev_hash"], "last_hash": entries[-1]["hash"],
+        })
+        manifest["active_week"] = None
+        atomic_write_json(self.paths.manifest, manifest)
+        atomic_write_bytes(self.paths.active, b"")
+
+    # ------------------------------------------------------------------ read side
+    @staticmethod
+    def iter_entries(db_path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(file name, entry) for every mirrored entry, oldest first."""
+        paths = AuditPaths(db_path)
+        manifest = _load_manifest(paths)
+        files = [paths.db.parent / f["file"] for f in manifest["files"]] + [paths.active]
+        for f in files:
+            for line in _read_lines(f):
+                if line.strip():
+                    yield f.name, json.loads(line)
+
+    @staticmethod
+    def verify(db_path: str | Path) -> AuditVerifyResult:
+        """Walk every file of the chain (and the database's copy) and report the first
+        entry that does not check out."""
+        paths = AuditPaths(db_path)
+        try:
+            manifest = _load_manifest(paths)
+        except AuditError as exc:
+            return AuditVerifyResult(False, 0, 0, None, paths.manifest.name, str(exc))
+        files = [paths.db.parent / f["file"] for f in manifest["files"]]
+        files.append(paths.active)
+        prev_hash, prev_seq, total, nfiles = GENESIS, 0, 0, 0
+        seen: dict[int, str] = {}
+        first = True
+        for f, meta in zip(files, manifest["files"] + [None]):
+            if not f.exists():
+                if meta is not None:
+                    return AuditVerifyResult(False, total, nfiles, meta["first_seq"], f.name,
+                                             "sealed audit file is missing")
+                continue
+            try:
+                lines = _read_lines(f)
+            except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+                return AuditVerifyResult(False, total, nfiles, prev_seq + 1, f.name,
+                                         f"unreadable: {exc}")
+            nfiles += 1
+            for line in lines:
+                if not line.strip():
+                    continue
+                try:
+                    e = json.loads(line)
+                    seq = int(e["seq"])
+                except (ValueError, KeyError, TypeError):
+                    return AuditVerifyResult(False, total, nfiles, prev_seq + 1, f.name,
+                                             "malformed entry")
+                if first and seq != 1:
+                    # the trail may start after a retention cut: trust its first link
+                    prev_seq, prev_hash = seq - 1, e.get("prev_hash", GENESIS)
+                first = False
+                if seq != prev_seq + 1:
+                    return AuditVerifyResult(False, total, nfiles, prev_seq + 1, f.name,
+                                             f"entry {prev_seq + 1} is missing or out of order")
+                if e.get("prev_hash") != prev_hash:
+                    return AuditVerifyResult(False, total, nfiles, seq, f.name,
+                                             "prev_hash does not match the previous entry")
+                if e.get("hash") != entry_hash(e):
+                    return AuditVerifyResult(False, total, nfiles, seq, f.name,
+                                             "entry content does not match its hash")
+                prev_hash, prev_seq = e["hash"], seq
+                seen[seq] = e["hash"]
+                total += 1
+        # Cross-check against the database's copy; entries not yet mirrored continue the walk.
+        unmirrored = 0
+        if paths.db.exists():
+            try:
+                conn = sqlite3.connect(paths.db.resolve().as_uri() + "?mode=ro", uri=True)
+                try:
+                    rows = conn.execute("SELECT seq, ts, actor, event, data, prev_hash, hash "
+                                        "FROM audit_log ORDER BY seq").fetchall()
+                finally:
+                    conn.close()
+            except sqlite3.DatabaseError:
+                rows = []
+            for seq, ts, actor, event, data, ph, h in rows:
+                if seq in seen:
+                    if seen[seq] != h:
+                        return AuditVerifyResult(False, total, nfiles, seq, paths.active.name,
+                                                 "file entry differs from the database's copy")
+                    continue
+                if seq <= prev_seq:
+                    continue
+                e = {"seq": seq, "ts": ts, "actor": actor, "event": event,
+                     "data": json.loads(data), "prev_hash": ph}
+                if seq != prev_seq + 1 or ph != prev_hash or entry_hash(e) != h:
+                    return AuditVerifyResult(False, total, nfiles, seq, "database",
+                                             "database chain breaks")
+                prev_hash, prev_seq = h, seq
+                total += 1
+                unmirrored += 1
+        return AuditVerifyResult(True, total, nfiles, None, None, None, unmirrored,
+                                 [f.name for f in files if f.exists()])
+
+    @staticmethod
+    def repair(db_path: str | Path, backend: SQLiteBackend) -> dict[str, Any]:
+        """Rebuild the JSONL files and manifest from the database's copy of the chain."""
+        paths = AuditPaths(db_path)
+        with file_lock(paths.lock):
+            set_aside: list[str] = []
+            stamp = now_iso().replace(":", "").replace("+", "Z")[:17]
+            for f in [paths.manifest, paths.active, *paths.db.parent.glob(
+                    paths.db.stem + ".audit.*.jsonl.gz")]:
+                if f.exists():
+                    dest = f.with_name(f.name + f".set-aside-{stamp}")
+                    os.replace(f, dest)
+                    set_aside.append(dest.name)
+        trail = AuditTrail(backend, db_path, salt="")
+        written = trail.mirror()
+        return {"rebuilt_entries": written, "set_aside": set_aside}

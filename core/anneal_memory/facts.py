@@ -1,0 +1,268 @@
+"""Changed facts: supersession links and state keys.
+
+A link says one episode replaces another; recall then stops serving the old one. An
+explicit link is checked like a citation (the old episode exists and is not newer, no
+cycle, enough shared words, no trust raise). A state key names a slot that holds one
+value at a time: the newest episode in the slot, by its own timestamp, replaces the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .clock import now_iso
+from .errors import EpisodeNotFoundError, SupersessionError, ValidationError
+from .storage.base import EpisodeRow
+from .text import overlap_fraction_of_shorter
+from .types import TRUST_LEVELS
+
+if TYPE_CHECKING:
+    from .store import Store
+
+#: minimum shared meaningful words, as a share of the shorter text's
+SUPERSEDE_OVERLAP_FLOOR = 0.25
+_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$")
+#: link kinds that recall may swap in for a replaced hit
+SWAPPABLE = frozenset({"explicit", "state_key"})
+
+
+def normalize_ids(value: Any, field: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple, set)):
+        raise ValidationError(f"{field} must be a list of episode ids")
+    out: list[str] = []
+    for v in value:
+        if not isinstance(v, str) or not v.strip():
+            raise ValidationError(f"{field} holds an empty or non-string id: {v!r}")
+        if v.strip() not in out:
+            out.append(v.strip())
+    return out
+
+
+def validate_state_key(key: Any) -> str:
+    if not isinstance(key, str) or not key.strip():
+        raise SupersessionError("state key is empty: name the slot, e.g. user.home_city")
+    k = key.strip()
+    if len(k) > 200 or not _KEY_RE.match(k):
+        raise SupersessionError(
+            f"state key {key!r} has characters a key cannot hold: use letters, digits and "
+            ". _ - : / @ + (e.g. user.home_city or user.pet/archie), at most 200 characters"
+        )
+    return k
+
+
+def _reaches(store: Store, start: str, target: str) -> bool:
+    """Does a chain of links lead from ``start`` (as old) to ``target``?"""
+    seen, frontier = {start}, [start]
+    while frontier:
+        nxt = []
+        for old, links in store.backend.supersessions_of(frontier).items():
+            for new, _k, _c in links:
+                if new == target:
+                    return True
+                if new not in seen:
+                    seen.add(new)
+                    nxt.append(new)
+        frontier = nxt
+    return False
+
+
+def check_link(store: Store, old: EpisodeRow | None, old_id: str, new: EpisodeRow,
+               new_trust: str, *, kind: str) -> str | None:
+    """Why ``old_id -> new`` cannot be a link, or None if it can."""
+    if old_id == new.id:
+        return "an episode cannot supersede itself"
+    if old is None:
+        return f"no episode {old_id!r} in this store"
+    if old.state_key:
+        return (f"episode {old_id} holds state key {old.state_key!r}: a keyed episode is replaced "
+                "only through its key (record the update with the same state_key)")
+    if new.state_key:
+        return (f"the new episode holds state key {new.state_key!r}: a keyed episode takes part "
+                "in links only through its key")
+    if old.timestamp > new.timestamp:
+        return f"episode {old_id} is newer than the episode that would replace it"
+    if _reaches(store, new.id, old_id):
+        return "the link would close a cycle"
+    eff_old = store.effective_trust_map([old_id]).get(old_id, old.trust)
+    if TRUST_LEVELS[new_trust] < TRUST_LEVELS[eff_old]:
+        return (f"a {new_trust} episode cannot supersede a {eff_old} one: relayed content "
+                "cannot hide a more trusted record")
+    if overlap_fraction_of_shorter(old.content, new.content) < SUPERSEDE_OVERLAP_FLOOR:
+        return ("the two texts share too few words (fewer than a quarter of the shorter one's "
+                "meaningful words): link the episode this one really updates, or use a state key")
+    return None
+
+
+def validate_explicit_links(store: Store, new: EpisodeRow, olds: Sequence[str],
+                            derived_from: Sequence[str]) -> None:
+    from . import trust
+
+    rows = store.backend.get_episodes(list(olds))
+    new_trust = new.trust
+    if derived_from:
+        src = trust.effective_trust_map(store, list(derived_from))
+        if src:
+            best = max(src.values(), key=TRUST_LEVELS.__getitem__)
+            new_trust = trust.lower(new_trust, best)
+    for old_id in olds:
+        why = check_link(store, rows.get(old_id), old_id, new, new_trust, kind="explicit")
+        if why:
+            raise SupersessionError(f"cannot record supersedes={old_id!r}: {why}; nothing was recorded")
+
+
+def apply_state_key(store: Store, row: EpisodeRow) -> list[str]:
+    """Recompute a slot after ``row`` joined it; return the ids newly replaced."""
+    return _recompute_slot(store, row.state_key or "", audit=False)
+
+
+def _recompute_slot(store: Store, key: str, *, audit: bool) -> list[str]:
+    b = store.backend
+    members = b.state_key_holders(key)
+    member_ids = {m.id for m in members}
+    before = {o for o, links in b.supersessions_of(list(member_ids)).items()
+              if any(k == "state_key" for _n, k, _c in links)}
+    for m in members:
+        for new, kind, _c in b.supersessions_of([m.id]).get(m.id, []):
+            if kind == "state_key":
+                b.remove_supersession(m.id, new)
+    if not members:
+        return []
+    head = max(members, key=lambda m: (m.timestamp, m.rowid))
+    for m in members:
+        if m.id != head.id:
+            b.add_supersession(m.id, head.id, "state_key", now_iso())
+    after = {m.id for m in members if m.id != head.id}
+    return sorted(after - before)
+
+
+def set_state_key(store: Store, episode_id: str, key: str) -> list[str]:
+    k = validate_state_key(key)
+    with store._write():
+        rows = store.backend.get_episodes([episode_id])
+        if episode_id not in rows:
+            raise EpisodeNotFoundError(f"no episode {episode_id!r} in this store: check the id")
+        row = rows[episode_id]
+        explicit = [n for n, kind, _ in store.backend.supersessions_of([episode_id]).get(episode_id, [])
+                    if kind != "state_key"]
+        if explicit or any(kind in ("explicit", "wrap")
+                           for _o, kind in store.backend.superseded_by_new(episode_id)):
+            raise SupersessionError(
+                f"episode {episode_id} takes part in explicit supersession links: remove them "
+                "with unsupersede before keying it")
+        old_key = row.state_key
+        store.backend.update_episode(episode_id, state_key=k)
+        if old_key and old_key != k:
+            _recompute_slot(store, old_key, audit=False)
+        replaced = _recompute_slot(store, k, audit=False)
+        store.audit_trail.append("state_key_set", {"id": episode_id, "key": k, "replaced": replaced},
+                                 actor="operator")
+    return replaced
+
+
+def clear_state_key(store: Store, episode_id: str) -> bool:
+    with store._write():
+        rows = store.backend.get_episodes([episode_id])
+        if episode_id not in rows:
+            raise EpisodeNotFoundError(f"no episode {episode_id!r} in this store: check the id")
+        key = rows[episode_id].state_key
+        if not key:
+            return False
+        for new, kind, _ in store.backend.supersessions_of([episode_id]).get(episode_id, []):
+            if kind == "state_key":
+                store.backend.remove_supersession(episode_id, new)
+        store.backend.update_episode(episode_id, state_key=None)
+        _recompute_slot(store, key, audit=False)
+        store.audit_trail.append("state_key_cleared", {"id": episode_id, "key": key},
+                                 actor="operator")
+    return True
+
+
+def state_report(store: Store, key: str | None = None) -> list[dict[str, Any]]:
+    rows = store.backend.state_key_holders(key)
+    slots: dict[str, list[EpisodeRow]] = {}
+    for r in rows:
+        slots.setdefault(r.state_key or "", []).append(r)
+    out = []
+    for k, members in sorted(slots.items()):
+        head = max(members, key=lambda m: (m.timestamp, m.rowid))
+        history = sorted((m for m in members if m.id != head.id),
+                         key=lambda m: (m.timestamp, m.rowid), reverse=True)
+        out.append({
+            "key": k,
+            "current": {"id": head.id, "timestamp": head.timestamp, "content": head.content},
+            "history": [{"id": m.id, "timestamp": m.timestamp, "content": m.content}
+                        for m in history],
+        })
+    return out
+
+
+def unsupersede(store: Store, old_id: str, new_id: str) -> bool:
+    with store._write():
+        links = store.backend.supersessions_of([old_id]).get(old_id, [])
+        kinds = {n: k for n, k, _ in links}
+        if new_id not in kinds:
+            raise SupersessionError(f"there is no link {old_id} -> {new_id} to remove: "
+                                    "see 'anneal-memory search --include-superseded'")
+        store.backend.remove_supersession(old_id, new_id)
+        store.audit_trail.append("unsupersede", {"old_id": old_id, "new_id": new_id,
+                                                 "kind": kinds[new_id]}, actor="operator")
+    return True
+
+
+def propose_wrap_link(store: Store, old_id: str, new_id: str, snapshot: set[str]) -> str | None:
+    """Record a link a wrap proposed; return why it was rejected, or None."""
+    b = store.backend
+    rows = b.get_episodes([old_id, new_id])
+    if new_id not in snapshot:
+        return f"{new_id} is not an episode of this wrap"
+    new = rows.get(new_id)
+    if new is None:
+        return f"no episode {new_id!r} in this store"
+    new_trust = store.effective_trust_map([new_id]).get(new_id, new.trust)
+    why = check_link(store, rows.get(old_id), old_id, new, new_trust, kind="wrap")
+    if why:
+        return why
+    existing = {n for n, _k, _c in b.supersessions_of([old_id]).get(old_id, [])}
+    if new_id not in existing:
+        b.add_supersession(old_id, new_id, "wrap", now_iso())
+    return None
+
+
+def detach_links(store: Store, eid: str) -> None:
+    """Before an episode is removed: drop its outgoing links and rewire links that
+    pointed at it to what replaced it (never swapped in by recall)."""
+    b = store.backend
+    onward = [n for n, _k, _c in b.supersessions_of([eid]).get(eid, [])]
+    incoming = b.superseded_by_new(eid)
+    b.delete_supersessions_touching([eid])
+    if onward:
+        for old, _kind in incoming:
+            if old != onward[-1]:
+                b.add_supersession(old, onward[-1], "rewired", now_iso())
+
+
+def link_chain_head(store: Store, eid: str) -> tuple[str | None, bool]:
+    """Follow links from a replaced episode to the live one that replaces it.
+
+    Returns (head id, swappable): swappable is False when any link on the way was
+    proposed by a wrap or rewired by a delete.
+    """
+    b = store.backend
+    cur, swappable, seen = eid, True, {eid}
+    while True:
+        links = b.supersessions_of([cur]).get(cur, [])
+        if not links:
+            return (None if cur == eid else cur), swappable
+        new, kind, _ = links[-1]
+        if kind not in SWAPPABLE:
+            swappable = False
+        if new in seen:
+            return None, False
+        seen.add(new)
+        cur = new

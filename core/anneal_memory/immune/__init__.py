@@ -1,0 +1,1 @@
+"""The immune system: rules that decide what level a pattern line may hold."""

@@ -1,0 +1,209 @@
+"""Citation-validated graduation, one small rule per function.
+
+A pattern line rises a rung only when every episode it cites is in this wrap's frozen
+snapshot, is not replaced, and (with a quoted explanation) shares at least two
+meaningful words with the explanation. It can never rise more than one rung above the
+level the store last saved for it; a new pattern enters at 1x.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..clock import days_between
+from ..continuity.parse import EVIDENCE_RE, MARK_RE, MARKER_RE, PatternLine
+from ..storage.base import EpisodeRow
+from ..text import check_explanation_overlap, meaningful_words
+from ..types import RELAYED_TRUST
+
+#: a re-grounding sharing this many meaningful words with a prior explanation demotes
+CROSS_SESSION_OVERLAP = 3
+
+
+@dataclass
+class WrapContext:
+    """What the rules read: the snapshot, the store's pattern record, today."""
+
+    today: str
+    snapshot: dict[str, EpisodeRow]
+    superseded: set[str]
+    trust: dict[str, str]
+    history: dict[str, dict[str, Any]]
+    prior_levels: dict[str, int]
+    citations_seen: bool
+    cold_days: int | None
+    first_governed_save: bool
+
+
+@dataclass
+class LineOutcome:
+    line: PatternLine
+    final_level: int
+    new_text: str
+    validated: bool = False
+    demoted: bool = False
+    bare_demoted: bool = False
+    carried: bool = False
+    cold_hold: bool = False
+    capped: bool = False
+    cap_reason: str | None = None
+    uncorroborated: bool = False
+    collision: bool = False
+    failures: list[str] = field(default_factory=list)
+    grounding_ids: list[str] = field(default_factory=list)
+    prior_level: int | None = None
+
+
+def citation_failures(p: PatternLine, ctx: WrapContext) -> list[str]:
+    """Why each citation fails (empty when all are valid and grounded)."""
+    out = []
+    for c in p.citations:
+        row = ctx.snapshot.get(c.episode_id)
+        if row is None:
+            out.append(f"{c.episode_id}: not an episode of this wrap")
+        elif c.episode_id in ctx.superseded:
+            out.append(f"{c.episode_id}: replaced by a newer episode")
+        elif c.explanation is not None and not check_explanation_overlap(c.explanation, row.content):
+            out.append(f"{c.episode_id}: explanation shares fewer than 2 meaningful words with it")
+    return out
+
+
+def is_relayed(p: PatternLine, ctx: WrapContext) -> bool:
+    """True when every grounding citation is tool/external content (or, without a quoted
+    explanation, when any cited episode is)."""
+    tr = [ctx.trust.get(c.episode_id, "agent") for c in p.citations]
+    if not tr:
+        return False
+    if any(c.explanation is None for c in p.citations):
+        return any(t in RELAYED_TRUST for t in tr)
+    return all(t in RELAYED_TRUST for t in tr)
+
+
+def rephrases_prior(p: PatternLine, hist: dict[str, Any] | None) -> bool:
+    """A re-grounding that reuses >= 3 meaningful words of a prior explanation."""
+    if not hist or not hist.get("explanations"):
+        return False
+    new = set()
+    for c in p.citations:
+        if c.explanation:
+            new |= meaningful_words(c.explanation)
+    if not new:
+        return False
+    return any(len(new & meaningful_words(old)) >= CROSS_SESSION_OVERLAP
+               for old in hist["explanations"])
+
+
+def prior_level(p: PatternLine, ctx: WrapContext) -> int | None:
+    """The level the store last saved for this name; None for a new pattern."""
+    if not p.key:
+        return None
+    hist = ctx.history.get(p.key)
+    if hist is not None:
+        return int(hist["level"])
+    if ctx.first_governed_save:
+        return ctx.prior_levels.get(p.key)
+    return None
+
+
+def carry_forward_eligible(level: int, hist: dict[str, Any] | None, ctx: WrapContext) -> bool:
+    """Held, not demoted: at or below the earned high-water mark and grounded recently."""
+    if ctx.cold_days is None or not hist or not hist.get("last_seen_at"):
+        return False
+    if level > int(hist.get("max_level_reached", 0)):
+        return False
+    return days_between(hist["last_seen_at"], ctx.today) <= ctx.cold_days
+
+
+def is_cold(hist: dict[str, Any] | None, ctx: WrapContext) -> bool:
+    if ctx.cold_days is None or not hist or not hist.get("last_seen_at"):
+        return False
+    return days_between(hist["last_seen_at"], ctx.today) > ctx.cold_days
+
+
+def rewrite_line(p: PatternLine, level: int, date: str | None, marks: list[str],
+                 drop_evidence: bool) -> str:
+    """The line with its first marker set to ``level``/``date`` and its marks replaced."""
+    text = MARK_RE.sub("", p.line).rstrip()
+    m = MARKER_RE.search(text)
+    if m is None:
+        return text
+    marker = f"| {level}x" + (f" ({date})" if date else "")
+    tail = text[m.end():]
+    if drop_evidence:
+        ev = EVIDENCE_RE.match(tail.lstrip())
+        if ev and tail[: len(tail) - len(tail.lstrip())].strip() == "":
+            tail = tail.lstrip()[ev.end():]
+    text = text[: m.start()] + marker + tail
+    return text.rstrip() + "".join(f" ({mk})" for mk in marks)
+
+
+def govern_line(p: PatternLine, ctx: WrapContext) -> LineOutcome:
+    """Apply every graduation rule to one pattern line."""
+    prior = prior_level(p, ctx)
+    hist = ctx.history.get(p.key) if p.key else None
+    out = LineOutcome(line=p, final_level=1, new_text=p.line, prior_level=prior)
+    claimed = p.level
+    date = p.date
+    marks: list[str] = []
+    drop_evidence = False
+    if p.citations:
+        out.failures = citation_failures(p, ctx)
+        out.validated = not out.failures
+        if out.validated and prior is not None and rephrases_prior(p, hist):
+            out.validated = False
+            out.collision = True
+            out.failures.append("re-grounding rephrases a prior explanation")
+        if out.validated:
+            out.grounding_ids = [c.episode_id for c in p.citations]
+    if prior is None:
+        level = 1
+        if claimed > 1:
+            out.capped, out.cap_reason = True, "a new pattern enters at 1x"
+        if out.validated:
+            date = ctx.today
+    elif out.validated:
+        entitled = prior + 1
+        level = min(claimed, entitled)
+        if claimed > entitled:
+            out.capped, out.cap_reason = True, f"one rung per wrap: saved at {prior}x"
+        date = ctx.today
+        if is_relayed(p, ctx) and level > 1:
+            level, out.uncorroborated, out.capped = 1, True, False
+    elif p.citations:
+        base = min(claimed, prior)
+        if claimed > prior:
+            out.capped, out.cap_reason = True, f"saved at {prior}x"
+        if not out.collision and carry_forward_eligible(base, hist, ctx):
+            level, out.carried, drop_evidence = base, True, True
+            date = ctx.today
+        else:
+            level, out.demoted = max(1, base - 1), base > 1
+    else:
+        base = min(claimed, prior)
+        if claimed > prior:
+            out.capped, out.cap_reason = True, f"saved at {prior}x"
+        level = base
+        if base >= 2 and ctx.citations_seen:
+            if hist and ctx.cold_days is not None and base <= int(hist.get("max_level_reached", 0)):
+                out.carried = True
+                if is_cold(hist, ctx):
+                    out.cold_hold = True
+                    date = str(hist["last_seen_at"])[:10]
+                else:
+                    date = ctx.today
+            else:
+                level, out.bare_demoted = base - 1, True
+    if out.uncorroborated:
+        marks.append("uncorroborated")
+    if out.demoted or (out.failures and not out.carried and not out.uncorroborated):
+        marks.append("ungrounded")
+    if out.bare_demoted:
+        marks.append("needs-evidence")
+    if out.carried:
+        marks.append("carried-forward")
+    if out.capped and level < claimed and not out.demoted and not out.bare_demoted:
+        marks.append("level-capped")
+    out.final_level = level
+    out.new_text = rewrite_line(p, level, date, marks, drop_evidence)
+    return out

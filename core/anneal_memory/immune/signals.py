@@ -1,0 +1,58 @@
+"""Signals the save reports without changing levels: gaming, spread, staleness,
+omissions, contradiction stances, and the wrong-namespace warning (AM-WARN)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..clock import days_between
+from ..continuity.parse import PatternLine
+
+#: one episode cited this often in one wrap is flagged
+GAMING_THRESHOLD = 3
+
+
+def citation_counts(lines: Iterable[PatternLine]) -> Counter[str]:
+    return Counter(c.episode_id for p in lines for c in p.citations)
+
+
+def gaming_suspects(counts: Counter[str]) -> list[str]:
+    return sorted(i for i, n in counts.items() if n >= GAMING_THRESHOLD)
+
+
+def citation_spread(lines: Iterable[PatternLine], snapshot_ids: set[str]) -> int:
+    """Distinct episodes of this wrap that its graduation lines cited."""
+    return len({c.episode_id for p in lines for c in p.citations if c.episode_id in snapshot_ids})
+
+
+def stale_patterns(lines: Sequence[PatternLine], today: str, staleness_days: int) -> list[dict[str, Any]]:
+    """Proven lines whose date has fallen behind the staleness threshold."""
+    out = []
+    for p in lines:
+        if p.level >= 2 and p.date:
+            age = days_between(p.date, today)
+            if age > staleness_days:
+                out.append({"name": p.name, "level": p.level, "date": p.date, "days_old": age})
+    return out
+
+
+def omitted_patterns(prior: dict[str, tuple[str, int]], present_keys: set[str]) -> list[dict[str, Any]]:
+    """Proven patterns of the prior continuity that the new one dropped."""
+    return [{"name": name, "level": level} for key, (name, level) in sorted(prior.items())
+            if level >= 2 and key not in present_keys]
+
+
+def stances(lines: Iterable[PatternLine]) -> list[dict[str, str]]:
+    return [{"name": p.name, "contradicts": t} for p in lines for t in p.contradicts]
+
+
+def am_warn(lines: Sequence[PatternLine], resolvable: set[str]) -> str | None:
+    """Graduated lines cited episodes, but not one id resolves in this store."""
+    cited = {c.episode_id for p in lines if p.level >= 2 for c in p.citations}
+    if cited and not (cited & resolvable):
+        return ("AM-WARN: graduated patterns cite episode ids, but none of them resolves to an "
+                "episode in this store (ids from another store or namespace?): nothing can "
+                "ground them")
+    return None

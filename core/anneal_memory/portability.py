@@ -1,0 +1,149 @@
+"""JSON export and import of a whole store.
+
+An export carries every episode with its effective trust class (so a round trip never
+raises trust), its links, its state key and its wrap state, plus the store's
+supersession links and tombstones (ids and hashes only). Import is all or nothing: the
+whole document is validated before anything is written, ids already in the store are
+skipped, and a deleted id is never brought back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from . import trust as trust_mod
+from .clock import normalize_timestamp, now_iso
+from .errors import ValidationError
+from .storage.base import EpisodeRow
+from .types import EpisodeType, coerce_trust
+
+if TYPE_CHECKING:
+    from .store import Store
+
+FORMAT = "anneal-memory-export"
+VERSION = 1
+
+
+def export_store(store: Store) -> dict[str, Any]:
+    b = store.backend
+    with b.read():
+        rows = list(b.all_episodes())
+        ids = [r.id for r in rows]
+        eff = trust_mod.effective_trust_map(store, ids)
+        sup = b.supersessions_of(ids)
+        der = b.derivations_of(ids)
+        episodes = []
+        for r in rows:
+            links = sup.get(r.id, [])
+            episodes.append({
+                "id": r.id, "timestamp": r.timestamp, "type": r.type, "content": r.content,
+                "source": r.source, "session_id": r.session_id,
+                "metadata": json.loads(r.metadata) if r.metadata else None,
+                "trust": eff.get(r.id, r.trust), "state_key": r.state_key,
+                "derived_from": [s for s, _t in der.get(r.id, [])],
+                "superseded_by": links[-1][0] if links else None,
+                "wrapped": r.wrap_id is not None,
+            })
+        links_out = [{"old_id": o, "new_id": n, "kind": k, "created_at": c}
+                     for o, n, k, c in b.all_supersessions()]
+        tombs = [{k: v for k, v in t.items() if k != "trust"} for t in b.tombstones().values()]
+    return {
+        "format": FORMAT, "version": VERSION, "exported_at": now_iso(),
+        "store_id": store.store_id, "episode_count": len(episodes),
+        "episodes": episodes, "supersessions": links_out, "tombstones": tombs,
+        "continuity": store.load_continuity(),
+    }
+
+
+def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
+    if isinstance(data, (str, bytes)):
+        try:
+            data = json.loads(data)
+        except ValueError as exc:
+            raise ValidationError(f"the import is not valid JSON ({exc}): pass an export "
+                                  "written by 'anneal-memory export'") from None
+    if not isinstance(data, Mapping) or not isinstance(data.get("episodes"), list):
+        raise ValidationError("the import is not an anneal-memory export: it needs an "
+                              "'episodes' list (write one with 'anneal-memory export')")
+    if data.get("format", FORMAT) != FORMAT or int(data.get("version", 1)) > VERSION:
+        raise ValidationError("the import's format or version is not one this package reads: "
+                              "upgrade anneal-memory")
+    out = []
+    seen: set[str] = set()
+    for i, e in enumerate(data["episodes"]):
+        where = f"episode {i}"
+        if not isinstance(e, Mapping):
+            raise ValidationError(f"{where} is not an object")
+        eid = e.get("id")
+        if not isinstance(eid, str) or not eid.strip() or len(eid) > 64:
+            raise ValidationError(f"{where} has no usable id")
+        if eid in seen:
+            raise ValidationError(f"{where}: id {eid} appears twice in the import")
+        seen.add(eid)
+        content = e.get("content")
+        if not isinstance(content, str) or not content.strip():
+            raise ValidationError(f"{where} ({eid}) has empty content")
+        etype = EpisodeType.coerce(e.get("type", ""))
+        ts = normalize_timestamp(e.get("timestamp") or "", field=f"{where} timestamp")
+        label = coerce_trust(e.get("trust") or "agent")
+        trust_mod.check_ceiling(label, store.trust_ceiling)
+        meta = e.get("metadata")
+        if meta is not None and not isinstance(meta, Mapping):
+            raise ValidationError(f"{where} ({eid}) metadata must be an object")
+        out.append({"id": eid, "timestamp": ts, "type": etype.value, "content": content,
+                    "source": str(e.get("source") or "agent"),
+                    "session_id": e.get("session_id"),
+                    "metadata": json.dumps(meta, ensure_ascii=False, sort_keys=True) if meta else None,
+                    "trust": label, "state_key": e.get("state_key") or None,
+                    "derived_from": [str(x) for x in (e.get("derived_from") or [])],
+                    "wrapped": bool(e.get("wrapped"))})
+    return out
+
+
+def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "library") -> dict[str, Any]:
+    if isinstance(data, (str, bytes)):
+        try:
+            doc = json.loads(data)
+        except ValueError as exc:
+            raise ValidationError(f"the import is not valid JSON ({exc})") from None
+    else:
+        doc = data
+    items = _validate(store, doc)
+    b = store.backend
+    imported: list[str] = []
+    skipped: list[str] = []
+    refused_deleted: list[str] = []
+    with store._write():
+        tombs = b.tombstones([i["id"] for i in items])
+        present = b.get_episodes([i["id"] for i in items])
+        for it in items:
+            if it["id"] in tombs:
+                refused_deleted.append(it["id"])
+                continue
+            if it["id"] in present:
+                skipped.append(it["id"])
+                continue
+            b.insert_episode(EpisodeRow(
+                id=it["id"], timestamp=it["timestamp"], type=it["type"], content=it["content"],
+                source=it["source"], session_id=it["session_id"], metadata=it["metadata"],
+                trust=it["trust"], state_key=it["state_key"], wrap_id=0 if it["wrapped"] else None))
+            for src in it["derived_from"]:
+                # pinned at the exported class: an import never re-derives (or raises) trust
+                b.add_derivations(it["id"], [src], pinned_trust=it["trust"])
+            imported.append(it["id"])
+        new = set(imported)
+        for link in doc.get("supersessions") or []:
+            if not isinstance(link, Mapping):
+                continue
+            o, n = link.get("old_id"), link.get("new_id")
+            if (o in new or n in new) and b.get_episodes([o, n]).keys() >= {o, n}:
+                b.add_supersession(o, n, str(link.get("kind") or "explicit"),
+                                   str(link.get("created_at") or now_iso()))
+        store.audit_trail.append("import", {"count": len(imported), "ids": imported,
+                                            "skipped": len(skipped),
+                                            "refused_deleted": refused_deleted, "via": via},
+                                 actor="operator")
+    return {"imported": len(imported), "skipped_existing": skipped,
+            "refused_deleted": refused_deleted, "ids": imported}

@@ -1,0 +1,185 @@
+"""Recall: filtered keyword recall (phrase first, then words by BM25) and scored recall
+(``retrieve_relevant``), which swaps a replaced hit for the episode that replaced it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from . import facts
+from .clock import parse_since
+from .errors import ValidationError
+from .storage.base import SearchFilters
+from .text import meaningful_words, query_terms
+from .types import (
+    RELAYED_TRUST,
+    EpisodeType,
+    RecallResult,
+    RelevantResult,
+    ReplacedEpisode,
+    ScoredEpisode,
+)
+
+if TYPE_CHECKING:
+    from .store import Store
+
+
+def _int_arg(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValidationError(f"{name} must be a whole number >= {minimum}, not {value!r}")
+    return value
+
+
+def build_filters(since: Any = None, until: Any = None, episode_type: Any = None,
+                  source: Any = None, include_superseded: bool = False) -> SearchFilters:
+    return SearchFilters(
+        since=parse_since(since, field="since") if since is not None else None,
+        until=parse_since(until, field="until") if until is not None else None,
+        episode_type=EpisodeType.coerce(episode_type).value if episode_type is not None else None,
+        source=source if source else None,
+        include_superseded=bool(include_superseded),
+    )
+
+
+def keyword_recall(store: Store, *, since: str | datetime | None = None,
+                   until: str | datetime | None = None, episode_type: Any = None,
+                   source: str | None = None, keyword: str | None = None, limit: int = 100,
+                   offset: int = 0, include_superseded: bool = False) -> RecallResult:
+    limit = _int_arg(limit, "limit", 0)
+    offset = _int_arg(offset, "offset", 0)
+    if keyword is not None and not isinstance(keyword, str):
+        raise ValidationError("keyword must be a string")
+    filters = build_filters(since, until, episode_type, source, include_superseded)
+    params: dict[str, Any] = {
+        "since": filters.since, "until": filters.until, "episode_type": filters.episode_type,
+        "source": source, "keyword": keyword, "limit": limit, "offset": offset,
+        "include_superseded": bool(include_superseded), "match": None,
+    }
+    b = store.backend
+    kw = keyword.strip() if keyword else ""
+    with b.read():
+        if kw:
+            rows, total = b.search(filters, phrase=kw, limit=limit, offset=offset)
+            params["match"] = "phrase"
+            if total == 0:
+                terms = query_terms(kw)
+                params["match"] = "words"
+                params["words"] = terms
+                if terms:
+                    rows, total = b.search(filters, words=terms, limit=limit, offset=offset)
+                else:
+                    rows, total = [], 0
+        else:
+            rows, total = b.search(filters, limit=limit, offset=offset)
+        episodes = store._to_episodes([r for r, _s in rows])
+    return RecallResult(episodes, total, params)
+
+
+def retrieve_relevant(store: Store, crystal_store: Any, query: str, *, max_patterns: int = 3,
+                      max_episodes: int = 3, episode_type: Any = None,
+                      include_facts: bool = True, since: Any = None,
+                      exclude_ids: Sequence[str] = ()) -> RelevantResult:
+    """Scored recall for a per-turn hook: crystallized patterns, ranked episodes (a hit on
+    a replaced episode is swapped in its slot for the episode that replaced it) and the
+    durable facts the query cues."""
+    if not isinstance(query, str):
+        raise ValidationError("query must be a string")
+    max_patterns = _int_arg(max_patterns, "max_patterns", 0)
+    max_episodes = _int_arg(max_episodes, "max_episodes", 0)
+    terms = query_terms(query)
+    patterns: list[Any] = []
+    if crystal_store is not None and max_patterns and query.strip():
+        from .crystal import retrieve_patterns
+
+        patterns = list(retrieve_patterns(crystal_store, query, max_patterns=max_patterns,
+                                          store=store))
+    episodes = _scored_episodes(store, query, terms, max_episodes, episode_type, since,
+                                set(exclude_ids)) if max_episodes and terms else []
+    found_facts = _cued_facts(store, query) if include_facts and query.strip() else []
+    return RelevantResult(patterns, episodes, terms, found_facts)
+
+
+def _scored_episodes(store: Store, query: str, terms: list[str], k: int, episode_type: Any,
+                     since: Any, exclude: set[str]) -> list[ScoredEpisode]:
+    b = store.backend
+    filters = build_filters(since, None, episode_type, None, include_superseded=True)
+    with b.read():
+        rows, _total = b.search(filters, words=terms, limit=max(50, k * 8))
+        phrase_rows: list[Any] = []
+        if len(query.strip()) >= 3:
+            phrase_rows, _ = b.search(filters, phrase=query.strip(), limit=k)
+        superseded = b.supersessions_of([r.id for r, _ in rows + phrase_rows])
+        ranked: list[tuple[Any, float]] = []
+        seen_ids: set[str] = set()
+        top = max((s for _r, s in rows), default=1.0) or 1.0
+        for r, _s in phrase_rows:  # an exact phrase hit outranks any word hit
+            ranked.append((r, top * 2.0))
+            seen_ids.add(r.id)
+        for r, s in rows:
+            if r.id not in seen_ids:
+                ranked.append((r, s))
+                seen_ids.add(r.id)
+        results: dict[str, dict[str, Any]] = {}
+        order: list[str] = []
+        for r, score in ranked:
+            if len(order) >= k:
+                break
+            if r.id in exclude:
+                continue
+            if r.id in superseded:
+                head, swappable = facts.link_chain_head(store, r.id)
+                if head is None or not swappable:
+                    continue
+                if head in results:
+                    results[head]["replaces"].append(r)
+                    continue
+                heads = b.get_episodes([head])
+                if head not in heads:
+                    continue
+                results[head] = {"row": heads[head], "score": score, "replaces": [r]}
+                order.append(head)
+            else:
+                if r.id in results:
+                    continue
+                results[r.id] = {"row": r, "score": score, "replaces": []}
+                order.append(r.id)
+        all_ids = order + [x.id for v in results.values() for x in v["replaces"]]
+        eff = store.effective_trust_map(all_ids)
+    out = []
+    for eid in order:
+        v = results[eid]
+        row = v["row"]
+        out.append(ScoredEpisode(
+            id=row.id, timestamp=row.timestamp, type=row.type, source=row.source,
+            content=row.content, score=round(float(v["score"]), 6),
+            replaces=[ReplacedEpisode(x.id, x.timestamp, x.content, eff.get(x.id, x.trust))
+                      for x in v["replaces"]],
+            trust=eff.get(row.id, row.trust)))
+    return out
+
+
+def _cued_facts(store: Store, query: str) -> list[Any]:
+    text = store.load_continuity()
+    if not text:
+        return []
+    from .continuity.durable import parse_durable_facts
+
+    try:
+        found = parse_durable_facts(text, store.section_schema)
+    except Exception:
+        return []
+    q = meaningful_words(query)
+    out = []
+    for f in found:
+        cues = {c.lower() for c in f.cues}
+        if q & cues or len(q & meaningful_words(f.fact)) >= 2:
+            out.append(f)
+    return out
+
+
+def split_relayed(episodes: Sequence[ScoredEpisode]) -> tuple[list[ScoredEpisode], list[ScoredEpisode]]:
+    """(the agent's own, relayed): relayed episodes render last, labelled as data."""
+    own = [e for e in episodes if e.trust not in RELAYED_TRUST]
+    relayed = [e for e in episodes if e.trust in RELAYED_TRUST]
+    return own, relayed

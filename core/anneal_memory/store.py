@@ -1,0 +1,585 @@
+"""The Store: the public facade over one episodic memory database and its sidecars."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from . import facts, trust
+from ._fileio import atomic_write_text, file_lock, sidecar_path
+from .audit import AuditTrail
+from .clock import normalize_timestamp, now_iso, utcnow, iso
+from .errors import (
+    EpisodeNotFoundError,
+    StoreError,
+    StoreLocationError,
+    ValidationError,
+    WrapInProgressError,
+)
+from .storage.base import EpisodeRow
+from .storage.sqlite import SQLiteBackend
+from .types import Episode, EpisodeType, RecallResult, StoreStatus, coerce_trust
+
+ENV_DB = "ANNEAL_MEMORY_DB"
+
+
+def default_db_path() -> Path:
+    """``$ANNEAL_MEMORY_DB``, else ``~/.anneal-memory/memory.db``."""
+    env = os.environ.get(ENV_DB)
+    if env:
+        return Path(env).expanduser()
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError, OSError):
+        home = None
+    if home is None or str(home) in ("", "~") or not home.is_absolute():
+        raise StoreLocationError(
+            "no store path: the home directory cannot be determined; pass --db PATH "
+            f"(library: Store(path)) or set {ENV_DB}"
+        )
+    return home / ".anneal-memory" / "memory.db"
+
+
+def _episode(row: EpisodeRow, superseded_by: str | None = None,
+             derived_from: Sequence[str] = (), trust_value: str | None = None) -> Episode:
+    meta = json.loads(row.metadata) if row.metadata else None
+    return Episode(
+        id=row.id, timestamp=row.timestamp, type=EpisodeType(row.type), content=row.content,
+        source=row.source, session_id=row.session_id, metadata=meta,
+        superseded_by=superseded_by, trust=trust_value or row.trust, state_key=row.state_key,
+        derived_from=list(derived_from),
+    )
+
+
+class Store:
+    """One agent's episodic memory: a SQLite database plus its sidecar files.
+
+    Not thread-safe: use one Store per thread. Several processes may each open their
+    own Store on the same database.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        project_name: str | None = None,
+        section_schema: Sequence[Mapping[str, Any]] | None = None,
+        audit: bool = True,
+        on_audit_event: Callable[[dict[str, Any]], Any] | None = None,
+        read_only: bool = False,
+        trust_ceiling: str = "agent",
+        retention_days: int | None = None,
+        session_id: str | None = None,
+        consolidate_requires_baton_on_create: bool = False,
+    ) -> None:
+        db = Path(path).expanduser() if path is not None else default_db_path()
+        if path is None and not db.parent.exists() and not read_only:
+            db.parent.mkdir(parents=True, exist_ok=True)
+        if db.exists() and db.is_dir():
+            raise StoreError(f"{str(db)!r} is a folder: pass the path of a database file")
+        if retention_days is not None and (not isinstance(retention_days, int) or retention_days < 1):
+            raise ValidationError("retention_days must be a whole number of days >= 1, or None")
+        self.trust_ceiling = coerce_trust(trust_ceiling)
+        self.path = db
+        self.project_name = project_name or "Agent"
+        self.read_only = read_only
+        self.retention_days = retention_days
+        self.session_id = session_id
+        existed = db.exists() and db.stat().st_size > 0
+        self._backend = SQLiteBackend(db, read_only=read_only)
+        self._closed = False
+        if not read_only:
+            with self._backend.transaction():
+                if self._backend.get_meta("store_id") is None:
+                    self._backend.set_meta("store_id", secrets.token_hex(8))
+                    self._backend.set_meta("audit_salt", secrets.token_hex(16))
+                    self._backend.set_meta("created_at", now_iso())
+                    if consolidate_requires_baton_on_create:
+                        self._backend.set_meta("consolidate_requires_baton", "1")
+        self.store_id = self._backend.get_meta("store_id") or ""
+        self._audit = AuditTrail(self._backend, db, salt=self._backend.get_meta("audit_salt") or "",
+                                 on_event=on_audit_event, enabled=audit and not read_only)
+        if section_schema is not None:
+            from .continuity.schema import validate_schema
+
+            validate_schema(section_schema)
+            if not read_only and (not existed or self._backend.get_meta("section_schema") is None):
+                self.set_section_schema(section_schema)
+            self._schema_override = list(section_schema) if read_only else None
+        else:
+            self._schema_override = None
+        if self._audit.enabled:
+            with contextlib.suppress(Exception):
+                self._audit.mirror()
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the database. Safe to call twice."""
+        if not self._closed:
+            self._closed = True
+            self._backend.close()
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    @property
+    def backend(self) -> SQLiteBackend:
+        return self._backend
+
+    @property
+    def audit_trail(self) -> AuditTrail:
+        return self._audit
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[None]:
+        """A write transaction whose audit entries are mirrored after it commits."""
+        outer = not self._backend.in_transaction
+        try:
+            with self._backend.transaction():
+                yield
+        except BaseException:
+            if outer:
+                self._audit.discard_pending()
+            raise
+        if outer:
+            self._audit.after_commit()
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[Store]:
+        """Group many writes into one durable transaction (bulk loads).
+
+        Nothing inside is acknowledged until the block exits; an exception rolls all of
+        it back.
+        """
+        with self._write():
+            yield self
+
+    def audit_event(self, event: str, data: dict[str, Any], actor: str = "operator") -> None:
+        """Append one standalone entry to the audit chain (ids and hashes, never content)."""
+        with self._write():
+            self._audit.append(event, data, actor=actor)
+
+    # ------------------------------------------------------------------ record
+    def _new_id(self, content: str, ts: str) -> str:
+        while True:
+            seed = f"{content}\x00{ts}\x00{secrets.token_hex(8)}".encode()
+            eid = hashlib.sha256(seed).hexdigest()[:8]
+            if not self._backend.id_taken(eid):
+                return eid
+
+    def record(
+        self,
+        content: str,
+        episode_type: EpisodeType | str,
+        source: str = "agent",
+        metadata: dict[str, Any] | None = None,
+        timestamp: str | datetime | date | None = None,
+        supersedes: Sequence[str] | str | None = None,
+        state_key: str | None = None,
+        trust: str = "agent",
+        *,
+        derived_from: Sequence[str] | None = None,
+    ) -> Episode:
+        """Record one episode durably and return it.
+
+        Refusals (a typed error, nothing written): empty content, unknown type, a bad
+        timestamp, a trust class above the store's ceiling, a supersession link or state
+        key that fails validation, derived_from ids that do not exist.
+        """
+        prepared = self._prepare_record(content, episode_type, source, metadata, timestamp,
+                                        supersedes, state_key, trust, derived_from)
+        with self._write():
+            return self._insert_prepared(prepared)
+
+    def record_many(self, items: Iterable[Mapping[str, Any]]) -> list[Episode]:
+        """Record many episodes in one transaction: all of them, or none on a refusal.
+
+        Each item holds ``record()``'s keyword names (``content``, ``episode_type``, ...).
+        """
+        out: list[Episode] = []
+        with self._write():
+            for i, item in enumerate(items):
+                if not isinstance(item, Mapping):
+                    raise ValidationError(f"record_many item {i} must be a dict of record() arguments")
+                args = dict(item)
+                if "episode_type" not in args and "type" in args:
+                    args["episode_type"] = args.pop("type")
+                unknown = set(args) - {"content", "episode_type", "source", "metadata", "timestamp",
+                                       "supersedes", "state_key", "trust", "derived_from"}
+                if unknown:
+                    raise ValidationError(f"record_many item {i}: unknown field(s) {sorted(unknown)}")
+                if "content" not in args or "episode_type" not in args:
+                    raise ValidationError(f"record_many item {i} needs 'content' and 'episode_type'")
+                prepared = self._prepare_record(
+                    args["content"], args["episode_type"], args.get("source", "agent"),
+                    args.get("metadata"), args.get("timestamp"), args.get("supersedes"),
+                    args.get("state_key"), args.get("trust", "agent"), args.get("derived_from"))
+                out.append(self._insert_prepared(prepared))
+        return out
+
+    def _prepare_record(self, content: Any, episode_type: Any, source: Any, metadata: Any,
+                        timestamp: Any, supersedes: Any, state_key: Any, trust_label: Any,
+                        derived_from: Any) -> dict[str, Any]:
+        if self.read_only:
+            from .errors import ReadOnlyStoreError
+
+            raise ReadOnlyStoreError("this store was opened read_only: reopen it to record")
+        if not isinstance(content, str):
+            raise ValidationError(f"content must be a string, not {type(content).__name__}")
+        if not content.strip():
+            raise ValidationError("content is empty: record some text")
+        if "\x00" in content:
+            raise ValidationError("content contains a NUL character: remove it")
+        etype = EpisodeType.coerce(episode_type)
+        if not isinstance(source, str) or not source.strip():
+            raise ValidationError("source must be a non-empty string such as 'agent'")
+        if metadata is not None:
+            if not isinstance(metadata, dict):
+                raise ValidationError("metadata must be a dict (or None)")
+            try:
+                meta_text: str | None = json.dumps(metadata, ensure_ascii=False, sort_keys=True)
+            except (TypeError, ValueError) as exc:
+                raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from None
+        else:
+            meta_text = None
+        ts = now_iso() if timestamp is None else normalize_timestamp(timestamp)
+        label = coerce_trust(trust_label)
+        trust.check_ceiling(label, self.trust_ceiling)
+        sup = facts.normalize_ids(supersedes, "supersedes")
+        der = facts.normalize_ids(derived_from, "derived_from")
+        key = facts.validate_state_key(state_key) if state_key is not None else None
+        return {"content": content, "type": etype.value, "source": source.strip(),
+                "metadata": meta_text, "timestamp": ts, "supersedes": sup, "state_key": key,
+                "trust": label, "derived_from": der}
+
+    def _insert_prepared(self, p: dict[str, Any]) -> Episode:
+        b = self._backend
+        if p["derived_from"]:
+            missing = [i for i in p["derived_from"] if i not in b.get_episodes(p["derived_from"])]
+            if missing:
+                raise ValidationError(f"derived_from names unknown episode(s) {missing}: "
+                                      "record the sources first")
+        eid = self._new_id(p["content"], p["timestamp"])
+        row = EpisodeRow(id=eid, timestamp=p["timestamp"], type=p["type"], content=p["content"],
+                         source=p["source"], session_id=self.session_id, metadata=p["metadata"],
+                         trust=p["trust"], state_key=p["state_key"], wrap_id=None)
+        # Validate links against the store before anything is written.
+        if p["supersedes"]:
+            facts.validate_explicit_links(self, row, p["supersedes"], p["derived_from"])
+        b.insert_episode(row)
+        if p["derived_from"]:
+            b.add_derivations(eid, p["derived_from"])
+        for old in p["supersedes"]:
+            b.add_supersession(old, eid, "explicit", now_iso())
+        replaced_by_key: list[str] = []
+        if p["state_key"]:
+            replaced_by_key = facts.apply_state_key(self, row)
+        self._audit.append("record", {
+            "id": eid, "type": p["type"], "trust": p["trust"], "source": p["source"],
+            "content_hash": self._audit.hash_content(p["content"]),
+            **({"supersedes": p["supersedes"]} if p["supersedes"] else {}),
+            **({"state_key": p["state_key"], "replaced": replaced_by_key} if p["state_key"] else {}),
+            **({"derived_from": p["derived_from"]} if p["derived_from"] else {}),
+        }, actor=p["source"] if p["source"] in ("agent", "operator", "system") else "agent")
+        return _episode(row, derived_from=p["derived_from"],
+                        trust_value=trust.effective_trust_map(self, [eid]).get(eid, p["trust"]))
+
+    # ------------------------------------------------------------------ read
+    def get(self, episode_id: str) -> Episode | None:
+        """The episode with this id, or None."""
+        if not isinstance(episode_id, str):
+            raise ValidationError("episode id must be a string")
+        rows = self._backend.get_episodes([episode_id])
+        if episode_id not in rows:
+            return None
+        return self._to_episodes([rows[episode_id]])[0]
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, Episode]:
+        rows = self._backend.get_episodes(list(ids))
+        eps = self._to_episodes(list(rows.values()))
+        return {e.id: e for e in eps}
+
+    def _to_episodes(self, rows: Sequence[EpisodeRow]) -> list[Episode]:
+        ids = [r.id for r in rows]
+        sup = self._backend.supersessions_of(ids)
+        der = self._backend.derivations_of(ids)
+        eff = trust.effective_trust_map(self, ids)
+        out = []
+        for r in rows:
+            links = sup.get(r.id)
+            out.append(_episode(r, superseded_by=links[-1][0] if links else None,
+                                derived_from=[s for s, _ in der.get(r.id, [])],
+                                trust_value=eff.get(r.id)))
+        return out
+
+    def recall(
+        self,
+        since: str | datetime | None = None,
+        until: str | datetime | None = None,
+        episode_type: EpisodeType | str | None = None,
+        source: str | None = None,
+        keyword: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        include_superseded: bool = False,
+    ) -> RecallResult:
+        """Filtered episodes. A keyword matches first as an exact phrase (substring, any
+        case); if the phrase matches nothing, by its words, ranked by relevance."""
+        from .recall import keyword_recall
+
+        return keyword_recall(self, since=since, until=until, episode_type=episode_type,
+                              source=source, keyword=keyword, limit=limit, offset=offset,
+                              include_superseded=include_superseded)
+
+    def episodes_since_wrap(self) -> list[Episode]:
+        """Episodes no saved wrap has compressed yet, oldest first."""
+        return self._to_episodes(self._backend.unwrapped_episodes())
+
+    def iter_episodes(self) -> Iterator[Episode]:
+        rows = list(self._backend.all_episodes())
+        for i in range(0, len(rows), 500):
+            yield from self._to_episodes(rows[i:i + 500])
+
+    # ------------------------------------------------------------------ delete / prune
+    def delete(self, episode_id: str) -> bool:
+        """Remove an episode's text from the database for good, leaving a tombstone that
+        holds only a salted hash. Returns False when there is no such episode."""
+        if not isinstance(episode_id, str):
+            raise ValidationError("episode id must be a string")
+        with self._write():
+            done = self._remove([episode_id], reason="deleted")
+        if done:
+            self._scrub()
+        return bool(done)
+
+    def prune(self, older_than_days: int | None = None) -> int:
+        """Remove episodes older than ``older_than_days`` (default: the store's
+        retention_days). Returns how many were removed."""
+        days = older_than_days if older_than_days is not None else self.retention_days
+        if days is None:
+            raise ValidationError("prune needs older_than_days (or a store retention_days)")
+        if isinstance(days, bool) or not isinstance(days, int) or days < 0:
+            raise ValidationError("older_than_days must be a whole number >= 0")
+        cutoff = iso(utcnow() - timedelta(days=days))
+        with self._write():
+            ids = self._backend.ids_older_than(cutoff)
+            open_wrap = self._backend.open_wrap()
+            if open_wrap:
+                frozen = set(open_wrap["episode_ids"])
+                ids = [i for i in ids if i not in frozen]
+            n = self._remove(ids, reason="pruned") if ids else 0
+            if n:
+                self._audit.append("prune", {"count": n, "older_than_days": days}, actor="system")
+        if n:
+            self._scrub()
+        return n
+
+    def _remove(self, ids: Sequence[str], *, reason: str) -> int:
+        b = self._backend
+        rows = b.get_episodes(ids)
+        if not rows:
+            return 0
+        eff = trust.effective_trust_map(self, list(rows))
+        for eid, r in rows.items():
+            mark = "external" if reason == "deleted" else eff.get(eid, r.trust)
+            b.mark_source_removed(eid, mark)
+            b.add_tombstone(eid, r.type, r.timestamp, self._audit.hash_content(r.content),
+                            now_iso(), reason, eff.get(eid, r.trust))
+            facts.detach_links(self, eid)
+            if reason == "deleted":
+                self._audit.append("delete", {"id": eid,
+                                              "content_hash": self._audit.hash_content(r.content)},
+                                   actor="operator")
+        return b.delete_episode_rows(list(rows))
+
+    def _scrub(self) -> None:
+        with contextlib.suppress(Exception):
+            with self._backend.transaction():
+                self._backend.scrub_indexes()
+            self._backend.checkpoint()
+
+    # ------------------------------------------------------------------ supersession, keys, trust
+    def unsupersede(self, *, old_id: str, new_id: str) -> bool:
+        """Remove a supersession link; the old episode is served by recall again."""
+        return facts.unsupersede(self, old_id, new_id)
+
+    def set_state_key(self, episode_id: str, key: str) -> list[str]:
+        """Put an existing episode into a state-key slot; returns the ids it replaced."""
+        return facts.set_state_key(self, episode_id, key)
+
+    def clear_state_key(self, episode_id: str) -> bool:
+        """Take an episode out of its state-key slot (and undo what the slot hid)."""
+        return facts.clear_state_key(self, episode_id)
+
+    def state_report(self, key: str | None = None) -> list[dict[str, Any]]:
+        """Each state key's current holder and the history it replaced."""
+        return facts.state_report(self, key)
+
+    def set_trust(self, episode_id: str, trust_class: str, *, via: str = "library") -> dict[str, Any]:
+        """Change an episode's own trust class (never above the store's ceiling)."""
+        return trust.set_trust(self, episode_id, trust_class, via=via)
+
+    def effective_trust_map(self, ids: Sequence[str]) -> dict[str, str]:
+        """Each id's effective trust: its own class, capped by its most trusted source."""
+        return trust.effective_trust_map(self, list(ids))
+
+    # ------------------------------------------------------------------ continuity
+    @property
+    def continuity_path(self) -> Path:
+        return sidecar_path(self.path, ".continuity.md")
+
+    def load_continuity(self) -> str | None:
+        """The current continuity text, or None before the first wrap."""
+        p = self.continuity_path
+        if not p.exists():
+            return None
+        try:
+            return p.read_text("utf-8")
+        except UnicodeDecodeError:
+            raise StoreError(f"the continuity file {str(p)!r} is not UTF-8 text: restore it "
+                             "or remove it to start over") from None
+
+    def _write_continuity_file(self, text: str) -> None:
+        with file_lock(sidecar_path(self.path, ".continuity.lock")):
+            atomic_write_text(self.continuity_path, text)
+
+    def save_continuity(self, text: str) -> str:
+        """Raw continuity write, bypassing every check of the wrap pipeline. Prefer
+        ``validated_save_continuity``."""
+        if not isinstance(text, str):
+            raise ValidationError("continuity text must be a string")
+        self._write_continuity_file(text)
+        self.audit_event("continuity_saved", {"chars": len(text), "raw": True,
+                                              "content_hash": self._audit.hash_content(text)},
+                         actor="operator")
+        return str(self.continuity_path)
+
+    @property
+    def section_schema(self) -> list[dict[str, Any]]:
+        from .continuity.schema import DEFAULT_SCHEMA
+
+        if self._schema_override is not None:
+            return [dict(s) for s in self._schema_override]
+        raw = self._backend.get_meta("section_schema")
+        if raw is None:
+            return [dict(s) for s in DEFAULT_SCHEMA]
+        return json.loads(raw)
+
+    def set_section_schema(self, schema: Sequence[Mapping[str, Any]]) -> None:
+        """Persist a validated section schema; refused while a wrap is open."""
+        from .continuity.schema import validate_schema
+
+        validated = validate_schema(schema)
+        with self._write():
+            if self._backend.open_wrap() is not None:
+                raise WrapInProgressError(
+                    "a wrap is open: save or cancel it (wrap-cancel) before changing the schema")
+            self._backend.set_meta("section_schema", json.dumps(validated))
+            self._audit.append("schema_set", {"headings": [s["heading"] for s in validated]},
+                               actor="operator")
+
+    # ------------------------------------------------------------------ wrap helpers
+    @property
+    def consolidate_requires_baton(self) -> bool:
+        return self._backend.get_meta("consolidate_requires_baton") == "1"
+
+    def set_consolidate_requires_baton(self, required: bool) -> None:
+        """Store policy: every wrap must come from the session holding the baton."""
+        with self._write():
+            self._backend.set_meta("consolidate_requires_baton", "1" if required else "0")
+            self._audit.append("baton_policy", {"required": bool(required)}, actor="operator")
+
+    def wrap_cancelled(self, *, wrap_token: str | None = None, session_id: str | None = None,
+                       force: bool = False) -> bool:
+        """Abandon the open wrap; its episodes go to the next one. False if none was open."""
+        from .wrap.lifecycle import cancel_wrap
+
+        return cancel_wrap(self, wrap_token=wrap_token, session_id=session_id, force=force)
+
+    def add_drift_probe(self, *, pattern: str | None = None, min_level: int | None = None,
+                        fact: str | None = None, section: str | None = None) -> str:
+        """Declare something that must survive consolidation; returns the probe id."""
+        from .immune.probes import add_probe
+
+        return add_probe(self, pattern=pattern, min_level=min_level, fact=fact, section=section)
+
+    def pattern_grounding(self) -> dict[str, list[dict[str, Any]]]:
+        """For each named pattern, the episodes that grounded each rung it earned."""
+        return {n: rec.get("grounding", []) for n, rec in self._backend.pattern_history().items()}
+
+    # ------------------------------------------------------------------ status
+    def status(self) -> StoreStatus:
+        """Counts and health of the store."""
+        b = self._backend
+        with b.read():
+            total_wraps, last_wrap = b.wrap_counts()
+            open_wrap = b.open_wrap()
+            text = self.load_continuity()
+            failures = int(b.get_meta("audit_write_failures") or 0)
+            return StoreStatus(
+                total_episodes=b.count_episodes(),
+                episodes_since_wrap=b.count_unwrapped(),
+                total_wraps=total_wraps,
+                last_wrap_at=last_wrap,
+                wrap_in_progress=open_wrap is not None,
+                tombstone_count=b.count_tombstones(),
+                continuity_chars=None if text is None else len(text),
+                episodes_by_type=b.counts_by_type(),
+                audit_enabled=self._audit.enabled,
+                audit_entry_count=b.audit_count(),
+                audit_write_failures=failures,
+                audit_last_failure=b.get_meta("audit_last_failure"),
+                consolidate_requires_baton=self.consolidate_requires_baton,
+                path=str(self.path),
+                superseded_count=b.count_superseded(),
+                trust_counts=b.counts_by_trust(),
+                wrap_started_at=open_wrap["started_at"] if open_wrap else None,
+            )
+
+    def wrap_history(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Saved wraps, newest first, with their metrics."""
+        return self._backend.wrap_history(limit)
+
+    # ------------------------------------------------------------------ export / import
+    def export(self) -> dict[str, Any]:
+        """Every episode and link as one JSON-ready document."""
+        from .portability import export_store
+
+        return export_store(self)
+
+    def export_json(self, path: str | os.PathLike[str] | None = None) -> str:
+        text = json.dumps(self.export(), indent=2, ensure_ascii=False)
+        if path is not None:
+            atomic_write_text(Path(path), text + "\n")
+        return text
+
+    def import_(self, data: Mapping[str, Any] | str, *, via: str = "library") -> dict[str, Any]:
+        """Load an export. All or nothing; ids already here are skipped, deleted ids are
+        never brought back."""
+        from .portability import import_store
+
+        return import_store(self, data, via=via)
+
+    import_data = import_
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "import":
+            return self.import_
+        raise AttributeError(name)
+
+    def warn(self, message: str) -> None:
+        warnings.warn(message, UserWarning, stacklevel=3)

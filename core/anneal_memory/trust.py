@@ -1,0 +1,93 @@
+"""Trust classes: who an episode's content came from, carried through derivation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .clock import now_iso
+from .errors import EpisodeNotFoundError, TrustError
+from .types import TRUST_LEVELS, coerce_trust
+
+if TYPE_CHECKING:
+    from .store import Store
+
+_BY_RANK = sorted(TRUST_LEVELS, key=TRUST_LEVELS.__getitem__)
+
+
+def check_ceiling(label: str, ceiling: str) -> None:
+    """Refuse a trust label above the host's ceiling."""
+    if TRUST_LEVELS[label] > TRUST_LEVELS[ceiling]:
+        raise TrustError(
+            f"trust {label!r} is above this store's trust ceiling {ceiling!r}: only the host "
+            "that opens the store can raise the ceiling (Store(..., trust_ceiling=...))"
+        )
+
+
+def lower(a: str, b: str) -> str:
+    return a if TRUST_LEVELS[a] <= TRUST_LEVELS[b] else b
+
+
+def higher(a: str, b: str) -> str:
+    return a if TRUST_LEVELS[a] >= TRUST_LEVELS[b] else b
+
+
+def effective_trust_map(store: Store, ids: Sequence[str]) -> dict[str, str]:
+    """Effective trust of each id: its own class, capped at the most trusted of its
+    sources, recursively. A removed source counts as the class marked at removal."""
+    b = store.backend
+    memo: dict[str, str] = {}
+
+    def eff(eid: str, stack: frozenset[str]) -> str | None:
+        if eid in memo:
+            return memo[eid]
+        rows = b.get_episodes([eid])
+        if eid not in rows:
+            return None
+        own = rows[eid].trust
+        derivs = b.derivations_of([eid]).get(eid, [])
+        if not derivs:
+            memo[eid] = own
+            return own
+        best: str | None = None
+        for src, removed in derivs:
+            if removed is not None:
+                t = removed
+            elif src in stack:
+                t = "external"
+            else:
+                got = eff(src, stack | {eid})
+                t = got if got is not None else "external"
+            best = t if best is None else higher(best, t)
+        result = lower(own, best or own)
+        memo[eid] = result
+        return result
+
+    out: dict[str, str] = {}
+    rows = b.get_episodes(list(ids))
+    derived = b.derivations_of(list(rows))
+    for eid in ids:
+        if eid not in rows:
+            continue
+        if eid not in derived:
+            out[eid] = rows[eid].trust
+        else:
+            out[eid] = eff(eid, frozenset()) or rows[eid].trust
+    return out
+
+
+def set_trust(store: Store, episode_id: str, trust_class: str, *, via: str = "library") -> dict[str, Any]:
+    """Change an episode's own class; refused above the store's ceiling."""
+    label = coerce_trust(trust_class)
+    check_ceiling(label, store.trust_ceiling)
+    with store._write():
+        rows = store.backend.get_episodes([episode_id])
+        if episode_id not in rows:
+            raise EpisodeNotFoundError(f"no episode {episode_id!r} in this store: check the id "
+                                       "(anneal-memory search)")
+        old = rows[episode_id].trust
+        store.backend.update_episode(episode_id, trust=label)
+        store.audit_trail.append("trust_set", {"id": episode_id, "from": old, "to": label,
+                                               "trust_via": via, "at": now_iso()},
+                                 actor="operator")
+    return {"id": episode_id, "from": old, "to": label, "trust_via": via}

@@ -1,0 +1,1 @@
+"""The wrap: prepare the package, validate and save the continuity, the baton gate."""

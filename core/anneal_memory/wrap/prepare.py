@@ -1,0 +1,117 @@
+"""prepare_wrap: freeze the episodes since the last wrap and hand the composer its package."""
+
+from __future__ import annotations
+
+import secrets
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from ..clock import now_iso, today_iso
+from ..continuity.durable import durable_chars, pending_lines
+from ..continuity.parse import extract_pattern_summaries, parse_pattern_lines, parse_sections
+from ..continuity.schema import default_max_chars, schema_role_warning
+from ..errors import AnnealMemoryError, ValidationError, WrapInProgressError
+from ..immune.signals import stale_patterns
+from .baton import baton_holder
+from .render import instructions
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+
+def _gate(store: Store, session_id: str | None) -> str | None:
+    """None when this caller may consolidate; otherwise the reason it may not."""
+    if session_id is None and not store.consolidate_requires_baton:
+        return None
+    holder = baton_holder(store.path)
+    if session_id is not None and holder == session_id:
+        return None
+    who = session_id or "<session-id>"
+    if session_id is None:
+        return ("this store requires the consolidation baton: wrap from the session that holds "
+                f"it (holder: {holder or 'nobody'}); claim it with: anneal-memory baton claim {who}")
+    return (f"session {session_id!r} does not hold the consolidation baton (holder: "
+            f"{holder or 'nobody'}): episodes are captured, not consolidated; the operator "
+            f"claims it with: anneal-memory baton claim {session_id}")
+
+
+def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: int = 7,
+                 crystal_store: Any = None, session_id: str | None = None,
+                 wrap_token: str | None = None) -> dict[str, Any]:
+    """Open (or re-open) the wrap and return the compression package.
+
+    ``status`` is ``ready``, ``empty`` (nothing since the last wrap) or ``capture_only``
+    (the baton gate applies: nothing was opened).
+    """
+    if max_chars is not None and (isinstance(max_chars, bool) or not isinstance(max_chars, int)
+                                  or not 500 <= max_chars <= 1_000_000):
+        raise ValidationError("max_chars must be a whole number from 500 to 1,000,000")
+    if isinstance(staleness_days, bool) or not isinstance(staleness_days, int) or staleness_days < 0:
+        raise ValidationError("staleness_days must be a whole number >= 0")
+    schema = store.section_schema
+    warn = schema_role_warning(schema)
+    if warn:
+        warnings.warn(warn, UserWarning, stacklevel=2)
+    blocked = _gate(store, session_id)
+    base = {"schema_warning": warn, "wrap_token": None, "package": None}
+    if blocked:
+        n = store.backend.count_unwrapped()
+        return {**base, "status": "capture_only", "episode_count": n,
+                "message": f"{n} episode(s) waiting. {blocked}"}
+    today = today_iso()
+    with store._write():
+        w = store.backend.open_wrap()
+        if w is not None:
+            if (w["session_id"] or None) != (session_id or None):
+                raise WrapInProgressError(
+                    f"a wrap prepared by {('session ' + repr(w['session_id'])) if w['session_id'] else 'another caller'} "
+                    "is open: save or cancel it first (anneal-memory wrap-cancel)")
+            if wrap_token is not None and wrap_token != w["token"]:
+                raise WrapInProgressError("a wrap is open under another token: save or cancel it first")
+            ids, token, today = w["episode_ids"], w["token"], w["today"]
+        else:
+            rows = store.backend.unwrapped_episodes()
+            if not rows:
+                return {**base, "status": "empty", "episode_count": 0,
+                        "message": "no episodes since the last wrap: nothing to compress"}
+            ids = [r.id for r in rows]
+            token = wrap_token or secrets.token_urlsafe(18)
+            wid = store.backend.insert_wrap(now_iso(), token, session_id, ids, today)
+            store.audit_trail.append("wrap_started", {"wrap_id": wid, "episodes": len(ids),
+                                                      "session_id": session_id}, actor="agent")
+    episodes = [e for e in store.get_many(ids).values()]
+    episodes.sort(key=lambda e: (e.timestamp, e.id))
+    continuity = store.load_continuity()
+    target = max_chars or default_max_chars(schema)
+    lines = []
+    doc_durable = 0
+    if continuity:
+        try:
+            lines = parse_pattern_lines(continuity, schema)
+            doc_durable = durable_chars(parse_sections(continuity, schema, require=False))
+        except AnnealMemoryError:
+            lines = []
+    summaries = extract_pattern_summaries(continuity, schema) if continuity and lines else []
+    package = {
+        "episodes": [{"id": e.id, "timestamp": e.timestamp, "type": e.type.value,
+                      "content": e.content, "source": e.source, "trust": e.trust,
+                      "superseded_by": e.superseded_by} for e in episodes],
+        "episode_count": len(episodes),
+        "continuity": continuity,
+        "stale_patterns": stale_patterns(lines, today, staleness_days),
+        "today": today,
+        "max_chars": target,
+        "project_name": store.project_name,
+    }
+    package["instructions"] = instructions(
+        schema, project_name=store.project_name, max_chars=target, today=today,
+        proven=[s for s in summaries if s.level >= 2], summaries=summaries,
+        durable_chars=doc_durable, pending=pending_lines(continuity, schema))
+    if crystal_store is not None:
+        try:
+            package["crystal_index"] = crystal_store.cue_index()
+        except Exception:
+            package["crystal_index"] = None
+    return {**base, "status": "ready", "episode_count": len(episodes), "package": package,
+            "wrap_token": token,
+            "message": f"{len(episodes)} episode(s) to compress; save with the wrap token"}

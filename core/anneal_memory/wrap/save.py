@@ -1,0 +1,332 @@
+"""validated_save_continuity: the save pipeline that refuses a continuity that would
+damage the memory, and governs every pattern line before it is written.
+
+Order: wrap and token checks → structure → durable facts → size bound → shrink gate →
+immune system → supersession markers → drift probes → one transaction that writes the
+file, closes the wrap and records the pattern levels. A refusal changes nothing and
+leaves the wrap open.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..clock import now_iso
+from ..continuity.durable import durable_chars, merge_durable
+from ..continuity.parse import (
+    ContinuityDoc,
+    parse_pattern_line,
+    parse_pattern_lines,
+    parse_sections,
+    supersession_markers,
+)
+from ..continuity.schema import durable_budget, has_felt_layer, hard_max_chars
+from ..errors import (
+    BatonError,
+    ContinuityValidationError,
+    NoWrapInProgressError,
+    ValidationError,
+    WrapTokenError,
+)
+from ..facts import propose_wrap_link
+from ..immune import probes, signals
+from ..immune.graduation import LineOutcome, WrapContext, govern_line
+from .baton import baton_holder
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+SHRINK_SECTION_FLOOR = 0.5
+SHRINK_FILE_FLOOR = 0.25
+
+
+def _decode(text: Any) -> str:
+    if isinstance(text, bytes):
+        try:
+            return text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ContinuityValidationError(f"the continuity is not UTF-8 text ({exc}): save it "
+                                            "as UTF-8") from None
+    if not isinstance(text, str):
+        raise ContinuityValidationError("the continuity must be markdown text (a str)")
+    return text
+
+
+def _refuse(store: Store, reason: str, message: str, **data: Any) -> None:
+    try:
+        store.audit_event("continuity_refused", {"reason": reason, **data}, actor="agent")
+    finally:
+        raise ContinuityValidationError(message)
+
+
+def _check_size(store: Store, doc: ContinuityDoc, schema: Sequence[Mapping[str, Any]]) -> int:
+    text = doc.render()
+    chars = len(text) - durable_chars(doc)
+    bound = hard_max_chars(schema)
+    if chars > bound:
+        cuttable = [s.heading for s in doc.sections if s.role in ("live-state", "narrative")]
+        _refuse(store, "size", f"the continuity is {chars} characters (Durable Facts excluded), over "
+                f"the bound of {bound} by {chars - bound}: cut {', '.join(cuttable) or 'narrative sections'}"
+                " (facts you can fetch again), not the patterns or the felt layer",
+                chars=chars, bound=bound, target=round(bound / 1.25), over_by=chars - bound)
+    return chars
+
+
+def _check_shrink(store: Store, doc: ContinuityDoc, prior: str | None,
+                  schema: Sequence[Mapping[str, Any]], allow_shrink: Any) -> None:
+    if allow_shrink is True or not prior or not has_felt_layer(schema):
+        return
+    try:
+        old = parse_sections(prior, schema, require=False)
+    except ContinuityValidationError:
+        return
+    for role in ("narrative-timeless", "graduating"):
+        before = sum(len(s.body) for s in old.by_role(role))
+        after = sum(len(s.body) for s in doc.by_role(role))
+        if before >= 200 and after < SHRINK_SECTION_FLOOR * before:
+            _refuse(store, "shrink", f"the {role} section(s) would shrink from {before} to {after} "
+                    "characters, below half of their prior size: re-wrap keeping the full arc, or "
+                    "pass allow_shrink=True for a deliberate diet", role=role, before=before,
+                    after=after)
+    before, after = len(prior), len(doc.render())
+    if before >= 400 and after < SHRINK_FILE_FLOOR * before:
+        _refuse(store, "shrink", f"the continuity would shrink from {before} to {after} characters, "
+                "below a quarter of its prior size: re-wrap, or pass allow_shrink=True",
+                role="file", before=before, after=after)
+
+
+def _govern(store: Store, doc: ContinuityDoc, ctx: WrapContext) -> list[LineOutcome]:
+    outcomes = []
+    for s in doc.by_role("graduating"):
+        for i, line in enumerate(s.lines):
+            p = parse_pattern_line(line, section=s.heading, index=i)
+            if p is None:
+                continue
+            o = govern_line(p, ctx)
+            s.lines[i] = o.new_text
+            outcomes.append(o)
+    return outcomes
+
+
+def validated_save_continuity(
+    store: Store,
+    text: str,
+    affective_state: Any = None,
+    *,
+    today: str | None = None,
+    wrap_token: str | None = None,
+    allow_shrink: bool = False,
+    carryforward_cold_days: int | None = 7,
+    crystal_store: Any = None,
+    session_id: str | None = None,
+    allow_unlinked: bool = False,
+) -> dict[str, Any]:
+    """Validate and save the wrap's continuity; returns what the immune system did.
+
+    ``affective_state`` and ``allow_unlinked`` are accepted and ignored (retired layers).
+    """
+    text = _decode(text)
+    if carryforward_cold_days is not None and (isinstance(carryforward_cold_days, bool) or not
+                                               isinstance(carryforward_cold_days, int) or
+                                               carryforward_cold_days < 0):
+        raise ValidationError("carryforward_cold_days must be a whole number >= 0, or None")
+    b = store.backend
+    wrap = b.open_wrap()
+    if wrap is None:
+        raise NoWrapInProgressError("no wrap is open: call prepare_wrap first (a wrap is saved "
+                                    "once; a second save needs a new prepare)")
+    if wrap_token is not None and wrap_token != wrap["token"]:
+        raise WrapTokenError("the wrap token does not match the open wrap (stale or wrong): use "
+                             "the token from the latest prepare_wrap")
+    gated_store = store.consolidate_requires_baton
+    if wrap["session_id"]:
+        if session_id != wrap["session_id"]:
+            raise BatonError(f"this wrap was prepared by session {wrap['session_id']!r}; only that "
+                             "session may save it (or cancel it with wrap-cancel)")
+    if gated_store or wrap["session_id"]:
+        if wrap_token is None:
+            raise WrapTokenError("this wrap is under the baton gate: pass the wrap token from "
+                                 "prepare_wrap")
+        holder = baton_holder(store.path)
+        if session_id is None or holder != session_id:
+            raise BatonError(f"session {session_id!r} does not hold the consolidation baton "
+                             f"(holder: {holder or 'nobody'}): anneal-memory baton claim <session>")
+    schema = store.section_schema
+    day = today or wrap["today"]
+    doc = parse_sections(text, schema)
+    prior_text = store.load_continuity()
+    durable_warn, durable_dropped = merge_durable(prior_text, doc, schema)
+    # [supersedes: OLD by NEW] lines are instructions to the save, not content.
+    markers = supersession_markers(doc.render())
+    for s in doc.sections:
+        s.lines = [ln for ln in s.lines if not (supersession_markers(ln) and
+                                                not ln.replace(supersession_markers(ln)[0][2], "").strip(" -*"))]
+    chars = _check_size(store, doc, schema)
+    _check_shrink(store, doc, prior_text, schema, allow_shrink)
+    if sum(len(s.body) for s in doc.by_role("durable")) > durable_budget(schema):
+        durable_warn.append(f"Durable Facts is over its budget of {durable_budget(schema)} "
+                            "characters: every line was kept; consider consolidating")
+
+    snapshot_ids = list(wrap["episode_ids"])
+    snapshot = b.get_episodes(snapshot_ids)
+    superseded = set(b.supersessions_of(list(snapshot)))
+    history = b.pattern_history()
+    prior_lines = parse_pattern_lines(prior_text, schema) if prior_text else []
+    prior_levels: dict[str, int] = {}
+    prior_named: dict[str, tuple[str, int]] = {}
+    for p in prior_lines:
+        if p.key:
+            prior_levels[p.key] = max(prior_levels.get(p.key, 0), p.level)
+            if prior_levels[p.key] == p.level:
+                prior_named[p.key] = (p.name, p.level)
+    ctx = WrapContext(
+        today=day, snapshot=snapshot, superseded=superseded,
+        trust=store.effective_trust_map(list(snapshot)), history=history,
+        prior_levels=prior_levels,
+        citations_seen=b.get_meta("citations_seen") == "1",
+        cold_days=carryforward_cold_days if b.has_pattern_history() else None,
+        first_governed_save=not b.has_pattern_history(),
+    )
+    outcomes = _govern(store, doc, ctx)
+    lines = [o.line for o in outcomes]
+    counts = signals.citation_counts(lines)
+    all_cited = list(counts)
+    resolvable = set(b.get_episodes(all_cited)) if all_cited else set()
+    am_warn = signals.am_warn(lines, resolvable)
+    final_text = doc.render()
+    present = {o.line.key for o in outcomes if o.line.key}
+    result: dict[str, Any] = {
+        "path": str(store.continuity_path),
+        "chars": len(final_text),
+        "episodes_compressed": len(snapshot_ids),
+        "graduations_validated": sum(1 for o in outcomes if o.validated),
+        "graduations_demoted": sum(1 for o in outcomes if o.demoted or o.bare_demoted),
+        "demoted": [_brief(o, "reasons") for o in outcomes if o.demoted],
+        "bare_demoted": [_brief(o) for o in outcomes if o.bare_demoted],
+        "level_capped": [dict(_brief(o), reason=o.cap_reason) for o in outcomes
+                         if o.capped and o.final_level < o.line.level],
+        "carried_forward": [dict(_brief(o), cold=o.cold_hold) for o in outcomes if o.carried],
+        "uncorroborated": [_brief(o) for o in outcomes if o.uncorroborated],
+        "gaming_suspects": signals.gaming_suspects(counts),
+        "citation_reuse_max": max(counts.values(), default=0),
+        "cross_session_collisions": [_brief(o) for o in outcomes if o.collision],
+        "omitted_patterns": signals.omitted_patterns(prior_named, present),
+        "proven_without_contradicts_declaration": [
+            o.line.name for o in outcomes if o.final_level >= 2 and (o.prior_level or 0) < 2
+            and not o.line.contradicts and not o.line.no_contradicts],
+        "contradictions": signals.stances(lines),
+        "supersessions_recorded": [],
+        "supersessions_rejected": [],
+        "durable_warnings": durable_warn,
+        "durable_dropped": durable_dropped,
+        "drift": {"counts": {}, "probes": []},
+        "citation_spread": signals.citation_spread(lines, set(snapshot)),
+        "associations_formed": 0,
+        "associations_strengthened": 0,
+        "linkgate_overridden": False,
+        "warnings": [],
+        "wrap_id": wrap["id"],
+    }
+    if am_warn:
+        result["warnings"].append(am_warn)
+    for o in outcomes:
+        if o.carried and o.final_level >= 3 and not o.line.provenance:
+            result["warnings"].append(f"{o.line.name!r} is carried forward at {o.final_level}x "
+                                      "without fresh evidence: graduate it out to a stable home "
+                                      "(crystallize) or retire it")
+    if result["level_capped"]:
+        result["warnings"].append("level-capped: " + ", ".join(
+            f"{x['name']} -> {x['level']}x" for x in result["level_capped"]))
+    result["warnings"] += durable_warn
+    crystal_names: set[str] = set()
+    if crystal_store is not None:
+        try:
+            crystal_names = {str(getattr(c, "key", None) or getattr(c, "name", "")).casefold()
+                             for c in crystal_store.list()}
+        except Exception:
+            crystal_names = set()
+
+    with store._write():
+        current = b.open_wrap()
+        if current is None or current["id"] != wrap["id"]:
+            raise NoWrapInProgressError("the wrap was saved or cancelled by another process "
+                                        "meanwhile: prepare a new wrap")
+        for old_id, new_id, _m in markers:
+            why = propose_wrap_link(store, old_id, new_id, set(snapshot))
+            if why:
+                result["supersessions_rejected"].append({"old_id": old_id, "new_id": new_id,
+                                                         "reason": why})
+            else:
+                result["supersessions_recorded"].append({"old_id": old_id, "new_id": new_id})
+        result["drift"] = probes.evaluate(store, final_text, schema, crystal_names, wrap["id"])
+        _record_history(store, outcomes, day, history)
+        if any(o.line.citations for o in outcomes):
+            b.set_meta("citations_seen", "1")
+        b.set_meta("pattern_history_started", b.get_meta("pattern_history_started") or now_iso())
+        b.mark_wrapped(snapshot_ids, wrap["id"])
+        metrics = {k: (len(v) if isinstance(v, list) else v) for k, v in result.items()
+                   if k not in ("path", "drift", "warnings")}
+        b.close_wrap(wrap["id"], "saved", now_iso(), chars=len(final_text),
+                     episodes_compressed=len(snapshot_ids), metrics=metrics)
+        store.audit_trail.append("continuity_saved", {
+            "wrap_id": wrap["id"], "chars": len(final_text),
+            "content_hash": store.audit_trail.hash_content(final_text),
+            "episodes_compressed": len(snapshot_ids),
+            "graduations_validated": result["graduations_validated"],
+            "graduations_demoted": result["graduations_demoted"],
+            "level_capped": [x["name"] for x in result["level_capped"]],
+            "uncorroborated": [x["name"] for x in result["uncorroborated"]],
+            "omitted_patterns": [x["name"] for x in result["omitted_patterns"]],
+            "proven_without_contradicts_declaration": result["proven_without_contradicts_declaration"],
+            "durable_dropped": [store.audit_trail.hash_content(x) for x in durable_dropped],
+            "supersessions_recorded": len(result["supersessions_recorded"]),
+            "drift": result["drift"],
+            "session_id": session_id,
+        }, actor="agent")
+        store._write_continuity_file(final_text)
+    for w in result["warnings"]:
+        warnings.warn(w, UserWarning, stacklevel=2)
+    if store.retention_days:
+        try:
+            store.prune(store.retention_days)
+        except Exception as exc:  # the save stands; pruning is housekeeping
+            result["warnings"].append(f"auto-prune failed: {exc}")
+    return result
+
+
+def _brief(o: LineOutcome, extra: str | None = None) -> dict[str, Any]:
+    d: dict[str, Any] = {"name": o.line.name, "claimed": o.line.level, "level": o.final_level,
+                         "section": o.line.section}
+    if extra == "reasons":
+        d["reasons"] = o.failures
+    return d
+
+
+def _record_history(store: Store, outcomes: Sequence[LineOutcome], day: str,
+                    history: dict[str, dict[str, Any]]) -> None:
+    by_key: dict[str, list[LineOutcome]] = {}
+    for o in outcomes:
+        if o.line.key:
+            by_key.setdefault(o.line.key, []).append(o)
+    now = now_iso()
+    for key, outs in by_key.items():
+        old = history.get(key)
+        level = max(o.final_level for o in outs)
+        validated = [o for o in outs if o.validated and not o.uncorroborated]
+        rec = {
+            "name": key,
+            "level": level,
+            "max_level_reached": max(level, int(old["max_level_reached"]) if old else 0),
+            "first_seen_at": old["first_seen_at"] if old else now,
+            "last_seen_at": day if validated else (old or {}).get("last_seen_at"),
+            "last_saved_at": now,
+            "explanations": ((old or {}).get("explanations") or [])[-4:] + [
+                c.explanation for o in validated for c in o.line.citations if c.explanation][:5],
+            "grounding": ((old or {}).get("grounding") or []) + [
+                {"level": o.final_level, "date": day, "ids": o.grounding_ids,
+                 "rule": "quoted" if any(c.explanation for c in o.line.citations) else "bare"}
+                for o in validated if (old is None or o.final_level > int(old["level"]))],
+        }
+        store.backend.upsert_pattern(rec)
