@@ -181,23 +181,27 @@ def markdown(results: dict[str, Any]) -> str:
                for msg in pkg.get("skipped", [])]
     if skipped:
         lines.append("Skipped: " + "; ".join(skipped) + ".")
-    lines += ["", "LoCoMo retrieval quality (every question with evidence, asked as written; "
-              "recall@k = share of the evidence turns in the top k):", "",
-              "| call | group (questions) | ours R@5 | ours R@10 | ours hit@10 "
-              "| peer R@5 | peer R@10 | peer hit@10 | goal |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---|"]
-    for method, group, o, p in quality_rows(results):
+    quality = quality_rows(results)
+    if quality:
+        lines += ["", "LoCoMo retrieval quality (every question with evidence, asked as "
+                  "written; recall@k = share of the evidence turns in the top k):", "",
+                  "| call | group (questions) | ours R@5 | ours R@10 | ours hit@10 "
+                  "| peer R@5 | peer R@10 | peer hit@10 | goal |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for method, group, o, p in quality:
         goal = ""
         if method.startswith("recall(keyword") and group.startswith("overall"):
             goal = _goal_met(">= 0.70", None, o[1]) + " (ours R@10)"
         cells = " | ".join(_fmt(v) for v in [*o, *p])
         lines.append(f"| {method} | {group} | {cells} | {goal} |")
-    lines += ["", "Cost growth of keyword recall p95 with store size "
-              "(exponent b in time ~ size^b):", ""]
-    for who in ("ours", "peer"):
-        parts = [f"{span}: {'n/a' if b is None else f'{b:.2f}'}"
-                 for span, b in growth(results, who, "recall_keyword")]
-        lines.append(f"- {who}: {', '.join(parts) or 'n/a'}")
+    lines += ["", "Cost growth of recall p95 with store size "
+              "(exponent b in time ~ size^b; 1 = linear, 0 = flat):", ""]
+    for key, label in (("recall_keyword", "keyword recall"),
+                       ("recall_retrieve_relevant", "retrieve_relevant")):
+        for who in ("ours", "peer"):
+            parts = [f"{span}: {'n/a' if b is None else f'{b:.2f}'}"
+                     for span, b in growth(results, who, key)]
+            lines.append(f"- {label}, {who}: {', '.join(parts) or 'n/a'}")
     errors = [f"{who}: {e}" for who, pkg in results["packages"].items()
               for e in pkg.get("errors", [])]
     if errors:

@@ -258,4 +258,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BenchError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        sys.exit(2)
