@@ -8,7 +8,6 @@ same :class:`~anneal_memory.session.MemorySession`.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import logging
 import os
@@ -174,7 +173,7 @@ class AnnealMemory:
     def wrap(self, compress: Compress | None = None) -> WrapOutcome:
         """Compress this session's episodes into the continuity (never loses episodes)."""
         fn = compress or self.compress or self._generator_compress
-        self.last_wrap = self.session.wrap(_sync_compress(fn))
+        self.last_wrap = self.session.wrap(fn)  # an async fn is run by the session
         return self.last_wrap
 
     async def awrap(self, compress: Compress | None = None) -> WrapOutcome:
@@ -341,8 +340,3 @@ def _result_text(result: Any) -> str:
         return "\n".join(getattr(part, "text", None) or f"[{type(part).__name__}]" for part in result)
     return str(result)
 
-
-def _sync_compress(fn: Compress) -> Callable[[str], str]:
-    if not inspect.iscoroutinefunction(fn):
-        return fn  # type: ignore[return-value]
-    return lambda prompt: asyncio.run(fn(prompt))  # type: ignore[arg-type]
