@@ -1,0 +1,243 @@
+"""ADK-specific behaviour: the memory service interface, scoping, preload/load_memory, the plugin."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+from adk_scripted import APP, ScriptedLlm, make_runner, read_gauge, run_turn
+from google.adk.agents import LlmAgent
+from google.adk.agents.run_config import RunConfig
+from google.adk.events import Event
+from google.adk.memory import InMemoryMemoryService
+from google.adk.memory.memory_entry import MemoryEntry
+from google.adk.tools import load_memory
+from google.adk.tools.preload_memory_tool import PreloadMemoryTool
+from google.genai import types
+
+from anneal_memory import Store
+from anneal_memory.adapters.google_adk import (
+    LOGGER_NAME,
+    AnnealMemoryPlugin,
+    AnnealMemoryService,
+    model_compressor,
+)
+from anneal_memory.errors import ValidationError
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = Store(tmp_path / "memory.db", project_name="Adk")
+    yield s
+    s.close()
+
+
+def _setup(store: Store, *, answer: str = "Done.", call=None, tools=None, plugin_kwargs=None,
+           memory_service=None):
+    llm = ScriptedLlm(answer=answer, inputs=[], call=call)
+    service = AnnealMemoryService(store)
+    plugin = AnnealMemoryPlugin(service, **(plugin_kwargs or {}))
+    agent = LlmAgent(name="gardener", model=llm, tools=tools if tools is not None else [read_gauge])
+    runner = make_runner(agent, plugins=[plugin],
+                         memory_service=service if memory_service is None else memory_service)
+    return llm, service, plugin, runner
+
+
+def _texts(response) -> list[str]:
+    return [" ".join(p.text for p in m.content.parts if p.text) for m in response.memories]
+
+
+def _event(author: str, text: str) -> Event:
+    return Event(author=author, invocation_id="inv", content=types.Content(
+        role="user" if author == "user" else "model", parts=[types.Part(text=text)]))
+
+
+def test_run_saves_typed_episodes_scoped_to_app_and_user(store: Store) -> None:
+    _, service, _, runner = _setup(store, answer="The pump reads 3.2 bar.",
+                                   call=("read_gauge", {"name": "pump"}))
+    assert asyncio.run(run_turn(runner, "alice", "Check the irrigation pump")) == "The pump reads 3.2 bar."
+    eps = store.recall(limit=100).episodes
+    kinds = {(e.type.value, e.trust) for e in eps}
+    assert ("context", "agent") in kinds and ("outcome", "agent") in kinds and ("observation", "tool") in kinds
+    assert {e.source for e in eps} == {"adk:garden/alice"}
+
+    async def searches():
+        own = await service.search_memory(app_name=APP, user_id="alice", query="irrigation pump")
+        other_user = await service.search_memory(app_name=APP, user_id="bob", query="irrigation pump")
+        other_app = await service.search_memory(app_name="orchard", user_id="alice", query="irrigation pump")
+        return own, other_user, other_app
+
+    own, other_user, other_app = asyncio.run(searches())
+    assert any("irrigation pump" in t for t in _texts(own))
+    assert other_user.memories == [] and other_app.memories == []
+
+
+def test_search_entries_carry_id_author_time_and_relayed_label(store: Store) -> None:
+    _, service, _, runner = _setup(store, call=("read_gauge", {"name": "pump"}))
+    asyncio.run(run_turn(runner, "alice", "Read the pump gauge"))
+    response = asyncio.run(service.search_memory(app_name=APP, user_id="alice", query="gauge"))
+    assert response.memories
+    for entry in response.memories:
+        assert entry.id and entry.timestamp and entry.author
+        assert store.get(entry.id) is not None
+    tool = [m for m in response.memories if m.custom_metadata["trust"] == "tool"]
+    assert tool and "relayed" in tool[0].author
+    user = [m for m in response.memories if m.author == "user"]
+    assert user and user[0].content.role == "user"
+
+
+def test_adding_a_session_again_adds_nothing_new(store: Store) -> None:
+    _, service, _, runner = _setup(store)
+    asyncio.run(run_turn(runner, "alice", "Plant the garlic in October"))
+    before = store.status().total_episodes
+
+    async def again():
+        sessions = await runner.session_service.list_sessions(app_name=APP, user_id="alice")
+        session = await runner.session_service.get_session(
+            app_name=APP, user_id="alice", session_id=sessions.sessions[0].id)
+        await service.add_session_to_memory(session)
+        await service.add_session_to_memory(session)
+
+    asyncio.run(again())
+    assert store.status().total_episodes == before
+
+
+def test_add_events_and_add_memory(store: Store) -> None:
+    service = AnnealMemoryService(store)
+
+    async def go():
+        await service.add_events_to_memory(
+            app_name=APP, user_id="alice", session_id="s9",
+            events=[_event("user", "The shed key is under the blue pot"),
+                    _event("gardener", "Noted where the shed key is.")],
+            custom_metadata={"ttl": "30d"})
+        await service.add_memory(
+            app_name=APP, user_id="alice", custom_metadata={"episode_type": "decision"},
+            memories=[MemoryEntry(content=types.Content(parts=[types.Part(text="Compost weekly")]))])
+        return await service.list_memories(app_name=APP, user_id="alice")
+
+    entries = asyncio.run(go())
+    by_text = {e.content.parts[0].text: e for e in entries}
+    assert by_text["The shed key is under the blue pot"].custom_metadata["episode_type"] == "context"
+    assert by_text["The shed key is under the blue pot"].custom_metadata["adk_session_id"] == "s9"
+    assert by_text["Noted where the shed key is."].custom_metadata["episode_type"] == "outcome"
+    assert by_text["Compost weekly"].custom_metadata["episode_type"] == "decision"
+    assert store.get(by_text["Compost weekly"].id).type.value == "decision"
+
+
+def test_delete_memory_respects_scope(store: Store) -> None:
+    service = AnnealMemoryService(store)
+
+    async def go():
+        for user in ("alice", "bob"):
+            await service.add_memory(app_name=APP, user_id=user, memories=[
+                MemoryEntry(content=types.Content(parts=[types.Part(text=f"{user} grows leeks")]))])
+        alice = (await service.search_memory(app_name=APP, user_id="alice", query="leeks")).memories
+        bob = (await service.search_memory(app_name=APP, user_id="bob", query="leeks")).memories
+        await service.delete_memory(app_name=APP, user_id="bob", memory_id=alice[0].id)  # not bob's
+        await service.delete_memory(app_name=APP, user_id="bob", memory_id=None)  # no-op
+        kept = (await service.search_memory(app_name=APP, user_id="alice", query="leeks")).memories
+        await service.delete_memory(app_name=APP, user_id="alice", memory_id=alice[0].id)
+        gone = (await service.search_memory(app_name=APP, user_id="alice", query="leeks")).memories
+        bob_after = (await service.search_memory(app_name=APP, user_id="bob", query="leeks")).memories
+        return alice, bob, kept, gone, bob_after
+
+    alice, bob, kept, gone, bob_after = asyncio.run(go())
+    assert len(alice) == 1 and len(bob) == 1
+    assert [m.id for m in kept] == [alice[0].id]
+    assert gone == [] and [m.id for m in bob_after] == [bob[0].id]
+    assert store.get(alice[0].id) is None
+
+
+def test_recall_reaches_the_next_session_and_not_other_users(store: Store) -> None:
+    llm, _, _, runner = _setup(store)
+    asyncio.run(run_turn(runner, "alice", "Our greenhouse heater is a Zephyrion 4000"))
+    llm.inputs.clear()
+    asyncio.run(run_turn(runner, "bob", "Which greenhouse heater do we have?"))
+    assert "Zephyrion" not in "\n".join(llm.inputs)
+    asyncio.run(run_turn(runner, "alice", "Which greenhouse heater do we have?"))
+    assert "Zephyrion" in "\n".join(llm.inputs)
+
+
+def test_works_with_preload_memory_tool(store: Store) -> None:
+    llm, _, _, runner = _setup(store, tools=[read_gauge, PreloadMemoryTool()],
+                               plugin_kwargs={"inject_recall": False})
+    asyncio.run(run_turn(runner, "alice", "The rain barrel holds 200 litres"))
+    llm.inputs.clear()
+    asyncio.run(run_turn(runner, "alice", "How much does the rain barrel hold?"))
+    joined = "\n".join(llm.inputs)
+    assert "200 litres" in joined and joined.count("<PAST_CONVERSATIONS>") == 1
+
+
+def test_works_with_load_memory_tool(store: Store) -> None:
+    llm, _, _, runner = _setup(store, tools=[load_memory], plugin_kwargs={"inject_recall": False})
+    asyncio.run(run_turn(runner, "alice", "The fig tree was pruned in March"))
+    llm.call = ("load_memory", {"query": "fig tree"})
+    llm.inputs.clear()
+    asyncio.run(run_turn(runner, "alice", "When was it pruned?"))
+    assert "pruned in March" in "\n".join(llm.inputs)
+
+
+def test_plugin_also_saves_to_a_different_runner_memory_service(store: Store) -> None:
+    other = InMemoryMemoryService()
+    _, service, _, runner = _setup(store, memory_service=other)
+    asyncio.run(run_turn(runner, "alice", "Sow carrots in April"))
+    theirs = asyncio.run(other.search_memory(app_name=APP, user_id="alice", query="carrots"))
+    ours = asyncio.run(service.search_memory(app_name=APP, user_id="alice", query="carrots"))
+    assert theirs.memories and ours.memories
+
+
+def test_sync_runner_run_path(store: Store) -> None:
+    llm, _, _, runner = _setup(store, answer="synced")
+    session = asyncio.run(runner.session_service.create_session(app_name=APP, user_id="alice"))
+    finals = [e for e in runner.run(
+        user_id="alice", session_id=session.id,
+        new_message=types.Content(role="user", parts=[types.Part(text="Sync the sprinkler timer")]),
+        run_config=RunConfig(max_llm_calls=4)) if e.is_final_response()]
+    assert finals
+    assert any("sprinkler" in e.content for e in store.recall(limit=10).episodes)
+
+
+def test_wrap_is_off_by_default_then_explicit_wrap_uses_agent_model(store: Store) -> None:
+    _, _, plugin, runner = _setup(store, answer="Water at dawn.")
+    asyncio.run(run_turn(runner, "alice", "Decide when to water the tomatoes"))
+    assert store.load_continuity() is None
+    outcome = asyncio.run(plugin.wrap())
+    assert outcome.status == "saved", outcome.message
+    assert "## State" in (store.load_continuity() or "")
+
+
+def test_failed_compress_keeps_episodes(store: Store) -> None:
+    async def broken(prompt: str) -> str:
+        raise RuntimeError("model offline")
+
+    _, _, plugin, runner = _setup(store, plugin_kwargs={"wrap_on_end": True, "compress": broken})
+    asyncio.run(run_turn(runner, "alice", "Decide to mulch the beds"))
+    assert plugin.last_wrap is not None and plugin.last_wrap.status != "saved"
+    assert store.load_continuity() is None and store.status().episodes_since_wrap >= 2
+    assert asyncio.run(plugin.wrap(model_compressor(ScriptedLlm()))).status == "saved"
+
+
+def test_strict_service_failures_in_hooks_are_logged(tmp_path: Path, caplog) -> None:
+    broken = Store(tmp_path / "b.db", project_name="B")
+    broken.close()
+    llm = ScriptedLlm(answer="still here", inputs=[])
+    service = AnnealMemoryService(broken, strict=True)
+    agent = LlmAgent(name="gardener", model=llm, tools=[read_gauge])
+    runner = make_runner(agent, plugins=[AnnealMemoryPlugin(service)], memory_service=service)
+    with caplog.at_level(logging.WARNING):
+        assert asyncio.run(run_turn(runner, "alice", "Carry on regardless")) == "still here"
+    assert any(r.name == LOGGER_NAME for r in caplog.records)
+
+
+def test_configuration_errors_raise_at_construction(store: Store) -> None:
+    with pytest.raises(ValidationError):
+        AnnealMemoryService("memory.db")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        AnnealMemoryService(store, search_limit=0)
+    with pytest.raises(ValidationError):
+        AnnealMemoryPlugin(store)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        AnnealMemoryPlugin(AnnealMemoryService(store), compress="nope")  # type: ignore[arg-type]
