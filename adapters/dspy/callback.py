@@ -14,6 +14,11 @@ from typing import Any, TypeVar
 
 from dspy.utils.callback import BaseCallback
 
+try:  # dspy >= 3.1 keeps the active call id in its own module
+    from dspy.utils.callback_context import ACTIVE_CALL_ID
+except ImportError:  # dspy 3.0
+    from dspy.utils.callback import ACTIVE_CALL_ID  # type: ignore[attr-defined,no-redef]
+
 from anneal_memory import Store
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
@@ -102,8 +107,6 @@ class AnnealCallback(BaseCallback):
     # -- modules ---------------------------------------------------------------------
     @_safe
     def on_module_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
-        from dspy.utils.callback_context import ACTIVE_CALL_ID
-
         parent = ACTIVE_CALL_ID.get()
         self._seen.add(call_id)
         if parent is None or parent not in self._seen:

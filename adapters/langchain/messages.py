@@ -68,7 +68,10 @@ def payload_text(payload: Any, *, prefer: type[BaseMessage] = HumanMessage) -> s
         for key in _TEXT_KEYS:
             if key in payload and payload[key] is not None:
                 return payload_text(payload[key], prefer=prefer)
-        return ""
+        strings = {k: v for k, v in payload.items() if isinstance(v, str) and v.strip()}
+        if len(strings) == 1:
+            return next(iter(strings.values()))
+        return "\n".join(f"{k}: {v}" for k, v in strings.items())
     if isinstance(payload, Sequence):
         return last_message_text(payload, prefer) or message_text(payload)
     return message_text(getattr(payload, "content", "")) if hasattr(payload, "content") else ""

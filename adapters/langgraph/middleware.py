@@ -142,9 +142,11 @@ class AnnealMiddleware(AgentMiddleware):
             block = self.session.memory_block(message_text(human) or None)
         if not block:
             return None
-        current = message_text(request.system_message) if request.system_message else ""
+        current = request.system_prompt or ""
         combined = f"{current}\n\n{block}" if current else block
-        return request.override(system_message=SystemMessage(content=combined))
+        if hasattr(request, "system_message"):
+            return request.override(system_message=SystemMessage(content=combined))
+        return request.override(system_prompt=combined)  # langchain < 1.1: a plain string
 
     @_safe
     def after_model(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:

@@ -176,10 +176,13 @@ def _content(namespace: tuple[str, ...], key: str, value: Mapping[str, Any],
     label = "/".join((*namespace, key))
     if index is False:
         return label
-    fields = [_path(value, p) for p in index] if isinstance(index, list) else [value]
-    parts = [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, sort_keys=True)
-             for v in fields if v is not None]
-    return f"{label}: {' '.join(parts)}" if parts else label
+    if isinstance(index, list):
+        fields = {p: _path(value, p) for p in index}
+    else:
+        fields = dict(value)
+    parts = [f"{name}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, sort_keys=True)}"
+             for name, v in fields.items() if v is not None]
+    return f"{label}: {'; '.join(parts)}" if parts else label
 
 
 def _path(value: Any, path: str) -> Any:
