@@ -1,0 +1,221 @@
+"""``camel.memories.AgentMemory`` backed by anneal-memory, for ``ChatAgent(memory=...)``.
+
+The agent's working window stays in an inner camel memory (``ChatHistoryMemory`` unless you
+pass another), so token limits and tool-call pruning behave as usual. This class records
+what is written through it and adds a labelled memory record (continuity + recall for the
+latest user message) to what ``retrieve`` returns.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+from camel.memories import AgentMemory, ChatHistoryMemory, ContextRecord, MemoryRecord
+from camel.memories.context_creators.score_based import ScoreBasedContextCreator
+from camel.messages import BaseMessage, FunctionCallingMessage
+from camel.types import OpenAIBackendRole
+
+from anneal_memory import Store
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession, WrapOutcome
+
+LOGGER_NAME = "anneal_memory.adapters.camel"
+logger = logging.getLogger(LOGGER_NAME)
+
+#: ``extra_info`` key marking the record this memory injects.
+MEMORY_MARK = "anneal_memory"
+
+
+class AnnealAgentMemory(AgentMemory):
+    """Durable, governed memory for a CAMEL ``ChatAgent``.
+
+    Give ``model`` (normally the agent's own model backend): it sizes the default working
+    window and writes the continuity at the wrap; ``compress`` (prompt -> text) overrides the
+    latter, ``inner``/``context_creator`` the former. ``wrap_on_end`` (default False) wraps
+    after each final answer; otherwise call :meth:`wrap`. ``clear()`` (which ChatAgent calls on
+    construction and ``reset()``) empties the working window only, never the store.
+    """
+
+    def __init__(
+        self,
+        store: Store | str | os.PathLike[str],
+        *,
+        model: Any = None,
+        inner: AgentMemory | None = None,
+        context_creator: Any = None,
+        compress: Callable[[str], str] | None = None,
+        wrap_on_end: bool = False,
+        project_name: str | None = None,
+        session_id: str | None = None,
+        recall_limit: int = 5,
+        max_content_chars: int = 4000,
+        record_tool_calls: bool = False,
+        strict: bool = False,
+    ) -> None:
+        if compress is not None and not callable(compress):
+            raise ValidationError("compress must be a callable taking the wrap prompt and returning text")
+        if inner is None and context_creator is None and model is None:
+            raise ValidationError("AnnealAgentMemory needs a working window: pass model= (the agent's "
+                                  "model backend), context_creator=, or inner=<an AgentMemory>")
+        if wrap_on_end and compress is None and model is None:
+            raise ValidationError("wrap_on_end=True needs a model to write the continuity: pass "
+                                  "model= (usually the agent's own) or compress=<callable>")
+        if inner is None:
+            creator = context_creator or ScoreBasedContextCreator(model.token_counter, model.token_limit)
+            inner = ChatHistoryMemory(creator)
+        if isinstance(store, Store):
+            self._store, self._owns_store = store, False
+        else:
+            self._store, self._owns_store = Store(os.fspath(store), project_name=project_name), True
+        self.inner = inner
+        self.model = model
+        self.compress = compress
+        self.wrap_on_end = wrap_on_end
+        self.record_tool_calls = record_tool_calls
+        self.strict = strict
+        self.session = MemorySession(self._store, session_id=session_id, recall_limit=recall_limit,
+                                     max_content_chars=max_content_chars, strict=strict,
+                                     logger=LOGGER_NAME)
+        self.last_wrap: WrapOutcome | None = None
+        self._query: str | None = None
+        self._block: tuple[str | None, str] | None = None  # (query, block) of the last recall
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    # --- AgentMemory --------------------------------------------------------------------
+    @property
+    def agent_id(self) -> str | None:
+        return self.inner.agent_id
+
+    @agent_id.setter
+    def agent_id(self, val: str | None) -> None:
+        self.inner.agent_id = val
+
+    def get_context_creator(self) -> Any:
+        return self.inner.get_context_creator()
+
+    def write_records(self, records: list[MemoryRecord]) -> None:
+        """Record each message (user, tool results, final answers), then keep it in the window."""
+        wrap = False
+        for record in records:
+            try:
+                wrap = self._record(record) or wrap
+            except Exception:
+                if self.strict:
+                    raise
+                logger.exception("anneal-memory could not record a %s message; the agent goes on",
+                                 record.role_at_backend.value)
+        self.inner.write_records(records)
+        if wrap:
+            self.wrap()
+
+    def retrieve(self) -> list[ContextRecord]:
+        """The working window plus one labelled memory record just before the latest request."""
+        records = self.inner.retrieve()
+        try:
+            return self._with_memory(records)
+        except Exception:
+            if self.strict:
+                raise
+            logger.exception("anneal-memory recall failed; the agent goes on without memory")
+            return records
+
+    def clear(self) -> None:
+        """Empty the working window. The stored episodes stay: ChatAgent calls this on every
+        construction and reset, so it cannot mean "forget everything"."""
+        self.inner.clear()
+        self._query, self._block = None, None
+
+    def pop_records(self, count: int) -> list[MemoryRecord]:
+        return self.inner.pop_records(count)
+
+    def remove_records_by_indices(self, indices: list[int]) -> list[MemoryRecord]:
+        return self.inner.remove_records_by_indices(indices)
+
+    def clean_tool_calls(self) -> None:
+        self.inner.clean_tool_calls()
+
+    # --- beyond the interface -----------------------------------------------------------
+    def search(self, query: str, limit: int | None = None) -> list[Any]:
+        """Scored recall from the store (``ScoredEpisode`` list)."""
+        return self.session.recall(query, limit=limit) or []
+
+    def delete(self, episode_id: str) -> bool:
+        """Delete one stored episode by id; False when there was none."""
+        return self._store.delete(episode_id)
+
+    def wrap(self, compress: Callable[[str], str] | None = None) -> WrapOutcome:
+        """Compress this session's episodes into the continuity (never loses episodes)."""
+        self.last_wrap = self.session.wrap(compress or self.compress or self._model_compress)
+        return self.last_wrap
+
+    def close(self) -> None:
+        """Close the store if this memory opened it."""
+        if self._owns_store:
+            self._store.close()
+
+    # --- helpers --------------------------------------------------------------------------
+    def _record(self, record: MemoryRecord) -> bool:
+        """Record one message; True when it is a final answer (a wrap point)."""
+        if (record.extra_info or {}).get(MEMORY_MARK):
+            return False
+        role, message = record.role_at_backend, record.message
+        if role == OpenAIBackendRole.USER:
+            if message.content:
+                self._query = message.content
+                self.session.record_user_input(message.content,
+                                               metadata={"role_name": message.role_name})
+        elif role in (OpenAIBackendRole.FUNCTION, OpenAIBackendRole.TOOL):
+            if isinstance(message, FunctionCallingMessage):
+                self.session.record_tool_output(message.func_name or "tool", _text(message.result),
+                                                arguments=message.args)
+        elif role == OpenAIBackendRole.ASSISTANT:
+            calls = _tool_calls(message)
+            if calls:
+                if self.record_tool_calls:
+                    for name, args in calls:
+                        self.session.record_decision(f"called tool {name} with {args}")
+            elif message.content:
+                self.session.record_outcome(message.content)
+                return self.wrap_on_end
+        return False
+
+    def _with_memory(self, records: list[ContextRecord]) -> list[ContextRecord]:
+        if self._block is None or self._block[0] != self._query:
+            self._block = (self._query, self.session.memory_block(self._query))
+        block = self._block[1]
+        if not block:
+            return records
+        users = [r for r in records if r.memory_record.role_at_backend == OpenAIBackendRole.USER]
+        # sorts just before the latest request (context creators order by timestamp)
+        when = (users[-1].timestamp - 1e-6) if users else (records[-1].timestamp if records else 0.0)
+        # a user-role record: recalled data must not carry system authority
+        injected = MemoryRecord(message=BaseMessage.make_user_message("memory", block),
+                                role_at_backend=OpenAIBackendRole.USER, extra_info={MEMORY_MARK: "1"},
+                                timestamp=when, agent_id=self.agent_id or "")
+        return [*records, ContextRecord(memory_record=injected, score=1.0, timestamp=when)]
+
+    def _model_compress(self, prompt: str) -> str:
+        if self.model is None:
+            raise ValidationError("no compressor: pass model= or compress= to AnnealAgentMemory")
+        response = self.model.run([{"role": "user", "content": prompt}])
+        return response.choices[0].message.content or ""
+
+
+def _tool_calls(message: BaseMessage) -> list[tuple[str, str]]:
+    """(name, JSON arguments) of an assistant tool-call message, in either CAMEL shape."""
+    if isinstance(message, FunctionCallingMessage):  # the shape camel-ai 0.2.80 writes
+        return [(message.func_name or "tool", json.dumps(message.args, default=str))]
+    calls = (message.meta_dict or {}).get("tool_calls") or []
+    return [(str(c.get("function", {}).get("name")), str(c.get("function", {}).get("arguments")))
+            for c in calls if isinstance(c, dict)]
+
+
+def _text(result: Any) -> str:
+    return result if isinstance(result, str) else json.dumps(result, default=str)

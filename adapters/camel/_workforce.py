@@ -1,0 +1,119 @@
+"""A CAMEL ``WorkforceCallback`` that records a Workforce's task events as episodes."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+from camel.societies.workforce.workforce_callback import WorkforceCallback
+
+from anneal_memory import Store
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession, WrapOutcome
+
+logger = logging.getLogger("anneal_memory.adapters.camel")
+
+
+class AnnealWorkforceCallback(WorkforceCallback):
+    """Records a Workforce run: root tasks as requests, completed tasks as outcomes, failures
+    as tensions, decompositions and reassignments as decisions. With ``compress`` and
+    ``wrap_on_end`` (default False) it wraps when all tasks are completed; otherwise call
+    :meth:`wrap`. Worker lifecycle and log lines are not recorded.
+    """
+
+    def __init__(
+        self,
+        store: Store | str | os.PathLike[str],
+        *,
+        compress: Callable[[str], str] | None = None,
+        wrap_on_end: bool = False,
+        project_name: str | None = None,
+        session_id: str | None = None,
+        max_content_chars: int = 4000,
+        strict: bool = False,
+    ) -> None:
+        if wrap_on_end and compress is None:
+            raise ValidationError("wrap_on_end=True needs compress=<callable prompt -> text> (for "
+                                  "example AnnealAgentMemory(...).wrap's model, or your own)")
+        if isinstance(store, Store):
+            self._store, self._owns_store = store, False
+        else:
+            self._store, self._owns_store = Store(os.fspath(store), project_name=project_name), True
+        self.compress = compress
+        self.wrap_on_end = wrap_on_end
+        self.strict = strict
+        self.session = MemorySession(self._store, session_id=session_id, strict=strict,
+                                     max_content_chars=max_content_chars,
+                                     logger="anneal_memory.adapters.camel")
+        self.last_wrap: WrapOutcome | None = None
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    def _guard(self, what: str, action: Callable[[], Any]) -> None:
+        try:
+            action()
+        except Exception:
+            if self.strict:
+                raise
+            logger.exception("anneal-memory could not record %s; the workforce goes on", what)
+
+    # --- recorded events ------------------------------------------------------------------
+    def log_task_created(self, event: Any) -> None:
+        if event.parent_task_id is None:  # subtasks are the workforce's own plan
+            self._guard("task_created", lambda: self.session.record_user_input(
+                event.description, metadata={"task_id": event.task_id}))
+
+    def log_task_decomposed(self, event: Any) -> None:
+        self._guard("task_decomposed", lambda: self.session.record_decision(
+            f"split task {event.parent_task_id} into {', '.join(event.subtask_ids)}"))
+
+    def log_task_updated(self, event: Any) -> None:
+        self._guard("task_updated", lambda: self.session.record_decision(
+            f"task {event.task_id} {event.update_type}: {event.old_value} -> {event.new_value}"))
+
+    def log_task_completed(self, event: Any) -> None:
+        if event.result_summary:
+            self._guard("task_completed", lambda: self.session.record_outcome(
+                event.result_summary, metadata={"task_id": event.task_id, "worker_id": event.worker_id}))
+
+    def log_task_failed(self, event: Any) -> None:
+        self._guard("task_failed", lambda: self.session.record(
+            f"task {event.task_id} failed: {event.error_message}", "tension",
+            metadata={"task_id": event.task_id, "worker_id": event.worker_id}))
+
+    def log_all_tasks_completed(self, event: Any) -> None:
+        if self.wrap_on_end:
+            self._guard("the wrap", self.wrap)
+
+    # --- not recorded: bookkeeping, not memory ----------------------------------------------
+    def log_message(self, event: Any) -> None:
+        return None
+
+    def log_task_assigned(self, event: Any) -> None:
+        return None
+
+    def log_task_started(self, event: Any) -> None:
+        return None
+
+    def log_worker_created(self, event: Any) -> None:
+        return None
+
+    def log_worker_deleted(self, event: Any) -> None:
+        return None
+
+    # --- the wrap ---------------------------------------------------------------------------
+    def wrap(self, compress: Callable[[str], str] | None = None) -> WrapOutcome:
+        """Compress the recorded events into the continuity (never loses episodes)."""
+        fn = compress or self.compress
+        if fn is None:
+            raise ValidationError("no compressor: pass compress= to wrap() or the callback")
+        self.last_wrap = self.session.wrap(fn)
+        return self.last_wrap
+
+    def close(self) -> None:
+        if self._owns_store:
+            self._store.close()

@@ -1,0 +1,167 @@
+"""CAMEL-specific behaviour: the AgentMemory seam and the WorkforceCallback on real runs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from camel.agents import ChatAgent
+from camel.memories import ChatHistoryMemory
+from camel.models.stub_model import StubModel
+from camel.societies.workforce import Workforce
+from camel.societies.workforce.workforce import WorkforceMode
+from camel.tasks import Task
+from camel.types import ModelType
+from camel_scripted import LOOKUP, ScriptedModel, _completion
+
+from anneal_memory import Store
+from anneal_memory.adapters.camel import MEMORY_MARK, AnnealAgentMemory, AnnealWorkforceCallback
+from anneal_memory.errors import ValidationError
+from anneal_memory.testing import scripted_compress
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = Store(tmp_path / "memory.db", project_name="CamelTest")
+    yield s
+    s.close()
+
+
+def _agent(memory: AnnealAgentMemory, model: ScriptedModel) -> ChatAgent:
+    return ChatAgent("You are a careful gardener.", model=model, memory=memory, tools=[LOOKUP])
+
+
+def test_construction_and_reset_clear_the_window_not_the_store(store: Store) -> None:
+    store.record("The greenhouse heater is a Zephyrion 4000", "observation")
+    model = ScriptedModel()
+    memory = AnnealAgentMemory(store, model=model)
+    agent = _agent(memory, model)  # ChatAgent calls memory.clear() here
+    agent.step("Note the shed key is under the pot")
+    agent.reset()  # and here
+    assert store.status().total_episodes == 3
+    assert len(memory.inner.retrieve()) == 1  # only the system message is left in the window
+
+
+def test_memory_record_sits_before_the_request_and_is_not_kept(store: Store) -> None:
+    store.record("The greenhouse heater is a Zephyrion 4000", "observation")
+    model = ScriptedModel()
+    memory = AnnealAgentMemory(store, model=model)
+    _agent(memory, model).step("Which greenhouse heater do we have?")
+    messages, _ = memory.get_context()
+    contents = [m["content"] for m in messages]
+    index = next(i for i, c in enumerate(contents) if "Zephyrion" in str(c))
+    assert messages[index]["role"] == "user"
+    assert contents[index + 1] == "Which greenhouse heater do we have?"
+    stored = memory.inner.retrieve()
+    assert not any(r.memory_record.extra_info.get(MEMORY_MARK) for r in stored)
+    requests = [e for e in store.recall(limit=100).episodes if e.type.value == "context"]
+    assert [e.content for e in requests] == ["Which greenhouse heater do we have?"]
+
+
+def test_tool_calls_results_and_answer_recorded(store: Store) -> None:
+    model = ScriptedModel(call_tool=True, answer="The pump is fine.")
+    memory = AnnealAgentMemory(store, model=model, record_tool_calls=True)
+    response = _agent(memory, model).step("Check the pump")
+    assert response.info["tool_calls"][0].tool_name == "lookup"
+    episodes = store.recall(limit=100).episodes
+    tool = [e for e in episodes if e.trust == "tool"]
+    assert len(tool) == 1 and "42 psi" in tool[0].content
+    assert any("lookup" in e.content for e in episodes if e.type.value == "decision")
+    assert [e.content for e in episodes if e.type.value == "outcome"] == ["The pump is fine."]
+
+
+def test_astep_records_and_recalls(store: Store) -> None:
+    store.record("The greenhouse heater is a Zephyrion 4000", "observation")
+    model = ScriptedModel()
+    memory = AnnealAgentMemory(store, model=model)
+    asyncio.run(_agent(memory, model).astep("Which greenhouse heater do we have?"))
+    assert any("Zephyrion" in text for text in model.inputs)
+    assert any(e.type.value == "outcome" for e in store.recall(limit=100).episodes)
+
+
+def test_search_and_delete(store: Store) -> None:
+    memory = AnnealAgentMemory(store, model=ScriptedModel())
+    kept = store.record("The irrigation pump runs at 42 psi", "observation")
+    found = memory.search("irrigation pump")
+    assert [s.id for s in found] == [kept.id]
+    assert memory.delete(kept.id) is True and memory.delete(kept.id) is False
+    assert memory.search("irrigation pump") == []
+
+
+def test_refused_wrap_keeps_episodes(store: Store) -> None:
+    model = ScriptedModel(fail_wrap=True, answer="Prune in March.")
+    memory = AnnealAgentMemory(store, model=model, wrap_on_end=True)
+    _agent(memory, model).step("Decide when to prune the roses")
+    assert memory.last_wrap is not None and memory.last_wrap.status != "saved"
+    assert store.load_continuity() is None
+    assert memory.wrap(compress=scripted_compress).status == "saved"
+    assert store.status().total_wraps == 1
+
+
+def test_custom_inner_memory_and_failure_logging(store: Store, caplog, monkeypatch) -> None:
+    model = ScriptedModel()
+    creator = AnnealAgentMemory(store, model=model).get_context_creator()
+    memory = AnnealAgentMemory(store, inner=ChatHistoryMemory(creator, window_size=4))
+
+    def boom(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("memory exploded")
+
+    monkeypatch.setattr(memory.session, "record_user_input", boom)
+    monkeypatch.setattr(memory.session, "memory_block", boom)
+    with caplog.at_level(logging.ERROR, logger="anneal_memory.adapters.camel"):
+        response = _agent(memory, model).step("Go on")
+    assert response.msgs[0].content == "Final answer: done."
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("could not record" in m for m in messages) and any("recall" in m for m in messages)
+
+
+def test_configuration_errors(store: Store) -> None:
+    with pytest.raises(ValidationError, match="working window"):
+        AnnealAgentMemory(store)
+    with pytest.raises(ValidationError, match="wrap_on_end"):
+        AnnealAgentMemory(store, context_creator=object(), wrap_on_end=True)
+    with pytest.raises(ValidationError, match="compress"):
+        AnnealWorkforceCallback(store, wrap_on_end=True)
+
+
+class Responder(StubModel):
+    """Prompt-keyed Workforce model: assigns task 1 to the first worker, then reports success."""
+
+    def __init__(self, *, fail: bool = False) -> None:
+        super().__init__(model_type=ModelType.STUB)
+        self.fail = fail
+
+    def _reply(self, messages: list[dict[str, Any]]) -> Any:
+        text = "\n".join(str(m.get("content") or "") for m in messages)
+        if "assignee_id" in text:
+            worker = re.findall(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", text)[0]
+            return _completion(json.dumps({"assignments": [
+                {"task_id": "1", "assignee_id": worker, "dependencies": []}]}))
+        return _completion(json.dumps({"content": "watered: 12 plants", "failed": False}))
+
+    def _run(self, messages, response_format=None, tools=None):  # type: ignore[override]
+        return self._reply(messages)
+
+    async def _arun(self, messages, response_format=None, tools=None):  # type: ignore[override]
+        return self._reply(messages)
+
+
+def test_workforce_callback_records_tasks_and_wraps(store: Store) -> None:
+    callback = AnnealWorkforceCallback(store, compress=scripted_compress, wrap_on_end=True)
+    workforce = Workforce("garden team", coordinator_agent=ChatAgent("coord", model=Responder()),
+                          task_agent=ChatAgent("tasks", model=Responder()), callbacks=[callback],
+                          mode=WorkforceMode.PIPELINE)
+    workforce.add_single_agent_worker("gardener", worker=ChatAgent("You garden.", model=Responder()))
+    workforce.set_pipeline_tasks([Task(content="Water the tomatoes", id="1")])
+    result = workforce.process_task(Task(content="Care for the garden", id="root"))
+    assert result.state.value == "DONE"
+    episodes = store.recall(limit=100).episodes
+    assert [e.content for e in episodes if e.type.value == "context"] == ["Care for the garden"]
+    assert [e.content for e in episodes if e.type.value == "outcome"] == ["watered: 12 plants"]
+    assert callback.last_wrap is not None and callback.last_wrap.status == "saved"
+    assert "## State" in (store.load_continuity() or "")
