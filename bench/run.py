@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import json
 import os
 import platform
@@ -153,61 +154,99 @@ def fsync_count(python: str, args: argparse.Namespace, records: int = 50) -> dic
     return {"records": records, "syncs": syncs, "per_record": syncs / records}
 
 
-def measure_package(who: str, python: str, args: argparse.Namespace,
-                    hint_bytes: float) -> dict[str, Any]:
-    """Every measurement for one package; failures are collected, not raised."""
-    pkg: dict[str, Any] = {"python": python, "sizes": {}, "wrap": {}, "errors": [],
-                           "skipped": []}
+Step = tuple[str, Any]  # (label, thunk storing its result in the package dict)
 
-    def attempt(label: str, fn: Any, *a: Any, **kw: Any) -> Any:
+
+class Package:
+    """One package's results and the steps that fill them."""
+
+    def __init__(self, who: str, python: str) -> None:
+        self.who, self.python = who, python
+        self.data: dict[str, Any] = {"python": python, "sizes": {}, "wrap": {},
+                                     "errors": [], "skipped": []}
+
+    def attempt(self, label: str, fn: Any, *a: Any, **kw: Any) -> Any:
+        """Run one measurement; a failure is recorded and the run goes on."""
         t0 = time.perf_counter()
         try:
             res = fn(*a, **kw)
-            print(f"  {who:4} {label:28} {time.perf_counter() - t0:7.1f} s", flush=True)
-            return res
         except (BenchError, subprocess.SubprocessError, OSError, ValueError) as exc:
-            pkg["errors"].append(f"{label}: {exc}")
-            print(f"  {who:4} {label:28} FAILED: {exc}", flush=True)
+            self.data["errors"].append(f"{label}: {exc}")
+            print(f"  {self.who:4} {label:28} FAILED: {exc}", flush=True)
             return None
+        print(f"  {self.who:4} {label:28} {time.perf_counter() - t0:7.1f} s", flush=True)
+        return res
 
-    info = attempt("info", run_phase, python, "info", args)
-    if info is None:
-        return pkg
-    pkg["file"], pkg["version"] = info["package"]["file"], info["package"]["version"]
-    pkg["batch_method"] = info["batch_method"]
-    pkg["import"] = attempt("import", import_time, python, args.import_runs)
-    pkg["fsync"] = attempt("fsync count", fsync_count, python, args)
-    for size in args.size_list:
-        if who == "peer" and size > args.peer_max_size:
-            pkg["skipped"].append(f"{size:,} episodes (above --peer-max-size)")
-            continue
-        need = 2 * size * hint_bytes + 2e9
+    def steps(self, args: argparse.Namespace, info: dict[str, Any]) -> dict[str, Step]:
+        """Every measurement, keyed so the same step of two packages can run back to back."""
+        d, py = self.data, self.python
+        d["file"], d["version"] = info["package"]["file"], info["package"]["version"]
+        d["batch_method"] = info["batch_method"]
+        steps: dict[str, Step] = {
+            "import": ("import", lambda: d.__setitem__(
+                "import", import_time(py, args.import_runs))),
+            "fsync": ("fsync count", lambda: d.__setitem__("fsync", fsync_count(py, args))),
+        }
+        for size in args.size_list:
+            if self.who == "peer" and size > args.peer_max_size:
+                d["skipped"].append(f"{size:,} episodes (above --peer-max-size)")
+                continue
+            separate_batch = info["has_batch"]
+            modes = []
+            if size <= args.single_max:
+                modes.append(("single", 0 if separate_batch else args.queries))
+            if separate_batch or size > args.single_max:
+                modes.append(("batch", args.queries))
+            for mode, queries in modes:
+                steps[f"{size}-{mode}"] = (f"record x{size:,} ({mode})", functools.partial(
+                    self._load, args, size, mode, queries))
+        for size in (50, 500):
+            steps[f"wrap{size}"] = (f"wrap @ {size}", functools.partial(
+                self._phase_into, ("wrap", str(size)), "wrap", args, size=size,
+                repeats=args.repeats))
+        if not args.no_locomo:
+            steps["locomo"] = ("locomo", functools.partial(
+                self._phase_into, ("locomo",), "locomo", args))
+        return steps
+
+    def _phase_into(self, where: tuple[str, ...], phase: str, args: argparse.Namespace,
+                    **opts: Any) -> None:
+        res = run_phase(self.python, phase, args, **opts)
+        target = self.data
+        for key in where[:-1]:
+            target = target[key]
+        target[where[-1]] = res
+
+    def _load(self, args: argparse.Namespace, size: int, mode: str, queries: int) -> None:
+        # Bounded in disk: skip a size whose store would not fit with room to spare.
+        per_ep = max([2000.0] + [r.get("bytes_per_episode") or 0.0
+                                 for runs in self.data["sizes"].values()
+                                 for r in runs.values()])
+        need = 2 * size * per_ep + 2e9
         free = shutil.disk_usage(args.workdir or tempfile.gettempdir()).free
         if need > free:
-            pkg["skipped"].append(f"{size:,} episodes (needs ~{need / 1e9:.1f} GB, "
-                                  f"{free / 1e9:.1f} GB free)")
-            continue
-        runs: dict[str, Any] = {}
-        separate_batch = info["has_batch"]
-        if size <= args.single_max:
-            runs["single"] = attempt(
-                f"record x{size:,} (single)", run_phase, python, "load", args, size=size,
-                mode="single", queries=0 if separate_batch else args.queries)
-        if separate_batch or size > args.single_max:
-            runs["batch"] = attempt(f"record x{size:,} (batch)", run_phase, python, "load",
-                                    args, size=size, mode="batch", queries=args.queries)
-        pkg["sizes"][str(size)] = {k: v for k, v in runs.items() if v}
-        for run in runs.values():
-            if run and run.get("bytes_per_episode"):
-                hint_bytes = max(hint_bytes, run["bytes_per_episode"])
-    for size in (50, 500):
-        res = attempt(f"wrap @ {size}", run_phase, python, "wrap", args, size=size,
-                      repeats=args.repeats)
-        if res:
-            pkg["wrap"][str(size)] = res
-    if not args.no_locomo:
-        pkg["locomo"] = attempt("locomo", run_phase, python, "locomo", args)
-    return pkg
+            self.data["skipped"].append(f"{size:,} {mode} (needs ~{need / 1e9:.1f} GB, "
+                                        f"{free / 1e9:.1f} GB free)")
+            return
+        res = run_phase(self.python, "load", args, size=size, mode=mode, queries=queries)
+        self.data["sizes"].setdefault(str(size), {})[mode] = res
+
+
+def measure(pythons: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
+    """All steps, the same step of each package back to back, so that load from other
+    processes on the machine falls on both alike."""
+    packages = {who: Package(who, py) for who, py in pythons.items()}
+    plans: dict[str, dict[str, Step]] = {}
+    for who, pkg in packages.items():
+        info = pkg.attempt("info", run_phase, pkg.python, "info", args)
+        plans[who] = pkg.steps(args, info) if info else {}
+    order = list(dict.fromkeys(k for plan in plans.values() for k in plan))
+    for key in order:
+        for who, plan in plans.items():
+            if key in plan:
+                label, thunk = plan[key]
+                packages[who].attempt(label, thunk)
+    return {who: pkg.data for who, pkg in packages.items()}
 
 
 def check_ours(python: str) -> None:
@@ -237,10 +276,9 @@ def main(argv: list[str] | None = None) -> int:
         "sizes": args.size_list, "quick": args.quick, "queries": args.queries,
         "command": "nox -s bench -- " + " ".join(argv if argv is not None else sys.argv[1:]),
     }, "packages": {}}
-    hint = 2000.0  # bytes per episode before anything is measured
     for who, python in pythons.items():
-        print(f"measuring {who} ({python})", flush=True)
-        results["packages"][who] = measure_package(who, python, args, hint)
+        print(f"{who}: {python}", flush=True)
+    results["packages"] = measure(pythons, args)
     results["meta"]["wall_seconds"] = time.perf_counter() - started
 
     out = Path(args.out_dir)
