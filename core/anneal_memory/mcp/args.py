@@ -1,0 +1,90 @@
+"""Checking a tool call's arguments against its input schema.
+
+Only the small JSON Schema subset ``tools.py`` uses (object, string, integer, boolean,
+array of strings, enum, min/max, required, no extra properties). Done here rather than
+by the SDK so every refusal reads the same on every SDK version and names the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ValidationError
+from .tools import BY_NAME, TOOL_NAMES
+
+_JSON_TYPES = {"string": "a string", "integer": "a whole number", "boolean": "true or false",
+               "array": "a list", "object": "an object"}
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _check(tool: str, name: str, value: Any, spec: Mapping[str, Any]) -> None:
+    want = spec.get("type")
+    got = _kind(value)
+    if want and got != want:
+        raise ValidationError(f"{tool}: argument {name!r} must be {_JSON_TYPES.get(want, want)}, "
+                              f"not {got}")
+    if "enum" in spec and value not in spec["enum"]:
+        raise ValidationError(f"{tool}: argument {name!r} is {value!r}; use one of "
+                              f"{', '.join(map(str, spec['enum']))}")
+    if want == "string":
+        if len(value) > spec.get("maxLength", len(value)):
+            raise ValidationError(
+                f"{tool}: argument {name!r} is {len(value):,} characters, over the limit of "
+                f"{spec['maxLength']:,}: shorten it or split it into several calls")
+        if len(value.strip()) < spec.get("minLength", 0):
+            raise ValidationError(f"{tool}: argument {name!r} is empty: give it some text")
+    elif want == "integer":
+        lo, hi = spec.get("minimum"), spec.get("maximum")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            raise ValidationError(f"{tool}: argument {name!r} is {value}; use a whole number "
+                                  f"from {lo} to {hi}")
+    elif want == "array":
+        if len(value) > spec.get("maxItems", len(value)):
+            raise ValidationError(f"{tool}: argument {name!r} has {len(value)} items, over the "
+                                  f"limit of {spec['maxItems']}")
+        for i, item in enumerate(value):
+            _check(tool, f"{name}[{i}]", item, spec.get("items", {}))
+
+
+def check_call(tool: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The call's arguments, checked; raises ValidationError naming what to fix."""
+    spec = BY_NAME.get(tool)
+    if spec is None:
+        raise ValidationError(f"unknown tool {tool!r}: the tools are {', '.join(TOOL_NAMES)}")
+    args = dict(arguments or {})
+    schema = spec["inputSchema"]
+    props: dict[str, Any] = schema["properties"]
+    extra = sorted(set(args) - set(props))
+    if extra:
+        hint = (" (the session id comes from the server's --session-id, never from a tool "
+                "argument)" if "session_id" in extra and tool != "wrap_cancel" else "")
+        allowed = ", ".join(props) or "none"
+        raise ValidationError(f"{tool}: unknown argument(s) {', '.join(extra)}{hint}; "
+                              f"arguments are: {allowed}")
+    missing = [k for k in schema.get("required", []) if args.get(k) is None]
+    if missing:
+        raise ValidationError(f"{tool}: missing required argument(s) {', '.join(missing)}")
+    for name, value in list(args.items()):
+        if value is None:  # an explicit null means "not given"
+            del args[name]
+            continue
+        _check(tool, name, value, props[name])
+    return args

@@ -1,0 +1,214 @@
+"""What each MCP tool does: a thin translation onto the library, SDK-free.
+
+``MemoryTools.call(name, arguments)`` returns the reply text or raises an
+``AnnealMemoryError`` whose message is the tool error the agent sees.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..crystal import CrystalStore, retrieve_patterns
+from ..errors import EpisodeNotFoundError, NoWrapInProgressError, WrapTokenError
+from ..spores import SporeStore
+from ..store import Store, default_db_path
+from ..wrap.baton import baton_holder
+from ..wrap.lifecycle import open_wrap_info
+from ..wrap.prepare import prepare_wrap
+from ..wrap.render import render_package
+from ..wrap.save import validated_save_continuity
+from . import replies
+from .args import check_call
+
+DEFAULT_RECALL_LIMIT = 20
+
+
+class MemoryTools:
+    """The 17 tools over one store. The session id is fixed when the server starts."""
+
+    def __init__(self, store: Store, session_id: str | None = None) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.crystals = CrystalStore(store.path)
+        self.spores = SporeStore(store.path)
+        self._table: dict[str, Callable[[dict[str, Any]], str]] = {
+            "record": self.record, "recall": self.recall, "prepare_wrap": self.prepare_wrap,
+            "save_continuity": self.save_continuity, "delete_episode": self.delete_episode,
+            "status": self.status, "wrap_cancel": self.wrap_cancel,
+            "crystal_recall": self.crystal_recall, "crystal_index": self.crystal_index,
+            "spore_add": self.spore_add, "spore_list": self.spore_list,
+            "spore_surface": self.spore_surface, "spore_get": self.spore_get,
+            "spore_update": self.spore_update, "spore_touch": self.spore_touch,
+            "spore_descend": self.spore_descend, "spore_ascend": self.spore_ascend,
+        }
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None) -> str:
+        """Check the arguments against the tool's schema, then run it."""
+        args = check_call(name, arguments)
+        return self._table[name](args)
+
+    # ------------------------------------------------------------------ the gate
+    @property
+    def _wrap_session(self) -> str | None:
+        # A store without the baton policy wraps as it always did: the id is not used.
+        return self.session_id if self.store.consolidate_requires_baton else None
+
+    def _claim_command(self) -> str:
+        sid = self.session_id or "NAME"
+        db = "" if self._is_default_store() else f"--db {self.store.path} "
+        return f"anneal-memory {db}baton claim {sid}"
+
+    def _is_default_store(self) -> bool:
+        try:
+            return default_db_path().resolve() == self.store.path.resolve()
+        except Exception:
+            return False
+
+    def gate_text(self) -> str | None:
+        """None when this session may consolidate, else what the operator must do."""
+        if not self.store.consolidate_requires_baton:
+            return None
+        holder = baton_holder(self.store.path)
+        if self.session_id and holder == self.session_id:
+            return (f"Consolidation: this session ({self.session_id}) holds the baton and may "
+                    "wrap.")
+        waiting = self.store.status().episodes_since_wrap
+        start = ("" if self.session_id else "this server was started without --session-id: "
+                 "restart it with 'serve --session-id NAME', then ")
+        return (f"Consolidation: capture-only (baton holder: {holder or 'nobody'}). "
+                f"{waiting} episode(s) waiting. To let this session wrap, {start}the operator "
+                f"runs in their own shell: {self._claim_command()}")
+
+    # ------------------------------------------------------------------ memory
+    def record(self, a: dict[str, Any]) -> str:
+        ep = self.store.record(a["content"], a["type"], supersedes=a.get("supersedes"),
+                               state_key=a.get("state_key"), trust=a.get("trust", "agent"),
+                               derived_from=a.get("derived_from"))
+        out = f"Recorded [{ep.id}] ({ep.type.value}, trust {ep.trust})."
+        if a.get("supersedes"):
+            out += f" It replaces {', '.join(a['supersedes'])}."
+        if ep.state_key:
+            out += f" State key: {ep.state_key}."
+        return out
+
+    def recall(self, a: dict[str, Any]) -> str:
+        if "episode_id" in a:
+            ep = self.store.get(a["episode_id"])
+            if ep is None:
+                return f"No episode with id {a['episode_id']!r} (it may have been deleted)."
+            out = [replies.episode_line(ep, full=True)]
+            if ep.trust in ("tool", "external"):
+                out.insert(0, f"## {replies.RELAYED_HEADING}")
+            if ep.superseded_by:
+                out.append(f"Replaced since by [{ep.superseded_by}].")
+            if ep.derived_from:
+                out.append(f"Derived from: {', '.join(ep.derived_from)}")
+            return "\n".join(out)
+        q = {"since": a.get("since"), "until": a.get("until"), "episode_type": a.get("type"),
+             "keyword": a.get("keyword")}
+        limit = a.get("limit", DEFAULT_RECALL_LIMIT)
+        res = self.store.recall(**q, limit=limit)
+        every = self.store.recall(**q, limit=limit, include_superseded=True)
+        replaced = [e for e in every.episodes if e.superseded_by]
+        replacers = self.store.get_many([e.superseded_by for e in replaced if e.superseded_by])
+        return replies.recall_reply(res.episodes, res.total_matching, replaced, replacers,
+                                    match=res.query_params.get("match"))
+
+    def delete_episode(self, a: dict[str, Any]) -> str:
+        if not self.store.delete(a["episode_id"]):
+            raise EpisodeNotFoundError(f"no episode {a['episode_id']!r} in this store: nothing "
+                                       "was deleted (recall to find the id)")
+        return (f"Deleted [{a['episode_id']}]: its text is gone from the database; a "
+                "tombstone and the audit trail keep a salted hash.")
+
+    def status(self, a: dict[str, Any]) -> str:
+        return replies.status_reply(self.store.status().to_dict(), self.gate_text(),
+                                    self.store.wrap_history(1))
+
+    # ------------------------------------------------------------------ the wrap
+    def prepare_wrap(self, a: dict[str, Any]) -> str:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            w = prepare_wrap(self.store, session_id=self._wrap_session,
+                             crystal_store=self.crystals)
+        if w["status"] == "empty":
+            return "No episodes since the last wrap: nothing to compress. Skip the wrap."
+        if w["status"] == "capture_only":
+            return (f"Capture-only: no wrap was opened. {self.gate_text() or w['message']}\n"
+                    "Your episodes are kept for the next wrap this session is allowed to make.")
+        out = [render_package(w["package"]), "", f"Wrap token: {w['wrap_token']}",
+               "Write the new continuity, then call save_continuity with it and this token."]
+        if w.get("schema_warning"):
+            out.insert(0, f"Schema warning: {w['schema_warning']}\n")
+        return "\n".join(out)
+
+    def save_continuity(self, a: dict[str, Any]) -> str:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = validated_save_continuity(
+                self.store, a["text"], wrap_token=a["wrap_token"],
+                session_id=self._wrap_session, crystal_store=self.crystals)
+        return replies.save_reply(result)
+
+    def wrap_cancel(self, a: dict[str, Any]) -> str:
+        open_wrap = open_wrap_info(self.store)
+        if open_wrap is None:
+            raise NoWrapInProgressError("no wrap is open: nothing to cancel")
+        if "wrap_token" in a and a["wrap_token"] != open_wrap["token"]:
+            raise WrapTokenError("that wrap token is not the open wrap's: nothing was "
+                                 "cancelled (call status to see the open wrap)")
+        self.store.wrap_cancelled(wrap_token=a.get("wrap_token"),
+                                  session_id=a.get("session_id"), force=a.get("force", False))
+        return (f"Wrap cancelled; its {len(open_wrap['episode_ids'])} episode(s) go to the "
+                "next prepare_wrap.")
+
+    # ------------------------------------------------------------------ crystals
+    def crystal_recall(self, a: dict[str, Any]) -> str:
+        found = retrieve_patterns(self.crystals, a["query"], max_patterns=a.get("limit", 3),
+                                  mode=a.get("mode", "prompt"), store=self.store)
+        if not found:
+            return "No crystallized pattern matches."
+        out = []
+        for m in found:
+            out.append(f"- {m.name} ({m.level}x, via {' and '.join(m.via)}): {m.text}")
+            if m.evidence:
+                out.append(f"  evidence: {', '.join(m.evidence)}")
+        return "\n".join(out)
+
+    def crystal_index(self, a: dict[str, Any]) -> str:
+        return self.crystals.cue_index() or "No crystallized patterns yet."
+
+    # ------------------------------------------------------------------ spores
+    def spore_add(self, a: dict[str, Any]) -> str:
+        s = self.spores.add(**a)
+        return f"Planted {s.id}.\n{replies.spore_line(s)}"
+
+    def spore_list(self, a: dict[str, Any]) -> str:
+        return replies.spores_reply(self.spores.list_open(**a), "No open spores.")
+
+    def spore_surface(self, a: dict[str, Any]) -> str:
+        return replies.spores_reply(self.spores.surface(limit=a.get("limit", 5)),
+                                    "Nothing needs attention now.")
+
+    def spore_get(self, a: dict[str, Any]) -> str:
+        s = self.spores.get(a["id"])
+        if s is None:
+            raise EpisodeNotFoundError(f"no spore {a['id']!r}: spore_list shows the open ones")
+        return replies.spore_detail(s)
+
+    def spore_update(self, a: dict[str, Any]) -> str:
+        sid = a.pop("id")
+        return replies.spore_detail(self.spores.update(sid, **a))
+
+    def spore_touch(self, a: dict[str, Any]) -> str:
+        return replies.spore_line(self.spores.touch(a["id"]))
+
+    def spore_descend(self, a: dict[str, Any]) -> str:
+        s = self.spores.descend(a["id"], kind=a["kind"], note=a.get("note"))
+        return replies.spore_detail(s)
+
+    def spore_ascend(self, a: dict[str, Any]) -> str:
+        s = self.spores.ascend(a["id"], kind=a["kind"], ref=a["ref"], note=a.get("note"))
+        return replies.spore_detail(s)

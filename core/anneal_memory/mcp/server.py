@@ -1,0 +1,196 @@
+"""The MCP server over stdio, on the official MCP Python SDK (PyPI ``mcp``).
+
+``run_server`` is what ``anneal-memory [--db PATH] [--project-name NAME] serve
+[--session-id S]`` calls. The SDK is imported only here and only when serving, so the
+rest of the package works without the ``mcp`` extra. Both SDK lines are supported: 2.x
+registers handlers in the ``Server`` constructor, 1.x through decorators.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import AnnealMemoryError
+from ..store import Store
+from . import integrity
+from .handlers import MemoryTools
+from .tools import TOOLS
+
+ENV_SESSION = "ANNEAL_MEMORY_SESSION_ID"
+CONTINUITY_URI = "anneal://continuity"
+MANIFEST_URI = "anneal://integrity/manifest"
+SERVER_NAME = "anneal-memory"
+log = logging.getLogger("anneal_memory.mcp")
+
+INSTRUCTIONS = (
+    "anneal-memory is your memory across sessions. At the start read the resource "
+    "anneal://continuity. While working, record decisions, observations, tensions, "
+    "questions, outcomes and context changes. Recall before decisions that may have prior "
+    "context. At the end of the session run prepare_wrap, compress, then save_continuity."
+)
+
+
+def _fail(message: str) -> int:
+    print(f"anneal-memory: error: {message}", file=sys.stderr)
+    return 1
+
+
+def resources() -> list[dict[str, str]]:
+    return [
+        {"uri": CONTINUITY_URI, "name": "continuity", "mimeType": "text/markdown",
+         "description": "The current continuity file: load it at the start of a session."},
+        {"uri": MANIFEST_URI, "name": "integrity-manifest", "mimeType": "application/json",
+         "description": "SHA-256 of every tool description and input schema, to compare "
+                        "with what tools/list delivered."},
+    ]
+
+
+def read_resource(store: Store, uri: str) -> tuple[str, str]:
+    """(text, mime type) of one resource; ValueError for an unknown uri."""
+    if uri == CONTINUITY_URI:
+        text = store.load_continuity()
+        return (text or "No continuity yet: it is written by the first wrap "
+                "(prepare_wrap, then save_continuity).", "text/markdown")
+    if uri == MANIFEST_URI:
+        path = integrity.MANIFEST_PATH
+        return (path.read_text("utf-8") if path.exists() else "{}", "application/json")
+    raise ValueError(f"unknown resource {uri!r}: the resources are {CONTINUITY_URI} and "
+                     f"{MANIFEST_URI}")
+
+
+def call_tool(tools: MemoryTools, name: str, arguments: Any) -> tuple[str, bool]:
+    """(reply text, is_error). Never raises: a bad call must not stop the server."""
+    try:
+        if arguments is not None and not isinstance(arguments, dict):
+            raise AnnealMemoryError(f"{name}: arguments must be a JSON object")
+        return tools.call(name, arguments), False
+    except AnnealMemoryError as exc:
+        return f"Error: {exc}", True
+    except Exception as exc:  # an unexpected failure: log it, keep serving, no traceback out
+        log.exception("tool %s failed", name)
+        return (f"Error: {name} failed unexpectedly ({type(exc).__name__}: {exc}); the "
+                "server's stderr log has the details", True)
+
+
+def _build(tools: MemoryTools) -> Any:
+    import mcp.types as t
+    from mcp.server.lowlevel import Server
+
+    def tool_list() -> Any:
+        return [t.Tool.model_validate(d) for d in TOOLS]
+
+    def result(text: str, is_error: bool) -> Any:
+        return t.CallToolResult.model_validate(
+            {"content": [{"type": "text", "text": text}], "isError": is_error})
+
+    def res_list() -> Any:
+        return [t.Resource.model_validate(r) for r in resources()]
+
+    version = _version()
+    if "on_call_tool" in inspect.signature(Server.__init__).parameters:
+        # SDK 2.x: handlers take (ctx, params) and are passed to the constructor.
+        async def on_list_tools(ctx: Any, params: Any) -> Any:
+            return t.ListToolsResult(tools=tool_list())
+
+        async def on_call_tool(ctx: Any, params: Any) -> Any:
+            return result(*call_tool(tools, params.name, params.arguments))
+
+        async def on_list_resources(ctx: Any, params: Any) -> Any:
+            return t.ListResourcesResult(resources=res_list())
+
+        async def on_read_resource(ctx: Any, params: Any) -> Any:
+            text, mime = read_resource(tools.store, str(params.uri))
+            return t.ReadResourceResult.model_validate(
+                {"contents": [{"uri": str(params.uri), "mimeType": mime, "text": text}]})
+
+        return Server(SERVER_NAME, version=version, instructions=INSTRUCTIONS,  # type: ignore[call-arg]
+                      on_list_tools=on_list_tools, on_call_tool=on_call_tool,
+                      on_list_resources=on_list_resources, on_read_resource=on_read_resource)
+    # SDK 1.x: decorators.
+    server = Server(SERVER_NAME, version=version, instructions=INSTRUCTIONS)
+
+    @server.list_tools()  # type: ignore[attr-defined,misc]
+    async def _list_tools() -> Any:
+        return tool_list()
+
+    try:
+        decorator = server.call_tool(validate_input=False)  # type: ignore[attr-defined]
+    except TypeError:  # older 1.x: no input validation to turn off
+        decorator = server.call_tool()  # type: ignore[attr-defined]
+
+    @decorator  # type: ignore[misc]
+    async def _call_tool(name: str, arguments: Any) -> Any:
+        return result(*call_tool(tools, name, arguments))
+
+    @server.list_resources()  # type: ignore[attr-defined,misc]
+    async def _list_resources() -> Any:
+        return res_list()
+
+    @server.read_resource()  # type: ignore[attr-defined,misc]
+    async def _read_resource(uri: Any) -> Any:
+        from mcp.server.lowlevel.helper_types import ReadResourceContents
+
+        text, mime = read_resource(tools.store, str(uri))
+        return [ReadResourceContents(content=text, mime_type=mime)]
+
+    return server
+
+
+def _version() -> str:
+    from .._version import __version__
+
+    return __version__
+
+
+async def _serve(tools: MemoryTools) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = _build(tools)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def run_server(db_path: str | None = None, project_name: str | None = None,
+               session_id: str | None = None, skip_integrity: bool = False,
+               generate_integrity: bool = False) -> int:
+    """Serve MCP over stdio until the client closes; returns the exit status.
+
+    ``generate_integrity`` rewrites the shipped manifest and returns without serving.
+    """
+    if generate_integrity:
+        path = integrity.generate()
+        print(f"anneal-memory: wrote the tool integrity manifest ({len(TOOLS)} tools) to {path}",
+              file=sys.stderr)
+        return 0
+    try:
+        import anyio
+        import mcp  # noqa: F401
+    except ImportError:
+        return _fail("the MCP server needs the mcp extra: pip install 'anneal-memory[mcp]'")
+    if not skip_integrity:
+        try:
+            integrity.verify()
+        except integrity.IntegrityError as exc:
+            return _fail(str(exc))
+    sid = session_id if session_id is not None else os.environ.get(ENV_SESSION) or None
+    if sid is not None and (not sid.strip() or len(sid) > 200):
+        return _fail("--session-id must be a non-empty name of at most 200 characters")
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    try:
+        store = Store(Path(db_path) if db_path else None, project_name=project_name,
+                      trust_ceiling="agent", session_id=sid,
+                      consolidate_requires_baton_on_create=True)
+    except AnnealMemoryError as exc:
+        return _fail(str(exc))
+    try:
+        anyio.run(_serve, MemoryTools(store, sid))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        store.close()
+    return 0
