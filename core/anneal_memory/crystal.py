@@ -40,12 +40,16 @@ RECALL_MODES: tuple[str, ...] = ("strict", "prompt", "query")
 class PatternLineLike(Protocol):
     """What ``continuity.parse.parse_pattern_lines`` yields for one pattern line."""
 
-    name: str
-    level: int
-    date: str | None
-    evidence: list[tuple[str, str]]
-    line: str
-    section: str
+    @property
+    def name(self) -> str: ...
+    @property
+    def level(self) -> int: ...
+    @property
+    def date(self) -> str | None: ...
+    @property
+    def evidence(self) -> list[tuple[str, str]]: ...
+    @property
+    def section(self) -> str: ...
 
 
 @dataclass
@@ -79,7 +83,9 @@ class Crystal:
     def cue(self) -> str:
         """The cue-index line: the name and one clause of the pattern."""
         clause = first_clause(self.text, limit=100)
-        return self.name if not clause or clause == self.name else f"{self.name} — {clause}"
+        if not clause or self.text.strip() == self.name or clause == self.name:
+            return self.name
+        return f"{self.name} — {clause}"
 
     def words(self) -> set[str]:
         """The meaningful words recall matches against: name, text and evidence notes."""
@@ -102,12 +108,6 @@ def _sha(text: str) -> str:
 def _audit(store: Any, event: str, data: dict[str, Any], actor: str) -> None:
     if store is not None:
         store.audit_event(event, data, actor=actor)
-
-
-def _pattern_text(line: str) -> str:
-    """A pattern line's claim: the text before its first ``|`` marker, bullet removed."""
-    head = line.split("|", 1)[0].strip()
-    return head[1:].strip() if head[:1] in "-*•" and head else head
 
 
 class CrystalStore(JsonSidecar):
@@ -193,13 +193,18 @@ class CrystalStore(JsonSidecar):
         return crystal
 
     def crystallize_line(
-        self, line: PatternLineLike, *, today: date | str | None = None,
-        store: Any = None, actor: str = "operator",
+        self, line: PatternLineLike, *, earlier_evidence: Sequence[str] = (),
+        today: date | str | None = None, store: Any = None, actor: str = "operator",
     ) -> Crystal:
-        """Crystallize one parsed continuity pattern line."""
+        """Crystallize one parsed continuity pattern line.
+
+        ``earlier_evidence`` adds the episode ids that grounded its earlier rungs (the
+        line itself only cites this wrap's episodes).
+        """
         return self.crystallize(
-            line.name, text=_pattern_text(line.line) or line.name, level=line.level,
-            evidence=list(line.evidence), section=line.section, graduated_on=line.date,
+            line.name, text=line.name, level=line.level,
+            evidence=[(e, "") for e in earlier_evidence] + list(line.evidence),
+            section=line.section, graduated_on=line.date,
             today=today, store=store, actor=actor,
         )
 
@@ -215,20 +220,24 @@ class CrystalStore(JsonSidecar):
     ) -> CrystallizeResult:
         """Crystallize the Proven pattern ``name`` out of a continuity text.
 
-        Returns the crystal and the continuity without that pattern's lines; saving
-        that text is the caller's step (the wrap or the CLI), so a refused save
+        With a ``store``, the episodes that grounded its earlier rungs join its
+        evidence. Returns the crystal and the continuity without that pattern's
+        lines; saving that text is the caller's step (the wrap or the CLI), so a refused save
         leaves the pattern where it was.
         """
-        from .continuity.parse import parse_pattern_lines
+        from .continuity.parse import parse_pattern_lines, pattern_key
 
-        lines = [p for p in parse_pattern_lines(continuity, schema) if p.name == name]
+        key = pattern_key(name)
+        lines = [p for p in parse_pattern_lines(continuity, schema) if pattern_key(p.name) == key]
         if not lines:
             raise ValidationError(
                 f"no pattern named {name!r} in the continuity: check the name against "
                 "the pattern lines of its graduating sections"
             )
         best = max(lines, key=lambda p: p.level)
-        crystal = self.crystallize_line(best, today=today, store=store, actor=actor)
+        earlier = _grounding_ids(store, key) if store is not None else []
+        crystal = self.crystallize_line(best, earlier_evidence=earlier, today=today,
+                                        store=store, actor=actor)
         return CrystallizeResult(crystal, remove_lines(continuity, [p.line for p in lines]),
                                  [p.line for p in lines])
 
@@ -333,8 +342,8 @@ class CrystalStore(JsonSidecar):
 
 
 def _evidence_rows(evidence: Iterable[Any]) -> list[dict[str, str]]:
-    rows: list[dict[str, str]] = []
-    seen: set[str] = set()
+    """``[{"id", "why"}]`` in first-seen order; a repeated id keeps a non-empty why."""
+    rows: dict[str, dict[str, str]] = {}
     for item in evidence:
         if isinstance(item, dict):
             eid, why = item.get("id"), item.get("why", "")
@@ -342,10 +351,23 @@ def _evidence_rows(evidence: Iterable[Any]) -> list[dict[str, str]]:
             eid, why = item[0], item[1] if len(item) > 1 else ""
         if not isinstance(eid, str) or not eid.strip():
             raise ValidationError(f"an evidence entry needs an episode id, got {item!r}")
-        if eid.strip() not in seen:
-            seen.add(eid.strip())
-            rows.append({"id": eid.strip(), "why": str(why or "")})
-    return rows
+        row = rows.setdefault(eid.strip(), {"id": eid.strip(), "why": ""})
+        row["why"] = row["why"] or str(why or "")
+    return list(rows.values())
+
+
+def _grounding_ids(store: Any, key: str) -> list[str]:
+    """Episode ids that grounded each rung the store recorded for pattern ``key``."""
+    from .continuity.parse import pattern_key
+
+    history = getattr(store, "pattern_grounding", None)
+    if not callable(history):
+        return []
+    ids: list[str] = []
+    for name, rungs in history().items():
+        if pattern_key(name) == key:
+            ids += [e for rung in rungs for e in rung.get("ids", []) if e not in ids]
+    return ids
 
 
 def _find(data: dict[str, Any], name: str) -> dict[str, Any] | None:

@@ -158,6 +158,22 @@ def test_cue_index_is_one_line_per_live_pattern(cs: CrystalStore) -> None:
     assert cue_index(cs.path) == cs.cue_index()
 
 
+def test_crystallize_out_of_a_continuity_text(cs: CrystalStore) -> None:
+    raw = ('- Prefer small migrations | 3x (2026-05-01) [evidence: ep-7 "the big schema '
+           'migration locked the table"]')
+    text = f"## State\nok\n\n## Patterns\n{raw}\n- other thing | 1x (2026-05-01)\n\n## Context\nx\n"
+    with pytest.raises(ValidationError, match="no pattern named"):
+        cs.crystallize_out(text, "missing pattern")
+    with pytest.raises(ValidationError, match="Proven"):
+        cs.crystallize_out(text, "other thing")
+    res = cs.crystallize_out(text, "prefer  SMALL migrations", today=DAY)
+    assert res.removed_lines == [raw]
+    assert raw not in res.continuity and "- other thing | 1x" in res.continuity
+    assert (res.crystal.name, res.crystal.level, res.crystal.evidence_ids) == (
+        "Prefer small migrations", 3, ["ep-7"])
+    assert cs.cue_index() == "Prefer small migrations"
+
+
 def test_crystallize_line_and_remove_it_from_the_continuity(cs: CrystalStore) -> None:
     raw = ('- prefer small migrations | 3x (2026-05-01) [evidence: ep-7 "the big schema '
            'migration locked the table"]')
@@ -293,3 +309,76 @@ def test_citation_edge_and_audit_with_the_real_store(tmp_path: Path) -> None:
         assert len(crystal_events) == 2
         assert "payment" not in json.dumps(crystal_events)
         assert AuditTrail.verify(store.path).valid
+
+
+def _continuity(day: str, pattern: str) -> str:
+    return (f"## State\nShipping the checkout rewrite ({day}).\n\n## Patterns\n{pattern}\n\n"
+            "## Decisions\n- keep the old checkout behind a flag\n\n"
+            "## Context\nThe checkout talks to three flaky upstream services.\n")
+
+
+def test_scenario_graduate_crystallize_and_recall_on_cue(tmp_path: Path) -> None:
+    """A pattern earns 3x over three wraps, crystallizes out of the continuity, and a
+    question that only matches one of its evidence episodes brings it back."""
+    from anneal_memory import Store, prepare_wrap, validated_save_continuity
+    from anneal_memory.continuity.parse import pattern_levels
+
+    name = "retry flaky upstream calls with backoff"
+    sessions = [
+        ("2026-05-01", "The payment gateway timed out three times during the Friday sale.",
+         "payment gateway timed out"),
+        ("2026-05-02", "The shipping label service returned 503 errors for an hour on Tuesday.",
+         "the label service kept failing"),
+        ("2026-05-03", "The inventory sync hit a rate limit and dropped updates overnight.",
+         "inventory sync rate limit"),
+    ]
+    with Store(tmp_path / "memory.db") as store:
+        cs = CrystalStore(store.path)
+        cited = []
+        for n, (day, content, why) in enumerate(sessions, start=1):
+            ep = store.record(content, "observation")
+            cited.append(ep.id)
+            pkg = prepare_wrap(store, crystal_store=cs)
+            assert pkg["status"] == "ready"
+            line = f'- {name} | {n}x ({day}) [evidence: {ep.id} "{why}"] [no-contradicts]'
+            validated_save_continuity(store, _continuity(day, line), today=day,
+                                      wrap_token=pkg["wrap_token"], crystal_store=cs)
+            assert pattern_levels(store.load_continuity())[name] == n
+
+        res = cs.crystallize_from_store(store, name, today="2026-05-04")
+        assert res.crystal.level == 3
+        # Every rung's grounding episode stays with it, not just this wrap's citation.
+        assert res.crystal.evidence_ids == cited
+        assert res.crystal.evidence[2]["why"] == "inventory sync rate limit"
+        assert name not in (store.load_continuity() or "")
+        assert cs.cue_index() == name
+
+        # Recalled on cue: the question shares no word with the pattern, only with the
+        # episode behind its second rung.
+        question = "anything about those 503 errors on Tuesday?"
+        [hit] = retrieve_patterns(cs, question, store=store)
+        assert (hit.name, hit.level, hit.via, hit.via_episodes) == (
+            name, 3, ("citation",), [cited[1]])
+        assert retrieve_patterns(cs, question) == []
+
+        # The next wrap does not treat the crystallized pattern as dropped.
+        store.record("Checkout rewrite passed the load test.", "outcome")
+        pkg = prepare_wrap(store, crystal_store=cs)
+        assert name in pkg["package"]["crystal_index"]
+        saved = validated_save_continuity(store, _continuity("2026-05-05", ""), today="2026-05-05",
+                                          wrap_token=pkg["wrap_token"], crystal_store=cs)
+        assert name not in [o["name"] for o in saved["omitted_patterns"]]
+
+
+def test_crystallize_from_store_refuses_an_open_wrap_or_no_continuity(tmp_path: Path) -> None:
+    from anneal_memory import Store, WrapInProgressError, prepare_wrap
+
+    with Store(tmp_path / "memory.db") as store:
+        cs = CrystalStore(store.path)
+        with pytest.raises(ValidationError, match="no continuity"):
+            cs.crystallize_from_store(store, "anything")
+        store.record("The cache warmed in two minutes.", "observation")
+        prepare_wrap(store)
+        with pytest.raises(WrapInProgressError, match="wrap is open"):
+            cs.crystallize_from_store(store, "anything")
+    assert not cs.path.exists()
