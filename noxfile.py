@@ -45,11 +45,11 @@ ADAPTERS: dict[str, tuple[str, list[str], list[str]]] = {
     "pydantic_ai": ("pydantic-ai", ["pydantic-ai-slim==2.0.0"], []),
     "smolagents": ("smolagents", ["smolagents==1.20.0"], []),
     "llamaindex": ("llama-index", ["llama-index-core==0.14.0"], []),
-    "haystack": ("haystack", ["haystack-ai==2.18.0"], []),
+    "haystack": ("haystack", ["haystack-ai==3.0.0"], []),
     "autogen": ("autogen", ["autogen-agentchat==0.7.0", "autogen-ext==0.7.0"], []),
-    "ag2": ("ag2", ["ag2==0.9.0"], []),
+    "ag2": ("ag2", ["ag2==0.10.0"], []),
     "dspy": ("dspy", ["dspy==3.0.0"], []),
-    "camel": ("camel", ["camel-ai==0.2.70"], []),
+    "camel": ("camel", ["camel-ai==0.2.80"], []),
 }
 
 
