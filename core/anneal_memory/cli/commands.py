@@ -7,7 +7,7 @@ import os
 import tempfile
 from typing import Any
 
-from .main import emit, open_store
+from .common import emit
 
 
 def register(sub: Any) -> None:

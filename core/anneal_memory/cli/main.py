@@ -4,18 +4,21 @@ naming the problem and the fix), 2 usage."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
-import json
 import os
 import sys
+import warnings
 from collections.abc import Sequence
-from typing import Any
 
 from .._version import __version__
 from ..errors import AnnealMemoryError
+from .common import emit, open_store  # noqa: F401  (re-exported for older imports)
 
 
 def _utf8_streams() -> None:
+    # The locale's encoding (cp1252, ASCII under LC_ALL=C) would mangle or refuse
+    # non-ASCII memory content: the CLI always speaks UTF-8.
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if isinstance(stream, io.TextIOWrapper) and (stream.encoding or "").lower() not in ("utf-8", "utf8"):
@@ -24,49 +27,85 @@ def _utf8_streams() -> None:
         sys.stdin.reconfigure(encoding="utf-8", errors="strict")
 
 
+def _utf8_argv(argv: Sequence[str]) -> list[str]:
+    # Under a non-UTF-8 locale Python hands over UTF-8 argument bytes as surrogate escapes.
+    out = []
+    for a in argv:
+        if any("\udc80" <= ch <= "\udcff" for ch in a):
+            try:
+                a = a.encode(sys.getfilesystemencoding(), "surrogateescape").decode("utf-8")
+            except UnicodeError:
+                pass
+        out.append(a)
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="anneal-memory",
                                 description="Living, governed memory for AI agents.")
     p.add_argument("--version", action="version", version=f"anneal-memory {__version__}")
     p.add_argument("--db", help="store path (default: $ANNEAL_MEMORY_DB, else ~/.anneal-memory/memory.db)")
     p.add_argument("--project-name", default=None, help="name in the continuity header (default Agent)")
+    p.add_argument("--skip-integrity", action="store_true",
+                   help="serve: do not check the MCP tool-integrity manifest")
+    p.add_argument("--generate-integrity", action="store_true",
+                   help="serve: write the MCP tool-integrity manifest")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    from . import commands
+    from . import admin, audit, commands, episodes, tiers, wrap
 
-    commands.register(sub)
+    for module in (episodes, wrap, audit, admin, tiers, commands):
+        module.register(sub)
     return p
 
 
+def _fail(message: str) -> int:
+    print(f"anneal-memory: error: {message}", file=sys.stderr)
+    return 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    # The library's UserWarnings (level-capped, schema roles ...) become one clean line each.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        try:
+            return int(args.func(args) or 0)
+        finally:
+            for w in caught:
+                print(f"anneal-memory: warning: {w.message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit status (never raises, never a traceback)."""
     _utf8_streams()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(_utf8_argv(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:  # --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else 2
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    if not hasattr(args, "func"):  # a command group given without its subcommand
+        args.parser.print_help(sys.stderr)
+        return 2
     try:
-        return int(args.func(args) or 0)
+        return _run(args)
     except AnnealMemoryError as exc:
         print(f"anneal-memory: error: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", 1)
     except KeyboardInterrupt:
         print("anneal-memory: interrupted", file=sys.stderr)
         return 130
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"anneal-memory: error: {exc}", file=sys.stderr)
+    except BrokenPipeError:
+        # the reader went away (`| head`): nothing left to say to it
+        with contextlib.suppress(Exception):
+            sys.stdout.close()
         return 1
+    except (OSError, UnicodeError) as exc:
+        return _fail(f"{exc}: check the path and its permissions")
+    except Exception as exc:  # a bug: still one line, never a traceback
+        if os.environ.get("ANNEAL_MEMORY_DEBUG"):
+            raise
+        return _fail(f"internal error {type(exc).__name__}: {exc} (re-run with "
+                     "ANNEAL_MEMORY_DEBUG=1 for details and report it)")
 
-
-def emit(args: argparse.Namespace, data: Any, text: str | None = None) -> None:
-    """Print ``data`` as one JSON document with --json, else ``text``."""
-    if getattr(args, "json", False):
-        print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-    elif text is not None:
-        print(text)
-
-
-def open_store(args: argparse.Namespace, **kw: Any) -> Any:
-    from ..store import Store
-
-    return Store(args.db or os.environ.get("ANNEAL_MEMORY_DB") or None,
-                 project_name=args.project_name, **kw)

@@ -52,6 +52,11 @@ def add_probe(store: Store, *, pattern: str | None = None, min_level: int | None
     return pid
 
 
+def list_probes(store: Store) -> list[dict[str, Any]]:
+    """Every declared probe with the verdict of the last save that checked it."""
+    return store.backend.probes()
+
+
 def _units(text: str) -> list[str]:
     """Sentences and bullets: the spans a fact's words must stay together in."""
     out = []

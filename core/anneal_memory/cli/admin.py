@@ -1,0 +1,269 @@
+"""Store administration: status, stats, graph, diff, export, import, migrate, serve."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ..errors import AnnealMemoryError, ValidationError
+from .common import add_json, db_path, emit, group, open_store, progress, read_json, read_store
+
+
+class ServeUnavailable(AnnealMemoryError):
+    """``serve`` without the mcp extra installed."""
+
+
+# The agent-instruction snippets (CLI and MCP) change when the workflow they teach
+# changes. Each entry is (version, what an installed snippet should now say).
+SNIPPET_CHANGES: list[tuple[int, str]] = [
+    (1, "Baseline workflow: load the continuity at session start, record typed episodes, "
+        "recall before decisions, prepare-wrap then save-continuity at session end."),
+    (2, "A store made by init or serve needs the consolidation baton to wrap: the operator "
+        "runs 'anneal-memory baton claim NAME' once; until then a wrap is capture-only."),
+    (3, "Affect tags are accepted and ignored, and saves form no association links: drop "
+        "instructions that ask the agent to tag affect or to strengthen links."),
+    (4, "Relayed content: record tool or web output with --trust tool / external and name "
+        "summaries' sources with --derived-from; use --state-key for facts that change."),
+]
+SNIPPETS_VERSION = SNIPPET_CHANGES[-1][0]
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("status", help="counts and health of the store")
+    add_json(p)
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("stats", help="detailed analytics: types, trust, wraps, patterns, tiers")
+    add_json(p)
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("graph", help="association graph (none are formed since 1.0.2)")
+    p.add_argument("--format", choices=("dot", "json"), default="dot")
+    add_json(p)
+    p.set_defaults(func=cmd_graph)
+
+    p = sub.add_parser("diff", help="wrap metric progression over the last N wraps")
+    p.add_argument("--wraps", type=int, default=5, metavar="N")
+    add_json(p)
+    p.set_defaults(func=cmd_diff)
+
+    p = sub.add_parser("export", help="the whole store as one JSON document")
+    p.add_argument("--format", choices=("json",), default="json")
+    p.add_argument("--output", metavar="FILE", help="write to FILE instead of standard output")
+    add_json(p)
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("import", help="load an export (all or nothing)")
+    p.add_argument("file", help="an export file, or - for standard input")
+    add_json(p)
+    p.set_defaults(func=cmd_import)
+
+    _, msub = group(sub, "migrate", "instruction snippets after an upgrade (never edits files)")
+    for name, text in (("check", "what changed in the agent instructions since your last ack"),
+                       ("ack", "record that your instructions are up to date")):
+        p = msub.add_parser(name, help=text)
+        add_json(p)
+        p.set_defaults(func=cmd_migrate, migrate_view=name)
+
+    p = sub.add_parser("serve", help="run the MCP server on stdio (needs anneal-memory[mcp])")
+    p.add_argument("--session-id", help="the session this server wraps as (baton holder)")
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    # read-write: a read-only handle reports its own audit as off
+    with open_store(args) as store:
+        st = store.status().to_dict()
+    lines = [f"store: {st['path']}",
+             f"episodes: {st['total_episodes']} ({st['episodes_since_wrap']} since the last wrap)",
+             "by type: " + (", ".join(f"{k} {v}" for k, v in sorted(st["episodes_by_type"].items()))
+                            or "none"),
+             f"wraps: {st['total_wraps']}, last {st['last_wrap_at'] or 'never'}"
+             + (f"; one open since {st['wrap_started_at']}" if st["wrap_in_progress"] else ""),
+             f"continuity: {st['continuity_chars'] if st['continuity_chars'] is not None else 'none yet'} chars",
+             f"superseded: {st['superseded_count']}, tombstones: {st['tombstone_count']}",
+             f"audit: {'on' if st['audit_enabled'] else 'off'}, {st['audit_entry_count']} entries"
+             + (f", {st['audit_write_failures']} mirror failure(s)" if st["audit_write_failures"] else ""),
+             f"baton required: {'yes' if st['consolidate_requires_baton'] else 'no'}"]
+    emit(args, st, "\n".join(lines))
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from ..continuity.parse import extract_pattern_summaries
+    from ..crystal import CrystalStore
+    from ..immune.probes import list_probes
+    from ..spores import SporeStore
+
+    with open_store(args) as store:
+        st = store.status().to_dict()
+        history = store.wrap_history()
+        text = store.load_continuity()
+        patterns = extract_pattern_summaries(text, store.section_schema) if text else []
+        probes = list_probes(store)
+    levels: dict[str, int] = {}
+    for p in patterns:
+        levels[f"{p.level}x"] = levels.get(f"{p.level}x", 0) + 1
+    crystals = CrystalStore(store.path)
+    data = {
+        "episodes": {"total": st["total_episodes"], "since_wrap": st["episodes_since_wrap"],
+                     "by_type": st["episodes_by_type"], "by_trust": st["trust_counts"],
+                     "superseded": st["superseded_count"], "tombstones": st["tombstone_count"]},
+        "wraps": {"total": st["total_wraps"], "last_at": st["last_wrap_at"],
+                  "open": st["wrap_in_progress"],
+                  "avg_chars": round(sum(w["chars"] or 0 for w in history) / len(history)) if history else None,
+                  "avg_episodes": round(sum(w["episodes_compressed"] or 0 for w in history) / len(history), 1)
+                  if history else None},
+        "patterns": {"total": len(patterns), "by_level": levels,
+                     "proven": sum(1 for p in patterns if p.level >= 2)},
+        "continuity_chars": st["continuity_chars"],
+        "drift_probes": len(probes),
+        "crystals": {"live": len(crystals.list()), "retired": len(crystals.list(status="retired"))},
+        "spores_open": len(SporeStore(store.path).list_open()),
+        "audit_entries": st["audit_entry_count"],
+    }
+    lines = [
+        f"episodes: {data['episodes']['total']} ({data['episodes']['since_wrap']} since the last wrap)",
+        "  by type: " + (", ".join(f"{k} {v}" for k, v in sorted(st["episodes_by_type"].items())) or "none"),
+        "  by trust: " + (", ".join(f"{k} {v}" for k, v in sorted(st["trust_counts"].items())) or "none"),
+        f"  superseded {st['superseded_count']}, tombstones {st['tombstone_count']}",
+        f"wraps: {st['total_wraps']} (avg {data['wraps']['avg_chars'] or 0} chars, "
+        f"{data['wraps']['avg_episodes'] or 0} episodes each)",
+        f"patterns: {len(patterns)} ({data['patterns']['proven']} proven) "
+        + (", ".join(f"{k} {v}" for k, v in sorted(levels.items())) if levels else ""),
+        f"crystals: {data['crystals']['live']} live, {data['crystals']['retired']} retired; "
+        f"open spores: {data['spores_open']}; drift probes: {len(probes)}",
+        f"audit entries: {st['audit_entry_count']}",
+    ]
+    emit(args, data, "\n".join(lines))
+    return 0
+
+
+GRAPH_NOTE = ("anneal-memory forms no association links (retired in 1.0.2) and this store "
+              "holds none: the graph is empty")
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    with read_store(args):
+        pass  # a wrong --db still fails here, as every store command does
+    if args.json or args.format == "json":
+        print(json.dumps({"nodes": [], "edges": [], "note": GRAPH_NOTE}, indent=2))
+    else:
+        print(f"// {GRAPH_NOTE}\ndigraph anneal_memory {{\n}}")
+    return 0
+
+
+_DIFF_KEYS = ("chars", "episodes_compressed", "graduations_validated", "graduations_demoted",
+              "level_capped", "uncorroborated", "citation_reuse_max", "citation_spread")
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    if args.wraps < 1:
+        raise ValidationError("--wraps must be 1 or more")
+    with read_store(args) as store:
+        history = list(reversed(store.wrap_history(args.wraps)))
+    rows = []
+    prev: dict[str, Any] | None = None
+    for w in history:
+        row = {"wrap_id": w["id"], "wrapped_at": w["wrapped_at"], "session_id": w["session_id"]}
+        for k in _DIFF_KEYS:
+            row[k] = w.get(k) if k in ("chars", "episodes_compressed") else w["metrics"].get(k)
+        if prev is not None and row["chars"] is not None and prev["chars"] is not None:
+            row["chars_delta"] = row["chars"] - prev["chars"]
+        rows.append(row)
+        prev = row
+    head = f"{'wrap':>5} {'saved':<19} {'chars':>7} {'Δchars':>7} {'eps':>4} {'valid':>5} {'demot':>5} {'capped':>6}"
+    lines = [head] + [
+        f"{r['wrap_id']:>5} {str(r['wrapped_at'])[:19]:<19} {r['chars'] or 0:>7} "
+        f"{r.get('chars_delta', ''):>7} {r['episodes_compressed'] or 0:>4} "
+        f"{r['graduations_validated'] or 0:>5} {r['graduations_demoted'] or 0:>5} "
+        f"{r['level_capped'] or 0:>6}" for r in rows]
+    emit(args, {"wraps": rows}, "\n".join(lines) if rows else "(no saved wraps yet)")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with read_store(args) as store:
+        text = store.export_json(args.output)
+        count = store.status().total_episodes
+    if args.output:
+        emit(args, {"path": args.output, "episodes": count},
+             f"Exported {count} episode(s) to {args.output}")
+    else:
+        print(text)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from .common import operator_store
+
+    doc = read_json(args.file, "import")
+    episodes = doc.get("episodes") if isinstance(doc, dict) else None
+    n = len(episodes) if isinstance(episodes, list) else 0
+    operator = any(isinstance(e, dict) and str(e.get("trust", "")).lower() == "operator"
+                   for e in episodes or [])
+    progress(f"importing {n} episode(s) from {args.file} ...")
+    if operator:
+        with operator_store(args, "import episodes labelled trust operator") as (store, via):
+            result = store.import_(doc, via=via)
+    else:
+        with open_store(args) as store:
+            result = store.import_(doc, via="cli")
+    progress("import done")
+    emit(args, result, f"Imported {result['imported']}; skipped {len(result['skipped_existing'])} "
+         f"already present; refused {len(result['refused_deleted'])} deleted")
+    return 0
+
+
+def _ack_path(args: argparse.Namespace) -> Any:
+    from .._fileio import sidecar_path
+
+    return sidecar_path(db_path(args), ".instructions-ack.json")
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from .._fileio import atomic_write_json
+
+    path = _ack_path(args)
+    acked = 0
+    if path.exists():
+        try:
+            acked = int(json.loads(path.read_text("utf-8")).get("acknowledged", 0))
+        except (ValueError, AttributeError, TypeError):
+            raise ValidationError(f"{path} is unreadable: delete it and run anneal-memory "
+                                  "migrate ack after checking your instructions") from None
+    if args.migrate_view == "ack":
+        from ..clock import now_iso
+
+        atomic_write_json(path, {"acknowledged": SNIPPETS_VERSION, "at": now_iso()})
+        emit(args, {"acknowledged": SNIPPETS_VERSION, "previous": acked},
+             f"Instructions acknowledged at snippet version {SNIPPETS_VERSION}")
+        return 0
+    changes = [{"version": v, "change": c} for v, c in SNIPPET_CHANGES if v > acked]
+    data = {"installed": SNIPPETS_VERSION, "acknowledged": acked or None,
+            "up_to_date": not changes, "changes": changes}
+    if changes:
+        text = (f"Your instructions were acknowledged at version {acked or 'none'}; this package "
+                f"teaches version {SNIPPETS_VERSION}. Update your CLAUDE.md / AGENTS.md snippet:\n"
+                + "\n".join(f"  v{c['version']}: {c['change']}" for c in changes)
+                + "\nThen run: anneal-memory migrate ack")
+    else:
+        text = f"Instructions up to date (snippet version {SNIPPETS_VERSION})"
+    emit(args, data, text)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise ServeUnavailable("the MCP server needs the mcp package, which is not installed: "
+                               "pip install 'anneal-memory[mcp]'") from None
+    try:
+        from ..mcp.server import run_server
+    except ImportError as exc:
+        raise ValidationError(f"the MCP server is not available in this build ({exc}): "
+                              "reinstall anneal-memory[mcp]") from None
+    return int(run_server(str(db_path(args)), args.project_name, args.session_id, args.skip_integrity,
+                          args.generate_integrity))

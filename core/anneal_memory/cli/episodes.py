@@ -1,0 +1,251 @@
+"""Episode commands: init, record, search, get, delete, prune, state, unsupersede, trust."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ..continuity.schema import NAMED_SCHEMAS
+from ..errors import EpisodeNotFoundError, ValidationError
+from ..types import TRUST_LEVELS
+from .common import (
+    add_json,
+    db_path,
+    emit,
+    episode_line,
+    open_store,
+    operator_store,
+    read_store,
+    read_text,
+)
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("init", help="create the store (the consolidation baton is required by default)")
+    p.add_argument("--no-baton", action="store_true",
+                   help="let any caller wrap this store (no single-consolidator gate)")
+    p.add_argument("--schema", default="default", choices=sorted(NAMED_SCHEMAS),
+                   help="continuity section schema for a new store")
+    add_json(p)
+    p.set_defaults(func=cmd_init)
+
+    p = sub.add_parser("record", help="record one episode")
+    p.add_argument("text", help="the episode text, or - to read it from standard input")
+    p.add_argument("--type", default="observation",
+                   help="observation, decision, tension, question, outcome or context (default observation)")
+    p.add_argument("--supersedes", action="append", default=[], metavar="ID",
+                   help="an episode this one replaces (repeatable)")
+    p.add_argument("--state-key", help="the slot this fact fills, e.g. user.home_city")
+    p.add_argument("--trust", default="agent", help="agent, tool, external or operator (operator-only)")
+    p.add_argument("--derived-from", action="append", default=[], metavar="ID",
+                   help="an episode this one was made from (repeatable)")
+    p.add_argument("--timestamp", help="when it happened (ISO 8601; default now)")
+    p.add_argument("--source", default="agent", help="who recorded it (default agent)")
+    p.add_argument("--metadata", help="a JSON object stored with the episode")
+    add_json(p)
+    p.set_defaults(func=cmd_record)
+
+    p = sub.add_parser("search", help="keyword recall with filters")
+    p.add_argument("query", nargs="?", default=None, help="phrase or words (omit for all)")
+    p.add_argument("--type", help="only this episode type")
+    p.add_argument("--source", help="only this source")
+    p.add_argument("--since", help="ISO time or an age such as 7d, 12h")
+    p.add_argument("--until", help="ISO time or an age such as 7d, 12h")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--offset", type=int, default=0)
+    p.add_argument("--include-superseded", action="store_true",
+                   help="also show episodes a newer one replaced")
+    add_json(p)
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("get", help="show one episode")
+    p.add_argument("id")
+    add_json(p)
+    p.set_defaults(func=cmd_get)
+
+    p = sub.add_parser("delete", help="remove an episode for good (a tombstone keeps its hash)")
+    p.add_argument("id")
+    add_json(p)
+    p.set_defaults(func=cmd_delete)
+
+    p = sub.add_parser("prune", help="remove episodes older than N days")
+    p.add_argument("--older-than-days", type=int, required=True, metavar="N")
+    add_json(p)
+    p.set_defaults(func=cmd_prune)
+
+    p = sub.add_parser("state", help="state keys: current holder and history; --set/--unset")
+    p.add_argument("key", nargs="?", default=None)
+    act = p.add_mutually_exclusive_group()
+    act.add_argument("--set", metavar="ID", help="put episode ID into slot KEY")
+    act.add_argument("--unset", metavar="ID", help="take episode ID out of its slot")
+    add_json(p)
+    p.set_defaults(func=cmd_state)
+
+    p = sub.add_parser("unsupersede", help="remove a wrong supersession link")
+    p.add_argument("--old", required=True, metavar="ID")
+    p.add_argument("--new", required=True, metavar="ID")
+    add_json(p)
+    p.set_defaults(func=cmd_unsupersede)
+
+    p = sub.add_parser("trust", help="set an episode's trust class (raising it is operator-only)")
+    p.add_argument("id")
+    p.add_argument("level", help="agent, tool, external or operator")
+    add_json(p)
+    p.set_defaults(func=cmd_trust)
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from ..store import Store
+
+    path = db_path(args)
+    existed = path.exists() and path.stat().st_size > 0
+    with Store(path, project_name=args.project_name,
+               consolidate_requires_baton_on_create=not args.no_baton,
+               section_schema=None if existed else NAMED_SCHEMAS[args.schema]) as store:
+        headings = [s["heading"] for s in store.section_schema]
+        data = {"path": str(store.path), "created": not existed,
+                "consolidate_requires_baton": store.consolidate_requires_baton,
+                "schema": headings, "continuity_path": str(store.continuity_path)}
+    lines = [f"{'Created' if not existed else 'Already exists, left as is'}: {path}",
+             f"Sections: {', '.join(headings)}"]
+    if existed and (args.no_baton or args.schema != "default"):
+        lines.append("(--no-baton and --schema apply only to a new store; see set-schema)")
+    if data["consolidate_requires_baton"]:
+        lines.append("Wraps need the consolidation baton: anneal-memory baton claim <session>")
+    emit(args, data, "\n".join(lines))
+    return 0
+
+
+def _metadata(raw: str | None) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ValidationError(f"--metadata is not valid JSON ({exc}): pass an object such "
+                              "as '{\"k\": \"v\"}'") from None
+    if not isinstance(value, dict):
+        raise ValidationError("--metadata must be a JSON object such as '{\"k\": \"v\"}'")
+    return value
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    # a shell pipe adds a final newline that is not part of the episode
+    text = read_text(args.text, "episode text").rstrip("\r\n") if args.text == "-" else args.text
+    kw = dict(content=text, episode_type=args.type, source=args.source,
+              metadata=_metadata(args.metadata), timestamp=args.timestamp,
+              supersedes=args.supersedes or None, state_key=args.state_key,
+              trust=args.trust, derived_from=args.derived_from or None)
+    if str(args.trust).strip().lower() == "operator":
+        with operator_store(args, "record an episode with trust operator") as (store, via):
+            with store.batch():
+                ep = store.record(**kw)
+                store.audit_event("operator_gate", {"action": "record", "id": ep.id, "via": via})
+    else:
+        with open_store(args) as store:
+            ep = store.record(**kw)
+    emit(args, ep.to_dict(), f"Recorded {ep.id} ({ep.type.value})")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    with read_store(args) as store:
+        res = store.recall(since=args.since, until=args.until, episode_type=args.type,
+                           source=args.source, keyword=args.query, limit=args.limit,
+                           offset=args.offset, include_superseded=args.include_superseded)
+    data = {"episodes": [e.to_dict() for e in res.episodes],
+            "total_matching": res.total_matching, "query_params": res.query_params}
+    lines = [episode_line(e) for e in res.episodes]
+    shown = f"{args.offset + 1}-{args.offset + len(res.episodes)} of " if res.episodes else ""
+    lines.append(f"({shown}{res.total_matching} matching)")
+    emit(args, data, "\n".join(lines))
+    return 0
+
+
+def _require(store: Any, episode_id: str) -> Any:
+    ep = store.get(episode_id)
+    if ep is None:
+        raise EpisodeNotFoundError(f"no episode {episode_id!r} in {store.path}: check the id "
+                                   "(anneal-memory search)")
+    return ep
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    with read_store(args) as store:
+        ep = _require(store, args.id)
+    d = ep.to_dict()
+    text = "\n".join(f"{k}: {json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v}"
+                     for k, v in d.items() if v not in (None, [], {}))
+    emit(args, d, text)
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        if not store.delete(args.id):
+            raise EpisodeNotFoundError(f"no episode {args.id!r} in {store.path}: nothing was "
+                                       "deleted; check the id (anneal-memory search)")
+    emit(args, {"deleted": args.id}, f"Deleted {args.id}")
+    return 0
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        n = store.prune(args.older_than_days)
+    emit(args, {"pruned": n, "older_than_days": args.older_than_days},
+         f"Pruned {n} episode(s) older than {args.older_than_days} days")
+    return 0
+
+
+def cmd_state(args: argparse.Namespace) -> int:
+    if args.set:
+        if not args.key:
+            raise ValidationError("state --set ID needs the KEY: anneal-memory state KEY --set ID")
+        with open_store(args) as store:
+            replaced = store.set_state_key(args.set, args.key)
+        emit(args, {"key": args.key, "id": args.set, "replaced": replaced},
+             f"{args.set} now holds {args.key}" + (f"; replaced {', '.join(replaced)}" if replaced else ""))
+        return 0
+    if args.unset:
+        with open_store(args) as store:
+            _require(store, args.unset)
+            done = store.clear_state_key(args.unset)
+        emit(args, {"id": args.unset, "cleared": done},
+             f"{args.unset} taken out of its slot" if done else f"{args.unset} held no state key")
+        return 0
+    with read_store(args) as store:
+        report = store.state_report(args.key)
+    lines = []
+    for slot in report:
+        cur = slot["current"]
+        lines.append(f"{slot['key']}: [{cur['id']}] {cur['content']}")
+        lines += [f"    was [{h['id']}] {h['content']}" for h in slot["history"]]
+    emit(args, {"keys": report}, "\n".join(lines) or "(no state keys)")
+    return 0
+
+
+def cmd_unsupersede(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        store.unsupersede(old_id=args.old, new_id=args.new)
+    emit(args, {"old_id": args.old, "new_id": args.new, "removed": True},
+         f"Removed the link {args.old} -> {args.new}")
+    return 0
+
+
+def cmd_trust(args: argparse.Namespace) -> int:
+    level = str(args.level).strip().lower()
+    if level not in TRUST_LEVELS:
+        raise ValidationError(f"unknown trust class {args.level!r}: use one of agent, tool, "
+                              "external, operator")
+    with open_store(args) as store:
+        current = _require(store, args.id).trust
+        raising = TRUST_LEVELS[level] > TRUST_LEVELS[current]
+        if not raising:
+            result = store.set_trust(args.id, level, via="cli")
+    if raising:
+        with operator_store(args, f"raise the trust of {args.id} from {current} to {level}") as (
+                store, via):
+            result = store.set_trust(args.id, level, via=via)
+    emit(args, result, f"{args.id}: trust {result['from']} -> {result['to']}")
+    return 0

@@ -1,0 +1,272 @@
+"""The long-term tiers: crystal, spore, outcome, worth."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..crystal import RECALL_MODES, RETIRE_KINDS, CrystalStore
+from ..errors import ValidationError
+from ..spores import GERMINATIONS, SPORE_TIERS, SPORE_TYPES, SporeStore
+from ..worth import OUTCOMES, OutcomeLog
+from .common import add_json, db_path, emit, group, open_store, read_store
+
+
+def _cmd(sub: Any, name: str, help_text: str, func: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help=help_text)
+    add_json(p)
+    p.set_defaults(func=func)
+    return p
+
+
+def register(sub: Any) -> None:
+    _, csub = group(sub, "crystal", "the crystallized tier: proven patterns recalled on cue")
+    _cmd(csub, "index", "one cue line per live crystal", cmd_crystal_index)
+    p = _cmd(csub, "recall", "crystals relevant to a query", cmd_crystal_recall)
+    p.add_argument("query")
+    p.add_argument("--max", type=int, default=3, dest="max_patterns")
+    p.add_argument("--mode", choices=RECALL_MODES, default="query",
+                   help="query (one shared word is enough) or strict/prompt (whole prompts)")
+    p = _cmd(csub, "get", "the full crystal (records a pull in the outcome log)", cmd_crystal_get)
+    p.add_argument("name")
+    p.add_argument("--no-record", action="store_true", help="read without recording a pull")
+    p = _cmd(csub, "list", "crystals, highest level first", cmd_crystal_list)
+    p.add_argument("--status", choices=("live", "retired", "all"), default="live")
+    p = _cmd(csub, "crystallize", "move a Proven pattern out of the continuity into a crystal",
+             cmd_crystallize)
+    p.add_argument("name")
+    p = _cmd(csub, "retire", "take a crystal out of recall (kept for the record)", cmd_crystal_retire)
+    p.add_argument("name")
+    p.add_argument("--kind", choices=RETIRE_KINDS, default="obsolete")
+    p.add_argument("--reason")
+    p = _cmd(csub, "restore", "bring a retired crystal back", cmd_crystal_restore)
+    p.add_argument("name")
+    p = _cmd(csub, "fold-surfaced", "count recall receipts into surfaced counts (once per wrap)",
+             cmd_fold_surfaced)
+    p.add_argument("--receipts", nargs="+", required=True, metavar="FILE")
+
+    _, ssub = group(sub, "spore", "prospective memory: open loops to close")
+    p = _cmd(ssub, "add", "open a spore", cmd_spore_add)
+    p.add_argument("text")
+    p.add_argument("--type", choices=SPORE_TYPES, default="task")
+    _spore_fields(p)
+    p = _cmd(ssub, "list", "open spores, ranked (--closed: recently closed)", cmd_spore_list)
+    p.add_argument("--type", choices=SPORE_TYPES)
+    p.add_argument("--tier", choices=SPORE_TIERS)
+    p.add_argument("--domain")
+    p.add_argument("--germination", choices=GERMINATIONS)
+    p.add_argument("--closed", action="store_true")
+    p = _cmd(ssub, "get", "one spore", cmd_spore_get)
+    p.add_argument("id")
+    p = _cmd(ssub, "surface", "what deserves attention now", cmd_spore_surface)
+    p.add_argument("--limit", type=int)
+    p = _cmd(ssub, "touch", "mark a spore seen today", cmd_spore_touch)
+    p.add_argument("id")
+    p = _cmd(ssub, "update", "change an open spore's fields", cmd_spore_update)
+    p.add_argument("id")
+    p.add_argument("--text")
+    p.add_argument("--type", choices=SPORE_TYPES)
+    _spore_fields(p, defaults=False)
+    p.add_argument("--clear-next", action="store_true")
+    p.add_argument("--note")
+    for name, help_text in (("descend", "close a spore: the loop ends (done, dropped, answered ...)"),
+                            ("ascend", "close a spore: it became something (--ref points at it)")):
+        p = _cmd(ssub, name, help_text, cmd_spore_close)
+        p.add_argument("id")
+        p.add_argument("--kind", required=True)
+        p.add_argument("--ref", required=name == "ascend", help="what it became (ascend)")
+        p.add_argument("--note")
+        p.set_defaults(direction=name)
+
+    p = _cmd(sub, "outcome", "write back what happened after a recall", cmd_outcome)
+    p.add_argument("--exposure-id", required=True)
+    p.add_argument("--item", action="append", default=[], metavar="KIND:REF=LABEL",
+                   help="e.g. crystal:retry_rule=followed (repeatable)")
+    p.add_argument("--outcome", choices=OUTCOMES)
+    p.add_argument("--exposed", action="append", default=[], metavar="KIND:REF",
+                   help="an item the recall showed (repeatable)")
+
+    p = _cmd(sub, "worth", "per crystal: retrieved on success vs failure turns", cmd_worth)
+    p.add_argument("--episodes", action="store_true", help="also per cited episode")
+
+
+def _spore_fields(p: argparse.ArgumentParser, defaults: bool = True) -> None:
+    p.add_argument("--tier", choices=SPORE_TIERS, default="warm" if defaults else None)
+    p.add_argument("--salience", type=int, default=0 if defaults else None, help="0 to 3")
+    p.add_argument("--domain", default="" if defaults else None)
+    p.add_argument("--next", help="a date (YYYY-MM-DD) it should come back")
+    p.add_argument("--pointer", help="where the work lives (path, URL, id)")
+
+
+# ---------------------------------------------------------------------- crystal
+
+def _crystal_or_fail(cs: CrystalStore, name: str) -> Any:
+    c = cs.get(name)
+    if c is None:
+        raise ValidationError(f"no crystal named {name!r}: see anneal-memory crystal list --status all")
+    return c
+
+
+def cmd_crystal_index(args: argparse.Namespace) -> int:
+    cs = CrystalStore(db_path(args))
+    index = cs.cue_index()
+    emit(args, {"index": index, "crystals": [c.name for c in cs.list()]}, index or "(no crystals)")
+    return 0
+
+
+def cmd_crystal_recall(args: argparse.Namespace) -> int:
+    from ..crystal import retrieve_patterns
+
+    with read_store(args) as store:
+        found = retrieve_patterns(CrystalStore(store.path), args.query,
+                                  max_patterns=args.max_patterns, mode=args.mode, store=store)
+    lines = [f"{m.name} ({m.level}x, score {m.score}, via {'+'.join(m.via)}): {m.text}"
+             for m in found]
+    emit(args, {"patterns": [m.to_dict() for m in found]}, "\n".join(lines) or "(no crystal matches)")
+    return 0
+
+
+def cmd_crystal_get(args: argparse.Namespace) -> int:
+    c = _crystal_or_fail(CrystalStore(db_path(args)), args.name)
+    if not args.no_record:
+        OutcomeLog(db_path(args)).record_pull(c.name)
+    d = c.to_dict()
+    ev = ", ".join(f"{e['id']} \"{e.get('why', '')}\"" for e in c.evidence)
+    emit(args, d, f"{c.name} ({c.level}x, {c.status})\n{c.text}\nevidence: {ev or 'none'}")
+    return 0
+
+
+def cmd_crystal_list(args: argparse.Namespace) -> int:
+    rows = CrystalStore(db_path(args)).list(status=args.status)
+    emit(args, {"crystals": [c.to_dict() for c in rows]},
+         "\n".join(f"{c.name} ({c.level}x, {c.status}): {c.cue()}" for c in rows) or "(no crystals)")
+    return 0
+
+
+def cmd_crystallize(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        result = CrystalStore(store.path).crystallize_from_store(store, args.name)
+    c = result.crystal
+    emit(args, {"crystal": c.to_dict(), "removed_lines": list(result.removed_lines)},
+         f"Crystallized {c.name} ({c.level}x); removed {len(result.removed_lines)} line(s) from the continuity")
+    return 0
+
+
+def cmd_crystal_retire(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        c = CrystalStore(store.path).retire(args.name, kind=args.kind, reason=args.reason,
+                                            store=store)
+    emit(args, c.to_dict(), f"Retired {c.name} ({args.kind})")
+    return 0
+
+
+def cmd_crystal_restore(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        c = CrystalStore(store.path).restore(args.name, store=store)
+    emit(args, c.to_dict(), f"Restored {c.name}")
+    return 0
+
+
+def cmd_fold_surfaced(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from ..worth import fold_surfaced
+
+    res = fold_surfaced(CrystalStore(db_path(args)), args.receipts)
+    emit(args, asdict(res), f"Folded {res.receipts_folded} receipt(s): "
+         + (", ".join(f"{k} +{v}" for k, v in sorted(res.counts.items())) or "no live crystal surfaced")
+         + (f"; unknown names: {', '.join(sorted(res.unknown_names))}" if res.unknown_names else ""))
+    return 0
+
+
+# ---------------------------------------------------------------------- spores
+
+def _spore_line(s: Any) -> str:
+    nxt = f" next {s.next}" if s.next else ""
+    return f"{s.id} [{s.type}, {s.tier}, s{s.salience}, {s.germination()}{nxt}] {s.text}"
+
+
+def _show_spores(args: argparse.Namespace, spores: list[Any]) -> None:
+    emit(args, {"spores": [s.to_dict() for s in spores]},
+         "\n".join(_spore_line(s) for s in spores) or "(no spores)")
+
+
+def _show_spore(args: argparse.Namespace, s: Any, verb: str) -> None:
+    emit(args, s.to_dict(), f"{verb} {_spore_line(s)}")
+
+
+def cmd_spore_add(args: argparse.Namespace) -> int:
+    s = SporeStore(db_path(args)).add(type=args.type, text=args.text, tier=args.tier,
+                                      salience=args.salience, domain=args.domain,
+                                      next=args.next, pointer=args.pointer)
+    _show_spore(args, s, "Added")
+    return 0
+
+
+def cmd_spore_list(args: argparse.Namespace) -> int:
+    ss = SporeStore(db_path(args))
+    spores = ss.list_closed() if args.closed else ss.list_open(
+        type=args.type, tier=args.tier, domain=args.domain, germination=args.germination)
+    _show_spores(args, spores)
+    return 0
+
+
+def cmd_spore_get(args: argparse.Namespace) -> int:
+    s = SporeStore(db_path(args)).get(args.id)
+    if s is None:
+        raise ValidationError(f"no spore {args.id!r}: see anneal-memory spore list")
+    _show_spore(args, s, "")
+    return 0
+
+
+def cmd_spore_surface(args: argparse.Namespace) -> int:
+    _show_spores(args, SporeStore(db_path(args)).surface(limit=args.limit))
+    return 0
+
+
+def cmd_spore_touch(args: argparse.Namespace) -> int:
+    _show_spore(args, SporeStore(db_path(args)).touch(args.id), "Touched")
+    return 0
+
+
+def cmd_spore_update(args: argparse.Namespace) -> int:
+    s = SporeStore(db_path(args)).update(
+        args.id, text=args.text, type=args.type, tier=args.tier, salience=args.salience,
+        domain=args.domain, next=args.next, clear_next=args.clear_next, pointer=args.pointer,
+        note=args.note)
+    _show_spore(args, s, "Updated")
+    return 0
+
+
+def cmd_spore_close(args: argparse.Namespace) -> int:
+    ss = SporeStore(db_path(args))
+    if args.direction == "ascend":
+        s = ss.ascend(args.id, kind=args.kind, ref=args.ref, note=args.note)
+    else:
+        s = ss.descend(args.id, kind=args.kind, note=args.note)
+    _show_spore(args, s, "Closed")
+    return 0
+
+
+# ---------------------------------------------------------------------- outcomes, worth
+
+def cmd_outcome(args: argparse.Namespace) -> int:
+    rec = OutcomeLog(db_path(args)).record(args.exposure_id, args.item, outcome=args.outcome,
+                                           exposed=args.exposed)
+    emit(args, rec, f"Recorded outcome for exposure {rec['exposure_id']}: "
+         f"{len(rec['items'])} labelled item(s), outcome {rec['outcome'] or 'not given'}")
+    return 0
+
+
+def cmd_worth(args: argparse.Namespace) -> int:
+    from ..worth import compute_worth
+
+    report = compute_worth(OutcomeLog(db_path(args)), CrystalStore(db_path(args)),
+                           episodes=args.episodes)
+    rows = list(report.crystals.values()) + list(report.episodes.values())
+    head = f"{'kind':<8} {'ref':<28} {'succ':>5} {'fail':>5} {'fol':>4} {'unlab':>6} {'pull':>5}"
+    lines = [head] + [f"{w.kind:<8} {w.ref[:28]:<28} {w.success:>5} {w.failure:>5} "
+                      f"{w.followed:>4} {sum(w.unlabelled.values()):>6} {w.pulled:>5}" for w in rows]
+    lines.append(f"({report.exposures} exposure(s), {report.pulls} pull(s))")
+    emit(args, report.to_dict(), "\n".join(lines))
+    return 0

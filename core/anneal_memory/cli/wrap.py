@@ -1,0 +1,222 @@
+"""Wrap commands: prepare-wrap, save-continuity, wrap-cancel, baton, set-schema, probe."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..continuity.schema import NAMED_SCHEMAS
+from ..errors import SchemaError, ValidationError
+from .common import add_json, db_path, emit, group, open_store, read_store, read_text
+
+# What a save result lists, in the order an operator wants to read it.
+_LISTED = ("demoted", "bare_demoted", "level_capped", "uncorroborated", "carried_forward",
+           "omitted_patterns", "cross_session_collisions", "supersessions_rejected")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("prepare-wrap", help="open the wrap and print the compression package")
+    p.add_argument("--session-id", help="the session wrapping (needed on a baton-gated store)")
+    p.add_argument("--max-chars", type=int, help="target size of the continuity")
+    p.add_argument("--staleness-days", type=int, default=7)
+    add_json(p)
+    p.set_defaults(func=cmd_prepare)
+
+    p = sub.add_parser("save-continuity", help="validate and save the compressed continuity")
+    p.add_argument("file", help="the continuity markdown, or - for standard input")
+    p.add_argument("--session-id", help="the session that prepared the wrap")
+    p.add_argument("--wrap-token", help="the token prepare-wrap printed")
+    p.add_argument("--allow-shrink", action="store_true",
+                   help="accept a deliberate large shrink of the felt layer or patterns")
+    p.add_argument("--affect-tag", help=argparse.SUPPRESS)  # retired layer: accepted, ignored
+    p.add_argument("--affect-intensity", type=float, help=argparse.SUPPRESS)
+    p.add_argument("--today", help="the wrap's date (default: the day prepare-wrap gave)")
+    add_json(p)
+    p.set_defaults(func=cmd_save)
+
+    p = sub.add_parser("wrap-cancel", help="abandon the open wrap; its episodes go to the next one")
+    p.add_argument("--wrap-token")
+    p.add_argument("--session-id")
+    p.add_argument("--force", action="store_true", help="cancel a gated wrap without its token")
+    add_json(p)
+    p.set_defaults(func=cmd_cancel)
+
+    _, bsub = group(sub, "baton", "the single-consolidator gate: who may wrap this store")
+    p = bsub.add_parser("claim", help="make NAME the consolidating session")
+    p.add_argument("name")
+    p.add_argument("--take", action="store_true", help="take it from the session holding it")
+    add_json(p)
+    p.set_defaults(func=cmd_baton_claim)
+    p = bsub.add_parser("status", help="who holds the baton")
+    add_json(p)
+    p.set_defaults(func=cmd_baton_status)
+    p = bsub.add_parser("release", help="give the baton back")
+    p.add_argument("name", nargs="?", default=None, help="release only if NAME holds it")
+    add_json(p)
+    p.set_defaults(func=cmd_baton_release)
+
+    p = sub.add_parser("set-schema", help="change the continuity section schema")
+    p.add_argument("schema", help="default, partnership, or a JSON file of {heading, role} specs")
+    add_json(p)
+    p.set_defaults(func=cmd_set_schema)
+
+    _, psub = group(sub, "probe", "drift probes: what must survive consolidation")
+    p = psub.add_parser("add", help="declare a probe")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--pattern", metavar="NAME", help="a pattern that must keep its level")
+    what.add_argument("--fact", metavar="TEXT", help="words that must stay in one sentence")
+    p.add_argument("--min-level", type=int, help="pattern probes: level to hold (default: current)")
+    p.add_argument("--section", metavar="HEADING", help="fact probes: look only in this section")
+    add_json(p)
+    p.set_defaults(func=cmd_probe_add)
+    for name, text in (("status", "each probe's verdict at the last save"),
+                       ("list", "the declared probes")):
+        p = psub.add_parser(name, help=text)
+        add_json(p)
+        p.set_defaults(func=cmd_probe_list, probe_view=name)
+
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    from ..wrap.prepare import prepare_wrap
+    from ..wrap.render import render_package
+
+    with open_store(args) as store:
+        result = prepare_wrap(store, max_chars=args.max_chars,
+                              staleness_days=args.staleness_days, session_id=args.session_id)
+    if args.json:
+        emit(args, result)
+    elif result["status"] == "ready":
+        print(render_package(result["package"]))
+        print()
+        print(f"Wrap token: {result['wrap_token']}")
+    else:
+        print(f"[{result['status']}] {result['message']}")
+    return 0
+
+
+def _summary(result: dict[str, Any]) -> str:
+    lines = [f"Saved {result['chars']} chars from {result['episodes_compressed']} episode(s) "
+             f"to {result['path']}",
+             f"graduations validated: {result['graduations_validated']}, "
+             f"demoted: {result['graduations_demoted']}"]
+    for key in _LISTED:
+        items = result.get(key) or []
+        if items:
+            names = [str(i.get("name") or f"{i.get('old_id')}->{i.get('new_id')}")
+                     if isinstance(i, dict) else str(i) for i in items]
+            lines.append(f"{key.replace('_', ' ')}: {', '.join(names)}")
+    if result.get("supersessions_recorded"):
+        lines.append(f"supersessions recorded: {len(result['supersessions_recorded'])}")
+    counts = (result.get("drift") or {}).get("counts") or {}
+    if counts:
+        lines.append("drift probes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    return "\n".join(lines)
+
+
+def cmd_save(args: argparse.Namespace) -> int:
+    from ..wrap.save import validated_save_continuity
+
+    text = read_text(args.file, "continuity")
+    with open_store(args) as store:
+        result = validated_save_continuity(store, text, today=args.today,
+                                           wrap_token=args.wrap_token,
+                                           allow_shrink=args.allow_shrink,
+                                           session_id=args.session_id)
+    emit(args, result, _summary(result))
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        done = store.wrap_cancelled(wrap_token=args.wrap_token, session_id=args.session_id,
+                                    force=args.force)
+    emit(args, {"cancelled": done},
+         "Wrap cancelled; its episodes go to the next wrap" if done else "No wrap was open")
+    return 0
+
+
+def cmd_baton_claim(args: argparse.Namespace) -> int:
+    from ..wrap.baton import claim_baton
+
+    result = claim_baton(db_path(args), args.name, take=args.take)
+    prev = result["previous"]
+    emit(args, result, f"{args.name} holds the baton" + (f" (taken from {prev})"
+                                                         if prev and prev != args.name else ""))
+    return 0
+
+
+def cmd_baton_status(args: argparse.Namespace) -> int:
+    from ..wrap.baton import baton_status
+
+    with read_store(args) as store:
+        required = store.consolidate_requires_baton
+    st = dict(baton_status(db_path(args)), required=required)
+    who = st["holder"] or "nobody"
+    emit(args, st, f"holder: {who}" + (f" (since {st['claimed_at']})" if st["holder"] else "")
+         + f"\nbaton required for wraps: {'yes' if required else 'no'}")
+    return 0
+
+
+def cmd_baton_release(args: argparse.Namespace) -> int:
+    from ..wrap.baton import release_baton
+
+    done = release_baton(db_path(args), args.name)
+    if not done and args.name:
+        raise ValidationError(f"session {args.name!r} does not hold the baton: nothing was "
+                              "released (see anneal-memory baton status)")
+    emit(args, {"released": done}, "Baton released" if done else "Nobody held the baton")
+    return 0
+
+
+def cmd_set_schema(args: argparse.Namespace) -> int:
+    if args.schema in NAMED_SCHEMAS:
+        schema: Any = NAMED_SCHEMAS[args.schema]
+    elif args.schema.endswith(".json") or Path(args.schema).exists():
+        try:
+            schema = json.loads(read_text(args.schema, "schema"))
+        except ValueError as exc:
+            raise SchemaError(f"schema file {args.schema!r} is not valid JSON ({exc}): write a "
+                              "list of {\"heading\", \"role\"} objects") from None
+    else:
+        raise SchemaError(f"unknown schema {args.schema!r}: use default, partnership, or the "
+                          "path of a .json file")
+    with open_store(args) as store:
+        store.set_section_schema(schema)
+        headings = [s["heading"] for s in store.section_schema]
+    emit(args, {"schema": headings}, "Sections: " + ", ".join(headings))
+    return 0
+
+
+def cmd_probe_add(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        pid = store.add_drift_probe(pattern=args.pattern, min_level=args.min_level,
+                                    fact=args.fact, section=args.section)
+    emit(args, {"id": pid}, f"Probe {pid} added")
+    return 0
+
+
+def cmd_probe_list(args: argparse.Namespace) -> int:
+    from ..immune.probes import list_probes
+
+    with read_store(args) as store:
+        rows = list_probes(store)
+    lines = []
+    for r in rows:
+        target = (f"pattern {r['pattern']} >= {r['min_level']}x" if r["kind"] == "pattern"
+                  else f"fact {r['fact']!r}" + (f" in {r['section']}" if r["section"] else ""))
+        if args.probe_view == "status":
+            lines.append(f"{r['id']}  {r['last_status'] or 'not yet checked':<16} {target}"
+                         + (f"  ({r['last_detail']})" if r["last_detail"] else ""))
+        else:
+            lines.append(f"{r['id']}  {target}  (added {r['created_at'][:10]})")
+    data: dict[str, Any] = {"probes": rows}
+    if args.probe_view == "status":
+        counts: dict[str, int] = {}
+        for r in rows:
+            key = r["last_status"] or "unchecked"
+            counts[key] = counts.get(key, 0) + 1
+        data["counts"] = counts
+    emit(args, data, "\n".join(lines) or "(no drift probes)")
+    return 0
