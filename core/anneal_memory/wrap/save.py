@@ -236,6 +236,11 @@ def validated_save_continuity(
             result["warnings"].append(f"{o.line.name!r} is carried forward at {o.final_level}x "
                                       "without fresh evidence: graduate it out to a stable home "
                                       "(crystallize) or retire it")
+    for o in outcomes:
+        if o.uncorroborated:
+            result["warnings"].append(f"{o.line.name!r} is grounded only in tool/external content: "
+                                      "kept at 1x (uncorroborated) until an agent or operator "
+                                      "episode grounds it")
     if result["level_capped"]:
         result["warnings"].append("level-capped: " + ", ".join(
             f"{x['name']} -> {x['level']}x" for x in result["level_capped"]))
