@@ -16,15 +16,14 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession
 from crewai.events import (
     BaseEventListener,
     TaskCompletedEvent,
     TaskStartedEvent,
     ToolUsageFinishedEvent,
 )
-
-from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession
 
 logger = logging.getLogger("anneal_memory.adapters.crewai")
 

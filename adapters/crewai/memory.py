@@ -13,13 +13,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from crewai.memory.types import MemoryMatch, MemoryRecord
-from crewai.memory.unified_memory import Memory
-from pydantic import PrivateAttr
-
 from anneal_memory import Store
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
+from crewai.memory.types import MemoryMatch, MemoryRecord
+from crewai.memory.unified_memory import Memory
+from pydantic import PrivateAttr
 
 from .storage import SOURCE, AnnealStorage, record_metadata
 

@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from agents import Agent, AgentHooks, RunContextWrapper, RunHooks, Runner
-
 from anneal_memory import Store
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
@@ -138,12 +137,12 @@ class AnnealMemory:
         with self._guard("tool end"):
             if self.record_tools:
                 name = getattr(tool, "name", type(tool).__name__)
-                self.session.record_tool_output(name, str(result))
+                self.session.record_tool_output(name, result)
 
     async def _ended(self, agent: Agent[Any], output: Any) -> None:
         with self._guard("agent end"):
             if self.record_outcome and output is not None:
-                self.session.record_outcome(_as_text(output))
+                self.session.record_outcome(output)
             if agent.model is not None:
                 self._last_model = agent.model
         if self.wrap_on_end:
@@ -188,10 +187,3 @@ class _AgentHooks(AgentHooks[Any]):
     async def on_end(self, context: Any, agent: Agent[Any], output: Any) -> None:
         await self._memory._ended(agent, output)
 
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if hasattr(value, "model_dump_json"):
-        return value.model_dump_json()
-    return str(value)

@@ -20,15 +20,14 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from anneal_memory import Store
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession, WrapOutcome
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.direct import model_request
 from pydantic_ai.messages import ModelRequest, TextPart
 from pydantic_ai.models import Model
-
-from anneal_memory import Store
-from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession, WrapOutcome
 
 LOGGER_NAME = "anneal_memory.adapters.pydantic_ai"
 logger = logging.getLogger(LOGGER_NAME)
@@ -130,18 +129,12 @@ class AnnealMemory(AbstractCapability[Any]):
     async def after_tool_execute(self, ctx: RunContext[Any], *, call: Any, tool_def: Any,
                                  args: Any, result: Any) -> Any:
         if self.record_tools:
-            try:
-                self.session.record_tool_output(call.tool_name, _as_text(result),
-                                                arguments=_as_dict(args))
-            except Exception:  # translating an odd result must not break the tool call
-                if self.strict:
-                    raise
-                logger.exception("recording the result of tool %r failed", call.tool_name)
+            self.session.record_tool_output(call.tool_name, result, arguments=args)
         return result
 
     async def after_run(self, ctx: RunContext[Any], *, result: Any) -> Any:
         if self.record_outcome:
-            self.session.record_outcome(_as_text(result.output))
+            self.session.record_outcome(result.output)
         if self.wrap_on_end:
             await self.wrap()
         return result
@@ -176,18 +169,3 @@ class AnnealMemory(AbstractCapability[Any]):
     def _parent_or_self(self) -> AnnealMemory:
         return getattr(self, "_parent", self)
 
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if hasattr(value, "model_dump_json"):
-        return value.model_dump_json()
-    return str(value)
-
-
-def _as_dict(args: Any) -> dict[str, Any] | None:
-    if isinstance(args, dict):
-        return args
-    if hasattr(args, "model_dump"):
-        return args.model_dump()
-    return None

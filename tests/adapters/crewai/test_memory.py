@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from crew_scripted import AnnealEventListener, run_crew, scripted_llm
-from crewai.memory.storage.backend import StorageBackend
-
 from anneal_memory import Store
 from anneal_memory.adapters.crewai import AnnealCrewMemory, AnnealStorage
 from anneal_memory.errors import ValidationError
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
+from crew_scripted import AnnealEventListener, run_crew, scripted_llm
+from crewai.memory.storage.backend import StorageBackend
 
 
 def _memory(store: Store, **kwargs) -> AnnealCrewMemory:
@@ -36,6 +35,7 @@ def test_remember_recall_list_forget(mem_store: Store) -> None:
     assert memory.list_scopes("/garden") == ["/garden/flowers", "/garden/veg"]
     assert memory.list_categories() == {"watering": 1, "pruning": 1}
     assert memory.info("/garden").record_count == 2
+    assert "/garden/veg (1 records)" in memory.tree("/garden")
     assert memory.forget(scope="/garden/flowers") == 1
     assert [r.content for r in memory.list_records()] == ["Tomatoes need deep watering"]
     assert not any("Roses" in e.content for e in mem_store.recall(limit=100).episodes)

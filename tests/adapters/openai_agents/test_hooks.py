@@ -6,12 +6,11 @@ import asyncio
 
 import pytest
 from agents import Agent, Runner
-from oa_scripted import lookup, model_inputs, scripted_model
-
 from anneal_memory import Store
 from anneal_memory.adapters.openai_agents import AnnealMemory
 from anneal_memory.errors import ValidationError
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
+from oa_scripted import lookup, model_inputs, scripted_model
 
 
 def _episodes(store: Store):

@@ -6,9 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pydantic_ai import models
-
 from anneal_memory import Store
+from pydantic_ai import models
 
 models.ALLOW_MODEL_REQUESTS = False
 

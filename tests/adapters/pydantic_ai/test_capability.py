@@ -6,15 +6,14 @@ import asyncio
 import logging
 
 import pytest
-from pydantic_ai import Agent
-from pydantic_ai.models.test import TestModel
-from pydantic_scripted import ScriptedModel, lookup
-
 from anneal_memory import Store
 from anneal_memory.adapters.pydantic_ai import AnnealMemory
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
+from pydantic_ai import Agent
+from pydantic_ai.models.test import TestModel
+from pydantic_scripted import ScriptedModel, lookup
 
 
 def _episodes(store: Store):
