@@ -122,9 +122,9 @@ class AnnealMemory(AgentCapability):
             query = _latest_request(messages)
         else:
             query = _text(latest.get("content")) or None
-            if query and latest.get("role") != "assistant":
-                self.session.record_user_input(query, metadata=_name(latest))
-        block = self.session.memory_block(query)
+        block = self.session.memory_block(query)  # recall first: the request is not its own memory
+        if query and not latest.get("tool_responses") and latest.get("role") != "assistant":
+            self.session.record_user_input(query, metadata=_name(latest))
         if not block:
             return messages
         memory = {"role": self.memory_role, "content": block, "name": MEMORY_NAME}

@@ -205,8 +205,8 @@ class AnnealMemory:
         if not text or text == self._handled_input:
             return
         self._handled_input = text
+        block = self.session.memory_block(text)  # recall first: the request is not its own memory
         self.session.record_user_input(text)
-        block = self.session.memory_block(text)
         if not block:
             return
         make = ChatMessage.from_user if self.memory_role == "user" else ChatMessage.from_system
