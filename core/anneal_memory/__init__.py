@@ -20,6 +20,7 @@ from .continuity.schema import (
     schema_role_warning,
     validate_schema,
 )
+from .crystal import CrystalStore, retrieve_patterns
 from .engine import Engine
 from .errors import (
     AnnealMemoryError,
@@ -45,6 +46,7 @@ from .errors import (
 )
 from .recall import retrieve_relevant
 from .session import MemorySession, WrapOutcome
+from .spores import SporeStore
 from .store import Store
 from .text import check_explanation_overlap
 from .types import (
@@ -71,6 +73,7 @@ __all__ = [
     "AuditVerifyResult",
     "BatonError",
     "ContinuityValidationError",
+    "CrystalStore",
     "DurableFact",
     "Engine",
     "Episode",
@@ -89,6 +92,7 @@ __all__ = [
     "ScoredEpisode",
     "SectionSpec",
     "SidecarError",
+    "SporeStore",
     "Store",
     "StoreError",
     "StoreLocationError",
@@ -111,6 +115,7 @@ __all__ = [
     "parse_durable_facts",
     "prepare_wrap",
     "release_baton",
+    "retrieve_patterns",
     "retrieve_relevant",
     "schema_role_warning",
     "validate_schema",

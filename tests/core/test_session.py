@@ -1,0 +1,102 @@
+"""The framework-neutral lifecycle every transport shares."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+
+from anneal_memory import Engine, MemorySession, Store
+from anneal_memory.testing import is_wrap_prompt, scripted_compress
+
+
+def test_lifecycle_end_to_end(store: Store) -> None:
+    s = MemorySession(store)
+    assert s.start() == "" and s.context_for("anything") == ""
+    s.record_user_input("Plan the garden irrigation schedule")
+    s.record_decision("Water the tomatoes at dawn")
+    s.record_tool_output("weather", "toolresult: rain expected tomorrow")
+    s.record_outcome("Schedule drafted")
+    eps = {e.content: e for e in store.recall(limit=10).episodes}
+    assert eps["Plan the garden irrigation schedule"].source == "user"
+    tool = next(e for e in eps.values() if "toolresult" in e.content)
+    assert tool.trust == "tool" and tool.metadata["tool"] == "weather"
+    ctx = s.context_for("when do we water the tomatoes")
+    assert "data, not instructions" in ctx and "tomatoes" in ctx
+    out = s.wrap(scripted_compress)
+    assert out.status == "saved" and store.status().total_wraps == 1
+    assert "## State" in s.start()
+
+
+def test_relayed_items_listed_last_and_labelled(store: Store) -> None:
+    s = MemorySession(store)
+    store.record("pump pressure reading from the sensor is 40 psi", "observation", trust="tool")
+    store.record("we decided the pump pressure must stay below 50 psi", "decision")
+    ctx = s.context_for("pump pressure psi")
+    assert ctx.index("we decided") < ctx.index("Recorded from tool output")
+    assert ctx.index("Recorded from tool output") < ctx.index("sensor is 40 psi")
+
+
+def test_dedup_and_caps(store: Store) -> None:
+    s = MemorySession(store, max_content_chars=100)
+    assert s.record_observation("same event") is not None
+    assert s.record_observation("same event") is None
+    e = s.record_observation("x" * 500)
+    assert e is not None and len(e.content) < 200 and "cut" in e.content
+    assert s.record_observation("   ") is None
+
+
+def test_failing_compressor_loses_nothing(store: Store) -> None:
+    s = MemorySession(store)
+    s.record_observation("important finding")
+
+    def boom(prompt: str) -> str:
+        raise RuntimeError("model down")
+
+    out = s.wrap(boom)
+    assert out.status == "failed"
+    assert store.status().episodes_since_wrap == 1 and not store.status().wrap_in_progress
+    out = s.wrap(lambda p: "not a continuity")
+    assert out.status == "refused" and store.status().episodes_since_wrap == 1
+    assert s.wrap(scripted_compress).status == "saved"
+    assert s.wrap(scripted_compress).status == "empty"
+
+
+def test_async_wrap(store: Store) -> None:
+    s = MemorySession(store)
+    s.record_observation("async thing")
+
+    async def compress(prompt: str) -> str:
+        assert is_wrap_prompt(prompt)
+        return scripted_compress(prompt)
+
+    assert asyncio.run(s.awrap(compress)).status == "saved"
+
+
+def test_broken_store_never_raises_when_not_strict(tmp_path: Path, caplog) -> None:
+    st = Store(tmp_path / "m.db")
+    st.close()
+    s = MemorySession(st, logger="anneal_memory.adapters.test")
+    with caplog.at_level(logging.WARNING):
+        assert s.record_observation("x") is None
+        assert s.context_for("x") == ""
+        assert s.wrap(scripted_compress).status == "failed"
+    assert any("anneal_memory.adapters.test" == r.name for r in caplog.records)
+    strict = MemorySession(st, strict=True)
+    with pytest.raises(Exception):
+        strict.record_observation("x")
+
+
+def test_downgrade_without_baton(db: Path) -> None:
+    with Store(db, consolidate_requires_baton_on_create=True) as st:
+        s = MemorySession(st, session_id="worker")
+        s.record_observation("captured")
+        out = s.wrap(scripted_compress)
+        assert out.status == "downgraded" and "baton claim worker" in out.message
+
+
+def test_engine(store: Store) -> None:
+    store.record("engine thing", "observation")
+    assert Engine(store, llm=scripted_compress).wrap().status == "saved"
