@@ -16,12 +16,11 @@ import os
 from collections.abc import Callable
 from typing import Any, Literal
 
-from autogen import ConversableAgent
-from autogen.agentchat.contrib.capabilities.agent_capability import AgentCapability
-
 from anneal_memory import Store
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
+from autogen import ConversableAgent
+from autogen.agentchat.contrib.capabilities.agent_capability import AgentCapability
 
 LOGGER_NAME = "anneal_memory.adapters.ag2"
 logger = logging.getLogger(LOGGER_NAME)

@@ -14,6 +14,9 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
+from anneal_memory import Store
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession, WrapOutcome
 from autogen_core import CancellationToken, Component, ComponentModel
 from autogen_core.memory import (
     Memory,
@@ -26,10 +29,6 @@ from autogen_core.model_context import ChatCompletionContext
 from autogen_core.models import ChatCompletionClient, SystemMessage, UserMessage
 from pydantic import BaseModel
 from typing_extensions import Self
-
-from anneal_memory import Store
-from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession, WrapOutcome
 
 LOGGER_NAME = "anneal_memory.adapters.autogen"
 logger = logging.getLogger(LOGGER_NAME)

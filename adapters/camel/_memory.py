@@ -14,14 +14,13 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from anneal_memory import Store
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession, WrapOutcome
 from camel.memories import AgentMemory, ChatHistoryMemory, ContextRecord, MemoryRecord
 from camel.memories.context_creators.score_based import ScoreBasedContextCreator
 from camel.messages import BaseMessage, FunctionCallingMessage
 from camel.types import OpenAIBackendRole
-
-from anneal_memory import Store
-from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession, WrapOutcome
 
 LOGGER_NAME = "anneal_memory.adapters.camel"
 logger = logging.getLogger(LOGGER_NAME)

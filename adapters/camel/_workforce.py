@@ -7,11 +7,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from camel.societies.workforce.workforce_callback import WorkforceCallback
-
 from anneal_memory import Store
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
+from camel.societies.workforce.workforce_callback import WorkforceCallback
 
 logger = logging.getLogger("anneal_memory.adapters.camel")
 

@@ -15,6 +15,9 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
+from anneal_memory import Store
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession, WrapOutcome
 from haystack.components.agents.state.state import State
 from haystack.components.agents.state.state_utils import replace_values
 from haystack.core.serialization import (
@@ -25,10 +28,6 @@ from haystack.core.serialization import (
 )
 from haystack.dataclasses import ChatMessage, ChatRole
 from haystack.utils.callable_serialization import deserialize_callable, serialize_callable
-
-from anneal_memory import Store
-from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession, WrapOutcome
 
 LOGGER_NAME = "anneal_memory.adapters.haystack"
 logger = logging.getLogger(LOGGER_NAME)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from ag2_scripted import make_pair, scripted, tool_call
-from contract import AdapterContract, RunTrace
-
 from anneal_memory import Store
 from anneal_memory.adapters.ag2 import AnnealMemory
+from contract import AdapterContract, RunTrace
 
 
 class TestAG2Contract(AdapterContract):

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 from ag2_scripted import make_pair, scripted, tool_call
-from autogen import ConversableAgent
-
 from anneal_memory import Store
 from anneal_memory.adapters.ag2 import MEMORY_NAME, AnnealMemory
 from anneal_memory.errors import ValidationError
 from anneal_memory.testing import scripted_compress
+from autogen import ConversableAgent
 
 
 @pytest.fixture

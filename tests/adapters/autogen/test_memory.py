@@ -7,16 +7,15 @@ import logging
 from pathlib import Path
 
 import pytest
+from anneal_memory import Store
+from anneal_memory.adapters.autogen import MEMORY_SOURCE, AnnealMemory
+from anneal_memory.errors import ValidationError
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.messages import MemoryQueryEvent
 from autogen_core.memory import Memory, MemoryContent, MemoryMimeType
 from autogen_core.model_context import BufferedChatCompletionContext
 from autogen_core.models import SystemMessage, UserMessage
 from autogen_scripted import ScriptedClient, lookup, tool_call
-
-from anneal_memory import Store
-from anneal_memory.adapters.autogen import MEMORY_SOURCE, AnnealMemory
-from anneal_memory.errors import ValidationError
 
 
 @pytest.fixture

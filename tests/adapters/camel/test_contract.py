@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from anneal_memory import Store
+from anneal_memory.adapters.camel import AnnealAgentMemory
 from camel.agents import ChatAgent
 from camel_scripted import LOOKUP, ScriptedModel
 from contract import AdapterContract, RunTrace
-
-from anneal_memory import Store
-from anneal_memory.adapters.camel import AnnealAgentMemory
 
 
 class TestCamelContract(AdapterContract):

@@ -10,6 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from anneal_memory import Store
+from anneal_memory.adapters.camel import MEMORY_MARK, AnnealAgentMemory, AnnealWorkforceCallback
+from anneal_memory.errors import ValidationError
+from anneal_memory.testing import scripted_compress
 from camel.agents import ChatAgent
 from camel.memories import ChatHistoryMemory
 from camel.models.stub_model import StubModel
@@ -18,11 +22,6 @@ from camel.societies.workforce.workforce import WorkforceMode
 from camel.tasks import Task
 from camel.types import ModelType
 from camel_scripted import LOOKUP, ScriptedModel, _completion
-
-from anneal_memory import Store
-from anneal_memory.adapters.camel import MEMORY_MARK, AnnealAgentMemory, AnnealWorkforceCallback
-from anneal_memory.errors import ValidationError
-from anneal_memory.testing import scripted_compress
 
 
 @pytest.fixture

@@ -7,15 +7,14 @@ import logging
 from pathlib import Path
 
 import pytest
+from anneal_memory import Store
+from anneal_memory.adapters.haystack import HOOK_POINTS, AnnealMemory, AnnealMemoryHook
+from anneal_memory.errors import ValidationError
 from haystack.components.agents import Agent
 from haystack.components.generators.chat import MockChatGenerator
 from haystack.core.serialization_security import allow_deserialization_module
 from haystack.dataclasses import ChatMessage, ChatRole
 from haystack_scripted import LOOKUP, Scripted, answer
-
-from anneal_memory import Store
-from anneal_memory.adapters.haystack import HOOK_POINTS, AnnealMemory, AnnealMemoryHook
-from anneal_memory.errors import ValidationError
 
 
 @pytest.fixture
