@@ -1,0 +1,101 @@
+"""Record tool calls from LlamaIndex's instrumentation bus.
+
+LlamaIndex emits no tool-call *event* from its agents (the workflow step events carry only
+a string summary), but every tool call runs inside an instrumented span whose result is the
+tool's ``ToolOutput``. :class:`AnnealToolRecorder` is a span handler that records each such
+result with ``trust="tool"``, whichever agent or query engine called the tool.
+
+The dispatcher is process-global: attach the recorder for the runs it should see and detach
+it afterwards (``with recorder.attached(): ...``). The dispatcher swallows handler errors
+silently, so the recorder logs its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.span import SimpleSpan
+from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
+from llama_index.core.tools.types import ToolOutput
+from pydantic import PrivateAttr
+
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession
+
+from .block import LOGGER_NAME
+
+logger = logging.getLogger(LOGGER_NAME)
+
+
+class AnnealToolRecorder(BaseSpanHandler[SimpleSpan]):
+    """Span handler: every ``ToolOutput`` a span returns becomes a tool episode.
+
+    It keeps no spans (``new_span`` returns None), so it holds nothing between calls.
+    """
+
+    _session: MemorySession = PrivateAttr()
+    _record_errors: bool = PrivateAttr(default=True)
+
+    def __init__(self, session: MemorySession, *, record_errors: bool = True) -> None:
+        if not isinstance(session, MemorySession):
+            raise ValidationError(
+                f"session must be an anneal_memory MemorySession, not {type(session).__name__}: "
+                "pass AnnealMemory.anneal_session or MemorySession(store)"
+            )
+        super().__init__(open_spans={}, completed_spans=[], dropped_spans=[], current_span_ids={})
+        self._session = session
+        self._record_errors = record_errors
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "AnnealToolRecorder"
+
+    def new_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any | None = None,
+                 parent_span_id: str | None = None, tags: dict[str, Any] | None = None,
+                 **kwargs: Any) -> SimpleSpan | None:
+        return None
+
+    def prepare_to_exit_span(self, id_: str, bound_args: inspect.BoundArguments,
+                             instance: Any | None = None, result: Any | None = None,
+                             **kwargs: Any) -> SimpleSpan | None:
+        if isinstance(result, ToolOutput) and (self._record_errors or not result.is_error):
+            try:
+                metadata = {"is_error": True} if result.is_error else None
+                self._session.record_tool_output(result.tool_name, result.content,
+                                                 arguments=result.raw_input, metadata=metadata)
+            except Exception:
+                logger.exception("llamaindex: recording the output of tool %s failed",
+                                 getattr(result, "tool_name", "?"))
+        return None
+
+    def prepare_to_drop_span(self, id_: str, bound_args: inspect.BoundArguments,
+                             instance: Any | None = None, err: BaseException | None = None,
+                             **kwargs: Any) -> SimpleSpan | None:
+        return None
+
+    # --- wiring -------------------------------------------------------------------------
+    def attach(self, dispatcher: Any = None) -> AnnealToolRecorder:
+        """Add to ``dispatcher`` (default: the root one) unless already there."""
+        dispatcher = dispatcher or get_dispatcher()
+        if self not in dispatcher.span_handlers:
+            dispatcher.add_span_handler(self)
+        return self
+
+    def detach(self, dispatcher: Any = None) -> None:
+        """Remove from ``dispatcher`` (default: the root one); a no-op when absent."""
+        dispatcher = dispatcher or get_dispatcher()
+        dispatcher.span_handlers[:] = [h for h in dispatcher.span_handlers if h is not self]
+
+    @contextlib.contextmanager
+    def attached(self, dispatcher: Any = None) -> Iterator[AnnealToolRecorder]:
+        """Attached for the ``with`` block, detached after it (even on error)."""
+        self.attach(dispatcher)
+        try:
+            yield self
+        finally:
+            self.detach(dispatcher)
