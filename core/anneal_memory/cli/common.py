@@ -86,12 +86,16 @@ def read_json(source: str, what: str) -> Any:
                               "that 'anneal-memory export' wrote") from None
 
 
+def _interactive() -> bool:
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
 def operator_gate(action: str) -> str:
     """Confirm an operator-only action: ``env`` with ANNEAL_OPERATOR=1, else ``tty`` after
     a yes on a terminal. Refused (nothing changed) otherwise."""
     if os.environ.get(OPERATOR_ENV) == "1":
         return "env"
-    if sys.stdin.isatty() and sys.stderr.isatty():
+    if _interactive():
         print(f"anneal-memory: {action}. This is an operator-only action. Proceed? [y/N] ",
               end="", file=sys.stderr, flush=True)
         try:
