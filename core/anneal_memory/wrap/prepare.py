@@ -75,7 +75,8 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
                 return {**base, "status": "empty", "episode_count": 0,
                         "message": "no episodes since the last wrap: nothing to compress"}
             ids = [r.id for r in rows]
-            token = wrap_token or secrets.token_urlsafe(18)
+            # hex, not urlsafe: a token starting with '-' reads as an option on a command line
+            token = wrap_token or secrets.token_hex(18)
             wid = store.backend.insert_wrap(now_iso(), token, session_id, ids, today)
             store.audit_trail.append("wrap_started", {"wrap_id": wid, "episodes": len(ids),
                                                       "session_id": session_id}, actor="agent")
