@@ -61,7 +61,7 @@ def _reaches(store: Store, start: str, target: str) -> bool:
     seen, frontier = {start}, [start]
     while frontier:
         nxt = []
-        for old, links in store.backend.supersessions_of(frontier).items():
+        for links in store.backend.supersessions_of(frontier).values():
             for new, _k, _c in links:
                 if new == target:
                     return True

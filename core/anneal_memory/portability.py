@@ -137,7 +137,7 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
         for link in doc.get("supersessions") or []:
             if not isinstance(link, Mapping):
                 continue
-            o, n = link.get("old_id"), link.get("new_id")
+            o, n = str(link.get("old_id") or ""), str(link.get("new_id") or "")
             if (o in new or n in new) and b.get_episodes([o, n]).keys() >= {o, n}:
                 b.add_supersession(o, n, str(link.get("kind") or "explicit"),
                                    str(link.get("created_at") or now_iso()))

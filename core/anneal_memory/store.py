@@ -16,9 +16,8 @@ from typing import Any
 from . import facts, trust
 from ._fileio import atomic_write_text, file_lock, sidecar_path
 from .audit import AuditTrail
-from .clock import normalize_timestamp, now_iso, utcnow, iso
+from .clock import iso, normalize_timestamp, now_iso, utcnow
 from .errors import (
-    EpisodeNotFoundError,
     StoreError,
     StoreLocationError,
     ValidationError,

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from datetime import date, timedelta
+from datetime import date
 
 import pytest
 
-from anneal_memory import Store, check_explanation_overlap, prepare_wrap, validated_save_continuity
+from anneal_memory import Store, check_explanation_overlap, prepare_wrap
 from anneal_memory.continuity.parse import pattern_levels
+
 from wraphelp import doc, wrap
 
 TODAY = date.today().isoformat()

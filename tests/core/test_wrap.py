@@ -30,6 +30,7 @@ from anneal_memory import (
     validated_save_continuity,
 )
 from anneal_memory.continuity.parse import parse_sections
+
 from wraphelp import doc, wrap
 
 
@@ -253,6 +254,7 @@ def test_wrap_cancel_returns_episodes(store: Store) -> None:
 
 def _racer(db: str, q) -> None:  # pragma: no cover - runs in a child process
     from anneal_memory import Store, prepare_wrap, validated_save_continuity
+
     from wraphelp import doc
 
     with Store(db) as s:

@@ -22,7 +22,7 @@ from ..continuity.parse import (
     parse_sections,
     supersession_markers,
 )
-from ..continuity.schema import durable_budget, has_felt_layer, hard_max_chars
+from ..continuity.schema import durable_budget, hard_max_chars, has_felt_layer
 from ..errors import (
     BatonError,
     ContinuityValidationError,
@@ -163,7 +163,7 @@ def validated_save_continuity(
     for s in doc.sections:
         s.lines = [ln for ln in s.lines if not (supersession_markers(ln) and
                                                 not ln.replace(supersession_markers(ln)[0][2], "").strip(" -*"))]
-    chars = _check_size(store, doc, schema)
+    _check_size(store, doc, schema)
     _check_shrink(store, doc, prior_text, schema, allow_shrink)
     if sum(len(s.body) for s in doc.by_role("durable")) > durable_budget(schema):
         durable_warn.append(f"Durable Facts is over its budget of {durable_budget(schema)} "
