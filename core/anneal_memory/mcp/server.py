@@ -147,12 +147,19 @@ def _version() -> str:
     return __version__
 
 
-async def _serve(tools: MemoryTools) -> None:
+async def _serve_stdio(tools: MemoryTools) -> None:
     from mcp.server.stdio import stdio_server
 
     server = _build(tools)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def _serve(tools: MemoryTools) -> None:
+    """Block serving stdio until the client disconnects."""
+    import anyio
+
+    anyio.run(_serve_stdio, tools)
 
 
 def run_server(db_path: str | None = None, project_name: str | None = None,
@@ -168,7 +175,6 @@ def run_server(db_path: str | None = None, project_name: str | None = None,
               file=sys.stderr)
         return 0
     try:
-        import anyio
         import mcp  # noqa: F401
     except ImportError:
         return _fail("the MCP server needs the mcp extra: pip install 'anneal-memory[mcp]'")
@@ -188,7 +194,7 @@ def run_server(db_path: str | None = None, project_name: str | None = None,
     except AnnealMemoryError as exc:
         return _fail(str(exc))
     try:
-        anyio.run(_serve, MemoryTools(store, sid))
+        _serve(MemoryTools(store, sid))
     except KeyboardInterrupt:
         pass
     finally:

@@ -1,0 +1,59 @@
+"""Every kind of bad call is a tool error (isError) with a message naming the fix, and
+the server keeps serving after each one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mcphelp import call, connect, run
+
+from anneal_memory.mcp.tools import MAX_TEXT
+
+BAD_CALLS = [
+    ("no_such_tool", {}, "unknown tool 'no_such_tool'"),
+    ("record", {"type": "decision"}, "missing required argument(s) content"),
+    ("record", {"content": 42, "type": "decision"}, "'content' must be a string, not integer"),
+    ("recall", {"limit": "ten"}, "'limit' must be a whole number, not string"),
+    ("recall", {"limit": 0}, "use a whole number from 1 to 200"),
+    ("wrap_cancel", {"force": "yes"}, "'force' must be true or false"),
+    ("record", {"content": "x", "type": "decision", "supersedes": "abc"}, "'supersedes' must be a list"),
+    ("record", {"content": "x", "type": "memo"}, "'type' is 'memo'; use one of"),
+    ("record", {"content": "x", "type": "decision", "trust": "operator"}, "'trust' is 'operator'"),
+    ("spore_descend", {"id": "spore-001", "kind": "vanished"}, "'kind' is 'vanished'"),
+    ("record", {"content": "x" * (MAX_TEXT + 1), "type": "decision"}, "over the limit of 100,000"),
+    ("record", {"content": "   ", "type": "decision"}, "'content' is empty"),
+    ("prepare_wrap", {"session_id": "me"}, "never from a tool argument"),
+    ("recall", {"since": "last tuesday"}, "since"),
+    ("save_continuity", {"text": "# nothing", "wrap_token": "t"}, "prepare_wrap"),
+    ("delete_episode", {"episode_id": "nothere"}, "nothere"),
+]
+
+
+def test_each_bad_call_is_a_tool_error_and_the_server_keeps_serving(db: Path) -> None:
+    async def body() -> None:
+        async with connect(db) as client:
+            for tool, args, expected in BAD_CALLS:
+                reply = await call(client, tool, args, ok=False)
+                assert reply.startswith("Error: "), (tool, reply)
+                assert expected in reply, (tool, args, reply)
+                assert "\n" not in reply.strip(), reply  # one clean line, no traceback
+            # still serving, and none of the refused calls wrote anything
+            assert "No matching episodes" in await call(client, "recall", {})
+            await call(client, "record", {"content": "still here", "type": "context"})
+            assert "still here" in await call(client, "recall", {"keyword": "still here"})
+
+    run(body)
+
+
+def test_oversized_text_for_every_free_text_argument_is_refused(db: Path) -> None:
+    big = "y" * (MAX_TEXT + 1)
+
+    async def body() -> None:
+        async with connect(db) as client:
+            await call(client, "save_continuity", {"text": big, "wrap_token": "t"}, ok=False)
+            await call(client, "crystal_recall", {"query": big}, ok=False)
+            await call(client, "spore_add", {"type": "task", "text": big}, ok=False)
+            await call(client, "recall", {"keyword": big}, ok=False)
+            await call(client, "status")
+
+    run(body)
