@@ -8,6 +8,7 @@ but cannot change inputs, so this handler only records (recall goes in through
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -29,18 +30,36 @@ logger = logging.getLogger(LOGGER_NAME)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _safe(method: F) -> F:
-    """A memory failure inside a callback is logged, never raised into the user's run."""
+def hook_guard(log: logging.Logger) -> Callable[[F], F]:
+    """Decorate a hook (sync or async) so that a failure in it is logged on ``log`` and the
+    hook returns None: memory trouble never stops the user's run."""
 
-    @functools.wraps(method)
-    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except Exception:
-            logger.exception("anneal-memory callback %s failed; the run goes on", method.__name__)
-            return None
+    def decorate(method: F) -> F:
+        if inspect.iscoroutinefunction(method):
+            @functools.wraps(method)
+            async def aguarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    return await method(self, *args, **kwargs)
+                except Exception:
+                    log.exception("anneal-memory %s failed; the run goes on", method.__name__)
+                    return None
 
-    return guarded  # type: ignore[return-value]
+            return aguarded  # type: ignore[return-value]
+
+        @functools.wraps(method)
+        def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except Exception:
+                log.exception("anneal-memory %s failed; the run goes on", method.__name__)
+                return None
+
+        return guarded  # type: ignore[return-value]
+
+    return decorate
+
+
+_safe = hook_guard(logger)
 
 
 def make_session(store: Store | MemorySession, *, session_id: str | None, recall_limit: int,

@@ -14,10 +14,9 @@ Hook map (sync and async twins of each):
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
 from langchain_core.language_models import BaseChatModel
@@ -25,7 +24,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.runtime import Runtime
 
 from anneal_memory import Store
-from anneal_memory.adapters.langchain.callbacks import make_session
+from anneal_memory.adapters.langchain.callbacks import hook_guard, make_session
 from anneal_memory.adapters.langchain.messages import (
     chat_model_acompress,
     chat_model_compress,
@@ -37,34 +36,10 @@ from anneal_memory.session import MemorySession, WrapOutcome
 LOGGER_NAME = "anneal_memory.adapters.langgraph"
 logger = logging.getLogger(LOGGER_NAME)
 
-F = TypeVar("F", bound=Callable[..., Any])
 Compress = Callable[[str], "str | Awaitable[str]"]
 
 
-def _safe(method: F) -> F:
-    """Memory work inside a hook is logged on failure, never raised into the agent's run."""
-
-    @functools.wraps(method)
-    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except Exception:
-            logger.exception("anneal-memory %s failed; the agent run goes on", method.__name__)
-            return None
-
-    return guarded  # type: ignore[return-value]
-
-
-def _asafe(method: F) -> F:
-    @functools.wraps(method)
-    async def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return await method(self, *args, **kwargs)
-        except Exception:
-            logger.exception("anneal-memory %s failed; the agent run goes on", method.__name__)
-            return None
-
-    return guarded  # type: ignore[return-value]
+_safe = hook_guard(logger)
 
 
 def _latest_human(messages: list[Any]) -> HumanMessage | None:
@@ -187,7 +162,7 @@ class AnnealMiddleware(AgentMiddleware):
             self.wrap()
         return None
 
-    @_asafe
+    @_safe
     async def aafter_agent(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
         self._finish(state)
         if self.wrap_on_end:

@@ -217,10 +217,12 @@ def _matches(value: Mapping[str, Any], flt: dict[str, Any] | None) -> bool:
 
 def _match(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
     path = tuple(condition.path)
+    if not path:
+        return True
     if len(path) > len(namespace):
         return False
     part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[-len(path):]
-    return all(p == "*" or p == n for p, n in zip(path, part))
+    return all(p == "*" or p == n for p, n in zip(path, part, strict=True))
 
 
 def _list_namespaces(op: ListNamespacesOp, namespaces: set[tuple[str, ...]]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dspy
-from contract import AdapterContract, RunTrace
 from dspy_scripted import ScriptedLM, react_program, react_script
 
 from anneal_memory import Store
 from anneal_memory.adapters.dspy import MemoryProgram
+
+from contract import AdapterContract, RunTrace
 
 
 class TestDSPyContract(AdapterContract):

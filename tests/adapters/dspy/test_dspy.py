@@ -10,7 +10,12 @@ import pytest
 from dspy_scripted import ScriptedLM, react_program, react_script
 
 from anneal_memory import Store
-from anneal_memory.adapters.dspy import AnnealCallback, MemoryProgram, lm_compress, with_memory_field
+from anneal_memory.adapters.dspy import (
+    AnnealCallback,
+    MemoryProgram,
+    lm_compress,
+    with_memory_field,
+)
 from anneal_memory.errors import ValidationError
 
 

@@ -70,7 +70,7 @@ def test_failed_run_still_records_request(store: Store) -> None:
     handler = AnnealCallbackHandler(store)
     model = scripted("x")
     model.messages = iter([])  # the scripted model has nothing to say: the run fails
-    with pytest.raises(Exception):
+    with pytest.raises(StopIteration):
         model.invoke("This request fails", config={"callbacks": [handler]})
     assert _contents(store, "context") == ["This request fails"]
 

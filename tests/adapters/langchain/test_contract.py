@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from contract import AdapterContract, RunTrace
 from lc_loop import agent_chain
 from lc_scripted import read_gauge, scripted
 
 from anneal_memory import Store
 from anneal_memory.adapters.langchain import AnnealCallbackHandler, chat_model_compress
+
+from contract import AdapterContract, RunTrace
 
 
 class TestLangChainContract(AdapterContract):

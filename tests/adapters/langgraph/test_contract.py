@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from contract import AdapterContract, RunTrace
 from langchain.agents import create_agent
 from lc_scripted import read_gauge, scripted
 
 from anneal_memory import Store
 from anneal_memory.adapters.langgraph import AnnealMiddleware
+
+from contract import AdapterContract, RunTrace
 
 
 class TestLangGraphContract(AdapterContract):
