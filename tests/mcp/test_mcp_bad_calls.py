@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcphelp import call, connect, run
-
 from anneal_memory.mcp.tools import MAX_TEXT
+
+from mcphelp import call, connect, run
 
 BAD_CALLS = [
     ("no_such_tool", {}, "unknown tool 'no_such_tool'"),

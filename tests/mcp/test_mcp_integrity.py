@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from anneal_memory.mcp import integrity, server
 from anneal_memory.mcp.tools import TOOLS
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mcphelp import call, connect, run
-
 from anneal_memory.mcp.integrity import canonical_json, compute_manifest, sha256
+
+from mcphelp import call, connect, run
 
 EXPECTED_TOOLS = {
     "record", "recall", "prepare_wrap", "save_continuity", "delete_episode", "status",
@@ -18,7 +18,7 @@ EXPECTED_TOOLS = {
 
 
 def _schema(tool: object) -> dict:
-    return getattr(tool, "input_schema", None) or getattr(tool, "inputSchema")
+    return getattr(tool, "input_schema", None) or tool.inputSchema
 
 
 def test_initialize_lists_17_typed_tools_and_two_resources(db: Path) -> None:
@@ -70,9 +70,9 @@ def test_manifest_resource_matches_what_tools_list_delivered(db: Path) -> None:
 
 def test_server_keeps_its_session_id_from_the_environment(db: Path) -> None:
     """ANNEAL_MEMORY_SESSION_ID works like --session-id."""
-    from mcphelp import server_env
-
     from anneal_memory import claim_baton
+
+    from mcphelp import server_env
 
     async def body() -> None:
         claim_baton(db, "from-env")

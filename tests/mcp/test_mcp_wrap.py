@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mcphelp import SESSION, call, connect, run
-
 from anneal_memory import Store, claim_baton
 from anneal_memory.testing import scripted_compress
+
+from mcphelp import SESSION, call, connect, run
 
 
 def _token(reply: str) -> str:

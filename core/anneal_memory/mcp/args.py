@@ -17,22 +17,16 @@ _JSON_TYPES = {"string": "a string", "integer": "a whole number", "boolean": "tr
                "array": "a list", "object": "an object"}
 
 
+# bool before int: in Python a bool is an int, in JSON it is not.
+_KINDS = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
+          (list, "array"), (dict, "object"))
+
+
 def _kind(value: Any) -> str:
+    """The JSON type name of a decoded argument."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    return next((n for t, n in _KINDS if isinstance(value, t)), type(value).__name__)
 
 
 def _check(tool: str, name: str, value: Any, spec: Mapping[str, Any]) -> None:

@@ -106,7 +106,7 @@ class MemoryTools:
             if ep.derived_from:
                 out.append(f"Derived from: {', '.join(ep.derived_from)}")
             return "\n".join(out)
-        q = {"since": a.get("since"), "until": a.get("until"), "episode_type": a.get("type"),
+        q: dict[str, Any] = {"since": a.get("since"), "until": a.get("until"), "episode_type": a.get("type"),
              "keyword": a.get("keyword")}
         limit = a.get("limit", DEFAULT_RECALL_LIMIT)
         res = self.store.recall(**q, limit=limit)
