@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from anneal_memory import Store, prepare_wrap, validated_save_continuity
-from anneal_memory.cli import main
 from anneal_memory.cli import common as cli_common
+from anneal_memory.cli import main
 
 
 class Run:

@@ -12,9 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli import Run, clean_env, cli, wrapped_store  # noqa: F401  (fixtures)
+import test_cli
+from test_cli import Run, wrapped_store
 
 from anneal_memory.audit import AuditPaths
+
+# the shared fixtures (pytest finds fixtures by module attribute)
+clean_env = test_cli.clean_env
+cli = test_cli.cli
 
 # ---------------------------------------------------------------------- audit
 

@@ -70,7 +70,7 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
     a = go("record", "Chose PostgreSQL as the database", "--type", "decision",
            "--timestamp", "2025-01-01")
     b = go("record", "-", "--supersedes", a["id"], "--type", "decision",
-           stdin="Chose PostgreSQL 16 as the database".encode())
+           stdin=b"Chose PostgreSQL 16 as the database")
     assert go("search", "PostgreSQL")["total_matching"] == 1
     assert go("get", a["id"])["superseded_by"] == b["id"]
     go("unsupersede", "--old", a["id"], "--new", b["id"])
