@@ -1,0 +1,198 @@
+"""The ledger: immutable versions, the current projection and tombstones, committed in
+the Store's write transaction.
+
+Every commit runs inside ``Store._write()`` (BEGIN IMMEDIATE), so the checks and the
+insert are one serialised step across threads and processes: of two racing first
+writes of the same memory exactly one becomes version 1, the other gets
+``memory_id_conflict``; a correction whose expected record is no longer current gets
+``stale_expected_record``; any append after a tombstone gets ``memory_deleted``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..storage import governance_sql as sql
+from .contracts import (
+    Authority,
+    DeletionReceipt,
+    MemoryCandidate,
+    MemoryRecord,
+    WriteResult,
+)
+from .namespace import MemoryNamespace, digest
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+
+def record_id_for(namespace: MemoryNamespace, memory_id: str, candidate_id: str) -> str:
+    """A write request's id: the idempotency key, namespaced."""
+    return "rec-" + digest("record", namespace.to_dict(), memory_id, candidate_id)[:32]
+
+
+def audit_data(namespace: MemoryNamespace, memory_id: str, **extra: Any) -> dict[str, Any]:
+    return {"namespace": namespace.to_dict(), "memory_id": memory_id, **extra}
+
+
+class Ledger:
+    """Storage-facing half of the runtime (one per Store)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.b = store.backend
+        sql.ensure_schema(self.b)
+
+    # ------------------------------------------------------------------ reads
+    def current_record(self, memory_id: str) -> MemoryRecord | None:
+        cur = sql.current(self.b, memory_id) if sql.has_schema(self.b) else None
+        if cur is None or cur["state"] != "active":
+            return None
+        got = sql.record_by_id(self.b, cur["record_id"])
+        return None if got is None else MemoryRecord.from_dict(got[1])
+
+    def is_deleted(self, memory_id: str) -> bool:
+        return sql.has_schema(self.b) and sql.tombstone(self.b, memory_id) is not None
+
+    def versions(self, memory_id: str) -> list[MemoryRecord]:
+        return [MemoryRecord.from_dict(d) for d in sql.versions(self.b, memory_id)]
+
+    # ------------------------------------------------------------------ commit
+    def commit(self, candidate: MemoryCandidate, authority: Authority, *, created_at: str,
+               expected_record_id: str | None, first: bool, actor: str = "agent",
+               event: str = "gov_write") -> WriteResult:
+        """Append one version, or refuse with a stable reason. ``first``: the caller
+        expects no version yet; otherwise ``expected_record_id`` must be current."""
+        ns, mid = candidate.namespace, candidate.memory_id
+        rid = record_id_for(ns, mid, candidate.candidate_id)
+        payload = candidate.payload_digest(authority)
+        with self.store._write():
+            # A tombstone outranks everything, even the retry of a write it deleted.
+            if sql.tombstone(self.b, mid) is not None:
+                return self._refuse(ns, mid, "memory_deleted", record_id=rid)
+            existing = sql.record_by_id(self.b, rid)
+            if existing is not None:
+                same = existing[0] == payload
+                return self._refuse(ns, mid, "idempotent" if same else "record_id_conflict",
+                                    MemoryRecord.from_dict(existing[1]) if same else None,
+                                    audit=not same, record_id=rid)
+            cur = sql.current(self.b, mid)
+            if first:
+                if cur is not None:
+                    return self._refuse(ns, mid, "memory_id_conflict", record_id=rid)
+                version, supersedes = 1, None
+            else:
+                if cur is None or cur["state"] != "active":
+                    return self._refuse(ns, mid, "no_current_record", record_id=rid)
+                if cur["record_id"] != expected_record_id:
+                    return self._refuse(ns, mid, "stale_expected_record", record_id=rid,
+                                        expected=expected_record_id)
+                version, supersedes = cur["version"] + 1, cur["record_id"]
+            record = MemoryRecord(
+                record_id=rid, memory_id=mid, namespace=ns, memory_type=candidate.memory_type,
+                subject=candidate.subject, content=candidate.content,
+                source_id=candidate.source.source_id, authority=authority,
+                confidence=candidate.confidence, sensitivity=candidate.sensitivity,
+                valid_from=candidate.valid_from or created_at,
+                expires_at=candidate.expires_at, created_at=created_at, version=version,
+                supersedes=supersedes, candidate_id=candidate.candidate_id)
+            if record.expires_at is not None and record.expires_at <= record.valid_from:
+                return self._refuse(ns, mid, "expired_on_arrival", record_id=rid)
+            if not sql.insert_record(self.b, record_id=rid, memory_id=mid, ns_key=ns.key,
+                                     ns_owner=ns.owner, ns_project=ns.project, version=version,
+                                     payload_digest=payload, body=record.to_dict(),
+                                     created_at=created_at):
+                return self._refuse(ns, mid, "memory_id_conflict" if first
+                                    else "stale_expected_record", record_id=rid)
+            sql.set_current(self.b, memory_id=mid, ns_key=ns.key, ns_owner=ns.owner,
+                            ns_project=ns.project, record_id=rid, version=version,
+                            state="active")
+            self.store.audit_trail.append(event, audit_data(
+                ns, mid, record_id=rid, version=version, supersedes=supersedes,
+                authority=authority.value, memory_type=candidate.memory_type.value,
+                source_id=candidate.source.source_id,
+                content_hash=self.store.audit_trail.hash_content(candidate.content)),
+                actor=actor)
+        return WriteResult("written", "accepted" if event != "gov_approve" else "human_reviewed",
+                           mid, record)
+
+    def _refuse(self, ns: MemoryNamespace, mid: str, reason: str,
+                record: MemoryRecord | None = None, *, audit: bool = True,
+                **data: Any) -> WriteResult:
+        if audit:
+            self.store.audit_trail.append("gov_refused", audit_data(ns, mid, reason=reason,
+                                                                    **data), actor="system")
+        outcome = "idempotent" if reason == "idempotent" else "rejected"
+        return WriteResult(outcome, reason, mid, record)
+
+    # ------------------------------------------------------------------ forget
+    def forget(self, ns: MemoryNamespace, memory_id: str, *, reason: str, at: str,
+               request_id: str | None) -> DeletionReceipt | str:
+        """Tombstone a memory; returns the receipt, or a refusal reason code."""
+        request_key = digest("forget", ns.to_dict(), request_id) if request_id else None
+        with self.store._write():
+            if request_key is not None:
+                prior = sql.tombstone_by_request(self.b, request_key)
+                if prior is not None:
+                    return (DeletionReceipt.from_dict(prior) if prior["memory_id"] == memory_id
+                            else "request_id_conflict")
+            prior = sql.tombstone(self.b, memory_id)
+            if prior is not None:
+                return DeletionReceipt.from_dict(prior)
+            versions = sql.versions(self.b, memory_id)
+            if not versions:
+                return "no_current_record"
+            h = self.store.audit_trail.hash_content
+            receipt = DeletionReceipt(
+                receipt_id="del-" + digest("receipt", ns.to_dict(), memory_id)[:32],
+                memory_id=memory_id, namespace=ns.to_dict(),
+                record_ids=tuple(v["record_id"] for v in versions), deleted_at=at,
+                reason=reason,
+                content_digests=tuple(h(v["content"]) for v in versions if v["content"]),
+                request_id=request_id)
+            sql.insert_tombstone(self.b, memory_id=memory_id, ns_key=ns.key, ns_owner=ns.owner,
+                                 ns_project=ns.project, receipt=receipt.to_dict(),
+                                 request_key=request_key)
+            sql.set_current(self.b, memory_id=memory_id, ns_key=ns.key, ns_owner=ns.owner,
+                            ns_project=ns.project, record_id=None,
+                            version=len(versions), state="deleted")
+            sql.scrub_versions(self.b, memory_id)
+            cancelled = sql.cancel_reviews(self.b, memory_id, decided_at=at)
+            self.store.audit_trail.append("gov_forget", audit_data(
+                ns, memory_id, receipt_id=receipt.receipt_id, record_ids=list(receipt.record_ids),
+                reason=reason, content_digests=list(receipt.content_digests),
+                reviews_cancelled=cancelled), actor="operator")
+        return receipt
+
+    # ------------------------------------------------------------------ replay
+    def rebuild_projection(self) -> dict[str, int]:
+        """Rebuild ``current`` from the event history. A tombstone is final: no record
+        event, wherever it sits in the history, brings a deleted memory back."""
+        with self.store._write():
+            hidden = sql.clear_projection(self.b)
+            events = sql.events(self.b)
+            deleted = {m for kind, m, _ns, _ref in events if kind == "tombstone"}
+            heads: dict[str, dict[str, Any]] = {}
+            for kind, mid, _ns, ref in events:
+                if kind != "record" or mid in deleted:
+                    continue
+                got = sql.record_by_id(self.b, ref)
+                if got is not None and got[1]["version"] > heads.get(mid, {"version": 0})["version"]:
+                    heads[mid] = got[1]
+            for mid, body in heads.items():
+                ns = MemoryNamespace.from_dict(body["namespace"])
+                sql.set_current(self.b, memory_id=mid, ns_key=ns.key, ns_owner=ns.owner,
+                                ns_project=ns.project, record_id=body["record_id"],
+                                version=body["version"], state="active")
+            for mid in deleted:
+                receipt = sql.tombstone(self.b, mid) or {}
+                ns = MemoryNamespace.from_dict(receipt["namespace"])
+                sql.set_current(self.b, memory_id=mid, ns_key=ns.key, ns_owner=ns.owner,
+                                ns_project=ns.project, record_id=None,
+                                version=len(receipt.get("record_ids", [])), state="deleted")
+            for mid in hidden:
+                sql.set_hidden(self.b, mid, True)
+            self.store.audit_trail.append("gov_rebuild", {"active": len(heads),
+                                                          "deleted": len(deleted)},
+                                          actor="system")
+        return {"active": len(heads), "deleted": len(deleted), "events": len(events)}

@@ -1,0 +1,105 @@
+"""Namespaces: the isolation boundary of governed memory.
+
+A namespace is (tenant, user, project, agent). ``project`` may be None: such a record
+is user-level and is visible in every project of that same tenant, user and agent. A
+record with a project is visible only in that project. Every other field must match
+exactly; there is no wildcard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ValidationError
+
+FIELDS = ("tenant", "user", "project", "agent")
+_MAX = 200
+
+
+def _check(name: str, value: Any, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(
+            f"namespace {name} must be a non-empty string, not {value!r}"
+            + (" (or None for a user-level record)" if optional else ""))
+    if value != value.strip() or len(value) > _MAX or any(ord(c) < 32 for c in value):
+        raise ValidationError(f"namespace {name} {value!r} has surrounding spaces, control "
+                              f"characters or more than {_MAX} characters: pass a plain id")
+
+
+def digest(*parts: Any) -> str:
+    """A canonical SHA-256 digest of JSON-encodable parts (ids, never shown content)."""
+    text = json.dumps(list(parts), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class MemoryNamespace:
+    """Who a memory belongs to and who may read it."""
+
+    tenant: str
+    user: str
+    agent: str
+    project: str | None = None
+
+    def __post_init__(self) -> None:
+        _check("tenant", self.tenant)
+        _check("user", self.user)
+        _check("agent", self.agent)
+        _check("project", self.project, optional=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryNamespace:
+        """Build from a mapping; unknown fields are refused, not ignored."""
+        if isinstance(data, MemoryNamespace):
+            return data
+        if not isinstance(data, Mapping):
+            raise ValidationError("a namespace must be a MemoryNamespace or a dict with "
+                                  f"{', '.join(FIELDS)}")
+        unknown = sorted(set(data) - set(FIELDS))
+        if unknown:
+            raise ValidationError(f"unknown namespace field(s) {unknown}: the fields are "
+                                  f"{', '.join(FIELDS)}")
+        missing = [f for f in ("tenant", "user", "agent") if f not in data]
+        if missing:
+            raise ValidationError(f"namespace is missing {missing}: tenant, user and agent "
+                                  "are required; project is optional")
+        return cls(tenant=data["tenant"], user=data["user"], agent=data["agent"],
+                   project=data.get("project"))
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"tenant": self.tenant, "user": self.user, "project": self.project,
+                "agent": self.agent}
+
+    @property
+    def key(self) -> str:
+        """Exact identity of this namespace (all four fields)."""
+        return json.dumps([self.tenant, self.user, self.project, self.agent],
+                          separators=(",", ":"), ensure_ascii=False)
+
+    @property
+    def owner(self) -> str:
+        """The fields that must always match: tenant, user and agent."""
+        return json.dumps([self.tenant, self.user, self.agent], separators=(",", ":"),
+                          ensure_ascii=False)
+
+    def user_level(self) -> MemoryNamespace:
+        """The same namespace without a project: where user-wide memory lives."""
+        return MemoryNamespace(tenant=self.tenant, user=self.user, agent=self.agent)
+
+    def can_read(self, record_ns: MemoryNamespace) -> bool:
+        """Whether a reader in this namespace may see a record written in ``record_ns``."""
+        return (record_ns.owner == self.owner
+                and (record_ns.project is None or record_ns.project == self.project))
+
+    def label(self) -> str:
+        return f"{self.tenant}/{self.user}/{self.project or '*'}/{self.agent}"
+
+
+def coerce_namespace(value: Any) -> MemoryNamespace:
+    return MemoryNamespace.from_dict(value)

@@ -1,0 +1,292 @@
+"""MemoryRuntime: write, review, correct, forget and recall governed memory in a Store.
+
+The runtime is the application-facing orchestration: the policy gate decides, the
+ledger commits, recall filters and ranks. It shares the Store's database file and
+audit chain; every decision it makes is one audit entry carrying the namespace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..clock import iso, utcnow
+from ..errors import ValidationError
+from ..storage import governance_sql as sql
+from .contracts import (
+    Authority,
+    DeletionReceipt,
+    GovernanceRefusal,
+    MemoryCandidate,
+    MemoryRecord,
+    MemoryType,
+    RecallOutcome,
+    Sensitivity,
+    WriteResult,
+    memory_id_for,
+    parse_at,
+)
+from .ledger import Ledger, audit_data, record_id_for
+from .namespace import MemoryNamespace, coerce_namespace, digest
+from .policy import ALLOW, REJECT, PolicyConfig, evaluate
+from .recall import DEFAULT_SENSITIVITY, rank
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+
+class MemoryRuntime:
+    """Governed memory over one Store. Not thread-safe, like the Store: one per thread
+    (several threads or processes may each run their own on the same database)."""
+
+    def __init__(self, store: Store, *, policy: PolicyConfig | None = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        self.store = store
+        self.policy = policy or PolicyConfig()
+        self._clock = clock or utcnow
+        self.ledger = Ledger(store)
+
+    def now(self) -> str:
+        return iso(self._clock())
+
+    def _audit(self, event: str, data: dict[str, Any], actor: str = "agent") -> None:
+        with self.store._write():
+            self.store.audit_trail.append(event, data, actor=actor)
+
+    # ------------------------------------------------------------------ write
+    def write(self, candidate: MemoryCandidate) -> WriteResult:
+        """Gate a candidate and commit it as version 1, queue it for review, or reject
+        it. A retry of the same candidate is ``idempotent``."""
+        c = _candidate(candidate)
+        mid = c.memory_id
+        rid = record_id_for(c.namespace, mid, c.candidate_id)
+        if sql.record_by_id(self.store.backend, rid) is not None:
+            # a retry: the ledger answers idempotent, record_id_conflict or memory_deleted
+            return self.ledger.commit(c, self._authority_of(rid), created_at=self.now(),
+                                      expected_record_id=None, first=True)
+        decision = evaluate(c, current=self.ledger.current_record(mid),
+                            deleted=self.ledger.is_deleted(mid), config=self.policy)
+        if decision.outcome == REJECT:
+            self._audit("gov_decision", audit_data(
+                c.namespace, mid, candidate_id=c.candidate_id, outcome=REJECT,
+                reason=decision.reason, findings=list(decision.findings)))
+            return WriteResult("rejected", decision.reason, mid)
+        if decision.outcome == ALLOW:
+            assert decision.authority is not None
+            return self.ledger.commit(c, decision.authority, created_at=self.now(),
+                                      expected_record_id=None, first=True)
+        return self._queue(c, decision.reason)
+
+    def _authority_of(self, record_id: str) -> Authority:
+        got = sql.record_by_id(self.store.backend, record_id)
+        return Authority(got[1]["authority"]) if got else Authority.MODEL_INFERRED
+
+    def _queue(self, c: MemoryCandidate, reason: str) -> WriteResult:
+        review_id = "rev-" + digest("review", c.namespace.to_dict(), c.candidate_id)[:32]
+        ns = c.namespace
+        with self.store._write():
+            if sql.insert_review(self.store.backend, review_id=review_id, memory_id=c.memory_id,
+                                 ns_key=ns.key, ns_owner=ns.owner, ns_project=ns.project,
+                                 candidate=c.to_dict(), reason=reason, created_at=self.now()):
+                self.store.audit_trail.append("gov_review_queued", audit_data(
+                    ns, c.memory_id, review_id=review_id, candidate_id=c.candidate_id,
+                    reason=reason), actor="agent")
+        return WriteResult("review", reason, c.memory_id, review_id=review_id)
+
+    # ------------------------------------------------------------------ review queue
+    def pending_reviews(self, namespace: MemoryNamespace | dict[str, Any]) -> list[dict[str, Any]]:
+        """Review items waiting in the namespace (with their candidates)."""
+        ns = coerce_namespace(namespace)
+        return sql.reviews(self.store.backend, ns.owner, ns.project)
+
+    def approve(self, review_id: str, *, reviewer: str) -> WriteResult:
+        """Commit a queued candidate with authority ``human_reviewed``. The other gates
+        (secrets, lifetime, deletion, duplicates, conflicts) still apply."""
+        item = self._pending(review_id, reviewer)
+        c = MemoryCandidate.from_dict(item["candidate"])
+        decision = evaluate(c, current=self.ledger.current_record(c.memory_id),
+                            deleted=self.ledger.is_deleted(c.memory_id), mode="approve",
+                            config=self.policy)
+        with self.store._write():
+            if decision.outcome == ALLOW:
+                res = self.ledger.commit(c, Authority.HUMAN_REVIEWED, created_at=self.now(),
+                                         expected_record_id=None, first=True,
+                                         actor="operator", event="gov_approve")
+            else:
+                res = WriteResult("rejected", decision.reason, c.memory_id)
+            status = "approved" if res.outcome == "written" else "refused"
+            sql.decide_review(self.store.backend, review_id, status=status,
+                              decided_at=self.now(), decided_by=reviewer,
+                              record_id=res.record.record_id if res.record else None)
+            self.store.audit_trail.append("gov_review_decided", audit_data(
+                c.namespace, c.memory_id, review_id=review_id, status=status,
+                reason=res.reason, reviewer=reviewer), actor="operator")
+        return res
+
+    def reject_review(self, review_id: str, *, reviewer: str) -> None:
+        """Close a review item without writing anything."""
+        item = self._pending(review_id, reviewer)
+        with self.store._write():
+            sql.decide_review(self.store.backend, review_id, status="rejected",
+                              decided_at=self.now(), decided_by=reviewer, record_id=None)
+            self.store.audit_trail.append("gov_review_decided", {
+                "namespace": MemoryNamespace.from_dict(item["candidate"]["namespace"]).to_dict(),
+                "memory_id": item["memory_id"], "review_id": review_id, "status": "rejected",
+                "reviewer": reviewer}, actor="operator")
+
+    def _pending(self, review_id: str, reviewer: str) -> dict[str, Any]:
+        if not isinstance(reviewer, str) or not reviewer.strip():
+            raise ValidationError("reviewer must name the human who decided")
+        item = sql.review(self.store.backend, review_id)
+        if item is None:
+            raise GovernanceRefusal("unknown_review", f"no review item {review_id!r}: list "
+                                    "them with pending_reviews(namespace)")
+        if item["status"] != "pending":
+            raise GovernanceRefusal("review_not_pending", f"review {review_id!r} is already "
+                                    f"{item['status']}")
+        return item
+
+    # ------------------------------------------------------------------ correct
+    def correct(self, candidate: MemoryCandidate, *, expected_record_id: str) -> WriteResult:
+        """Commit a new version of an existing memory, compare-and-set on the version
+        the caller read: a stale ``expected_record_id`` gets ``stale_expected_record``."""
+        c = _candidate(candidate)
+        if not isinstance(expected_record_id, str) or not expected_record_id:
+            raise ValidationError("expected_record_id must be the record_id you last read "
+                                  "(runtime.current(...).record_id)")
+        rid = record_id_for(c.namespace, c.memory_id, c.candidate_id)
+        if sql.record_by_id(self.store.backend, rid) is not None:
+            return self.ledger.commit(c, self._authority_of(rid), created_at=self.now(),
+                                      expected_record_id=expected_record_id, first=False)
+        decision = evaluate(c, current=self.ledger.current_record(c.memory_id),
+                            deleted=self.ledger.is_deleted(c.memory_id), mode="correct",
+                            config=self.policy)
+        if decision.outcome == REJECT:
+            self._audit("gov_decision", audit_data(
+                c.namespace, c.memory_id, candidate_id=c.candidate_id, outcome=REJECT,
+                reason=decision.reason, findings=list(decision.findings)))
+            return WriteResult("rejected", decision.reason, c.memory_id)
+        if decision.outcome != ALLOW:
+            return self._queue(c, decision.reason)
+        assert decision.authority is not None
+        return self.ledger.commit(c, decision.authority, created_at=self.now(),
+                                  expected_record_id=expected_record_id, first=False,
+                                  event="gov_correct")
+
+    # ------------------------------------------------------------------ forget / hide
+    def forget(self, namespace: MemoryNamespace | dict[str, Any], memory_type: MemoryType | str,
+               subject: str, *, reason: str, request_id: str | None = None) -> DeletionReceipt:
+        """Tombstone a memory: recall stops at once, every later append is refused
+        (``memory_deleted``), stored text is scrubbed, and the receipt holds no content."""
+        ns, mid = self._address(namespace, memory_type, subject)
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValidationError("reason is required: say why the memory is forgotten")
+        got = self.ledger.forget(ns, mid, reason=reason.strip(), at=self.now(),
+                                 request_id=request_id)
+        if isinstance(got, str):
+            raise GovernanceRefusal(got, f"cannot forget {subject!r} in {ns.label()}: " + (
+                "the request id was already used for another memory" if got == "request_id_conflict"
+                else "there is no such memory in this namespace"))
+        return got
+
+    def hide(self, namespace: MemoryNamespace | dict[str, Any], memory_type: MemoryType | str,
+             subject: str, hidden: bool = True) -> bool:
+        """Hide (or show) a memory in display views such as ``profile``. Hiding is not
+        deletion: recall still sees it. Use ``forget`` to stop a memory being used."""
+        ns, mid = self._address(namespace, memory_type, subject)
+        with self.store._write():
+            n = sql.set_hidden(self.store.backend, mid, hidden)
+            if n:
+                self.store.audit_trail.append("gov_hide", audit_data(ns, mid, hidden=hidden),
+                                              actor="operator")
+        return bool(n)
+
+    # ------------------------------------------------------------------ reads
+    def _address(self, namespace: Any, memory_type: Any, subject: Any
+                 ) -> tuple[MemoryNamespace, str]:
+        ns = coerce_namespace(namespace)
+        if not isinstance(subject, str) or not subject.strip():
+            raise ValidationError("subject is empty: name the memory to address")
+        return ns, memory_id_for(ns, MemoryType.coerce(memory_type), subject)
+
+    def current(self, namespace: Any, memory_type: Any, subject: str) -> MemoryRecord | None:
+        """The current version (active, not deleted), expired or not."""
+        return self.ledger.current_record(self._address(namespace, memory_type, subject)[1])
+
+    def versions(self, namespace: Any, memory_type: Any, subject: str) -> list[MemoryRecord]:
+        return self.ledger.versions(self._address(namespace, memory_type, subject)[1])
+
+    def state(self, namespace: Any, memory_type: Any, subject: str, *,
+              at: str | datetime | None = None) -> str:
+        """``absent``, ``active``, ``expired``, ``not_yet_valid``, ``hidden`` or ``deleted``."""
+        _ns, mid = self._address(namespace, memory_type, subject)
+        if self.ledger.is_deleted(mid):
+            return "deleted"
+        rec = self.ledger.current_record(mid)
+        if rec is None:
+            return "absent"
+        when = parse_at(at) if at is not None else self.now()
+        if rec.expires_at is not None and when >= rec.expires_at:
+            return "expired"
+        if rec.valid_from > when:
+            return "not_yet_valid"
+        cur = sql.current(self.store.backend, mid)
+        return "hidden" if cur and cur["hidden"] else "active"
+
+    def _visible(self, ns: MemoryNamespace) -> list[tuple[MemoryRecord, bool]]:
+        rows = sql.visible_current(self.store.backend, ns.owner, ns.project)
+        return [(MemoryRecord.from_dict({k: v for k, v in r.items() if k != "_hidden"}),
+                 r["_hidden"]) for r in rows]
+
+    def recall(self, namespace: Any, query: str, *, k: int = 3,
+               sensitivity: Collection[Sensitivity | str] = DEFAULT_SENSITIVITY,
+               memory_types: Collection[MemoryType | str] | None = None,
+               at: str | datetime | None = None) -> RecallOutcome:
+        """Records for this task: namespace, current version and tombstone filtered in
+        SQL; expiry, sensitivity and type filtered next; then ranked and cut to ``k``."""
+        ns = coerce_namespace(namespace)
+        if not isinstance(query, str):
+            raise ValidationError("query must be a string")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise ValidationError(f"k must be a whole number >= 0, not {k!r}")
+        sens = frozenset(Sensitivity.coerce(s) for s in sensitivity)
+        types = None if memory_types is None else frozenset(MemoryType.coerce(t)
+                                                            for t in memory_types)
+        when = parse_at(at) if at is not None else self.now()
+        return rank([r for r, _h in self._visible(ns)], query, at=when, k=k,
+                    sensitivity=sens, types=types)
+
+    def resolve(self, namespace: Any, record_ids: Sequence[str], *,
+                at: str | datetime | None = None) -> list[MemoryRecord]:
+        """Re-check ids from a cache or index against the ledger: only records that
+        are still the current, valid, visible version come back."""
+        ns = coerce_namespace(namespace)
+        when = parse_at(at) if at is not None else self.now()
+        live = {r.record_id: r for r, _h in self._visible(ns) if r.is_valid_at(when)}
+        return [live[i] for i in record_ids if i in live]
+
+    def profile(self, namespace: Any, *, at: str | datetime | None = None) -> dict[str, dict[str, Any]]:
+        """The user's profile as a projection of current semantic records: subject ->
+        value with its provenance. A project record wins over a user-level one."""
+        ns = coerce_namespace(namespace)
+        when = parse_at(at) if at is not None else self.now()
+        out: dict[str, dict[str, Any]] = {}
+        for rec, hidden in sorted(self._visible(ns), key=lambda rh: rh[0].namespace.project or ""):
+            if hidden or rec.memory_type != MemoryType.SEMANTIC or not rec.is_valid_at(when):
+                continue
+            out[rec.subject] = {"value": rec.content, "record_id": rec.record_id,
+                                "memory_id": rec.memory_id, "version": rec.version,
+                                "authority": rec.authority.value, "source_id": rec.source_id,
+                                "scope": "project" if rec.namespace.project else "user"}
+        return out
+
+    def rebuild_projection(self) -> dict[str, int]:
+        """Replay the event history into the current projection."""
+        return self.ledger.rebuild_projection()
+
+
+def _candidate(value: Any) -> MemoryCandidate:
+    if not isinstance(value, MemoryCandidate):
+        raise ValidationError("pass a MemoryCandidate (anneal_memory.governance)")
+    return value

@@ -1,0 +1,396 @@
+"""SQL for the governed memory runtime and the namespace-scoped episode view.
+
+The governance tables live in the same database file as the episodes and are created
+idempotently on first use. Every table carries the namespace (``ns_key`` for exact
+identity, ``ns_owner`` + ``ns_project`` for the visibility rule) and every index leads
+with it. Writes run inside the caller's ``Store._write()`` transaction (BEGIN IMMEDIATE),
+which is what serialises racing first writes across threads and processes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from .base import EpisodeRow, SearchFilters
+from .sqlite import _EP_COLS, SQLiteBackend, _row, _split_sql
+
+#: Reserved metadata key under which a scoped view stamps an episode's namespace.
+NS_META_KEY = "_anneal_ns"
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS gov_records (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    record_id TEXT NOT NULL UNIQUE,
+    memory_id TEXT NOT NULL,
+    ns_key TEXT NOT NULL,
+    ns_owner TEXT NOT NULL,
+    ns_project TEXT,
+    version INTEGER NOT NULL,
+    payload_digest TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (memory_id, version)
+);
+CREATE INDEX IF NOT EXISTS gov_ix_records_ns ON gov_records(ns_owner, ns_project, memory_id);
+CREATE TABLE IF NOT EXISTS gov_current (
+    memory_id TEXT PRIMARY KEY,
+    ns_key TEXT NOT NULL,
+    ns_owner TEXT NOT NULL,
+    ns_project TEXT,
+    record_id TEXT,
+    version INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    hidden INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS gov_ix_current_ns ON gov_current(ns_owner, ns_project, state);
+CREATE TABLE IF NOT EXISTS gov_tombstones (
+    memory_id TEXT PRIMARY KEY,
+    ns_key TEXT NOT NULL,
+    ns_owner TEXT NOT NULL,
+    ns_project TEXT,
+    receipt_id TEXT NOT NULL UNIQUE,
+    request_key TEXT UNIQUE,
+    receipt TEXT NOT NULL,
+    deleted_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS gov_events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    ns_key TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS gov_ix_events_ns ON gov_events(ns_key, memory_id, seq);
+CREATE TABLE IF NOT EXISTS gov_reviews (
+    review_id TEXT PRIMARY KEY,
+    memory_id TEXT NOT NULL,
+    ns_key TEXT NOT NULL,
+    ns_owner TEXT NOT NULL,
+    ns_project TEXT,
+    candidate TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    decided_at TEXT,
+    decided_by TEXT,
+    record_id TEXT
+);
+CREATE INDEX IF NOT EXISTS gov_ix_reviews_ns ON gov_reviews(ns_owner, ns_project, status);
+CREATE TABLE IF NOT EXISTS gov_episode_removed (
+    id TEXT PRIMARY KEY,
+    ns_owner TEXT NOT NULL,
+    ns_project TEXT
+);
+CREATE INDEX IF NOT EXISTS gov_ix_episode_ns
+    ON episodes(json_extract(metadata, '$.{NS_META_KEY}.owner'));
+CREATE TRIGGER IF NOT EXISTS gov_episode_ad AFTER DELETE ON episodes
+WHEN json_extract(old.metadata, '$.{NS_META_KEY}.owner') IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO gov_episode_removed(id, ns_owner, ns_project) VALUES (
+        old.id, json_extract(old.metadata, '$.{NS_META_KEY}.owner'),
+        json_extract(old.metadata, '$.{NS_META_KEY}.project'));
+END;
+"""
+
+
+def ensure_schema(backend: SQLiteBackend) -> None:
+    """Create the governance tables if this database does not have them yet."""
+    if backend.read_only:
+        return
+    if getattr(backend, "_gov_schema_ready", False):
+        return
+    with backend.transaction():
+        for stmt in _split_sql(_SCHEMA):
+            backend.q(stmt)
+    backend._gov_schema_ready = True  # type: ignore[attr-defined]
+
+
+def has_schema(backend: SQLiteBackend) -> bool:
+    return backend.q1("SELECT 1 FROM sqlite_master WHERE name='gov_records'") is not None
+
+
+def _visible(alias: str = "") -> str:
+    """The namespace visibility rule: same owner; user-level rows (no project) or the
+    reader's own project."""
+    p = f"{alias}." if alias else ""
+    return f"{p}ns_owner = ? AND ({p}ns_project IS NULL OR {p}ns_project = ?)"
+
+
+# ---------------------------------------------------------------------- records
+def insert_record(b: SQLiteBackend, *, record_id: str, memory_id: str, ns_key: str,
+                  ns_owner: str, ns_project: str | None, version: int, payload_digest: str,
+                  body: dict[str, Any], created_at: str) -> bool:
+    """Insert one immutable version; False when (memory_id, version) is already taken."""
+    try:
+        b.q("INSERT INTO gov_records(record_id, memory_id, ns_key, ns_owner, ns_project, "
+            "version, payload_digest, body, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+            (record_id, memory_id, ns_key, ns_owner, ns_project, version, payload_digest,
+             json.dumps(body, sort_keys=True, ensure_ascii=False), created_at))
+    except sqlite3.IntegrityError:
+        return False
+    b.q("INSERT INTO gov_events(kind, memory_id, ns_key, ref, at) VALUES ('record',?,?,?,?)",
+        (memory_id, ns_key, record_id, created_at))
+    return True
+
+
+def record_by_id(b: SQLiteBackend, record_id: str) -> tuple[str, dict[str, Any]] | None:
+    """(payload_digest, body) of one version, or None."""
+    r = b.q1("SELECT payload_digest, body FROM gov_records WHERE record_id=?", (record_id,))
+    return None if r is None else (r[0], json.loads(r[1]))
+
+
+def versions(b: SQLiteBackend, memory_id: str) -> list[dict[str, Any]]:
+    return [json.loads(r[0]) for r in b.q(
+        "SELECT body FROM gov_records WHERE memory_id=? ORDER BY version", (memory_id,))]
+
+
+def scrub_versions(b: SQLiteBackend, memory_id: str) -> None:
+    """Blank the content of every version of a forgotten memory (ids and digests stay)."""
+    for rid, body in b.q("SELECT record_id, body FROM gov_records WHERE memory_id=?",
+                         (memory_id,)):
+        data = json.loads(body)
+        data["content"] = None
+        b.q("UPDATE gov_records SET body=? WHERE record_id=?",
+            (json.dumps(data, sort_keys=True, ensure_ascii=False), rid))
+
+
+# ---------------------------------------------------------------------- projection
+def current(b: SQLiteBackend, memory_id: str) -> dict[str, Any] | None:
+    r = b.q1("SELECT record_id, version, state, hidden FROM gov_current WHERE memory_id=?",
+             (memory_id,))
+    if r is None:
+        return None
+    return {"record_id": r[0], "version": r[1], "state": r[2], "hidden": bool(r[3])}
+
+
+def set_current(b: SQLiteBackend, *, memory_id: str, ns_key: str, ns_owner: str,
+                ns_project: str | None, record_id: str | None, version: int, state: str) -> None:
+    b.q("INSERT INTO gov_current(memory_id, ns_key, ns_owner, ns_project, record_id, version, "
+        "state) VALUES (?,?,?,?,?,?,?) ON CONFLICT(memory_id) DO UPDATE SET "
+        "record_id=excluded.record_id, version=excluded.version, state=excluded.state",
+        (memory_id, ns_key, ns_owner, ns_project, record_id, version, state))
+
+
+def set_hidden(b: SQLiteBackend, memory_id: str, hidden: bool) -> int:
+    return b.conn.execute("UPDATE gov_current SET hidden=? WHERE memory_id=?",
+                          (1 if hidden else 0, memory_id)).rowcount
+
+
+def visible_current(b: SQLiteBackend, owner: str, project: str | None) -> list[dict[str, Any]]:
+    """Bodies of the active current versions the reader's namespace may see."""
+    rows = b.q("SELECT r.body, c.hidden FROM gov_current c JOIN gov_records r "
+               f"ON r.record_id = c.record_id WHERE c.state='active' AND {_visible('c')} "
+               "ORDER BY c.memory_id", (owner, project))
+    return [{**json.loads(body), "_hidden": bool(h)} for body, h in rows]
+
+
+def all_current_unscoped(b: SQLiteBackend) -> list[dict[str, Any]]:
+    """Every active current version of every namespace: for the evaluation's unscoped
+    baseline and for operators, never for an agent's recall."""
+    return [json.loads(r[0]) for r in b.q(
+        "SELECT r.body FROM gov_current c JOIN gov_records r ON r.record_id = c.record_id "
+        "WHERE c.state='active' ORDER BY c.memory_id")]
+
+
+def events(b: SQLiteBackend) -> list[tuple[str, str, str, str]]:
+    """(kind, memory_id, ns_key, ref) in commit order: the replay source."""
+    return [tuple(r) for r in b.q(  # type: ignore[misc]
+        "SELECT kind, memory_id, ns_key, ref FROM gov_events ORDER BY seq")]
+
+
+def clear_projection(b: SQLiteBackend) -> dict[str, bool]:
+    """Drop the projection (keeping the hidden flags to restore) before a replay."""
+    hidden = {r[0]: True for r in b.q("SELECT memory_id FROM gov_current WHERE hidden=1")}
+    b.q("DELETE FROM gov_current")
+    return hidden
+
+
+# ---------------------------------------------------------------------- tombstones
+def tombstone(b: SQLiteBackend, memory_id: str) -> dict[str, Any] | None:
+    r = b.q1("SELECT receipt FROM gov_tombstones WHERE memory_id=?", (memory_id,))
+    return None if r is None else json.loads(r[0])
+
+
+def tombstone_by_request(b: SQLiteBackend, request_key: str) -> dict[str, Any] | None:
+    r = b.q1("SELECT receipt FROM gov_tombstones WHERE request_key=?", (request_key,))
+    return None if r is None else json.loads(r[0])
+
+
+def insert_tombstone(b: SQLiteBackend, *, memory_id: str, ns_key: str, ns_owner: str,
+                     ns_project: str | None, receipt: dict[str, Any],
+                     request_key: str | None) -> None:
+    b.q("INSERT INTO gov_tombstones(memory_id, ns_key, ns_owner, ns_project, receipt_id, "
+        "request_key, receipt, deleted_at) VALUES (?,?,?,?,?,?,?,?)",
+        (memory_id, ns_key, ns_owner, ns_project, receipt["receipt_id"], request_key,
+         json.dumps(receipt, sort_keys=True), receipt["deleted_at"]))
+    b.q("INSERT INTO gov_events(kind, memory_id, ns_key, ref, at) VALUES ('tombstone',?,?,?,?)",
+        (memory_id, ns_key, receipt["receipt_id"], receipt["deleted_at"]))
+
+
+# ---------------------------------------------------------------------- reviews
+def insert_review(b: SQLiteBackend, *, review_id: str, memory_id: str, ns_key: str,
+                  ns_owner: str, ns_project: str | None, candidate: dict[str, Any], reason: str,
+                  created_at: str) -> bool:
+    """Queue one item; False when this review id is already queued (a retry)."""
+    cur = b.conn.execute(
+        "INSERT OR IGNORE INTO gov_reviews(review_id, memory_id, ns_key, ns_owner, ns_project, "
+        "candidate, reason, status, created_at) VALUES (?,?,?,?,?,?,?, 'pending', ?)",
+        (review_id, memory_id, ns_key, ns_owner, ns_project,
+         json.dumps(candidate, sort_keys=True), reason, created_at))
+    return cur.rowcount == 1
+
+
+_REVIEW_COLS = ("review_id", "memory_id", "ns_key", "candidate", "reason", "status", "created_at",
+                "decided_at", "decided_by", "record_id")
+
+
+def _review(r: Sequence[Any]) -> dict[str, Any]:
+    d = dict(zip(_REVIEW_COLS, r))
+    d["candidate"] = json.loads(d["candidate"])
+    return d
+
+
+def review(b: SQLiteBackend, review_id: str) -> dict[str, Any] | None:
+    r = b.q1(f"SELECT {', '.join(_REVIEW_COLS)} FROM gov_reviews WHERE review_id=?",
+             (review_id,))
+    return None if r is None else _review(r)
+
+
+def reviews(b: SQLiteBackend, owner: str, project: str | None,
+            status: str | None = "pending") -> list[dict[str, Any]]:
+    sql = f"SELECT {', '.join(_REVIEW_COLS)} FROM gov_reviews WHERE {_visible()}"
+    params: list[Any] = [owner, project]
+    if status is not None:
+        sql += " AND status=?"
+        params.append(status)
+    return [_review(r) for r in b.q(sql + " ORDER BY created_at, review_id", params)]
+
+
+def cancel_reviews(b: SQLiteBackend, memory_id: str, *, decided_at: str) -> int:
+    """Close every pending review of a forgotten memory so no approval can revive it."""
+    return b.conn.execute(
+        "UPDATE gov_reviews SET status='cancelled', decided_at=?, decided_by='forget', "
+        "candidate='{}' WHERE memory_id=? AND status='pending'",
+        (decided_at, memory_id)).rowcount
+
+
+def decide_review(b: SQLiteBackend, review_id: str, *, status: str, decided_at: str,
+                  decided_by: str, record_id: str | None) -> int:
+    return b.conn.execute(
+        "UPDATE gov_reviews SET status=?, decided_at=?, decided_by=?, record_id=? "
+        "WHERE review_id=? AND status='pending'",
+        (status, decided_at, decided_by, record_id, review_id)).rowcount
+
+
+# ---------------------------------------------------------------------- scoped episodes
+def _ep_scope(alias: str) -> str:
+    p = f"{alias}." if alias else ""
+    owner = f"json_extract({p}metadata, '$.{NS_META_KEY}.owner')"
+    project = f"json_extract({p}metadata, '$.{NS_META_KEY}.project')"
+    return f"({owner} = ? AND ({project} IS NULL OR {project} = ?))"
+
+
+class ScopedSQLiteBackend:
+    """The backend of a namespace-scoped Store view.
+
+    Reads of episodes, their links, tombstones and counts see only the namespace's
+    episodes: the filter is part of the SQL, so nothing outside the scope is ranked,
+    counted or exported. Transactions, metadata, the wrap table and the audit chain are
+    the underlying backend's (one database, one chain).
+    """
+
+    def __init__(self, inner: SQLiteBackend, owner: str, project: str | None) -> None:
+        self._inner = inner
+        self._scope = (owner, project)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    # SQLiteBackend.search builds its WHERE clause through _filter_sql; adding the scope
+    # there filters phrase, word (BM25) and plain listings alike, before any ranking.
+    def _filter_sql(self, f: SearchFilters, alias: str = "e") -> tuple[str, list[Any]]:
+        where, params = SQLiteBackend._filter_sql(self._inner, f, alias)
+        return f"{where} AND {_ep_scope(alias)}", [*params, *self._scope]
+
+    def search(self, filters: SearchFilters, **kwargs: Any) -> Any:
+        return SQLiteBackend.search(self, filters, **kwargs)  # type: ignore[arg-type]
+
+    def _rows(self, where: str, params: Sequence[Any], order: str = "timestamp ASC, rowid ASC"
+              ) -> list[EpisodeRow]:
+        return [_row(r) for r in self._inner.q(
+            f"SELECT {_EP_COLS} FROM episodes WHERE ({where}) AND {_ep_scope('')} "
+            f"ORDER BY {order}", [*params, *self._scope])]
+
+    def get_episodes(self, ids: Sequence[str]) -> dict[str, EpisodeRow]:
+        out: dict[str, EpisodeRow] = {}
+        ids = list(dict.fromkeys(ids))
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            for r in self._rows(f"id IN ({','.join('?' * len(chunk))})", chunk):
+                out[r.id] = r
+        return out
+
+    def all_episodes(self, *, order: str = "timestamp ASC, rowid ASC") -> Iterator[EpisodeRow]:
+        yield from self._rows("1", (), order)
+
+    def unwrapped_episodes(self) -> list[EpisodeRow]:
+        return self._rows("wrap_id IS NULL", ())
+
+    def state_key_holders(self, key: str | None = None) -> list[EpisodeRow]:
+        if key is None:
+            return self._rows("state_key IS NOT NULL", (), "state_key, timestamp ASC, rowid ASC")
+        return self._rows("state_key = ?", (key,))
+
+    def ids_older_than(self, cutoff: str) -> list[str]:
+        return [r.id for r in self._rows("timestamp < ?", (cutoff,))]
+
+    def _count(self, where: str = "1", params: Sequence[Any] = ()) -> int:
+        r = self._inner.q1(f"SELECT COUNT(*) FROM episodes WHERE ({where}) AND {_ep_scope('')}",
+                           [*params, *self._scope])
+        return int(r[0]) if r else 0
+
+    def count_episodes(self) -> int:
+        return self._count()
+
+    def count_unwrapped(self) -> int:
+        return self._count("wrap_id IS NULL")
+
+    def _group(self, col: str) -> dict[str, int]:
+        return {r[0]: r[1] for r in self._inner.q(
+            f"SELECT {col}, COUNT(*) FROM episodes WHERE {_ep_scope('')} GROUP BY {col}",
+            self._scope)}
+
+    def counts_by_type(self) -> dict[str, int]:
+        return self._group("type")
+
+    def counts_by_trust(self) -> dict[str, int]:
+        return self._group("trust")
+
+    def _in_scope_sql(self, col: str) -> str:
+        return f"{col} IN (SELECT id FROM episodes WHERE {_ep_scope('')})"
+
+    def count_superseded(self) -> int:
+        r = self._inner.q1("SELECT COUNT(DISTINCT old_id) FROM supersessions WHERE "
+                           + self._in_scope_sql("old_id"), self._scope)
+        return int(r[0]) if r else 0
+
+    def all_supersessions(self) -> list[tuple[str, str, str, str]]:
+        return [tuple(r) for r in self._inner.q(  # type: ignore[misc]
+            "SELECT old_id, new_id, kind, created_at FROM supersessions WHERE "
+            f"{self._in_scope_sql('old_id')} AND {self._in_scope_sql('new_id')} "
+            "ORDER BY created_at", [*self._scope, *self._scope])]
+
+    def _removed_ids(self) -> set[str]:
+        return {r[0] for r in self._inner.q(
+            f"SELECT id FROM gov_episode_removed WHERE {_visible()}", self._scope)}
+
+    def tombstones(self, ids: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+        mine = self._removed_ids()
+        wanted = mine if ids is None else mine & set(ids)
+        return self._inner.tombstones(sorted(wanted)) if wanted else {}
+
+    def count_tombstones(self) -> int:
+        return len(self._removed_ids())
