@@ -7,7 +7,16 @@ import json
 from typing import Any
 
 from ..errors import AnnealMemoryError, ValidationError
-from .common import add_json, db_path, emit, group, open_store, progress, read_json, read_store
+from .common import (
+    command,
+    db_path,
+    emit,
+    group,
+    open_store,
+    progress,
+    read_json,
+    read_store,
+)
 
 
 class ServeUnavailable(AnnealMemoryError):
@@ -30,41 +39,27 @@ SNIPPETS_VERSION = SNIPPET_CHANGES[-1][0]
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("status", help="counts and health of the store")
-    add_json(p)
-    p.set_defaults(func=cmd_status)
+    p = command(sub, "status", "counts and health of the store", cmd_status)
 
-    p = sub.add_parser("stats", help="detailed analytics: types, trust, wraps, patterns, tiers")
-    add_json(p)
-    p.set_defaults(func=cmd_stats)
+    p = command(sub, "stats", "detailed analytics: types, trust, wraps, patterns, tiers", cmd_stats)
 
-    p = sub.add_parser("graph", help="association graph (none are formed since 1.0.2)")
+    p = command(sub, "graph", "association graph (none are formed since 1.0.2)", cmd_graph)
     p.add_argument("--format", choices=("dot", "json"), default="dot")
-    add_json(p)
-    p.set_defaults(func=cmd_graph)
 
-    p = sub.add_parser("diff", help="wrap metric progression over the last N wraps")
+    p = command(sub, "diff", "wrap metric progression over the last N wraps", cmd_diff)
     p.add_argument("--wraps", type=int, default=5, metavar="N")
-    add_json(p)
-    p.set_defaults(func=cmd_diff)
 
-    p = sub.add_parser("export", help="the whole store as one JSON document")
+    p = command(sub, "export", "the whole store as one JSON document", cmd_export)
     p.add_argument("--format", choices=("json",), default="json")
     p.add_argument("--output", metavar="FILE", help="write to FILE instead of standard output")
-    add_json(p)
-    p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("import", help="load an export (all or nothing)")
+    p = command(sub, "import", "load an export (all or nothing)", cmd_import)
     p.add_argument("file", help="an export file, or - for standard input")
-    add_json(p)
-    p.set_defaults(func=cmd_import)
 
     _, msub = group(sub, "migrate", "instruction snippets after an upgrade (never edits files)")
     for name, text in (("check", "what changed in the agent instructions since your last ack"),
                        ("ack", "record that your instructions are up to date")):
-        p = msub.add_parser(name, help=text)
-        add_json(p)
-        p.set_defaults(func=cmd_migrate, migrate_view=name)
+        command(msub, name, text, cmd_migrate).set_defaults(migrate_view=name)
 
     p = sub.add_parser("serve", help="run the MCP server on stdio (needs anneal-memory[mcp])")
     p.add_argument("--session-id", help="the session this server wraps as (baton holder)")

@@ -10,7 +10,7 @@ from typing import Any
 from ..audit import AuditTrail
 from ..clock import parse_since
 from ..errors import AuditError
-from .common import add_json, db_path, emit, group, open_store, progress
+from .common import add_json, command, db_path, emit, group, open_store, progress
 
 
 def register(sub: Any) -> None:
@@ -21,20 +21,14 @@ def register(sub: Any) -> None:
     p.add_argument("--limit", type=int, default=50, help="the newest N entries (0: all)")
     add_json(p)
     p.set_defaults(func=cmd_audit)
-    v = asub.add_parser("verify", help="walk the whole chain and report the first break")
-    add_json(v)
-    v.set_defaults(func=cmd_verify)
+    command(asub, "verify", "walk the whole chain and report the first break", cmd_verify)
 
-    v = sub.add_parser("verify", help="verify the audit chain (same as audit verify)")
-    add_json(v)
-    v.set_defaults(func=cmd_verify)
+    command(sub, "verify", "verify the audit chain (same as audit verify)", cmd_verify)
 
-    r = sub.add_parser("audit-repair",
-                       help="rebuild the audit files and manifest from the database's copy")
+    r = command(sub, "audit-repair",
+                "rebuild the audit files and manifest from the database's copy", cmd_repair)
     r.add_argument("--set-aside-unreadable", action="store_true",
                    help="accepted for compatibility: every old file is set aside, never deleted")
-    add_json(r)
-    r.set_defaults(func=cmd_repair)
 
 
 def _existing_db(args: argparse.Namespace) -> Any:

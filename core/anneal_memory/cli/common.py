@@ -24,6 +24,14 @@ def add_json(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
+def command(sub: Any, name: str, help_text: str, func: Any) -> argparse.ArgumentParser:
+    """Declare a command that prints data (so it takes --json) and runs ``func``."""
+    p = sub.add_parser(name, help=help_text)
+    add_json(p)
+    p.set_defaults(func=func)
+    return p
+
+
 def emit(args: argparse.Namespace, data: Any, text: str | None = None) -> None:
     """Print ``data`` as one JSON document with --json, else ``text``."""
     if getattr(args, "json", False):

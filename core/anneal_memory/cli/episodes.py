@@ -10,7 +10,7 @@ from ..continuity.schema import NAMED_SCHEMAS
 from ..errors import EpisodeNotFoundError, ValidationError
 from ..types import TRUST_LEVELS
 from .common import (
-    add_json,
+    command,
     db_path,
     emit,
     episode_line,
@@ -22,15 +22,13 @@ from .common import (
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("init", help="create the store (the consolidation baton is required by default)")
+    p = command(sub, "init", "create the store (the consolidation baton is required by default)", cmd_init)
     p.add_argument("--no-baton", action="store_true",
                    help="let any caller wrap this store (no single-consolidator gate)")
     p.add_argument("--schema", default="default", choices=sorted(NAMED_SCHEMAS),
                    help="continuity section schema for a new store")
-    add_json(p)
-    p.set_defaults(func=cmd_init)
 
-    p = sub.add_parser("record", help="record one episode")
+    p = command(sub, "record", "record one episode", cmd_record)
     p.add_argument("text", help="the episode text, or - to read it from standard input")
     p.add_argument("--type", default="observation",
                    help="observation, decision, tension, question, outcome or context (default observation)")
@@ -43,10 +41,8 @@ def register(sub: Any) -> None:
     p.add_argument("--timestamp", help="when it happened (ISO 8601; default now)")
     p.add_argument("--source", default="agent", help="who recorded it (default agent)")
     p.add_argument("--metadata", help="a JSON object stored with the episode")
-    add_json(p)
-    p.set_defaults(func=cmd_record)
 
-    p = sub.add_parser("search", help="keyword recall with filters")
+    p = command(sub, "search", "keyword recall with filters", cmd_search)
     p.add_argument("query", nargs="?", default=None, help="phrase or words (omit for all)")
     p.add_argument("--type", help="only this episode type")
     p.add_argument("--source", help="only this source")
@@ -56,43 +52,29 @@ def register(sub: Any) -> None:
     p.add_argument("--offset", type=int, default=0)
     p.add_argument("--include-superseded", action="store_true",
                    help="also show episodes a newer one replaced")
-    add_json(p)
-    p.set_defaults(func=cmd_search)
 
-    p = sub.add_parser("get", help="show one episode")
+    p = command(sub, "get", "show one episode", cmd_get)
     p.add_argument("id")
-    add_json(p)
-    p.set_defaults(func=cmd_get)
 
-    p = sub.add_parser("delete", help="remove an episode for good (a tombstone keeps its hash)")
+    p = command(sub, "delete", "remove an episode for good (a tombstone keeps its hash)", cmd_delete)
     p.add_argument("id")
-    add_json(p)
-    p.set_defaults(func=cmd_delete)
 
-    p = sub.add_parser("prune", help="remove episodes older than N days")
+    p = command(sub, "prune", "remove episodes older than N days", cmd_prune)
     p.add_argument("--older-than-days", type=int, required=True, metavar="N")
-    add_json(p)
-    p.set_defaults(func=cmd_prune)
 
-    p = sub.add_parser("state", help="state keys: current holder and history; --set/--unset")
+    p = command(sub, "state", "state keys: current holder and history; --set/--unset", cmd_state)
     p.add_argument("key", nargs="?", default=None)
     act = p.add_mutually_exclusive_group()
     act.add_argument("--set", metavar="ID", help="put episode ID into slot KEY")
     act.add_argument("--unset", metavar="ID", help="take episode ID out of its slot")
-    add_json(p)
-    p.set_defaults(func=cmd_state)
 
-    p = sub.add_parser("unsupersede", help="remove a wrong supersession link")
+    p = command(sub, "unsupersede", "remove a wrong supersession link", cmd_unsupersede)
     p.add_argument("--old", required=True, metavar="ID")
     p.add_argument("--new", required=True, metavar="ID")
-    add_json(p)
-    p.set_defaults(func=cmd_unsupersede)
 
-    p = sub.add_parser("trust", help="set an episode's trust class (raising it is operator-only)")
+    p = command(sub, "trust", "set an episode's trust class (raising it is operator-only)", cmd_trust)
     p.add_argument("id")
     p.add_argument("level", help="agent, tool, external or operator")
-    add_json(p)
-    p.set_defaults(func=cmd_trust)
 
 
 def cmd_init(args: argparse.Namespace) -> int:

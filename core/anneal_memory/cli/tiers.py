@@ -9,60 +9,53 @@ from ..crystal import RECALL_MODES, RETIRE_KINDS, CrystalStore
 from ..errors import ValidationError
 from ..spores import GERMINATIONS, SPORE_TIERS, SPORE_TYPES, SporeStore
 from ..worth import OUTCOMES, OutcomeLog
-from .common import add_json, db_path, emit, group, open_store, read_store
-
-
-def _cmd(sub: Any, name: str, help_text: str, func: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(name, help=help_text)
-    add_json(p)
-    p.set_defaults(func=func)
-    return p
+from .common import command, db_path, emit, group, open_store, read_store
 
 
 def register(sub: Any) -> None:
     _, csub = group(sub, "crystal", "the crystallized tier: proven patterns recalled on cue")
-    _cmd(csub, "index", "one cue line per live crystal", cmd_crystal_index)
-    p = _cmd(csub, "recall", "crystals relevant to a query", cmd_crystal_recall)
+    command(csub, "index", "one cue line per live crystal", cmd_crystal_index)
+    p = command(csub, "recall", "crystals relevant to a query", cmd_crystal_recall)
     p.add_argument("query")
     p.add_argument("--max", type=int, default=3, dest="max_patterns")
     p.add_argument("--mode", choices=RECALL_MODES, default="query",
                    help="query (one shared word is enough) or strict/prompt (whole prompts)")
-    p = _cmd(csub, "get", "the full crystal (records a pull in the outcome log)", cmd_crystal_get)
+    p = command(csub, "get", "the full crystal (records a pull in the outcome log)", cmd_crystal_get)
     p.add_argument("name")
     p.add_argument("--no-record", action="store_true", help="read without recording a pull")
-    p = _cmd(csub, "list", "crystals, highest level first", cmd_crystal_list)
+    p = command(csub, "list", "crystals, highest level first", cmd_crystal_list)
     p.add_argument("--status", choices=("live", "retired", "all"), default="live")
-    p = _cmd(csub, "crystallize", "move a Proven pattern out of the continuity into a crystal",
+    p = command(csub, "crystallize", "move a Proven pattern out of the continuity into a crystal",
              cmd_crystallize)
     p.add_argument("name")
-    p = _cmd(csub, "retire", "take a crystal out of recall (kept for the record)", cmd_crystal_retire)
+    p = command(csub, "retire", "take a crystal out of recall (kept for the record)", cmd_crystal_retire)
     p.add_argument("name")
     p.add_argument("--kind", choices=RETIRE_KINDS, default="obsolete")
     p.add_argument("--reason")
-    p = _cmd(csub, "restore", "bring a retired crystal back", cmd_crystal_restore)
+    p = command(csub, "restore", "bring a retired crystal back", cmd_crystal_restore)
     p.add_argument("name")
-    p = _cmd(csub, "fold-surfaced", "count recall receipts into surfaced counts (once per wrap)",
+    p = command(csub, "fold-surfaced", "count recall receipts into surfaced counts (once per wrap)",
              cmd_fold_surfaced)
     p.add_argument("--receipts", nargs="+", required=True, metavar="FILE")
 
     _, ssub = group(sub, "spore", "prospective memory: open loops to close")
-    p = _cmd(ssub, "add", "open a spore", cmd_spore_add)
+    p = command(ssub, "add", "open a spore", cmd_spore_add)
     p.add_argument("text")
     p.add_argument("--type", choices=SPORE_TYPES, default="task")
     _spore_fields(p)
-    p = _cmd(ssub, "list", "open spores, ranked (--closed: recently closed)", cmd_spore_list)
+    p = command(ssub, "list", "open spores, ranked (--closed: recently closed)", cmd_spore_list)
     p.add_argument("--type", choices=SPORE_TYPES)
     p.add_argument("--tier", choices=SPORE_TIERS)
     p.add_argument("--domain")
     p.add_argument("--germination", choices=GERMINATIONS)
     p.add_argument("--closed", action="store_true")
-    p = _cmd(ssub, "get", "one spore", cmd_spore_get)
+    p = command(ssub, "get", "one spore", cmd_spore_get)
     p.add_argument("id")
-    p = _cmd(ssub, "surface", "what deserves attention now", cmd_spore_surface)
+    p = command(ssub, "surface", "what deserves attention now", cmd_spore_surface)
     p.add_argument("--limit", type=int)
-    p = _cmd(ssub, "touch", "mark a spore seen today", cmd_spore_touch)
+    p = command(ssub, "touch", "mark a spore seen today", cmd_spore_touch)
     p.add_argument("id")
-    p = _cmd(ssub, "update", "change an open spore's fields", cmd_spore_update)
+    p = command(ssub, "update", "change an open spore's fields", cmd_spore_update)
     p.add_argument("id")
     p.add_argument("--text")
     p.add_argument("--type", choices=SPORE_TYPES)
@@ -71,14 +64,14 @@ def register(sub: Any) -> None:
     p.add_argument("--note")
     for name, help_text in (("descend", "close a spore: the loop ends (done, dropped, answered ...)"),
                             ("ascend", "close a spore: it became something (--ref points at it)")):
-        p = _cmd(ssub, name, help_text, cmd_spore_close)
+        p = command(ssub, name, help_text, cmd_spore_close)
         p.add_argument("id")
         p.add_argument("--kind", required=True)
         p.add_argument("--ref", required=name == "ascend", help="what it became (ascend)")
         p.add_argument("--note")
         p.set_defaults(direction=name)
 
-    p = _cmd(sub, "outcome", "write back what happened after a recall", cmd_outcome)
+    p = command(sub, "outcome", "write back what happened after a recall", cmd_outcome)
     p.add_argument("--exposure-id", required=True)
     p.add_argument("--item", action="append", default=[], metavar="KIND:REF=LABEL",
                    help="e.g. crystal:retry_rule=followed (repeatable)")
@@ -86,7 +79,7 @@ def register(sub: Any) -> None:
     p.add_argument("--exposed", action="append", default=[], metavar="KIND:REF",
                    help="an item the recall showed (repeatable)")
 
-    p = _cmd(sub, "worth", "per crystal: retrieved on success vs failure turns", cmd_worth)
+    p = command(sub, "worth", "per crystal: retrieved on success vs failure turns", cmd_worth)
     p.add_argument("--episodes", action="store_true", help="also per cited episode")
 
 

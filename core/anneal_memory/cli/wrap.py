@@ -9,7 +9,7 @@ from typing import Any
 
 from ..continuity.schema import NAMED_SCHEMAS
 from ..errors import SchemaError, ValidationError
-from .common import add_json, db_path, emit, group, open_store, read_store, read_text
+from .common import command, db_path, emit, group, open_store, read_store, read_text
 
 # What a save result lists, in the order an operator wants to read it.
 _LISTED = ("demoted", "bare_demoted", "level_capped", "uncorroborated", "carried_forward",
@@ -17,14 +17,12 @@ _LISTED = ("demoted", "bare_demoted", "level_capped", "uncorroborated", "carried
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("prepare-wrap", help="open the wrap and print the compression package")
+    p = command(sub, "prepare-wrap", "open the wrap and print the compression package", cmd_prepare)
     p.add_argument("--session-id", help="the session wrapping (needed on a baton-gated store)")
     p.add_argument("--max-chars", type=int, help="target size of the continuity")
     p.add_argument("--staleness-days", type=int, default=7)
-    add_json(p)
-    p.set_defaults(func=cmd_prepare)
 
-    p = sub.add_parser("save-continuity", help="validate and save the compressed continuity")
+    p = command(sub, "save-continuity", "validate and save the compressed continuity", cmd_save)
     p.add_argument("file", help="the continuity markdown, or - for standard input")
     p.add_argument("--session-id", help="the session that prepared the wrap")
     p.add_argument("--wrap-token", help="the token prepare-wrap printed")
@@ -33,49 +31,33 @@ def register(sub: Any) -> None:
     p.add_argument("--affect-tag", help=argparse.SUPPRESS)  # retired layer: accepted, ignored
     p.add_argument("--affect-intensity", type=float, help=argparse.SUPPRESS)
     p.add_argument("--today", help="the wrap's date (default: the day prepare-wrap gave)")
-    add_json(p)
-    p.set_defaults(func=cmd_save)
 
-    p = sub.add_parser("wrap-cancel", help="abandon the open wrap; its episodes go to the next one")
+    p = command(sub, "wrap-cancel", "abandon the open wrap; its episodes go to the next one", cmd_cancel)
     p.add_argument("--wrap-token")
     p.add_argument("--session-id")
     p.add_argument("--force", action="store_true", help="cancel a gated wrap without its token")
-    add_json(p)
-    p.set_defaults(func=cmd_cancel)
 
     _, bsub = group(sub, "baton", "the single-consolidator gate: who may wrap this store")
-    p = bsub.add_parser("claim", help="make NAME the consolidating session")
+    p = command(bsub, "claim", "make NAME the consolidating session", cmd_baton_claim)
     p.add_argument("name")
     p.add_argument("--take", action="store_true", help="take it from the session holding it")
-    add_json(p)
-    p.set_defaults(func=cmd_baton_claim)
-    p = bsub.add_parser("status", help="who holds the baton")
-    add_json(p)
-    p.set_defaults(func=cmd_baton_status)
-    p = bsub.add_parser("release", help="give the baton back")
+    p = command(bsub, "status", "who holds the baton", cmd_baton_status)
+    p = command(bsub, "release", "give the baton back", cmd_baton_release)
     p.add_argument("name", nargs="?", default=None, help="release only if NAME holds it")
-    add_json(p)
-    p.set_defaults(func=cmd_baton_release)
 
-    p = sub.add_parser("set-schema", help="change the continuity section schema")
+    p = command(sub, "set-schema", "change the continuity section schema", cmd_set_schema)
     p.add_argument("schema", help="default, partnership, or a JSON file of {heading, role} specs")
-    add_json(p)
-    p.set_defaults(func=cmd_set_schema)
 
     _, psub = group(sub, "probe", "drift probes: what must survive consolidation")
-    p = psub.add_parser("add", help="declare a probe")
+    p = command(psub, "add", "declare a probe", cmd_probe_add)
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--pattern", metavar="NAME", help="a pattern that must keep its level")
     what.add_argument("--fact", metavar="TEXT", help="words that must stay in one sentence")
     p.add_argument("--min-level", type=int, help="pattern probes: level to hold (default: current)")
     p.add_argument("--section", metavar="HEADING", help="fact probes: look only in this section")
-    add_json(p)
-    p.set_defaults(func=cmd_probe_add)
     for name, text in (("status", "each probe's verdict at the last save"),
                        ("list", "the declared probes")):
-        p = psub.add_parser(name, help=text)
-        add_json(p)
-        p.set_defaults(func=cmd_probe_list, probe_view=name)
+        command(psub, name, text, cmd_probe_list).set_defaults(probe_view=name)
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
