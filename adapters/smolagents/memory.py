@@ -169,18 +169,34 @@ class AnnealMemory:
         if run_kwargs.get("stream"):
             return self._stream(agent, agent.run(task, **run_kwargs))
         result = agent.run(task, **run_kwargs)
+        self._record_answer(getattr(result, "output", result))
         if self.wrap_on_end:
             self.wrap(agent)
         return result
 
     def _stream(self, agent: Any, steps: Iterator[Any]) -> Iterator[Any]:
-        yield from steps
+        for step in steps:
+            if isinstance(step, FinalAnswerStep):
+                self._record_answer(step.output)
+            yield step
         if self.wrap_on_end:
             self.wrap(agent)
 
+    def _record_answer(self, output: Any) -> None:
+        # The FinalAnswerStep callback does this on smolagents >= 1.21; older releases never
+        # pass that step to callbacks. The session's de-duplication keeps one either way.
+        if self.record_outcome and output is not None:
+            self._safely(self.session.record_outcome, str(output))
+
     # --- step callbacks (never raise into the run) ----------------------------------------
     def on_action_step(self, step: ActionStep, agent: Any = None) -> None:
-        """Record the tool / code results of one action step with ``trust="tool"``."""
+        """Record the tool / code results of one action step with ``trust="tool"``; a
+        final-answer step that carries its answer records it too (older smolagents pass no
+        ``FinalAnswerStep`` to callbacks; the session's de-duplication keeps one)."""
+        if self.record_outcome and getattr(step, "is_final_answer", False):
+            output = getattr(step, "action_output", None)
+            if output is not None:
+                self._safely(self.session.record_outcome, str(output))
         if not self.record_tools:
             return
         try:

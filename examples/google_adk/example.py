@@ -46,7 +46,8 @@ class ScriptedLlm(BaseLlm):
             yield LlmResponse(content=types.Content(
                 role="model", parts=[types.Part(text=scripted_compress(texts[-1]))]))
             return
-        self.seen.append("\n".join(texts))
+        system = llm_request.config.system_instruction if llm_request.config else None
+        self.seen.append("\n".join([str(system or ""), *texts]))  # older ADK preloads into it
         answered = any(p.function_response for c in llm_request.contents for p in (c.parts or []))
         if answered or "What did" in texts[0]:
             part = types.Part(text="Water the north bed tonight.")

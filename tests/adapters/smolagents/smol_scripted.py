@@ -11,7 +11,7 @@ from smolagents.models import (
     ChatMessageToolCallFunction,
     MessageRole,
 )
-from smolagents.monitoring import LogLevel
+from smolagents.monitoring import LogLevel, TokenUsage
 
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
@@ -52,6 +52,11 @@ class ScriptedModel(Model):
 
     def generate(self, messages: list[Any], stop_sequences: Any = None, response_format: Any = None,
                  tools_to_call_from: Any = None, **kwargs: Any) -> ChatMessage:
+        reply = self._reply(messages, stop_sequences, tools_to_call_from)
+        reply.token_usage = TokenUsage(input_tokens=0, output_tokens=0)  # older monitors add these
+        return reply
+
+    def _reply(self, messages: list[Any], stop_sequences: Any, tools_to_call_from: Any) -> ChatMessage:
         messages = [m if isinstance(m, ChatMessage) else ChatMessage.from_dict(m) for m in messages]
         texts = [message_text(m) for m in messages]
         self.inputs.append("\n".join(texts))
