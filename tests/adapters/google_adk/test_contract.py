@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 
 from adk_scripted import ScriptedLlm, make_runner, read_gauge, run_turn
-from contract import AdapterContract, RunTrace
 from google.adk.agents import LlmAgent
 
 from anneal_memory import Store
 from anneal_memory.adapters.google_adk import AnnealMemoryPlugin, AnnealMemoryService
+
+from contract import AdapterContract, RunTrace
 
 
 class TestGoogleAdkContract(AdapterContract):

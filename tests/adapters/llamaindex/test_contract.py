@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from contract import AdapterContract, RunTrace
 from li_scripted import Script, make_agent
 
 from anneal_memory import Store
 from anneal_memory.adapters.llamaindex import AnnealMemory, AnnealToolRecorder
+
+from contract import AdapterContract, RunTrace
 
 
 class TestLlamaIndexContract(AdapterContract):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from contract import AdapterContract, RunTrace
 from smol_scripted import ScriptedModel, make_agent
 
 from anneal_memory import Store
 from anneal_memory.adapters.smolagents import AnnealMemory
+
+from contract import AdapterContract, RunTrace
 
 
 class _SmolagentsContract(AdapterContract):
