@@ -7,61 +7,141 @@ relayed facts, and a hash-chained audit trail. Standard library only.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
 from ._version import __version__
-from .audit import AuditTrail, AuditVerifyResult
-from .continuity.durable import DurableFact, parse_durable_facts
-from .continuity.parse import PatternSummary, extract_pattern_summaries
-from .continuity.schema import (
-    DEFAULT_SCHEMA,
-    FLOW_SCHEMA,
-    SectionSpec,
-    default_max_chars,
-    hard_max_chars,
-    schema_role_warning,
-    validate_schema,
-)
-from .crystal import CrystalStore, retrieve_patterns
-from .engine import Engine
-from .errors import (
-    AnnealMemoryError,
-    AuditError,
-    BatonError,
-    ContinuityValidationError,
-    EpisodeNotFoundError,
-    GovernanceError,
-    MissingExtraError,
-    NoWrapInProgressError,
-    ReadOnlyStoreError,
-    SchemaError,
-    SidecarError,
-    StoreError,
-    StoreLocationError,
-    SupersessionError,
-    TrustError,
-    UnknownEpisodeTypeError,
-    ValidationError,
-    WrapError,
-    WrapInProgressError,
-    WrapTokenError,
-)
-from .recall import retrieve_relevant
-from .session import MemorySession, WrapOutcome
-from .spores import SporeStore
-from .store import Store
-from .text import check_explanation_overlap
-from .types import (
-    AffectiveState,
-    Episode,
-    EpisodeType,
-    RecallResult,
-    RelevantResult,
-    ReplacedEpisode,
-    ScoredEpisode,
-    StoreStatus,
-)
-from .wrap.baton import baton_status, claim_baton, release_baton
-from .wrap.prepare import prepare_wrap
-from .wrap.save import validated_save_continuity
+
+if _TYPE_CHECKING:  # the names for type checkers; at run time they load on first use
+    from .audit import AuditTrail, AuditVerifyResult
+    from .continuity.durable import DurableFact, parse_durable_facts
+    from .continuity.parse import PatternSummary, extract_pattern_summaries
+    from .continuity.schema import (
+        DEFAULT_SCHEMA,
+        FLOW_SCHEMA,
+        SectionSpec,
+        default_max_chars,
+        hard_max_chars,
+        schema_role_warning,
+        validate_schema,
+    )
+    from .crystal import CrystalStore, retrieve_patterns
+    from .engine import Engine
+    from .errors import (
+        AnnealMemoryError,
+        AuditError,
+        BatonError,
+        ContinuityValidationError,
+        EpisodeNotFoundError,
+        GovernanceError,
+        MissingExtraError,
+        NoWrapInProgressError,
+        ReadOnlyStoreError,
+        SchemaError,
+        SidecarError,
+        StoreError,
+        StoreLocationError,
+        SupersessionError,
+        TrustError,
+        UnknownEpisodeTypeError,
+        ValidationError,
+        WrapError,
+        WrapInProgressError,
+        WrapTokenError,
+    )
+    from .recall import retrieve_relevant
+    from .session import MemorySession, WrapOutcome
+    from .spores import SporeStore
+    from .store import Store
+    from .text import check_explanation_overlap
+    from .types import (
+        AffectiveState,
+        Episode,
+        EpisodeType,
+        RecallResult,
+        RelevantResult,
+        ReplacedEpisode,
+        ScoredEpisode,
+        StoreStatus,
+    )
+    from .wrap.baton import baton_status, claim_baton, release_baton
+    from .wrap.prepare import prepare_wrap
+    from .wrap.save import validated_save_continuity
+
+_LAZY: dict[str, str] = {
+    "AffectiveState": ".types",
+    "AnnealMemoryError": ".errors",
+    "AuditError": ".errors",
+    "AuditTrail": ".audit",
+    "AuditVerifyResult": ".audit",
+    "BatonError": ".errors",
+    "ContinuityValidationError": ".errors",
+    "CrystalStore": ".crystal",
+    "DEFAULT_SCHEMA": ".continuity.schema",
+    "DurableFact": ".continuity.durable",
+    "Engine": ".engine",
+    "Episode": ".types",
+    "EpisodeNotFoundError": ".errors",
+    "EpisodeType": ".types",
+    "FLOW_SCHEMA": ".continuity.schema",
+    "GovernanceError": ".errors",
+    "MemorySession": ".session",
+    "MissingExtraError": ".errors",
+    "NoWrapInProgressError": ".errors",
+    "PatternSummary": ".continuity.parse",
+    "ReadOnlyStoreError": ".errors",
+    "RecallResult": ".types",
+    "RelevantResult": ".types",
+    "ReplacedEpisode": ".types",
+    "SchemaError": ".errors",
+    "ScoredEpisode": ".types",
+    "SectionSpec": ".continuity.schema",
+    "SidecarError": ".errors",
+    "SporeStore": ".spores",
+    "Store": ".store",
+    "StoreError": ".errors",
+    "StoreLocationError": ".errors",
+    "StoreStatus": ".types",
+    "SupersessionError": ".errors",
+    "TrustError": ".errors",
+    "UnknownEpisodeTypeError": ".errors",
+    "ValidationError": ".errors",
+    "WrapError": ".errors",
+    "WrapInProgressError": ".errors",
+    "WrapOutcome": ".session",
+    "WrapTokenError": ".errors",
+    "baton_status": ".wrap.baton",
+    "check_explanation_overlap": ".text",
+    "claim_baton": ".wrap.baton",
+    "default_max_chars": ".continuity.schema",
+    "extract_pattern_summaries": ".continuity.parse",
+    "hard_max_chars": ".continuity.schema",
+    "parse_durable_facts": ".continuity.durable",
+    "prepare_wrap": ".wrap.prepare",
+    "release_baton": ".wrap.baton",
+    "retrieve_patterns": ".crystal",
+    "retrieve_relevant": ".recall",
+    "schema_role_warning": ".continuity.schema",
+    "validate_schema": ".continuity.schema",
+    "validated_save_continuity": ".wrap.save",
+}
+
+
+def __getattr__(name: str) -> _Any:
+    """Load public names on first use, so ``import anneal_memory`` stays cheap."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'anneal_memory' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "DEFAULT_SCHEMA",

@@ -64,10 +64,7 @@ def test_the_walk_sees_the_whole_cli() -> None:
 def test_readme_cli_section_names_every_command() -> None:
     readme = (ROOT / "README.md").read_text("utf-8")
     m = re.search(r"^## CLI\b.*?(?=^## |\Z)", readme, re.M | re.S)
-    # The README is the lead's: until its CLI section lands this check has nothing to
-    # hold it to (docs/cli.md is checked above). Drop this guard once it has landed.
-    if m is None:
-        return
+    assert m is not None, "README.md has no '## CLI' section"
     section = m.group(0)
     missing = [c for c in TOP if not re.search(rf"(?<![\w-]){re.escape(c)}(?![\w-])", section)]
     assert not missing, f"README.md's CLI section does not name: {missing}"

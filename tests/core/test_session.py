@@ -100,3 +100,50 @@ def test_downgrade_without_baton(db: Path) -> None:
 def test_engine(store: Store) -> None:
     store.record("engine thing", "observation")
     assert Engine(store, llm=scripted_compress).wrap().status == "saved"
+
+
+def test_ensure_accepts_session_store_or_path(store: Store, tmp_path: Path) -> None:
+    from anneal_memory import ValidationError
+
+    s = MemorySession(store)
+    assert MemorySession.ensure(s) is s
+    assert MemorySession.ensure(store, recall_limit=2).recall_limit == 2
+    owned = MemorySession.ensure(str(tmp_path / "p.db"), project_name="P")
+    assert owned.owns_store and owned.store.project_name == "P"
+    owned.close()
+    with pytest.raises(ValidationError):
+        MemorySession.ensure(s, recall_limit=3)
+    with pytest.raises(ValidationError):
+        MemorySession.ensure(42)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        MemorySession(store, recall_limit=-1)
+
+
+def test_request_is_not_recalled_back_to_itself(store: Store) -> None:
+    s = MemorySession(store)
+    store.record("the heater model is Zephyrion 4000", "observation")
+    q = "Which heater model do we have?"
+    s.record_user_input(q)
+    ctx = s.context_for(q)
+    assert "Zephyrion" in ctx and "Which heater model" not in ctx
+    items = s.recall_items(q)
+    assert items and all("Which heater" not in i for i in items)
+
+
+def test_guard_hook_logs_and_continues(caplog) -> None:
+    import asyncio as _asyncio
+
+    from anneal_memory.session import guard_hook
+
+    @guard_hook("anneal_memory.adapters.x")
+    def bad() -> int:
+        raise RuntimeError("nope")
+
+    @guard_hook("anneal_memory.adapters.x")
+    async def abad() -> int:
+        raise RuntimeError("nope")
+
+    with caplog.at_level(logging.WARNING):
+        assert bad() is None
+        assert _asyncio.run(abad()) is None
+    assert len([r for r in caplog.records if r.name == "anneal_memory.adapters.x"]) == 2
