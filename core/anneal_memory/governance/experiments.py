@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..store import Store
-from .contracts import MemoryCandidate, MemoryRecord, SourceRef
+from .contracts import MemoryCandidate, MemoryRecord, MemoryType, SourceKind, SourceRef
 from .namespace import MemoryNamespace
 from .recall import rank
 from .runtime import MemoryRuntime
@@ -44,7 +44,8 @@ def _runtime() -> Iterator[MemoryRuntime]:
 
 def _cand(cid: str, ns: MemoryNamespace, mtype: str, subject: str, content: str,
           source: str, kind: str, **kw: Any) -> MemoryCandidate:
-    return MemoryCandidate(cid, ns, mtype, subject, content, SourceRef(source, kind), **kw)
+    return MemoryCandidate(cid, ns, MemoryType.coerce(mtype), subject, content,
+                           SourceRef(source, SourceKind.coerce(kind)), **kw)
 
 
 def _fake_token() -> str:
