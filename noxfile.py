@@ -82,6 +82,17 @@ def mcp(session: nox.Session) -> None:
     _pytest(session, "tests/mcp")
 
 
+@nox.session(name="mcp-floor", python=PY)
+def mcp_floor(session: nox.Session) -> None:
+    """The MCP server on the extra's floor SDK (mcp 1.10.0, the 1.x decorator API).
+
+    mcp 1.10.0 imports a pydantic internal removed in pydantic 2.12, hence that pin.
+    """
+    session.install("-e", ".[mcp]", "pytest")
+    session.install("mcp==1.10.0", "pydantic<2.12")
+    _pytest(session, "tests/mcp")
+
+
 def _adapter_session(name: str, extra: str, floor: list[str], test_deps: list[str],
                      at_floor: bool) -> None:
     session_name = f"{name}-floor" if at_floor else name

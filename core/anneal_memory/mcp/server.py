@@ -77,6 +77,10 @@ def call_tool(tools: MemoryTools, name: str, arguments: Any) -> tuple[str, bool]
                 "server's stderr log has the details", True)
 
 
+class _ToolFailed(Exception):
+    """A tool error on the 1.x SDK line: its message is the reply text."""
+
+
 def _build(tools: MemoryTools) -> Any:
     import mcp.types as t
     from mcp.server.lowlevel import Server
@@ -125,7 +129,12 @@ def _build(tools: MemoryTools) -> Any:
 
     @decorator  # type: ignore[misc]
     async def _call_tool(name: str, arguments: Any) -> Any:
-        return result(*call_tool(tools, name, arguments))
+        text, is_error = call_tool(tools, name, arguments)
+        if is_error:
+            # Every 1.x release turns an exception into an isError result carrying its
+            # message; returning a CallToolResult directly only works in later ones.
+            raise _ToolFailed(text)
+        return [t.TextContent(type="text", text=text)]
 
     @server.list_resources()  # type: ignore[attr-defined,misc]
     async def _list_resources() -> Any:
