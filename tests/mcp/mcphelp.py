@@ -52,10 +52,15 @@ async def connect(db: Path, session: str | None = SESSION, *, env: dict[str, str
     params = StdioServerParameters(command=anneal_bin(),
                                    args=serve_args(db, session, *global_flags),
                                    env=env or server_env(db.parent))
-    with open(db.parent / "server-stderr.log", "a", encoding="utf-8") as errlog:
+    log = db.parent / "server-stderr.log"
+    with open(log, "a", encoding="utf-8") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write) as client:
-                await client.initialize()
+                try:
+                    await client.initialize()
+                except Exception as exc:  # show why the server went away
+                    raise AssertionError(f"server did not start ({exc}); its stderr:\n"
+                                         f"{log.read_text('utf-8')[-3000:]}") from None
                 yield client
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from anneal_memory.mcp.integrity import canonical_json, compute_manifest, sha256
 
 from mcphelp import call, connect, run
@@ -46,6 +48,9 @@ def test_initialize_lists_17_typed_tools_and_two_resources(db: Path) -> None:
                                                        "anneal://integrity/manifest"}
             continuity = await client.read_resource("anneal://continuity")
             assert "No continuity yet" in continuity.contents[0].text
+            with pytest.raises(Exception, match="unknown resource"):
+                await client.read_resource("anneal://secrets")
+            assert "Episodes: 0" in await call(client, "status")  # still serving
 
     run(body)
 

@@ -122,12 +122,8 @@ def _build(tools: MemoryTools) -> Any:
     async def _list_tools() -> Any:
         return tool_list()
 
-    try:
-        decorator = server.call_tool(validate_input=False)  # type: ignore[attr-defined]
-    except TypeError:  # older 1.x: no input validation to turn off
-        decorator = server.call_tool()  # type: ignore[attr-defined]
-
-    @decorator  # type: ignore[misc]
+    # Our own argument check (args.py) answers bad calls, the same on every SDK version.
+    @server.call_tool(validate_input=False)  # type: ignore[attr-defined,misc]
     async def _call_tool(name: str, arguments: Any) -> Any:
         text, is_error = call_tool(tools, name, arguments)
         if is_error:
