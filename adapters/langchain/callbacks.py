@@ -7,11 +7,9 @@ but cannot change inputs, so this handler only records (recall goes in through
 
 from __future__ import annotations
 
-import functools
-import inspect
-import logging
+import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -19,67 +17,21 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import LLMResult
 
 from anneal_memory import Store
+from anneal_memory.adapters import hook_guard, open_session
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
 from .messages import last_message_text, message_text, payload_text
 
 LOGGER_NAME = "anneal_memory.adapters.langchain"
-logger = logging.getLogger(LOGGER_NAME)
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def hook_guard(log: logging.Logger) -> Callable[[F], F]:
-    """Decorate a hook (sync or async) so that a failure in it is logged on ``log`` and the
-    hook returns None: memory trouble never stops the user's run."""
-
-    def decorate(method: F) -> F:
-        if inspect.iscoroutinefunction(method):
-            @functools.wraps(method)
-            async def aguarded(self: Any, *args: Any, **kwargs: Any) -> Any:
-                try:
-                    return await method(self, *args, **kwargs)
-                except Exception:
-                    log.exception("anneal-memory %s failed; the run goes on", method.__name__)
-                    return None
-
-            return aguarded  # type: ignore[return-value]
-
-        @functools.wraps(method)
-        def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
-            try:
-                return method(self, *args, **kwargs)
-            except Exception:
-                log.exception("anneal-memory %s failed; the run goes on", method.__name__)
-                return None
-
-        return guarded  # type: ignore[return-value]
-
-    return decorate
-
-
-_safe = hook_guard(logger)
-
-
-def make_session(store: Store | MemorySession, *, session_id: str | None, recall_limit: int,
-                 max_content_chars: int, logger_name: str) -> MemorySession:
-    """Use the caller's MemorySession as is, or open one over a Store."""
-    if isinstance(store, MemorySession):
-        return store
-    if not isinstance(store, Store):
-        raise ValidationError(
-            f"expected an anneal_memory.Store or MemorySession, got {type(store).__name__}: "
-            "pass Store('path/memory.db') or a MemorySession"
-        )
-    return MemorySession(store, session_id=session_id, recall_limit=recall_limit,
-                         max_content_chars=max_content_chars, logger=logger_name)
+_safe = hook_guard(LOGGER_NAME)
 
 
 class AnnealCallbackHandler(BaseCallbackHandler):
-    """Records the root run's input (context) and answer (outcome), both when the root
-    run ends so that recall made during the run never returns the request to itself, and
-    every tool result as it arrives (observation, ``trust="tool"``).
+    """Records the root run's input (context) and answer (outcome) when the root run
+    ends, and every tool result as it arrives (observation, ``trust="tool"``).
+    ``store`` is a Store, a store path or a :class:`MemorySession`.
 
     Pass it as ``config={"callbacks": [handler]}`` to any runnable: a chat model, an LCEL
     chain, a LangGraph graph. The root run is the one with no parent; nested chain and
@@ -95,7 +47,7 @@ class AnnealCallbackHandler(BaseCallbackHandler):
 
     def __init__(
         self,
-        store: Store | MemorySession,
+        store: Store | MemorySession | str | os.PathLike[str],
         *,
         session_id: str | None = None,
         record_inputs: bool = True,
@@ -104,8 +56,8 @@ class AnnealCallbackHandler(BaseCallbackHandler):
         record_llm_steps: bool = False,
         wrap_on_end: bool = False,
         compress: Callable[[str], str] | None = None,
-        recall_limit: int = 5,
-        max_content_chars: int = 4000,
+        recall_limit: int | None = None,
+        max_content_chars: int | None = None,
     ) -> None:
         if compress is not None and not callable(compress):
             raise ValidationError("compress must be a callable (prompt -> continuity markdown)")
@@ -114,8 +66,8 @@ class AnnealCallbackHandler(BaseCallbackHandler):
                 "wrap_on_end=True needs compress=: a callback handler cannot reach the model; "
                 "pass compress=chat_model_compress(model)"
             )
-        self.session = make_session(store, session_id=session_id, recall_limit=recall_limit,
-                                    max_content_chars=max_content_chars, logger_name=LOGGER_NAME)
+        self.session = open_session(store, LOGGER_NAME, session_id=session_id,
+                                    recall_limit=recall_limit, max_content_chars=max_content_chars)
         self.record_inputs = record_inputs
         self.record_outputs = record_outputs
         self.record_tools = record_tools
@@ -123,8 +75,7 @@ class AnnealCallbackHandler(BaseCallbackHandler):
         self.wrap_on_end = wrap_on_end
         self.compress = compress
         self.last_wrap: WrapOutcome | None = None
-        # root run id -> its input text, recorded when the run ends (so recall made
-        # during the run never returns the request to itself)
+        # root run id -> its input text, recorded when the run ends (a failed run's too)
         self._roots: dict[UUID, str] = {}
         self._tools: dict[UUID, tuple[str, Any]] = {}
         # True while the wrap's own model call runs: its events are not the user's run.

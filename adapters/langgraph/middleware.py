@@ -3,7 +3,7 @@
 Hook map (sync and async twins of each):
 
 - ``before_agent``: builds the memory block (continuity + recall for the user's request)
-  before the request itself is recorded, so the request is never recalled to itself.
+  once per run, and records the request.
 - ``wrap_model_call``: adds that block to the system message of the model request only;
   the agent's state and checkpoints never contain it.
 - ``after_model``: records the model's text that accompanies tool calls (``record_steps``).
@@ -14,7 +14,7 @@ Hook map (sync and async twins of each):
 
 from __future__ import annotations
 
-import logging
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -24,7 +24,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.runtime import Runtime
 
 from anneal_memory import Store
-from anneal_memory.adapters.langchain.callbacks import hook_guard, make_session
+from anneal_memory.adapters import hook_guard, open_session
 from anneal_memory.adapters.langchain.messages import (
     chat_model_acompress,
     chat_model_compress,
@@ -34,12 +34,10 @@ from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
 LOGGER_NAME = "anneal_memory.adapters.langgraph"
-logger = logging.getLogger(LOGGER_NAME)
 
 Compress = Callable[[str], "str | Awaitable[str]"]
 
-
-_safe = hook_guard(logger)
+_safe = hook_guard(LOGGER_NAME)
 
 
 def _latest_human(messages: list[Any]) -> HumanMessage | None:
@@ -52,6 +50,7 @@ def _latest_human(messages: list[Any]) -> HumanMessage | None:
 class AnnealMiddleware(AgentMiddleware):
     """anneal memory for ``create_agent(model, tools, middleware=[AnnealMiddleware(store)])``.
 
+    ``store`` is a Store, a store path or a :class:`MemorySession`.
     Options: ``session_id`` (the wrap baton's session id), ``wrap_on_end`` (default
     False: each ``invoke`` is usually one turn of a longer conversation, so call
     :meth:`wrap` / :meth:`awrap` at the session's end; True wraps after every run),
@@ -61,28 +60,28 @@ class AnnealMiddleware(AgentMiddleware):
 
     def __init__(
         self,
-        store: Store | MemorySession,
+        store: Store | MemorySession | str | os.PathLike[str],
         *,
         session_id: str | None = None,
         wrap_on_end: bool = False,
         compress: Compress | None = None,
         record_tools: bool = True,
         record_steps: bool = True,
-        recall_limit: int = 5,
-        max_content_chars: int = 4000,
+        recall_limit: int | None = None,
+        max_content_chars: int | None = None,
     ) -> None:
         super().__init__()
         if compress is not None and not callable(compress):
             raise ValidationError("compress must be a callable (prompt -> continuity markdown)")
-        self.session = make_session(store, session_id=session_id, recall_limit=recall_limit,
-                                    max_content_chars=max_content_chars, logger_name=LOGGER_NAME)
+        self.session = open_session(store, LOGGER_NAME, session_id=session_id,
+                                    recall_limit=recall_limit, max_content_chars=max_content_chars)
         self.wrap_on_end = wrap_on_end
         self.compress = compress
         self.record_tools = record_tools
         self.record_steps = record_steps
         self.last_wrap: WrapOutcome | None = None
         self._model: BaseChatModel | None = None
-        # memory block per user message id, built in before_agent, used by wrap_model_call
+        # memory block per user message id: one recall per run, not one per model call
         self._blocks: dict[str, str] = {}
 
     # -- run start -------------------------------------------------------------------

@@ -11,11 +11,39 @@ store inside a hook never stops the run.
 from __future__ import annotations
 
 import dataclasses
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from anneal_memory import Store
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def run_example_and_check(framework: str, tmp_path: Path, *markers: str | re.Pattern[str],
+                          line: tuple[str, str] | None = None) -> str:
+    """Run ``examples/<framework>/example.py`` offline on a fresh store and check its report.
+
+    Each marker must appear in the output (a string as text, a compiled pattern by
+    ``search``); ``line=(label, text)``: the last line holding ``label`` also holds ``text``.
+    Returns the output.
+    """
+    done = subprocess.run([sys.executable, str(EXAMPLES / framework / "example.py"),
+                           str(tmp_path / "memory.db")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    for marker in markers:
+        found = marker.search(out) if isinstance(marker, re.Pattern) else marker in out
+        assert found, f"{getattr(marker, 'pattern', marker)!r} not in the example's output:\n{out}"
+    if line is not None:
+        label, text = line
+        shown = [x for x in out.splitlines() if label in x]
+        assert shown and text in shown[-1], out
+    return out
 
 
 @dataclasses.dataclass

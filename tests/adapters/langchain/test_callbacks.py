@@ -88,6 +88,16 @@ def test_configuration_errors(store: Store) -> None:
     with pytest.raises(ValidationError):
         AnnealCallbackHandler(store, wrap_on_end=True)
     with pytest.raises(ValidationError):
-        AnnealCallbackHandler("memory.db")  # type: ignore[arg-type]
+        AnnealCallbackHandler(42)  # type: ignore[arg-type]
     session = MemorySession(store)
     assert AnnealCallbackHandler(session).session is session
+    with pytest.raises(ValidationError):  # options belong to the session passed
+        AnnealCallbackHandler(session, recall_limit=2)
+
+
+def test_store_path_opens_a_store_the_handler_owns(tmp_path) -> None:
+    handler = AnnealCallbackHandler(str(tmp_path / "owned.db"))
+    assert handler.session.owns_store
+    scripted("noted").invoke("Store the seed order", config={"callbacks": [handler]})
+    assert any("seed order" in e.content for e in handler.session.store.recall(limit=10).episodes)
+    handler.session.close()

@@ -12,6 +12,7 @@ from lc_scripted import read_gauge, scripted
 
 from anneal_memory import Store
 from anneal_memory.adapters.langgraph import AnnealMiddleware
+from anneal_memory.session import MemorySession
 from anneal_memory.testing import scripted_compress
 
 ASK = {"messages": [{"role": "user", "content": "What pressure does the pump gauge show?"}]}
@@ -115,6 +116,8 @@ def test_configuration_errors_raise_at_construction(store: Store) -> None:
     from anneal_memory.errors import ValidationError
 
     with pytest.raises(ValidationError):
-        AnnealMiddleware("memory.db")  # type: ignore[arg-type]
+        AnnealMiddleware(42)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):  # options belong to the session passed
+        AnnealMiddleware(MemorySession(store), recall_limit=2)
     with pytest.raises(ValidationError):
         AnnealMiddleware(store, compress="not callable")  # type: ignore[arg-type]
