@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -111,6 +112,23 @@ def _read_lines(path: Path) -> list[str]:
     return path.read_text("utf-8").splitlines()
 
 
+def _db_entries(db: Path) -> list[dict[str, Any]]:
+    """The database's copy of the chain (empty when the database cannot be read)."""
+    if not db.exists():
+        return []
+    try:
+        conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            rows = conn.execute("SELECT seq, ts, actor, event, data, prev_hash, hash "
+                                "FROM audit_log ORDER BY seq").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return []
+    return [{"seq": r[0], "ts": r[1], "actor": r[2], "event": r[3], "data": json.loads(r[4]),
+             "prev_hash": r[5], "hash": r[6]} for r in rows]
+
+
 class AuditTrail:
     """Appends entries for one Store and verifies any store's trail."""
 
@@ -124,6 +142,11 @@ class AuditTrail:
         self.enabled = enabled
         self._pending: list[dict[str, Any]] = []
         self.write_failures_this_process = 0
+        self._unmirrored = 0
+        self._last_mirror = time.monotonic()
+
+    MIRROR_EVERY = 256
+    MIRROR_SECONDS = 1.0
 
     # ------------------------------------------------------------------ write side
     def hash_content(self, text: str) -> str:
@@ -147,20 +170,19 @@ class AuditTrail:
         self._pending.clear()
 
     def after_commit(self) -> None:
-        """Mirror committed entries to the JSONL files and notify the callback."""
+        """Notify the callback of committed entries and mirror them to the JSONL files.
+
+        The database copy is the durable record; the files are mirrored in batches (at
+        most ``MIRROR_EVERY`` entries or ``MIRROR_SECONDS`` behind, and always at close),
+        so an acknowledged write costs one fsync, not two.
+        """
         if not self.enabled or not self._pending:
             return
         pending, self._pending = self._pending, []
-        try:
-            self.mirror()
-        except Exception as exc:  # the mutation is committed; never fail the caller
-            self.write_failures_this_process += 1
-            log.warning("anneal-memory: audit mirror failed (%s); entries are safe in the "
-                        "database and will be mirrored by the next write", exc)
-            with contextlib.suppress(Exception):
-                with self.backend.transaction():
-                    self.backend.add_meta_int("audit_write_failures", 1)
-                    self.backend.set_meta("audit_last_failure", f"{now_iso()} {exc}")
+        self._unmirrored += len(pending)
+        now = time.monotonic()
+        if self._unmirrored >= self.MIRROR_EVERY or now - self._last_mirror >= self.MIRROR_SECONDS:
+            self.flush()
         if self.on_event is not None:
             for entry in pending:
                 try:
@@ -168,61 +190,84 @@ class AuditTrail:
                 except Exception as exc:
                     log.warning("anneal-memory: on_audit_event callback raised %r", exc)
 
+    def flush(self) -> bool:
+        """Mirror every committed entry to the files now. A failure is counted in the
+        store's durable ``audit_write_failures`` and never raised."""
+        if not self.enabled:
+            return True
+        self._last_mirror = time.monotonic()
+        try:
+            self.mirror()
+            self._unmirrored = 0
+            return True
+        except Exception as exc:  # the mutation is committed; never fail the caller
+            self.write_failures_this_process += 1
+            log.warning("anneal-memory: audit mirror failed (%s); entries are safe in the "
+                        "database and will be mirrored by the next flush", exc)
+            with contextlib.suppress(Exception):
+                with self.backend.transaction():
+                    self.backend.add_meta_int("audit_write_failures", 1)
+                    self.backend.set_meta("audit_last_failure", f"{now_iso()} {exc}")
+            return False
+
     def mirror(self) -> int:
         """Append every committed entry the files lack; rotate at week boundaries."""
         with file_lock(self.paths.lock):
             manifest = _load_manifest(self.paths)
             sealed_last = manifest["files"][-1]["last_seq"] if manifest["files"] else 0
-            active_lines = self._clean_active(sealed_last)
-            last = sealed_last
-            active_week = manifest.get("active_week")
-            if active_lines:
-                first = json.loads(active_lines[0])
-                last = json.loads(active_lines[-1])["seq"]
-                active_week = _week_of(first["ts"])
+            first, last_entry = self._active_bounds(sealed_last)
+            last = last_entry["seq"] if last_entry else sealed_last
+            active_week = _week_of(first["ts"]) if first else manifest.get("active_week")
             new = self.backend.audit_entries(after_seq=last)
             if not new:
                 return 0
             buf: list[str] = []
-            count_in_active = len(active_lines)
+            has_active = first is not None
             for e in new:
                 week = _week_of(e["ts"])
-                if active_week is not None and week != active_week and (count_in_active or buf):
+                if active_week is not None and week != active_week and (has_active or buf):
                     self._write_active_append(buf)
                     buf = []
                     self._rotate(manifest, active_week)
-                    count_in_active = 0
+                    has_active = False
                 active_week = week
                 buf.append(json.dumps(e, sort_keys=True, ensure_ascii=False))
-                count_in_active += 1
             self._write_active_append(buf)
             if manifest.get("active_week") != active_week:
                 manifest["active_week"] = active_week
                 atomic_write_json(self.paths.manifest, manifest)
             return len(new)
 
-    def _clean_active(self, sealed_last: int) -> list[str]:
-        """Lines of the active file; a torn last line (crash mid-append) is cut off, and
-        a file left behind by an interrupted rotation is reset."""
+    def _active_bounds(self, sealed_last: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """First and last entries of the active file, reading only its ends. A torn last
+        line (crash mid-append) is cut off; a file left by an interrupted rotation is reset."""
         p = self.paths.active
-        if not p.exists():
-            return []
-        raw = p.read_bytes()
-        if raw and not raw.endswith(b"\n"):
-            cut = raw.rfind(b"\n") + 1
-            with open(p, "r+b") as fh:
-                fh.truncate(cut)
-            raw = raw[:cut]
-        lines = raw.decode("utf-8").splitlines()
-        if lines:
-            try:
-                first_seq = json.loads(lines[0])["seq"]
-            except (ValueError, KeyError, TypeError):
-                return lines
-            if first_seq <= sealed_last:
-                atomic_write_bytes(p, b"")
-                return []
-        return lines
+        if not p.exists() or p.stat().st_size == 0:
+            return None, None
+        with open(p, "r+b") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            tail_start = max(0, size - 65536)
+            fh.seek(tail_start)
+            tail = fh.read()
+            if not tail.endswith(b"\n"):
+                cut = tail.rfind(b"\n")
+                if cut < 0 and tail_start == 0:
+                    fh.truncate(0)
+                    return None, None
+                fh.truncate(tail_start + cut + 1)
+                tail = tail[: cut + 1]
+            fh.seek(0)
+            head = fh.readline()
+        try:
+            first = json.loads(head)
+            last_line = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+            last = json.loads(last_line)
+        except ValueError:
+            return None, {"seq": sealed_last}
+        if int(first.get("seq", 0)) <= sealed_last:
+            atomic_write_bytes(p, b"")
+            return None, None
+        return first, last
 
     def _write_active_append(self, lines: list[str]) -> None:
         if not lines:
@@ -250,14 +295,21 @@ class AuditTrail:
     # ------------------------------------------------------------------ read side
     @staticmethod
     def iter_entries(db_path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(file name, entry) for every mirrored entry, oldest first."""
+        """(file name, entry) for every entry, oldest first: the files, then any committed
+        entries the files do not hold yet (file name "database")."""
         paths = AuditPaths(db_path)
         manifest = _load_manifest(paths)
         files = [paths.db.parent / f["file"] for f in manifest["files"]] + [paths.active]
+        last = 0
         for f in files:
             for line in _read_lines(f):
                 if line.strip():
-                    yield f.name, json.loads(line)
+                    e = json.loads(line)
+                    last = max(last, int(e.get("seq", 0)))
+                    yield f.name, e
+        for e in _db_entries(paths.db):
+            if e["seq"] > last:
+                yield "database", e
 
     @staticmethod
     def verify(db_path: str | Path) -> AuditVerifyResult:
@@ -313,16 +365,8 @@ class AuditTrail:
         # Cross-check against the database's copy; entries not yet mirrored continue the walk.
         unmirrored = 0
         if paths.db.exists():
-            try:
-                conn = sqlite3.connect(paths.db.resolve().as_uri() + "?mode=ro", uri=True)
-                try:
-                    rows = conn.execute("SELECT seq, ts, actor, event, data, prev_hash, hash "
-                                        "FROM audit_log ORDER BY seq").fetchall()
-                finally:
-                    conn.close()
-            except sqlite3.DatabaseError:
-                rows = []
-            for seq, ts, actor, event, data, ph, h in rows:
+            for e in _db_entries(paths.db):
+                seq, h, ph = e["seq"], e["hash"], e["prev_hash"]
                 if seq in seen:
                     if seen[seq] != h:
                         return AuditVerifyResult(False, total, nfiles, seq, paths.active.name,
@@ -330,8 +374,6 @@ class AuditTrail:
                     continue
                 if seq <= prev_seq:
                     continue
-                e = {"seq": seq, "ts": ts, "actor": actor, "event": event,
-                     "data": json.loads(data), "prev_hash": ph}
                 if seq != prev_seq + 1 or ph != prev_hash or entry_hash(e) != h:
                     return AuditVerifyResult(False, total, nfiles, seq, "database",
                                              "database chain breaks")

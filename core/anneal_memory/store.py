@@ -116,8 +116,7 @@ class Store:
         else:
             self._schema_override = None
         if self._audit.enabled:
-            with contextlib.suppress(Exception):
-                self._audit.mirror()
+            self._audit.flush()
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Store:
@@ -130,6 +129,8 @@ class Store:
         """Close the database. Safe to call twice."""
         if not self._closed:
             self._closed = True
+            if self._audit.enabled and not self._backend.closed:
+                self._audit.flush()
             self._backend.close()
 
     def __repr__(self) -> str:

@@ -111,6 +111,7 @@ def test_mirror_failure_is_counted_and_caught_up(db: Path, monkeypatch: pytest.M
         real = AT.mirror
         monkeypatch.setattr(AT, "mirror", lambda self: (_ for _ in ()).throw(OSError("disk full")))
         s.record("two", "observation")
+        assert s.audit_trail.flush() is False
         assert s.status().audit_write_failures == 1
         monkeypatch.setattr(AT, "mirror", real)
         s.record("three", "observation")

@@ -13,12 +13,13 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import ReadOnlyStoreError, StoreError
 from .base import Backend, EpisodeRow, SearchFilters
+from .blobs import SidecarBlobs
 
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x414E4D31  # "ANM1": marks a database file as ours
@@ -334,6 +335,18 @@ class SQLiteBackend(Backend):
         self.q("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
                "SET value=CAST(CAST(value AS INTEGER) + ? AS TEXT)", (key, str(delta), delta))
 
+    # ------------------------------------------------------------------ sidecar text
+    def read_blob(self, name: str) -> str | None:
+        """The sidecar file ``<stem><name>`` beside the database, or None."""
+        return SidecarBlobs(self.path).read_blob(name)
+
+    def write_blob(self, name: str, text: str, *, lock: str | None = None) -> None:
+        SidecarBlobs(self.path).write_blob(name, text, lock=lock)
+
+    def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
+                    lock: str | None = None) -> str | None:
+        return SidecarBlobs(self.path).update_blob(name, fn, lock=lock)
+
     # ------------------------------------------------------------------ episodes
     def insert_episode(self, row: EpisodeRow) -> None:
         self.q(
@@ -458,7 +471,7 @@ class SQLiteBackend(Backend):
         cols = ", ".join(f"e.{c.strip()}" for c in _EP_COLS.split(","))
         if phrase is not None:
             if len(phrase) >= 3:
-                src = ("FROM episodes_tri t JOIN episodes e ON e.rowid = t.rowid "
+                src = ("FROM episodes_tri t CROSS JOIN episodes e ON e.rowid = t.rowid "
                        "WHERE episodes_tri MATCH ? AND ")
                 mparams: list[Any] = [fts_quote(phrase)]
                 score = "-t.rank"
@@ -468,7 +481,7 @@ class SQLiteBackend(Backend):
                 score = "0.0"
             order_sql = "e.timestamp DESC, e.rowid DESC"
         elif words:
-            src = ("FROM episodes_words w JOIN episodes e ON e.rowid = w.rowid "
+            src = ("FROM episodes_words w CROSS JOIN episodes e ON e.rowid = w.rowid "
                    "WHERE episodes_words MATCH ? AND ")
             mparams = [" OR ".join(fts_quote(w) for w in words)]
             score = "-bm25(episodes_words)"
