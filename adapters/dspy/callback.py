@@ -7,10 +7,9 @@ failures go to the ``anneal_memory.adapters.dspy`` logger.
 
 from __future__ import annotations
 
-import functools
-import logging
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+import os
+from collections.abc import Iterable
+from typing import Any
 
 from dspy.utils.callback import BaseCallback
 
@@ -20,44 +19,20 @@ except ImportError:  # dspy 3.0
     from dspy.utils.callback import ACTIVE_CALL_ID  # type: ignore[attr-defined,no-redef]
 
 from anneal_memory import Store
-from anneal_memory.errors import ValidationError
+from anneal_memory.adapters import hook_guard, open_session
 from anneal_memory.session import MemorySession
 
 LOGGER_NAME = "anneal_memory.adapters.dspy"
-logger = logging.getLogger(LOGGER_NAME)
 
-F = TypeVar("F", bound=Callable[..., Any])
+#: What a callback or program accepts as its memory.
+Memory = Store | MemorySession | str | os.PathLike[str]
 
 #: Prediction keys that are the program's working, not its answer.
 _WORKING_FIELDS = frozenset({"trajectory", "reasoning", "rationale"})
 #: ReAct's built-in tool that ends the loop; its "Completed." result is not an observation.
 _FINISH_TOOL = "finish"
 
-
-def _safe(method: F) -> F:
-    @functools.wraps(method)
-    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except Exception:
-            logger.exception("anneal-memory %s failed; the program goes on", method.__name__)
-            return None
-
-    return guarded  # type: ignore[return-value]
-
-
-def open_session(store: Store | MemorySession, *, session_id: str | None = None,
-                 recall_limit: int = 5, max_content_chars: int = 4000) -> MemorySession:
-    """Use the caller's MemorySession as is, or open one over a Store."""
-    if isinstance(store, MemorySession):
-        return store
-    if not isinstance(store, Store):
-        raise ValidationError(
-            f"expected an anneal_memory.Store or MemorySession, got {type(store).__name__}: "
-            "pass Store('path/memory.db') or a MemorySession"
-        )
-    return MemorySession(store, session_id=session_id, recall_limit=recall_limit,
-                         max_content_chars=max_content_chars, logger=LOGGER_NAME)
+_safe = hook_guard(LOGGER_NAME)
 
 
 def fields_text(values: dict[str, Any], skip: Iterable[str] = ()) -> str:
@@ -74,15 +49,15 @@ class AnnealCallback(BaseCallback):
     Register it with ``dspy.configure(callbacks=[cb])``, ``dspy.context(callbacks=[cb])``
     or let :class:`MemoryProgram` install it. The outermost module call this callback sees
     is the run: its input fields are recorded as the user's request (``context``) and its
-    output fields as the ``outcome``, both when it ends, so recall made during the run never
-    returns the request to itself. Tool results are observations with ``trust="tool"``;
+    output fields as the ``outcome``, both when it ends. Tool results are observations with ``trust="tool"``;
     LM completions are recorded only with ``record_lm=True``. ``skip_fields`` names input
-    fields that are not the user's words (the memory field itself).
+    fields that are not the user's words (the memory field itself). ``store`` is a Store,
+    a store path or a :class:`MemorySession`.
     """
 
     def __init__(
         self,
-        store: Store | MemorySession,
+        store: Memory,
         *,
         session_id: str | None = None,
         record_inputs: bool = True,
@@ -90,11 +65,11 @@ class AnnealCallback(BaseCallback):
         record_tools: bool = True,
         record_lm: bool = False,
         skip_fields: Iterable[str] = (),
-        recall_limit: int = 5,
-        max_content_chars: int = 4000,
+        recall_limit: int | None = None,
+        max_content_chars: int | None = None,
     ) -> None:
-        self.session = open_session(store, session_id=session_id, recall_limit=recall_limit,
-                                    max_content_chars=max_content_chars)
+        self.session = open_session(store, LOGGER_NAME, session_id=session_id,
+                                    recall_limit=recall_limit, max_content_chars=max_content_chars)
         self.record_inputs = record_inputs
         self.record_outputs = record_outputs
         self.record_tools = record_tools

@@ -17,6 +17,7 @@ from anneal_memory.adapters.dspy import (
     with_memory_field,
 )
 from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession
 
 
 def _by_type(store: Store, kind: str) -> list[str]:
@@ -110,8 +111,20 @@ def test_configuration_errors(store: Store) -> None:
     with pytest.raises(ValidationError, match="with_memory_field"):
         MemoryProgram(dspy.Predict("question -> answer"), store)
     with pytest.raises(ValidationError):
-        MemoryProgram(react_program(), "memory.db")  # type: ignore[arg-type]
+        MemoryProgram(react_program(), 42)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):  # options belong to the session passed
+        MemoryProgram(react_program(), MemorySession(store), recall_limit=2)
     with pytest.raises(ValidationError):
         MemoryProgram(react_program(), store, compress="nope")  # type: ignore[arg-type]
     sig = with_memory_field("question -> answer")
     assert "memory" in sig.input_fields and with_memory_field(sig) is sig
+
+
+def test_store_path_opens_a_store_the_program_owns(tmp_path) -> None:
+    program = MemoryProgram(react_program(), str(tmp_path / "owned.db"))
+    with dspy.context(lm=ScriptedLM(react_script("Noted."))):
+        program(question="Keep the seed order list")
+    assert program.session.owns_store
+    contents = [e.content for e in program.session.store.recall(limit=10).episodes]
+    assert "Keep the seed order list" in contents
+    program.session.close()

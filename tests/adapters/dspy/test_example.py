@@ -1,19 +1,13 @@
-"""The offline example runs and shows memory at work."""
+"""The offline example runs end to end and shows memory at work."""
 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "dspy" / "example.py"
+from contract import run_example_and_check
 
 
 def test_example_runs_offline(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, str(EXAMPLE), str(tmp_path / "memory.db")],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert re.search(r"^recalled memory in the .*: True$", proc.stdout, re.M), proc.stdout
-    assert "wrap: saved" in proc.stdout
-    assert "trust=tool" in proc.stdout
+    run_example_and_check("dspy", tmp_path, "wrap: saved", "trust=tool",
+                          re.compile(r"^recalled memory in the .*: True$", re.M))
