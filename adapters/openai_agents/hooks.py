@@ -10,26 +10,28 @@ Hook map (the SDK's hooks are all coroutines):
 - ``on_agent_end`` / ``on_end``: record the final output as the outcome; wrap when
   ``wrap_on_end``, with ``compress`` or the agent's own model.
 
-The SDK lets a hook exception abort the run; every hook here logs instead (unless ``strict``).
+The SDK lets a hook exception abort the run; every hook here logs instead (unless the
+session is ``strict``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import logging
-from collections.abc import Awaitable, Callable, Iterator
+import os
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agents import Agent, AgentHooks, RunContextWrapper, RunHooks, Runner
+
 from anneal_memory import Store
+from anneal_memory.adapters import hook_guard, open_session
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
 from .items import latest_user_text
 
 LOGGER_NAME = "anneal_memory.adapters.openai_agents"
-logger = logging.getLogger(LOGGER_NAME)
+_safe = hook_guard(LOGGER_NAME)
 
 #: prompt -> continuity markdown, sync or async
 Compress = Callable[[str], "str | Awaitable[str]"]
@@ -54,42 +56,32 @@ def model_compressor(model: Any) -> Compress:
 class AnnealMemory:
     """Anneal memory for OpenAI Agents SDK agents.
 
-    ``memory`` is a :class:`~anneal_memory.Store` or a ready
-    :class:`~anneal_memory.session.MemorySession`. Attach :attr:`run_hooks` to
+    ``memory`` is a :class:`~anneal_memory.Store`, a store path (opened and owned:
+    ``memory.session.close()`` closes it) or a ready
+    :class:`~anneal_memory.session.MemorySession` (then the session options go to it). Attach :attr:`run_hooks` to
     ``Runner.run(..., hooks=...)`` or :attr:`agent_hooks` to ``Agent(hooks=...)`` (both is
     harmless: recording is de-duplicated) and use :meth:`instructions` for recall.
     ``wrap_on_end`` defaults to ``False``: call :meth:`wrap` when the conversation ends.
     """
 
-    def __init__(self, memory: Store | MemorySession, *, wrap_on_end: bool = False,
-                 compress: Compress | None = None, record_user_input: bool = True,
-                 record_tools: bool = True, record_outcome: bool = True, recall_limit: int = 5,
-                 max_content_chars: int = 4000, session_id: str | None = None,
-                 crystal_store: Any = None, strict: bool = False) -> None:
+    def __init__(self, memory: Store | MemorySession | str | os.PathLike[str], *,
+                 wrap_on_end: bool = False, compress: Compress | None = None,
+                 record_user_input: bool = True, record_tools: bool = True,
+                 record_outcome: bool = True, recall_limit: int | None = None,
+                 max_content_chars: int | None = None, session_id: str | None = None,
+                 crystal_store: Any = None, strict: bool | None = None) -> None:
         if compress is not None and not callable(compress):
             raise ValidationError("compress must be a callable taking the wrap prompt and "
                                   "returning the continuity text (or an awaitable of it)")
-        if isinstance(memory, MemorySession):
-            self.session = memory
-        elif isinstance(memory, Store):
-            self.session = MemorySession(
-                memory, session_id=session_id, crystal_store=crystal_store,
-                recall_limit=recall_limit, max_content_chars=max_content_chars,
-                strict=strict, logger=LOGGER_NAME)
-        else:
-            raise ValidationError(
-                f"AnnealMemory needs a Store or a MemorySession, got {type(memory).__name__}: "
-                "pass Store('memory.db') or MemorySession(store)")
+        self.session = open_session(memory, LOGGER_NAME, session_id=session_id,
+                                    crystal_store=crystal_store, recall_limit=recall_limit,
+                                    max_content_chars=max_content_chars, strict=strict)
         self.wrap_on_end = wrap_on_end
         self.compress = compress
         self.record_user_input = record_user_input
         self.record_tools = record_tools
         self.record_outcome = record_outcome
-        self.strict = strict
         self._last_model: Any = None
-        # The memory block for the last query, taken before that query is recorded, so a
-        # request is never recalled back to itself.
-        self._block: tuple[str, str] | None = None
         self.run_hooks: RunHooks[Any] = _RunHooks(self)
         self.agent_hooks: AgentHooks[Any] = _AgentHooks(self)
 
@@ -107,44 +99,30 @@ class AnnealMemory:
         return with_memory
 
     def memory_block(self, query: str) -> str:
-        """Continuity + recall for ``query``, cached for the query being answered."""
-        if self._block is not None and self._block[0] == query:
-            return self._block[1]
-        block = self.session.memory_block(query or None) or ""
-        self._block = (query, block)
-        return block
+        """Continuity + recall for ``query`` (never the request itself)."""
+        return self.session.memory_block(query or None) or ""
 
     # --- recording (called by the hooks) ----------------------------------------------
-    @contextlib.contextmanager
-    def _guard(self, what: str) -> Iterator[None]:
-        try:
-            yield
-        except Exception:
-            if self.strict:
-                raise
-            logger.exception("anneal memory hook %s failed; the run goes on", what)
-
+    @_safe
     def _started(self, context: RunContextWrapper[Any], agent: Agent[Any]) -> None:
-        with self._guard("agent start"):
-            if agent.model is not None:
-                self._last_model = agent.model
-            query = latest_user_text(context.turn_input)
-            if self.record_user_input and query:
-                self.memory_block(query)
-                self.session.record_user_input(query)
+        if agent.model is not None:
+            self._last_model = agent.model
+        query = latest_user_text(context.turn_input)
+        if self.record_user_input and query:
+            self.session.record_user_input(query)
 
+    @_safe
     def _tool_ended(self, tool: Any, result: Any) -> None:
-        with self._guard("tool end"):
-            if self.record_tools:
-                name = getattr(tool, "name", type(tool).__name__)
-                self.session.record_tool_output(name, result)
+        if self.record_tools:
+            name = getattr(tool, "name", type(tool).__name__)
+            self.session.record_tool_output(name, result)
 
+    @_safe
     async def _ended(self, agent: Agent[Any], output: Any) -> None:
-        with self._guard("agent end"):
-            if self.record_outcome and output is not None:
-                self.session.record_outcome(output)
-            if agent.model is not None:
-                self._last_model = agent.model
+        if agent.model is not None:
+            self._last_model = agent.model
+        if self.record_outcome and output is not None:
+            self.session.record_outcome(output)
         if self.wrap_on_end:
             await self.wrap()
 

@@ -19,6 +19,7 @@ import threading
 from typing import Any
 
 from agents.memory import SessionSettings
+
 from anneal_memory import Store
 from anneal_memory.errors import ValidationError
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from anneal_memory import Store
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")

@@ -7,6 +7,7 @@ from typing import Any
 
 from agents import function_tool
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+
 from anneal_memory.adapters.openai_agents import item_text
 from anneal_memory.testing import scripted_compress
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from agents import Agent, Runner
+from oa_scripted import lookup, model_inputs, scripted_model
+
 from anneal_memory import Store
 from anneal_memory.adapters.openai_agents import AnnealMemory
+
 from contract import AdapterContract, RunTrace
-from oa_scripted import lookup, model_inputs, scripted_model
 
 
 class TestOpenAIAgentsContract(AdapterContract):

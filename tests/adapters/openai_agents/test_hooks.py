@@ -6,11 +6,13 @@ import asyncio
 
 import pytest
 from agents import Agent, Runner
+from oa_scripted import lookup, model_inputs, scripted_model
+
 from anneal_memory import Store
 from anneal_memory.adapters.openai_agents import AnnealMemory
 from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
-from oa_scripted import lookup, model_inputs, scripted_model
 
 
 def _episodes(store: Store):
@@ -112,7 +114,9 @@ def test_record_options_switch_recording_off(mem_store: Store) -> None:
 
 def test_configuration_errors_raise_at_construction(mem_store: Store) -> None:
     with pytest.raises(ValidationError):
-        AnnealMemory("memory.db")  # type: ignore[arg-type]
+        AnnealMemory(42)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):  # options belong to the session passed
+        AnnealMemory(MemorySession(mem_store), recall_limit=2)
     with pytest.raises(ValidationError):
         AnnealMemory(mem_store, compress=42)  # type: ignore[arg-type]
 
@@ -124,3 +128,12 @@ def test_strict_hooks_raise_into_the_run(tmp_path) -> None:
     agent = Agent(name="a", model=scripted_model(), hooks=memory.agent_hooks)
     with pytest.raises(Exception):  # noqa: B017 - any store error, surfaced on purpose
         Runner.run_sync(agent, "This must fail loudly")
+
+
+def test_store_path_opens_a_store_the_memory_owns(tmp_path) -> None:
+    memory = AnnealMemory(str(tmp_path / "owned.db"))
+    agent = Agent(name="a", model=scripted_model(), hooks=memory.agent_hooks)
+    Runner.run_sync(agent, "Keep the seed order list")
+    assert memory.session.owns_store
+    assert "Keep the seed order list" in [e.content for e in _episodes(memory.session.store)]
+    memory.session.close()

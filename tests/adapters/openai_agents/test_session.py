@@ -7,10 +7,11 @@ import asyncio
 import pytest
 from agents import Agent, Runner
 from agents.memory import Session, SessionSettings
+from oa_scripted import lookup, model_inputs, scripted_model
+
 from anneal_memory import Store
 from anneal_memory.adapters.openai_agents import AnnealSession
 from anneal_memory.errors import ValidationError
-from oa_scripted import lookup, model_inputs, scripted_model
 
 
 def _items(n: int) -> list[dict]:
