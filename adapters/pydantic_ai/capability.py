@@ -3,8 +3,7 @@
 Hook map (all hooks are async in Pydantic AI):
 
 - ``before_run``: recall for the run's prompt (continuity + recalled episodes, computed once
-  per run so that the user's own request, recorded next, is not recalled back to it), then
-  record the prompt as user input.
+  per run), then record the prompt as user input.
 - ``get_instructions``: a callable, evaluated before every model request, that returns that
   memory block. It is a labelled data section built by the core session.
 - ``after_tool_execute``: record the tool's result with ``trust="tool"``.
@@ -17,20 +16,24 @@ import asyncio
 import copy
 import dataclasses
 import logging
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from anneal_memory import Store
-from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession, WrapOutcome
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.direct import model_request
 from pydantic_ai.messages import ModelRequest, TextPart
 from pydantic_ai.models import Model
 
+from anneal_memory import Store
+from anneal_memory.adapters import hook_guard, open_session
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession, WrapOutcome
+
 LOGGER_NAME = "anneal_memory.adapters.pydantic_ai"
 logger = logging.getLogger(LOGGER_NAME)
+_safe = hook_guard(LOGGER_NAME)
 
 #: prompt -> continuity markdown, sync or async
 Compress = Callable[[str], "str | Awaitable[str]"]
@@ -63,41 +66,33 @@ def _prompt_text(prompt: str | Sequence[Any] | None) -> str:
 class AnnealMemory(AbstractCapability[Any]):
     """Anneal memory for a Pydantic AI agent, as a capability.
 
-    ``memory`` is a :class:`~anneal_memory.Store` (a session is made for it) or a ready
-    :class:`~anneal_memory.session.MemorySession`. ``wrap_on_end`` (default ``False``) wraps
+    ``memory`` is a :class:`~anneal_memory.Store` or a store path (a session is made for it;
+    ``memory.session.close()`` closes a store it opened) or a ready
+    :class:`~anneal_memory.session.MemorySession` (then the session options go to it). ``wrap_on_end`` (default ``False``) wraps
     after every run; otherwise call :meth:`wrap` when the conversation ends. ``compress``
     defaults to the model of the last run.
     """
 
-    memory: Store | MemorySession
+    memory: Store | MemorySession | str | os.PathLike[str]
     wrap_on_end: bool = False
     compress: Compress | None = None
     record_user_input: bool = True
     record_tools: bool = True
     record_outcome: bool = True
-    recall_limit: int = 5
-    max_content_chars: int = 4000
+    recall_limit: int | None = None
+    max_content_chars: int | None = None
     session_id: str | None = None
     crystal_store: Any = None
-    strict: bool = False
+    strict: bool | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.memory, MemorySession):
-            self.session = self.memory
-        elif isinstance(self.memory, Store):
-            self.session = MemorySession(
-                self.memory, session_id=self.session_id, crystal_store=self.crystal_store,
-                recall_limit=self.recall_limit, max_content_chars=self.max_content_chars,
-                strict=self.strict, logger=LOGGER_NAME,
-            )
-        else:
-            raise ValidationError(
-                f"AnnealMemory needs a Store or a MemorySession, got {type(self.memory).__name__}: "
-                "pass Store('memory.db') or MemorySession(store)"
-            )
         if self.compress is not None and not callable(self.compress):
             raise ValidationError("compress must be a callable taking the wrap prompt and "
                                   "returning the continuity text (or an awaitable of it)")
+        self.session: MemorySession = open_session(
+            self.memory, LOGGER_NAME, session_id=self.session_id,
+            crystal_store=self.crystal_store, recall_limit=self.recall_limit,
+            max_content_chars=self.max_content_chars, strict=self.strict)
         self._block = ""
         self._last_model: Model | None = None
 
@@ -119,6 +114,7 @@ class AnnealMemory(AbstractCapability[Any]):
 
         return memory_instructions
 
+    @_safe
     async def before_run(self, ctx: RunContext[Any]) -> None:
         self._remember_model(ctx)
         query = _prompt_text(ctx.prompt)
@@ -128,16 +124,24 @@ class AnnealMemory(AbstractCapability[Any]):
 
     async def after_tool_execute(self, ctx: RunContext[Any], *, call: Any, tool_def: Any,
                                  args: Any, result: Any) -> Any:
-        if self.record_tools:
-            self.session.record_tool_output(call.tool_name, result, arguments=args)
+        self._record_tool(call, args, result)
         return result
 
+    @_safe
+    def _record_tool(self, call: Any, args: Any, result: Any) -> None:
+        if self.record_tools:
+            self.session.record_tool_output(call.tool_name, result, arguments=args)
+
     async def after_run(self, ctx: RunContext[Any], *, result: Any) -> Any:
+        await self._end_run(result)
+        return result
+
+    @_safe
+    async def _end_run(self, result: Any) -> None:
         if self.record_outcome:
             self.session.record_outcome(result.output)
         if self.wrap_on_end:
             await self.wrap()
-        return result
 
     async def wrap(self, compress: Compress | None = None) -> WrapOutcome:
         """Compress this session's episodes into the continuity (the wrap).
@@ -152,7 +156,7 @@ class AnnealMemory(AbstractCapability[Any]):
         if compressor is None:
             message = ("nothing to compress with: run the agent first, or pass "
                        "compress=callable to AnnealMemory or wrap()")
-            if self.strict:
+            if self.session.strict:
                 raise ValidationError(message)
             logger.warning("wrap skipped: %s", message)
             return WrapOutcome("failed", message, None)

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from anneal_memory import Store
 from pydantic_ai import models
+
+from anneal_memory import Store
 
 models.ALLOW_MODEL_REQUESTS = False
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from anneal_memory.testing import is_wrap_prompt, scripted_compress
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -13,6 +12,8 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 
 class ScriptedModel:

@@ -6,14 +6,15 @@ import asyncio
 import logging
 
 import pytest
+from pydantic_ai import Agent
+from pydantic_ai.models.test import TestModel
+from pydantic_scripted import ScriptedModel, lookup
+
 from anneal_memory import Store
 from anneal_memory.adapters.pydantic_ai import AnnealMemory
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
-from pydantic_ai import Agent
-from pydantic_ai.models.test import TestModel
-from pydantic_scripted import ScriptedModel, lookup
 
 
 def _episodes(store: Store):
@@ -127,9 +128,19 @@ def test_shared_session_is_accepted(mem_store: Store) -> None:
 
 def test_configuration_errors_raise_at_construction(mem_store: Store) -> None:
     with pytest.raises(ValidationError):
-        AnnealMemory("memory.db")  # type: ignore[arg-type]
+        AnnealMemory(42)  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         AnnealMemory(mem_store, compress="not callable")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):  # options belong to the session passed
+        AnnealMemory(MemorySession(mem_store), recall_limit=2)
+
+
+def test_store_path_opens_a_store_the_capability_owns(tmp_path) -> None:
+    memory = AnnealMemory(str(tmp_path / "owned.db"))
+    Agent(ScriptedModel().model, capabilities=[memory]).run_sync("Keep the seed order list")
+    assert memory.session.owns_store
+    assert "Keep the seed order list" in [e.content for e in _episodes(memory.session.store)]
+    memory.session.close()
 
 
 def test_broken_store_is_logged_not_raised(tmp_path, caplog) -> None:
@@ -141,4 +152,4 @@ def test_broken_store_is_logged_not_raised(tmp_path, caplog) -> None:
     with caplog.at_level(logging.WARNING):
         result = agent.run_sync("Keep going")
     assert result.output == "Done: noted."
-    assert any(r.name.startswith("anneal_memory") for r in caplog.records)
+    assert any(r.name == "anneal_memory.adapters.pydantic_ai" for r in caplog.records)

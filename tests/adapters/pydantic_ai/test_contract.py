@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from anneal_memory import Store
-from anneal_memory.adapters.pydantic_ai import AnnealMemory
-from contract import AdapterContract, RunTrace
 from pydantic_ai import Agent
 from pydantic_scripted import ScriptedModel, lookup
+
+from anneal_memory import Store
+from anneal_memory.adapters.pydantic_ai import AnnealMemory
+
+from contract import AdapterContract, RunTrace
 
 
 class TestPydanticAIContract(AdapterContract):
