@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ._fileio import atomic_write_bytes, atomic_write_json, file_lock, sidecar_path
 from .clock import now_iso
 from .errors import AuditError
+from .storage.pg_location import pg_dsn
 
 if TYPE_CHECKING:
     from .storage.sqlite import SQLiteBackend
@@ -212,6 +213,8 @@ class AuditTrail:
 
     def mirror(self) -> int:
         """Append every committed entry the files lack; rotate at week boundaries."""
+        if not getattr(self.backend, "mirrors_audit_to_files", True):
+            return 0  # a server database keeps the one chain every host shares
         with file_lock(self.paths.lock):
             manifest = _load_manifest(self.paths)
             sealed_last = manifest["files"][-1]["last_seq"] if manifest["files"] else 0
@@ -297,6 +300,11 @@ class AuditTrail:
     def iter_entries(db_path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
         """(file name, entry) for every entry, oldest first: the files, then any committed
         entries the files do not hold yet (file name "database")."""
+        if pg_dsn(db_path) is not None:
+            with _server_backend(db_path) as backend:
+                entries = backend.audit_entries()
+            yield from (("database", e) for e in entries)
+            return
         paths = AuditPaths(db_path)
         manifest = _load_manifest(paths)
         files = [paths.db.parent / f["file"] for f in manifest["files"]] + [paths.active]
@@ -315,6 +323,9 @@ class AuditTrail:
     def verify(db_path: str | Path) -> AuditVerifyResult:
         """Walk every file of the chain (and the database's copy) and report the first
         entry that does not check out."""
+        if pg_dsn(db_path) is not None:
+            with _server_backend(db_path) as backend:
+                return verify_database(backend)
         paths = AuditPaths(db_path)
         try:
             manifest = _load_manifest(paths)
@@ -399,3 +410,38 @@ class AuditTrail:
         trail = AuditTrail(backend, db_path, salt="")
         written = trail.mirror()
         return {"rebuilt_entries": written, "set_aside": set_aside}
+
+
+@contextlib.contextmanager
+def _server_backend(location: Any) -> Iterator[Any]:
+    from .storage.postgres import PostgresBackend
+
+    backend = PostgresBackend(str(pg_dsn(location)), read_only=True)
+    try:
+        yield backend
+    finally:
+        backend.close()
+
+
+def verify_database(backend: Any, page: int = 5000) -> AuditVerifyResult:
+    """Walk the chain a backend stores (the whole trail of a PostgreSQL store)."""
+    prev_seq, prev_hash, total, first = 0, GENESIS, 0, True
+    with backend.read():
+        while True:
+            entries = backend.audit_entries(after_seq=prev_seq, limit=page)
+            for e in entries:
+                if first and e["seq"] != 1:  # the trail may start after a retention cut
+                    prev_seq, prev_hash = e["seq"] - 1, e["prev_hash"]
+                first = False
+                reason = ("entry is missing or out of order" if e["seq"] != prev_seq + 1 else
+                          "prev_hash does not match the previous entry"
+                          if e["prev_hash"] != prev_hash else
+                          "entry content does not match its hash"
+                          if e["hash"] != entry_hash(e) else None)
+                if reason:
+                    return AuditVerifyResult(False, total, 0, prev_seq + 1, "database", reason)
+                prev_seq, prev_hash = e["seq"], e["hash"]
+                total += 1
+            if len(entries) < page:
+                break
+    return AuditVerifyResult(True, total, 0, None, None, None, 0, ["database"])

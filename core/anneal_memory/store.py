@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import facts, trust
-from ._fileio import atomic_write_text, file_lock, sidecar_path
+from ._fileio import atomic_write_text, sidecar_path
 from .audit import AuditTrail
 from .clock import iso, normalize_timestamp, now_iso, utcnow
 from .errors import (
@@ -24,6 +24,7 @@ from .errors import (
     WrapInProgressError,
 )
 from .storage.base import EpisodeRow
+from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.sqlite import SQLiteBackend
 from .types import Episode, EpisodeType, RecallResult, StoreStatus, coerce_trust
 
@@ -45,6 +46,16 @@ def default_db_path() -> Path:
             f"(library: Store(path)) or set {ENV_DB}"
         )
     return home / ".anneal-memory" / "memory.db"
+
+
+def _pg_sidecar_base(dsn: str) -> Path:
+    try:
+        return sidecar_base(dsn)
+    except (RuntimeError, KeyError, OSError):
+        raise StoreLocationError(
+            "no folder for this PostgreSQL store's per-host files (crystal, spores): the home "
+            "directory cannot be determined; set ANNEAL_MEMORY_SIDECAR_DIR"
+        ) from None
 
 
 def _episode(row: EpisodeRow, superseded_by: str | None = None,
@@ -79,8 +90,10 @@ class Store:
         session_id: str | None = None,
         consolidate_requires_baton_on_create: bool = False,
     ) -> None:
-        db = Path(path).expanduser() if path is not None else default_db_path()
-        if path is None and not db.parent.exists() and not read_only:
+        dsn = pg_dsn(path if path is not None else os.environ.get(ENV_DB, ""))
+        db = (_pg_sidecar_base(dsn) if dsn else
+              Path(path).expanduser() if path is not None else default_db_path())
+        if path is None and not dsn and not db.parent.exists() and not read_only:
             db.parent.mkdir(parents=True, exist_ok=True)
         if db.exists() and db.is_dir():
             raise StoreError(f"{str(db)!r} is a folder: pass the path of a database file")
@@ -92,8 +105,19 @@ class Store:
         self.read_only = read_only
         self.retention_days = retention_days
         self.session_id = session_id
-        existed = db.exists() and db.stat().st_size > 0
-        self._backend = SQLiteBackend(db, read_only=read_only)
+        self.dsn = dsn
+        # PostgresBackend has the same methods; the annotation names the embedded default.
+        self._backend: SQLiteBackend
+        if dsn:
+            from .storage.postgres import PostgresBackend
+
+            self._backend = PostgresBackend(dsn, read_only=read_only)  # type: ignore[assignment]
+            existed = self._backend.get_meta("store_id") is not None
+            if not read_only:
+                db.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            existed = db.exists() and db.stat().st_size > 0
+            self._backend = SQLiteBackend(db, read_only=read_only)
         self._closed = False
         if not read_only:
             with self._backend.transaction():
@@ -134,7 +158,7 @@ class Store:
             self._backend.close()
 
     def __repr__(self) -> str:
-        return f"Store({str(self.path)!r})"
+        return f"Store({redact(self.dsn) if self.dsn else str(self.path)!r})"
 
     @property
     def backend(self) -> SQLiteBackend:
@@ -442,20 +466,16 @@ class Store:
     def continuity_path(self) -> Path:
         return sidecar_path(self.path, ".continuity.md")
 
+    def _continuity_blob(self) -> str:
+        # The backend names the text by its sidecar suffix (a scoped view has its own).
+        return self.continuity_path.name[len(Path(self.path).stem):]
+
     def load_continuity(self) -> str | None:
         """The current continuity text, or None before the first wrap."""
-        p = self.continuity_path
-        if not p.exists():
-            return None
-        try:
-            return p.read_text("utf-8")
-        except UnicodeDecodeError:
-            raise StoreError(f"the continuity file {str(p)!r} is not UTF-8 text: restore it "
-                             "or remove it to start over") from None
+        return self._backend.read_blob(self._continuity_blob())
 
     def _write_continuity_file(self, text: str) -> None:
-        with file_lock(sidecar_path(self.path, ".continuity.lock")):
-            atomic_write_text(self.continuity_path, text)
+        self._backend.write_blob(self._continuity_blob(), text, lock=".continuity.lock")
 
     def save_continuity(self, text: str) -> str:
         """Raw continuity write, bypassing every check of the wrap pipeline. Prefer
@@ -544,7 +564,7 @@ class Store:
                 audit_write_failures=failures,
                 audit_last_failure=b.get_meta("audit_last_failure"),
                 consolidate_requires_baton=self.consolidate_requires_baton,
-                path=str(self.path),
+                path=redact(self.dsn) if self.dsn else str(self.path),
                 superseded_count=b.count_superseded(),
                 trust_counts=b.counts_by_trust(),
                 wrap_started_at=open_wrap["started_at"] if open_wrap else None,

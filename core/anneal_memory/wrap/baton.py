@@ -1,37 +1,79 @@
 """The single-consolidator gate: one claimed session may wrap a store.
 
-The baton is a sidecar file beside the store (``<stem>.baton.json``), written atomically
-under a lock, never part of the store's database.
+The baton is a blob of the store (``.baton.json``): for SQLite a sidecar file beside
+the database, written atomically under a lock and never part of the database; for
+PostgreSQL a row of the store's blob table, so every host sees the same holder.
+Each function takes the store's location (a path, a ``postgresql://`` URL, or
+``store.path``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._fileio import atomic_write_json, file_lock, sidecar_path
+from .._fileio import sidecar_path
 from ..clock import now_iso
 from ..errors import BatonError, SidecarError, ValidationError
+from ..storage.blobs import SidecarBlobs
+from ..storage.pg_location import pg_dsn, redact
+
+_NAME, _LOCK = ".baton.json", ".baton.lock"
 
 
 def baton_path(db_path: str | Path) -> Path:
-    return sidecar_path(db_path, ".baton.json")
+    return sidecar_path(db_path, _NAME)
+
+
+@contextlib.contextmanager
+def _blobs(db_path: str | Path) -> Iterator[Any]:
+    dsn = pg_dsn(db_path)
+    if dsn is None:
+        yield SidecarBlobs(db_path)
+        return
+    from ..storage.postgres import PostgresBackend
+
+    backend = PostgresBackend(dsn)
+    try:
+        yield backend
+    finally:
+        backend.close()
+
+
+def _where(db_path: str | Path) -> str:
+    dsn = pg_dsn(db_path)
+    return f"the baton record in {redact(dsn)}" if dsn else f"the baton file {str(baton_path(db_path))!r}"
+
+
+def _parse(raw: str | None, where: str) -> dict[str, Any]:
+    if raw is None:
+        return {"holder": None, "claimed_at": None, "history": []}
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise SidecarError(f"{where} is unreadable ({exc}): delete it and "
+                           "claim the baton again") from None
+    if not isinstance(data, dict):
+        raise SidecarError(f"{where} is malformed: delete it and claim again")
+    data.setdefault("history", [])
+    return data
 
 
 def _read(db_path: str | Path) -> dict[str, Any]:
-    p = baton_path(db_path)
-    if not p.exists():
-        return {"holder": None, "claimed_at": None, "history": []}
     try:
-        data = json.loads(p.read_text("utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SidecarError(f"the baton file {str(p)!r} is unreadable ({exc}): delete it and "
+        with _blobs(db_path) as blobs:
+            raw = blobs.read_blob(_NAME)
+    except OSError as exc:
+        raise SidecarError(f"{_where(db_path)} is unreadable ({exc}): delete it and "
                            "claim the baton again") from None
-    if not isinstance(data, dict):
-        raise SidecarError(f"the baton file {str(p)!r} is malformed: delete it and claim again")
-    data.setdefault("history", [])
-    return data
+    return _parse(raw, _where(db_path))
+
+
+def _dump(d: dict[str, Any]) -> str:
+    return json.dumps(d, indent=2, ensure_ascii=False) + "\n"
 
 
 def baton_status(db_path: str | Path) -> dict[str, Any]:
@@ -55,27 +97,35 @@ def claim_baton(db_path: str | Path, session_id: str, *, take: bool = False) -> 
     """Designate ``session_id`` as the consolidating session. Taking the baton from
     another session needs ``take=True``."""
     sid = _check_session(session_id)
-    p = baton_path(db_path)
-    with file_lock(p.with_suffix(".lock")):
-        d = _read(db_path)
-        holder = d.get("holder")
+    where = _where(db_path)
+    previous: dict[str, Any] = {}
+
+    def claim(raw: str | None) -> str:
+        d = _parse(raw, where)
+        holder = previous["holder"] = d.get("holder")
         if holder and holder != sid and not take:
             raise BatonError(f"the baton is held by session {holder!r}: take it explicitly "
                              f"(anneal-memory baton claim {sid} --take)")
         d["history"].append({"holder": sid, "at": now_iso(), "from": holder,
                              "took": bool(holder and holder != sid)})
         d["holder"], d["claimed_at"] = sid, now_iso()
-        atomic_write_json(p, d)
-    return {"holder": sid, "previous": holder}
+        return _dump(d)
+
+    with _blobs(db_path) as blobs:
+        blobs.update_blob(_NAME, claim, lock=_LOCK)
+    return {"holder": sid, "previous": previous["holder"]}
 
 
 def release_baton(db_path: str | Path, session_id: str | None = None) -> bool:
-    p = baton_path(db_path)
-    with file_lock(p.with_suffix(".lock")):
-        d = _read(db_path)
+    where = _where(db_path)
+
+    def release(raw: str | None) -> str | None:
+        d = _parse(raw, where)
         if d.get("holder") is None or (session_id is not None and d["holder"] != session_id):
-            return False
+            return None
         d["history"].append({"holder": None, "at": now_iso(), "from": d["holder"], "took": False})
         d["holder"], d["claimed_at"] = None, None
-        atomic_write_json(p, d)
-    return True
+        return _dump(d)
+
+    with _blobs(db_path) as blobs:
+        return blobs.update_blob(_NAME, release, lock=_LOCK) is not None
