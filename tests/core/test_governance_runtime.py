@@ -426,3 +426,8 @@ def test_every_governance_audit_entry_names_its_namespace(store: Store, db, cloc
     assert all(e["data"]["namespace"] == USER.to_dict() for e in entries)
     assert not any("TypeScript" in json.dumps(e) for e in entries)
     assert AuditTrail.verify(db).valid
+
+
+def test_a_non_sqlite_backend_is_refused_with_a_typed_error() -> None:
+    with pytest.raises(GovernanceError):
+        sql.ensure_schema(object())  # type: ignore[arg-type]

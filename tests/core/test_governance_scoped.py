@@ -135,3 +135,21 @@ def test_closing_a_view_leaves_the_parent_open(views, store: Store) -> None:
         ScopedStore(views["pricing"], ALICE)
     with pytest.raises(ValidationError):
         scoped(store, {"tenant": "acme", "user": "alice", "agent": "coder", "team": "x"})
+
+
+def test_every_backend_method_is_classified_for_scoped_views() -> None:
+    # A new SQLiteBackend query that is neither scoped, built on _filter_sql, nor
+    # declared shared would let a scoped view read across namespaces.
+    import inspect
+
+    from anneal_memory.storage import governance_sql as gsql
+    from anneal_memory.storage.sqlite import SQLiteBackend
+
+    public = {n for n, f in vars(SQLiteBackend).items()
+              if inspect.isfunction(f) and not n.startswith("_")}
+    scoped_here = {n for n in vars(gsql.ScopedSQLiteBackend) if not n.startswith("_")}
+    via_filter = {n for n in public if "_filter_sql" in vars(SQLiteBackend)[n].__code__.co_names}
+    assert "search" in via_filter
+    unclassified = public - scoped_here - via_filter - gsql.SHARED_METHODS
+    assert unclassified == set()
+    assert not scoped_here & gsql.SHARED_METHODS

@@ -9,11 +9,14 @@ which is what serialises racing first writes across threads and processes.
 
 from __future__ import annotations
 
+import inspect
 import json
 import sqlite3
+import types
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ..errors import GovernanceError
 from .base import EpisodeRow, SearchFilters
 from .sqlite import _EP_COLS, SQLiteBackend, _row, _split_sql
 
@@ -98,6 +101,10 @@ END;
 
 def ensure_schema(backend: SQLiteBackend) -> None:
     """Create the governance tables if this database does not have them yet."""
+    if not isinstance(backend, SQLiteBackend):
+        raise GovernanceError(
+            f"governed memory and scoped views need the SQLite backend; this store uses "
+            f"{type(backend).__name__}: open a SQLite store (Store(path)) for them")
     if backend.read_only:
         return
     if getattr(backend, "_gov_schema_ready", False):
@@ -286,6 +293,24 @@ def decide_review(b: SQLiteBackend, review_id: str, *, status: str, decided_at: 
 
 
 # ---------------------------------------------------------------------- scoped episodes
+#: Backend methods a scoped view passes through unchanged: transactions, metadata, the
+#: audit chain, wraps, patterns and probes (database-wide by design), writes, and
+#: lookups keyed by ids the view has already filtered. Anything else must be scoped:
+#: a core test fails when SQLiteBackend gains a method that is in neither list.
+SHARED_METHODS: frozenset[str] = frozenset({
+    "add_derivations", "add_meta_int", "add_supersession", "add_tombstone", "audit_count",
+    "audit_entries", "audit_insert", "audit_tip", "checkpoint", "close", "close_wrap",
+    "closed", "conn", "delete_episode_rows", "delete_probe", "delete_supersessions_touching",
+    "derivations_of", "execute", "get_meta", "has_pattern_history", "id_taken",
+    "in_transaction", "insert_episode", "insert_probe", "insert_wrap", "integrity_check",
+    "mark_source_removed", "mark_wrapped", "open_wrap", "path", "pattern_history", "probes",
+    "q", "q1", "read", "read_blob", "read_only", "remove_supersession", "scrub_indexes",
+    "set_meta", "superseded_by_new", "supersessions_of", "transaction", "update_blob",
+    "update_episode", "update_probe", "upsert_pattern", "wrap_counts", "wrap_history",
+    "wrapped_ids_before", "write_blob",
+})
+
+
 def _ep_scope(alias: str) -> str:
     p = f"{alias}." if alias else ""
     owner = f"json_extract({p}metadata, '$.{NS_META_KEY}.owner')"
@@ -307,16 +332,18 @@ class ScopedSQLiteBackend:
         self._scope = (owner, project)
 
     def __getattr__(self, name: str) -> Any:
+        # Every SQLiteBackend query built on _filter_sql (search, rows_by_rowid, ...)
+        # runs with this object as self, so it picks up the scoped _filter_sql below.
+        fn = getattr(SQLiteBackend, name, None)
+        if inspect.isfunction(fn) and "_filter_sql" in fn.__code__.co_names:
+            return types.MethodType(fn, self)
         return getattr(self._inner, name)
 
-    # SQLiteBackend.search builds its WHERE clause through _filter_sql; adding the scope
-    # there filters phrase, word (BM25) and plain listings alike, before any ranking.
+    # Adding the scope to the filter clause filters phrase, word (BM25), row-id and
+    # plain listings alike, before any ranking.
     def _filter_sql(self, f: SearchFilters, alias: str = "e") -> tuple[str, list[Any]]:
         where, params = SQLiteBackend._filter_sql(self._inner, f, alias)
         return f"{where} AND {_ep_scope(alias)}", [*params, *self._scope]
-
-    def search(self, filters: SearchFilters, **kwargs: Any) -> Any:
-        return SQLiteBackend.search(self, filters, **kwargs)  # type: ignore[arg-type]
 
     def _rows(self, where: str, params: Sequence[Any], order: str = "timestamp ASC, rowid ASC"
               ) -> list[EpisodeRow]:
@@ -382,6 +409,11 @@ class ScopedSQLiteBackend:
             "SELECT old_id, new_id, kind, created_at FROM supersessions WHERE "
             f"{self._in_scope_sql('old_id')} AND {self._in_scope_sql('new_id')} "
             "ORDER BY created_at", [*self._scope, *self._scope])]
+
+    def all_derivations(self) -> list[tuple[str, str, str | None]]:
+        return [tuple(r) for r in self._inner.q(  # type: ignore[misc]
+            "SELECT episode_id, source_id, removed_trust FROM derivations WHERE "
+            + self._in_scope_sql("episode_id"), self._scope)]
 
     def _removed_ids(self) -> set[str]:
         return {r[0] for r in self._inner.q(
