@@ -12,12 +12,9 @@ memory's ``after_kickoff`` does).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
-from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession
 from crewai.events import (
     BaseEventListener,
     TaskCompletedEvent,
@@ -25,7 +22,11 @@ from crewai.events import (
     ToolUsageFinishedEvent,
 )
 
-logger = logging.getLogger("anneal_memory.adapters.crewai")
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession, guard_hook
+
+# A handler must never raise into the bus: log and go on.
+_safe = guard_hook("anneal_memory.adapters.crewai")
 
 
 class AnnealEventListener(BaseEventListener):
@@ -66,7 +67,7 @@ class AnnealEventListener(BaseEventListener):
         for event_type, handler in ((TaskStartedEvent, on_task_started),
                                     (ToolUsageFinishedEvent, on_tool_finished),
                                     (TaskCompletedEvent, on_task_completed)):
-            guarded = _guarded(handler)
+            guarded = _safe(handler)
             crewai_event_bus.on(event_type)(guarded)
             self._handlers.append((event_type, guarded))
 
@@ -77,18 +78,6 @@ class AnnealEventListener(BaseEventListener):
         for event_type, handler in self._handlers:
             crewai_event_bus.off(event_type, handler)
         self._handlers.clear()
-
-
-def _guarded(handler: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
-    # A handler must never raise into the bus: log and go on.
-    def run(source: Any, event: Any) -> None:
-        try:
-            handler(source, event)
-        except Exception:
-            logger.exception("recording CrewAI event %s failed", type(event).__name__)
-
-    run.__name__ = f"anneal_{handler.__name__}"
-    return run
 
 
 def _as_dict(value: Any) -> dict[str, Any] | None:

@@ -14,9 +14,10 @@ import threading
 from datetime import datetime
 from typing import Any
 
+from crewai.memory.types import MemoryRecord, ScopeInfo
+
 from anneal_memory import Store
 from anneal_memory.types import Episode
-from crewai.memory.types import MemoryRecord, ScopeInfo
 
 META_KEY = "crewai"
 SOURCE = "crewai"

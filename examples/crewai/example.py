@@ -15,13 +15,14 @@ for _key, _value in {"CREWAI_DISABLE_TELEMETRY": "true", "OTEL_SDK_DISABLED": "t
                      "CREWAI_TRACING_ENABLED": "false", "CREWAI_TESTING": "true"}.items():
     os.environ.setdefault(_key, _value)
 
-from anneal_memory import Store  # noqa: E402
-from anneal_memory.adapters.crewai import AnnealCrewMemory, AnnealEventListener  # noqa: E402
-from anneal_memory.testing import is_wrap_prompt, scripted_compress  # noqa: E402
 from crewai import Agent, Crew, Task  # noqa: E402
 from crewai.events import crewai_event_bus  # noqa: E402
 from crewai.llms.base_llm import BaseLLM  # noqa: E402
 from crewai.tools import tool  # noqa: E402
+
+from anneal_memory import Store  # noqa: E402
+from anneal_memory.adapters.crewai import AnnealCrewMemory, AnnealEventListener  # noqa: E402
+from anneal_memory.testing import is_wrap_prompt, scripted_compress  # noqa: E402
 
 
 class ScriptedLLM(BaseLLM):

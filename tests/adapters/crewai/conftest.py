@@ -16,8 +16,9 @@ for key, value in {"CREWAI_DISABLE_TELEMETRY": "true", "CREWAI_DISABLE_TRACKING"
     os.environ.setdefault(key, value)
 
 import pytest  # noqa: E402
-from anneal_memory import Store  # noqa: E402
 from crewai.events import crewai_event_bus  # noqa: E402
+
+from anneal_memory import Store  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

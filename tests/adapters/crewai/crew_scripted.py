@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from anneal_memory.adapters.crewai import AnnealCrewMemory, AnnealEventListener
-from anneal_memory.testing import is_wrap_prompt, scripted_compress
 from crewai import Agent, Crew, Task
 from crewai.events import crewai_event_bus
 from crewai.llms.base_llm import BaseLLM
 from crewai.tools import tool
+
+from anneal_memory.adapters.crewai import AnnealCrewMemory, AnnealEventListener
+from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 
 def _text(messages: Any) -> str:

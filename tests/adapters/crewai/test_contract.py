@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from crew_scripted import AnnealEventListener, run_crew, scripted_llm
+
 from anneal_memory import Store
 from anneal_memory.adapters.crewai import AnnealCrewMemory
+
 from contract import AdapterContract, RunTrace
-from crew_scripted import AnnealEventListener, run_crew, scripted_llm
 
 
 class TestCrewAIContract(AdapterContract):

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "crewai" / "example.py"
+from contract import run_example_and_check
 
 
 def test_example_runs_offline(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(EXAMPLE), str(tmp_path / "memory.db")],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "continuity saved: True" in done.stdout
-    # the recalled fact reached the model's input on the second run
-    shown = [line for line in done.stdout.splitlines() if 'the task prompt carries memories:' in line]
-    assert shown and "Zephyrion" in shown[-1], done.stdout
+    run_example_and_check("crewai", tmp_path, "continuity saved: True",
+                          line=("the task prompt carries memories:", "Zephyrion"))

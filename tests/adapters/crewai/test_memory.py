@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from crew_scripted import AnnealEventListener, run_crew, scripted_llm
+from crewai.memory.storage.backend import StorageBackend
+
 from anneal_memory import Store
 from anneal_memory.adapters.crewai import AnnealCrewMemory, AnnealStorage
 from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
-from crew_scripted import AnnealEventListener, run_crew, scripted_llm
-from crewai.memory.storage.backend import StorageBackend
 
 
 def _memory(store: Store, **kwargs) -> AnnealCrewMemory:
@@ -69,7 +71,18 @@ def test_recall_puts_continuity_first_and_labels_relayed(mem_store: Store) -> No
     matches = memory.recall("valve")
     assert matches[0].match_reasons == ["continuity"] and "## State" in matches[0].record.content
     relayed = [m for m in matches if "leaks" in m.record.content]
-    assert relayed and relayed[0].record.content.startswith("[relayed tool output")
+    assert relayed and "[tool: recorded from tool output" in relayed[0].record.content
+    kinds = ["recorded from tool output" in m.record.content for m in matches[1:]]
+    assert kinds == sorted(kinds), "relayed items come last"
+
+
+def test_recall_leaves_out_the_tasks_own_request(mem_store: Store) -> None:
+    memory = _memory(mem_store)
+    memory.session.record_user_input("Plan the valve replacement")
+    memory.session.record_decision("The valve replacement is planned for May")
+    contents = [m.record.content for m in memory.recall("Plan the valve replacement")]
+    assert any("planned for May" in c for c in contents)
+    assert not any(c.endswith("Plan the valve replacement") for c in contents)
 
 
 def test_async_variants(mem_store: Store) -> None:
@@ -130,8 +143,18 @@ def test_listener_records_tool_and_task_then_unregisters(mem_store: Store) -> No
 
 def test_configuration_errors_raise_at_construction(mem_store: Store) -> None:
     with pytest.raises(ValidationError):
-        AnnealCrewMemory("memory.db")  # type: ignore[arg-type]
+        AnnealCrewMemory(42)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):  # options belong to the session passed
+        AnnealCrewMemory(MemorySession(mem_store), recall_limit=2)
     with pytest.raises(ValidationError):
         AnnealCrewMemory(mem_store, compress=3)  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         AnnealEventListener(mem_store)  # type: ignore[arg-type]
+
+
+def test_store_path_opens_a_store_the_memory_owns(tmp_path) -> None:
+    memory = AnnealCrewMemory(str(tmp_path / "owned.db"), llm=scripted_llm())
+    memory.remember("Keep the seed order list", scope="garden")
+    assert memory.session.owns_store
+    assert [r.content for r in memory.list_records()] == ["Keep the seed order list"]
+    memory.session.close()
