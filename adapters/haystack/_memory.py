@@ -9,15 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from anneal_memory import Store
-from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession, WrapOutcome
 from haystack.components.agents.state.state import State
 from haystack.components.agents.state.state_utils import replace_values
 from haystack.core.serialization import (
@@ -29,8 +25,13 @@ from haystack.core.serialization import (
 from haystack.dataclasses import ChatMessage, ChatRole
 from haystack.utils.callable_serialization import deserialize_callable, serialize_callable
 
+from anneal_memory import Store
+from anneal_memory.adapters import hook_guard, open_session
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession, WrapOutcome
+
 LOGGER_NAME = "anneal_memory.adapters.haystack"
-logger = logging.getLogger(LOGGER_NAME)
+_safe = hook_guard(LOGGER_NAME)
 
 #: Every point of the Agent's loop this adapter hooks, in the order they fire.
 HOOK_POINTS: tuple[str, ...] = (
@@ -49,8 +50,9 @@ _LIVE: weakref.WeakValueDictionary[str, AnnealMemory] = weakref.WeakValueDiction
 class AnnealMemory:
     """Episodic memory and continuity for a Haystack ``Agent``.
 
-    ``store``: a :class:`~anneal_memory.Store` or the path of its database file (a path keeps
-    the Agent serializable). ``chat_generator``: the model that writes the continuity at the
+    ``store``: a :class:`~anneal_memory.Store`, the path of its database file (a path keeps
+    the Agent serializable; this object then owns the store) or a ready
+    :class:`~anneal_memory.session.MemorySession` (then the session options go to it). ``chat_generator``: the model that writes the continuity at the
     wrap (normally the Agent's own); ``compress`` overrides it with any ``prompt -> text``
     callable. ``wrap_on_end`` (default False) wraps after every run; otherwise call
     :meth:`wrap`. ``memory_role`` is the role of the injected memory message ("user" by
@@ -59,19 +61,19 @@ class AnnealMemory:
 
     def __init__(
         self,
-        store: Store | str | os.PathLike[str],
+        store: Store | MemorySession | str | os.PathLike[str],
         *,
         project_name: str | None = None,
         session_id: str | None = None,
         chat_generator: Any = None,
         compress: Compress | None = None,
         wrap_on_end: bool = False,
-        recall_limit: int = 5,
-        max_content_chars: int = 4000,
+        recall_limit: int | None = None,
+        max_content_chars: int | None = None,
         record_tool_outputs: bool = True,
         record_tool_calls: bool = False,
         memory_role: Literal["user", "system"] = "user",
-        strict: bool = False,
+        strict: bool | None = None,
     ) -> None:
         if memory_role not in ("user", "system"):
             raise ValidationError(f"memory_role must be 'user' or 'system', not {memory_role!r}")
@@ -87,12 +89,11 @@ class AnnealMemory:
                 "wrap_on_end=True needs a model to write the continuity: pass chat_generator= "
                 "(usually the Agent's own) or compress=<callable prompt -> text>"
             )
-        if isinstance(store, Store):
-            self._store, self._owns_store = store, False
-            self._db_path: str | None = _store_path(store)
-        else:
-            self._store, self._owns_store = Store(os.fspath(store), project_name=project_name), True
-            self._db_path = os.fspath(store)
+        self._options = {"session_id": session_id, "recall_limit": recall_limit,
+                         "max_content_chars": max_content_chars, "strict": strict}
+        self.session = open_session(store, LOGGER_NAME, project_name=project_name,
+                                    **self._options)
+        self._db_path: str | None = _store_path(self.session.store)
         self.project_name = project_name
         self.chat_generator = chat_generator
         self.compress = compress
@@ -100,16 +101,12 @@ class AnnealMemory:
         self.record_tool_outputs = record_tool_outputs
         self.record_tool_calls = record_tool_calls
         self.memory_role = memory_role
-        self.strict = strict
-        self._options = {"session_id": session_id, "recall_limit": recall_limit,
-                         "max_content_chars": max_content_chars, "strict": strict}
-        self.session = MemorySession(self._store, logger=LOGGER_NAME, **self._options)
         self.last_wrap: WrapOutcome | None = None
         self._handled_input: str | None = None
 
     @property
     def store(self) -> Store:
-        return self._store
+        return self.session.store
 
     # --- wiring -----------------------------------------------------------------
     def hooks(self, existing: dict[str, list[Any]] | None = None,
@@ -124,15 +121,18 @@ class AnnealMemory:
         return merged
 
     # --- what each hook point does ------------------------------------------------
+    @_safe
     def on_before_run(self, state: State) -> None:
         """Record the user's request; inject continuity + recall as a labelled message."""
         self._handled_input = None
         self._take_user_input(state)
 
+    @_safe
     def on_before_llm(self, state: State) -> None:
         """A user message added mid-run (human in the loop, exit hooks) gets the same treatment."""
         self._take_user_input(state)
 
+    @_safe
     def on_before_tool(self, state: State) -> None:
         """Optionally record the model's tool calls as decisions (``record_tool_calls``)."""
         if not self.record_tool_calls:
@@ -142,6 +142,7 @@ class AnnealMemory:
             self.session.record_decision(
                 f"called tool {call.tool_name} with {json.dumps(call.arguments, default=str)}")
 
+    @_safe
     def on_after_tool(self, state: State) -> None:
         """Record each tool result of the step just run, with trust="tool"."""
         if not self.record_tool_outputs:
@@ -153,16 +154,19 @@ class AnnealMemory:
                     arguments=dict(result.origin.arguments or {}),
                     metadata={"error": True} if result.error else None)
 
+    @_safe
     def on_on_exit(self, state: State) -> None:
         """Record the answer the Agent stops on (deduplicated with after_run)."""
         self._record_answer(state)
 
+    @_safe
     def on_after_run(self, state: State) -> None:
         """Record the final answer; wrap when ``wrap_on_end``."""
         self._record_answer(state)
         if self.wrap_on_end:
             self.wrap()
 
+    @_safe
     async def on_after_run_async(self, state: State) -> None:
         self._record_answer(state)
         if self.wrap_on_end:
@@ -222,8 +226,7 @@ class AnnealMemory:
 
     def close(self) -> None:
         """Close the store if this object opened it."""
-        if self._owns_store:
-            self._store.close()
+        self.session.close()
 
     # --- serialization ------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -262,7 +265,8 @@ class AnnealMemory:
 
 
 class AnnealMemoryHook:
-    """One Haystack hook: runs its point's step of :class:`AnnealMemory`, never raising."""
+    """One Haystack hook: runs its point's step of :class:`AnnealMemory` (whose steps log
+    a failure and let the run go on)."""
 
     def __init__(self, memory: AnnealMemory, point: str) -> None:
         if point not in HOOK_POINTS:
@@ -272,25 +276,14 @@ class AnnealMemoryHook:
         self.allowed_hook_points = (point,)
 
     def run(self, state: State) -> None:
-        self._guard(getattr(self.memory, f"on_{self.point}"), state)
+        getattr(self.memory, f"on_{self.point}")(state)
 
     async def run_async(self, state: State) -> None:
         handler = getattr(self.memory, f"on_{self.point}_async", None)
         if handler is None:
             self.run(state)
-            return
-        try:
+        else:
             await handler(state)
-        except Exception:
-            logger.exception("anneal-memory %s hook failed; the run goes on", self.point)
-
-    def _guard(self, handler: Callable[[State], None], state: State) -> None:
-        try:
-            handler(state)
-        except Exception:
-            if self.memory.strict:
-                raise
-            logger.exception("anneal-memory %s hook failed; the run goes on", self.point)
 
     def close(self) -> None:
         if self.point == "after_run":  # one hook per memory closes it, not six

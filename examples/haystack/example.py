@@ -12,12 +12,13 @@ import tempfile
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
-from anneal_memory import Store  # noqa: E402
-from anneal_memory.adapters.haystack import AnnealMemory  # noqa: E402
-from anneal_memory.testing import is_wrap_prompt, scripted_compress  # noqa: E402
 from haystack.components.agents import Agent  # noqa: E402
 from haystack.components.generators.chat import MockChatGenerator  # noqa: E402
 from haystack.dataclasses import ChatMessage  # noqa: E402
+
+from anneal_memory import Store  # noqa: E402
+from anneal_memory.adapters.haystack import AnnealMemory  # noqa: E402
+from anneal_memory.testing import is_wrap_prompt, scripted_compress  # noqa: E402
 
 
 def model(messages: list[ChatMessage]) -> str:

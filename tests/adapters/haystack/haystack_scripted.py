@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from anneal_memory.testing import is_wrap_prompt, scripted_compress
 from haystack.components.generators.chat import MockChatGenerator
 from haystack.dataclasses import ChatMessage, ChatRole, ToolCall
 from haystack.tools import Tool
+
+from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 
 def lookup(item: str) -> str:

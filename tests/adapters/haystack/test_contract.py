@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from anneal_memory import Store
-from anneal_memory.adapters.haystack import AnnealMemory
-from contract import AdapterContract, RunTrace
 from haystack.components.agents import Agent
 from haystack.dataclasses import ChatMessage
 from haystack_scripted import LOOKUP, Scripted
+
+from anneal_memory import Store
+from anneal_memory.adapters.haystack import AnnealMemory
+
+from contract import AdapterContract, RunTrace
 
 
 class TestHaystackContract(AdapterContract):

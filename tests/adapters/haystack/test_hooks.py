@@ -7,14 +7,16 @@ import logging
 from pathlib import Path
 
 import pytest
-from anneal_memory import Store
-from anneal_memory.adapters.haystack import HOOK_POINTS, AnnealMemory, AnnealMemoryHook
-from anneal_memory.errors import ValidationError
 from haystack.components.agents import Agent
 from haystack.components.generators.chat import MockChatGenerator
 from haystack.core.serialization_security import allow_deserialization_module
 from haystack.dataclasses import ChatMessage, ChatRole
 from haystack_scripted import LOOKUP, Scripted, answer
+
+from anneal_memory import Store
+from anneal_memory.adapters.haystack import HOOK_POINTS, AnnealMemory, AnnealMemoryHook
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession
 
 
 @pytest.fixture
@@ -133,7 +135,7 @@ def test_failing_hook_is_logged_and_run_goes_on(store: Store, caplog, monkeypatc
 
     monkeypatch.setattr(memory.session, "record_user_input", boom)
     scripted = Scripted()
-    with caplog.at_level(logging.ERROR, logger="anneal_memory.adapters.haystack"):
+    with caplog.at_level(logging.WARNING, logger="anneal_memory.adapters.haystack"):
         result = _agent(memory, scripted).run(messages=[ChatMessage.from_user("Go on")])
     assert result["last_message"].text
     assert any("before_run" in r.getMessage() for r in caplog.records)
@@ -148,6 +150,21 @@ def test_configuration_errors_raise_at_construction(store: Store) -> None:
         AnnealMemory(store, chat_generator=object())
     with pytest.raises(ValidationError, match="hook point"):
         AnnealMemory(store).hooks(points=("before_everything",))
+    with pytest.raises(ValidationError):  # options belong to the session passed
+        AnnealMemory(MemorySession(store), recall_limit=2)
+    with pytest.raises(ValidationError, match="project_name"):
+        AnnealMemory(store, project_name="Other")
+
+
+def test_strict_session_lets_hook_failures_through(store: Store, monkeypatch) -> None:
+    memory = AnnealMemory(MemorySession(store, strict=True))
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("memory exploded")
+
+    monkeypatch.setattr(memory.session, "record_user_input", boom)
+    with pytest.raises(RuntimeError, match="memory exploded"):
+        _agent(memory, Scripted()).run(messages=[ChatMessage.from_user("Go on")])
 
 
 def test_agent_serializes_and_loads_with_working_hooks(tmp_path: Path) -> None:
