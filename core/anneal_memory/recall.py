@@ -42,6 +42,58 @@ def build_filters(since: Any = None, until: Any = None, episode_type: Any = None
     )
 
 
+#: how much of a matching episode's score its neighbours in time inherit: the turn after a
+#: match (often the answer to it) and the turn before (often the question it answers)
+CONTEXT_NEXT = 0.5
+CONTEXT_PREV = 0.3
+#: neighbours further apart than this in time are not context
+CONTEXT_WINDOW_SECONDS = 3600
+
+
+def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
+                 pool: int) -> tuple[list[tuple[Any, float]], int]:
+    """Word matches ranked by BM25, with conversational context: the episodes recorded
+    right before and after a match (within an hour) inherit part of its score, so the
+    reply that answers a matching turn ranks even when it repeats none of its words.
+
+    Returns (rows with scores, best first) and the number of word matches.
+    """
+    b = store.backend
+    rows, total = b.search(filters, words=list(terms), limit=pool)
+    if not rows:
+        return [], total
+    score: dict[int, float] = {}
+    by_rowid: dict[int, Any] = {}
+    for r, sc in rows:
+        score[r.rowid] = score.get(r.rowid, 0.0) + sc
+        by_rowid[r.rowid] = r
+    for r, sc in rows:
+        score[r.rowid + 1] = score.get(r.rowid + 1, 0.0) + CONTEXT_NEXT * sc
+        score[r.rowid - 1] = score.get(r.rowid - 1, 0.0) + CONTEXT_PREV * sc
+    missing = [rid for rid in score if rid not in by_rowid]
+    extra = b.rows_by_rowid(missing, filters) if missing else {}
+    out = []
+    for rid, sc in score.items():
+        row = by_rowid.get(rid) or extra.get(rid)
+        if row is None:
+            continue
+        if rid not in by_rowid:
+            near = [by_rowid[n] for n in (rid - 1, rid + 1) if n in by_rowid]
+            if not any(_seconds_apart(row.timestamp, n.timestamp) <= CONTEXT_WINDOW_SECONDS
+                       for n in near):
+                continue
+        out.append((row, sc))
+    out.sort(key=lambda x: (-x[1], -x[0].rowid))
+    return out, total
+
+
+def _seconds_apart(a: str, b: str) -> float:
+    try:
+        return abs((datetime.fromisoformat(a) - datetime.fromisoformat(b)).total_seconds())
+    except ValueError:
+        return float("inf")
+
+
 def keyword_recall(store: Store, *, since: str | datetime | None = None,
                    until: str | datetime | None = None, episode_type: Any = None,
                    source: str | None = None, keyword: str | None = None, limit: int = 100,
@@ -67,7 +119,11 @@ def keyword_recall(store: Store, *, since: str | datetime | None = None,
                 params["match"] = "words"
                 params["words"] = terms
                 if terms:
-                    rows, total = b.search(filters, words=terms, limit=limit, offset=offset)
+                    ranked, matches = ranked_words(store, filters, terms,
+                                                   pool=max(200, 2 * (offset + limit)))
+                    params["word_matches"] = matches
+                    total = max(matches, len(ranked))
+                    rows = ranked[offset:offset + limit]
                 else:
                     rows, total = [], 0
         else:
@@ -105,7 +161,7 @@ def _scored_episodes(store: Store, query: str, terms: list[str], k: int, episode
     b = store.backend
     filters = build_filters(since, None, episode_type, None, include_superseded=True)
     with b.read():
-        rows, _total = b.search(filters, words=terms, limit=max(50, k * 8))
+        rows, _total = ranked_words(store, filters, terms, pool=max(200, k * 20))
         phrase_rows: list[Any] = []
         if len(query.strip()) >= 3:
             phrase_rows, _ = b.search(filters, phrase=query.strip(), limit=k)

@@ -34,7 +34,22 @@ def test_fallback_to_ranked_words(corpus: Store) -> None:
     r = corpus.recall(keyword="what about the pool exhaustion problem?")
     assert r.query_params["match"] == "words"
     assert r.episodes[0].content == "Connection pool exhaustion under load"
-    assert r.total_matching == 2
+    assert r.query_params["word_matches"] == 2
+
+
+def test_words_stage_ranks_the_reply_after_a_matching_turn(store: Store) -> None:
+    store.record("Unrelated note about the garden hose", "observation",
+                 timestamp="2026-01-01T08:00:00Z")
+    store.record("Who performed at the concert for your daughter's birthday?", "question",
+                 timestamp="2026-01-02T10:00:00Z")
+    reply = store.record("It was Matt Patterson, he is so talented!", "observation",
+                         timestamp="2026-01-02T10:00:05Z")
+    store.record("Later that week the weather was cold", "observation",
+                 timestamp="2026-01-09T10:00:00Z")
+    r = store.recall(keyword="which singer performed at the birthday concert", limit=3)
+    ids = [e.id for e in r.episodes]
+    assert reply.id in ids[:2]
+    assert all("weather" not in e.content for e in r.episodes)
 
 
 def test_stopwords_only_query_matches_nothing(corpus: Store) -> None:

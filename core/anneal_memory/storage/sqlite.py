@@ -501,6 +501,19 @@ class SQLiteBackend(Backend):
         )
         return [(_row(r[:11]), float(r[11] or 0.0)) for r in rows], total
 
+    def rows_by_rowid(self, rowids: Sequence[int], filters: SearchFilters) -> dict[int, EpisodeRow]:
+        """Episodes at these row ids that pass ``filters``."""
+        out: dict[int, EpisodeRow] = {}
+        rowids = list(rowids)
+        where, params = self._filter_sql(filters)
+        cols = ", ".join(f"e.{c.strip()}" for c in _EP_COLS.split(","))
+        for i in range(0, len(rowids), 500):
+            chunk = rowids[i:i + 500]
+            for r in self.q(f"SELECT {cols} FROM episodes e WHERE e.rowid IN "
+                            f"({','.join('?' * len(chunk))}) AND {where}", [*chunk, *params]):
+                out[int(r[0])] = _row(r)
+        return out
+
     # ------------------------------------------------------------------ supersession
     def add_supersession(self, old_id: str, new_id: str, kind: str, created_at: str) -> None:
         self.q("INSERT OR REPLACE INTO supersessions(old_id, new_id, kind, created_at) "
