@@ -83,6 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else 2
     if not getattr(args, "command", None):
+        if args.generate_integrity:  # `anneal-memory --generate-integrity` on its own
+            from ..mcp.integrity import generate
+
+            print(f"anneal-memory: wrote {generate()}")
+            return 0
         parser.print_help()
         return 2
     if not hasattr(args, "func"):  # a command group given without its subcommand
