@@ -7,7 +7,6 @@ one place that sees the whole turn. Storage and trimming are delegated to an inn
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -19,10 +18,13 @@ from autogen_core.models import (
     UserMessage,
 )
 
+from anneal_memory.adapters import hook_guard
+from anneal_memory.session import MemorySession
+
 if TYPE_CHECKING:
     from ._memory import AnnealMemory
 
-logger = logging.getLogger("anneal_memory.adapters.autogen")
+_safe = hook_guard("anneal_memory.adapters.autogen")
 
 
 class RecordingChatCompletionContext(ChatCompletionContext):
@@ -38,19 +40,17 @@ class RecordingChatCompletionContext(ChatCompletionContext):
         self.memory = memory
         self.inner = inner if inner is not None else UnboundedChatCompletionContext()
 
+    @property
+    def session(self) -> MemorySession:
+        return self.memory.session
+
     async def add_message(self, message: LLMMessage) -> None:
-        wrap = False
-        try:
-            wrap = self._record(message)
-        except Exception:
-            if self.memory.strict:
-                raise
-            logger.exception("anneal-memory could not record a %s; the agent goes on",
-                             type(message).__name__)
+        wrap = self._record(message)
         await self.inner.add_message(message)
         if wrap:
             await self.memory.awrap()
 
+    @_safe
     def _record(self, message: LLMMessage) -> bool:
         """Record one message; True when it is a text answer that ends the turn."""
         from ._memory import MEMORY_SOURCE

@@ -14,9 +14,6 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from anneal_memory import Store
-from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession, WrapOutcome
 from autogen_core import CancellationToken, Component, ComponentModel
 from autogen_core.memory import (
     Memory,
@@ -30,8 +27,14 @@ from autogen_core.models import ChatCompletionClient, SystemMessage, UserMessage
 from pydantic import BaseModel
 from typing_extensions import Self
 
+from anneal_memory import Store
+from anneal_memory.adapters import hook_guard, open_session
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession, WrapOutcome
+
 LOGGER_NAME = "anneal_memory.adapters.autogen"
 logger = logging.getLogger(LOGGER_NAME)
+_safe = hook_guard(LOGGER_NAME)
 
 #: ``source`` of the message this memory injects; the recording context skips it.
 MEMORY_SOURCE = "anneal_memory"
@@ -62,6 +65,8 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
     ``compress`` overrides it with any ``prompt -> text`` callable (sync or async).
     ``wrap_on_end`` (default False) wraps each time the agent gives a text answer; otherwise
     call :meth:`awrap`. ``clear()`` never deletes stored episodes: see :meth:`clear`.
+    ``store`` is a path (opened and owned: :meth:`close` closes it), a Store, or a ready
+    MemorySession (then the session options go to it).
     """
 
     component_type = "memory"
@@ -70,7 +75,7 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
 
     def __init__(
         self,
-        store: Store | str | os.PathLike[str],
+        store: Store | MemorySession | str | os.PathLike[str],
         *,
         name: str | None = None,
         project_name: str | None = None,
@@ -78,11 +83,11 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
         model_client: ChatCompletionClient | None = None,
         compress: Compress | None = None,
         wrap_on_end: bool = False,
-        recall_limit: int = 5,
-        max_content_chars: int = 4000,
+        recall_limit: int | None = None,
+        max_content_chars: int | None = None,
         memory_role: Literal["user", "system"] = "user",
         record_tool_calls: bool = False,
-        strict: bool = False,
+        strict: bool | None = None,
     ) -> None:
         if memory_role not in ("user", "system"):
             raise ValidationError(f"memory_role must be 'user' or 'system', not {memory_role!r}")
@@ -94,12 +99,9 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
         if wrap_on_end and compress is None and model_client is None:
             raise ValidationError("wrap_on_end=True needs a model to write the continuity: pass "
                                   "model_client= (usually the agent's own) or compress=<callable>")
-        if isinstance(store, Store):
-            self._store, self._owns_store = store, False
-            self._db_path = os.fspath(store.path)
-        else:
-            self._store, self._owns_store = Store(os.fspath(store), project_name=project_name), True
-            self._db_path = os.fspath(store)
+        self.session = open_session(store, LOGGER_NAME, project_name=project_name,
+                                    session_id=session_id, recall_limit=recall_limit,
+                                    max_content_chars=max_content_chars, strict=strict)
         self._name = name or "anneal_memory"
         self.project_name = project_name
         self.model_client = model_client
@@ -107,11 +109,6 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
         self.wrap_on_end = wrap_on_end
         self.memory_role = memory_role
         self.record_tool_calls = record_tool_calls
-        self.strict = strict
-        self.recall_limit = recall_limit
-        self._session_args = {"session_id": session_id, "recall_limit": recall_limit,
-                              "max_content_chars": max_content_chars, "strict": strict}
-        self.session = MemorySession(self._store, logger=LOGGER_NAME, **self._session_args)
         self.last_wrap: WrapOutcome | None = None
 
     @property
@@ -120,7 +117,11 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
 
     @property
     def store(self) -> Store:
-        return self._store
+        return self.session.store
+
+    @property
+    def recall_limit(self) -> int:
+        return self.session.recall_limit
 
     def model_context(self, inner: ChatCompletionContext | None = None) -> ChatCompletionContext:
         """A model context that records every message into this memory (pass it as
@@ -132,27 +133,27 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
     # --- the Memory protocol ---------------------------------------------------------
     async def update_context(self, model_context: ChatCompletionContext) -> UpdateContextResult:
         """Recall for the latest user message; inject continuity + recall once per query."""
-        try:
-            messages = await model_context.get_messages()
-            query = _latest_user_text(messages)
-            block = self.session.memory_block(query)
-            # the injected message stays in the context for later turns: do not stack copies
-            if not block or any(getattr(m, "content", None) == block for m in messages):
-                return UpdateContextResult(memories=MemoryQueryResult(results=[]))
-            if self.memory_role == "system":
-                await model_context.add_message(SystemMessage(content=block))
-            else:
-                await model_context.add_message(UserMessage(content=block, source=MEMORY_SOURCE))
-            results = [MemoryContent(content=block, mime_type=MemoryMimeType.MARKDOWN,
-                                     metadata={"kind": "memory_block"})]
-            if query:
-                results.extend(self._to_contents(self.session.recall(query)))
-            return UpdateContextResult(memories=MemoryQueryResult(results=results))
-        except Exception:
-            if self.strict:
-                raise
-            logger.exception("anneal-memory update_context failed; the agent goes on without memory")
-            return UpdateContextResult(memories=MemoryQueryResult(results=[]))
+        results = await self._inject_memory(model_context)
+        return UpdateContextResult(memories=MemoryQueryResult(results=results or []))
+
+    @_safe
+    async def _inject_memory(self, model_context: ChatCompletionContext) -> list[MemoryContent]:
+        messages = await model_context.get_messages()
+        query = _latest_user_text(messages)
+        block = self.session.memory_block(query)
+        # the injected message stays in the context for later turns: do not stack copies
+        if not block or any(getattr(m, "content", None) == block for m in messages):
+            return []
+        if self.memory_role == "system":
+            await model_context.add_message(SystemMessage(content=block))
+        else:
+            await model_context.add_message(UserMessage(content=block, source=MEMORY_SOURCE))
+        results = [MemoryContent(content=block, mime_type=MemoryMimeType.MARKDOWN,
+                                 metadata={"kind": "memory_block"})]
+        results.extend(MemoryContent(content=item, mime_type=MemoryMimeType.TEXT,
+                                     metadata={"kind": "recalled"})
+                       for item in self.session.recall_items(query or ""))
+        return results
 
     async def query(self, query: str | MemoryContent = "",
                     cancellation_token: CancellationToken | None = None,
@@ -163,7 +164,7 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
         limit = int(kwargs.get("limit") or self.recall_limit)
         if text.strip():
             return MemoryQueryResult(results=self._to_contents(self.session.recall(text, limit=limit)))
-        episodes = self._store.recall(limit=limit).episodes
+        episodes = self.store.recall(limit=limit).episodes
         return MemoryQueryResult(results=[_episode_content(e) for e in episodes])
 
     async def add(self, content: MemoryContent,
@@ -191,17 +192,22 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
         """
         logger.warning("AnnealMemory.clear() keeps the stored episodes (durable memory) and only "
                        "starts a fresh session; use AnnealMemory.delete(episode_id) to remove one.")
-        self.session = MemorySession(self._store, logger=LOGGER_NAME, **self._session_args)
+        old = self.session
+        self.session = MemorySession(old.store, session_id=old.session_id,
+                                     crystal_store=old.crystal_store,
+                                     recall_limit=old.recall_limit,
+                                     max_content_chars=old.max_content_chars, strict=old.strict,
+                                     logger=old.log)
+        self.session.owns_store = old.owns_store
 
     async def close(self) -> None:
         """Close the store if this memory opened it."""
-        if self._owns_store:
-            self._store.close()
+        self.session.close()
 
     # --- beyond the protocol --------------------------------------------------------
     async def delete(self, episode_id: str) -> bool:
         """Delete one episode by id; False when there was no such episode."""
-        return self._store.delete(episode_id)
+        return self.store.delete(episode_id)
 
     async def awrap(self, compress: Compress | None = None) -> WrapOutcome:
         """Compress the session's episodes into the continuity (never loses episodes)."""
@@ -228,11 +234,10 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
     # --- component config ------------------------------------------------------------
     def _to_config(self) -> AnnealMemoryConfig:
         return AnnealMemoryConfig(
-            store=self._db_path, name=self._name, project_name=self.project_name,
+            store=os.fspath(self.store.path), name=self._name, project_name=self.project_name,
             memory_role=self.memory_role, wrap_on_end=self.wrap_on_end,
-            record_tool_calls=self.record_tool_calls,
-            session_id=self._session_args["session_id"], recall_limit=self.recall_limit,
-            max_content_chars=self._session_args["max_content_chars"],
+            record_tool_calls=self.record_tool_calls, session_id=self.session.session_id,
+            recall_limit=self.recall_limit, max_content_chars=self.session.max_content_chars,
             model_client=self.model_client.dump_component() if self.model_client else None)
 
     @classmethod

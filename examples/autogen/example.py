@@ -12,12 +12,13 @@ import tempfile
 
 os.environ.setdefault("AUTOGEN_DISABLE_RUNTIME_TRACING", "true")
 
-from anneal_memory import Store  # noqa: E402
-from anneal_memory.adapters.autogen import AnnealMemory  # noqa: E402
-from anneal_memory.testing import is_wrap_prompt, scripted_compress  # noqa: E402
 from autogen_agentchat.agents import AssistantAgent  # noqa: E402
 from autogen_core.models import CreateResult, RequestUsage  # noqa: E402
 from autogen_ext.models.replay import ReplayChatCompletionClient  # noqa: E402
+
+from anneal_memory import Store  # noqa: E402
+from anneal_memory.adapters.autogen import AnnealMemory  # noqa: E402
+from anneal_memory.testing import is_wrap_prompt, scripted_compress  # noqa: E402
 
 
 class Scripted(ReplayChatCompletionClient):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from anneal_memory.testing import is_wrap_prompt, scripted_compress
 from autogen_core import FunctionCall
 from autogen_core.models import CreateResult, FunctionExecutionResultMessage, RequestUsage
 from autogen_ext.models.replay import ReplayChatCompletionClient
+
+from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 MODEL_INFO = {"function_calling": True, "vision": False, "json_output": False,
               "family": "unknown", "structured_output": False}

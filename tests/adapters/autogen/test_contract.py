@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from anneal_memory import Store
-from anneal_memory.adapters.autogen import AnnealMemory
 from autogen_agentchat.agents import AssistantAgent
 from autogen_scripted import ScriptedClient, lookup, tool_call
+
+from anneal_memory import Store
+from anneal_memory.adapters.autogen import AnnealMemory
+
 from contract import AdapterContract, RunTrace
 
 
