@@ -11,19 +11,20 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 from collections.abc import Callable
 from typing import Any, Literal
 
-from anneal_memory import Store
-from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession, WrapOutcome
 from autogen import ConversableAgent
 from autogen.agentchat.contrib.capabilities.agent_capability import AgentCapability
 
+from anneal_memory import Store
+from anneal_memory.adapters import hook_guard, open_session
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession, WrapOutcome
+
 LOGGER_NAME = "anneal_memory.adapters.ag2"
-logger = logging.getLogger(LOGGER_NAME)
+_safe = hook_guard(LOGGER_NAME)
 
 #: ``name`` of the memory message this capability adds to the model's input.
 MEMORY_NAME = "anneal_memory"
@@ -35,45 +36,41 @@ class AnnealMemory(AgentCapability):
     ``memory.add_to_agent(agent)`` registers the hooks. ``compress`` (prompt -> text) writes the
     continuity at the wrap; by default the agent's own LLM client does. ``wrap_on_end``
     (default False) wraps after every text reply the agent sends; otherwise call :meth:`wrap`
-    when the chat is over.
+    when the chat is over. ``store`` is a path (opened and owned: :meth:`close` closes it),
+    a Store, or a ready MemorySession (then the session options go to it).
     """
 
     def __init__(
         self,
-        store: Store | str | os.PathLike[str],
+        store: Store | MemorySession | str | os.PathLike[str],
         *,
         project_name: str | None = None,
         session_id: str | None = None,
         compress: Callable[[str], str] | None = None,
         wrap_on_end: bool = False,
-        recall_limit: int = 5,
-        max_content_chars: int = 4000,
+        recall_limit: int | None = None,
+        max_content_chars: int | None = None,
         memory_role: Literal["user", "system"] = "user",
         record_tool_calls: bool = False,
-        strict: bool = False,
+        strict: bool | None = None,
     ) -> None:
         if memory_role not in ("user", "system"):
             raise ValidationError(f"memory_role must be 'user' or 'system', not {memory_role!r}")
         if compress is not None and not callable(compress):
             raise ValidationError("compress must be a callable taking the wrap prompt and returning text")
-        if isinstance(store, Store):
-            self._store, self._owns_store = store, False
-        else:
-            self._store, self._owns_store = Store(os.fspath(store), project_name=project_name), True
+        self.session = open_session(store, LOGGER_NAME, project_name=project_name,
+                                    session_id=session_id, recall_limit=recall_limit,
+                                    max_content_chars=max_content_chars, strict=strict)
         self.compress = compress
         self.wrap_on_end = wrap_on_end
         self.memory_role = memory_role
         self.record_tool_calls = record_tool_calls
-        self.strict = strict
-        self.session = MemorySession(self._store, session_id=session_id, recall_limit=recall_limit,
-                                     max_content_chars=max_content_chars, strict=strict,
-                                     logger=LOGGER_NAME)
         self.agent: ConversableAgent | None = None
         self.last_wrap: WrapOutcome | None = None
 
     @property
     def store(self) -> Store:
-        return self._store
+        return self.session.store
 
     def add_to_agent(self, agent: ConversableAgent) -> None:
         """Register the two hooks on ``agent`` (one agent per memory object)."""
@@ -89,27 +86,16 @@ class AnnealMemory(AgentCapability):
 
     # --- hooks ------------------------------------------------------------------------
     def _before_reply(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        try:
-            return self._recall_into(messages)
-        except Exception:
-            if self.strict:
-                raise
-            logger.exception("anneal-memory recall hook failed; the agent replies without memory")
-            return messages
+        # on a failure the agent replies without memory
+        return self._recall_into(messages) or messages
 
     def _before_send(self, sender: ConversableAgent, message: dict[str, Any] | str,
                      recipient: Any, silent: bool) -> dict[str, Any] | str:
-        wrap = False
-        try:
-            wrap = self._record_sent(message)
-        except Exception:
-            if self.strict:
-                raise
-            logger.exception("anneal-memory record hook failed; the message is sent anyway")
-        if wrap:
+        if self._record_sent(message):  # on a failure the message is sent anyway
             self.wrap()
         return message
 
+    @_safe
     def _recall_into(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not messages:
             return messages
@@ -129,6 +115,7 @@ class AnnealMemory(AgentCapability):
         memory = {"role": self.memory_role, "content": block, "name": MEMORY_NAME}
         return [*messages[:-1], memory, messages[-1]]
 
+    @_safe
     def _record_sent(self, message: dict[str, Any] | str) -> bool:
         if isinstance(message, str):
             message = {"content": message}
@@ -167,8 +154,7 @@ class AnnealMemory(AgentCapability):
 
     def close(self) -> None:
         """Close the store if this object opened it."""
-        if self._owns_store:
-            self._store.close()
+        self.session.close()
 
 
 def _text(content: Any) -> str:

@@ -9,11 +9,12 @@ import os
 import sys
 import tempfile
 
+from autogen import ConversableAgent
+from autogen.testing import TestAgent
+
 from anneal_memory import Store
 from anneal_memory.adapters.ag2 import AnnealMemory
 from anneal_memory.testing import scripted_compress
-from autogen import ConversableAgent
-from autogen.testing import TestAgent
 
 
 def main(db: str) -> None:

@@ -6,9 +6,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from anneal_memory.testing import is_wrap_prompt, scripted_compress
 from autogen import ConversableAgent, register_function
 from autogen.testing import TestAgent, ToolCall
+
+from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 LLM_CONFIG = {"config_list": [{"model": "fake", "model_client_cls": "FakeClient"}]}
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from ag2_scripted import make_pair, scripted, tool_call
+
 from anneal_memory import Store
 from anneal_memory.adapters.ag2 import AnnealMemory
+
 from contract import AdapterContract, RunTrace
 
 

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 from ag2_scripted import make_pair, scripted, tool_call
+from autogen import ConversableAgent
+
 from anneal_memory import Store
 from anneal_memory.adapters.ag2 import MEMORY_NAME, AnnealMemory
 from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession
 from anneal_memory.testing import scripted_compress
-from autogen import ConversableAgent
 
 
 @pytest.fixture
@@ -93,16 +95,19 @@ def test_failing_hook_is_logged_and_chat_goes_on(store: Store, caplog, monkeypat
 
     monkeypatch.setattr(memory.session, "memory_block", boom)
     monkeypatch.setattr(memory.session, "record_outcome", boom)
-    with caplog.at_level(logging.ERROR, logger="anneal_memory.adapters.ag2"):
+    with caplog.at_level(logging.WARNING, logger="anneal_memory.adapters.ag2"):
         *_, result = _chat(memory, ["Still here. TERMINATE"], "Go on")
     assert "Still here" in result.summary
     messages = [r.getMessage() for r in caplog.records]
-    assert any("recall hook" in m for m in messages) and any("record hook" in m for m in messages)
+    assert any("_recall_into failed: memory exploded" in m for m in messages)
+    assert any("_record_sent failed: memory exploded" in m for m in messages)
 
 
 def test_configuration_errors(store: Store) -> None:
     with pytest.raises(ValidationError, match="memory_role"):
         AnnealMemory(store, memory_role="assistant")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):  # options belong to the session passed
+        AnnealMemory(MemorySession(store), recall_limit=2)
     memory = AnnealMemory(store)
     first, _ = make_pair()
     second, _ = make_pair()
@@ -112,3 +117,14 @@ def test_configuration_errors(store: Store) -> None:
     no_llm = ConversableAgent("plain", llm_config=False, human_input_mode="NEVER")
     with pytest.raises(ValidationError, match="llm_config"):
         AnnealMemory(store, wrap_on_end=True).add_to_agent(no_llm)
+
+
+def test_strict_session_lets_hook_failures_through(store: Store, monkeypatch) -> None:
+    memory = AnnealMemory(MemorySession(store, strict=True))
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("memory exploded")
+
+    monkeypatch.setattr(memory.session, "memory_block", boom)
+    with pytest.raises(RuntimeError, match="memory exploded"):
+        _chat(memory, ["Never sent. TERMINATE"], "Go on")
