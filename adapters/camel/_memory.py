@@ -9,21 +9,22 @@ latest user message) to what ``retrieve`` returns.
 from __future__ import annotations
 
 import json
-import logging
 import os
 from collections.abc import Callable
 from typing import Any
 
-from anneal_memory import Store
-from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession, WrapOutcome
 from camel.memories import AgentMemory, ChatHistoryMemory, ContextRecord, MemoryRecord
 from camel.memories.context_creators.score_based import ScoreBasedContextCreator
 from camel.messages import BaseMessage, FunctionCallingMessage
 from camel.types import OpenAIBackendRole
 
+from anneal_memory import Store
+from anneal_memory.adapters import hook_guard, open_session
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession, WrapOutcome
+
 LOGGER_NAME = "anneal_memory.adapters.camel"
-logger = logging.getLogger(LOGGER_NAME)
+_safe = hook_guard(LOGGER_NAME)
 
 #: ``extra_info`` key marking the record this memory injects.
 MEMORY_MARK = "anneal_memory"
@@ -37,11 +38,13 @@ class AnnealAgentMemory(AgentMemory):
     latter, ``inner``/``context_creator`` the former. ``wrap_on_end`` (default False) wraps
     after each final answer; otherwise call :meth:`wrap`. ``clear()`` (which ChatAgent calls on
     construction and ``reset()``) empties the working window only, never the store.
+    ``store`` is a path (opened and owned: :meth:`close` closes it), a Store, or a ready
+    MemorySession (then the session options go to it).
     """
 
     def __init__(
         self,
-        store: Store | str | os.PathLike[str],
+        store: Store | MemorySession | str | os.PathLike[str],
         *,
         model: Any = None,
         inner: AgentMemory | None = None,
@@ -50,10 +53,10 @@ class AnnealAgentMemory(AgentMemory):
         wrap_on_end: bool = False,
         project_name: str | None = None,
         session_id: str | None = None,
-        recall_limit: int = 5,
-        max_content_chars: int = 4000,
+        recall_limit: int | None = None,
+        max_content_chars: int | None = None,
         record_tool_calls: bool = False,
-        strict: bool = False,
+        strict: bool | None = None,
     ) -> None:
         if compress is not None and not callable(compress):
             raise ValidationError("compress must be a callable taking the wrap prompt and returning text")
@@ -66,26 +69,20 @@ class AnnealAgentMemory(AgentMemory):
         if inner is None:
             creator = context_creator or ScoreBasedContextCreator(model.token_counter, model.token_limit)
             inner = ChatHistoryMemory(creator)
-        if isinstance(store, Store):
-            self._store, self._owns_store = store, False
-        else:
-            self._store, self._owns_store = Store(os.fspath(store), project_name=project_name), True
+        self.session = open_session(store, LOGGER_NAME, project_name=project_name,
+                                    session_id=session_id, recall_limit=recall_limit,
+                                    max_content_chars=max_content_chars, strict=strict)
         self.inner = inner
         self.model = model
         self.compress = compress
         self.wrap_on_end = wrap_on_end
         self.record_tool_calls = record_tool_calls
-        self.strict = strict
-        self.session = MemorySession(self._store, session_id=session_id, recall_limit=recall_limit,
-                                     max_content_chars=max_content_chars, strict=strict,
-                                     logger=LOGGER_NAME)
         self.last_wrap: WrapOutcome | None = None
         self._query: str | None = None
-        self._block: tuple[str | None, str] | None = None  # (query, block) of the last recall
 
     @property
     def store(self) -> Store:
-        return self._store
+        return self.session.store
 
     # --- AgentMemory --------------------------------------------------------------------
     @property
@@ -103,13 +100,7 @@ class AnnealAgentMemory(AgentMemory):
         """Record each message (user, tool results, final answers), then keep it in the window."""
         wrap = False
         for record in records:
-            try:
-                wrap = self._record(record) or wrap
-            except Exception:
-                if self.strict:
-                    raise
-                logger.exception("anneal-memory could not record a %s message; the agent goes on",
-                                 record.role_at_backend.value)
+            wrap = bool(self._record(record)) or wrap  # a failure is logged, the agent goes on
         self.inner.write_records(records)
         if wrap:
             self.wrap()
@@ -117,19 +108,13 @@ class AnnealAgentMemory(AgentMemory):
     def retrieve(self) -> list[ContextRecord]:
         """The working window plus one labelled memory record just before the latest request."""
         records = self.inner.retrieve()
-        try:
-            return self._with_memory(records)
-        except Exception:
-            if self.strict:
-                raise
-            logger.exception("anneal-memory recall failed; the agent goes on without memory")
-            return records
+        return self._with_memory(records) or records  # on a failure: without memory
 
     def clear(self) -> None:
         """Empty the working window. The stored episodes stay: ChatAgent calls this on every
         construction and reset, so it cannot mean "forget everything"."""
         self.inner.clear()
-        self._query, self._block = None, None
+        self._query = None
 
     def pop_records(self, count: int) -> list[MemoryRecord]:
         return self.inner.pop_records(count)
@@ -147,7 +132,7 @@ class AnnealAgentMemory(AgentMemory):
 
     def delete(self, episode_id: str) -> bool:
         """Delete one stored episode by id; False when there was none."""
-        return self._store.delete(episode_id)
+        return self.store.delete(episode_id)
 
     def wrap(self, compress: Callable[[str], str] | None = None) -> WrapOutcome:
         """Compress this session's episodes into the continuity (never loses episodes)."""
@@ -156,10 +141,10 @@ class AnnealAgentMemory(AgentMemory):
 
     def close(self) -> None:
         """Close the store if this memory opened it."""
-        if self._owns_store:
-            self._store.close()
+        self.session.close()
 
     # --- helpers --------------------------------------------------------------------------
+    @_safe
     def _record(self, record: MemoryRecord) -> bool:
         """Record one message; True when it is a final answer (a wrap point)."""
         if (record.extra_info or {}).get(MEMORY_MARK):
@@ -185,10 +170,9 @@ class AnnealAgentMemory(AgentMemory):
                 return self.wrap_on_end
         return False
 
+    @_safe
     def _with_memory(self, records: list[ContextRecord]) -> list[ContextRecord]:
-        if self._block is None or self._block[0] != self._query:
-            self._block = (self._query, self.session.memory_block(self._query))
-        block = self._block[1]
+        block = self.session.memory_block(self._query)
         if not block:
             return records
         users = [r for r in records if r.memory_record.role_at_backend == OpenAIBackendRole.USER]

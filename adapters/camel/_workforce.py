@@ -2,91 +2,87 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable
 from typing import Any
 
-from anneal_memory import Store
-from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession, WrapOutcome
 from camel.societies.workforce.workforce_callback import WorkforceCallback
 
-logger = logging.getLogger("anneal_memory.adapters.camel")
+from anneal_memory import Store
+from anneal_memory.adapters import hook_guard, open_session
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession, WrapOutcome
+
+LOGGER_NAME = "anneal_memory.adapters.camel"
+# A failure is logged and the workforce goes on.
+_safe = hook_guard(LOGGER_NAME)
 
 
 class AnnealWorkforceCallback(WorkforceCallback):
     """Records a Workforce run: root tasks as requests, completed tasks as outcomes, failures
     as tensions, decompositions and reassignments as decisions. With ``compress`` and
     ``wrap_on_end`` (default False) it wraps when all tasks are completed; otherwise call
-    :meth:`wrap`. Worker lifecycle and log lines are not recorded.
+    :meth:`wrap`. Worker lifecycle and log lines are not recorded. ``store`` is a path
+    (opened and owned: :meth:`close` closes it), a Store, or a ready MemorySession (share the
+    agents' one, ``AnnealWorkforceCallback(memory.session)``; the session options then go to it).
     """
 
     def __init__(
         self,
-        store: Store | str | os.PathLike[str],
+        store: Store | MemorySession | str | os.PathLike[str],
         *,
         compress: Callable[[str], str] | None = None,
         wrap_on_end: bool = False,
         project_name: str | None = None,
         session_id: str | None = None,
-        max_content_chars: int = 4000,
-        strict: bool = False,
+        max_content_chars: int | None = None,
+        strict: bool | None = None,
     ) -> None:
         if wrap_on_end and compress is None:
             raise ValidationError("wrap_on_end=True needs compress=<callable prompt -> text> (for "
                                   "example AnnealAgentMemory(...).wrap's model, or your own)")
-        if isinstance(store, Store):
-            self._store, self._owns_store = store, False
-        else:
-            self._store, self._owns_store = Store(os.fspath(store), project_name=project_name), True
+        self.session = open_session(store, LOGGER_NAME, project_name=project_name,
+                                    session_id=session_id, max_content_chars=max_content_chars,
+                                    strict=strict)
         self.compress = compress
         self.wrap_on_end = wrap_on_end
-        self.strict = strict
-        self.session = MemorySession(self._store, session_id=session_id, strict=strict,
-                                     max_content_chars=max_content_chars,
-                                     logger="anneal_memory.adapters.camel")
         self.last_wrap: WrapOutcome | None = None
 
     @property
     def store(self) -> Store:
-        return self._store
-
-    def _guard(self, what: str, action: Callable[[], Any]) -> None:
-        try:
-            action()
-        except Exception:
-            if self.strict:
-                raise
-            logger.exception("anneal-memory could not record %s; the workforce goes on", what)
+        return self.session.store
 
     # --- recorded events ------------------------------------------------------------------
+    @_safe
     def log_task_created(self, event: Any) -> None:
         if event.parent_task_id is None:  # subtasks are the workforce's own plan
-            self._guard("task_created", lambda: self.session.record_user_input(
-                event.description, metadata={"task_id": event.task_id}))
+            self.session.record_user_input(event.description, metadata={"task_id": event.task_id})
 
+    @_safe
     def log_task_decomposed(self, event: Any) -> None:
-        self._guard("task_decomposed", lambda: self.session.record_decision(
-            f"split task {event.parent_task_id} into {', '.join(event.subtask_ids)}"))
+        self.session.record_decision(
+            f"split task {event.parent_task_id} into {', '.join(event.subtask_ids)}")
 
+    @_safe
     def log_task_updated(self, event: Any) -> None:
-        self._guard("task_updated", lambda: self.session.record_decision(
-            f"task {event.task_id} {event.update_type}: {event.old_value} -> {event.new_value}"))
+        self.session.record_decision(
+            f"task {event.task_id} {event.update_type}: {event.old_value} -> {event.new_value}")
 
+    @_safe
     def log_task_completed(self, event: Any) -> None:
         if event.result_summary:
-            self._guard("task_completed", lambda: self.session.record_outcome(
-                event.result_summary, metadata={"task_id": event.task_id, "worker_id": event.worker_id}))
+            self.session.record_outcome(event.result_summary, metadata={
+                "task_id": event.task_id, "worker_id": event.worker_id})
 
+    @_safe
     def log_task_failed(self, event: Any) -> None:
-        self._guard("task_failed", lambda: self.session.record(
-            f"task {event.task_id} failed: {event.error_message}", "tension",
-            metadata={"task_id": event.task_id, "worker_id": event.worker_id}))
+        self.session.record(f"task {event.task_id} failed: {event.error_message}", "tension",
+                            metadata={"task_id": event.task_id, "worker_id": event.worker_id})
 
+    @_safe
     def log_all_tasks_completed(self, event: Any) -> None:
         if self.wrap_on_end:
-            self._guard("the wrap", self.wrap)
+            self.wrap()
 
     # --- not recorded: bookkeeping, not memory ----------------------------------------------
     def log_message(self, event: Any) -> None:
@@ -114,5 +110,5 @@ class AnnealWorkforceCallback(WorkforceCallback):
         return self.last_wrap
 
     def close(self) -> None:
-        if self._owns_store:
-            self._store.close()
+        """Close the store if this callback opened it."""
+        self.session.close()

@@ -10,14 +10,15 @@ import sys
 import tempfile
 import time
 
-from anneal_memory import Store
-from anneal_memory.adapters.camel import AnnealAgentMemory
-from anneal_memory.testing import is_wrap_prompt, scripted_compress
 from camel.agents import ChatAgent
 from camel.models.stub_model import StubModel
 from camel.types import ModelType
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from openai.types.chat.chat_completion import Choice
+
+from anneal_memory import Store
+from anneal_memory.adapters.camel import AnnealAgentMemory
+from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 
 class Scripted(StubModel):

@@ -6,7 +6,6 @@ import json
 import time
 from typing import Any
 
-from anneal_memory.testing import is_wrap_prompt, scripted_compress
 from camel.models.stub_model import StubModel
 from camel.toolkits import FunctionTool
 from camel.types import ModelType
@@ -14,6 +13,8 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessage, ChatComplet
 from openai.types.chat.chat_completion import Choice
 from openai.types.chat.chat_completion_message_tool_call import Function
 from openai.types.completion_usage import CompletionUsage
+
+from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 
 def lookup(item: str) -> str:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from anneal_memory import Store
-from anneal_memory.adapters.camel import AnnealAgentMemory
 from camel.agents import ChatAgent
 from camel_scripted import LOOKUP, ScriptedModel
+
+from anneal_memory import Store
+from anneal_memory.adapters.camel import AnnealAgentMemory
+
 from contract import AdapterContract, RunTrace
 
 

@@ -10,10 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from anneal_memory import Store
-from anneal_memory.adapters.camel import MEMORY_MARK, AnnealAgentMemory, AnnealWorkforceCallback
-from anneal_memory.errors import ValidationError
-from anneal_memory.testing import scripted_compress
 from camel.agents import ChatAgent
 from camel.memories import ChatHistoryMemory
 from camel.models.stub_model import StubModel
@@ -22,6 +18,12 @@ from camel.societies.workforce.workforce import WorkforceMode
 from camel.tasks import Task
 from camel.types import ModelType
 from camel_scripted import LOOKUP, ScriptedModel, _completion
+
+from anneal_memory import Store
+from anneal_memory.adapters.camel import MEMORY_MARK, AnnealAgentMemory, AnnealWorkforceCallback
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession
+from anneal_memory.testing import scripted_compress
 
 
 @pytest.fixture
@@ -112,11 +114,12 @@ def test_custom_inner_memory_and_failure_logging(store: Store, caplog, monkeypat
 
     monkeypatch.setattr(memory.session, "record_user_input", boom)
     monkeypatch.setattr(memory.session, "memory_block", boom)
-    with caplog.at_level(logging.ERROR, logger="anneal_memory.adapters.camel"):
+    with caplog.at_level(logging.WARNING, logger="anneal_memory.adapters.camel"):
         response = _agent(memory, model).step("Go on")
     assert response.msgs[0].content == "Final answer: done."
     messages = [r.getMessage() for r in caplog.records]
-    assert any("could not record" in m for m in messages) and any("recall" in m for m in messages)
+    assert any("_record failed: memory exploded" in m for m in messages)
+    assert any("_with_memory failed: memory exploded" in m for m in messages)
 
 
 def test_configuration_errors(store: Store) -> None:
@@ -126,6 +129,18 @@ def test_configuration_errors(store: Store) -> None:
         AnnealAgentMemory(store, context_creator=object(), wrap_on_end=True)
     with pytest.raises(ValidationError, match="compress"):
         AnnealWorkforceCallback(store, wrap_on_end=True)
+    with pytest.raises(ValidationError):  # options belong to the session passed
+        AnnealAgentMemory(MemorySession(store), model=ScriptedModel(), recall_limit=2)
+
+
+def test_agents_and_workforce_share_one_session_over_a_path(tmp_path) -> None:
+    model = ScriptedModel()
+    memory = AnnealAgentMemory(str(tmp_path / "owned.db"), model=model)
+    callback = AnnealWorkforceCallback(memory.session)
+    assert memory.session.owns_store and callback.store is memory.store
+    _agent(memory, model).step("Keep the seed order list")
+    assert "Keep the seed order list" in [e.content for e in memory.store.recall(limit=10).episodes]
+    memory.close()
 
 
 class Responder(StubModel):
