@@ -16,6 +16,7 @@ os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
 from agents import Agent, Runner, function_tool  # noqa: E402
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call  # noqa: E402
+
 from anneal_memory import Store  # noqa: E402
 from anneal_memory.adapters.openai_agents import AnnealMemory  # noqa: E402
 from anneal_memory.testing import scripted_compress  # noqa: E402

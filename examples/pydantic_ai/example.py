@@ -11,12 +11,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from anneal_memory import Store
-from anneal_memory.adapters.pydantic_ai import AnnealMemory
-from anneal_memory.testing import is_wrap_prompt, scripted_compress
 from pydantic_ai import Agent, models
 from pydantic_ai.messages import ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from anneal_memory import Store
+from anneal_memory.adapters.pydantic_ai import AnnealMemory
+from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 models.ALLOW_MODEL_REQUESTS = False  # only the scripted model below may answer
 
