@@ -126,6 +126,18 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(python=PY, default=False)
 def postgres(session: nox.Session) -> None:
-    """The backend-agnostic suite against a real PostgreSQL server (ANNEAL_TEST_PG_DSN)."""
+    """The backend-agnostic suite on SQLite and on a private PostgreSQL server.
+
+    scripts/pg_server.py starts the server (initdb + pg_ctl from the distribution's
+    packages, loopback port, trust auth) in a temp dir and always stops it. An external
+    server is used instead when ANNEAL_TEST_PG_DSN is already set.
+    """
     session.install("-e", ".[postgres]", "pytest", "hypothesis")
-    _pytest(session, "tests/backends", env={"ANNEAL_TEST_BACKEND": "postgres"})
+    env = {"ANNEAL_TEST_BACKEND": "postgres", "HOME": session.create_tmp()}
+    cmd = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/backends",
+           *session.posargs]
+    if os.environ.get("ANNEAL_TEST_PG_DSN"):
+        session.run(*cmd, env=env)
+        return
+    base = os.path.join(session.create_tmp(), "pg")
+    session.run("python", "scripts/pg_server.py", "run", base, "--", *cmd, env=env)
