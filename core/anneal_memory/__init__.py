@@ -49,6 +49,18 @@ if _TYPE_CHECKING:  # the names for type checkers; at run time they load on firs
         WrapInProgressError,
         WrapTokenError,
     )
+    from .governance import (
+        DeletionReceipt,
+        GovernanceRefusal,
+        MemoryCandidate,
+        MemoryNamespace,
+        MemoryRecord,
+        MemoryRuntime,
+        ScopedStore,
+        SourceRef,
+        WriteResult,
+        scoped,
+    )
     from .recall import retrieve_relevant
     from .session import MemorySession, WrapOutcome
     from .spores import SporeStore
@@ -124,6 +136,16 @@ _LAZY: dict[str, str] = {
     "schema_role_warning": ".continuity.schema",
     "validate_schema": ".continuity.schema",
     "validated_save_continuity": ".wrap.save",
+    "MemoryRuntime": ".governance",
+    "MemoryNamespace": ".governance",
+    "MemoryCandidate": ".governance",
+    "MemoryRecord": ".governance",
+    "SourceRef": ".governance",
+    "WriteResult": ".governance",
+    "DeletionReceipt": ".governance",
+    "GovernanceRefusal": ".governance",
+    "ScopedStore": ".governance",
+    "scoped": ".governance",
 }
 
 
@@ -144,8 +166,6 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "DEFAULT_SCHEMA",
-    "FLOW_SCHEMA",
     "AffectiveState",
     "AnnealMemoryError",
     "AuditError",
@@ -154,12 +174,20 @@ __all__ = [
     "BatonError",
     "ContinuityValidationError",
     "CrystalStore",
+    "DEFAULT_SCHEMA",
+    "DeletionReceipt",
     "DurableFact",
     "Engine",
     "Episode",
     "EpisodeNotFoundError",
     "EpisodeType",
+    "FLOW_SCHEMA",
     "GovernanceError",
+    "GovernanceRefusal",
+    "MemoryCandidate",
+    "MemoryNamespace",
+    "MemoryRecord",
+    "MemoryRuntime",
     "MemorySession",
     "MissingExtraError",
     "NoWrapInProgressError",
@@ -169,9 +197,11 @@ __all__ = [
     "RelevantResult",
     "ReplacedEpisode",
     "SchemaError",
+    "ScopedStore",
     "ScoredEpisode",
     "SectionSpec",
     "SidecarError",
+    "SourceRef",
     "SporeStore",
     "Store",
     "StoreError",
@@ -185,6 +215,7 @@ __all__ = [
     "WrapInProgressError",
     "WrapOutcome",
     "WrapTokenError",
+    "WriteResult",
     "__version__",
     "baton_status",
     "check_explanation_overlap",
@@ -198,6 +229,7 @@ __all__ = [
     "retrieve_patterns",
     "retrieve_relevant",
     "schema_role_warning",
+    "scoped",
     "validate_schema",
     "validated_save_continuity",
 ]

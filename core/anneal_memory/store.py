@@ -76,6 +76,10 @@ class Store:
     own Store on the same database.
     """
 
+    #: metadata key that carries a namespace stamp; only a scoped view may write it
+    RESERVED_METADATA_KEY = "_anneal_ns"
+    _writes_namespace_stamp = False
+
     def __init__(
         self,
         path: str | os.PathLike[str] | None = None,
@@ -274,6 +278,9 @@ class Store:
         if metadata is not None:
             if not isinstance(metadata, dict):
                 raise ValidationError("metadata must be a dict (or None)")
+            if self.RESERVED_METADATA_KEY in metadata and not self._writes_namespace_stamp:
+                raise ValidationError(f"metadata key {self.RESERVED_METADATA_KEY!r} is reserved for "
+                                      "namespace stamps written by a scoped view: rename your key")
             try:
                 meta_text: str | None = json.dumps(metadata, ensure_ascii=False, sort_keys=True)
             except (TypeError, ValueError) as exc:

@@ -105,6 +105,11 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
     go("delete", b["id"])
     go("prune", "--older-than-days", "3650")
     go("demo")
+    ev = subprocess.run([sys.executable, "-m", "anneal_memory", "eval", "-o", str(tmp_path / "ev")],
+                        capture_output=True, text=True)
+    assert ev.returncode == 0 and "Traceback" not in ev.stderr
+    assert json.loads((tmp_path / "ev" / "governance-eval.json").read_text())
+    seen.add("eval")
     tiers = tmp_path / "tiers.db"
     wrapped_store(tiers)
     assert js(tiers, "crystal", "crystallize", "retry_backoff")["crystal"]["level"] == 2

@@ -277,5 +277,11 @@ def test_public_api_exports() -> None:
     public = {n for n in dir(anneal_memory) if not n.startswith("_")} - {
         "annotations", "audit", "clock", "continuity", "engine", "errors", "facts", "immune",
         "portability", "recall", "session", "storage", "store", "text", "trust", "types", "wrap",
-        "testing", "cli", "crystal", "spores", "worth", "governance", "mcp", "adapters"}
+        "testing", "cli", "eval", "extras", "migrate_store", "crystal", "spores", "worth", "governance", "mcp", "adapters"}
     assert set(anneal_memory.__all__) - {"__version__"} == public
+
+
+def test_namespace_stamp_key_is_reserved(store: Store) -> None:
+    with pytest.raises(ValidationError):
+        store.record("forged", "observation", metadata={"_anneal_ns": {"tenant": "other"}})
+    assert store.status().total_episodes == 0

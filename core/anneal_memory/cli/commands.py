@@ -14,6 +14,16 @@ def register(sub: Any) -> None:
     d = sub.add_parser("demo", help="record, recall and wrap a small demo store, print the continuity")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=cmd_demo)
+    e = sub.add_parser("eval", help="run the governed-memory evaluation (five deterministic experiments)")
+    e.add_argument("--output", "-o", default="anneal-memory-eval",
+                   help="folder for the JSON, Markdown and JSONL trace reports")
+    e.set_defaults(func=cmd_eval)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from ..eval import main as eval_main
+
+    return eval_main(["--output", args.output])
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

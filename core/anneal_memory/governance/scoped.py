@@ -47,6 +47,8 @@ class _ScopedAudit:
 class ScopedStore(Store):
     """A Store view limited to one namespace. Close the parent, not the view."""
 
+    _writes_namespace_stamp = True
+
     def __init__(self, store: Store, namespace: MemoryNamespace | Mapping[str, Any]) -> None:
         # Not Store.__init__: the view reuses the parent's open database and state.
         if isinstance(store, ScopedStore):
