@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_spores import run_processes
+
 from anneal_memory.crystal import (
     CrystalStore,
     cue_index,
@@ -16,7 +18,6 @@ from anneal_memory.crystal import (
     retrieve_patterns,
 )
 from anneal_memory.errors import EpisodeNotFoundError, SidecarError, ValidationError
-from test_spores import run_processes
 
 DAY = date(2026, 5, 10)
 

@@ -12,6 +12,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+
 from anneal_memory import _fileio
 from anneal_memory.errors import SidecarError, ValidationError
 from anneal_memory.spores import SporeStore

@@ -7,6 +7,8 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from test_spores import run_processes
+
 from anneal_memory.crystal import CrystalStore
 from anneal_memory.errors import ValidationError
 from anneal_memory.worth import (
@@ -17,7 +19,6 @@ from anneal_memory.worth import (
     fold_surfaced,
     outcome_log_path,
 )
-from test_spores import run_processes
 
 NOW = datetime(2026, 5, 10, 12, 0, tzinfo=timezone.utc)
 
