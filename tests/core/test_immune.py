@@ -281,3 +281,31 @@ def test_scripted_ten_wrap_scenario(store: Store) -> None:
     assert all(h[1] == 1 for h in history)
     assert all(h[2] == 1 for h in history)
     assert store.status().total_episodes == 200 and store.status().total_wraps == 10
+
+
+def test_lowering_trust_takes_back_earned_rungs(db) -> None:
+    with Store(db, trust_ceiling="operator") as store:
+        grow(store, "earned claim", 1)
+        line = fresh_line(store, "earned claim", 2)
+        wrap(store, doc(patterns=line))
+        assert level(store, "earned claim") == 2
+        grounding_id = re.search(r"evidence: (\w+)", line).group(1)
+        store.set_trust(grounding_id, "external")
+        store.record("unrelated", "observation")
+        res = wrap(store, doc(patterns="- earned claim | 2x"))
+        assert level(store, "earned claim") == 1
+        assert res["level_capped"][0]["reason"] == "revoked: grounding lowered"
+        store.set_trust(grounding_id, "agent")
+        store.record("unrelated again", "observation")
+        wrap(store, doc(patterns="- earned claim | 2x"))
+        assert level(store, "earned claim") == 1  # the file can never raise a level
+
+
+def test_deleted_grounding_counts_as_failed(store: Store) -> None:
+    grow(store, "deleted basis", 1)
+    line = fresh_line(store, "deleted basis", 2)
+    wrap(store, doc(patterns=line))
+    store.delete(re.search(r"evidence: (\w+)", line).group(1))
+    store.record("x", "observation")
+    wrap(store, doc(patterns="- deleted basis | 2x"))
+    assert level(store, "deleted basis") == 1

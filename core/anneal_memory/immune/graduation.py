@@ -34,6 +34,7 @@ class WrapContext:
     citations_seen: bool
     cold_days: int | None
     first_governed_save: bool
+    revoked: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -53,6 +54,33 @@ class LineOutcome:
     failures: list[str] = field(default_factory=list)
     grounding_ids: list[str] = field(default_factory=list)
     prior_level: int | None = None
+
+
+def revoked_prior(hist: dict[str, Any], trust: dict[str, str]) -> int | None:
+    """The level a pattern keeps once rungs earned on now-lowered grounding are taken back.
+
+    Each rung records the episodes that earned it and the rule: with a quoted explanation
+    a rung is lost when all its grounding episodes are now tool/external; without one, when
+    any is. A rung earned more than once stands while any earning stands. Returns the cut
+    level, or None when nothing is revoked.
+    """
+    by_level: dict[int, list[dict[str, Any]]] = {}
+    for g in hist.get("grounding") or []:
+        by_level.setdefault(int(g.get("level", 0)), []).append(g)
+    for level in sorted(by_level):
+        if level < 2:
+            continue
+        def stands(g: dict[str, Any]) -> bool:
+            classes = [trust.get(i, "external") for i in g.get("ids") or []]
+            if not classes:
+                return True
+            if g.get("rule") == "quoted":
+                return not all(c in RELAYED_TRUST for c in classes)
+            return not any(c in RELAYED_TRUST for c in classes)
+        if not any(stands(g) for g in by_level[level]):
+            cut = level - 1
+            return cut if cut < int(hist["level"]) else None
+    return None
 
 
 def citation_failures(p: PatternLine, ctx: WrapContext) -> list[str]:
@@ -142,6 +170,9 @@ def govern_line(p: PatternLine, ctx: WrapContext) -> LineOutcome:
     """Apply every graduation rule to one pattern line."""
     prior = prior_level(p, ctx)
     hist = ctx.history.get(p.key) if p.key else None
+    revoked = ctx.revoked.get(p.key) if p.key else None
+    if prior is not None and revoked is not None and revoked < prior:
+        prior = revoked
     out = LineOutcome(line=p, final_level=1, new_text=p.line, prior_level=prior)
     claimed = p.level
     date = p.date
@@ -202,6 +233,8 @@ def govern_line(p: PatternLine, ctx: WrapContext) -> LineOutcome:
         marks.append("needs-evidence")
     if out.carried:
         marks.append("carried-forward")
+    if revoked is not None and level <= revoked < claimed and not out.validated:
+        out.capped, out.cap_reason = True, "revoked: grounding lowered"
     if out.capped and level < claimed and not out.demoted and not out.bare_demoted:
         marks.append("level-capped")
     out.final_level = level

@@ -32,7 +32,7 @@ from ..errors import (
 )
 from ..facts import propose_wrap_link
 from ..immune import probes, signals
-from ..immune.graduation import LineOutcome, WrapContext, govern_line
+from ..immune.graduation import LineOutcome, WrapContext, govern_line, revoked_prior
 from .baton import baton_holder
 
 if TYPE_CHECKING:
@@ -189,6 +189,7 @@ def validated_save_continuity(
         cold_days=carryforward_cold_days if b.has_pattern_history() else None,
         first_governed_save=not b.has_pattern_history(),
     )
+    ctx.revoked = _revocations(store, history)
     outcomes = _govern(store, doc, ctx)
     lines = [o.line for o in outcomes]
     counts = signals.citation_counts(lines)
@@ -299,6 +300,23 @@ def validated_save_continuity(
         except Exception as exc:  # the save stands; pruning is housekeeping
             result["warnings"].append(f"auto-prune failed: {exc}")
     return result
+
+
+def _revocations(store: Store, history: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """Levels cut because the trust of the episodes that earned them was lowered (a
+    deleted grounding episode counts as external; a pruned one keeps its trust)."""
+    ids = sorted({i for h in history.values() for g in h.get("grounding") or [] for i in g.get("ids") or []})
+    if not ids:
+        return {}
+    trust = store.effective_trust_map(ids)
+    for tid, t in store.backend.tombstones([i for i in ids if i not in trust]).items():
+        trust[tid] = "external" if t["reason"] == "deleted" else (t.get("trust") or "agent")
+    out = {}
+    for key, h in history.items():
+        cut = revoked_prior(h, trust)
+        if cut is not None:
+            out[key] = cut
+    return out
 
 
 def _brief(o: LineOutcome, extra: str | None = None) -> dict[str, Any]:
