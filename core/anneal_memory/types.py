@@ -160,3 +160,11 @@ class AffectiveState:
 
     tag: str
     intensity: float = 0.5
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tag", str(self.tag).strip().lower())
+        try:
+            value = float(self.intensity)
+        except (TypeError, ValueError):
+            value = 0.0
+        object.__setattr__(self, "intensity", max(0.0, min(1.0, value)))
