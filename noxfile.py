@@ -2,7 +2,7 @@
 
 One session per test target: the dependency-free core, lint, the MCP server, and one
 session per framework adapter at its latest release and at its declared floor.
-``bench`` and ``postgres`` are opt-in (``nox -s bench``).
+``bench`` is opt-in (``nox -s bench``); ``postgres`` starts its own server.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/run.py", *session.posargs)
 
 
-@nox.session(python=PY, default=False)
+@nox.session(python=PY, default=True)
 def postgres(session: nox.Session) -> None:
     """The backend-agnostic suite on SQLite and on a private PostgreSQL server.
 
@@ -139,5 +139,13 @@ def postgres(session: nox.Session) -> None:
     if os.environ.get("ANNEAL_TEST_PG_DSN"):
         session.run(*cmd, env=env)
         return
-    base = os.path.join(session.create_tmp(), "pg")
-    session.run("python", "scripts/pg_server.py", "run", base, "--", *cmd, env=env)
+    import shutil
+    import tempfile
+
+    # Under /tmp, not the checkout: as root the server runs as the postgres user, who
+    # may not be able to enter the checkout's folders (a clone under /root).
+    base = tempfile.mkdtemp(prefix="anneal-pg-")
+    try:
+        session.run("python", "scripts/pg_server.py", "run", base, "--", *cmd, env=env)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
