@@ -1,0 +1,38 @@
+"""Every adapter ships with its guide, its offline example, its tests, its extra and its
+nox sessions."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ADAPTERS = sorted(p.name for p in (ROOT / "adapters").iterdir()
+                  if p.is_dir() and (p / "__init__.py").exists())
+
+
+def test_thirteen_adapters() -> None:
+    assert len(ADAPTERS) == 13, ADAPTERS
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_adapter_has_guide_example_tests_and_sessions(name: str) -> None:
+    guide = ROOT / "docs" / "integrations" / f"{name}.md"
+    assert guide.exists() and "pip install" in guide.read_text("utf-8")
+    assert (ROOT / "examples" / name / "example.py").exists()
+    tests = ROOT / "tests" / "adapters" / name
+    assert (tests / "test_contract.py").exists()
+    assert "AdapterContract" in (tests / "test_contract.py").read_text("utf-8")
+    noxfile = (ROOT / "noxfile.py").read_text("utf-8")
+    assert re.search(rf'^\s+"{name}": \(', noxfile, re.M), f"{name} missing from ADAPTERS in noxfile"
+    init = (adapter := ROOT / "adapters" / name / "__init__.py").read_text("utf-8")
+    assert "MissingExtraError" in init or any(
+        "MissingExtraError" in p.read_text("utf-8") for p in adapter.parent.glob("*.py"))
+
+
+def test_readme_lists_every_guide() -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    for name in ADAPTERS:
+        assert f"docs/integrations/{name}.md" in readme or f"{name}.md" in readme, name
