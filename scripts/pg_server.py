@@ -75,17 +75,18 @@ def start(base: Path) -> str:
     if not (data / "PG_VERSION").exists():
         subprocess.run([*run, str(bindir / "initdb"), "-D", str(data), "-U", USER,
                         "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8"],
-                       check=True, stdout=subprocess.DEVNULL)
+                       check=True, stdout=subprocess.DEVNULL, cwd=base)
     port = _free_port()
     opts = (f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={sock} "
             "-c fsync=on -c max_connections=200 -c shared_buffers=64MB")
     subprocess.run([*run, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "log"),
-                    "-o", opts, "-w", "-t", "60", "start"], check=True, stdout=subprocess.DEVNULL)
+                    "-o", opts, "-w", "-t", "60", "start"], check=True, stdout=subprocess.DEVNULL,
+                   cwd=base)
     (base / "port").write_text(str(port))
     deadline = time.monotonic() + 30
     while True:
         r = subprocess.run([*run, str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port),
-                            "-U", USER, DB], capture_output=True, text=True)
+                            "-U", USER, DB], capture_output=True, text=True, cwd=base)
         if r.returncode == 0 or "already exists" in r.stderr:
             break
         if time.monotonic() > deadline:
@@ -98,7 +99,8 @@ def stop(base: Path) -> None:
     data = base / "data"
     if (data / "postmaster.pid").exists():
         subprocess.run([*_as_server_user(), str(_bindir() / "pg_ctl"), "-D", str(data), "-m",
-                        "fast", "-w", "stop"], check=False, stdout=subprocess.DEVNULL)
+                        "fast", "-w", "stop"], check=False, stdout=subprocess.DEVNULL,
+                       cwd=base)
 
 
 def main(argv: list[str]) -> int:
