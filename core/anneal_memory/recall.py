@@ -51,7 +51,7 @@ CONTEXT_WINDOW_SECONDS = 3600
 
 
 def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
-                 pool: int) -> tuple[list[tuple[Any, float]], int]:
+                 pool: int, *, context: bool = True) -> tuple[list[tuple[Any, float]], int]:
     """Word matches ranked by BM25, with conversational context: the episodes recorded
     right before and after a match (within an hour) inherit part of its score, so the
     reply that answers a matching turn ranks even when it repeats none of its words.
@@ -60,8 +60,8 @@ def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
     """
     b = store.backend
     rows, total = b.search(filters, words=list(terms), limit=pool)
-    if not rows:
-        return [], total
+    if not rows or not context:
+        return rows, total
     score: dict[int, float] = {}
     by_rowid: dict[int, Any] = {}
     for r, sc in rows:
@@ -97,7 +97,8 @@ def _seconds_apart(a: str, b: str) -> float:
 def keyword_recall(store: Store, *, since: str | datetime | None = None,
                    until: str | datetime | None = None, episode_type: Any = None,
                    source: str | None = None, keyword: str | None = None, limit: int = 100,
-                   offset: int = 0, include_superseded: bool = False) -> RecallResult:
+                   offset: int = 0, include_superseded: bool = False,
+                   context: bool = True) -> RecallResult:
     limit = _int_arg(limit, "limit", 0)
     offset = _int_arg(offset, "offset", 0)
     if keyword is not None and not isinstance(keyword, str):
@@ -120,7 +121,8 @@ def keyword_recall(store: Store, *, since: str | datetime | None = None,
                 params["words"] = terms
                 if terms:
                     ranked, matches = ranked_words(store, filters, terms,
-                                                   pool=max(200, 2 * (offset + limit)))
+                                                   pool=max(200, 2 * (offset + limit)),
+                                                   context=context)
                     params["word_matches"] = matches
                     total = max(matches, len(ranked))
                     rows = ranked[offset:offset + limit]
@@ -135,7 +137,7 @@ def keyword_recall(store: Store, *, since: str | datetime | None = None,
 def retrieve_relevant(store: Store, crystal_store: Any, query: str, *, max_patterns: int = 3,
                       max_episodes: int = 3, episode_type: Any = None,
                       include_facts: bool = True, since: Any = None,
-                      exclude_ids: Sequence[str] = ()) -> RelevantResult:
+                      exclude_ids: Sequence[str] = (), context: bool = True) -> RelevantResult:
     """Scored recall for a per-turn hook: crystallized patterns, ranked episodes (a hit on
     a replaced episode is swapped in its slot for the episode that replaced it) and the
     durable facts the query cues."""
@@ -151,17 +153,17 @@ def retrieve_relevant(store: Store, crystal_store: Any, query: str, *, max_patte
         patterns = list(retrieve_patterns(crystal_store, query, max_patterns=max_patterns,
                                           store=store))
     episodes = _scored_episodes(store, query, terms, max_episodes, episode_type, since,
-                                set(exclude_ids)) if max_episodes and terms else []
+                                set(exclude_ids), context) if max_episodes and terms else []
     found_facts = _cued_facts(store, query) if include_facts and query.strip() else []
     return RelevantResult(patterns, episodes, terms, found_facts)
 
 
 def _scored_episodes(store: Store, query: str, terms: list[str], k: int, episode_type: Any,
-                     since: Any, exclude: set[str]) -> list[ScoredEpisode]:
+                     since: Any, exclude: set[str], context: bool = True) -> list[ScoredEpisode]:
     b = store.backend
     filters = build_filters(since, None, episode_type, None, include_superseded=True)
     with b.read():
-        rows, _total = ranked_words(store, filters, terms, pool=max(200, k * 20))
+        rows, _total = ranked_words(store, filters, terms, pool=max(200, k * 20), context=context)
         phrase_rows: list[Any] = []
         if len(query.strip()) >= 3:
             phrase_rows, _ = b.search(filters, phrase=query.strip(), limit=k)

@@ -71,22 +71,28 @@ class MemorySession:
         self.owns_store = False
 
     @classmethod
-    def ensure(cls, memory: MemorySession | Store | str | os.PathLike[str], **options: Any) -> MemorySession:
+    def ensure(cls, memory: MemorySession | Store | str | os.PathLike[str], *,
+               logger: logging.Logger | str | None = None, **options: Any) -> MemorySession:
         """Accept what a user hands an adapter: a session, a Store, or a store path.
 
-        A session is returned as it is (options must then be empty); a Store or a path is
-        wrapped in a new session (a path opens a Store the session owns and closes).
+        A session is returned as it is; a Store or a path gets a new session (a path opens
+        a Store the session owns and closes). Options left as None mean "the default";
+        any other option given with a ready session is refused. ``logger`` names the
+        logger of a session created here.
         """
+        options = {k: v for k, v in options.items() if v is not None}
         if isinstance(memory, MemorySession):
             if options:
                 raise ValidationError("options go to the MemorySession you pass, not to the adapter: "
                                       f"drop {sorted(options)}")
             return memory
+        project = options.pop("project_name", None)
         if isinstance(memory, Store):
-            return cls(memory, **options)
+            if project is not None:
+                raise ValidationError("project_name belongs to the Store you pass: set it there")
+            return cls(memory, logger=logger, **options)
         if isinstance(memory, (str, os.PathLike)):
-            project = options.pop("project_name", None)
-            session = cls(Store(memory, project_name=project), **options)
+            session = cls(Store(memory, project_name=project), logger=logger, **options)
             session.owns_store = True
             return session
         raise ValidationError("pass a MemorySession, an anneal_memory.Store or a store path, not "

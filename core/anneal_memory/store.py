@@ -367,14 +367,18 @@ class Store:
         limit: int = 100,
         offset: int = 0,
         include_superseded: bool = False,
+        *,
+        context: bool = True,
     ) -> RecallResult:
         """Filtered episodes. A keyword matches first as an exact phrase (substring, any
-        case); if the phrase matches nothing, by its words, ranked by relevance."""
+        case); if the phrase matches nothing, by its words, ranked by relevance, with the
+        episodes recorded right next to a match as context (``context=False`` for stores
+        of unrelated items, where neighbours in time mean nothing)."""
         from .recall import keyword_recall
 
         return keyword_recall(self, since=since, until=until, episode_type=episode_type,
                               source=source, keyword=keyword, limit=limit, offset=offset,
-                              include_superseded=include_superseded)
+                              include_superseded=include_superseded, context=context)
 
     def episodes_since_wrap(self) -> list[Episode]:
         """Episodes no saved wrap has compressed yet, oldest first."""
@@ -504,7 +508,15 @@ class Store:
         raw = self._backend.get_meta("section_schema")
         if raw is None:
             return [dict(s) for s in DEFAULT_SCHEMA]
-        return json.loads(raw)
+        from .continuity.schema import validate_schema
+        from .errors import SchemaError
+
+        try:
+            return [dict(x) for x in validate_schema(json.loads(raw))]
+        except (ValueError, SchemaError) as exc:
+            # fail closed: a wrap never silently falls back to an ungated schema
+            raise SchemaError(f"the store's persisted section schema is corrupt ({exc}): "
+                              "set it again with set_section_schema / anneal-memory set-schema") from None
 
     def set_section_schema(self, schema: Sequence[Mapping[str, Any]]) -> None:
         """Persist a validated section schema; refused while a wrap is open."""

@@ -116,3 +116,11 @@ def test_relative_since(store: Store) -> None:
     store.record("ancient", "observation", timestamp="2020-01-01")
     store.record("recent", "observation")
     assert [e.content for e in store.recall(since="7d").episodes] == ["recent"]
+
+
+def test_context_can_be_switched_off(store: Store) -> None:
+    store.record("item one about pumps and valves", "observation")
+    store.record("item two about gardening", "observation")
+    r = store.recall(keyword="which pumps valves", context=False)
+    assert [e.content for e in r.episodes] == ["item one about pumps and valves"]
+    assert store.recall(keyword="which pumps valves").total_matching == 2

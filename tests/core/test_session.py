@@ -116,6 +116,11 @@ def test_ensure_accepts_session_store_or_path(store: Store, tmp_path: Path) -> N
     with pytest.raises(ValidationError):
         MemorySession.ensure(42)  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
+        MemorySession.ensure(store, project_name="X")
+    assert MemorySession.ensure(s, recall_limit=None) is s  # None means "the default"
+    made = MemorySession.ensure(store, logger="anneal_memory.adapters.zz")
+    assert made.log.name == "anneal_memory.adapters.zz"
+    with pytest.raises(ValidationError):
         MemorySession(store, recall_limit=-1)
 
 

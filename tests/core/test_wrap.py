@@ -301,3 +301,24 @@ def test_parser_never_raises_foreign_errors(text: str) -> None:
         parse_durable_facts(text, DEFAULT_SCHEMA)
     except ContinuityValidationError:
         pass
+
+
+def test_corrupt_persisted_schema_fails_closed(store: Store) -> None:
+    store.record("x", "observation")
+    with store.batch():
+        store.backend.set_meta("section_schema", "{not json")
+    with pytest.raises(SchemaError):
+        prepare_wrap(store)
+    store.set_section_schema(DEFAULT_SCHEMA)
+    assert prepare_wrap(store)["status"] == "ready"
+
+
+def test_small_felt_section_is_protected_too(db: Path) -> None:
+    with Store(db, section_schema=FLOW_SCHEMA) as s:
+        s.record("we talked", "observation")
+        base = doc().replace("## Patterns", "## Active Threads\n- t\n\n## Patterns")
+        wrap(s, base + "\n## Understanding\n- we build carefully together\n")
+        s.record("more", "observation")
+        w = prepare_wrap(s)
+        with pytest.raises(ContinuityValidationError):
+            validated_save_continuity(s, base + "\n## Understanding\n- ok\n", wrap_token=w["wrap_token"])

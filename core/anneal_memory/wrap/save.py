@@ -85,13 +85,13 @@ def _check_shrink(store: Store, doc: ContinuityDoc, prior: str | None,
     for role in ("narrative-timeless", "graduating"):
         before = sum(len(s.body) for s in old.by_role(role))
         after = sum(len(s.body) for s in doc.by_role(role))
-        if before >= 200 and after < SHRINK_SECTION_FLOOR * before:
+        if before > 0 and after < SHRINK_SECTION_FLOOR * before:
             _refuse(store, "shrink", f"the {role} section(s) would shrink from {before} to {after} "
                     "characters, below half of their prior size: re-wrap keeping the full arc, or "
                     "pass allow_shrink=True for a deliberate diet", role=role, before=before,
                     after=after)
     before, after = len(prior), len(doc.render())
-    if before >= 400 and after < SHRINK_FILE_FLOOR * before:
+    if before > 0 and after < SHRINK_FILE_FLOOR * before:
         _refuse(store, "shrink", f"the continuity would shrink from {before} to {after} characters, "
                 "below a quarter of its prior size: re-wrap, or pass allow_shrink=True",
                 role="file", before=before, after=after)
