@@ -69,6 +69,7 @@ class MemorySession:
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._inputs: OrderedDict[str, str] = OrderedDict()
         self.owns_store = False
+        self.last_wrap: WrapOutcome | None = None
 
     @classmethod
     def ensure(cls, memory: MemorySession | Store | str | os.PathLike[str], *,
@@ -235,6 +236,33 @@ class MemorySession:
         if r["status"] != "ready":
             return None
         return render_package(r["package"])
+
+    @staticmethod
+    def check_compress(compress: Any) -> Any:
+        """Validate a user's ``compress`` option at construction: None or a callable."""
+        if compress is not None and not callable(compress):
+            raise ValidationError("compress must be a callable taking the wrap prompt and "
+                                  "returning the new continuity text (or None)")
+        return compress
+
+    def wrap_first(self, *candidates: Callable[[str], Any] | None) -> WrapOutcome:
+        """Wrap with the first compressor given (e.g. the user's, then the framework's
+        model); keeps the outcome on ``last_wrap``."""
+        compress = next((c for c in candidates if c is not None), None)
+        if compress is None:
+            self.last_wrap = WrapOutcome("failed", "no compressor: pass compress= or a model")
+        else:
+            self.last_wrap = self.wrap(compress)
+        return self.last_wrap
+
+    async def awrap_first(self, *candidates: Callable[[str], Any] | None) -> WrapOutcome:
+        """Async ``wrap_first``."""
+        compress = next((c for c in candidates if c is not None), None)
+        if compress is None:
+            self.last_wrap = WrapOutcome("failed", "no compressor: pass compress= or a model")
+        else:
+            self.last_wrap = await self.awrap(compress)
+        return self.last_wrap
 
     def wrap(self, compress: Callable[[str], str]) -> WrapOutcome:
         """Prepare, compress with ``compress(prompt) -> continuity``, validate and save.

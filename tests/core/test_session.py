@@ -152,3 +152,16 @@ def test_guard_hook_logs_and_continues(caplog) -> None:
         assert bad() is None
         assert _asyncio.run(abad()) is None
     assert len([r for r in caplog.records if r.name == "anneal_memory.adapters.x"]) == 2
+
+
+def test_wrap_first_and_check_compress(store: Store) -> None:
+    from anneal_memory import ValidationError
+
+    s = MemorySession(store)
+    with pytest.raises(ValidationError):
+        MemorySession.check_compress("not callable")
+    assert MemorySession.check_compress(None) is None
+    s.record_observation("a thing to wrap")
+    assert s.wrap_first(None, None).status == "failed" and store.status().episodes_since_wrap == 1
+    out = s.wrap_first(None, scripted_compress)
+    assert out.saved and s.last_wrap is out
