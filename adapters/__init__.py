@@ -2,17 +2,14 @@
 ``pip install 'anneal-memory[langgraph]'``, and imported as
 ``anneal_memory.adapters.<framework>``.
 
-The two helpers here are the glue every adapter's constructor and hooks share on top of
-the core session (:meth:`MemorySession.ensure`, :func:`guard_hook`); they hold no memory
-logic.
+The helpers here are the glue every adapter's constructor and hooks share on top of the
+core session (:meth:`MemorySession.ensure`, :func:`guard_hook`); they hold no memory logic.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-import logging
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -21,19 +18,17 @@ from anneal_memory.session import MemorySession, guard_hook
 
 
 def open_session(memory: Any, logger_name: str, **options: Any) -> MemorySession:
-    """``MemorySession.ensure(memory, **options)`` for an adapter's constructor.
+    """``MemorySession.ensure`` for an adapter's constructor: options left at None are the
+    session's defaults, and a session made here logs on the adapter's logger."""
+    return MemorySession.ensure(memory, logger=logger_name, **options)
 
-    Options left at None are the session's defaults, so a user's own MemorySession can be
-    passed with no options; a session made here logs on the adapter's logger.
-    """
-    given = {k: v for k, v in options.items() if v is not None}
-    if "project_name" in given and not isinstance(memory, (str, os.PathLike)):
-        raise ValidationError("project_name names a store opened from a path: pass a path, or "
-                              "give the project name to the Store you pass")
-    session = MemorySession.ensure(memory, **given)
-    if session is not memory:
-        session.log = logging.getLogger(logger_name)
-    return session
+
+def check_memory_role(role: str) -> str:
+    """Validate a ``memory_role`` option at construction: the injected memory message
+    is a user or a system message, never an assistant one."""
+    if role not in ("user", "system"):
+        raise ValidationError(f"memory_role must be 'user' or 'system', not {role!r}")
+    return role
 
 
 def hook_guard(logger_name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -10,13 +10,12 @@ Hook map (plugins are app-wide and run before each agent's own callbacks):
 - ``after_run_callback``: the session is saved to memory (ADK never does that by itself),
   then, with ``wrap_on_end=True``, the wrap runs with ``compress`` or the root agent's model.
 
-Every hook catches and logs its own failures (logger ``anneal_memory.adapters.google_adk``):
-memory never stops a run.
+Every hook logs its own failures (logger ``anneal_memory.adapters.google_adk``) and the run
+goes on, unless the service's session is ``strict``.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -26,12 +25,13 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.preload_memory_tool import PreloadMemoryTool
 from google.genai import types
 
+from anneal_memory.adapters import hook_guard
 from anneal_memory.errors import ValidationError
-from anneal_memory.session import WrapOutcome
+from anneal_memory.session import MemorySession, WrapOutcome
 
 from .service import LOGGER_NAME, AnnealMemoryService
 
-logger = logging.getLogger(LOGGER_NAME)
+_safe = hook_guard(LOGGER_NAME)
 
 #: prompt -> continuity markdown, sync or async
 Compress = Callable[[str], "str | Awaitable[str]"]
@@ -92,38 +92,43 @@ class AnnealMemoryPlugin(BasePlugin):
                 f"memory must be an AnnealMemoryService, not {type(memory).__name__}: "
                 "pass AnnealMemoryService(Store('memory.db'))"
             )
-        if compress is not None and not callable(compress):
-            raise ValidationError("compress must be a callable taking the wrap prompt and returning text")
         super().__init__(name=name)
         self.memory = memory
         self.wrap_on_end = wrap_on_end
-        self.compress = compress
+        self.compress = MemorySession.check_compress(compress)
         self.inject_continuity = inject_continuity
         self.inject_recall = inject_recall
         self.save_session = save_session
         self._preload = PreloadMemoryTool()
         self._continuity: dict[str, str] = {}  # invocation id -> block, read once per run
         self._last_model: BaseLlm | None = None
-        self.last_wrap: WrapOutcome | None = None
+
+    @property
+    def session(self) -> MemorySession:
+        """The service's session: its ``strict`` decides whether hook failures raise, and
+        its ``last_wrap`` holds the last wrap's outcome."""
+        return self.memory.session
 
     # --- before each model call ----------------------------------------------------------
     async def before_model_callback(self, *, callback_context: Any, llm_request: LlmRequest) -> None:
         if self.inject_continuity:
-            try:
-                key = callback_context.invocation_id
-                if key not in self._continuity:
-                    self._continuity[key] = self.memory.session.start() or ""
-                if self._continuity[key]:
-                    llm_request.append_instructions([self._continuity[key]])
-            except Exception:
-                logger.exception("google_adk: injecting the continuity failed; the run goes on")
+            self._inject_continuity(callback_context, llm_request)
         if self.inject_recall:
-            try:
-                await self._preload.process_llm_request(
-                    tool_context=_tool_context(callback_context), llm_request=llm_request)
-            except Exception:
-                logger.exception("google_adk: injecting recall failed; the run goes on")
+            await self._inject_recall(callback_context, llm_request)
         return None
+
+    @_safe
+    def _inject_continuity(self, callback_context: Any, llm_request: LlmRequest) -> None:
+        key = callback_context.invocation_id
+        if key not in self._continuity:
+            self._continuity[key] = self.session.start() or ""
+        if self._continuity[key]:
+            llm_request.append_instructions([self._continuity[key]])
+
+    @_safe
+    async def _inject_recall(self, callback_context: Any, llm_request: LlmRequest) -> None:
+        await self._preload.process_llm_request(tool_context=_tool_context(callback_context),
+                                                llm_request=llm_request)
 
     # --- after the run -------------------------------------------------------------------
     async def after_run_callback(self, *, invocation_context: Any) -> None:
@@ -132,22 +137,18 @@ class AnnealMemoryPlugin(BasePlugin):
         if model is not None:
             self._last_model = model
         if self.save_session:
-            await self._save(invocation_context)
+            services = [self.memory]
+            runner_service = getattr(invocation_context, "memory_service", None)
+            if runner_service is not None and runner_service is not self.memory:
+                services.append(runner_service)
+            for service in services:
+                await self._save(service, invocation_context.session)
         if self.wrap_on_end:
             await self.wrap()
 
-    async def _save(self, invocation_context: Any) -> None:
-        session = invocation_context.session
-        services = [self.memory]
-        runner_service = getattr(invocation_context, "memory_service", None)
-        if runner_service is not None and runner_service is not self.memory:
-            services.append(runner_service)
-        for service in services:
-            try:
-                await service.add_session_to_memory(session)
-            except Exception:
-                logger.exception("google_adk: saving session %s to %s failed",
-                                 getattr(session, "id", "?"), type(service).__name__)
+    @_safe  # a failing service does not keep the session out of the others
+    async def _save(self, service: Any, session: Any) -> None:
+        await service.add_session_to_memory(session)
 
     @staticmethod
     def _model_of(agent: Any) -> BaseLlm | None:
@@ -162,20 +163,9 @@ class AnnealMemoryPlugin(BasePlugin):
         """Compress the episodes since the last wrap into the continuity.
 
         Uses ``compress``, else the plugin's ``compress``, else the model of the last run's
-        root agent. A failed or refused wrap keeps every episode for the next one.
+        root agent. A failed or refused wrap keeps every episode for the next one; the
+        outcome is also kept on ``plugin.session.last_wrap``.
         """
-        chosen = compress or self.compress
-        if chosen is None:
-            if self._last_model is None:
-                outcome = WrapOutcome("failed", "no compress callable and no agent model yet: "
-                                      "pass compress= or wrap after a run", None)
-                self.last_wrap = outcome
-                return outcome
-            chosen = model_compressor(self._last_model)
-        try:
-            outcome = await self.memory.session.awrap(chosen)
-        except Exception as exc:  # a strict session
-            logger.exception("google_adk: the wrap failed")
-            outcome = WrapOutcome("failed", f"the wrap failed: {exc}", None)
-        self.last_wrap = outcome
-        return outcome
+        model = self._last_model
+        return await self.session.awrap_first(compress, self.compress,
+                                              model_compressor(model) if model else None)

@@ -13,7 +13,7 @@ the session's de-duplication (ADK re-adds whole sessions) works per user.
 from __future__ import annotations
 
 import json
-import logging
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -23,12 +23,13 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
 from anneal_memory import EpisodeType, Store
+from anneal_memory.adapters import hook_guard, open_session
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 from anneal_memory.types import Episode
 
 LOGGER_NAME = "anneal_memory.adapters.google_adk"
-logger = logging.getLogger(LOGGER_NAME)
+_safe = hook_guard(LOGGER_NAME)
 
 
 def scope_source(app_name: str, user_id: str) -> str:
@@ -45,41 +46,30 @@ def _text_of(content: types.Content | None) -> str:
 class AnnealMemoryService(BaseMemoryService):
     """ADK memory service over an anneal :class:`~anneal_memory.Store`.
 
-    ``memory`` is a Store or a :class:`MemorySession` (whose store and settings are used).
-    ``search_limit`` caps the memories one search returns (ADK puts them all in the prompt).
-    ``record_intermediate`` also records model text that is not a final response.
+    ``memory`` is a Store, a store path, or a :class:`MemorySession` (then the session
+    options go to it). Each (app, user) scope records through its own session with the
+    same options. ``search_limit`` caps the memories one search returns (ADK puts them
+    all in the prompt). ``record_intermediate`` also records model text that is not a
+    final response.
     """
 
     def __init__(
         self,
-        memory: Store | MemorySession,
+        memory: Store | MemorySession | str | os.PathLike[str],
         *,
         search_limit: int = 10,
-        recall_limit: int = 5,
-        max_content_chars: int = 4000,
+        recall_limit: int | None = None,
+        max_content_chars: int | None = None,
         record_intermediate: bool = False,
-        strict: bool = False,
+        strict: bool | None = None,
     ) -> None:
-        if isinstance(memory, MemorySession):
-            self.session = memory
-            self.store = memory.store
-        elif isinstance(memory, Store):
-            self.store = memory
-            self.session = MemorySession(memory, recall_limit=recall_limit,
-                                         max_content_chars=max_content_chars, strict=strict,
-                                         logger=LOGGER_NAME)
-        else:
-            raise ValidationError(
-                f"memory must be an anneal_memory Store or MemorySession, not {type(memory).__name__}: "
-                "pass Store('memory.db')"
-            )
-        if not isinstance(search_limit, int) or search_limit < 1:
+        if isinstance(search_limit, bool) or not isinstance(search_limit, int) or search_limit < 1:
             raise ValidationError(f"search_limit must be a positive int, got {search_limit!r}")
+        self.session = open_session(memory, LOGGER_NAME, recall_limit=recall_limit,
+                                    max_content_chars=max_content_chars, strict=strict)
+        self.store = self.session.store
         self.search_limit = search_limit
-        self.recall_limit = recall_limit
-        self.max_content_chars = max_content_chars
         self.record_intermediate = record_intermediate
-        self.strict = strict
         self._scoped: dict[str, MemorySession] = {}
 
     # --- scope ---------------------------------------------------------------------------
@@ -87,9 +77,11 @@ class AnnealMemoryService(BaseMemoryService):
         """The lifecycle session that records for one (app, user) scope."""
         source = scope_source(app_name, user_id)
         if source not in self._scoped:
+            base = self.session
             self._scoped[source] = MemorySession(
-                self.store, recall_limit=self.recall_limit, max_content_chars=self.max_content_chars,
-                strict=self.strict, logger=LOGGER_NAME,
+                self.store, session_id=base.session_id, crystal_store=base.crystal_store,
+                recall_limit=base.recall_limit, max_content_chars=base.max_content_chars,
+                strict=base.strict, logger=LOGGER_NAME,
             )
         return self._scoped[source]
 
@@ -118,13 +110,9 @@ class AnnealMemoryService(BaseMemoryService):
         """Record events: user text (context), tool responses (observation, trust tool),
         final responses (outcome), other model text when ``record_intermediate``."""
         for event in events:
-            try:
-                self._record_event(app_name, user_id, event, session_id, custom_metadata)
-            except Exception:
-                if self.strict:
-                    raise
-                logger.exception("google_adk: recording event %s failed", getattr(event, "id", "?"))
+            self._record_event(app_name, user_id, event, session_id, custom_metadata)
 
+    @_safe  # one bad event does not keep the others out
     def _record_event(self, app_name: str, user_id: str, event: Any, session_id: str | None,
                       custom_metadata: Mapping[str, object] | None) -> None:
         if event.content is None or not event.content.parts or getattr(event, "partial", False):
@@ -169,16 +157,15 @@ class AnnealMemoryService(BaseMemoryService):
 
     # --- reads ---------------------------------------------------------------------------
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
-        """Keyword recall within the (app, user) scope, best matches first."""
-        try:
-            result = self.store.recall(keyword=query or None, source=scope_source(app_name, user_id),
-                                       limit=self.search_limit)
-        except Exception:
-            if self.strict:
-                raise
-            logger.exception("google_adk: search_memory failed; returning no memories")
-            return SearchMemoryResponse()
-        return SearchMemoryResponse(memories=[self.to_entry(ep) for ep in result.episodes])
+        """Keyword recall within the (app, user) scope, best matches first (a failure
+        answers no memories)."""
+        return SearchMemoryResponse(memories=self._search(app_name, user_id, query) or [])
+
+    @_safe
+    def _search(self, app_name: str, user_id: str, query: str) -> list[MemoryEntry]:
+        result = self.store.recall(keyword=query or None, source=scope_source(app_name, user_id),
+                                   limit=self.search_limit)
+        return [self.to_entry(ep) for ep in result.episodes]
 
     async def list_memories(self, *, app_name: str, user_id: str, limit: int = 100) -> list[MemoryEntry]:
         """Every memory of one (app, user) scope, newest first (not part of ADK's interface)."""

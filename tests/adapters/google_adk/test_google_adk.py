@@ -25,6 +25,7 @@ from anneal_memory.adapters.google_adk import (
     model_compressor,
 )
 from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession
 
 
 @pytest.fixture
@@ -215,26 +216,54 @@ def test_failed_compress_keeps_episodes(store: Store) -> None:
 
     _, _, plugin, runner = _setup(store, plugin_kwargs={"wrap_on_end": True, "compress": broken})
     asyncio.run(run_turn(runner, "alice", "Decide to mulch the beds"))
-    assert plugin.last_wrap is not None and plugin.last_wrap.status != "saved"
+    assert plugin.session.last_wrap is not None and plugin.session.last_wrap.status != "saved"
     assert store.load_continuity() is None and store.status().episodes_since_wrap >= 2
     assert asyncio.run(plugin.wrap(model_compressor(ScriptedLlm()))).status == "saved"
 
 
-def test_strict_service_failures_in_hooks_are_logged(tmp_path: Path, caplog) -> None:
+def test_hook_failures_are_logged_on_the_adapter_logger(tmp_path: Path, caplog) -> None:
     broken = Store(tmp_path / "b.db", project_name="B")
     broken.close()
     llm = ScriptedLlm(answer="still here", inputs=[])
-    service = AnnealMemoryService(broken, strict=True)
+    service = AnnealMemoryService(broken)
     agent = LlmAgent(name="gardener", model=llm, tools=[read_gauge])
     runner = make_runner(agent, plugins=[AnnealMemoryPlugin(service)], memory_service=service)
     with caplog.at_level(logging.WARNING):
         assert asyncio.run(run_turn(runner, "alice", "Carry on regardless")) == "still here"
     assert any(r.name == LOGGER_NAME for r in caplog.records)
+    assert asyncio.run(service.search_memory(app_name=APP, user_id="alice", query="x")).memories == []
+
+
+def test_strict_session_lets_hook_failures_through(tmp_path: Path) -> None:
+    broken = Store(tmp_path / "b.db", project_name="B")
+    broken.close()
+    service = AnnealMemoryService(MemorySession(broken, strict=True))
+    agent = LlmAgent(name="gardener", model=ScriptedLlm(answer="x", inputs=[]), tools=[read_gauge])
+    runner = make_runner(agent, plugins=[AnnealMemoryPlugin(service)], memory_service=service)
+    # ADK re-raises a plugin's error as RuntimeError("Error in plugin ...") from it
+    with pytest.raises(RuntimeError, match="closed database"):
+        asyncio.run(run_turn(runner, "alice", "Stop when memory fails"))
+
+
+def test_a_store_path_and_session_options(tmp_path: Path) -> None:
+    service = AnnealMemoryService(tmp_path / "p.db", recall_limit=2, max_content_chars=200)
+    assert service.session.owns_store and service.session.recall_limit == 2
+    scoped = service.session_for(APP, "alice")
+    assert scoped.recall_limit == 2 and scoped.max_content_chars == 200
+    asyncio.run(service.add_memory(app_name=APP, user_id="alice", memories=[
+        MemoryEntry(content=types.Content(parts=[types.Part(text="Beans by the fence " * 40)]))]))
+    (entry,) = asyncio.run(service.list_memories(app_name=APP, user_id="alice"))
+    assert len(entry.content.parts[0].text) < 300  # the session's cap applied
+    service.session.close()
 
 
 def test_configuration_errors_raise_at_construction(store: Store) -> None:
     with pytest.raises(ValidationError):
-        AnnealMemoryService("memory.db")  # type: ignore[arg-type]
+        AnnealMemoryService(42)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        AnnealMemoryService(MemorySession(store), recall_limit=3)  # options go to the session
+    with pytest.raises(ValidationError):
+        AnnealMemoryService(store, max_content_chars=10)
     with pytest.raises(ValidationError):
         AnnealMemoryService(store, search_limit=0)
     with pytest.raises(ValidationError):
