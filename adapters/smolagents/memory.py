@@ -8,14 +8,15 @@ smolagents has no before-run hook and no memory service; what it has is:
 - ``step_callbacks``, called after each finalized step. :attr:`AnnealMemory.step_callbacks`
   records tool / code results of an ``ActionStep`` (``trust="tool"``), the plan of a
   ``PlanningStep`` (decision) and the ``FinalAnswerStep`` output (outcome). smolagents does
-  not catch callback errors, so every callback here catches and logs its own.
+  not catch callback errors, so every callback here logs its own failures (unless the
+  session is ``strict``).
 - The end of the run: :meth:`AnnealMemory.run` wraps when ``wrap_on_end`` is set;
   otherwise call :meth:`AnnealMemory.wrap` when the conversation is over.
 """
 
 from __future__ import annotations
 
-import logging
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -23,11 +24,11 @@ from smolagents.memory import ActionStep, FinalAnswerStep, PlanningStep
 from smolagents.models import ChatMessage, MessageRole, Model
 
 from anneal_memory import Store
-from anneal_memory.errors import ValidationError
+from anneal_memory.adapters import hook_guard, open_session
 from anneal_memory.session import MemorySession, WrapOutcome
 
 LOGGER_NAME = "anneal_memory.adapters.smolagents"
-logger = logging.getLogger(LOGGER_NAME)
+_safe = hook_guard(LOGGER_NAME)
 
 #: prompt -> continuity markdown
 Compress = Callable[[str], str]
@@ -64,15 +65,17 @@ def model_compressor(model: Model) -> Compress:
 class AnnealMemory:
     """Anneal memory for smolagents agents.
 
-    ``memory`` is a :class:`~anneal_memory.Store` (a session is made for it) or a ready
-    :class:`~anneal_memory.session.MemorySession`. ``wrap_on_end`` (default ``False``): when
-    true, :meth:`run` wraps after every run; otherwise call :meth:`wrap` yourself when the
-    conversation ends. ``compress`` defaults to the agent's own model.
+    ``memory`` is a :class:`~anneal_memory.Store` or a store path (a session is made for
+    it; ``memory.session.close()`` closes a store it opened) or a ready
+    :class:`~anneal_memory.session.MemorySession` (then the session options go to it).
+    ``wrap_on_end`` (default ``False``): when true, :meth:`run` wraps after every run;
+    otherwise call :meth:`wrap` yourself when the conversation ends. ``compress`` defaults
+    to the agent's own model.
     """
 
     def __init__(
         self,
-        memory: Store | MemorySession,
+        memory: Store | MemorySession | str | os.PathLike[str],
         *,
         wrap_on_end: bool = False,
         compress: Compress | None = None,
@@ -80,25 +83,17 @@ class AnnealMemory:
         record_tools: bool = True,
         record_plans: bool = True,
         record_outcome: bool = True,
-        recall_limit: int = 5,
-        max_content_chars: int = 4000,
+        recall_limit: int | None = None,
+        max_content_chars: int | None = None,
+        session_id: str | None = None,
+        crystal_store: Any = None,
+        strict: bool | None = None,
     ) -> None:
-        if isinstance(memory, MemorySession):
-            self.session = memory
-        elif isinstance(memory, Store):
-            self.session = MemorySession(
-                memory, recall_limit=recall_limit, max_content_chars=max_content_chars,
-                logger=LOGGER_NAME,
-            )
-        else:
-            raise ValidationError(
-                f"memory must be an anneal_memory Store or MemorySession, not {type(memory).__name__}: "
-                "pass Store('memory.db') or MemorySession(store)"
-            )
-        if compress is not None and not callable(compress):
-            raise ValidationError("compress must be a callable taking the wrap prompt and returning text")
+        self.compress = MemorySession.check_compress(compress)
+        self.session = open_session(memory, LOGGER_NAME, session_id=session_id,
+                                    crystal_store=crystal_store, recall_limit=recall_limit,
+                                    max_content_chars=max_content_chars, strict=strict)
         self.wrap_on_end = wrap_on_end
-        self.compress = compress
         self.record_user_input = record_user_input
         self.record_tools = record_tools
         self.record_plans = record_plans
@@ -147,16 +142,20 @@ class AnnealMemory:
         if key not in self._base_instructions:
             self._base_instructions[key] = agent.instructions
         base = self._base_instructions[key]
-        block = ""
-        try:
-            block = self.session.memory_block(task) or ""
-        except Exception:  # a strict session, or a bug: memory must not stop the run
-            logger.exception("smolagents: building the memory block failed; running without it")
+        block = self._memory_block(task) or ""
         parts = [p for p in (base, block) if p]
         agent.instructions = "\n\n".join(parts) if parts else base
         if self.record_user_input:
-            self._safely(self.session.record_user_input, task)
+            self._record_task(task)
         return block
+
+    @_safe
+    def _memory_block(self, task: str) -> str:
+        return self.session.memory_block(task)
+
+    @_safe
+    def _record_task(self, task: str) -> None:
+        self.session.record_user_input(task)
 
     def run(self, agent: Any, task: str, **run_kwargs: Any) -> Any:
         """``prepare`` + ``agent.run(task, **run_kwargs)`` (+ wrap when ``wrap_on_end``).
@@ -182,67 +181,51 @@ class AnnealMemory:
         if self.wrap_on_end:
             self.wrap(agent)
 
+    @_safe
     def _record_answer(self, output: Any) -> None:
         # The FinalAnswerStep callback does this on smolagents >= 1.21; older releases never
         # pass that step to callbacks. The session's de-duplication keeps one either way.
         if self.record_outcome and output is not None:
-            self._safely(self.session.record_outcome, str(output))
+            self.session.record_outcome(str(output))
 
-    # --- step callbacks (never raise into the run) ----------------------------------------
+    # --- step callbacks (smolagents does not catch their errors) ---------------------------
+    @_safe
     def on_action_step(self, step: ActionStep, agent: Any = None) -> None:
         """Record the tool / code results of one action step with ``trust="tool"``; a
         final-answer step that carries its answer records it too (older smolagents pass no
         ``FinalAnswerStep`` to callbacks; the session's de-duplication keeps one)."""
-        if self.record_outcome and getattr(step, "is_final_answer", False):
-            output = getattr(step, "action_output", None)
-            if output is not None:
-                self._safely(self.session.record_outcome, str(output))
+        if getattr(step, "is_final_answer", False):
+            self._record_answer(getattr(step, "action_output", None))
         if not self.record_tools:
             return
-        try:
-            calls = [c for c in (step.tool_calls or []) if c.name not in _ANSWER_TOOLS]
-            output = step.observations
-            if not calls or not output:
-                return
-            name = ",".join(dict.fromkeys(c.name for c in calls))
-            arguments = {c.name: c.arguments for c in calls}
-            self.session.record_tool_output(
-                name, str(output), arguments=arguments, metadata={"step": step.step_number},
-            )
-        except Exception:
-            logger.exception("smolagents: recording an action step failed; the run goes on")
+        calls = [c for c in (step.tool_calls or []) if c.name not in _ANSWER_TOOLS]
+        output = step.observations
+        if not calls or not output:
+            return
+        name = ",".join(dict.fromkeys(c.name for c in calls))
+        arguments = {c.name: c.arguments for c in calls}
+        self.session.record_tool_output(
+            name, str(output), arguments=arguments, metadata={"step": step.step_number},
+        )
 
+    @_safe
     def on_planning_step(self, step: PlanningStep, agent: Any = None) -> None:
         """Record the plan as a decision."""
         if self.record_plans:
-            self._safely(self.session.record_decision, getattr(step, "plan", "") or "")
+            self.session.record_decision(getattr(step, "plan", "") or "")
 
     def on_final_answer_step(self, step: FinalAnswerStep, agent: Any = None) -> None:
         """Record the final answer as the outcome."""
-        if self.record_outcome:
-            output = getattr(step, "output", None)
-            self._safely(self.session.record_outcome, "" if output is None else str(output))
-
-    def _safely(self, record: Callable[..., Any], *args: Any) -> None:
-        try:
-            record(*args)
-        except Exception:
-            logger.exception("smolagents: %s failed; the run goes on", getattr(record, "__name__", "record"))
+        self._record_answer(getattr(step, "output", None))
 
     # --- session end -----------------------------------------------------------------------
-    def wrap(self, agent: Any = None) -> WrapOutcome:
+    def wrap(self, agent: Any = None, *, compress: Compress | None = None) -> WrapOutcome:
         """Compress the episodes since the last wrap into the continuity.
 
-        Uses ``compress`` when given, else the model of ``agent`` (or of the last agent this
-        memory prepared). A failed or refused wrap keeps every episode for the next wrap.
+        Uses ``compress``, else the one given at construction, else the model of ``agent``
+        (or of the last agent this memory prepared). A failed or refused wrap keeps every
+        episode for the next wrap; the outcome is also kept on ``session.last_wrap``.
         """
-        compress = self.compress
-        if compress is None:
-            target = agent if agent is not None else self._last_agent
-            model = getattr(target, "model", None)
-            if model is None:
-                return WrapOutcome(
-                    "failed", "no compress callable and no agent model: pass compress= or the agent", None
-                )
-            compress = model_compressor(model)
-        return self.session.wrap(compress)
+        model = getattr(agent if agent is not None else self._last_agent, "model", None)
+        return self.session.wrap_first(compress, self.compress,
+                                       model_compressor(model) if model is not None else None)

@@ -84,12 +84,31 @@ def test_prepare_does_not_recall_the_task_back_to_itself(store: Store) -> None:
 def test_failing_memory_is_logged_and_the_run_goes_on(tmp_path: Path, caplog) -> None:
     broken = Store(tmp_path / "b.db", project_name="B")
     broken.close()
-    # strict: the session raises, so the adapter's own guards are what keep the run alive
-    memory = AnnealMemory(MemorySession(broken, strict=True))
+    memory = AnnealMemory(broken)
     model = ScriptedModel(answer="still answered", call_tool=True)
-    with caplog.at_level(logging.ERROR, logger=LOGGER_NAME):
+    with caplog.at_level(logging.WARNING, logger=LOGGER_NAME):
         assert memory.run(make_agent(model, memory), "Check the gauge") == "still answered"
     assert any(r.name == LOGGER_NAME for r in caplog.records)
+
+
+def test_strict_session_lets_hook_failures_through(store: Store, monkeypatch) -> None:
+    memory = AnnealMemory(MemorySession(store, strict=True))
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("memory exploded")
+
+    monkeypatch.setattr(memory.session, "record_tool_output", boom)
+    model = ScriptedModel(answer="never", call_tool=True)
+    with pytest.raises(RuntimeError, match="memory exploded"):
+        memory.run(make_agent(model, memory), "Check the gauge")
+
+
+def test_a_store_path_and_session_options(tmp_path: Path) -> None:
+    memory = AnnealMemory(tmp_path / "p.db", recall_limit=1, max_content_chars=150)
+    assert memory.session.owns_store and memory.session.recall_limit == 1
+    memory.session.record_decision("Stake the tomatoes " * 20)
+    assert len(memory.session.store.recall().episodes[0].content) < 200
+    memory.session.close()
 
 
 def test_wrap_is_off_by_default_and_explicit_wrap_saves(store: Store) -> None:
@@ -148,7 +167,9 @@ def test_model_compressor_answers_a_wrap_prompt(store: Store) -> None:
 
 def test_configuration_errors_raise_at_construction(store: Store) -> None:
     with pytest.raises(ValidationError):
-        AnnealMemory("memory.db")  # type: ignore[arg-type]
+        AnnealMemory(42)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        AnnealMemory(MemorySession(store), recall_limit=2)  # options go to the session
     with pytest.raises(ValidationError):
         AnnealMemory(store, compress="not callable")  # type: ignore[arg-type]
 
@@ -157,4 +178,5 @@ def test_wrap_without_compress_or_model_fails_softly(store: Store) -> None:
     memory = AnnealMemory(store)
     memory.session.record_decision("Something to wrap")
     assert memory.wrap().status == "failed"
+    assert memory.session.last_wrap is not None and memory.session.last_wrap.status == "failed"
     assert store.status().episodes_since_wrap == 1
