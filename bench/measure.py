@@ -9,7 +9,7 @@ at that size, bytes on disk), ``wrap`` (prepare + scripted compress + save),
 ``locomo`` (retrieval quality), ``fsync-probe`` (a fixed write burst for strace).
 """
 
-from __future__ import annotations
+from __future__ import annotations  # noqa: I001  (anneal_memory is first- or third-party by venv)
 
 import argparse
 import json

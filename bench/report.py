@@ -153,11 +153,12 @@ def markdown(results: dict[str, Any]) -> str:
     meta = results.get("meta", {})
     lines = [
         f"Measured {meta.get('date', '?')} on {meta.get('machine', '?')}, "
-        f"Python {meta.get('python', '?')}; ours = this checkout "
+        f"Python {meta.get('python', '?')}, load average {meta.get('load_average', '?')} "
+        "at the start (a shared machine: one run, not a best of several); ours = this checkout "
         f"({_get(results, 'packages', 'ours', 'version') or '?'}), "
         f"peer = published anneal-memory {meta.get('peer_version', '?')}. "
         f"Reproduce: `{meta.get('command', 'nox -s bench')}`.",
-        "",
+        *([f"Note: {meta['note']}.", ""] if meta.get("note") else [""]),
         "Both packages fsync on commit: every `record()` is durable before it returns "
         "(the strace row counts the sync calls per record).",
         "",
