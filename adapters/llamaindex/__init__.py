@@ -6,7 +6,7 @@
     from anneal_memory.adapters.llamaindex import AnnealMemory, AnnealToolRecorder
 
     memory = AnnealMemory.from_store(Store("memory.db"), wrap_on_end=True)
-    with AnnealToolRecorder(memory.anneal_session).attached():
+    with AnnealToolRecorder(memory.session).attached():
         result = await memory.arun(agent, "What did we decide about the pump?")
 
 Install with ``pip install 'anneal-memory[llama-index]'``.

@@ -7,17 +7,18 @@ receives the chat history that short-term memory evicts.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, TextBlock
 from llama_index.core.memory import BaseMemoryBlock
 from pydantic import Field, PrivateAttr
 
+from anneal_memory.adapters import hook_guard
+from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 
 LOGGER_NAME = "anneal_memory.adapters.llamaindex"
-logger = logging.getLogger(LOGGER_NAME)
+_safe = hook_guard(LOGGER_NAME)
 
 
 def message_text(message: ChatMessage) -> str:
@@ -53,21 +54,19 @@ class AnnealMemoryBlock(BaseMemoryBlock[str]):
 
     def model_post_init(self, __context: Any) -> None:
         if not isinstance(self.session, MemorySession):
-            from anneal_memory.errors import ValidationError
-
             raise ValidationError(
                 f"session must be an anneal_memory MemorySession, not {type(self.session).__name__}"
             )
 
     def prime(self, query: str) -> str:
         """Compute and keep the block for ``query`` (before that query is recorded)."""
-        try:
-            block = self.session.memory_block(query) or ""
-        except Exception:  # a strict session: memory must not stop the run
-            logger.exception("llamaindex: building the memory block failed")
-            block = ""
+        block = self._memory_block(query) or ""
         self._cache_query, self._cache_block = query, block
         return block
+
+    @_safe
+    def _memory_block(self, query: str) -> str:
+        return self.session.memory_block(query)
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         query = latest_user_text(messages)
@@ -75,9 +74,7 @@ class AnnealMemoryBlock(BaseMemoryBlock[str]):
             self.prime(query)
         return self._cache_block
 
+    @_safe
     async def _aput(self, messages: list[ChatMessage]) -> None:
         if self._on_evicted is not None:
-            try:
-                self._on_evicted(messages)
-            except Exception:
-                logger.exception("llamaindex: recording evicted history failed")
+            self._on_evicted(messages)

@@ -7,14 +7,14 @@ result with ``trust="tool"``, whichever agent or query engine called the tool.
 
 The dispatcher is process-global: attach the recorder for the runs it should see and detach
 it afterwards (``with recorder.attached(): ...``). The dispatcher swallows handler errors
-silently, so the recorder logs its own.
+silently, so the recorder logs its own (and lets them through with a ``strict`` session, for
+the dispatcher to swallow).
 """
 
 from __future__ import annotations
 
 import contextlib
 import inspect
-import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,12 +24,13 @@ from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from llama_index.core.tools.types import ToolOutput
 from pydantic import PrivateAttr
 
+from anneal_memory.adapters import hook_guard
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 
 from .block import LOGGER_NAME
 
-logger = logging.getLogger(LOGGER_NAME)
+_safe = hook_guard(LOGGER_NAME)
 
 
 class AnnealToolRecorder(BaseSpanHandler[SimpleSpan]):
@@ -45,11 +46,16 @@ class AnnealToolRecorder(BaseSpanHandler[SimpleSpan]):
         if not isinstance(session, MemorySession):
             raise ValidationError(
                 f"session must be an anneal_memory MemorySession, not {type(session).__name__}: "
-                "pass AnnealMemory.anneal_session or MemorySession(store)"
+                "pass AnnealMemory(...).session or MemorySession(store)"
             )
         super().__init__(open_spans={}, completed_spans=[], dropped_spans=[], current_span_ids={})
         self._session = session
         self._record_errors = record_errors
+
+    @property
+    def session(self) -> MemorySession:
+        """The session tool outputs are recorded into."""
+        return self._session
 
     @classmethod
     def class_name(cls) -> str:
@@ -64,14 +70,14 @@ class AnnealToolRecorder(BaseSpanHandler[SimpleSpan]):
                              instance: Any | None = None, result: Any | None = None,
                              **kwargs: Any) -> SimpleSpan | None:
         if isinstance(result, ToolOutput) and (self._record_errors or not result.is_error):
-            try:
-                metadata = {"is_error": True} if result.is_error else None
-                self._session.record_tool_output(result.tool_name, result.content,
-                                                 arguments=result.raw_input, metadata=metadata)
-            except Exception:
-                logger.exception("llamaindex: recording the output of tool %s failed",
-                                 getattr(result, "tool_name", "?"))
+            self._record(result)
         return None
+
+    @_safe
+    def _record(self, result: ToolOutput) -> None:
+        metadata = {"is_error": True} if result.is_error else None
+        self._session.record_tool_output(result.tool_name, result.content,
+                                         arguments=result.raw_input, metadata=metadata)
 
     def prepare_to_drop_span(self, id_: str, bound_args: inspect.BoundArguments,
                              instance: Any | None = None, err: BaseException | None = None,

@@ -10,7 +10,7 @@ supplies continuity + recall before every LLM call.
 
 from __future__ import annotations
 
-import logging
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -19,12 +19,12 @@ from llama_index.core.memory import Memory
 from pydantic import PrivateAttr
 
 from anneal_memory import Store
-from anneal_memory.errors import ValidationError
+from anneal_memory.adapters import hook_guard, open_session
 from anneal_memory.session import MemorySession, WrapOutcome
 
 from .block import LOGGER_NAME, AnnealMemoryBlock, message_text
 
-logger = logging.getLogger(LOGGER_NAME)
+_safe = hook_guard(LOGGER_NAME)
 
 #: prompt -> continuity markdown, sync or async
 Compress = Callable[[str], "str | Awaitable[str]"]
@@ -79,7 +79,7 @@ class AnnealMemory(Memory):
     @classmethod
     def from_store(
         cls,
-        memory: Store | MemorySession,
+        memory: Store | MemorySession | str | os.PathLike[str],
         *,
         wrap_on_end: bool = False,
         compress: Compress | None = None,
@@ -87,28 +87,24 @@ class AnnealMemory(Memory):
         record_tools: bool = True,
         record_outcome: bool = True,
         record_evicted: bool = True,
-        recall_limit: int = 5,
-        max_content_chars: int = 4000,
+        recall_limit: int | None = None,
+        max_content_chars: int | None = None,
+        crystal_store: Any = None,
+        strict: bool | None = None,
         block_priority: int = 0,
         **memory_kwargs: Any,
     ) -> AnnealMemory:
         """A ``Memory`` (``Memory.from_defaults(**memory_kwargs)``) with the anneal block first.
 
-        ``memory`` is a Store (a session is made for it) or a ready MemorySession.
-        ``block_priority`` is the block's truncation priority (0: never truncated).
+        ``memory`` is a Store or a store path (a session is made for it;
+        ``memory.session.close()`` closes a store it opened) or a ready MemorySession
+        (then the session options go to it). ``block_priority`` is the block's
+        truncation priority (0: never truncated).
         """
-        if isinstance(memory, MemorySession):
-            session = memory
-        elif isinstance(memory, Store):
-            session = MemorySession(memory, recall_limit=recall_limit,
-                                    max_content_chars=max_content_chars, logger=LOGGER_NAME)
-        else:
-            raise ValidationError(
-                f"memory must be an anneal_memory Store or MemorySession, not {type(memory).__name__}: "
-                "pass Store('memory.db')"
-            )
-        if compress is not None and not callable(compress):
-            raise ValidationError("compress must be a callable taking the wrap prompt and returning text")
+        MemorySession.check_compress(compress)
+        session = open_session(memory, LOGGER_NAME, crystal_store=crystal_store,
+                               recall_limit=recall_limit, max_content_chars=max_content_chars,
+                               strict=strict)
         block = AnnealMemoryBlock(session=session, priority=block_priority)
         blocks = [block, *(memory_kwargs.pop("memory_blocks", None) or [])]
         mem = cls.from_defaults(memory_blocks=blocks, **memory_kwargs)
@@ -123,39 +119,37 @@ class AnnealMemory(Memory):
         return mem  # type: ignore[return-value]
 
     @property
-    def anneal_session(self) -> MemorySession:
-        """The lifecycle session this memory records into."""
+    def session(self) -> MemorySession:
+        """The anneal lifecycle session this memory records into (not LlamaIndex's chat
+        ``session_id``)."""
         return self._anneal
 
     # --- translation ----------------------------------------------------------------------
     def translate(self, messages: list[ChatMessage]) -> None:
-        """Record chat messages as typed episodes (never raises)."""
+        """Record chat messages as typed episodes (a failure is logged; the others go on)."""
         for message in messages:
-            try:
-                self._translate_one(message)
-            except Exception:
-                logger.exception("llamaindex: recording a %s message failed; the run goes on",
-                                 _role(message))
+            self._translate_one(message)
 
+    @_safe
     def _translate_one(self, message: ChatMessage) -> None:
         role, text = _role(message), message_text(message)
         if role == "user" and text:
             self._block.prime(text)  # recall first, so the request is not recalled back
             if self._record.get("user", True):
-                self._anneal.record_user_input(text)
+                self.session.record_user_input(text)
         elif role == "assistant":
             calls = _tool_calls(message)
             for call_id, name in calls:
                 if call_id:
                     self._tool_names[call_id] = name
             if text and not calls and self._record.get("outcome", True):
-                self._anneal.record_outcome(text)
+                self.session.record_outcome(text)
         elif role == "tool" and self._record.get("tool", True):
             call_id = message.additional_kwargs.get("tool_call_id")
             name = self._tool_names.get(call_id, message.additional_kwargs.get("name", "tool"))
             output = text or str(message.content or "")
             if output:
-                self._anneal.record_tool_output(name, output)
+                self.session.record_tool_output(name, output)
 
     async def aput(self, message: ChatMessage) -> None:
         self.translate([message])
@@ -182,17 +176,12 @@ class AnnealMemory(Memory):
         """Compress the episodes since the last wrap into the continuity.
 
         ``compress``, else the one given at construction, else ``llm`` / the last agent's
-        LLM. A failed or refused wrap keeps every episode for the next one.
+        LLM. A failed or refused wrap keeps every episode for the next one; the outcome is
+        also kept on ``session.last_wrap``.
         """
-        chosen = compress or self._compress
         model = llm or self._last_llm
-        if chosen is None and model is None:
-            return WrapOutcome("failed", "no compress callable and no LLM: pass compress= or llm=")
-        try:
-            return await self._anneal.awrap(chosen or llm_compressor(model))
-        except Exception as exc:  # a strict session
-            logger.exception("llamaindex: the wrap failed")
-            return WrapOutcome("failed", f"the wrap failed: {exc}")
+        return await self.session.awrap_first(compress, self._compress,
+                                              llm_compressor(model) if model is not None else None)
 
     def wrap(self, compress: Compress | None = None, *, llm: Any = None) -> WrapOutcome:
         """Sync :meth:`awrap` (not from inside a running event loop)."""

@@ -49,7 +49,7 @@ async def main(db_path: Path) -> None:
         memory = AnnealMemory.from_store(store)  # wrap_on_end=False: we wrap explicitly below
         agent = FunctionAgent(tools=[FunctionTool.from_defaults(soil_moisture)],
                               llm=MockFunctionCallingLLM(response_generator=scripted))
-        with AnnealToolRecorder(memory.anneal_session).attached():
+        with AnnealToolRecorder(memory.session).attached():
             print("run 1:", await memory.arun(agent, "Does the north bed need water?"))
             for ep in store.recall(limit=20).episodes:
                 print(f"  recorded {ep.type.value:<8} trust={ep.trust:<6} {ep.content[:60]!r}")

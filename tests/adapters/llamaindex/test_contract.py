@@ -18,6 +18,6 @@ class TestLlamaIndexContract(AdapterContract):
         script = Script(answer="Noted and done.",
                         call=("read_gauge", {"name": "pump"}) if call_tool else None)
         memory = AnnealMemory.from_store(store, wrap_on_end=wrap)
-        with AnnealToolRecorder(memory.anneal_session).attached():
+        with AnnealToolRecorder(memory.session).attached():
             result = asyncio.run(memory.arun(make_agent(script), user_input))
         return RunTrace(output=str(result), model_inputs=script.inputs)

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "llamaindex" / "example.py"
+from contract import run_example_and_check
 
 
 def test_example_runs_offline(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, str(EXAMPLE), str(tmp_path / "memory.db")],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert "recalled memory in the model's input: True" in proc.stdout
-    assert "wrap: saved" in proc.stdout
-    assert "trust=tool" in proc.stdout
+    run_example_and_check("llamaindex", tmp_path, "recalled memory in the model's input: True",
+                          "wrap: saved", "trust=tool")

@@ -78,7 +78,7 @@ def test_recorder_alone_records_tools_with_any_memory(store: Store) -> None:
 
 def test_memory_and_recorder_together_record_a_tool_output_once(store: Store) -> None:
     memory = AnnealMemory.from_store(store)
-    with AnnealToolRecorder(memory.anneal_session).attached():
+    with AnnealToolRecorder(memory.session).attached():
         asyncio.run(memory.arun(make_agent(Script("ok", GAUGE)), "Read the pump gauge"))
     assert len([e for e in _episodes(store) if e.trust == "tool"]) == 1
 
@@ -140,24 +140,47 @@ def test_failed_compress_keeps_episodes(store: Store) -> None:
     agent = make_agent(Script("Mulch the beds."))
     asyncio.run(memory.arun(agent, "Decide how to keep the beds moist"))
     assert store.load_continuity() is None and store.status().episodes_since_wrap == 2
+    assert memory.session.last_wrap is not None and memory.session.last_wrap.status == "failed"
     outcome = asyncio.run(memory.awrap(llm_compressor(agent.llm)))
     assert outcome.status == "saved" and store.status().total_wraps == 1
+    assert memory.session.last_wrap is outcome
 
 
-def test_strict_session_failures_are_logged_and_the_run_goes_on(tmp_path: Path, caplog) -> None:
+def test_memory_failures_are_logged_and_the_run_goes_on(tmp_path: Path, caplog) -> None:
     broken = Store(tmp_path / "b.db", project_name="B")
     broken.close()
-    memory = AnnealMemory.from_store(MemorySession(broken, strict=True))
-    with caplog.at_level(logging.ERROR, logger=LOGGER_NAME):
-        with AnnealToolRecorder(memory.anneal_session).attached():
+    memory = AnnealMemory.from_store(broken)
+    with caplog.at_level(logging.WARNING, logger=LOGGER_NAME):
+        with AnnealToolRecorder(memory.session).attached():
             result = asyncio.run(memory.arun(make_agent(Script("still here", GAUGE)), "Go on"))
     assert str(result) == "still here"
     assert any(r.name == LOGGER_NAME for r in caplog.records)
 
 
+def test_strict_session_lets_hook_failures_through(store: Store, monkeypatch) -> None:
+    memory = AnnealMemory.from_store(MemorySession(store, strict=True))
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("memory exploded")
+
+    monkeypatch.setattr(memory.session, "memory_block", boom)
+    with pytest.raises(RuntimeError, match="memory exploded"):
+        asyncio.run(memory.arun(make_agent(Script("never")), "Go on"))
+
+
+def test_a_store_path_and_session_options(tmp_path: Path) -> None:
+    memory = AnnealMemory.from_store(tmp_path / "p.db", recall_limit=1, max_content_chars=150)
+    assert memory.session.owns_store and memory.session.recall_limit == 1
+    memory.put(ChatMessage(role="user", content="Stake the tomatoes " * 20))
+    assert len(memory.session.store.recall().episodes[0].content) < 200
+    memory.session.close()
+
+
 def test_configuration_errors_raise_at_construction(store: Store) -> None:
     with pytest.raises(ValidationError):
-        AnnealMemory.from_store("memory.db")  # type: ignore[arg-type]
+        AnnealMemory.from_store(42)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        AnnealMemory.from_store(MemorySession(store), recall_limit=2)  # options go to the session
     with pytest.raises(ValidationError):
         AnnealMemory.from_store(store, compress="nope")  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
