@@ -59,8 +59,7 @@ class AnnealCallbackHandler(BaseCallbackHandler):
         recall_limit: int | None = None,
         max_content_chars: int | None = None,
     ) -> None:
-        if compress is not None and not callable(compress):
-            raise ValidationError("compress must be a callable (prompt -> continuity markdown)")
+        MemorySession.check_compress(compress)
         if wrap_on_end and compress is None:
             raise ValidationError(
                 "wrap_on_end=True needs compress=: a callback handler cannot reach the model; "
@@ -74,7 +73,6 @@ class AnnealCallbackHandler(BaseCallbackHandler):
         self.record_llm_steps = record_llm_steps
         self.wrap_on_end = wrap_on_end
         self.compress = compress
-        self.last_wrap: WrapOutcome | None = None
         # root run id -> its input text, recorded when the run ends (a failed run's too)
         self._roots: dict[UUID, str] = {}
         self._tools: dict[UUID, tuple[str, Any]] = {}
@@ -145,16 +143,14 @@ class AnnealCallbackHandler(BaseCallbackHandler):
 
     # -- the wrap --------------------------------------------------------------------
     def wrap(self, compress: Callable[[str], str] | None = None) -> WrapOutcome:
-        """Wrap now (session end) with ``compress`` or the one given at construction."""
-        chosen = compress or self.compress
-        if chosen is None:
-            raise ValidationError("wrap() needs compress=: e.g. chat_model_compress(model)")
+        """Wrap now (session end) with ``compress`` or the one given at construction (a
+        handler cannot reach the model: without either the outcome is ``failed``). The
+        outcome is also kept on ``session.last_wrap``."""
         self._wrapping = True
         try:
-            self.last_wrap = self.session.wrap(chosen)
+            return self.session.wrap_first(compress, self.compress)
         finally:
             self._wrapping = False
-        return self.last_wrap
 
     def _record_input(self, run_id: UUID) -> None:
         text = self._roots.pop(run_id, "")

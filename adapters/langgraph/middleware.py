@@ -30,7 +30,6 @@ from anneal_memory.adapters.langchain.messages import (
     chat_model_compress,
     message_text,
 )
-from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
 LOGGER_NAME = "anneal_memory.adapters.langgraph"
@@ -71,15 +70,12 @@ class AnnealMiddleware(AgentMiddleware):
         max_content_chars: int | None = None,
     ) -> None:
         super().__init__()
-        if compress is not None and not callable(compress):
-            raise ValidationError("compress must be a callable (prompt -> continuity markdown)")
+        self.compress = MemorySession.check_compress(compress)
         self.session = open_session(store, LOGGER_NAME, session_id=session_id,
                                     recall_limit=recall_limit, max_content_chars=max_content_chars)
         self.wrap_on_end = wrap_on_end
-        self.compress = compress
         self.record_tools = record_tools
         self.record_steps = record_steps
-        self.last_wrap: WrapOutcome | None = None
         self._model: BaseChatModel | None = None
         # memory block per user message id: one recall per run, not one per model call
         self._blocks: dict[str, str] = {}
@@ -179,23 +175,15 @@ class AnnealMiddleware(AgentMiddleware):
 
     # -- the wrap --------------------------------------------------------------------
     def wrap(self, compress: Compress | None = None) -> WrapOutcome:
-        """Wrap the session now with ``compress``, the constructor's, or the agent's model."""
-        self.last_wrap = self.session.wrap(self._compressor(compress, asynchronous=False))
-        return self.last_wrap
+        """Wrap the session now with ``compress``, the constructor's, or the agent's model
+        (``failed`` before any run without either). The outcome is also kept on
+        ``session.last_wrap``."""
+        model = self._model
+        return self.session.wrap_first(compress, self.compress,
+                                       chat_model_compress(model) if model is not None else None)
 
     async def awrap(self, compress: Compress | None = None) -> WrapOutcome:
         """Async :meth:`wrap`; ``compress`` may be sync or async."""
-        self.last_wrap = await self.session.awrap(self._compressor(compress, asynchronous=True))
-        return self.last_wrap
-
-    def _compressor(self, compress: Compress | None, *, asynchronous: bool) -> Compress:
-        chosen = compress or self.compress
-        if chosen is not None:
-            return chosen
-        if self._model is None:
-            raise ValidationError(
-                "no model to wrap with yet: run the agent first or pass compress="
-            )
-        if asynchronous:
-            return chat_model_acompress(self._model)
-        return chat_model_compress(self._model)
+        model = self._model
+        return await self.session.awrap_first(
+            compress, self.compress, chat_model_acompress(model) if model is not None else None)

@@ -135,8 +135,9 @@ class AnnealStore(BaseStore):
         found: list[Episode] = []
         offset = 0
         while True:
+            # context=False: items are unrelated, so one recorded next to a match is no hit
             page = self.store.recall(source=SOURCE, keyword=keyword, limit=_PAGE, offset=offset,
-                                     include_superseded=include_superseded)
+                                     include_superseded=include_superseded, context=False)
             found.extend(e for e in page.episodes if _META in (e.metadata or {}))
             offset += _PAGE
             if offset >= page.total_matching or not page.episodes:

@@ -67,7 +67,7 @@ def test_async_run_injects_records_and_wraps(store: Store) -> None:
     result = asyncio.run(agent.ainvoke(ASK))
     assert result["messages"][-1].text == "It reads 42 psi."
     assert "Ottoline" in model.seen[0]
-    assert memory.last_wrap is not None and memory.last_wrap.status == "saved"
+    assert memory.session.last_wrap is not None and memory.session.last_wrap.status == "saved"
     assert "## State" in (store.load_continuity() or "")
     # the wrap prompt went to the agent's own model, and its reply is not in the thread
     assert not any(isinstance(m, AIMessage) and "## State" in m.text for m in result["messages"])
@@ -93,7 +93,7 @@ def test_failing_compress_keeps_episodes(store: Store) -> None:
 
     memory = AnnealMiddleware(store, wrap_on_end=True, compress=broken)
     create_agent(scripted("Noted."), tools=[], middleware=[memory]).invoke(ASK)
-    assert memory.last_wrap is not None and memory.last_wrap.status == "failed"
+    assert memory.session.last_wrap is not None and memory.session.last_wrap.status == "failed"
     assert store.load_continuity() is None
     assert store.status().episodes_since_wrap >= 2
     assert memory.wrap(compress=scripted_compress).status == "saved"

@@ -63,9 +63,7 @@ def test_search_query_filter_prefix_and_paging(lg: AnnealStore) -> None:
     lg.put(("kb", "garden"), "t2", {"text": "the shed key hangs by the door", "kind": "tool"})
     lg.put(("kb", "house"), "h1", {"text": "boiler service every autumn", "kind": "tool"})
     hits = lg.search(("kb",), query="watering tomatoes")
-    # the match first; keyword recall may rank the item recorded next to it after it
-    assert hits[0].key == "t1" and "h1" not in [h.key for h in hits]
-    assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+    assert [h.key for h in hits] == ["t1"] and hits[0].score is not None
     assert {h.key for h in lg.search(("kb",), filter={"kind": "tool"})} == {"t2", "h1"}
     assert [h.key for h in lg.search(("kb", "garden"), filter={"kind": {"$ne": "plant"}})] == ["t2"]
     assert len(lg.search(("kb",), limit=2)) == 2
