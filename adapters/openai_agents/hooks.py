@@ -25,7 +25,6 @@ from agents import Agent, AgentHooks, RunContextWrapper, RunHooks, Runner
 
 from anneal_memory import Store
 from anneal_memory.adapters import hook_guard, open_session
-from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
 from .items import latest_user_text
@@ -70,14 +69,11 @@ class AnnealMemory:
                  record_outcome: bool = True, recall_limit: int | None = None,
                  max_content_chars: int | None = None, session_id: str | None = None,
                  crystal_store: Any = None, strict: bool | None = None) -> None:
-        if compress is not None and not callable(compress):
-            raise ValidationError("compress must be a callable taking the wrap prompt and "
-                                  "returning the continuity text (or an awaitable of it)")
+        self.compress = MemorySession.check_compress(compress)
         self.session = open_session(memory, LOGGER_NAME, session_id=session_id,
                                     crystal_store=crystal_store, recall_limit=recall_limit,
                                     max_content_chars=max_content_chars, strict=strict)
         self.wrap_on_end = wrap_on_end
-        self.compress = compress
         self.record_user_input = record_user_input
         self.record_tools = record_tools
         self.record_outcome = record_outcome
@@ -132,10 +128,11 @@ class AnnealMemory:
 
         Uses ``compress``, else the constructor's ``compress``, else the model of the last
         agent that ran (the SDK's default model when that agent named none).
-        Never raises unless ``strict``: a failed or refused wrap keeps every episode.
+        Never raises unless ``strict``: a failed or refused wrap keeps every episode. The
+        outcome is also kept on ``session.last_wrap``.
         """
-        compressor = compress or self.compress or model_compressor(self._last_model)
-        return await self.session.awrap(compressor)
+        return await self.session.awrap_first(compress, self.compress,
+                                              model_compressor(self._last_model))
 
 
 class _RunHooks(RunHooks[Any]):

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -28,11 +27,9 @@ from pydantic_ai.models import Model
 
 from anneal_memory import Store
 from anneal_memory.adapters import hook_guard, open_session
-from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
 LOGGER_NAME = "anneal_memory.adapters.pydantic_ai"
-logger = logging.getLogger(LOGGER_NAME)
 _safe = hook_guard(LOGGER_NAME)
 
 #: prompt -> continuity markdown, sync or async
@@ -86,9 +83,7 @@ class AnnealMemory(AbstractCapability[Any]):
     strict: bool | None = None
 
     def __post_init__(self) -> None:
-        if self.compress is not None and not callable(self.compress):
-            raise ValidationError("compress must be a callable taking the wrap prompt and "
-                                  "returning the continuity text (or an awaitable of it)")
+        MemorySession.check_compress(self.compress)
         self.session: MemorySession = open_session(
             self.memory, LOGGER_NAME, session_id=self.session_id,
             crystal_store=self.crystal_store, recall_limit=self.recall_limit,
@@ -147,20 +142,13 @@ class AnnealMemory(AbstractCapability[Any]):
         """Compress this session's episodes into the continuity (the wrap).
 
         Uses ``compress``, else the capability's ``compress``, else the last run's model.
-        Never raises unless ``strict``: a failed or refused wrap keeps every episode.
+        Never raises unless ``strict``: a failed or refused wrap keeps every episode, and
+        without a compressor (no ``compress``, no run yet) the outcome is ``failed``. The
+        outcome is also kept on ``session.last_wrap``.
         """
-        compressor = compress or self.compress
         model = self._parent_or_self()._last_model
-        if compressor is None and model is not None:
-            compressor = model_compressor(model)
-        if compressor is None:
-            message = ("nothing to compress with: run the agent first, or pass "
-                       "compress=callable to AnnealMemory or wrap()")
-            if self.session.strict:
-                raise ValidationError(message)
-            logger.warning("wrap skipped: %s", message)
-            return WrapOutcome("failed", message, None)
-        return await self.session.awrap(compressor)
+        return await self.session.awrap_first(compress, self.compress,
+                                              model_compressor(model) if model is not None else None)
 
     def wrap_sync(self, compress: Compress | None = None) -> WrapOutcome:
         """:meth:`wrap` for code that runs the agent with ``run_sync`` (no running event loop)."""
