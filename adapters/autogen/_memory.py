@@ -28,8 +28,9 @@ from pydantic import BaseModel
 from typing_extensions import Self
 
 from anneal_memory import Store
-from anneal_memory.adapters import hook_guard, open_session
+from anneal_memory.adapters import check_memory_role, hook_guard, open_session
 from anneal_memory.errors import ValidationError
+from anneal_memory.recall import retrieve_relevant
 from anneal_memory.session import MemorySession, WrapOutcome
 
 LOGGER_NAME = "anneal_memory.adapters.autogen"
@@ -89,10 +90,8 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
         record_tool_calls: bool = False,
         strict: bool | None = None,
     ) -> None:
-        if memory_role not in ("user", "system"):
-            raise ValidationError(f"memory_role must be 'user' or 'system', not {memory_role!r}")
-        if compress is not None and not callable(compress):
-            raise ValidationError("compress must be a callable taking the wrap prompt and returning text")
+        check_memory_role(memory_role)
+        MemorySession.check_compress(compress)
         if model_client is not None and not isinstance(model_client, ChatCompletionClient):
             raise ValidationError("model_client must be an autogen_core ChatCompletionClient, "
                                   f"got {type(model_client).__name__}")
@@ -109,7 +108,6 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
         self.wrap_on_end = wrap_on_end
         self.memory_role = memory_role
         self.record_tool_calls = record_tool_calls
-        self.last_wrap: WrapOutcome | None = None
 
     @property
     def name(self) -> str:
@@ -163,7 +161,10 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
         text = _content_text(query) if isinstance(query, MemoryContent) else str(query or "")
         limit = int(kwargs.get("limit") or self.recall_limit)
         if text.strip():
-            return MemoryQueryResult(results=self._to_contents(self.session.recall(text, limit=limit)))
+            # context=False: an item store's query answers matches, not their neighbours
+            found = retrieve_relevant(self.store, self.session.crystal_store, text,
+                                      max_episodes=limit, max_patterns=0, context=False)
+            return MemoryQueryResult(results=self._to_contents(found.episodes))
         episodes = self.store.recall(limit=limit).episodes
         return MemoryQueryResult(results=[_episode_content(e) for e in episodes])
 
@@ -211,16 +212,15 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
 
     async def awrap(self, compress: Compress | None = None) -> WrapOutcome:
         """Compress the session's episodes into the continuity (never loses episodes)."""
-        self.last_wrap = await self.session.awrap(compress or self.compress or self._client_compress)
-        return self.last_wrap
+        return await self.session.awrap_first(
+            compress, self.compress, self._client_compress if self.model_client is not None else None)
 
     def wrap(self, compress: Compress | None = None) -> WrapOutcome:
         """Sync :meth:`awrap`, for code outside an event loop."""
         return asyncio.run(self.awrap(compress))
 
     async def _client_compress(self, prompt: str) -> str:
-        if self.model_client is None:
-            raise ValidationError("no compressor: pass model_client= or compress= to AnnealMemory")
+        assert self.model_client is not None  # awrap offers this compressor only with a client
         result = await self.model_client.create([UserMessage(content=prompt, source=MEMORY_SOURCE)])
         if not isinstance(result.content, str):
             raise ValidationError("the model answered the wrap prompt with tool calls, not text")

@@ -20,7 +20,6 @@ from pydantic import PrivateAttr
 
 from anneal_memory import Store
 from anneal_memory.adapters import hook_guard, open_session
-from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
 from .storage import SOURCE, AnnealStorage, record_metadata
@@ -62,9 +61,7 @@ class AnnealCrewMemory(Memory):
                  episode_type: str = "observation", recall_limit: int | None = None,
                  max_content_chars: int | None = None, session_id: str | None = None,
                  crystal_store: Any = None, strict: bool | None = None, **fields: Any) -> None:
-        if compress is not None and not callable(compress):
-            raise ValidationError("compress must be a callable taking the wrap prompt and "
-                                  "returning the continuity text")
+        MemorySession.check_compress(compress)
         session = open_session(memory, LOGGER_NAME, session_id=session_id,
                                crystal_store=crystal_store, recall_limit=recall_limit,
                                max_content_chars=max_content_chars, strict=strict)
@@ -156,15 +153,17 @@ class AnnealCrewMemory(Memory):
         return self._compress or llm_compressor(self._llm)
 
     def wrap(self, compress: Compress | None = None) -> WrapOutcome:
-        """Compress the session's episodes into the continuity. A failed wrap loses nothing."""
-        try:
-            compressor = compress or self.compressor()
-        except Exception as exc:  # e.g. no API key for CrewAI's default memory LLM
-            if self._session.strict:
-                raise
-            logger.exception("no compressor for the wrap")
-            return WrapOutcome("failed", f"no compressor: {exc}", None)
-        return self._session.wrap(compressor)
+        """Compress the session's episodes into the continuity. A failed wrap loses nothing;
+        the outcome is also kept on ``session.last_wrap``."""
+        fallback = None
+        if compress is None and self._compress is None:
+            try:
+                fallback = llm_compressor(self._llm)
+            except Exception as exc:  # e.g. no API key for CrewAI's default memory LLM
+                if self._session.strict:
+                    raise
+                logger.warning("anneal-memory: no model for the wrap: %s", exc)
+        return self._session.wrap_first(compress, self._compress, fallback)
 
     def after_kickoff(self, output: Any) -> Any:
         """A ``Crew(after_kickoff_callbacks=[...])`` callback: record the crew's final

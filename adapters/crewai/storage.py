@@ -82,7 +82,9 @@ class AnnealStorage:
                categories: list[str] | None = None, metadata_filter: dict[str, Any] | None = None,
                limit: int = 10, min_score: float = 0.0) -> list[tuple[MemoryRecord, float]]:
         if isinstance(query_embedding, str) and query_embedding.strip():
-            hits = self.store.recall(keyword=query_embedding, limit=1_000_000).episodes
+            # context=False: records are unrelated, so one recorded next to a match is no hit
+            hits = self.store.recall(keyword=query_embedding, limit=1_000_000,
+                                     context=False).episodes
             records = [to_record(e) for e in hits if META_KEY in (e.metadata or {})]
         else:
             records = [r for _, r in self._records()]

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from crew_scripted import AnnealEventListener, run_crew, scripted_llm
 from crewai.memory.storage.backend import StorageBackend
+from crewai.memory.types import MemoryRecord
 
 from anneal_memory import Store
 from anneal_memory.adapters.crewai import AnnealCrewMemory, AnnealStorage
@@ -22,6 +23,16 @@ def _memory(store: Store, **kwargs) -> AnnealCrewMemory:
 def test_storage_is_a_crewai_backend(mem_store: Store) -> None:
     assert isinstance(AnnealStorage(mem_store), StorageBackend)
     assert isinstance(_memory(mem_store)._storage, AnnealStorage)
+
+
+def test_storage_text_search_answers_the_matches_only(mem_store: Store) -> None:
+    storage = AnnealStorage(mem_store)
+    storage.save([MemoryRecord(content="Tomatoes need deep watering"),
+                  MemoryRecord(content="Roses are pruned in March")])
+    # recorded right after the match, the rose record is no hit for an item store
+    assert [r.content for r, _ in storage.search("watering tomatoes")] == [
+        "Tomatoes need deep watering"]
+    assert asyncio.run(storage.asearch("pruned roses"))[0][0].content == "Roses are pruned in March"
 
 
 def test_remember_recall_list_forget(mem_store: Store) -> None:
