@@ -19,7 +19,7 @@ from autogen import ConversableAgent
 from autogen.agentchat.contrib.capabilities.agent_capability import AgentCapability
 
 from anneal_memory import Store
-from anneal_memory.adapters import hook_guard, open_session
+from anneal_memory.adapters import check_memory_role, hook_guard, open_session
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
@@ -54,10 +54,8 @@ class AnnealMemory(AgentCapability):
         record_tool_calls: bool = False,
         strict: bool | None = None,
     ) -> None:
-        if memory_role not in ("user", "system"):
-            raise ValidationError(f"memory_role must be 'user' or 'system', not {memory_role!r}")
-        if compress is not None and not callable(compress):
-            raise ValidationError("compress must be a callable taking the wrap prompt and returning text")
+        check_memory_role(memory_role)
+        MemorySession.check_compress(compress)
         self.session = open_session(store, LOGGER_NAME, project_name=project_name,
                                     session_id=session_id, recall_limit=recall_limit,
                                     max_content_chars=max_content_chars, strict=strict)
@@ -66,7 +64,6 @@ class AnnealMemory(AgentCapability):
         self.memory_role = memory_role
         self.record_tool_calls = record_tool_calls
         self.agent: ConversableAgent | None = None
-        self.last_wrap: WrapOutcome | None = None
 
     @property
     def store(self) -> Store:
@@ -139,15 +136,16 @@ class AnnealMemory(AgentCapability):
 
     # --- the wrap ---------------------------------------------------------------------
     def wrap(self, compress: Callable[[str], str] | None = None) -> WrapOutcome:
-        """Compress this session's episodes into the continuity (never loses episodes)."""
-        self.last_wrap = self.session.wrap(compress or self.compress or self._agent_compress)
-        return self.last_wrap
+        """Compress this session's episodes into the continuity with ``compress``, the
+        constructor's, or the agent's own LLM (never loses episodes; the outcome is also kept
+        on ``session.last_wrap``)."""
+        client = getattr(self.agent, "client", None)
+        return self.session.wrap_first(compress, self.compress,
+                                       self._agent_compress if client is not None else None)
 
     def _agent_compress(self, prompt: str) -> str:
         client = getattr(self.agent, "client", None)
-        if client is None:
-            raise ValidationError("no compressor: add the memory to an agent with an llm_config, "
-                                  "or pass compress= to AnnealMemory or wrap()")
+        assert client is not None  # wrap offers this compressor only then
         response = client.create(messages=[{"role": "user", "content": prompt}])
         reply = client.extract_text_or_completion_object(response)[0]
         return reply if isinstance(reply, str) else _text(reply.get("content"))

@@ -58,8 +58,7 @@ class AnnealAgentMemory(AgentMemory):
         record_tool_calls: bool = False,
         strict: bool | None = None,
     ) -> None:
-        if compress is not None and not callable(compress):
-            raise ValidationError("compress must be a callable taking the wrap prompt and returning text")
+        MemorySession.check_compress(compress)
         if inner is None and context_creator is None and model is None:
             raise ValidationError("AnnealAgentMemory needs a working window: pass model= (the agent's "
                                   "model backend), context_creator=, or inner=<an AgentMemory>")
@@ -77,7 +76,6 @@ class AnnealAgentMemory(AgentMemory):
         self.compress = compress
         self.wrap_on_end = wrap_on_end
         self.record_tool_calls = record_tool_calls
-        self.last_wrap: WrapOutcome | None = None
         self._query: str | None = None
 
     @property
@@ -135,9 +133,11 @@ class AnnealAgentMemory(AgentMemory):
         return self.store.delete(episode_id)
 
     def wrap(self, compress: Callable[[str], str] | None = None) -> WrapOutcome:
-        """Compress this session's episodes into the continuity (never loses episodes)."""
-        self.last_wrap = self.session.wrap(compress or self.compress or self._model_compress)
-        return self.last_wrap
+        """Compress this session's episodes into the continuity with ``compress``, the
+        constructor's, or ``model`` (never loses episodes; the outcome is also kept on
+        ``session.last_wrap``)."""
+        return self.session.wrap_first(compress, self.compress,
+                                       self._model_compress if self.model is not None else None)
 
     def close(self) -> None:
         """Close the store if this memory opened it."""
@@ -185,8 +185,6 @@ class AnnealAgentMemory(AgentMemory):
         return [*records, ContextRecord(memory_record=injected, score=1.0, timestamp=when)]
 
     def _model_compress(self, prompt: str) -> str:
-        if self.model is None:
-            raise ValidationError("no compressor: pass model= or compress= to AnnealAgentMemory")
         response = self.model.run([{"role": "user", "content": prompt}])
         return response.choices[0].message.content or ""
 

@@ -38,6 +38,7 @@ class AnnealWorkforceCallback(WorkforceCallback):
         max_content_chars: int | None = None,
         strict: bool | None = None,
     ) -> None:
+        MemorySession.check_compress(compress)
         if wrap_on_end and compress is None:
             raise ValidationError("wrap_on_end=True needs compress=<callable prompt -> text> (for "
                                   "example AnnealAgentMemory(...).wrap's model, or your own)")
@@ -46,7 +47,6 @@ class AnnealWorkforceCallback(WorkforceCallback):
                                     strict=strict)
         self.compress = compress
         self.wrap_on_end = wrap_on_end
-        self.last_wrap: WrapOutcome | None = None
 
     @property
     def store(self) -> Store:
@@ -102,12 +102,10 @@ class AnnealWorkforceCallback(WorkforceCallback):
 
     # --- the wrap ---------------------------------------------------------------------------
     def wrap(self, compress: Callable[[str], str] | None = None) -> WrapOutcome:
-        """Compress the recorded events into the continuity (never loses episodes)."""
-        fn = compress or self.compress
-        if fn is None:
-            raise ValidationError("no compressor: pass compress= to wrap() or the callback")
-        self.last_wrap = self.session.wrap(fn)
-        return self.last_wrap
+        """Compress the recorded events into the continuity (never loses episodes; without
+        ``compress`` here or at construction the outcome is ``failed``). The outcome is also
+        kept on ``session.last_wrap``."""
+        return self.session.wrap_first(compress, self.compress)
 
     def close(self) -> None:
         """Close the store if this callback opened it."""

@@ -9,7 +9,7 @@ import dspy
 
 from anneal_memory.adapters import open_session
 from anneal_memory.errors import ValidationError
-from anneal_memory.session import WrapOutcome
+from anneal_memory.session import MemorySession, WrapOutcome
 
 from .callback import LOGGER_NAME, AnnealCallback, Memory, completion_texts, fields_text
 
@@ -69,8 +69,7 @@ class MemoryProgram(dspy.Module):
         super().__init__()
         if not callable(program):
             raise ValidationError("program must be a DSPy module (or any callable program)")
-        if compress is not None and not callable(compress):
-            raise ValidationError("compress must be a callable (prompt -> continuity markdown)")
+        MemorySession.check_compress(compress)
         sig = getattr(program, "signature", None)
         if sig is not None and memory_field not in sig.input_fields:
             raise ValidationError(
@@ -85,7 +84,6 @@ class MemoryProgram(dspy.Module):
                                     recall_limit=recall_limit, max_content_chars=max_content_chars)
         self.recorder = AnnealCallback(self.session, record_tools=record_tools,
                                        record_lm=record_lm, skip_fields=[memory_field])
-        self.last_wrap: WrapOutcome | None = None
 
     def forward(self, **kwargs: Any) -> Any:
         kwargs[self.memory_field] = self._memory_for(kwargs)
@@ -104,14 +102,13 @@ class MemoryProgram(dspy.Module):
         return result
 
     def wrap(self, compress: Compress | None = None) -> WrapOutcome:
-        """Wrap the session now through ``compress``, the constructor's, or the DSPy LM."""
-        self.last_wrap = self.session.wrap(compress or self.compress or lm_compress())
-        return self.last_wrap
+        """Wrap the session now through ``compress``, the constructor's, or the DSPy LM (the
+        outcome is also kept on ``session.last_wrap``)."""
+        return self.session.wrap_first(compress, self.compress, lm_compress())
 
     async def awrap(self, compress: Compress | None = None) -> WrapOutcome:
-        chosen = compress or self.compress or lm_compress()
-        self.last_wrap = await self.session.awrap(chosen)
-        return self.last_wrap
+        """Async :meth:`wrap`."""
+        return await self.session.awrap_first(compress, self.compress, lm_compress())
 
     def _memory_for(self, inputs: dict[str, Any]) -> str:
         query = fields_text(inputs, [self.memory_field])

@@ -26,7 +26,7 @@ from haystack.dataclasses import ChatMessage, ChatRole
 from haystack.utils.callable_serialization import deserialize_callable, serialize_callable
 
 from anneal_memory import Store
-from anneal_memory.adapters import hook_guard, open_session
+from anneal_memory.adapters import check_memory_role, hook_guard, open_session
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
@@ -75,15 +75,13 @@ class AnnealMemory:
         memory_role: Literal["user", "system"] = "user",
         strict: bool | None = None,
     ) -> None:
-        if memory_role not in ("user", "system"):
-            raise ValidationError(f"memory_role must be 'user' or 'system', not {memory_role!r}")
+        check_memory_role(memory_role)
         if chat_generator is not None and not callable(getattr(chat_generator, "run", None)):
             raise ValidationError(
                 "chat_generator must be a Haystack chat generator (an object with run(messages=...)); "
                 f"got {type(chat_generator).__name__}"
             )
-        if compress is not None and not callable(compress):
-            raise ValidationError("compress must be a callable taking the wrap prompt and returning text")
+        MemorySession.check_compress(compress)
         if wrap_on_end and compress is None and chat_generator is None:
             raise ValidationError(
                 "wrap_on_end=True needs a model to write the continuity: pass chat_generator= "
@@ -101,7 +99,6 @@ class AnnealMemory:
         self.record_tool_outputs = record_tool_outputs
         self.record_tool_calls = record_tool_calls
         self.memory_role = memory_role
-        self.last_wrap: WrapOutcome | None = None
         self._handled_input: str | None = None
 
     @property
@@ -174,20 +171,19 @@ class AnnealMemory:
 
     # --- the wrap -------------------------------------------------------------------
     def wrap(self, compress: Compress | None = None) -> WrapOutcome:
-        """Compress this session's episodes into the continuity (never loses episodes)."""
-        fn = compress or self.compress or self._generator_compress
-        self.last_wrap = self.session.wrap(fn)  # an async fn is run by the session
-        return self.last_wrap
+        """Compress this session's episodes into the continuity with ``compress``, the
+        constructor's, or ``chat_generator`` (never loses episodes; the outcome is also kept
+        on ``session.last_wrap``). An async compressor is run by the session."""
+        model = self._generator_compress if self.chat_generator is not None else None
+        return self.session.wrap_first(compress, self.compress, model)
 
     async def awrap(self, compress: Compress | None = None) -> WrapOutcome:
         """Async :meth:`wrap`: an async compressor or ``chat_generator.run_async`` is awaited."""
-        fn = compress or self.compress or self._generator_compress_async
-        self.last_wrap = await self.session.awrap(fn)
-        return self.last_wrap
+        model = self._generator_compress_async if self.chat_generator is not None else None
+        return await self.session.awrap_first(compress, self.compress, model)
 
     def _generator_compress(self, prompt: str) -> str:
-        if self.chat_generator is None:
-            raise ValidationError("no compressor: pass compress= or chat_generator= to AnnealMemory")
+        assert self.chat_generator is not None  # wrap offers this compressor only then
         replies = self.chat_generator.run(messages=[ChatMessage.from_user(prompt)])["replies"]
         return replies[0].text or ""
 

@@ -45,7 +45,7 @@ def main(db: str) -> None:
             memory = AnnealAgentMemory(store, model=model, wrap_on_end=True)
             agent = ChatAgent("You are a careful gardener.", model=model, memory=memory)
             reply = agent.step(question).msgs[0].content
-            print(f"user: {question}\nagent: {reply}\nwrap: {memory.last_wrap.status}")
+            print(f"user: {question}\nagent: {reply}\nwrap: {memory.session.last_wrap.status}")
         print(f"episodes stored: {store.status().total_episodes}, wraps: {store.status().total_wraps}")
 
 

@@ -39,7 +39,8 @@ def main(db: str) -> None:
                          "Which greenhouse heater do we have?"):
             result = agent.run(messages=[ChatMessage.from_user(question)])
             print(f"user: {question}\nagent: {result['last_message'].text}")
-            print(f"wrap: {memory.last_wrap.status if memory.last_wrap else None}")
+            last = memory.session.last_wrap
+            print(f"wrap: {last.status if last else None}")
         injected = [m.text for m in result["messages"] if (m.meta or {}).get("anneal_memory")]
         print("memory given to the model on run 2:\n" + (injected[0] if injected else "(none)"))
         print(f"episodes stored: {store.status().total_episodes}, wraps: {store.status().total_wraps}")

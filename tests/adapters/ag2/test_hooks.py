@@ -62,14 +62,14 @@ def test_tool_results_and_calls_recorded(store: Store) -> None:
 def test_wrap_on_end_uses_the_agents_own_model(store: Store) -> None:
     memory = AnnealMemory(store, wrap_on_end=True)
     _chat(memory, ["Water at dawn. TERMINATE"], "Decide when to water the tomatoes")
-    assert memory.last_wrap is not None and memory.last_wrap.status == "saved"
+    assert memory.session.last_wrap is not None and memory.session.last_wrap.status == "saved"
     assert "## State" in (store.load_continuity() or "")
 
 
 def test_refused_wrap_keeps_episodes(store: Store) -> None:
     memory = AnnealMemory(store, wrap_on_end=True)
     _chat(memory, ["Prune in March. TERMINATE"], "Decide when to prune", fail_wrap=True)
-    assert memory.last_wrap is not None and memory.last_wrap.status != "saved"
+    assert memory.session.last_wrap is not None and memory.session.last_wrap.status != "saved"
     assert store.load_continuity() is None
     assert memory.wrap(compress=scripted_compress).status == "saved"
     assert store.status().total_wraps == 1

@@ -98,7 +98,7 @@ def test_refused_wrap_keeps_episodes(store: Store) -> None:
     model = ScriptedModel(fail_wrap=True, answer="Prune in March.")
     memory = AnnealAgentMemory(store, model=model, wrap_on_end=True)
     _agent(memory, model).step("Decide when to prune the roses")
-    assert memory.last_wrap is not None and memory.last_wrap.status != "saved"
+    assert memory.session.last_wrap is not None and memory.session.last_wrap.status != "saved"
     assert store.load_continuity() is None
     assert memory.wrap(compress=scripted_compress).status == "saved"
     assert store.status().total_wraps == 1
@@ -177,5 +177,5 @@ def test_workforce_callback_records_tasks_and_wraps(store: Store) -> None:
     episodes = store.recall(limit=100).episodes
     assert [e.content for e in episodes if e.type.value == "context"] == ["Care for the garden"]
     assert [e.content for e in episodes if e.type.value == "outcome"] == ["watered: 12 plants"]
-    assert callback.last_wrap is not None and callback.last_wrap.status == "saved"
+    assert callback.session.last_wrap is not None and callback.session.last_wrap.status == "saved"
     assert "## State" in (store.load_continuity() or "")

@@ -92,7 +92,7 @@ def test_failing_compress_keeps_episodes(store: Store) -> None:
     program = MemoryProgram(react_program(), store, wrap_on_end=True, compress=broken)
     with dspy.context(lm=ScriptedLM(react_script("Noted."))):
         assert program(question="Keep the hose coiled").answer == "Noted."
-    assert program.last_wrap is not None and program.last_wrap.status == "failed"
+    assert program.session.last_wrap is not None and program.session.last_wrap.status == "failed"
     assert store.load_continuity() is None
     assert store.status().episodes_since_wrap >= 2
 

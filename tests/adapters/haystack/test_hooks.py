@@ -96,7 +96,7 @@ def test_async_run_records_and_wraps(store: Store) -> None:
     result = asyncio.run(_agent(memory, scripted).run_async(
         messages=[ChatMessage.from_user("Decide to water the tomatoes at dawn")]))
     assert result["last_message"].text
-    assert memory.last_wrap is not None and memory.last_wrap.status == "saved"
+    assert memory.session.last_wrap is not None and memory.session.last_wrap.status == "saved"
     assert "## State" in (store.load_continuity() or "")
     assert any(e.trust == "tool" for e in store.recall(limit=100).episodes)
 
@@ -105,7 +105,7 @@ def test_refused_wrap_keeps_episodes_for_the_next_wrap(store: Store) -> None:
     bad = Scripted(fail_wrap=True)
     memory = AnnealMemory(store, chat_generator=bad.generator, wrap_on_end=True)
     _agent(memory, bad).run(messages=[ChatMessage.from_user("Decide to prune the roses")])
-    assert memory.last_wrap is not None and memory.last_wrap.status != "saved"
+    assert memory.session.last_wrap is not None and memory.session.last_wrap.status != "saved"
     assert store.load_continuity() is None
     outcome = memory.wrap(compress=_compress_ok)
     assert outcome.status == "saved"
