@@ -112,25 +112,25 @@ CREATE TABLE IF NOT EXISTS audit_log (
     hash TEXT NOT NULL
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS episodes_words USING fts5(
-    content, content='episodes', content_rowid='rowid',
+    content, type, content='episodes', content_rowid='rowid',
     tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS episodes_tri USING fts5(
-    content, content='episodes', content_rowid='rowid', tokenize='trigram'
+    content, type, content='episodes', content_rowid='rowid', tokenize='trigram'
 );
 CREATE TRIGGER IF NOT EXISTS episodes_ai AFTER INSERT ON episodes BEGIN
-    INSERT INTO episodes_words(rowid, content) VALUES (new.rowid, new.content);
-    INSERT INTO episodes_tri(rowid, content) VALUES (new.rowid, new.content);
+    INSERT INTO episodes_words(rowid, content, type) VALUES (new.rowid, new.content, new.type);
+    INSERT INTO episodes_tri(rowid, content, type) VALUES (new.rowid, new.content, new.type);
 END;
 CREATE TRIGGER IF NOT EXISTS episodes_ad AFTER DELETE ON episodes BEGIN
-    INSERT INTO episodes_words(episodes_words, rowid, content) VALUES ('delete', old.rowid, old.content);
-    INSERT INTO episodes_tri(episodes_tri, rowid, content) VALUES ('delete', old.rowid, old.content);
+    INSERT INTO episodes_words(episodes_words, rowid, content, type) VALUES ('delete', old.rowid, old.content, old.type);
+    INSERT INTO episodes_tri(episodes_tri, rowid, content, type) VALUES ('delete', old.rowid, old.content, old.type);
 END;
-CREATE TRIGGER IF NOT EXISTS episodes_au AFTER UPDATE OF content ON episodes BEGIN
-    INSERT INTO episodes_words(episodes_words, rowid, content) VALUES ('delete', old.rowid, old.content);
-    INSERT INTO episodes_tri(episodes_tri, rowid, content) VALUES ('delete', old.rowid, old.content);
-    INSERT INTO episodes_words(rowid, content) VALUES (new.rowid, new.content);
-    INSERT INTO episodes_tri(rowid, content) VALUES (new.rowid, new.content);
+CREATE TRIGGER IF NOT EXISTS episodes_au AFTER UPDATE OF content, type ON episodes BEGIN
+    INSERT INTO episodes_words(episodes_words, rowid, content, type) VALUES ('delete', old.rowid, old.content, old.type);
+    INSERT INTO episodes_tri(episodes_tri, rowid, content, type) VALUES ('delete', old.rowid, old.content, old.type);
+    INSERT INTO episodes_words(rowid, content, type) VALUES (new.rowid, new.content, new.type);
+    INSERT INTO episodes_tri(rowid, content, type) VALUES (new.rowid, new.content, new.type);
 END;
 """
 
@@ -142,6 +142,13 @@ def _row(r: sqlite3.Row | tuple[Any, ...]) -> EpisodeRow:
         rowid=r[0], id=r[1], timestamp=r[2], type=r[3], content=r[4], source=r[5],
         session_id=r[6], metadata=r[7], trust=r[8], state_key=r[9], wrap_id=r[10],
     )
+
+
+def _with_type(expr: str, filters: SearchFilters) -> str:
+    """Add the episode-type filter inside the full-text query, so the index does it."""
+    if filters.episode_type:
+        return f"({expr}) AND type : {fts_quote(filters.episode_type)}"
+    return expr
 
 
 def fts_quote(term: str) -> str:
@@ -469,37 +476,57 @@ class SQLiteBackend(Backend):
         """
         where, params = self._filter_sql(filters)
         cols = ", ".join(f"e.{c.strip()}" for c in _EP_COLS.split(","))
+        fts: str | None = None
         if phrase is not None:
             if len(phrase) >= 3:
+                fts = "episodes_tri"
                 src = ("FROM episodes_tri t CROSS JOIN episodes e ON e.rowid = t.rowid "
                        "WHERE episodes_tri MATCH ? AND ")
-                mparams: list[Any] = [fts_quote(phrase)]
-                score = "-t.rank"
+                mparams: list[Any] = [_with_type(f"content : {fts_quote(phrase)}", filters)]
+                score = "0.0"
+                # most recently recorded first: the index yields that order without a sort
+                order_sql = "t.rowid DESC"
             else:
                 src = "FROM episodes e WHERE instr(lower(e.content), lower(?)) > 0 AND "
                 mparams = [phrase]
                 score = "0.0"
-            order_sql = "e.timestamp DESC, e.rowid DESC"
+                order_sql = "e.rowid DESC"
         elif words:
+            fts = "episodes_words"
             src = ("FROM episodes_words w CROSS JOIN episodes e ON e.rowid = w.rowid "
                    "WHERE episodes_words MATCH ? AND ")
-            mparams = [" OR ".join(fts_quote(w) for w in words)]
-            score = "-bm25(episodes_words)"
-            order_sql = "bm25(episodes_words) ASC, e.timestamp DESC"
+            mparams = [_with_type("content : (" + " OR ".join(fts_quote(w) for w in words) + ")",
+                                  filters)]
+            score = "-bm25(episodes_words, 1.0, 0.0)"
+            order_sql = "bm25(episodes_words, 1.0, 0.0) ASC, e.timestamp DESC"
         else:
             src = "FROM episodes e WHERE "
             mparams = []
             score = "0.0"
             order_sql = ("e.timestamp DESC, e.rowid DESC" if order == "recent"
                          else "e.timestamp ASC, e.rowid ASC")
-        if order == "oldest" and phrase is None and not words:
-            pass
-        total = int(self.q1(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])[0])  # type: ignore[index]
+        total = self._match_count(fts, mparams, src, where, params, filters)
         rows = self.q(
             f"SELECT {cols}, {score} {src}{where} ORDER BY {order_sql} LIMIT ? OFFSET ?",
             [*mparams, *params, int(limit), int(offset)],
         )
         return [(_row(r[:11]), float(r[11] or 0.0)) for r in rows], total
+
+    def _match_count(self, fts: str | None, mparams: list[Any], src: str, where: str,
+               params: list[Any], filters: SearchFilters) -> int:
+        """How many episodes match. With no filter but the superseded one, count in the
+        full-text index alone and subtract the replaced matches (a short list)."""
+        bare, _ = SQLiteBackend._filter_sql(self, SearchFilters(
+            include_superseded=filters.include_superseded, episode_type=filters.episode_type))
+        if fts is None or where != bare:
+            return int(self.q1(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])[0])  # type: ignore[index]
+        n = int(self.q1(f"SELECT COUNT(*) FROM {fts} WHERE {fts} MATCH ?", mparams)[0])  # type: ignore[index]
+        if not filters.include_superseded and self.q1("SELECT 1 FROM supersessions LIMIT 1"):
+            n -= int(self.q1(
+                f"SELECT COUNT(*) FROM (SELECT DISTINCT old_id FROM supersessions) s "
+                f"CROSS JOIN episodes e ON e.id = s.old_id CROSS JOIN {fts} f "
+                f"ON f.rowid = e.rowid WHERE {fts} MATCH ?", mparams)[0])  # type: ignore[index]
+        return n
 
     def rows_by_rowid(self, rowids: Sequence[int], filters: SearchFilters) -> dict[int, EpisodeRow]:
         """Episodes at these row ids that pass ``filters``."""
