@@ -110,6 +110,13 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
     assert ev.returncode == 0 and "Traceback" not in ev.stderr
     assert json.loads((tmp_path / "ev" / "governance-eval.json").read_text())
     seen.add("eval")
+    (tmp_path / "mig").mkdir()
+    copy = tmp_path / "mig" / "target.db"
+    mig = subprocess.run([sys.executable, "-m", "anneal_memory", "migrate-store", str(db), str(copy)],
+                         capture_output=True, text=True)
+    assert mig.returncode == 0, mig.stderr
+    assert js(copy, "status")["total_episodes"] == js(db, "status")["total_episodes"]
+    seen.add("migrate-store")
     tiers = tmp_path / "tiers.db"
     wrapped_store(tiers)
     assert js(tiers, "crystal", "crystallize", "retry_backoff")["crystal"]["level"] == 2

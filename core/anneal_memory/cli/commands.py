@@ -18,6 +18,16 @@ def register(sub: Any) -> None:
     e.add_argument("--output", "-o", default="anneal-memory-eval",
                    help="folder for the JSON, Markdown and JSONL trace reports")
     e.set_defaults(func=cmd_eval)
+    m = sub.add_parser("migrate-store", help="copy a store between SQLite and PostgreSQL, verified")
+    m.add_argument("src", help="the store to copy: a .db path or a postgresql:// URL")
+    m.add_argument("dst", help="a new, empty store: a .db path or a postgresql:// URL")
+    m.set_defaults(func=cmd_migrate_store)
+
+
+def cmd_migrate_store(args: argparse.Namespace) -> int:
+    from ..migrate_store import main as migrate_main
+
+    return migrate_main([args.src, args.dst])
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
