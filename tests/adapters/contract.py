@@ -5,7 +5,8 @@ Each adapter's tests subclass :class:`AdapterContract` (in
 framework's REAL agent loop with its own scripted/test model. The base class then checks
 what a user cares about: episodes land with the right type and trust, recalled memory
 reaches the model on the next run, the session end saves a continuity, and a broken
-store inside a hook never stops the run.
+store inside a hook never stops the run. Through :meth:`build` it also checks that every
+adapter takes a Store, a store path or a MemorySession the same way.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from anneal_memory import Store
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -71,6 +75,12 @@ class AdapterContract:
         """
         raise NotImplementedError
 
+    def build(self, memory: Any, **options: Any) -> Any:
+        """Construct the adapter's main object over ``memory`` (a Store, a store path or a
+        MemorySession) with ``options`` (session options such as ``recall_limit``, and
+        ``compress``). The object exposes the core session as ``.session``."""
+        raise NotImplementedError
+
     # --- fixtures -------------------------------------------------------------------
     @pytest.fixture
     def store(self, tmp_path: Path):
@@ -111,3 +121,22 @@ class AdapterContract:
         broken.close()  # every memory call now fails inside the hooks
         trace = self.run(broken, "Keep going even if memory fails")
         assert trace.output
+
+    def test_memory_is_a_store_a_path_or_a_session(self, store: Store, tmp_path: Path) -> None:
+        assert self.build(store).session.store is store
+        mine = MemorySession(store)
+        assert self.build(mine).session is mine
+        owned = self.build(tmp_path / "owned.db", recall_limit=2).session
+        try:
+            assert owned.owns_store and owned.recall_limit == 2
+            assert owned.log.name.startswith("anneal_memory.adapters."), owned.log.name
+        finally:
+            owned.close()
+
+    def test_bad_memory_or_options_raise_at_construction(self, store: Store) -> None:
+        with pytest.raises(ValidationError):
+            self.build(42)
+        with pytest.raises(ValidationError, match="MemorySession"):  # options go to the session
+            self.build(MemorySession(store), recall_limit=2)
+        with pytest.raises(ValidationError, match="compress"):
+            self.build(store, compress="not callable")

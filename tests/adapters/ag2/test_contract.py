@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ag2_scripted import make_pair, scripted, tool_call
 
 from anneal_memory import Store
@@ -11,6 +13,9 @@ from contract import AdapterContract, RunTrace
 
 
 class TestAG2Contract(AdapterContract):
+    def build(self, memory: Any, **options: Any) -> Any:
+        return AnnealMemory(memory, **options)
+
     def run(self, store: Store, user_input: str, *, wrap: bool = False,
             call_tool: bool = False) -> RunTrace:
         assistant, user = make_pair()

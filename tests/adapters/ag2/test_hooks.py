@@ -106,8 +106,6 @@ def test_failing_hook_is_logged_and_chat_goes_on(store: Store, caplog, monkeypat
 def test_configuration_errors(store: Store) -> None:
     with pytest.raises(ValidationError, match="memory_role"):
         AnnealMemory(store, memory_role="assistant")  # type: ignore[arg-type]
-    with pytest.raises(ValidationError):  # options belong to the session passed
-        AnnealMemory(MemorySession(store), recall_limit=2)
     memory = AnnealMemory(store)
     first, _ = make_pair()
     second, _ = make_pair()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from autogen_agentchat.agents import AssistantAgent
 from autogen_scripted import ScriptedClient, lookup, tool_call
@@ -14,6 +15,9 @@ from contract import AdapterContract, RunTrace
 
 
 class TestAutoGenContract(AdapterContract):
+    def build(self, memory: Any, **options: Any) -> Any:
+        return AnnealMemory(memory, **options)
+
     def run(self, store: Store, user_input: str, *, wrap: bool = False,
             call_tool: bool = False) -> RunTrace:
         script = [tool_call(), "Final answer: done."] if call_tool else ["Final answer: done."]

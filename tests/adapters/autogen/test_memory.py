@@ -182,8 +182,6 @@ def test_configuration_errors(store: Store) -> None:
         AnnealMemory(store, memory_role="tool")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="ChatCompletionClient"):
         AnnealMemory(store, model_client=object())  # type: ignore[arg-type]
-    with pytest.raises(ValidationError):  # options belong to the session passed
-        AnnealMemory(MemorySession(store), recall_limit=2)
 
 
 def test_a_passed_session_is_used_and_survives_clear(store: Store) -> None:

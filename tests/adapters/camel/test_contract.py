@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from camel.agents import ChatAgent
 from camel_scripted import LOOKUP, ScriptedModel
 
@@ -12,6 +14,9 @@ from contract import AdapterContract, RunTrace
 
 
 class TestCamelContract(AdapterContract):
+    def build(self, memory: Any, **options: Any) -> Any:
+        return AnnealAgentMemory(memory, model=ScriptedModel(), **options)
+
     def run(self, store: Store, user_input: str, *, wrap: bool = False,
             call_tool: bool = False) -> RunTrace:
         model = ScriptedModel(call_tool=call_tool)

@@ -22,7 +22,6 @@ from camel_scripted import LOOKUP, ScriptedModel, _completion
 from anneal_memory import Store
 from anneal_memory.adapters.camel import MEMORY_MARK, AnnealAgentMemory, AnnealWorkforceCallback
 from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession
 from anneal_memory.testing import scripted_compress
 
 
@@ -129,8 +128,6 @@ def test_configuration_errors(store: Store) -> None:
         AnnealAgentMemory(store, context_creator=object(), wrap_on_end=True)
     with pytest.raises(ValidationError, match="compress"):
         AnnealWorkforceCallback(store, wrap_on_end=True)
-    with pytest.raises(ValidationError):  # options belong to the session passed
-        AnnealAgentMemory(MemorySession(store), model=ScriptedModel(), recall_limit=2)
 
 
 def test_agents_and_workforce_share_one_session_over_a_path(tmp_path) -> None:

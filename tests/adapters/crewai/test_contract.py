@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from crew_scripted import AnnealEventListener, run_crew, scripted_llm
 
 from anneal_memory import Store
@@ -11,6 +13,9 @@ from contract import AdapterContract, RunTrace
 
 
 class TestCrewAIContract(AdapterContract):
+    def build(self, memory: Any, **options: Any) -> Any:
+        return AnnealCrewMemory(memory, llm=scripted_llm(), **options)
+
     def run(self, store: Store, user_input: str, *, wrap: bool = False,
             call_tool: bool = False) -> RunTrace:
         llm = scripted_llm(call_tool=call_tool)

@@ -12,7 +12,6 @@ from crewai.memory.types import MemoryRecord
 from anneal_memory import Store
 from anneal_memory.adapters.crewai import AnnealCrewMemory, AnnealStorage
 from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 
@@ -153,12 +152,6 @@ def test_listener_records_tool_and_task_then_unregisters(mem_store: Store) -> No
 
 
 def test_configuration_errors_raise_at_construction(mem_store: Store) -> None:
-    with pytest.raises(ValidationError):
-        AnnealCrewMemory(42)  # type: ignore[arg-type]
-    with pytest.raises(ValidationError):  # options belong to the session passed
-        AnnealCrewMemory(MemorySession(mem_store), recall_limit=2)
-    with pytest.raises(ValidationError):
-        AnnealCrewMemory(mem_store, compress=3)  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         AnnealEventListener(mem_store)  # type: ignore[arg-type]
 

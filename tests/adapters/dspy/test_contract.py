@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import dspy
 from dspy_scripted import ScriptedLM, react_program, react_script
 
@@ -12,6 +14,9 @@ from contract import AdapterContract, RunTrace
 
 
 class TestDSPyContract(AdapterContract):
+    def build(self, memory: Any, **options: Any) -> Any:
+        return MemoryProgram(react_program(), memory, **options)
+
     def run(self, store: Store, user_input: str, *, wrap: bool = False,
             call_tool: bool = False) -> RunTrace:
         lm = ScriptedLM(react_script("Done: noted and answered.", call_tool=call_tool))

@@ -17,7 +17,6 @@ from anneal_memory.adapters.dspy import (
     with_memory_field,
 )
 from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession
 
 
 def _by_type(store: Store, kind: str) -> list[str]:
@@ -110,12 +109,6 @@ def test_broken_store_is_logged_not_raised(tmp_path, caplog) -> None:
 def test_configuration_errors(store: Store) -> None:
     with pytest.raises(ValidationError, match="with_memory_field"):
         MemoryProgram(dspy.Predict("question -> answer"), store)
-    with pytest.raises(ValidationError):
-        MemoryProgram(react_program(), 42)  # type: ignore[arg-type]
-    with pytest.raises(ValidationError):  # options belong to the session passed
-        MemoryProgram(react_program(), MemorySession(store), recall_limit=2)
-    with pytest.raises(ValidationError):
-        MemoryProgram(react_program(), store, compress="nope")  # type: ignore[arg-type]
     sig = with_memory_field("question -> answer")
     assert "memory" in sig.input_fields and with_memory_field(sig) is sig
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from adk_scripted import ScriptedLlm, make_runner, read_gauge, run_turn
 from google.adk.agents import LlmAgent
@@ -14,6 +15,10 @@ from contract import AdapterContract, RunTrace
 
 
 class TestGoogleAdkContract(AdapterContract):
+    def build(self, memory: Any, **options: Any) -> Any:
+        compress = options.pop("compress", None)  # a plugin option; the rest go to the service
+        return AnnealMemoryPlugin(AnnealMemoryService(memory, **options), compress=compress)
+
     def run(self, store: Store, user_input: str, *, wrap: bool = False,
             call_tool: bool = False) -> RunTrace:
         llm = ScriptedLlm(answer="Noted and done.", inputs=[],

@@ -245,9 +245,8 @@ def test_strict_session_lets_hook_failures_through(tmp_path: Path) -> None:
         asyncio.run(run_turn(runner, "alice", "Stop when memory fails"))
 
 
-def test_a_store_path_and_session_options(tmp_path: Path) -> None:
+def test_each_scope_session_copies_the_services_options(tmp_path: Path) -> None:
     service = AnnealMemoryService(tmp_path / "p.db", recall_limit=2, max_content_chars=200)
-    assert service.session.owns_store and service.session.recall_limit == 2
     scoped = service.session_for(APP, "alice")
     assert scoped.recall_limit == 2 and scoped.max_content_chars == 200
     asyncio.run(service.add_memory(app_name=APP, user_id="alice", memories=[
@@ -259,14 +258,8 @@ def test_a_store_path_and_session_options(tmp_path: Path) -> None:
 
 def test_configuration_errors_raise_at_construction(store: Store) -> None:
     with pytest.raises(ValidationError):
-        AnnealMemoryService(42)  # type: ignore[arg-type]
-    with pytest.raises(ValidationError):
-        AnnealMemoryService(MemorySession(store), recall_limit=3)  # options go to the session
-    with pytest.raises(ValidationError):
         AnnealMemoryService(store, max_content_chars=10)
     with pytest.raises(ValidationError):
         AnnealMemoryService(store, search_limit=0)
     with pytest.raises(ValidationError):
         AnnealMemoryPlugin(store)  # type: ignore[arg-type]
-    with pytest.raises(ValidationError):
-        AnnealMemoryPlugin(AnnealMemoryService(store), compress="nope")  # type: ignore[arg-type]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from haystack.components.agents import Agent
 from haystack.dataclasses import ChatMessage
 from haystack_scripted import LOOKUP, Scripted
@@ -13,6 +15,9 @@ from contract import AdapterContract, RunTrace
 
 
 class TestHaystackContract(AdapterContract):
+    def build(self, memory: Any, **options: Any) -> Any:
+        return AnnealMemory(memory, **options)
+
     def run(self, store: Store, user_input: str, *, wrap: bool = False,
             call_tool: bool = False) -> RunTrace:
         scripted = Scripted(call_tool=call_tool)

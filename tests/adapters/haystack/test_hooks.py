@@ -150,8 +150,6 @@ def test_configuration_errors_raise_at_construction(store: Store) -> None:
         AnnealMemory(store, chat_generator=object())
     with pytest.raises(ValidationError, match="hook point"):
         AnnealMemory(store).hooks(points=("before_everything",))
-    with pytest.raises(ValidationError):  # options belong to the session passed
-        AnnealMemory(MemorySession(store), recall_limit=2)
     with pytest.raises(ValidationError, match="project_name"):
         AnnealMemory(store, project_name="Other")
 

@@ -12,7 +12,6 @@ from lc_scripted import read_gauge, scripted
 from anneal_memory import Store
 from anneal_memory.adapters.langchain import AnnealCallbackHandler, chat_model_compress
 from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession
 
 
 def _contents(store: Store, kind: str) -> list[str]:
@@ -87,12 +86,6 @@ def test_broken_store_does_not_break_the_run(tmp_path, caplog) -> None:
 def test_configuration_errors(store: Store) -> None:
     with pytest.raises(ValidationError):
         AnnealCallbackHandler(store, wrap_on_end=True)
-    with pytest.raises(ValidationError):
-        AnnealCallbackHandler(42)  # type: ignore[arg-type]
-    session = MemorySession(store)
-    assert AnnealCallbackHandler(session).session is session
-    with pytest.raises(ValidationError):  # options belong to the session passed
-        AnnealCallbackHandler(session, recall_limit=2)
 
 
 def test_store_path_opens_a_store_the_handler_owns(tmp_path) -> None:

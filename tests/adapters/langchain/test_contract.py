@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from lc_loop import agent_chain
 from lc_scripted import read_gauge, scripted
 
@@ -12,6 +14,9 @@ from contract import AdapterContract, RunTrace
 
 
 class TestLangChainContract(AdapterContract):
+    def build(self, memory: Any, **options: Any) -> Any:
+        return AnnealCallbackHandler(memory, **options)
+
     def run(self, store: Store, user_input: str, *, wrap: bool = False,
             call_tool: bool = False) -> RunTrace:
         model = scripted("Done: noted and answered.", call_tool=call_tool)

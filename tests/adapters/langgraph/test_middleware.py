@@ -12,7 +12,6 @@ from lc_scripted import read_gauge, scripted
 
 from anneal_memory import Store
 from anneal_memory.adapters.langgraph import AnnealMiddleware
-from anneal_memory.session import MemorySession
 from anneal_memory.testing import scripted_compress
 
 ASK = {"messages": [{"role": "user", "content": "What pressure does the pump gauge show?"}]}
@@ -109,15 +108,3 @@ def test_broken_store_logs_and_run_goes_on(tmp_path, caplog) -> None:
     assert out["messages"][-1].text == "Still fine."
     assert any(r.name == "anneal_memory.adapters.langgraph" for r in caplog.records)
 
-
-def test_configuration_errors_raise_at_construction(store: Store) -> None:
-    import pytest
-
-    from anneal_memory.errors import ValidationError
-
-    with pytest.raises(ValidationError):
-        AnnealMiddleware(42)  # type: ignore[arg-type]
-    with pytest.raises(ValidationError):  # options belong to the session passed
-        AnnealMiddleware(MemorySession(store), recall_limit=2)
-    with pytest.raises(ValidationError):
-        AnnealMiddleware(store, compress="not callable")  # type: ignore[arg-type]

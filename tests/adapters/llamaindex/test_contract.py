@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from li_scripted import Script, make_agent
 
@@ -13,6 +14,9 @@ from contract import AdapterContract, RunTrace
 
 
 class TestLlamaIndexContract(AdapterContract):
+    def build(self, memory: Any, **options: Any) -> Any:
+        return AnnealMemory.from_store(memory, **options)
+
     def run(self, store: Store, user_input: str, *, wrap: bool = False,
             call_tool: bool = False) -> RunTrace:
         script = Script(answer="Noted and done.",

@@ -168,21 +168,7 @@ def test_strict_session_lets_hook_failures_through(store: Store, monkeypatch) ->
         asyncio.run(memory.arun(make_agent(Script("never")), "Go on"))
 
 
-def test_a_store_path_and_session_options(tmp_path: Path) -> None:
-    memory = AnnealMemory.from_store(tmp_path / "p.db", recall_limit=1, max_content_chars=150)
-    assert memory.session.owns_store and memory.session.recall_limit == 1
-    memory.put(ChatMessage(role="user", content="Stake the tomatoes " * 20))
-    assert len(memory.session.store.recall().episodes[0].content) < 200
-    memory.session.close()
-
-
 def test_configuration_errors_raise_at_construction(store: Store) -> None:
-    with pytest.raises(ValidationError):
-        AnnealMemory.from_store(42)  # type: ignore[arg-type]
-    with pytest.raises(ValidationError):
-        AnnealMemory.from_store(MemorySession(store), recall_limit=2)  # options go to the session
-    with pytest.raises(ValidationError):
-        AnnealMemory.from_store(store, compress="nope")  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         AnnealToolRecorder(store)  # type: ignore[arg-type]
     with pytest.raises((ValidationError, ValueError)):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from agents import Agent, Runner
 from oa_scripted import lookup, model_inputs, scripted_model
 
@@ -12,6 +14,9 @@ from contract import AdapterContract, RunTrace
 
 
 class TestOpenAIAgentsContract(AdapterContract):
+    def build(self, memory: Any, **options: Any) -> Any:
+        return AnnealMemory(memory, **options)
+
     def run(self, store: Store, user_input: str, *, wrap: bool = False,
             call_tool: bool = False) -> RunTrace:
         model = scripted_model(call_tool=call_tool, wrap=wrap)

@@ -10,8 +10,6 @@ from oa_scripted import lookup, model_inputs, scripted_model
 
 from anneal_memory import Store
 from anneal_memory.adapters.openai_agents import AnnealMemory
-from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 
@@ -110,15 +108,6 @@ def test_record_options_switch_recording_off(mem_store: Store) -> None:
                   hooks=memory.agent_hooks)
     Runner.run_sync(agent, "Check the pump")
     assert _episodes(mem_store) == []
-
-
-def test_configuration_errors_raise_at_construction(mem_store: Store) -> None:
-    with pytest.raises(ValidationError):
-        AnnealMemory(42)  # type: ignore[arg-type]
-    with pytest.raises(ValidationError):  # options belong to the session passed
-        AnnealMemory(MemorySession(mem_store), recall_limit=2)
-    with pytest.raises(ValidationError):
-        AnnealMemory(mem_store, compress=42)  # type: ignore[arg-type]
 
 
 def test_strict_hooks_raise_into_the_run(tmp_path) -> None:

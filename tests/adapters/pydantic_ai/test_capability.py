@@ -5,14 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 
-import pytest
 from pydantic_ai import Agent
 from pydantic_ai.models.test import TestModel
 from pydantic_scripted import ScriptedModel, lookup
 
 from anneal_memory import Store
 from anneal_memory.adapters.pydantic_ai import AnnealMemory
-from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
@@ -124,15 +122,6 @@ def test_shared_session_is_accepted(mem_store: Store) -> None:
     assert memory.session is session
     Agent(ScriptedModel().model, capabilities=[memory]).run_sync("Harvest the beans")
     assert any("beans" in e.content for e in _episodes(mem_store))
-
-
-def test_configuration_errors_raise_at_construction(mem_store: Store) -> None:
-    with pytest.raises(ValidationError):
-        AnnealMemory(42)  # type: ignore[arg-type]
-    with pytest.raises(ValidationError):
-        AnnealMemory(mem_store, compress="not callable")  # type: ignore[arg-type]
-    with pytest.raises(ValidationError):  # options belong to the session passed
-        AnnealMemory(MemorySession(mem_store), recall_limit=2)
 
 
 def test_store_path_opens_a_store_the_capability_owns(tmp_path) -> None:

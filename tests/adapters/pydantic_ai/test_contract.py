@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic_ai import Agent
 from pydantic_scripted import ScriptedModel, lookup
 
@@ -12,6 +14,9 @@ from contract import AdapterContract, RunTrace
 
 
 class TestPydanticAIContract(AdapterContract):
+    def build(self, memory: Any, **options: Any) -> Any:
+        return AnnealMemory(memory, **options)
+
     def run(self, store: Store, user_input: str, *, wrap: bool = False,
             call_tool: bool = False) -> RunTrace:
         scripted = ScriptedModel(call_tool=call_tool)

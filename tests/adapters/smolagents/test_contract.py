@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from smol_scripted import ScriptedModel, make_agent
 
 from anneal_memory import Store
@@ -12,6 +14,9 @@ from contract import AdapterContract, RunTrace
 
 class _SmolagentsContract(AdapterContract):
     code = False
+
+    def build(self, memory: Any, **options: Any) -> Any:
+        return AnnealMemory(memory, **options)
 
     def run(self, store: Store, user_input: str, *, wrap: bool = False,
             call_tool: bool = False) -> RunTrace:

@@ -11,7 +11,6 @@ from smolagents.memory import ActionStep, FinalAnswerStep, PlanningStep
 
 from anneal_memory import Store
 from anneal_memory.adapters.smolagents import LOGGER_NAME, AnnealMemory, model_compressor
-from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 
 
@@ -103,14 +102,6 @@ def test_strict_session_lets_hook_failures_through(store: Store, monkeypatch) ->
         memory.run(make_agent(model, memory), "Check the gauge")
 
 
-def test_a_store_path_and_session_options(tmp_path: Path) -> None:
-    memory = AnnealMemory(tmp_path / "p.db", recall_limit=1, max_content_chars=150)
-    assert memory.session.owns_store and memory.session.recall_limit == 1
-    memory.session.record_decision("Stake the tomatoes " * 20)
-    assert len(memory.session.store.recall().episodes[0].content) < 200
-    memory.session.close()
-
-
 def test_wrap_is_off_by_default_and_explicit_wrap_saves(store: Store) -> None:
     memory = AnnealMemory(store)
     agent = make_agent(ScriptedModel(answer="Water at dawn."), memory)
@@ -163,15 +154,6 @@ def test_model_compressor_answers_a_wrap_prompt(store: Store) -> None:
     session.record_decision("Use drip lines for the greenhouse")
     outcome = session.wrap(model_compressor(ScriptedModel()))
     assert outcome.status == "saved", outcome.message
-
-
-def test_configuration_errors_raise_at_construction(store: Store) -> None:
-    with pytest.raises(ValidationError):
-        AnnealMemory(42)  # type: ignore[arg-type]
-    with pytest.raises(ValidationError):
-        AnnealMemory(MemorySession(store), recall_limit=2)  # options go to the session
-    with pytest.raises(ValidationError):
-        AnnealMemory(store, compress="not callable")  # type: ignore[arg-type]
 
 
 def test_wrap_without_compress_or_model_fails_softly(store: Store) -> None:
