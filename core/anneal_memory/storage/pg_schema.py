@@ -157,8 +157,16 @@ def ensure_schema(conn: Any, dsn: str, *, read_only: bool) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
         ours = _check_ours(conn, where, _tables(conn))
         current = _check_version(conn, where) if ours else 0
+        # unaccent is optional (some servers ship without contrib): words then match
+        # accented forms only as written
+        has_unaccent = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = "
+                                    "'unaccent'").fetchone() is not None
         for version in sorted(v for v in MIGRATIONS if v > current):
             for stmt in MIGRATIONS[version]:
+                if not has_unaccent:
+                    if stmt == "CREATE EXTENSION IF NOT EXISTS unaccent":
+                        continue
+                    stmt = stmt.replace("@unaccent@.unaccent, ", "")
                 conn.execute(_with_extension_schemas(conn, stmt))
             conn.execute("INSERT INTO meta(key, value) VALUES ('schema_version', %s) "
                          "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(version),))
