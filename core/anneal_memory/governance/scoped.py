@@ -58,9 +58,8 @@ class ScopedStore(Store):
         self.__dict__.update(copy.copy(store.__dict__))
         self.namespace = coerce_namespace(namespace)
         self.parent = store
-        sql.ensure_schema(store.backend)
-        self._backend = sql.ScopedSQLiteBackend(store.backend, self.namespace.owner,  # type: ignore[assignment]
-                                                self.namespace.project)
+        self._backend = sql.scoped_backend(store.backend, self.namespace.owner,  # type: ignore[assignment]
+                                           self.namespace.project)
         self._audit = _ScopedAudit(store.audit_trail, self.namespace)  # type: ignore[assignment]
 
     def __repr__(self) -> str:

@@ -1,122 +1,200 @@
 """SQL for the governed memory runtime and the namespace-scoped episode view.
 
-The governance tables live in the same database file as the episodes and are created
-idempotently on first use. Every table carries the namespace (``ns_key`` for exact
-identity, ``ns_owner`` + ``ns_project`` for the visibility rule) and every index leads
-with it. Writes run inside the caller's ``Store._write()`` transaction (BEGIN IMMEDIATE),
-which is what serialises racing first writes across threads and processes.
+The governance tables live in the store's own database (beside the episodes, in the
+PostgreSQL store's own schema) and are created idempotently on first use. Every table
+carries the namespace (``ns_key`` for exact identity, ``ns_owner`` + ``ns_project`` for
+the visibility rule) and every index leads with it. Writes run inside the caller's
+``Store._write()`` transaction, which serialises racing first writes across threads,
+processes and hosts: SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's advisory write lock.
+
+The queries here are written once, with ``?`` placeholders and SQL both databases
+accept (``ON CONFLICT``, ``RETURNING``); a :class:`Dialect` chosen by the backend's type
+supplies the rest: placeholders, the schema, the namespace stamp inside an episode's
+JSON metadata. The SQLite dialect is below; the PostgreSQL one is ``governance_pg``.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-import sqlite3
+import sys
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import GovernanceError
 from .base import EpisodeRow, SearchFilters
-from .sqlite import _EP_COLS, SQLiteBackend, _row, _split_sql
+from .sqlite import SQLiteBackend
 
 #: Reserved metadata key under which a scoped view stamps an episode's namespace.
 NS_META_KEY = "_anneal_ns"
 
-_SCHEMA = f"""
+_EP_COLS = ("rowid, id, timestamp, type, content, source, session_id, metadata, trust, "
+            "state_key, wrap_id")
+
+# The governance tables, shared by both dialects. {seq}: an auto-increasing key in
+# commit order; {t}: text that sorts and compares byte-wise on both databases.
+TABLES = """
 CREATE TABLE IF NOT EXISTS gov_records (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    record_id TEXT NOT NULL UNIQUE,
-    memory_id TEXT NOT NULL,
-    ns_key TEXT NOT NULL,
-    ns_owner TEXT NOT NULL,
-    ns_project TEXT,
+    seq {seq},
+    record_id {t} NOT NULL UNIQUE,
+    memory_id {t} NOT NULL,
+    ns_key {t} NOT NULL,
+    ns_owner {t} NOT NULL,
+    ns_project {t},
     version INTEGER NOT NULL,
     payload_digest TEXT NOT NULL,
     body TEXT NOT NULL,
-    created_at TEXT NOT NULL,
+    created_at {t} NOT NULL,
     UNIQUE (memory_id, version)
 );
 CREATE INDEX IF NOT EXISTS gov_ix_records_ns ON gov_records(ns_owner, ns_project, memory_id);
 CREATE TABLE IF NOT EXISTS gov_current (
-    memory_id TEXT PRIMARY KEY,
-    ns_key TEXT NOT NULL,
-    ns_owner TEXT NOT NULL,
-    ns_project TEXT,
-    record_id TEXT,
+    memory_id {t} PRIMARY KEY,
+    ns_key {t} NOT NULL,
+    ns_owner {t} NOT NULL,
+    ns_project {t},
+    record_id {t},
     version INTEGER NOT NULL,
     state TEXT NOT NULL,
     hidden INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS gov_ix_current_ns ON gov_current(ns_owner, ns_project, state);
 CREATE TABLE IF NOT EXISTS gov_tombstones (
-    memory_id TEXT PRIMARY KEY,
-    ns_key TEXT NOT NULL,
-    ns_owner TEXT NOT NULL,
-    ns_project TEXT,
-    receipt_id TEXT NOT NULL UNIQUE,
-    request_key TEXT UNIQUE,
+    memory_id {t} PRIMARY KEY,
+    ns_key {t} NOT NULL,
+    ns_owner {t} NOT NULL,
+    ns_project {t},
+    receipt_id {t} NOT NULL UNIQUE,
+    request_key {t} UNIQUE,
     receipt TEXT NOT NULL,
-    deleted_at TEXT NOT NULL
+    deleted_at {t} NOT NULL
 );
 CREATE TABLE IF NOT EXISTS gov_events (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq {seq},
     kind TEXT NOT NULL,
-    memory_id TEXT NOT NULL,
-    ns_key TEXT NOT NULL,
-    ref TEXT NOT NULL,
-    at TEXT NOT NULL
+    memory_id {t} NOT NULL,
+    ns_key {t} NOT NULL,
+    ref {t} NOT NULL,
+    at {t} NOT NULL
 );
 CREATE INDEX IF NOT EXISTS gov_ix_events_ns ON gov_events(ns_key, memory_id, seq);
 CREATE TABLE IF NOT EXISTS gov_reviews (
-    review_id TEXT PRIMARY KEY,
-    memory_id TEXT NOT NULL,
-    ns_key TEXT NOT NULL,
-    ns_owner TEXT NOT NULL,
-    ns_project TEXT,
+    review_id {t} PRIMARY KEY,
+    memory_id {t} NOT NULL,
+    ns_key {t} NOT NULL,
+    ns_owner {t} NOT NULL,
+    ns_project {t},
     candidate TEXT NOT NULL,
     reason TEXT NOT NULL,
     status TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    decided_at TEXT,
+    created_at {t} NOT NULL,
+    decided_at {t},
     decided_by TEXT,
-    record_id TEXT
+    record_id {t}
 );
 CREATE INDEX IF NOT EXISTS gov_ix_reviews_ns ON gov_reviews(ns_owner, ns_project, status);
 CREATE TABLE IF NOT EXISTS gov_episode_removed (
-    id TEXT PRIMARY KEY,
-    ns_owner TEXT NOT NULL,
-    ns_project TEXT
-);
-CREATE INDEX IF NOT EXISTS gov_ix_episode_ns
-    ON episodes(json_extract(metadata, '$.{NS_META_KEY}.owner'));
-CREATE TRIGGER IF NOT EXISTS gov_episode_ad AFTER DELETE ON episodes
-WHEN json_extract(old.metadata, '$.{NS_META_KEY}.owner') IS NOT NULL BEGIN
-    INSERT OR IGNORE INTO gov_episode_removed(id, ns_owner, ns_project) VALUES (
-        old.id, json_extract(old.metadata, '$.{NS_META_KEY}.owner'),
-        json_extract(old.metadata, '$.{NS_META_KEY}.project'));
-END;
+    id {t} PRIMARY KEY,
+    ns_owner {t} NOT NULL,
+    ns_project {t}
+)
 """
 
 
-def ensure_schema(backend: SQLiteBackend) -> None:
+def table_statements(*, seq: str, text: str) -> list[str]:
+    """The shared table DDL in one dialect, one statement per item."""
+    script = TABLES.format(seq=seq, t=text)
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between the databases; everything else in this module is shared."""
+
+    name: str
+    backend_cls: Any  # the backend class, for re-binding its _filter_sql queries
+    placeholder: str
+    create_schema: Callable[[Any], None]  # inside the backend's write transaction
+    has_schema: Callable[[Any], bool]
+    # SQL expression for a field of the namespace stamped in an episode's metadata
+    # (``field`` is ``owner`` or ``project``; ``p`` is ``""`` or a table alias + ``.``).
+    ep_ns: Callable[[str, str], str]
+
+    def sql(self, text: str) -> str:
+        return text if self.placeholder == "?" else text.replace("?", self.placeholder)
+
+
+# ---------------------------------------------------------------------- SQLite dialect
+def _sqlite_ep_ns(field: str, p: str) -> str:
+    return f"json_extract({p}metadata, '$.{NS_META_KEY}.{field}')"
+
+
+_SQLITE_EPISODE_DDL = [
+    f"CREATE INDEX IF NOT EXISTS gov_ix_episode_ns ON episodes({_sqlite_ep_ns('owner', '')})",
+    # Namespaced episodes deleted from the Store keep a trace, so a scoped view can
+    # count and list its own tombstones (the tombstone rows carry no namespace).
+    f"""CREATE TRIGGER IF NOT EXISTS gov_episode_ad AFTER DELETE ON episodes
+WHEN {_sqlite_ep_ns('owner', 'old.')} IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO gov_episode_removed(id, ns_owner, ns_project) VALUES (
+        old.id, {_sqlite_ep_ns('owner', 'old.')}, {_sqlite_ep_ns('project', 'old.')});
+END""",
+]
+
+
+def _sqlite_create(b: SQLiteBackend) -> None:
+    for stmt in table_statements(seq="INTEGER PRIMARY KEY AUTOINCREMENT", text="TEXT"):
+        b.q(stmt)
+    for stmt in _SQLITE_EPISODE_DDL:
+        b.q(stmt)
+
+
+def _sqlite_has_schema(b: SQLiteBackend) -> bool:
+    return b.q1("SELECT 1 FROM sqlite_master WHERE name='gov_records'") is not None
+
+
+SQLITE = Dialect("sqlite", SQLiteBackend, "?", _sqlite_create, _sqlite_has_schema,
+                 _sqlite_ep_ns)
+
+
+def dialect(backend: Any) -> Dialect:
+    """The dialect of a backend (or of the backend under a scoped view)."""
+    inner = backend._inner if isinstance(backend, ScopedBackend) else backend
+    if isinstance(inner, SQLiteBackend):
+        return SQLITE
+    # Only a loaded postgres module can have made this backend; never import psycopg here.
+    pg = sys.modules.get(f"{__package__}.postgres")
+    if pg is not None and isinstance(inner, pg.PostgresBackend):
+        from .governance_pg import POSTGRES
+
+        return POSTGRES
+    raise GovernanceError(
+        f"governed memory and scoped views need the SQLite or PostgreSQL backend; this "
+        f"store uses {type(inner).__name__}: open it with Store(path) or "
+        "Store('postgresql://...')")
+
+
+def _q(b: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    return b.q(dialect(b).sql(sql), params)
+
+
+def _q1(b: Any, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+    return b.q1(dialect(b).sql(sql), params)
+
+
+def ensure_schema(backend: Any) -> None:
     """Create the governance tables if this database does not have them yet."""
-    if not isinstance(backend, SQLiteBackend):
-        raise GovernanceError(
-            f"governed memory and scoped views need the SQLite backend; this store uses "
-            f"{type(backend).__name__}: open a SQLite store (Store(path)) for them")
-    if backend.read_only:
-        return
-    if getattr(backend, "_gov_schema_ready", False):
+    d = dialect(backend)
+    if backend.read_only or getattr(backend, "_gov_schema_ready", False):
         return
     with backend.transaction():
-        for stmt in _split_sql(_SCHEMA):
-            backend.q(stmt)
-    backend._gov_schema_ready = True  # type: ignore[attr-defined]
+        d.create_schema(backend)
+    backend._gov_schema_ready = True
 
 
-def has_schema(backend: SQLiteBackend) -> bool:
-    return backend.q1("SELECT 1 FROM sqlite_master WHERE name='gov_records'") is not None
+def has_schema(backend: Any) -> bool:
+    return dialect(backend).has_schema(backend)
 
 
 def _visible(alias: str = "") -> str:
@@ -126,128 +204,134 @@ def _visible(alias: str = "") -> str:
     return f"{p}ns_owner = ? AND ({p}ns_project IS NULL OR {p}ns_project = ?)"
 
 
+def _dumps(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, ensure_ascii=False)
+
+
 # ---------------------------------------------------------------------- records
-def insert_record(b: SQLiteBackend, *, record_id: str, memory_id: str, ns_key: str,
+def insert_record(b: Any, *, record_id: str, memory_id: str, ns_key: str,
                   ns_owner: str, ns_project: str | None, version: int, payload_digest: str,
                   body: dict[str, Any], created_at: str) -> bool:
     """Insert one immutable version; False when (memory_id, version) is already taken."""
-    try:
-        b.q("INSERT INTO gov_records(record_id, memory_id, ns_key, ns_owner, ns_project, "
-            "version, payload_digest, body, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-            (record_id, memory_id, ns_key, ns_owner, ns_project, version, payload_digest,
-             json.dumps(body, sort_keys=True, ensure_ascii=False), created_at))
-    except sqlite3.IntegrityError:
+    # DO NOTHING rather than catching the violation: on PostgreSQL a failed statement
+    # would abort the whole write transaction.
+    got = _q(b, "INSERT INTO gov_records(record_id, memory_id, ns_key, ns_owner, ns_project, "
+                "version, payload_digest, body, created_at) VALUES (?,?,?,?,?,?,?,?,?) "
+                "ON CONFLICT DO NOTHING RETURNING seq",
+             (record_id, memory_id, ns_key, ns_owner, ns_project, version, payload_digest,
+              _dumps(body), created_at))
+    if not got:
         return False
-    b.q("INSERT INTO gov_events(kind, memory_id, ns_key, ref, at) VALUES ('record',?,?,?,?)",
-        (memory_id, ns_key, record_id, created_at))
+    _q(b, "INSERT INTO gov_events(kind, memory_id, ns_key, ref, at) VALUES ('record',?,?,?,?)",
+       (memory_id, ns_key, record_id, created_at))
     return True
 
 
-def record_by_id(b: SQLiteBackend, record_id: str) -> tuple[str, dict[str, Any]] | None:
+def record_by_id(b: Any, record_id: str) -> tuple[str, dict[str, Any]] | None:
     """(payload_digest, body) of one version, or None."""
-    r = b.q1("SELECT payload_digest, body FROM gov_records WHERE record_id=?", (record_id,))
+    r = _q1(b, "SELECT payload_digest, body FROM gov_records WHERE record_id=?", (record_id,))
     return None if r is None else (r[0], json.loads(r[1]))
 
 
-def versions(b: SQLiteBackend, memory_id: str) -> list[dict[str, Any]]:
-    return [json.loads(r[0]) for r in b.q(
-        "SELECT body FROM gov_records WHERE memory_id=? ORDER BY version", (memory_id,))]
+def versions(b: Any, memory_id: str) -> list[dict[str, Any]]:
+    return [json.loads(r[0]) for r in _q(
+        b, "SELECT body FROM gov_records WHERE memory_id=? ORDER BY version", (memory_id,))]
 
 
-def scrub_versions(b: SQLiteBackend, memory_id: str) -> None:
+def scrub_versions(b: Any, memory_id: str) -> None:
     """Blank the content of every version of a forgotten memory (ids and digests stay)."""
-    for rid, body in b.q("SELECT record_id, body FROM gov_records WHERE memory_id=?",
-                         (memory_id,)):
+    for rid, body in _q(b, "SELECT record_id, body FROM gov_records WHERE memory_id=?",
+                        (memory_id,)):
         data = json.loads(body)
         data["content"] = None
-        b.q("UPDATE gov_records SET body=? WHERE record_id=?",
-            (json.dumps(data, sort_keys=True, ensure_ascii=False), rid))
+        _q(b, "UPDATE gov_records SET body=? WHERE record_id=?", (_dumps(data), rid))
 
 
 # ---------------------------------------------------------------------- projection
-def current(b: SQLiteBackend, memory_id: str) -> dict[str, Any] | None:
-    r = b.q1("SELECT record_id, version, state, hidden FROM gov_current WHERE memory_id=?",
-             (memory_id,))
+def current(b: Any, memory_id: str) -> dict[str, Any] | None:
+    r = _q1(b, "SELECT record_id, version, state, hidden FROM gov_current WHERE memory_id=?",
+            (memory_id,))
     if r is None:
         return None
     return {"record_id": r[0], "version": r[1], "state": r[2], "hidden": bool(r[3])}
 
 
-def set_current(b: SQLiteBackend, *, memory_id: str, ns_key: str, ns_owner: str,
+def set_current(b: Any, *, memory_id: str, ns_key: str, ns_owner: str,
                 ns_project: str | None, record_id: str | None, version: int, state: str) -> None:
-    b.q("INSERT INTO gov_current(memory_id, ns_key, ns_owner, ns_project, record_id, version, "
-        "state) VALUES (?,?,?,?,?,?,?) ON CONFLICT(memory_id) DO UPDATE SET "
-        "record_id=excluded.record_id, version=excluded.version, state=excluded.state",
-        (memory_id, ns_key, ns_owner, ns_project, record_id, version, state))
+    _q(b, "INSERT INTO gov_current(memory_id, ns_key, ns_owner, ns_project, record_id, "
+          "version, state) VALUES (?,?,?,?,?,?,?) ON CONFLICT(memory_id) DO UPDATE SET "
+          "record_id=excluded.record_id, version=excluded.version, state=excluded.state",
+       (memory_id, ns_key, ns_owner, ns_project, record_id, version, state))
 
 
-def set_hidden(b: SQLiteBackend, memory_id: str, hidden: bool) -> int:
-    return b.conn.execute("UPDATE gov_current SET hidden=? WHERE memory_id=?",
-                          (1 if hidden else 0, memory_id)).rowcount
+def set_hidden(b: Any, memory_id: str, hidden: bool) -> int:
+    return len(_q(b, "UPDATE gov_current SET hidden=? WHERE memory_id=? RETURNING memory_id",
+                  (1 if hidden else 0, memory_id)))
 
 
-def visible_current(b: SQLiteBackend, owner: str, project: str | None) -> list[dict[str, Any]]:
+def visible_current(b: Any, owner: str, project: str | None) -> list[dict[str, Any]]:
     """Bodies of the active current versions the reader's namespace may see."""
-    rows = b.q("SELECT r.body, c.hidden FROM gov_current c JOIN gov_records r "
-               f"ON r.record_id = c.record_id WHERE c.state='active' AND {_visible('c')} "
-               "ORDER BY c.memory_id", (owner, project))
+    rows = _q(b, "SELECT r.body, c.hidden FROM gov_current c JOIN gov_records r "
+                 f"ON r.record_id = c.record_id WHERE c.state='active' AND {_visible('c')} "
+                 "ORDER BY c.memory_id", (owner, project))
     return [{**json.loads(body), "_hidden": bool(h)} for body, h in rows]
 
 
-def all_current_unscoped(b: SQLiteBackend) -> list[dict[str, Any]]:
+def all_current_unscoped(b: Any) -> list[dict[str, Any]]:
     """Every active current version of every namespace: for the evaluation's unscoped
     baseline and for operators, never for an agent's recall."""
-    return [json.loads(r[0]) for r in b.q(
-        "SELECT r.body FROM gov_current c JOIN gov_records r ON r.record_id = c.record_id "
-        "WHERE c.state='active' ORDER BY c.memory_id")]
+    return [json.loads(r[0]) for r in _q(
+        b, "SELECT r.body FROM gov_current c JOIN gov_records r ON r.record_id = c.record_id "
+           "WHERE c.state='active' ORDER BY c.memory_id")]
 
 
-def events(b: SQLiteBackend) -> list[tuple[str, str, str, str]]:
+def events(b: Any) -> list[tuple[str, str, str, str]]:
     """(kind, memory_id, ns_key, ref) in commit order: the replay source."""
-    return [tuple(r) for r in b.q(  # type: ignore[misc]
-        "SELECT kind, memory_id, ns_key, ref FROM gov_events ORDER BY seq")]
+    return [tuple(r) for r in _q(  # type: ignore[misc]
+        b, "SELECT kind, memory_id, ns_key, ref FROM gov_events ORDER BY seq")]
 
 
-def clear_projection(b: SQLiteBackend) -> dict[str, bool]:
+def clear_projection(b: Any) -> dict[str, bool]:
     """Drop the projection (keeping the hidden flags to restore) before a replay."""
-    hidden = {r[0]: True for r in b.q("SELECT memory_id FROM gov_current WHERE hidden=1")}
-    b.q("DELETE FROM gov_current")
+    hidden = {r[0]: True for r in _q(b, "SELECT memory_id FROM gov_current WHERE hidden=1")}
+    _q(b, "DELETE FROM gov_current")
     return hidden
 
 
 # ---------------------------------------------------------------------- tombstones
-def tombstone(b: SQLiteBackend, memory_id: str) -> dict[str, Any] | None:
-    r = b.q1("SELECT receipt FROM gov_tombstones WHERE memory_id=?", (memory_id,))
+def tombstone(b: Any, memory_id: str) -> dict[str, Any] | None:
+    r = _q1(b, "SELECT receipt FROM gov_tombstones WHERE memory_id=?", (memory_id,))
     return None if r is None else json.loads(r[0])
 
 
-def tombstone_by_request(b: SQLiteBackend, request_key: str) -> dict[str, Any] | None:
-    r = b.q1("SELECT receipt FROM gov_tombstones WHERE request_key=?", (request_key,))
+def tombstone_by_request(b: Any, request_key: str) -> dict[str, Any] | None:
+    r = _q1(b, "SELECT receipt FROM gov_tombstones WHERE request_key=?", (request_key,))
     return None if r is None else json.loads(r[0])
 
 
-def insert_tombstone(b: SQLiteBackend, *, memory_id: str, ns_key: str, ns_owner: str,
+def insert_tombstone(b: Any, *, memory_id: str, ns_key: str, ns_owner: str,
                      ns_project: str | None, receipt: dict[str, Any],
                      request_key: str | None) -> None:
-    b.q("INSERT INTO gov_tombstones(memory_id, ns_key, ns_owner, ns_project, receipt_id, "
-        "request_key, receipt, deleted_at) VALUES (?,?,?,?,?,?,?,?)",
-        (memory_id, ns_key, ns_owner, ns_project, receipt["receipt_id"], request_key,
-         json.dumps(receipt, sort_keys=True), receipt["deleted_at"]))
-    b.q("INSERT INTO gov_events(kind, memory_id, ns_key, ref, at) VALUES ('tombstone',?,?,?,?)",
-        (memory_id, ns_key, receipt["receipt_id"], receipt["deleted_at"]))
+    _q(b, "INSERT INTO gov_tombstones(memory_id, ns_key, ns_owner, ns_project, receipt_id, "
+          "request_key, receipt, deleted_at) VALUES (?,?,?,?,?,?,?,?)",
+       (memory_id, ns_key, ns_owner, ns_project, receipt["receipt_id"], request_key,
+        json.dumps(receipt, sort_keys=True), receipt["deleted_at"]))
+    _q(b, "INSERT INTO gov_events(kind, memory_id, ns_key, ref, at) "
+          "VALUES ('tombstone',?,?,?,?)",
+       (memory_id, ns_key, receipt["receipt_id"], receipt["deleted_at"]))
 
 
 # ---------------------------------------------------------------------- reviews
-def insert_review(b: SQLiteBackend, *, review_id: str, memory_id: str, ns_key: str,
+def insert_review(b: Any, *, review_id: str, memory_id: str, ns_key: str,
                   ns_owner: str, ns_project: str | None, candidate: dict[str, Any], reason: str,
                   created_at: str) -> bool:
     """Queue one item; False when this review id is already queued (a retry)."""
-    cur = b.conn.execute(
-        "INSERT OR IGNORE INTO gov_reviews(review_id, memory_id, ns_key, ns_owner, ns_project, "
-        "candidate, reason, status, created_at) VALUES (?,?,?,?,?,?,?, 'pending', ?)",
+    return bool(_q(
+        b, "INSERT INTO gov_reviews(review_id, memory_id, ns_key, ns_owner, ns_project, "
+           "candidate, reason, status, created_at) VALUES (?,?,?,?,?,?,?, 'pending', ?) "
+           "ON CONFLICT DO NOTHING RETURNING review_id",
         (review_id, memory_id, ns_key, ns_owner, ns_project,
-         json.dumps(candidate, sort_keys=True), reason, created_at))
-    return cur.rowcount == 1
+         json.dumps(candidate, sort_keys=True), reason, created_at)))
 
 
 _REVIEW_COLS = ("review_id", "memory_id", "ns_key", "candidate", "reason", "status", "created_at",
@@ -260,43 +344,43 @@ def _review(r: Sequence[Any]) -> dict[str, Any]:
     return d
 
 
-def review(b: SQLiteBackend, review_id: str) -> dict[str, Any] | None:
-    r = b.q1(f"SELECT {', '.join(_REVIEW_COLS)} FROM gov_reviews WHERE review_id=?",
-             (review_id,))
+def review(b: Any, review_id: str) -> dict[str, Any] | None:
+    r = _q1(b, f"SELECT {', '.join(_REVIEW_COLS)} FROM gov_reviews WHERE review_id=?",
+            (review_id,))
     return None if r is None else _review(r)
 
 
-def reviews(b: SQLiteBackend, owner: str, project: str | None,
+def reviews(b: Any, owner: str, project: str | None,
             status: str | None = "pending") -> list[dict[str, Any]]:
     sql = f"SELECT {', '.join(_REVIEW_COLS)} FROM gov_reviews WHERE {_visible()}"
     params: list[Any] = [owner, project]
     if status is not None:
         sql += " AND status=?"
         params.append(status)
-    return [_review(r) for r in b.q(sql + " ORDER BY created_at, review_id", params)]
+    return [_review(r) for r in _q(b, sql + " ORDER BY created_at, review_id", params)]
 
 
-def cancel_reviews(b: SQLiteBackend, memory_id: str, *, decided_at: str) -> int:
+def cancel_reviews(b: Any, memory_id: str, *, decided_at: str) -> int:
     """Close every pending review of a forgotten memory so no approval can revive it."""
-    return b.conn.execute(
-        "UPDATE gov_reviews SET status='cancelled', decided_at=?, decided_by='forget', "
-        "candidate='{}' WHERE memory_id=? AND status='pending'",
-        (decided_at, memory_id)).rowcount
+    return len(_q(
+        b, "UPDATE gov_reviews SET status='cancelled', decided_at=?, decided_by='forget', "
+           "candidate='{}' WHERE memory_id=? AND status='pending' RETURNING review_id",
+        (decided_at, memory_id)))
 
 
-def decide_review(b: SQLiteBackend, review_id: str, *, status: str, decided_at: str,
+def decide_review(b: Any, review_id: str, *, status: str, decided_at: str,
                   decided_by: str, record_id: str | None) -> int:
-    return b.conn.execute(
-        "UPDATE gov_reviews SET status=?, decided_at=?, decided_by=?, record_id=? "
-        "WHERE review_id=? AND status='pending'",
-        (status, decided_at, decided_by, record_id, review_id)).rowcount
+    return len(_q(
+        b, "UPDATE gov_reviews SET status=?, decided_at=?, decided_by=?, record_id=? "
+           "WHERE review_id=? AND status='pending' RETURNING review_id",
+        (status, decided_at, decided_by, record_id, review_id)))
 
 
 # ---------------------------------------------------------------------- scoped episodes
 #: Backend methods a scoped view passes through unchanged: transactions, metadata, the
 #: audit chain, wraps, patterns and probes (database-wide by design), writes, and
 #: lookups keyed by ids the view has already filtered. Anything else must be scoped:
-#: a core test fails when SQLiteBackend gains a method that is in neither list.
+#: a test per backend fails when the backend gains a method that is in neither list.
 SHARED_METHODS: frozenset[str] = frozenset({
     "add_derivations", "add_meta_int", "add_supersession", "add_tombstone", "audit_count",
     "audit_entries", "audit_insert", "audit_tip", "checkpoint", "close", "close_wrap",
@@ -311,15 +395,14 @@ SHARED_METHODS: frozenset[str] = frozenset({
 })
 
 
-def _ep_scope(alias: str) -> str:
-    p = f"{alias}." if alias else ""
-    owner = f"json_extract({p}metadata, '$.{NS_META_KEY}.owner')"
-    project = f"json_extract({p}metadata, '$.{NS_META_KEY}.project')"
-    return f"({owner} = ? AND ({project} IS NULL OR {project} = ?))"
+def _ep_row(r: Sequence[Any]) -> EpisodeRow:
+    return EpisodeRow(rowid=int(r[0]), id=r[1], timestamp=r[2], type=r[3], content=r[4],
+                      source=r[5], session_id=r[6], metadata=r[7], trust=r[8],
+                      state_key=r[9], wrap_id=None if r[10] is None else int(r[10]))
 
 
-class ScopedSQLiteBackend:
-    """The backend of a namespace-scoped Store view.
+class ScopedBackend:
+    """The backend of a namespace-scoped Store view, on either database.
 
     Reads of episodes, their links, tombstones and counts see only the namespace's
     episodes: the filter is part of the SQL, so nothing outside the scope is ranked,
@@ -327,28 +410,37 @@ class ScopedSQLiteBackend:
     the underlying backend's (one database, one chain).
     """
 
-    def __init__(self, inner: SQLiteBackend, owner: str, project: str | None) -> None:
+    def __init__(self, inner: Any, owner: str, project: str | None) -> None:
+        self._d = dialect(inner)
         self._inner = inner
         self._scope = (owner, project)
 
     def __getattr__(self, name: str) -> Any:
-        # Every SQLiteBackend query built on _filter_sql (search, rows_by_rowid, ...)
-        # runs with this object as self, so it picks up the scoped _filter_sql below.
-        fn = getattr(SQLiteBackend, name, None)
+        # Every backend query built on _filter_sql (search, rows_by_rowid, ...) runs
+        # with this object as self, so it picks up the scoped _filter_sql below.
+        fn = getattr(self._d.backend_cls, name, None)
         if inspect.isfunction(fn) and "_filter_sql" in fn.__code__.co_names:
             return types.MethodType(fn, self)
         return getattr(self._inner, name)
 
-    # Adding the scope to the filter clause filters phrase, word (BM25), row-id and
-    # plain listings alike, before any ranking.
-    def _filter_sql(self, f: SearchFilters, alias: str = "e") -> tuple[str, list[Any]]:
-        where, params = SQLiteBackend._filter_sql(self._inner, f, alias)
-        return f"{where} AND {_ep_scope(alias)}", [*params, *self._scope]
+    def _ns_clause(self, alias: str) -> str:
+        p = f"{alias}." if alias else ""
+        owner, project = self._d.ep_ns("owner", p), self._d.ep_ns("project", p)
+        return self._d.sql(f"({owner} = ? AND ({project} IS NULL OR {project} = ?))")
 
-    def _rows(self, where: str, params: Sequence[Any], order: str = "timestamp ASC, rowid ASC"
-              ) -> list[EpisodeRow]:
-        return [_row(r) for r in self._inner.q(
-            f"SELECT {_EP_COLS} FROM episodes WHERE ({where}) AND {_ep_scope('')} "
+    # Adding the scope to the filter clause filters phrase, word, row-id and plain
+    # listings alike, before any ranking.
+    def _filter_sql(self, f: SearchFilters, alias: str = "e") -> tuple[str, list[Any]]:
+        where, params = self._d.backend_cls._filter_sql(self._inner, f, alias)
+        return f"{where} AND {self._ns_clause(alias)}", [*params, *self._scope]
+
+    def _ns_q(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._inner.q(self._d.sql(sql), params)
+
+    def _ns_rows(self, where: str, params: Sequence[Any],
+                 order: str = "timestamp ASC, rowid ASC") -> list[EpisodeRow]:
+        return [_ep_row(r) for r in self._ns_q(
+            f"SELECT {_EP_COLS} FROM episodes WHERE ({where}) AND {self._ns_clause('')} "
             f"ORDER BY {order}", [*params, *self._scope])]
 
     def get_episodes(self, ids: Sequence[str]) -> dict[str, EpisodeRow]:
@@ -356,67 +448,68 @@ class ScopedSQLiteBackend:
         ids = list(dict.fromkeys(ids))
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
-            for r in self._rows(f"id IN ({','.join('?' * len(chunk))})", chunk):
+            for r in self._ns_rows(f"id IN ({','.join('?' * len(chunk))})", chunk):
                 out[r.id] = r
         return out
 
     def all_episodes(self, *, order: str = "timestamp ASC, rowid ASC") -> Iterator[EpisodeRow]:
-        yield from self._rows("1", (), order)
+        yield from self._ns_rows("1=1", (), order)
 
     def unwrapped_episodes(self) -> list[EpisodeRow]:
-        return self._rows("wrap_id IS NULL", ())
+        return self._ns_rows("wrap_id IS NULL", ())
 
     def state_key_holders(self, key: str | None = None) -> list[EpisodeRow]:
         if key is None:
-            return self._rows("state_key IS NOT NULL", (), "state_key, timestamp ASC, rowid ASC")
-        return self._rows("state_key = ?", (key,))
+            return self._ns_rows("state_key IS NOT NULL", (),
+                                 "state_key, timestamp ASC, rowid ASC")
+        return self._ns_rows("state_key = ?", (key,))
 
     def ids_older_than(self, cutoff: str) -> list[str]:
-        return [r.id for r in self._rows("timestamp < ?", (cutoff,))]
+        return [r.id for r in self._ns_rows("timestamp < ?", (cutoff,))]
 
-    def _count(self, where: str = "1", params: Sequence[Any] = ()) -> int:
-        r = self._inner.q1(f"SELECT COUNT(*) FROM episodes WHERE ({where}) AND {_ep_scope('')}",
-                           [*params, *self._scope])
-        return int(r[0]) if r else 0
+    def _ns_count(self, where: str = "1=1", params: Sequence[Any] = ()) -> int:
+        r = self._ns_q(f"SELECT COUNT(*) FROM episodes WHERE ({where}) AND "
+                       f"{self._ns_clause('')}", [*params, *self._scope])
+        return int(r[0][0]) if r else 0
 
     def count_episodes(self) -> int:
-        return self._count()
+        return self._ns_count()
 
     def count_unwrapped(self) -> int:
-        return self._count("wrap_id IS NULL")
+        return self._ns_count("wrap_id IS NULL")
 
-    def _group(self, col: str) -> dict[str, int]:
-        return {r[0]: r[1] for r in self._inner.q(
-            f"SELECT {col}, COUNT(*) FROM episodes WHERE {_ep_scope('')} GROUP BY {col}",
+    def _ns_group(self, col: str) -> dict[str, int]:
+        return {r[0]: int(r[1]) for r in self._ns_q(
+            f"SELECT {col}, COUNT(*) FROM episodes WHERE {self._ns_clause('')} GROUP BY {col}",
             self._scope)}
 
     def counts_by_type(self) -> dict[str, int]:
-        return self._group("type")
+        return self._ns_group("type")
 
     def counts_by_trust(self) -> dict[str, int]:
-        return self._group("trust")
+        return self._ns_group("trust")
 
     def _in_scope_sql(self, col: str) -> str:
-        return f"{col} IN (SELECT id FROM episodes WHERE {_ep_scope('')})"
+        return f"{col} IN (SELECT id FROM episodes WHERE {self._ns_clause('')})"
 
     def count_superseded(self) -> int:
-        r = self._inner.q1("SELECT COUNT(DISTINCT old_id) FROM supersessions WHERE "
-                           + self._in_scope_sql("old_id"), self._scope)
-        return int(r[0]) if r else 0
+        r = self._ns_q("SELECT COUNT(DISTINCT old_id) FROM supersessions WHERE "
+                       + self._in_scope_sql("old_id"), self._scope)
+        return int(r[0][0]) if r else 0
 
     def all_supersessions(self) -> list[tuple[str, str, str, str]]:
-        return [tuple(r) for r in self._inner.q(  # type: ignore[misc]
+        return [tuple(r) for r in self._ns_q(  # type: ignore[misc]
             "SELECT old_id, new_id, kind, created_at FROM supersessions WHERE "
             f"{self._in_scope_sql('old_id')} AND {self._in_scope_sql('new_id')} "
             "ORDER BY created_at", [*self._scope, *self._scope])]
 
     def all_derivations(self) -> list[tuple[str, str, str | None]]:
-        return [tuple(r) for r in self._inner.q(  # type: ignore[misc]
+        return [tuple(r) for r in self._ns_q(  # type: ignore[misc]
             "SELECT episode_id, source_id, removed_trust FROM derivations WHERE "
             + self._in_scope_sql("episode_id"), self._scope)]
 
     def _removed_ids(self) -> set[str]:
-        return {r[0] for r in self._inner.q(
+        return {r[0] for r in self._ns_q(
             f"SELECT id FROM gov_episode_removed WHERE {_visible()}", self._scope)}
 
     def tombstones(self, ids: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -426,3 +519,13 @@ class ScopedSQLiteBackend:
 
     def count_tombstones(self) -> int:
         return len(self._removed_ids())
+
+
+#: The name the SQLite-only first version had; the class now serves both backends.
+ScopedSQLiteBackend = ScopedBackend
+
+
+def scoped_backend(inner: Any, owner: str, project: str | None) -> ScopedBackend:
+    """A namespace-scoped view of ``inner`` (creating the governance tables first)."""
+    ensure_schema(inner)
+    return ScopedBackend(inner, owner, project)
