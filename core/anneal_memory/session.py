@@ -131,12 +131,14 @@ class MemorySession:
             return "\n\n".join(parts)
         return self._guard("start", run, "")
 
-    def recall(self, query: str, limit: int | None = None) -> list[ScoredEpisode]:
-        """Scored recall for ``query``."""
+    def recall(self, query: str, limit: int | None = None, *,
+               context: bool = True) -> list[ScoredEpisode]:
+        """Scored recall for ``query`` (``context=False`` for stores of unrelated items)."""
         k = self.recall_limit if limit is None else limit
         return self._guard("recall", lambda: list(retrieve_relevant(
             self.store, self.crystal_store, query or "", max_episodes=k,
-            max_patterns=3 if self.crystal_store is not None else 0).episodes), [])
+            max_patterns=3 if self.crystal_store is not None else 0,
+            context=context).episodes), [])
 
     def context_for(self, query: str | None, *, limit: int | None = None) -> str:
         """Recall for ``query`` rendered as a memory section of data; relayed items last."""
