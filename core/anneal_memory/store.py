@@ -134,6 +134,7 @@ class Store:
         self.store_id = self._backend.get_meta("store_id") or ""
         self._audit = AuditTrail(self._backend, db, salt=self._backend.get_meta("audit_salt") or "",
                                  on_event=on_audit_event, enabled=audit and not read_only)
+        self._audit_requested = bool(audit)
         if section_schema is not None:
             from .continuity.schema import validate_schema
 
@@ -578,7 +579,7 @@ class Store:
                 tombstone_count=b.count_tombstones(),
                 continuity_chars=None if text is None else len(text),
                 episodes_by_type=b.counts_by_type(),
-                audit_enabled=self._audit.enabled,
+                audit_enabled=self._audit_requested,
                 audit_entry_count=b.audit_count(),
                 audit_write_failures=failures,
                 audit_last_failure=b.get_meta("audit_last_failure"),
