@@ -1,15 +1,17 @@
 """The storage interface the rest of the library is written against.
 
 A backend owns transactions, the episode tables, the keyword index, the wrap and
-pattern-history tables and the in-database copy of the audit chain. The SQLite backend
-is the embedded default; a server backend implements the same methods.
+pattern-history tables, the in-database copy of the audit chain and the named text
+blobs (continuity, baton). Every method the core calls on a backend is declared here.
+``common.SQLBackend`` implements the ones whose SQL is the same on every database;
+``SQLiteBackend`` (the embedded default) and ``PostgresBackend`` add the rest.
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,57 +42,177 @@ class SearchFilters:
     ids: Sequence[str] | None = None
 
 
+
 class Backend(abc.ABC):
-    """What Store, recall, the wrap and the audit trail need from a database."""
+    """What Store, recall, the wrap, the immune system and the audit trail need."""
 
     path: str
+    read_only: bool
+    # False when the audit chain lives only in the database (no per-host JSONL mirror).
+    mirrors_audit_to_files: bool = True
 
-    # -- lifecycle / transactions
+    # -- lifecycle and transactions
     @abc.abstractmethod
     def close(self) -> None: ...
+    @property
+    @abc.abstractmethod
+    def closed(self) -> bool: ...
+    @property
+    @abc.abstractmethod
+    def in_transaction(self) -> bool: ...
 
     @abc.abstractmethod
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
         """An immediate write transaction; nested calls join the outer one."""
 
     @abc.abstractmethod
-    @contextlib.contextmanager
-    def read(self) -> Iterator[None]:
+    def read(self) -> contextlib.AbstractContextManager[None]:
         """A consistent read snapshot."""
+
+    @abc.abstractmethod
+    def integrity_check(self) -> str:
+        """``ok``, or what the database found wrong."""
+
+    # -- raw SQL, for helpers inside this package (``?`` placeholders on every backend)
+    @abc.abstractmethod
+    def q(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    @abc.abstractmethod
+    def q1(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None: ...
+    @abc.abstractmethod
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    @abc.abstractmethod
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
 
     # -- metadata
     @abc.abstractmethod
     def get_meta(self, key: str) -> str | None: ...
-
     @abc.abstractmethod
     def set_meta(self, key: str, value: str | None) -> None: ...
+    @abc.abstractmethod
+    def add_meta_int(self, key: str, delta: int) -> None: ...
+
+    # -- named text blobs (the continuity file, the baton)
+    @abc.abstractmethod
+    def read_blob(self, name: str) -> str | None: ...
+    @abc.abstractmethod
+    def write_blob(self, name: str, text: str, *, lock: str | None = None) -> None: ...
+    @abc.abstractmethod
+    def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
+                    lock: str | None = None) -> str | None: ...
 
     # -- episodes
     @abc.abstractmethod
     def insert_episode(self, row: EpisodeRow) -> None: ...
-
+    @abc.abstractmethod
+    def id_taken(self, episode_id: str) -> bool: ...
     @abc.abstractmethod
     def get_episodes(self, ids: Sequence[str]) -> dict[str, EpisodeRow]: ...
-
+    @abc.abstractmethod
+    def all_episodes(self, *, order: str = "timestamp ASC, rowid ASC") -> Iterator[EpisodeRow]: ...
+    @abc.abstractmethod
+    def unwrapped_episodes(self) -> list[EpisodeRow]: ...
+    @abc.abstractmethod
+    def state_key_holders(self, key: str | None = None) -> list[EpisodeRow]: ...
+    @abc.abstractmethod
+    def ids_older_than(self, cutoff: str) -> list[str]: ...
+    @abc.abstractmethod
+    def update_episode(self, episode_id: str, **fields: Any) -> None: ...
+    @abc.abstractmethod
+    def mark_wrapped(self, ids: Sequence[str], wrap_id: int) -> None: ...
     @abc.abstractmethod
     def delete_episode_rows(self, ids: Sequence[str]) -> int: ...
+    @abc.abstractmethod
+    def scrub_indexes(self) -> None:
+        """Inside the delete's transaction: leave no trace of deleted text in indexes."""
+    @abc.abstractmethod
+    def checkpoint(self) -> None:
+        """After a delete has committed: compact the files or tables it touched."""
+    @abc.abstractmethod
+    def count_episodes(self) -> int: ...
+    @abc.abstractmethod
+    def count_unwrapped(self) -> int: ...
+    @abc.abstractmethod
+    def counts_by_type(self) -> dict[str, int]: ...
+    @abc.abstractmethod
+    def counts_by_trust(self) -> dict[str, int]: ...
 
+    # -- keyword search
     @abc.abstractmethod
     def search(self, filters: SearchFilters, *, phrase: str | None = None,
                words: Sequence[str] | None = None, limit: int = 100, offset: int = 0,
                order: str = "recent") -> tuple[list[tuple[EpisodeRow, float]], int]: ...
+    @abc.abstractmethod
+    def rows_by_rowid(self, rowids: Sequence[int], filters: SearchFilters) -> dict[int, EpisodeRow]: ...
 
-    # -- audit
+    # -- supersession, derivation, tombstones
+    @abc.abstractmethod
+    def add_supersession(self, old_id: str, new_id: str, kind: str, created_at: str) -> None: ...
+    @abc.abstractmethod
+    def remove_supersession(self, old_id: str, new_id: str) -> int: ...
+    @abc.abstractmethod
+    def supersessions_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]: ...
+    @abc.abstractmethod
+    def superseded_by_new(self, new_id: str) -> list[tuple[str, str]]: ...
+    @abc.abstractmethod
+    def all_supersessions(self) -> list[tuple[str, str, str, str]]: ...
+    @abc.abstractmethod
+    def count_superseded(self) -> int: ...
+    @abc.abstractmethod
+    def delete_supersessions_touching(self, ids: Sequence[str]) -> list[tuple[str, str, str]]: ...
+    @abc.abstractmethod
+    def add_derivations(self, episode_id: str, sources: Sequence[str],
+                        pinned_trust: str | None = None) -> None: ...
+    @abc.abstractmethod
+    def derivations_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str | None]]]: ...
+    @abc.abstractmethod
+    def mark_source_removed(self, source_id: str, trust: str) -> None: ...
+    @abc.abstractmethod
+    def all_derivations(self) -> list[tuple[str, str, str | None]]: ...
+    @abc.abstractmethod
+    def add_tombstone(self, episode_id: str, type_: str, timestamp: str, content_hash: str,
+                      removed_at: str, reason: str, trust: str) -> None: ...
+    @abc.abstractmethod
+    def tombstones(self, ids: Sequence[str] | None = None) -> dict[str, dict[str, Any]]: ...
+    @abc.abstractmethod
+    def count_tombstones(self) -> int: ...
+
+    # -- wraps, pattern history, drift probes
+    @abc.abstractmethod
+    def open_wrap(self) -> dict[str, Any] | None: ...
+    @abc.abstractmethod
+    def insert_wrap(self, started_at: str, token: str, session_id: str | None,
+                    episode_ids: Sequence[str], today: str) -> int: ...
+    @abc.abstractmethod
+    def close_wrap(self, wrap_id: int, status: str, completed_at: str, *, chars: int | None = None,
+                   episodes_compressed: int | None = None,
+                   metrics: dict[str, Any] | None = None) -> None: ...
+    @abc.abstractmethod
+    def wrap_history(self, limit: int | None = None) -> list[dict[str, Any]]: ...
+    @abc.abstractmethod
+    def wrap_counts(self) -> tuple[int, str | None]: ...
+    @abc.abstractmethod
+    def wrapped_ids_before(self, wrap_id: int) -> set[str]: ...
+    @abc.abstractmethod
+    def pattern_history(self) -> dict[str, dict[str, Any]]: ...
+    @abc.abstractmethod
+    def upsert_pattern(self, rec: dict[str, Any]) -> None: ...
+    @abc.abstractmethod
+    def has_pattern_history(self) -> bool: ...
+    @abc.abstractmethod
+    def insert_probe(self, rec: dict[str, Any]) -> None: ...
+    @abc.abstractmethod
+    def probes(self) -> list[dict[str, Any]]: ...
+    @abc.abstractmethod
+    def update_probe(self, probe_id: str, status: str, detail: str, wrap_id: int | None) -> None: ...
+    @abc.abstractmethod
+    def delete_probe(self, probe_id: str) -> int: ...
+
+    # -- the audit chain's database copy
     @abc.abstractmethod
     def audit_tip(self) -> tuple[int, str]: ...
-
     @abc.abstractmethod
     def audit_insert(self, entry: dict[str, Any]) -> None: ...
-
     @abc.abstractmethod
     def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]: ...
-
     @abc.abstractmethod
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Escape hatch for backend-specific helpers inside this package only."""
+    def audit_count(self) -> int: ...

@@ -8,10 +8,10 @@ the source's chain.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
 from ..errors import StoreError
+from .base import Backend
 
 TABLES: list[tuple[str, str, str]] = [  # (table, columns, order)
     ("meta", "key, value", "key"),
@@ -34,41 +34,31 @@ _OWN_META = {"schema_version", "application"}
 BATCH = 2000
 
 
-def _is_pg(backend: Any) -> bool:
-    return not getattr(backend, "mirrors_audit_to_files", True)
+def _is_pg(backend: Backend) -> bool:
+    return not backend.mirrors_audit_to_files
 
 
-def counts(backend: Any) -> dict[str, int]:
+def counts(backend: Backend) -> dict[str, int]:
     return {t: int(backend.execute(f"SELECT COUNT(*) FROM {t}")[0][0])
             for t, _c, _o in TABLES if t != "meta"}
 
 
-def _insert_many(dst: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-    if _is_pg(dst):
-        with dst._conn.cursor() as cur:
-            cur.executemany(sql, rows)
-    else:
-        dst.conn.executemany(sql, rows)
-
-
-def copy_all(src: Any, dst: Any, progress: Callable[[str, int, int], None]) -> dict[str, int]:
+def copy_all(src: Backend, dst: Backend, progress: Callable[[str, int, int], None]) -> dict[str, int]:
     """Copy every table and blob of ``src`` into the empty store ``dst`` in one
     transaction; returns the rows copied per table."""
     if dst.count_episodes() or dst.audit_count() or dst.count_tombstones():
         raise StoreError("the destination store is not empty: migrate into a new store")
-    mark = "%s" if _is_pg(dst) else "?"
     done: dict[str, int] = {}
     with dst.transaction():
         for table, cols, order in TABLES:
             rows = [tuple(r) for r in src.execute(f"SELECT {cols} FROM {table} ORDER BY {order}")]
             if table == "meta":
                 rows = [r for r in rows if r[0] not in _OWN_META]
-                dst.execute(f"DELETE FROM meta WHERE key NOT IN ({mark}, {mark})",
-                            sorted(_OWN_META))
-            marks = ", ".join([mark] * len(cols.split(",")))
+                dst.execute("DELETE FROM meta WHERE key NOT IN (?, ?)", sorted(_OWN_META))
+            marks = ", ".join(["?"] * len(cols.split(",")))
             sql = f"INSERT INTO {table} ({cols}) VALUES ({marks})"
             for i in range(0, len(rows), BATCH):
-                _insert_many(dst, sql, rows[i:i + BATCH])
+                dst.executemany(sql, rows[i:i + BATCH])
                 progress(table, min(i + BATCH, len(rows)), len(rows))
             if not rows:
                 progress(table, 0, 0)

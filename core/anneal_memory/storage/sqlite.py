@@ -9,7 +9,6 @@ the same transaction as the row they index.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import threading
@@ -18,8 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ReadOnlyStoreError, StoreError
-from .base import Backend, EpisodeRow, SearchFilters
+from .base import EpisodeRow, SearchFilters
 from .blobs import SidecarBlobs
+from .common import EP_COLS as _EP_COLS
+from .common import SQLBackend
+from .common import episode_row as _row
 
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x414E4D31  # "ANM1": marks a database file as ours
@@ -134,16 +136,6 @@ CREATE TRIGGER IF NOT EXISTS episodes_au AFTER UPDATE OF content, type ON episod
 END;
 """
 
-_EP_COLS = "rowid, id, timestamp, type, content, source, session_id, metadata, trust, state_key, wrap_id"
-
-
-def _row(r: sqlite3.Row | tuple[Any, ...]) -> EpisodeRow:
-    return EpisodeRow(
-        rowid=r[0], id=r[1], timestamp=r[2], type=r[3], content=r[4], source=r[5],
-        session_id=r[6], metadata=r[7], trust=r[8], state_key=r[9], wrap_id=r[10],
-    )
-
-
 def _with_type(expr: str, filters: SearchFilters) -> str:
     """Add the episode-type filter inside the full-text query, so the index does it."""
     if filters.episode_type:
@@ -156,8 +148,10 @@ def fts_quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-class SQLiteBackend(Backend):
+class SQLiteBackend(SQLBackend):
     """One connection per Store; one Store per thread."""
+
+    _IN_CHUNK = 500  # bound parameters per statement stay far below SQLite's limit
 
     def __init__(self, path: str | Path, *, read_only: bool = False,
                  busy_timeout_ms: int = 60_000) -> None:
@@ -323,24 +317,30 @@ class SQLiteBackend(Backend):
     def q1(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         return self.conn.execute(sql, tuple(params)).fetchone()
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self.q(sql, params)
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.conn.executemany(sql, rows)
 
-    # ------------------------------------------------------------------ meta
-    def get_meta(self, key: str) -> str | None:
-        r = self.q1("SELECT value FROM meta WHERE key=?", (key,))
-        return None if r is None else r[0]
+    def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+        yield from self.conn.execute(sql, tuple(params))
 
-    def set_meta(self, key: str, value: str | None) -> None:
-        if value is None:
-            self.q("DELETE FROM meta WHERE key=?", (key,))
-        else:
-            self.q("INSERT INTO meta(key, value) VALUES (?, ?) "
-                   "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (key, value))
+    # ------------------------------------------------------------------ dialect hooks
+    def _in_list(self, col: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{col} IN ({','.join('?' * len(ids))})", list(ids)
 
-    def add_meta_int(self, key: str, delta: int) -> None:
-        self.q("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
-               "SET value=CAST(CAST(value AS INTEGER) + ? AS TEXT)", (key, str(delta), delta))
+    def _rowcount(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return int(self.conn.execute(sql, tuple(params)).rowcount)
+
+    def _insert_id(self, sql: str, params: Sequence[Any]) -> int:
+        return int(self.conn.execute(sql, tuple(params)).lastrowid or 0)
+
+    def _upsert(self, table: str, cols: Sequence[str], key: Sequence[str],
+                values: Sequence[Any]) -> None:
+        self.q(f"INSERT OR REPLACE INTO {table}({', '.join(cols)}) "
+               f"VALUES ({','.join('?' * len(cols))})", values)
+
+    def _insert_ignore(self, table: str, cols: Sequence[str], values: Sequence[Any]) -> None:
+        self.q(f"INSERT OR IGNORE INTO {table}({', '.join(cols)}) "
+               f"VALUES ({','.join('?' * len(cols))})", values)
 
     # ------------------------------------------------------------------ sidecar text
     def read_blob(self, name: str) -> str | None:
@@ -355,61 +355,6 @@ class SQLiteBackend(Backend):
         return SidecarBlobs(self.path).update_blob(name, fn, lock=lock)
 
     # ------------------------------------------------------------------ episodes
-    def insert_episode(self, row: EpisodeRow) -> None:
-        self.q(
-            "INSERT INTO episodes(id, timestamp, type, content, source, session_id, metadata, "
-            "trust, state_key, wrap_id) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (row.id, row.timestamp, row.type, row.content, row.source, row.session_id,
-             row.metadata, row.trust, row.state_key, row.wrap_id),
-        )
-
-    def id_taken(self, episode_id: str) -> bool:
-        return bool(self.q1(
-            "SELECT 1 FROM episodes WHERE id=? UNION ALL SELECT 1 FROM tombstones WHERE id=?",
-            (episode_id, episode_id)))
-
-    def get_episodes(self, ids: Sequence[str]) -> dict[str, EpisodeRow]:
-        out: dict[str, EpisodeRow] = {}
-        ids = list(dict.fromkeys(ids))
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            marks = ",".join("?" * len(chunk))
-            for r in self.q(f"SELECT {_EP_COLS} FROM episodes WHERE id IN ({marks})", chunk):
-                out[r[1]] = _row(r)
-        return out
-
-    def all_episodes(self, *, order: str = "timestamp ASC, rowid ASC") -> Iterator[EpisodeRow]:
-        for r in self.conn.execute(f"SELECT {_EP_COLS} FROM episodes ORDER BY {order}"):
-            yield _row(r)
-
-    def unwrapped_episodes(self) -> list[EpisodeRow]:
-        return [_row(r) for r in self.q(
-            f"SELECT {_EP_COLS} FROM episodes WHERE wrap_id IS NULL "
-            "ORDER BY timestamp ASC, rowid ASC")]
-
-    def count_unwrapped(self) -> int:
-        return int(self.q1("SELECT COUNT(*) FROM episodes WHERE wrap_id IS NULL")[0])  # type: ignore[index]
-
-    def mark_wrapped(self, ids: Sequence[str], wrap_id: int) -> None:
-        ids = list(ids)
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            marks = ",".join("?" * len(chunk))
-            self.q(f"UPDATE episodes SET wrap_id=? WHERE id IN ({marks}) AND wrap_id IS NULL",
-                   [wrap_id, *chunk])
-
-    def update_episode(self, episode_id: str, **fields: Any) -> None:
-        cols = ", ".join(f"{k}=?" for k in fields)
-        self.q(f"UPDATE episodes SET {cols} WHERE id=?", [*fields.values(), episode_id])
-
-    def delete_episode_rows(self, ids: Sequence[str]) -> int:
-        n = 0
-        for i in range(0, len(ids), 500):
-            chunk = list(ids[i:i + 500])
-            marks = ",".join("?" * len(chunk))
-            n += self.conn.execute(f"DELETE FROM episodes WHERE id IN ({marks})", chunk).rowcount
-        return n
-
     def scrub_indexes(self) -> None:
         """Rewrite the keyword indexes so deleted text leaves no trace in them."""
         self.q("INSERT INTO episodes_words(episodes_words) VALUES ('optimize')")
@@ -419,53 +364,7 @@ class SQLiteBackend(Backend):
         with contextlib.suppress(sqlite3.DatabaseError):
             self.q("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def ids_older_than(self, cutoff: str) -> list[str]:
-        return [r[0] for r in self.q("SELECT id FROM episodes WHERE timestamp < ?", (cutoff,))]
-
-    def counts_by_type(self) -> dict[str, int]:
-        return {r[0]: r[1] for r in self.q("SELECT type, COUNT(*) FROM episodes GROUP BY type")}
-
-    def counts_by_trust(self) -> dict[str, int]:
-        return {r[0]: r[1] for r in self.q("SELECT trust, COUNT(*) FROM episodes GROUP BY trust")}
-
-    def count_episodes(self) -> int:
-        return int(self.q1("SELECT COUNT(*) FROM episodes")[0])  # type: ignore[index]
-
-    def state_key_holders(self, key: str | None = None) -> list[EpisodeRow]:
-        if key is None:
-            rows = self.q(f"SELECT {_EP_COLS} FROM episodes WHERE state_key IS NOT NULL "
-                          "ORDER BY state_key, timestamp ASC, rowid ASC")
-        else:
-            rows = self.q(f"SELECT {_EP_COLS} FROM episodes WHERE state_key=? "
-                          "ORDER BY timestamp ASC, rowid ASC", (key,))
-        return [_row(r) for r in rows]
-
     # ------------------------------------------------------------------ search
-    def _filter_sql(self, f: SearchFilters, alias: str = "e") -> tuple[str, list[Any]]:
-        where: list[str] = []
-        params: list[Any] = []
-        if f.since:
-            where.append(f"{alias}.timestamp >= ?")
-            params.append(f.since)
-        if f.until:
-            where.append(f"{alias}.timestamp <= ?")
-            params.append(f.until)
-        if f.episode_type:
-            where.append(f"{alias}.type = ?")
-            params.append(f.episode_type)
-        if f.source:
-            where.append(f"{alias}.source = ?")
-            params.append(f.source)
-        if f.only_unwrapped:
-            where.append(f"{alias}.wrap_id IS NULL")
-        if f.ids is not None:
-            ids = list(f.ids) or [""]
-            where.append(f"{alias}.id IN ({','.join('?' * len(ids))})")
-            params.extend(ids)
-        if not f.include_superseded:
-            where.append(f"NOT EXISTS (SELECT 1 FROM supersessions s WHERE s.old_id = {alias}.id)")
-        return (" AND ".join(where) or "1"), params
-
     def search(self, filters: SearchFilters, *, phrase: str | None = None,
                words: Sequence[str] | None = None, limit: int = 100, offset: int = 0,
                order: str = "recent") -> tuple[list[tuple[EpisodeRow, float]], int]:
@@ -540,202 +439,6 @@ class SQLiteBackend(Backend):
                             f"({','.join('?' * len(chunk))}) AND {where}", [*chunk, *params]):
                 out[int(r[0])] = _row(r)
         return out
-
-    # ------------------------------------------------------------------ supersession
-    def add_supersession(self, old_id: str, new_id: str, kind: str, created_at: str) -> None:
-        self.q("INSERT OR REPLACE INTO supersessions(old_id, new_id, kind, created_at) "
-               "VALUES (?,?,?,?)", (old_id, new_id, kind, created_at))
-
-    def remove_supersession(self, old_id: str, new_id: str) -> int:
-        return self.conn.execute("DELETE FROM supersessions WHERE old_id=? AND new_id=?",
-                                 (old_id, new_id)).rowcount
-
-    def supersessions_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]:
-        """old_id -> [(new_id, kind, created_at)] for the given old ids."""
-        out: dict[str, list[tuple[str, str, str]]] = {}
-        ids = list(ids)
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            marks = ",".join("?" * len(chunk))
-            for o, n, k, c in self.q(
-                f"SELECT old_id, new_id, kind, created_at FROM supersessions "
-                f"WHERE old_id IN ({marks}) ORDER BY created_at", chunk):
-                out.setdefault(o, []).append((n, k, c))
-        return out
-
-    def superseded_by_new(self, new_id: str) -> list[tuple[str, str]]:
-        return [(r[0], r[1]) for r in self.q(
-            "SELECT old_id, kind FROM supersessions WHERE new_id=?", (new_id,))]
-
-    def all_supersessions(self) -> list[tuple[str, str, str, str]]:
-        return [tuple(r) for r in self.q(  # type: ignore[misc]
-            "SELECT old_id, new_id, kind, created_at FROM supersessions ORDER BY created_at")]
-
-    def count_superseded(self) -> int:
-        return int(self.q1("SELECT COUNT(DISTINCT old_id) FROM supersessions")[0])  # type: ignore[index]
-
-    def delete_supersessions_touching(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
-        out: list[tuple[str, str, str]] = []
-        for eid in ids:
-            out += [tuple(r) for r in self.q(  # type: ignore[misc]
-                "SELECT old_id, new_id, kind FROM supersessions WHERE old_id=? OR new_id=?",
-                (eid, eid))]
-            self.q("DELETE FROM supersessions WHERE old_id=? OR new_id=?", (eid, eid))
-        return out
-
-    # ------------------------------------------------------------------ derivations
-    def add_derivations(self, episode_id: str, sources: Sequence[str],
-                        pinned_trust: str | None = None) -> None:
-        for s in sources:
-            self.q("INSERT OR IGNORE INTO derivations(episode_id, source_id, removed_trust) "
-                   "VALUES (?,?,?)", (episode_id, s, pinned_trust))
-
-    def derivations_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str | None]]]:
-        out: dict[str, list[tuple[str, str | None]]] = {}
-        ids = list(ids)
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            marks = ",".join("?" * len(chunk))
-            for e, s, t in self.q(
-                f"SELECT episode_id, source_id, removed_trust FROM derivations "
-                f"WHERE episode_id IN ({marks})", chunk):
-                out.setdefault(e, []).append((s, t))
-        return out
-
-    def mark_source_removed(self, source_id: str, trust: str) -> None:
-        self.q("UPDATE derivations SET removed_trust=? WHERE source_id=? AND removed_trust IS NULL",
-               (trust, source_id))
-
-    def all_derivations(self) -> list[tuple[str, str, str | None]]:
-        return [tuple(r) for r in self.q(  # type: ignore[misc]
-            "SELECT episode_id, source_id, removed_trust FROM derivations")]
-
-    # ------------------------------------------------------------------ tombstones
-    def add_tombstone(self, episode_id: str, type_: str, timestamp: str, content_hash: str,
-                      removed_at: str, reason: str, trust: str) -> None:
-        self.q("INSERT OR REPLACE INTO tombstones(id, type, timestamp, content_hash, removed_at, "
-               "reason, trust) VALUES (?,?,?,?,?,?,?)",
-               (episode_id, type_, timestamp, content_hash, removed_at, reason, trust))
-
-    def tombstones(self, ids: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
-        if ids is None:
-            rows = self.q("SELECT id, type, timestamp, content_hash, removed_at, reason, trust "
-                          "FROM tombstones")
-        else:
-            rows = []
-            ids = list(ids)
-            for i in range(0, len(ids), 500):
-                chunk = ids[i:i + 500]
-                rows += self.q("SELECT id, type, timestamp, content_hash, removed_at, reason, trust "
-                               f"FROM tombstones WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-        keys = ("id", "type", "timestamp", "content_hash", "removed_at", "reason", "trust")
-        return {r[0]: dict(zip(keys, r)) for r in rows}
-
-    def count_tombstones(self) -> int:
-        return int(self.q1("SELECT COUNT(*) FROM tombstones")[0])  # type: ignore[index]
-
-    # ------------------------------------------------------------------ wraps
-    def open_wrap(self) -> dict[str, Any] | None:
-        r = self.q1("SELECT id, started_at, token, session_id, episode_ids, today FROM wraps "
-                    "WHERE status='open' ORDER BY id DESC LIMIT 1")
-        if r is None:
-            return None
-        return {"id": r[0], "started_at": r[1], "token": r[2], "session_id": r[3],
-                "episode_ids": json.loads(r[4]), "today": r[5]}
-
-    def insert_wrap(self, started_at: str, token: str, session_id: str | None,
-                    episode_ids: Sequence[str], today: str) -> int:
-        cur = self.conn.execute(
-            "INSERT INTO wraps(started_at, status, token, session_id, episode_ids, today) "
-            "VALUES (?, 'open', ?, ?, ?, ?)",
-            (started_at, token, session_id, json.dumps(list(episode_ids)), today))
-        return int(cur.lastrowid or 0)
-
-    def close_wrap(self, wrap_id: int, status: str, completed_at: str, *, chars: int | None = None,
-                   episodes_compressed: int | None = None, metrics: dict[str, Any] | None = None) -> None:
-        self.q("UPDATE wraps SET status=?, completed_at=?, chars=?, episodes_compressed=?, "
-               "metrics=? WHERE id=?",
-               (status, completed_at, chars, episodes_compressed,
-                None if metrics is None else json.dumps(metrics), wrap_id))
-
-    def wrap_history(self, limit: int | None = None) -> list[dict[str, Any]]:
-        sql = ("SELECT id, started_at, completed_at, chars, episodes_compressed, metrics, session_id "
-               "FROM wraps WHERE status='saved' ORDER BY id DESC")
-        rows = self.q(sql + (" LIMIT ?" if limit else ""), (limit,) if limit else ())
-        return [{"id": r[0], "started_at": r[1], "wrapped_at": r[2], "chars": r[3],
-                 "episodes_compressed": r[4], "metrics": json.loads(r[5]) if r[5] else {},
-                 "session_id": r[6]} for r in rows]
-
-    def wrap_counts(self) -> tuple[int, str | None]:
-        r = self.q1("SELECT COUNT(*), MAX(completed_at) FROM wraps WHERE status='saved'")
-        return int(r[0]), r[1]  # type: ignore[index]
-
-    def wrapped_ids_before(self, wrap_id: int) -> set[str]:
-        return {r[0] for r in self.q("SELECT id FROM episodes WHERE wrap_id IS NOT NULL AND wrap_id < ?",
-                                     (wrap_id,))}
-
-    # ------------------------------------------------------------------ pattern history
-    def pattern_history(self) -> dict[str, dict[str, Any]]:
-        out = {}
-        for r in self.q("SELECT name, level, max_level_reached, first_seen_at, last_seen_at, "
-                        "last_saved_at, explanations, grounding FROM pattern_history"):
-            out[r[0]] = {"name": r[0], "level": r[1], "max_level_reached": r[2],
-                         "first_seen_at": r[3], "last_seen_at": r[4], "last_saved_at": r[5],
-                         "explanations": json.loads(r[6]) if r[6] else [],
-                         "grounding": json.loads(r[7]) if r[7] else []}
-        return out
-
-    def upsert_pattern(self, rec: dict[str, Any]) -> None:
-        self.q("INSERT OR REPLACE INTO pattern_history(name, level, max_level_reached, "
-               "first_seen_at, last_seen_at, last_saved_at, explanations, grounding) "
-               "VALUES (?,?,?,?,?,?,?,?)",
-               (rec["name"], rec["level"], rec["max_level_reached"], rec["first_seen_at"],
-                rec.get("last_seen_at"), rec["last_saved_at"],
-                json.dumps(rec.get("explanations") or []), json.dumps(rec.get("grounding") or [])))
-
-    def has_pattern_history(self) -> bool:
-        return self.get_meta("pattern_history_started") is not None
-
-    # ------------------------------------------------------------------ drift probes
-    def insert_probe(self, rec: dict[str, Any]) -> None:
-        self.q("INSERT INTO drift_probes(id, kind, pattern, min_level, fact, section, created_at) "
-               "VALUES (?,?,?,?,?,?,?)",
-               (rec["id"], rec["kind"], rec.get("pattern"), rec.get("min_level"), rec.get("fact"),
-                rec.get("section"), rec["created_at"]))
-
-    def probes(self) -> list[dict[str, Any]]:
-        keys = ("id", "kind", "pattern", "min_level", "fact", "section", "created_at",
-                "last_status", "last_detail", "last_wrap_id")
-        return [dict(zip(keys, r)) for r in self.q(
-            f"SELECT {', '.join(keys)} FROM drift_probes ORDER BY created_at, id")]
-
-    def update_probe(self, probe_id: str, status: str, detail: str, wrap_id: int | None) -> None:
-        self.q("UPDATE drift_probes SET last_status=?, last_detail=?, last_wrap_id=? WHERE id=?",
-               (status, detail, wrap_id, probe_id))
-
-    def delete_probe(self, probe_id: str) -> int:
-        return self.conn.execute("DELETE FROM drift_probes WHERE id=?", (probe_id,)).rowcount
-
-    # ------------------------------------------------------------------ audit
-    def audit_tip(self) -> tuple[int, str]:
-        r = self.q1("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
-        return (0, "0" * 64) if r is None else (int(r[0]), str(r[1]))
-
-    def audit_insert(self, entry: dict[str, Any]) -> None:
-        self.q("INSERT INTO audit_log(seq, ts, actor, event, data, prev_hash, hash) "
-               "VALUES (?,?,?,?,?,?,?)",
-               (entry["seq"], entry["ts"], entry["actor"], entry["event"],
-                json.dumps(entry["data"], sort_keys=True, ensure_ascii=False),
-                entry["prev_hash"], entry["hash"]))
-
-    def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-        sql = "SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log WHERE seq > ? ORDER BY seq"
-        rows = self.q(sql + (" LIMIT ?" if limit else ""), (after_seq, limit) if limit else (after_seq,))
-        return [{"seq": r[0], "ts": r[1], "actor": r[2], "event": r[3], "data": json.loads(r[4]),
-                 "prev_hash": r[5], "hash": r[6]} for r in rows]
-
-    def audit_count(self) -> int:
-        return int(self.q1("SELECT COUNT(*) FROM audit_log")[0])  # type: ignore[index]
 
     def integrity_check(self) -> str:
         return str(self.q1("PRAGMA integrity_check")[0])  # type: ignore[index]

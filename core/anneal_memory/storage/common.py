@@ -1,0 +1,419 @@
+"""The storage methods whose SQL is the same on SQLite and PostgreSQL, written once.
+
+``SQLBackend`` implements them with ``?`` placeholders over ``q`` / ``q1``; each backend
+runs them in its own dialect (PostgreSQL's ``q`` turns ``?`` into ``%s``, see
+``qmark_to_format``, so one statement text serves both). What differs between the databases stays a small hook here,
+implemented per backend: how a list of ids becomes a condition, upsert and insert-or-
+ignore, the id of a new row, affected-row counts. Row-to-dict conversions are plain
+functions, shared by both backends and by the scoped governance view.
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from .base import Backend, EpisodeRow, SearchFilters
+
+EP_COLS = "rowid, id, timestamp, type, content, source, session_id, metadata, trust, state_key, wrap_id"
+_TOMBSTONE_COLS = ("id", "type", "timestamp", "content_hash", "removed_at", "reason", "trust")
+_PROBE_COLS = ("id", "kind", "pattern", "min_level", "fact", "section", "created_at",
+               "last_status", "last_detail", "last_wrap_id")
+_PATTERN_COLS = ("name", "level", "max_level_reached", "first_seen_at", "last_seen_at",
+                 "last_saved_at", "explanations", "grounding")
+_AUDIT_COLS = ("seq", "ts", "actor", "event", "data", "prev_hash", "hash")
+
+
+# ---------------------------------------------------------------------- rows -> values
+def episode_row(r: Sequence[Any]) -> EpisodeRow:
+    """An ``EP_COLS`` row as an EpisodeRow."""
+    return EpisodeRow(
+        rowid=int(r[0]), id=r[1], timestamp=r[2], type=r[3], content=r[4], source=r[5],
+        session_id=r[6], metadata=r[7], trust=r[8], state_key=r[9],
+        wrap_id=None if r[10] is None else int(r[10]),
+    )
+
+
+def _json_list(text: str | None) -> list[Any]:
+    return json.loads(text) if text else []
+
+
+def pattern_record(r: Sequence[Any]) -> dict[str, Any]:
+    d = dict(zip(_PATTERN_COLS, r))
+    d["explanations"], d["grounding"] = _json_list(r[6]), _json_list(r[7])
+    return d
+
+
+def open_wrap_record(r: Sequence[Any]) -> dict[str, Any]:
+    return {"id": int(r[0]), "started_at": r[1], "token": r[2], "session_id": r[3],
+            "episode_ids": json.loads(r[4]), "today": r[5]}
+
+
+def saved_wrap_record(r: Sequence[Any]) -> dict[str, Any]:
+    return {"id": int(r[0]), "started_at": r[1], "wrapped_at": r[2], "chars": r[3],
+            "episodes_compressed": r[4], "metrics": json.loads(r[5]) if r[5] else {},
+            "session_id": r[6]}
+
+
+def audit_record(r: Sequence[Any]) -> dict[str, Any]:
+    d = dict(zip(_AUDIT_COLS, r))
+    d["seq"], d["data"] = int(r[0]), json.loads(r[4])
+    return d
+
+
+@functools.lru_cache(maxsize=1024)
+def qmark_to_format(sql: str) -> str:
+    """``?`` placeholders as ``%s`` (psycopg's style), never inside a quoted string or
+    identifier. Text already in ``%s`` style passes through unchanged; a literal ``%``
+    must be written ``%%``, as psycopg requires whenever parameters are passed."""
+    if "?" not in sql:
+        return sql
+    out: list[str] = []
+    quote = ""
+    for ch in sql:
+        if quote:
+            if ch == quote:
+                quote = ""  # a doubled quote ('') closes and reopens: same result
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "?":
+            out.append("%s")
+            continue
+        out.append(ch)
+    return "".join(out)
+
+
+class SQLBackend(Backend):
+    """Backend methods with the same SQL on every database; subclasses add the rest."""
+
+    # -- dialect hooks
+    @abc.abstractmethod
+    def _in_list(self, col: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
+        """A condition "``col`` is one of ``ids``" and its parameters."""
+
+    #: how many ids one ``_in_list`` condition may carry (SQLite binds each id)
+    _IN_CHUNK = 1 << 30
+
+    @abc.abstractmethod
+    def _rowcount(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run a write; how many rows it changed."""
+
+    @abc.abstractmethod
+    def _insert_id(self, sql: str, params: Sequence[Any]) -> int:
+        """Run an INSERT into a table with an integer ``id``; the new row's id."""
+
+    @abc.abstractmethod
+    def _upsert(self, table: str, cols: Sequence[str], key: Sequence[str],
+                values: Sequence[Any]) -> None:
+        """Insert a row, replacing the one with the same ``key`` columns."""
+
+    @abc.abstractmethod
+    def _insert_ignore(self, table: str, cols: Sequence[str], values: Sequence[Any]) -> None:
+        """Insert a row unless one with the same primary key exists."""
+
+    def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+        yield from self.q(sql, params)
+
+    # -- helpers built on the hooks
+    def _chunks(self, ids: Sequence[Any]) -> Iterator[list[Any]]:
+        unique = list(dict.fromkeys(ids))
+        for i in range(0, len(unique), self._IN_CHUNK):
+            yield unique[i:i + self._IN_CHUNK]
+
+    def _scalar(self, sql: str, params: Sequence[Any] = ()) -> int:
+        r = self.q1(sql, params)
+        return int(r[0] or 0) if r else 0
+
+    def _episodes(self, where: str, params: Sequence[Any] = (),
+                  order: str = "timestamp ASC, rowid ASC") -> list[EpisodeRow]:
+        return [episode_row(r) for r in self.q(
+            f"SELECT {EP_COLS} FROM episodes WHERE {where} ORDER BY {order}", params)]
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.q(sql, params)
+
+    def _filter_sql(self, f: SearchFilters, alias: str = "e") -> tuple[str, list[Any]]:
+        """The WHERE clause (and its parameters) of ``f`` over episodes aliased ``alias``."""
+        where: list[str] = []
+        params: list[Any] = []
+        for cond, value in ((f"{alias}.timestamp >= ?", f.since),
+                            (f"{alias}.timestamp <= ?", f.until),
+                            (f"{alias}.type = ?", f.episode_type),
+                            (f"{alias}.source = ?", f.source)):
+            if value:
+                where.append(cond)
+                params.append(value)
+        if f.only_unwrapped:
+            where.append(f"{alias}.wrap_id IS NULL")
+        if f.ids is not None:
+            cond, ids = self._in_list(f"{alias}.id", list(f.ids))
+            where.append(cond)
+            params.extend(ids)
+        if not f.include_superseded:
+            where.append(f"NOT EXISTS (SELECT 1 FROM supersessions s WHERE s.old_id = {alias}.id)")
+        return (" AND ".join(where) or "TRUE"), params
+
+    # -- metadata
+    def get_meta(self, key: str) -> str | None:
+        r = self.q1("SELECT value FROM meta WHERE key=?", (key,))
+        return None if r is None else r[0]
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        if value is None:
+            self.q("DELETE FROM meta WHERE key=?", (key,))
+        else:
+            self._upsert("meta", ("key", "value"), ("key",), (key, value))
+
+    def add_meta_int(self, key: str, delta: int) -> None:
+        self.q("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE "
+               "SET value=CAST(CAST(meta.value AS BIGINT) + ? AS TEXT)", (key, str(delta), delta))
+
+    # -- episodes
+    def insert_episode(self, row: EpisodeRow) -> None:
+        self.q("INSERT INTO episodes(id, timestamp, type, content, source, session_id, metadata, "
+               "trust, state_key, wrap_id) VALUES (?,?,?,?,?,?,?,?,?,?)",
+               (row.id, row.timestamp, row.type, row.content, row.source, row.session_id,
+                row.metadata, row.trust, row.state_key, row.wrap_id))
+
+    def id_taken(self, episode_id: str) -> bool:
+        return bool(self.q1("SELECT 1 FROM episodes WHERE id=? UNION ALL "
+                            "SELECT 1 FROM tombstones WHERE id=?", (episode_id, episode_id)))
+
+    def get_episodes(self, ids: Sequence[str]) -> dict[str, EpisodeRow]:
+        out: dict[str, EpisodeRow] = {}
+        for chunk in self._chunks(ids):
+            cond, params = self._in_list("id", chunk)
+            for r in self.q(f"SELECT {EP_COLS} FROM episodes WHERE {cond}", params):
+                out[r[1]] = episode_row(r)
+        return out
+
+    def all_episodes(self, *, order: str = "timestamp ASC, rowid ASC") -> Iterator[EpisodeRow]:
+        for r in self._stream(f"SELECT {EP_COLS} FROM episodes ORDER BY {order}"):
+            yield episode_row(r)
+
+    def unwrapped_episodes(self) -> list[EpisodeRow]:
+        return self._episodes("wrap_id IS NULL")
+
+    def state_key_holders(self, key: str | None = None) -> list[EpisodeRow]:
+        if key is None:
+            return self._episodes("state_key IS NOT NULL", (),
+                                  "state_key, timestamp ASC, rowid ASC")
+        return self._episodes("state_key=?", (key,))
+
+    def ids_older_than(self, cutoff: str) -> list[str]:
+        return [r[0] for r in self.q("SELECT id FROM episodes WHERE timestamp < ?", (cutoff,))]
+
+    def update_episode(self, episode_id: str, **fields: Any) -> None:
+        cols = ", ".join(f"{k}=?" for k in fields)
+        self.q(f"UPDATE episodes SET {cols} WHERE id=?", [*fields.values(), episode_id])
+
+    def mark_wrapped(self, ids: Sequence[str], wrap_id: int) -> None:
+        for chunk in self._chunks(ids):
+            cond, params = self._in_list("id", chunk)
+            self.q(f"UPDATE episodes SET wrap_id=? WHERE {cond} AND wrap_id IS NULL",
+                   [wrap_id, *params])
+
+    def delete_episode_rows(self, ids: Sequence[str]) -> int:
+        n = 0
+        for chunk in self._chunks(ids):
+            cond, params = self._in_list("id", chunk)
+            n += self._rowcount(f"DELETE FROM episodes WHERE {cond}", params)
+        return n
+
+    def count_episodes(self) -> int:
+        return self._scalar("SELECT COUNT(*) FROM episodes")
+
+    def count_unwrapped(self) -> int:
+        return self._scalar("SELECT COUNT(*) FROM episodes WHERE wrap_id IS NULL")
+
+    def _counts_by(self, col: str) -> dict[str, int]:
+        return {r[0]: int(r[1]) for r in self.q(
+            f"SELECT {col}, COUNT(*) FROM episodes GROUP BY {col}")}
+
+    def counts_by_type(self) -> dict[str, int]:
+        return self._counts_by("type")
+
+    def counts_by_trust(self) -> dict[str, int]:
+        return self._counts_by("trust")
+
+    # -- supersession
+    def add_supersession(self, old_id: str, new_id: str, kind: str, created_at: str) -> None:
+        self._upsert("supersessions", ("old_id", "new_id", "kind", "created_at"),
+                     ("old_id", "new_id"), (old_id, new_id, kind, created_at))
+
+    def remove_supersession(self, old_id: str, new_id: str) -> int:
+        return self._rowcount("DELETE FROM supersessions WHERE old_id=? AND new_id=?",
+                              (old_id, new_id))
+
+    def supersessions_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]:
+        """old_id -> [(new_id, kind, created_at)] for the given old ids."""
+        out: dict[str, list[tuple[str, str, str]]] = {}
+        for chunk in self._chunks(ids):
+            cond, params = self._in_list("old_id", chunk)
+            for o, n, k, c in self.q("SELECT old_id, new_id, kind, created_at FROM supersessions "
+                                     f"WHERE {cond} ORDER BY created_at", params):
+                out.setdefault(o, []).append((n, k, c))
+        return out
+
+    def superseded_by_new(self, new_id: str) -> list[tuple[str, str]]:
+        return [(r[0], r[1]) for r in self.q(
+            "SELECT old_id, kind FROM supersessions WHERE new_id=?", (new_id,))]
+
+    def all_supersessions(self) -> list[tuple[str, str, str, str]]:
+        return [(r[0], r[1], r[2], r[3]) for r in self.q(
+            "SELECT old_id, new_id, kind, created_at FROM supersessions ORDER BY created_at")]
+
+    def count_superseded(self) -> int:
+        return self._scalar("SELECT COUNT(DISTINCT old_id) FROM supersessions")
+
+    def delete_supersessions_touching(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
+        """Delete every link from or to these ids; the (old_id, new_id, kind) deleted."""
+        out: list[tuple[str, str, str]] = []
+        with self.transaction():
+            for chunk in self._chunks(ids):
+                old, p_old = self._in_list("old_id", chunk)
+                new, p_new = self._in_list("new_id", chunk)
+                where, params = f"{old} OR {new}", [*p_old, *p_new]
+                out += [(r[0], r[1], r[2]) for r in self.q(
+                    f"SELECT old_id, new_id, kind FROM supersessions WHERE {where}", params)]
+                self.q(f"DELETE FROM supersessions WHERE {where}", params)
+        return out
+
+    # -- derivations
+    def add_derivations(self, episode_id: str, sources: Sequence[str],
+                        pinned_trust: str | None = None) -> None:
+        for s in sources:
+            self._insert_ignore("derivations", ("episode_id", "source_id", "removed_trust"),
+                                (episode_id, s, pinned_trust))
+
+    def derivations_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str | None]]]:
+        out: dict[str, list[tuple[str, str | None]]] = {}
+        for chunk in self._chunks(ids):
+            cond, params = self._in_list("episode_id", chunk)
+            for e, s, t in self.q("SELECT episode_id, source_id, removed_trust FROM derivations "
+                                  f"WHERE {cond}", params):
+                out.setdefault(e, []).append((s, t))
+        return out
+
+    def mark_source_removed(self, source_id: str, trust: str) -> None:
+        self.q("UPDATE derivations SET removed_trust=? WHERE source_id=? AND removed_trust IS NULL",
+               (trust, source_id))
+
+    def all_derivations(self) -> list[tuple[str, str, str | None]]:
+        return [(r[0], r[1], r[2]) for r in self.q(
+            "SELECT episode_id, source_id, removed_trust FROM derivations")]
+
+    # -- tombstones
+    def add_tombstone(self, episode_id: str, type_: str, timestamp: str, content_hash: str,
+                      removed_at: str, reason: str, trust: str) -> None:
+        self._upsert("tombstones", _TOMBSTONE_COLS, ("id",),
+                     (episode_id, type_, timestamp, content_hash, removed_at, reason, trust))
+
+    def tombstones(self, ids: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+        sql = f"SELECT {', '.join(_TOMBSTONE_COLS)} FROM tombstones"
+        if ids is None:
+            rows = self.q(sql)
+        else:
+            rows = []
+            for chunk in self._chunks(ids):
+                cond, params = self._in_list("id", chunk)
+                rows += self.q(f"{sql} WHERE {cond}", params)
+        return {r[0]: dict(zip(_TOMBSTONE_COLS, r)) for r in rows}
+
+    def count_tombstones(self) -> int:
+        return self._scalar("SELECT COUNT(*) FROM tombstones")
+
+    # -- wraps
+    def open_wrap(self) -> dict[str, Any] | None:
+        r = self.q1("SELECT id, started_at, token, session_id, episode_ids, today FROM wraps "
+                    "WHERE status='open' ORDER BY id DESC LIMIT 1")
+        return None if r is None else open_wrap_record(r)
+
+    def insert_wrap(self, started_at: str, token: str, session_id: str | None,
+                    episode_ids: Sequence[str], today: str) -> int:
+        return self._insert_id(
+            "INSERT INTO wraps(started_at, status, token, session_id, episode_ids, today) "
+            "VALUES (?, 'open', ?, ?, ?, ?)",
+            (started_at, token, session_id, json.dumps(list(episode_ids)), today))
+
+    def close_wrap(self, wrap_id: int, status: str, completed_at: str, *, chars: int | None = None,
+                   episodes_compressed: int | None = None,
+                   metrics: dict[str, Any] | None = None) -> None:
+        self.q("UPDATE wraps SET status=?, completed_at=?, chars=?, episodes_compressed=?, "
+               "metrics=? WHERE id=?",
+               (status, completed_at, chars, episodes_compressed,
+                None if metrics is None else json.dumps(metrics), wrap_id))
+
+    def wrap_history(self, limit: int | None = None) -> list[dict[str, Any]]:
+        sql = ("SELECT id, started_at, completed_at, chars, episodes_compressed, metrics, "
+               "session_id FROM wraps WHERE status='saved' ORDER BY id DESC")
+        rows = self.q(sql + " LIMIT ?", (limit,)) if limit else self.q(sql)
+        return [saved_wrap_record(r) for r in rows]
+
+    def wrap_counts(self) -> tuple[int, str | None]:
+        r = self.q1("SELECT COUNT(*), MAX(completed_at) FROM wraps WHERE status='saved'")
+        return (int(r[0]), r[1]) if r else (0, None)
+
+    def wrapped_ids_before(self, wrap_id: int) -> set[str]:
+        return {r[0] for r in self.q("SELECT id FROM episodes WHERE wrap_id IS NOT NULL "
+                                     "AND wrap_id < ?", (wrap_id,))}
+
+    # -- pattern history
+    def pattern_history(self) -> dict[str, dict[str, Any]]:
+        rows = self.q(f"SELECT {', '.join(_PATTERN_COLS)} FROM pattern_history")
+        return {r[0]: pattern_record(r) for r in rows}
+
+    def upsert_pattern(self, rec: dict[str, Any]) -> None:
+        self._upsert("pattern_history", _PATTERN_COLS, ("name",),
+                     (rec["name"], rec["level"], rec["max_level_reached"], rec["first_seen_at"],
+                      rec.get("last_seen_at"), rec["last_saved_at"],
+                      json.dumps(rec.get("explanations") or []),
+                      json.dumps(rec.get("grounding") or [])))
+
+    def has_pattern_history(self) -> bool:
+        return self.get_meta("pattern_history_started") is not None
+
+    # -- drift probes
+    def insert_probe(self, rec: dict[str, Any]) -> None:
+        self.q("INSERT INTO drift_probes(id, kind, pattern, min_level, fact, section, created_at) "
+               "VALUES (?,?,?,?,?,?,?)",
+               (rec["id"], rec["kind"], rec.get("pattern"), rec.get("min_level"), rec.get("fact"),
+                rec.get("section"), rec["created_at"]))
+
+    def probes(self) -> list[dict[str, Any]]:
+        return [dict(zip(_PROBE_COLS, r)) for r in self.q(
+            f"SELECT {', '.join(_PROBE_COLS)} FROM drift_probes ORDER BY created_at, id")]
+
+    def update_probe(self, probe_id: str, status: str, detail: str, wrap_id: int | None) -> None:
+        self.q("UPDATE drift_probes SET last_status=?, last_detail=?, last_wrap_id=? WHERE id=?",
+               (status, detail, wrap_id, probe_id))
+
+    def delete_probe(self, probe_id: str) -> int:
+        return self._rowcount("DELETE FROM drift_probes WHERE id=?", (probe_id,))
+
+    # -- audit
+    def audit_tip(self) -> tuple[int, str]:
+        # A writer holds the write lock from its first statement (BEGIN IMMEDIATE, or the
+        # PostgreSQL advisory lock), so nobody appends between this read and the insert.
+        r = self.q1("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
+        return (0, "0" * 64) if r is None else (int(r[0]), str(r[1]))
+
+    def audit_insert(self, entry: dict[str, Any]) -> None:
+        self.q("INSERT INTO audit_log(seq, ts, actor, event, data, prev_hash, hash) "
+               "VALUES (?,?,?,?,?,?,?)",
+               (entry["seq"], entry["ts"], entry["actor"], entry["event"],
+                json.dumps(entry["data"], sort_keys=True, ensure_ascii=False),
+                entry["prev_hash"], entry["hash"]))
+
+    def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        sql = ("SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log "
+               "WHERE seq > ? ORDER BY seq")
+        rows = (self.q(sql + " LIMIT ?", (after_seq, limit)) if limit
+                else self.q(sql, (after_seq,)))
+        return [audit_record(r) for r in rows]
+
+    def audit_count(self) -> int:
+        return self._scalar("SELECT COUNT(*) FROM audit_log")
