@@ -1,10 +1,9 @@
 """The storage interface the rest of the library is written against.
 
-A backend owns transactions, the episode tables, the keyword index, the wrap and
-pattern-history tables, the in-database copy of the audit chain and the named text
-blobs (continuity, baton). Every method the core calls on a backend is declared here.
-``common.SQLBackend`` implements the ones whose SQL is the same on every database;
-``SQLiteBackend`` (the embedded default) and ``PostgresBackend`` add the rest.
+A backend owns transactions, the episode, link, wrap, pattern and probe tables, the
+keyword index, the database copy of the audit chain and the named text blobs. Every
+method the core calls on a backend is declared here; ``common.SQLBackend`` implements
+those whose SQL is the same everywhere, ``SQLiteBackend`` and ``PostgresBackend`` the rest.
 """
 
 from __future__ import annotations
@@ -42,7 +41,6 @@ class SearchFilters:
     ids: Sequence[str] | None = None
 
 
-
 class Backend(abc.ABC):
     """What Store, recall, the wrap, the immune system and the audit trail need."""
 
@@ -64,14 +62,11 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         """An immediate write transaction; nested calls join the outer one."""
-
     @abc.abstractmethod
     def read(self) -> contextlib.AbstractContextManager[None]:
         """A consistent read snapshot."""
-
     @abc.abstractmethod
-    def integrity_check(self) -> str:
-        """``ok``, or what the database found wrong."""
+    def integrity_check(self) -> str: ...  # "ok", or what the database found wrong
 
     # -- raw SQL, for helpers inside this package (``?`` placeholders on every backend)
     @abc.abstractmethod
@@ -122,11 +117,9 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def delete_episode_rows(self, ids: Sequence[str]) -> int: ...
     @abc.abstractmethod
-    def scrub_indexes(self) -> None:
-        """Inside the delete's transaction: leave no trace of deleted text in indexes."""
+    def scrub_indexes(self) -> None: ...  # in the delete's transaction: no trace in indexes
     @abc.abstractmethod
-    def checkpoint(self) -> None:
-        """After a delete has committed: compact the files or tables it touched."""
+    def checkpoint(self) -> None: ...  # after a delete committed: compact what it touched
     @abc.abstractmethod
     def count_episodes(self) -> int: ...
     @abc.abstractmethod
@@ -184,8 +177,8 @@ class Backend(abc.ABC):
                     episode_ids: Sequence[str], today: str) -> int: ...
     @abc.abstractmethod
     def close_wrap(self, wrap_id: int, status: str, completed_at: str, *, chars: int | None = None,
-                   episodes_compressed: int | None = None,
-                   metrics: dict[str, Any] | None = None) -> None: ...
+                   episodes_compressed: int | None = None, metrics: dict[str, Any] | None = None
+                   ) -> None: ...
     @abc.abstractmethod
     def wrap_history(self, limit: int | None = None) -> list[dict[str, Any]]: ...
     @abc.abstractmethod
