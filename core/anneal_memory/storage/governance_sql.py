@@ -25,13 +25,11 @@ from typing import Any
 
 from ..errors import GovernanceError
 from .base import EpisodeRow, SearchFilters
+from .common import EP_COLS, episode_row
 from .sqlite import SQLiteBackend
 
 #: Reserved metadata key under which a scoped view stamps an episode's namespace.
 NS_META_KEY = "_anneal_ns"
-
-_EP_COLS = ("rowid, id, timestamp, type, content, source, session_id, metadata, trust, "
-            "state_key, wrap_id")
 
 # The governance tables, shared by both dialects. {seq}: an auto-increasing key in
 # commit order; {t}: text that sorts and compares byte-wise on both databases.
@@ -392,7 +390,7 @@ SHARED_METHODS: frozenset[str] = frozenset({
     "add_derivations", "add_meta_int", "add_supersession", "add_tombstone", "audit_count",
     "audit_entries", "audit_insert", "audit_tip", "checkpoint", "close", "close_wrap",
     "closed", "conn", "delete_episode_rows", "delete_probe", "delete_supersessions_touching",
-    "derivations_of", "execute", "get_meta", "has_pattern_history", "id_taken",
+    "derivations_of", "execute", "executemany", "get_meta", "has_pattern_history", "id_taken",
     "in_transaction", "insert_episode", "insert_probe", "insert_wrap", "integrity_check",
     "mark_source_removed", "mark_wrapped", "open_wrap", "path", "pattern_history", "probes",
     "q", "q1", "read", "read_blob", "read_only", "remove_supersession", "scrub_indexes",
@@ -400,12 +398,6 @@ SHARED_METHODS: frozenset[str] = frozenset({
     "update_episode", "update_probe", "upsert_pattern", "wrap_counts", "wrap_history",
     "wrapped_ids_before", "write_blob",
 })
-
-
-def _ep_row(r: Sequence[Any]) -> EpisodeRow:
-    return EpisodeRow(rowid=int(r[0]), id=r[1], timestamp=r[2], type=r[3], content=r[4],
-                      source=r[5], session_id=r[6], metadata=r[7], trust=r[8],
-                      state_key=r[9], wrap_id=None if r[10] is None else int(r[10]))
 
 
 class ScopedBackend:
@@ -446,8 +438,8 @@ class ScopedBackend:
 
     def _ns_rows(self, where: str, params: Sequence[Any],
                  order: str = "timestamp ASC, rowid ASC") -> list[EpisodeRow]:
-        return [_ep_row(r) for r in self._ns_q(
-            f"SELECT {_EP_COLS} FROM episodes WHERE ({where}) AND {self._ns_clause('')} "
+        return [episode_row(r) for r in self._ns_q(
+            f"SELECT {EP_COLS} FROM episodes WHERE ({where}) AND {self._ns_clause('')} "
             f"ORDER BY {order}", [*params, *self._scope])]
 
     def get_episodes(self, ids: Sequence[str]) -> dict[str, EpisodeRow]:
