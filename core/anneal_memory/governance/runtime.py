@@ -59,6 +59,13 @@ class MemoryRuntime:
         """Gate a candidate and commit it as version 1, queue it for review, or reject
         it. A retry of the same candidate is ``idempotent``."""
         c = _candidate(candidate)
+        # The retry check, the gate and the commit share one write transaction: a retry
+        # racing its first attempt on another host must be told ``idempotent``, not
+        # ``duplicate_memory`` (the gate reading the first attempt's version as current).
+        with self.store._write():
+            return self._write_gated(c)
+
+    def _write_gated(self, c: MemoryCandidate) -> WriteResult:
         mid = c.memory_id
         rid = record_id_for(c.namespace, mid, c.candidate_id)
         if sql.record_by_id(self.store.backend, rid) is not None:
@@ -155,6 +162,10 @@ class MemoryRuntime:
         if not isinstance(expected_record_id, str) or not expected_record_id:
             raise ValidationError("expected_record_id must be the record_id you last read "
                                   "(runtime.current(...).record_id)")
+        with self.store._write():  # one transaction, as in write()
+            return self._correct_gated(c, expected_record_id)
+
+    def _correct_gated(self, c: MemoryCandidate, expected_record_id: str) -> WriteResult:
         rid = record_id_for(c.namespace, c.memory_id, c.candidate_id)
         if sql.record_by_id(self.store.backend, rid) is not None:
             return self.ledger.commit(c, self._authority_of(rid), created_at=self.now(),

@@ -46,7 +46,7 @@ def _create(b: PostgresBackend) -> None:
     # The caller's write transaction holds the write lock already, so the lock order is
     # always write lock, then schema lock (the store's own migrations take only the
     # latter): no deadlock with a host that is migrating.
-    b.q("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+    b.q("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
     for stmt in table_statements(seq=_SEQ, text=_TEXT) + _EPISODE_DDL:
         b.q(stmt)
     # CREATE TRIGGER has no IF NOT EXISTS before PostgreSQL 14.
@@ -60,4 +60,4 @@ def _has_schema(b: PostgresBackend) -> bool:
     return bool(r and r[0])
 
 
-POSTGRES = Dialect("postgres", PostgresBackend, "%s", _create, _has_schema, _ep_ns)
+POSTGRES = Dialect("postgres", _create, _has_schema, _ep_ns)

@@ -7,10 +7,11 @@ the visibility rule) and every index leads with it. Writes run inside the caller
 ``Store._write()`` transaction, which serialises racing first writes across threads,
 processes and hosts: SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's advisory write lock.
 
-The queries here are written once, with ``?`` placeholders and SQL both databases
-accept (``ON CONFLICT``, ``RETURNING``); a :class:`Dialect` chosen by the backend's type
-supplies the rest: placeholders, the schema, the namespace stamp inside an episode's
-JSON metadata. The SQLite dialect is below; the PostgreSQL one is ``governance_pg``.
+The queries here are written once, with ``?`` placeholders (both backends' ``q``
+take them) and SQL both databases accept (``ON CONFLICT``, ``RETURNING``); a
+:class:`Dialect` chosen by the backend's type supplies the rest: the schema and the
+namespace stamp inside an episode's JSON metadata. The SQLite dialect is below; the
+PostgreSQL one is ``governance_pg``.
 """
 
 from __future__ import annotations
@@ -112,16 +113,11 @@ class Dialect:
     """What differs between the databases; everything else in this module is shared."""
 
     name: str
-    backend_cls: Any  # the backend class, for re-binding its _filter_sql queries
-    placeholder: str
     create_schema: Callable[[Any], None]  # inside the backend's write transaction
     has_schema: Callable[[Any], bool]
     # SQL expression for a field of the namespace stamped in an episode's metadata
     # (``field`` is ``owner`` or ``project``; ``p`` is ``""`` or a table alias + ``.``).
     ep_ns: Callable[[str, str], str]
-
-    def sql(self, text: str) -> str:
-        return text if self.placeholder == "?" else text.replace("?", self.placeholder)
 
 
 # ---------------------------------------------------------------------- SQLite dialect
@@ -152,8 +148,7 @@ def _sqlite_has_schema(b: SQLiteBackend) -> bool:
     return b.q1("SELECT 1 FROM sqlite_master WHERE name='gov_records'") is not None
 
 
-SQLITE = Dialect("sqlite", SQLiteBackend, "?", _sqlite_create, _sqlite_has_schema,
-                 _sqlite_ep_ns)
+SQLITE = Dialect("sqlite", _sqlite_create, _sqlite_has_schema, _sqlite_ep_ns)
 
 
 def dialect(backend: Any) -> Dialect:
@@ -171,14 +166,6 @@ def dialect(backend: Any) -> Dialect:
         f"governed memory and scoped views need the SQLite or PostgreSQL backend; this "
         f"store uses {type(inner).__name__}: open it with Store(path) or "
         "Store('postgresql://...')")
-
-
-def _q(b: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-    return b.q(dialect(b).sql(sql), params)
-
-
-def _q1(b: Any, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-    return b.q1(dialect(b).sql(sql), params)
 
 
 def ensure_schema(backend: Any) -> None:
@@ -220,42 +207,42 @@ def insert_record(b: Any, *, record_id: str, memory_id: str, ns_key: str,
     """Insert one immutable version; False when (memory_id, version) is already taken."""
     # DO NOTHING rather than catching the violation: on PostgreSQL a failed statement
     # would abort the whole write transaction.
-    got = _q(b, "INSERT INTO gov_records(record_id, memory_id, ns_key, ns_owner, ns_project, "
-                "version, payload_digest, body, created_at) VALUES (?,?,?,?,?,?,?,?,?) "
-                "ON CONFLICT DO NOTHING RETURNING seq",
-             (record_id, memory_id, ns_key, ns_owner, ns_project, version, payload_digest,
-              _dumps(body), created_at))
+    got = b.q("INSERT INTO gov_records(record_id, memory_id, ns_key, ns_owner, ns_project, "
+              "version, payload_digest, body, created_at) VALUES (?,?,?,?,?,?,?,?,?) "
+              "ON CONFLICT DO NOTHING RETURNING seq",
+              (record_id, memory_id, ns_key, ns_owner, ns_project, version, payload_digest,
+               _dumps(body), created_at))
     if not got:
         return False
-    _q(b, "INSERT INTO gov_events(kind, memory_id, ns_key, ref, at) VALUES ('record',?,?,?,?)",
-       (memory_id, ns_key, record_id, created_at))
+    b.q("INSERT INTO gov_events(kind, memory_id, ns_key, ref, at) VALUES ('record',?,?,?,?)",
+        (memory_id, ns_key, record_id, created_at))
     return True
 
 
 def record_by_id(b: Any, record_id: str) -> tuple[str, dict[str, Any]] | None:
     """(payload_digest, body) of one version, or None."""
-    r = _q1(b, "SELECT payload_digest, body FROM gov_records WHERE record_id=?", (record_id,))
+    r = b.q1("SELECT payload_digest, body FROM gov_records WHERE record_id=?", (record_id,))
     return None if r is None else (r[0], json.loads(r[1]))
 
 
 def versions(b: Any, memory_id: str) -> list[dict[str, Any]]:
-    return [json.loads(r[0]) for r in _q(
-        b, "SELECT body FROM gov_records WHERE memory_id=? ORDER BY version", (memory_id,))]
+    return [json.loads(r[0]) for r in b.q(
+        "SELECT body FROM gov_records WHERE memory_id=? ORDER BY version", (memory_id,))]
 
 
 def scrub_versions(b: Any, memory_id: str) -> None:
     """Blank the content of every version of a forgotten memory (ids and digests stay)."""
-    for rid, body in _q(b, "SELECT record_id, body FROM gov_records WHERE memory_id=?",
-                        (memory_id,)):
+    for rid, body in b.q("SELECT record_id, body FROM gov_records WHERE memory_id=?",
+                         (memory_id,)):
         data = json.loads(body)
         data["content"] = None
-        _q(b, "UPDATE gov_records SET body=? WHERE record_id=?", (_dumps(data), rid))
+        b.q("UPDATE gov_records SET body=? WHERE record_id=?", (_dumps(data), rid))
 
 
 # ---------------------------------------------------------------------- projection
 def current(b: Any, memory_id: str) -> dict[str, Any] | None:
-    r = _q1(b, "SELECT record_id, version, state, hidden FROM gov_current WHERE memory_id=?",
-            (memory_id,))
+    r = b.q1("SELECT record_id, version, state, hidden FROM gov_current WHERE memory_id=?",
+             (memory_id,))
     if r is None:
         return None
     return {"record_id": r[0], "version": r[1], "state": r[2], "hidden": bool(r[3])}
@@ -263,67 +250,66 @@ def current(b: Any, memory_id: str) -> dict[str, Any] | None:
 
 def set_current(b: Any, *, memory_id: str, ns_key: str, ns_owner: str,
                 ns_project: str | None, record_id: str | None, version: int, state: str) -> None:
-    _q(b, "INSERT INTO gov_current(memory_id, ns_key, ns_owner, ns_project, record_id, "
-          "version, state) VALUES (?,?,?,?,?,?,?) ON CONFLICT(memory_id) DO UPDATE SET "
-          "record_id=excluded.record_id, version=excluded.version, state=excluded.state",
-       (memory_id, ns_key, ns_owner, ns_project, record_id, version, state))
+    b.q("INSERT INTO gov_current(memory_id, ns_key, ns_owner, ns_project, record_id, version, "
+        "state) VALUES (?,?,?,?,?,?,?) ON CONFLICT(memory_id) DO UPDATE SET "
+        "record_id=excluded.record_id, version=excluded.version, state=excluded.state",
+        (memory_id, ns_key, ns_owner, ns_project, record_id, version, state))
 
 
 def set_hidden(b: Any, memory_id: str, hidden: bool) -> int:
-    return len(_q(b, "UPDATE gov_current SET hidden=? WHERE memory_id=? RETURNING memory_id",
-                  (1 if hidden else 0, memory_id)))
+    return len(b.q("UPDATE gov_current SET hidden=? WHERE memory_id=? RETURNING memory_id",
+                   (1 if hidden else 0, memory_id)))
 
 
 def visible_current(b: Any, owner: str, project: str | None) -> list[dict[str, Any]]:
     """Bodies of the active current versions the reader's namespace may see."""
-    rows = _q(b, "SELECT r.body, c.hidden FROM gov_current c JOIN gov_records r "
-                 f"ON r.record_id = c.record_id WHERE c.state='active' AND {_visible('c')} "
-                 "ORDER BY c.memory_id", (owner, project))
+    rows = b.q("SELECT r.body, c.hidden FROM gov_current c JOIN gov_records r "
+               f"ON r.record_id = c.record_id WHERE c.state='active' AND {_visible('c')} "
+               "ORDER BY c.memory_id", (owner, project))
     return [{**json.loads(body), "_hidden": bool(h)} for body, h in rows]
 
 
 def all_current_unscoped(b: Any) -> list[dict[str, Any]]:
     """Every active current version of every namespace: for the evaluation's unscoped
     baseline and for operators, never for an agent's recall."""
-    return [json.loads(r[0]) for r in _q(
-        b, "SELECT r.body FROM gov_current c JOIN gov_records r ON r.record_id = c.record_id "
-           "WHERE c.state='active' ORDER BY c.memory_id")]
+    return [json.loads(r[0]) for r in b.q(
+        "SELECT r.body FROM gov_current c JOIN gov_records r ON r.record_id = c.record_id "
+        "WHERE c.state='active' ORDER BY c.memory_id")]
 
 
 def events(b: Any) -> list[tuple[str, str, str, str]]:
     """(kind, memory_id, ns_key, ref) in commit order: the replay source."""
-    return [tuple(r) for r in _q(  # type: ignore[misc]
-        b, "SELECT kind, memory_id, ns_key, ref FROM gov_events ORDER BY seq")]
+    return [tuple(r) for r in b.q(  # type: ignore[misc]
+        "SELECT kind, memory_id, ns_key, ref FROM gov_events ORDER BY seq")]
 
 
 def clear_projection(b: Any) -> dict[str, bool]:
     """Drop the projection (keeping the hidden flags to restore) before a replay."""
-    hidden = {r[0]: True for r in _q(b, "SELECT memory_id FROM gov_current WHERE hidden=1")}
-    _q(b, "DELETE FROM gov_current")
+    hidden = {r[0]: True for r in b.q("SELECT memory_id FROM gov_current WHERE hidden=1")}
+    b.q("DELETE FROM gov_current")
     return hidden
 
 
 # ---------------------------------------------------------------------- tombstones
 def tombstone(b: Any, memory_id: str) -> dict[str, Any] | None:
-    r = _q1(b, "SELECT receipt FROM gov_tombstones WHERE memory_id=?", (memory_id,))
+    r = b.q1("SELECT receipt FROM gov_tombstones WHERE memory_id=?", (memory_id,))
     return None if r is None else json.loads(r[0])
 
 
 def tombstone_by_request(b: Any, request_key: str) -> dict[str, Any] | None:
-    r = _q1(b, "SELECT receipt FROM gov_tombstones WHERE request_key=?", (request_key,))
+    r = b.q1("SELECT receipt FROM gov_tombstones WHERE request_key=?", (request_key,))
     return None if r is None else json.loads(r[0])
 
 
 def insert_tombstone(b: Any, *, memory_id: str, ns_key: str, ns_owner: str,
                      ns_project: str | None, receipt: dict[str, Any],
                      request_key: str | None) -> None:
-    _q(b, "INSERT INTO gov_tombstones(memory_id, ns_key, ns_owner, ns_project, receipt_id, "
-          "request_key, receipt, deleted_at) VALUES (?,?,?,?,?,?,?,?)",
-       (memory_id, ns_key, ns_owner, ns_project, receipt["receipt_id"], request_key,
-        json.dumps(receipt, sort_keys=True), receipt["deleted_at"]))
-    _q(b, "INSERT INTO gov_events(kind, memory_id, ns_key, ref, at) "
-          "VALUES ('tombstone',?,?,?,?)",
-       (memory_id, ns_key, receipt["receipt_id"], receipt["deleted_at"]))
+    b.q("INSERT INTO gov_tombstones(memory_id, ns_key, ns_owner, ns_project, receipt_id, "
+        "request_key, receipt, deleted_at) VALUES (?,?,?,?,?,?,?,?)",
+        (memory_id, ns_key, ns_owner, ns_project, receipt["receipt_id"], request_key,
+         json.dumps(receipt, sort_keys=True), receipt["deleted_at"]))
+    b.q("INSERT INTO gov_events(kind, memory_id, ns_key, ref, at) VALUES ('tombstone',?,?,?,?)",
+        (memory_id, ns_key, receipt["receipt_id"], receipt["deleted_at"]))
 
 
 # ---------------------------------------------------------------------- reviews
@@ -331,10 +317,10 @@ def insert_review(b: Any, *, review_id: str, memory_id: str, ns_key: str,
                   ns_owner: str, ns_project: str | None, candidate: dict[str, Any], reason: str,
                   created_at: str) -> bool:
     """Queue one item; False when this review id is already queued (a retry)."""
-    return bool(_q(
-        b, "INSERT INTO gov_reviews(review_id, memory_id, ns_key, ns_owner, ns_project, "
-           "candidate, reason, status, created_at) VALUES (?,?,?,?,?,?,?, 'pending', ?) "
-           "ON CONFLICT DO NOTHING RETURNING review_id",
+    return bool(b.q(
+        "INSERT INTO gov_reviews(review_id, memory_id, ns_key, ns_owner, ns_project, "
+        "candidate, reason, status, created_at) VALUES (?,?,?,?,?,?,?, 'pending', ?) "
+        "ON CONFLICT DO NOTHING RETURNING review_id",
         (review_id, memory_id, ns_key, ns_owner, ns_project,
          json.dumps(candidate, sort_keys=True), reason, created_at)))
 
@@ -350,8 +336,8 @@ def _review(r: Sequence[Any]) -> dict[str, Any]:
 
 
 def review(b: Any, review_id: str) -> dict[str, Any] | None:
-    r = _q1(b, f"SELECT {', '.join(_REVIEW_COLS)} FROM gov_reviews WHERE review_id=?",
-            (review_id,))
+    r = b.q1(f"SELECT {', '.join(_REVIEW_COLS)} FROM gov_reviews WHERE review_id=?",
+             (review_id,))
     return None if r is None else _review(r)
 
 
@@ -362,22 +348,22 @@ def reviews(b: Any, owner: str, project: str | None,
     if status is not None:
         sql += " AND status=?"
         params.append(status)
-    return [_review(r) for r in _q(b, sql + " ORDER BY created_at, review_id", params)]
+    return [_review(r) for r in b.q(sql + " ORDER BY created_at, review_id", params)]
 
 
 def cancel_reviews(b: Any, memory_id: str, *, decided_at: str) -> int:
     """Close every pending review of a forgotten memory so no approval can revive it."""
-    return len(_q(
-        b, "UPDATE gov_reviews SET status='cancelled', decided_at=?, decided_by='forget', "
-           "candidate='{}' WHERE memory_id=? AND status='pending' RETURNING review_id",
+    return len(b.q(
+        "UPDATE gov_reviews SET status='cancelled', decided_at=?, decided_by='forget', "
+        "candidate='{}' WHERE memory_id=? AND status='pending' RETURNING review_id",
         (decided_at, memory_id)))
 
 
 def decide_review(b: Any, review_id: str, *, status: str, decided_at: str,
                   decided_by: str, record_id: str | None) -> int:
-    return len(_q(
-        b, "UPDATE gov_reviews SET status=?, decided_at=?, decided_by=?, record_id=? "
-           "WHERE review_id=? AND status='pending' RETURNING review_id",
+    return len(b.q(
+        "UPDATE gov_reviews SET status=?, decided_at=?, decided_by=?, record_id=? "
+        "WHERE review_id=? AND status='pending' RETURNING review_id",
         (status, decided_at, decided_by, record_id, review_id)))
 
 
@@ -417,7 +403,7 @@ class ScopedBackend:
     def __getattr__(self, name: str) -> Any:
         # Every backend query built on _filter_sql (search, rows_by_rowid, ...) runs
         # with this object as self, so it picks up the scoped _filter_sql below.
-        fn = getattr(self._d.backend_cls, name, None)
+        fn = getattr(type(self._inner), name, None)
         if inspect.isfunction(fn) and "_filter_sql" in fn.__code__.co_names:
             return types.MethodType(fn, self)
         return getattr(self._inner, name)
@@ -425,30 +411,25 @@ class ScopedBackend:
     def _ns_clause(self, alias: str) -> str:
         p = f"{alias}." if alias else ""
         owner, project = self._d.ep_ns("owner", p), self._d.ep_ns("project", p)
-        return self._d.sql(f"({owner} = ? AND ({project} IS NULL OR {project} = ?))")
+        return f"({owner} = ? AND ({project} IS NULL OR {project} = ?))"
 
     # Adding the scope to the filter clause filters phrase, word, row-id and plain
     # listings alike, before any ranking.
     def _filter_sql(self, f: SearchFilters, alias: str = "e") -> tuple[str, list[Any]]:
-        where, params = self._d.backend_cls._filter_sql(self._inner, f, alias)
+        where, params = type(self._inner)._filter_sql(self._inner, f, alias)
         return f"{where} AND {self._ns_clause(alias)}", [*params, *self._scope]
-
-    def _ns_q(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self._inner.q(self._d.sql(sql), params)
 
     def _ns_rows(self, where: str, params: Sequence[Any],
                  order: str = "timestamp ASC, rowid ASC") -> list[EpisodeRow]:
-        return [episode_row(r) for r in self._ns_q(
+        return [episode_row(r) for r in self._inner.q(
             f"SELECT {EP_COLS} FROM episodes WHERE ({where}) AND {self._ns_clause('')} "
             f"ORDER BY {order}", [*params, *self._scope])]
 
     def get_episodes(self, ids: Sequence[str]) -> dict[str, EpisodeRow]:
         out: dict[str, EpisodeRow] = {}
-        ids = list(dict.fromkeys(ids))
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            for r in self._ns_rows(f"id IN ({','.join('?' * len(chunk))})", chunk):
-                out[r.id] = r
+        for chunk in self._inner._chunks(ids):
+            cond, params = self._inner._in_list("id", chunk)
+            out.update((r.id, r) for r in self._ns_rows(cond, params))
         return out
 
     def all_episodes(self, *, order: str = "timestamp ASC, rowid ASC") -> Iterator[EpisodeRow]:
@@ -467,9 +448,9 @@ class ScopedBackend:
         return [r.id for r in self._ns_rows("timestamp < ?", (cutoff,))]
 
     def _ns_count(self, where: str = "1=1", params: Sequence[Any] = ()) -> int:
-        r = self._ns_q(f"SELECT COUNT(*) FROM episodes WHERE ({where}) AND "
-                       f"{self._ns_clause('')}", [*params, *self._scope])
-        return int(r[0][0]) if r else 0
+        r = self._inner.q1(f"SELECT COUNT(*) FROM episodes WHERE ({where}) AND "
+                           f"{self._ns_clause('')}", [*params, *self._scope])
+        return int(r[0]) if r else 0
 
     def count_episodes(self) -> int:
         return self._ns_count()
@@ -478,7 +459,7 @@ class ScopedBackend:
         return self._ns_count("wrap_id IS NULL")
 
     def _ns_group(self, col: str) -> dict[str, int]:
-        return {r[0]: int(r[1]) for r in self._ns_q(
+        return {r[0]: int(r[1]) for r in self._inner.q(
             f"SELECT {col}, COUNT(*) FROM episodes WHERE {self._ns_clause('')} GROUP BY {col}",
             self._scope)}
 
@@ -492,23 +473,23 @@ class ScopedBackend:
         return f"{col} IN (SELECT id FROM episodes WHERE {self._ns_clause('')})"
 
     def count_superseded(self) -> int:
-        r = self._ns_q("SELECT COUNT(DISTINCT old_id) FROM supersessions WHERE "
-                       + self._in_scope_sql("old_id"), self._scope)
-        return int(r[0][0]) if r else 0
+        r = self._inner.q1("SELECT COUNT(DISTINCT old_id) FROM supersessions WHERE "
+                           + self._in_scope_sql("old_id"), self._scope)
+        return int(r[0]) if r else 0
 
     def all_supersessions(self) -> list[tuple[str, str, str, str]]:
-        return [tuple(r) for r in self._ns_q(  # type: ignore[misc]
+        return [tuple(r) for r in self._inner.q(  # type: ignore[misc]
             "SELECT old_id, new_id, kind, created_at FROM supersessions WHERE "
             f"{self._in_scope_sql('old_id')} AND {self._in_scope_sql('new_id')} "
             "ORDER BY created_at", [*self._scope, *self._scope])]
 
     def all_derivations(self) -> list[tuple[str, str, str | None]]:
-        return [tuple(r) for r in self._ns_q(  # type: ignore[misc]
+        return [tuple(r) for r in self._inner.q(  # type: ignore[misc]
             "SELECT episode_id, source_id, removed_trust FROM derivations WHERE "
             + self._in_scope_sql("episode_id"), self._scope)]
 
     def _removed_ids(self) -> set[str]:
-        return {r[0] for r in self._ns_q(
+        return {r[0] for r in self._inner.q(
             f"SELECT id FROM gov_episode_removed WHERE {_visible()}", self._scope)}
 
     def tombstones(self, ids: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
