@@ -327,8 +327,9 @@ class Store:
             **({"state_key": p["state_key"], "replaced": replaced_by_key} if p["state_key"] else {}),
             **({"derived_from": p["derived_from"]} if p["derived_from"] else {}),
         }, actor=p["source"] if p["source"] in ("agent", "operator", "system") else "agent")
-        return _episode(row, derived_from=p["derived_from"],
-                        trust_value=trust.effective_trust_map(self, [eid]).get(eid, p["trust"]))
+        effective = (trust.effective_trust_map(self, [eid]).get(eid, p["trust"])
+                     if p["derived_from"] else p["trust"])
+        return _episode(row, derived_from=p["derived_from"], trust_value=effective)
 
     # ------------------------------------------------------------------ read
     def get(self, episode_id: str) -> Episode | None:
