@@ -31,7 +31,7 @@ from .errors import AuditError
 from .storage.pg_location import pg_dsn
 
 if TYPE_CHECKING:
-    from .storage.sqlite import SQLiteBackend
+    from .storage.base import Backend
 
 log = logging.getLogger("anneal_memory")
 
@@ -133,7 +133,7 @@ def _db_entries(db: Path) -> list[dict[str, Any]]:
 class AuditTrail:
     """Appends entries for one Store and verifies any store's trail."""
 
-    def __init__(self, backend: SQLiteBackend, db_path: str | Path, *, salt: str,
+    def __init__(self, backend: Backend, db_path: str | Path, *, salt: str,
                  on_event: Callable[[dict[str, Any]], Any] | None = None,
                  enabled: bool = True) -> None:
         self.backend = backend
@@ -395,7 +395,7 @@ class AuditTrail:
                                  [f.name for f in files if f.exists()])
 
     @staticmethod
-    def repair(db_path: str | Path, backend: SQLiteBackend) -> dict[str, Any]:
+    def repair(db_path: str | Path, backend: Backend) -> dict[str, Any]:
         """Rebuild the JSONL files and manifest from the database's copy of the chain."""
         paths = AuditPaths(db_path)
         with file_lock(paths.lock):

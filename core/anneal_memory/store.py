@@ -23,7 +23,7 @@ from .errors import (
     ValidationError,
     WrapInProgressError,
 )
-from .storage.base import EpisodeRow
+from .storage.base import Backend, EpisodeRow
 from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.sqlite import SQLiteBackend
 from .types import Episode, EpisodeType, RecallResult, StoreStatus, coerce_trust
@@ -110,12 +110,11 @@ class Store:
         self.retention_days = retention_days
         self.session_id = session_id
         self.dsn = dsn
-        # PostgresBackend has the same methods; the annotation names the embedded default.
-        self._backend: SQLiteBackend
+        self._backend: Backend
         if dsn:
             from .storage.postgres import PostgresBackend
 
-            self._backend = PostgresBackend(dsn, read_only=read_only)  # type: ignore[assignment]
+            self._backend = PostgresBackend(dsn, read_only=read_only)
             existed = self._backend.get_meta("store_id") is not None
             if not read_only:
                 db.parent.mkdir(parents=True, exist_ok=True)
@@ -166,7 +165,7 @@ class Store:
         return f"Store({redact(self.dsn) if self.dsn else str(self.path)!r})"
 
     @property
-    def backend(self) -> SQLiteBackend:
+    def backend(self) -> Backend:
         return self._backend
 
     @property
