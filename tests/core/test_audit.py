@@ -200,3 +200,28 @@ def test_kill_9_loses_no_acknowledged_episode(db: Path) -> None:
         assert set(acked) <= set(present)
     r = AuditTrail.verify(db)
     assert r.valid
+
+
+OPENER = textwrap.dedent("""
+    import sys, time
+    from anneal_memory import Store
+    start = float(sys.argv[3])
+    while time.time() < start:
+        pass
+    with Store(sys.argv[1]) as s:
+        s.record("opened " + sys.argv[2], "observation")
+""")
+
+
+@pytest.mark.slow
+def test_many_processes_creating_one_fresh_store(db: Path) -> None:
+    for round_ in range(5):
+        target = db.with_name(f"fresh{round_}.db")
+        start = str(time.time() + 1.5)
+        procs = [subprocess.Popen([sys.executable, "-c", OPENER, str(target), str(i), start],
+                                  stderr=subprocess.PIPE, text=True) for i in range(6)]
+        errs = [p.communicate(timeout=120)[1] for p in procs]
+        assert [p.returncode for p in procs] == [0] * 6, errs
+        with Store(target) as s:
+            assert s.status().total_episodes == 6
+        assert AuditTrail.verify(target).valid

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -174,28 +176,45 @@ class SQLiteBackend(SQLBackend):
             raise StoreError(f"cannot create a store in {str(p.parent)!r}: the folder is "
                              "not writable; choose another path")
         self._check_header(p)
-        try:
-            if read_only:
-                uri = p.resolve().as_uri() + "?mode=ro"
-                self.conn = sqlite3.connect(uri, uri=True, isolation_level=None,
-                                            check_same_thread=False)
-            else:
-                self.conn = sqlite3.connect(self.path, isolation_level=None,
-                                            check_same_thread=False)
-            self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-            if not read_only:
-                self.conn.execute("PRAGMA journal_mode=WAL")
-                self.conn.execute("PRAGMA synchronous=FULL")
-                self.conn.execute("PRAGMA secure_delete=ON")
-                self.conn.execute("PRAGMA foreign_keys=ON")
-            self._init_schema()
-        except sqlite3.DatabaseError as exc:
-            with contextlib.suppress(Exception):
-                self.conn.close()
-            raise StoreError(
-                f"{self.path!r} is not a usable anneal-memory store ({exc}): it may be corrupt "
-                "or another program's file; restore it from an export or choose another path"
-            ) from None
+        deadline = time.monotonic() + busy_timeout_ms / 1000.0
+        while True:
+            try:
+                self._connect(p, busy_timeout_ms)
+                break
+            except sqlite3.OperationalError as exc:
+                # Several processes opening a brand-new store race to switch it to WAL and
+                # create its schema; SQLite reports that as "locked" without waiting.
+                with contextlib.suppress(Exception):
+                    self.conn.close()
+                if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                    raise StoreError(
+                        f"{self.path!r} is not a usable anneal-memory store ({exc}): it may be "
+                        "corrupt or locked by another program; retry, restore it from an "
+                        "export, or choose another path") from None
+                time.sleep(0.02 + random.random() * 0.05)
+            except sqlite3.DatabaseError as exc:
+                with contextlib.suppress(Exception):
+                    self.conn.close()
+                raise StoreError(
+                    f"{self.path!r} is not a usable anneal-memory store ({exc}): it may be corrupt "
+                    "or another program's file; restore it from an export or choose another path"
+                ) from None
+
+    def _connect(self, p: Path, busy_timeout_ms: int) -> None:
+        if self.read_only:
+            uri = p.resolve().as_uri() + "?mode=ro"
+            self.conn = sqlite3.connect(uri, uri=True, isolation_level=None,
+                                        check_same_thread=False)
+        else:
+            self.conn = sqlite3.connect(self.path, isolation_level=None,
+                                        check_same_thread=False)
+        self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        if not self.read_only:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=FULL")
+            self.conn.execute("PRAGMA secure_delete=ON")
+            self.conn.execute("PRAGMA foreign_keys=ON")
+        self._init_schema()
 
     # ------------------------------------------------------------------ lifecycle
     @staticmethod
