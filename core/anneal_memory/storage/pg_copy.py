@@ -3,17 +3,24 @@
 Both schemas use the same table and column names, so one list drives the copy. Episodes
 go in their original order (row ids stay relative), wrap ids are kept (episodes point
 at them), and the audit chain is copied entry for entry, so the destination's chain is
-the source's chain.
+the source's chain. A governed store's tables (records, the current projection,
+tombstones with their receipts and request keys, events, the review queue, the
+removed-episode trace) are created on the destination by the runtime's own dialect and
+copied with their sequence numbers, so replay order and later numbering carry over.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from ..errors import StoreError
+from . import governance_sql as gov
 from .base import Backend
 
-TABLES: list[tuple[str, str, str]] = [  # (table, columns, order)
+Table = tuple[str, str, str]  # (table, columns, order)
+
+TABLES: list[Table] = [
     ("meta", "key, value", "key"),
     ("episodes", "id, timestamp, type, content, source, session_id, metadata, trust, "
                  "state_key, wrap_id", "rowid"),
@@ -28,46 +35,121 @@ TABLES: list[tuple[str, str, str]] = [  # (table, columns, order)
                      "last_detail, last_wrap_id", "id"),
     ("audit_log", "seq, ts, actor, event, data, prev_hash, hash", "seq"),
 ]
+# The governance tables of governance_sql.TABLES, every column (a test holds this list to
+# the tables both dialects create).
+GOV_TABLES: list[Table] = [
+    ("gov_records", "seq, record_id, memory_id, ns_key, ns_owner, ns_project, version, "
+                    "payload_digest, body, created_at", "seq"),
+    ("gov_current", "memory_id, ns_key, ns_owner, ns_project, record_id, version, state, "
+                    "hidden", "memory_id"),
+    ("gov_tombstones", "memory_id, ns_key, ns_owner, ns_project, receipt_id, request_key, "
+                       "receipt, deleted_at", "memory_id"),
+    ("gov_events", "seq, kind, memory_id, ns_key, ref, at", "seq"),
+    ("gov_reviews", "review_id, memory_id, ns_key, ns_owner, ns_project, candidate, reason, "
+                    "status, created_at, decided_at, decided_by, record_id", "review_id"),
+    ("gov_episode_removed", "id, ns_owner, ns_project", "id"),
+]
+# Columns PostgreSQL generates ALWAYS: copied values need OVERRIDING SYSTEM VALUE there,
+# and the sequence moves past them afterwards.
+_IDENTITY = {"gov_records": "seq", "gov_events": "seq"}
 BLOBS = (".continuity.md", ".baton.json")
+# A scoped view's continuity: ".ns-<digest>.continuity.md" (governance.scoped).
+_NS_BLOB = (".ns-", ".continuity.md")
 # Metadata that belongs to the destination database itself, not to the memory.
 _OWN_META = {"schema_version", "application"}
 BATCH = 2000
+
+Progress = Callable[[str, int, int], None]
 
 
 def _is_pg(backend: Backend) -> bool:
     return not backend.mirrors_audit_to_files
 
 
-def counts(backend: Backend) -> dict[str, int]:
-    return {t: int(backend.execute(f"SELECT COUNT(*) FROM {t}")[0][0])
-            for t, _c, _o in TABLES if t != "meta"}
+def tables(governed: bool) -> list[Table]:
+    """The tables a copy moves, in copy order."""
+    return TABLES + GOV_TABLES if governed else list(TABLES)
 
 
-def copy_all(src: Backend, dst: Backend, progress: Callable[[str, int, int], None]) -> dict[str, int]:
+def is_governed(backend: Backend) -> bool:
+    """Whether the store holds the governed runtime's tables."""
+    return gov.has_schema(backend)
+
+
+def _count(backend: Backend, table: str) -> int:
+    return int(backend.execute(f"SELECT COUNT(*) FROM {table}")[0][0])
+
+
+def counts(backend: Backend, governed: bool = False) -> dict[str, int]:
+    """Rows per copied table (``governed``: the governance tables too)."""
+    return {t: _count(backend, t) for t, _c, _o in tables(governed) if t != "meta"}
+
+
+def _check_empty(dst: Backend) -> None:
+    taken = dst.count_episodes() or dst.audit_count() or dst.count_tombstones()
+    if not taken and is_governed(dst):  # a runtime opened on it may have left its tables
+        taken = any(_count(dst, t) for t, _c, _o in GOV_TABLES)
+    if taken:
+        raise StoreError("the destination store is not empty: migrate into a new store")
+
+
+def _copy_table(src: Backend, dst: Backend, table: Table, progress: Progress) -> int:
+    name, cols, order = table
+    rows = [tuple(r) for r in src.execute(f"SELECT {cols} FROM {name} ORDER BY {order}")]
+    if name == "meta":
+        rows = [r for r in rows if r[0] not in _OWN_META]
+        dst.execute("DELETE FROM meta WHERE key NOT IN (?, ?)", sorted(_OWN_META))
+    marks = ", ".join(["?"] * len(cols.split(",")))
+    override = " OVERRIDING SYSTEM VALUE" if name in _IDENTITY and _is_pg(dst) else ""
+    sql = f"INSERT INTO {name} ({cols}){override} VALUES ({marks})"
+    for i in range(0, len(rows), BATCH):
+        dst.executemany(sql, rows[i:i + BATCH])
+        progress(name, min(i + BATCH, len(rows)), len(rows))
+    if not rows:
+        progress(name, 0, 0)
+    elif override:  # later rows must number on from the copied ones
+        col = _IDENTITY[name]
+        dst.execute(f"SELECT setval(pg_get_serial_sequence('{name}', '{col}'), "
+                    f"(SELECT MAX({col}) FROM {name}))")
+    return len(rows)
+
+
+def _blob_names(src: Backend) -> list[str]:
+    """The store's own blobs plus every scoped view's continuity."""
+    head, tail = _NS_BLOB
+    if _is_pg(src):
+        scoped = [r[0] for r in src.execute("SELECT name FROM blobs ORDER BY name")]
+    else:
+        db = Path(src.path)
+        scoped = sorted(p.name[len(db.stem):] for p in db.parent.iterdir()
+                        if p.name.startswith(db.stem + head))
+    return [*BLOBS, *(n for n in scoped if n.startswith(head) and n.endswith(tail))]
+
+
+def _copy_blobs(src: Backend, dst: Backend, names: Sequence[str]) -> None:
+    for name in names:
+        text = src.read_blob(name)
+        if text is not None:
+            dst.write_blob(name, text)
+
+
+def copy_all(src: Backend, dst: Backend, progress: Progress) -> dict[str, int]:
     """Copy every table and blob of ``src`` into the empty store ``dst`` in one
     transaction; returns the rows copied per table."""
-    if dst.count_episodes() or dst.audit_count() or dst.count_tombstones():
-        raise StoreError("the destination store is not empty: migrate into a new store")
+    _check_empty(dst)
+    governed = is_governed(src)
     done: dict[str, int] = {}
     with dst.transaction():
-        for table, cols, order in TABLES:
-            rows = [tuple(r) for r in src.execute(f"SELECT {cols} FROM {table} ORDER BY {order}")]
-            if table == "meta":
-                rows = [r for r in rows if r[0] not in _OWN_META]
-                dst.execute("DELETE FROM meta WHERE key NOT IN (?, ?)", sorted(_OWN_META))
-            marks = ", ".join(["?"] * len(cols.split(",")))
-            sql = f"INSERT INTO {table} ({cols}) VALUES ({marks})"
-            for i in range(0, len(rows), BATCH):
-                dst.executemany(sql, rows[i:i + BATCH])
-                progress(table, min(i + BATCH, len(rows)), len(rows))
-            if not rows:
-                progress(table, 0, 0)
-            done[table] = len(rows)
+        for table in TABLES:
+            done[table[0]] = _copy_table(src, dst, table, progress)
         if _is_pg(dst):  # later wraps must number on from the copied ones
             dst.execute("SELECT setval(pg_get_serial_sequence('wraps', 'id'), "
                         "GREATEST((SELECT MAX(id) FROM wraps), 1))")
-        for name in BLOBS:
-            text = src.read_blob(name)
-            if text is not None:
-                dst.write_blob(name, text)
+        if governed:
+            # The runtime's own DDL (tables, namespace index, delete trigger), inside
+            # this transaction: a failed copy leaves no half-governed store behind.
+            gov.dialect(dst).create_schema(dst)
+            for table in GOV_TABLES:
+                done[table[0]] = _copy_table(src, dst, table, progress)
+        _copy_blobs(src, dst, _blob_names(src))
     return done
