@@ -119,7 +119,8 @@ def _check_still_governed(location: str | Path, seed: dict[str, Any], tag: str) 
         assert rt.current(PRICING, "semantic", "language") == v3
 
 
-def test_governed_round_trip(location: str, tmp_path: Path) -> None:
+def test_governed_round_trip(location: str, tmp_path: Path,
+                             capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "src.db"
     seed = _fill(src)
     want = _answers(src, seed)
@@ -141,6 +142,7 @@ def test_governed_round_trip(location: str, tmp_path: Path) -> None:
     assert "gov_records" in err.getvalue() and "gov_reviews" in err.getvalue()
     back = tmp_path / "back.db"
     assert main([location, str(back)]) == 0
+    assert "with its governed memory" in capsys.readouterr().out
 
     assert _answers(location, seed) == want
     assert _answers(back, seed) == want
