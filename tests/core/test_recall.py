@@ -124,3 +124,11 @@ def test_context_can_be_switched_off(store: Store) -> None:
     r = store.recall(keyword="which pumps valves", context=False)
     assert [e.content for e in r.episodes] == ["item one about pumps and valves"]
     assert store.recall(keyword="which pumps valves").total_matching == 2
+
+
+def test_phrase_hits_newest_first_even_when_backdated(store: Store) -> None:
+    store.record("deploy note alpha", "observation", timestamp="2026-03-01T00:00:00Z")
+    store.record("deploy note beta", "observation", timestamp="2026-01-01T00:00:00Z")
+    store.record("deploy note gamma", "observation", timestamp="2026-02-01T00:00:00Z")
+    assert [e.content for e in store.recall(keyword="deploy note").episodes] == [
+        "deploy note alpha", "deploy note gamma", "deploy note beta"]

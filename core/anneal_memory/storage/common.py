@@ -173,6 +173,10 @@ class SQLBackend(Backend):
 
     # -- episodes
     def insert_episode(self, row: EpisodeRow) -> None:
+        newest = self.q1("SELECT MAX(timestamp) FROM episodes")
+        if newest and newest[0] and row.timestamp < newest[0]:
+            # a backdated episode: recording order no longer equals time order
+            self.set_meta("backdated_episodes", "1")
         self.q("INSERT INTO episodes(id, timestamp, type, content, source, session_id, metadata, "
                "trust, state_key, wrap_id) VALUES (?,?,?,?,?,?,?,?,?,?)",
                (row.id, row.timestamp, row.type, row.content, row.source, row.session_id,

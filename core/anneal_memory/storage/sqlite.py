@@ -402,13 +402,15 @@ class SQLiteBackend(SQLBackend):
                        "WHERE episodes_tri MATCH ? AND ")
                 mparams: list[Any] = [_with_type(f"content : {fts_quote(phrase)}", filters)]
                 score = "0.0"
-                # most recently recorded first: the index yields that order without a sort
-                order_sql = "t.rowid DESC"
+                # newest first; while no episode was backdated, recording order is time order
+                # and the index yields it without a sort
+                order_sql = ("t.rowid DESC" if self.get_meta("backdated_episodes") is None
+                             else "e.timestamp DESC, e.rowid DESC")
             else:
                 src = "FROM episodes e WHERE instr(lower(e.content), lower(?)) > 0 AND "
                 mparams = [phrase]
                 score = "0.0"
-                order_sql = "e.rowid DESC"
+                order_sql = "e.timestamp DESC, e.rowid DESC"
         elif words:
             fts = "episodes_words"
             src = ("FROM episodes_words w CROSS JOIN episodes e ON e.rowid = w.rowid "
