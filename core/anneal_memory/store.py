@@ -14,18 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from . import facts, trust
-from ._fileio import atomic_write_text, sidecar_path
+from ._fileio import atomic_write_text
 from .audit import AuditTrail
 from .clock import iso, normalize_timestamp, now_iso, utcnow
 from .errors import (
     StoreError,
     StoreLocationError,
     ValidationError,
-    WrapInProgressError,
 )
 from .storage.base import Backend, EpisodeRow
 from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.sqlite import SQLiteBackend
+from .store_continuity import ContinuityMixin
 from .types import Episode, EpisodeType, RecallResult, StoreStatus, coerce_trust
 
 ENV_DB = "ANNEAL_MEMORY_DB"
@@ -69,7 +69,7 @@ def _episode(row: EpisodeRow, superseded_by: str | None = None,
     )
 
 
-class Store:
+class Store(ContinuityMixin):
     """One agent's episodic memory: a SQLite database plus its sidecar files.
 
     Not thread-safe: use one Store per thread. Several processes may each open their
@@ -472,94 +472,6 @@ class Store:
     def effective_trust_map(self, ids: Sequence[str]) -> dict[str, str]:
         """Each id's effective trust: its own class, capped by its most trusted source."""
         return trust.effective_trust_map(self, list(ids))
-
-    # ------------------------------------------------------------------ continuity
-    @property
-    def continuity_path(self) -> Path:
-        return sidecar_path(self.path, ".continuity.md")
-
-    def _continuity_blob(self) -> str:
-        # The backend names the text by its sidecar suffix (a scoped view has its own).
-        return self.continuity_path.name[len(Path(self.path).stem):]
-
-    def load_continuity(self) -> str | None:
-        """The current continuity text, or None before the first wrap."""
-        return self._backend.read_blob(self._continuity_blob())
-
-    def _write_continuity_file(self, text: str) -> None:
-        self._backend.write_blob(self._continuity_blob(), text, lock=".continuity.lock")
-
-    def save_continuity(self, text: str) -> str:
-        """Raw continuity write, bypassing every check of the wrap pipeline. Prefer
-        ``validated_save_continuity``."""
-        if not isinstance(text, str):
-            raise ValidationError("continuity text must be a string")
-        self._write_continuity_file(text)
-        self.audit_event("continuity_saved", {"chars": len(text), "raw": True,
-                                              "content_hash": self._audit.hash_content(text)},
-                         actor="operator")
-        return str(self.continuity_path)
-
-    @property
-    def section_schema(self) -> list[dict[str, Any]]:
-        from .continuity.schema import DEFAULT_SCHEMA
-
-        if self._schema_override is not None:
-            return [dict(s) for s in self._schema_override]
-        raw = self._backend.get_meta("section_schema")
-        if raw is None:
-            return [dict(s) for s in DEFAULT_SCHEMA]
-        from .continuity.schema import validate_schema
-        from .errors import SchemaError
-
-        try:
-            return [dict(x) for x in validate_schema(json.loads(raw))]
-        except (ValueError, SchemaError) as exc:
-            # fail closed: a wrap never silently falls back to an ungated schema
-            raise SchemaError(f"the store's persisted section schema is corrupt ({exc}): "
-                              "set it again with set_section_schema / anneal-memory set-schema") from None
-
-    def set_section_schema(self, schema: Sequence[Mapping[str, Any]]) -> None:
-        """Persist a validated section schema; refused while a wrap is open."""
-        from .continuity.schema import validate_schema
-
-        validated = validate_schema(schema)
-        with self._write():
-            if self._backend.open_wrap() is not None:
-                raise WrapInProgressError(
-                    "a wrap is open: save or cancel it (wrap-cancel) before changing the schema")
-            self._backend.set_meta("section_schema", json.dumps(validated))
-            self._audit.append("schema_set", {"headings": [s["heading"] for s in validated]},
-                               actor="operator")
-
-    # ------------------------------------------------------------------ wrap helpers
-    @property
-    def consolidate_requires_baton(self) -> bool:
-        return self._backend.get_meta("consolidate_requires_baton") == "1"
-
-    def set_consolidate_requires_baton(self, required: bool) -> None:
-        """Store policy: every wrap must come from the session holding the baton."""
-        with self._write():
-            self._backend.set_meta("consolidate_requires_baton", "1" if required else "0")
-            self._audit.append("baton_policy", {"required": bool(required)}, actor="operator")
-
-    def wrap_cancelled(self, *, wrap_token: str | None = None, session_id: str | None = None,
-                       force: bool = False) -> bool:
-        """Abandon the open wrap; its episodes go to the next one. False if none was open."""
-        from .wrap.lifecycle import cancel_wrap
-
-        return cancel_wrap(self, wrap_token=wrap_token, session_id=session_id, force=force)
-
-    def add_drift_probe(self, *, pattern: str | None = None, min_level: int | None = None,
-                        fact: str | None = None, section: str | None = None) -> str:
-        """Declare something that must survive consolidation; returns the probe id."""
-        from .immune.probes import add_probe
-
-        return add_probe(self, pattern=pattern, min_level=min_level, fact=fact, section=section)
-
-    def pattern_grounding(self) -> dict[str, list[dict[str, Any]]]:
-        """For each named pattern, the episodes that grounded each rung it earned."""
-        return {n: rec.get("grounding", []) for n, rec in self._backend.pattern_history().items()}
 
     # ------------------------------------------------------------------ status
     def status(self) -> StoreStatus:
