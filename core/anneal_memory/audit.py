@@ -395,9 +395,17 @@ class AuditTrail:
                                  [f.name for f in files if f.exists()])
 
     @staticmethod
-    def repair(db_path: str | Path, backend: Backend) -> dict[str, Any]:
-        """Rebuild the JSONL files and manifest from the database's copy of the chain."""
+    def repair(db_path: str | Path, backend: Backend, *, force: bool = False) -> dict[str, Any]:
+        """Rebuild the JSONL files and manifest from the database's copy of the chain.
+
+        A trail that verifies is left as it is (only missing entries are mirrored) unless
+        ``force``; otherwise its files are set aside, never deleted, and rebuilt.
+        """
         paths = AuditPaths(db_path)
+        if not force and AuditTrail.verify(db_path).valid:
+            written = AuditTrail(backend, db_path, salt="").mirror()
+            return {"rebuilt_entries": 0, "mirrored_entries": written, "set_aside": [],
+                    "status": "the trail verifies: nothing to repair"}
         with file_lock(paths.lock):
             set_aside: list[str] = []
             stamp = now_iso().replace(":", "").replace("+", "Z")[:17]
@@ -409,7 +417,8 @@ class AuditTrail:
                     set_aside.append(dest.name)
         trail = AuditTrail(backend, db_path, salt="")
         written = trail.mirror()
-        return {"rebuilt_entries": written, "set_aside": set_aside}
+        return {"rebuilt_entries": written, "mirrored_entries": written, "set_aside": set_aside,
+                "status": "rebuilt from the database's copy of the chain"}
 
 
 @contextlib.contextmanager

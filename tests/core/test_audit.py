@@ -225,3 +225,17 @@ def test_many_processes_creating_one_fresh_store(db: Path) -> None:
         with Store(target) as s:
             assert s.status().total_episodes == 6
         assert AuditTrail.verify(target).valid
+
+
+def test_repair_leaves_a_good_trail_alone_and_rebuilds_a_broken_one(trail: Path) -> None:
+    with Store(trail) as s:
+        res = AuditTrail.repair(trail, s.backend)
+        assert res["set_aside"] == [] and res["rebuilt_entries"] == 0
+        lines = _lines(trail)
+        del lines[3]
+        _write_lines(trail, lines)
+        assert not AuditTrail.verify(trail).valid
+        res = AuditTrail.repair(trail, s.backend)
+        assert res["rebuilt_entries"] == 10 and res["set_aside"]
+    assert AuditTrail.verify(trail).valid
+    assert any(p.name.startswith("memory.audit.jsonl.set-aside-") for p in trail.parent.iterdir())

@@ -28,7 +28,9 @@ def register(sub: Any) -> None:
     r = command(sub, "audit-repair",
                 "rebuild the audit files and manifest from the database's copy", cmd_repair)
     r.add_argument("--set-aside-unreadable", action="store_true",
-                   help="accepted for compatibility: every old file is set aside, never deleted")
+                   help="accepted for compatibility: files are set aside, never deleted")
+    r.add_argument("--force", action="store_true",
+                   help="rebuild even when the trail verifies")
 
 
 def _existing_db(args: argparse.Namespace) -> Any:
@@ -79,7 +81,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_repair(args: argparse.Namespace) -> int:
     _existing_db(args)
     with open_store(args) as store:
-        result = AuditTrail.repair(store.path, store.backend)
-    emit(args, result, f"Rebuilt {result['rebuilt_entries']} entries; set aside: "
-         f"{', '.join(result['set_aside']) or 'nothing'}")
+        result = AuditTrail.repair(store.path, store.backend, force=args.force)
+    emit(args, result, f"{result['status']}: rebuilt {result['rebuilt_entries']} entries; "
+         f"set aside: {', '.join(result['set_aside']) or 'nothing'}")
     return 0
