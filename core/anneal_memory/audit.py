@@ -320,7 +320,8 @@ class AuditTrail:
                 yield "database", e
 
     @staticmethod
-    def verify(db_path: str | Path) -> AuditVerifyResult:
+    def verify(db_path: str | Path,
+               progress: Callable[[str, int], None] | None = None) -> AuditVerifyResult:
         """Walk every file of the chain (and the database's copy) and report the first
         entry that does not check out."""
         if pg_dsn(db_path) is not None:
@@ -337,6 +338,8 @@ class AuditTrail:
         seen: dict[int, str] = {}
         first = True
         for f, meta in zip(files, manifest["files"] + [None]):
+            if progress is not None:
+                progress(f.name, total)
             if not f.exists():
                 if meta is not None:
                     return AuditVerifyResult(False, total, nfiles, meta["first_seq"], f.name,

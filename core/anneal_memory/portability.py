@@ -10,7 +10,7 @@ skipped, and a deleted id is never brought back.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import trust as trust_mod
@@ -102,7 +102,8 @@ def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
     return out
 
 
-def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "library") -> dict[str, Any]:
+def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "library",
+                 progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     if isinstance(data, (str, bytes)):
         try:
             doc = json.loads(data)
@@ -118,7 +119,9 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
     with store._write():
         tombs = b.tombstones([i["id"] for i in items])
         present = b.get_episodes([i["id"] for i in items])
-        for it in items:
+        for done, it in enumerate(items, 1):
+            if progress is not None and (done % 1000 == 0 or done == len(items)):
+                progress(done, len(items))
             if it["id"] in tombs:
                 refused_deleted.append(it["id"])
                 continue

@@ -519,12 +519,13 @@ class Store(ContinuityMixin):
             atomic_write_text(Path(path), text + "\n")
         return text
 
-    def import_(self, data: Mapping[str, Any] | str, *, via: str = "library") -> dict[str, Any]:
+    def import_(self, data: Mapping[str, Any] | str, *, via: str = "library",
+                progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
         """Load an export. All or nothing; ids already here are skipped, deleted ids are
         never brought back."""
         from .portability import import_store
 
-        return import_store(self, data, via=via)
+        return import_store(self, data, via=via, progress=progress)
 
     import_data = import_
 

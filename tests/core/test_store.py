@@ -285,3 +285,13 @@ def test_namespace_stamp_key_is_reserved(store: Store) -> None:
     with pytest.raises(ValidationError):
         store.record("forged", "observation", metadata={"_anneal_ns": {"tenant": "other"}})
     assert store.status().total_episodes == 0
+
+
+def test_import_reports_progress(tmp_path: Path) -> None:
+    with Store(tmp_path / "a.db") as a:
+        a.record_many([{"content": f"item {i}", "episode_type": "observation"} for i in range(2500)])
+        doc = a.export()
+    seen: list[tuple[int, int]] = []
+    with Store(tmp_path / "b.db") as b:
+        b.import_(doc, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1000, 2500), (2000, 2500), (2500, 2500)]

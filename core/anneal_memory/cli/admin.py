@@ -190,6 +190,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import_progress(done: int, total: int) -> None:
+    progress(f"  imported {done:,} / {total:,}")
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from .common import operator_store
 
@@ -201,10 +205,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     progress(f"importing {n} episode(s) from {args.file} ...")
     if operator:
         with operator_store(args, "import episodes labelled trust operator") as (store, via):
-            result = store.import_(doc, via=via)
+            result = store.import_(doc, via=via, progress=_import_progress)
     else:
         with open_store(args) as store:
-            result = store.import_(doc, via="cli")
+            result = store.import_(doc, via="cli", progress=_import_progress)
     progress("import done")
     emit(args, result, f"Imported {result['imported']}; skipped {len(result['skipped_existing'])} "
          f"already present; refused {len(result['refused_deleted'])} deleted")

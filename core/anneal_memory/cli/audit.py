@@ -64,7 +64,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     path = _existing_db(args)
     progress(f"verifying the audit chain of {path} ...")
-    res = AuditTrail.verify(path)
+    res = AuditTrail.verify(path, progress=lambda name, n: progress(
+        f"  {name} ({n:,} entries verified so far)"))
     data = res.to_dict()
     if args.json:
         emit(args, data)

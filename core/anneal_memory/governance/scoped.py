@@ -73,7 +73,8 @@ class ScopedStore(Store):
         tag = digest("continuity", self.namespace.to_dict())[:16]
         return sidecar_path(self.path, f".ns-{tag}.continuity.md")
 
-    def import_(self, data: Mapping[str, Any] | str, *, via: str = "library") -> dict[str, Any]:
+    def import_(self, data: Mapping[str, Any] | str, *, via: str = "library",
+                progress: Any = None) -> dict[str, Any]:
         """Refused: an export's episodes carry their own namespace stamps (or none), so
         importing them through a view could write into another namespace."""
         raise GovernanceError("import through the parent Store, not a scoped view: an "
