@@ -309,3 +309,22 @@ def test_deleted_grounding_counts_as_failed(store: Store) -> None:
     store.record("x", "observation")
     wrap(store, doc(patterns="- deleted basis | 2x"))
     assert level(store, "deleted basis") == 1
+
+
+def test_wrap_time_crystallize_is_opt_in(store: Store, tmp_path) -> None:
+    from anneal_memory import CrystalStore
+
+    grow(store, "stable truth", 1)
+    line = fresh_line(store, "stable truth", 2) + " [crystallize]"
+    bare = "- unproven idea | 1x [crystallize]"
+    cs = CrystalStore(tmp_path / "memory.crystal.json")
+    res = wrap(store, doc(patterns=line + "\n" + bare + "\n- other | 1x"), crystal_store=cs)
+    assert res["crystallized"] == ["stable truth"]
+    assert res["crystallize_refused"][0]["name"] == "unproven idea"
+    text = store.load_continuity()
+    assert "stable truth" not in text and "unproven idea | 1x" in text
+    assert cs.get("stable truth").level == 2
+    # without a crystal store the marker changes nothing
+    line = fresh_line(store, "other", 2) + " [crystallize]"
+    res = wrap(store, doc(patterns=line))
+    assert res["crystallized"] == [] and level(store, "other") == 2

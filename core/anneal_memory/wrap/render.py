@@ -51,7 +51,9 @@ def instructions(schema: Sequence[Mapping[str, Any]], *, project_name: str, max_
             "Markers: ? question · thought: insight · ✓ done · A -> B causation · "
             "A ><[axis] B tension · [decided(rationale, on)] · [blocked(reason, since)] · "
             "[contradicts: name] · [no-contradicts] · [provenance: id1, id2] · "
-            "[supersedes: OLD_ID by NEW_ID] (NEW_ID from this package) when a fact changed.",
+            "[supersedes: OLD_ID by NEW_ID] (NEW_ID from this package) when a fact changed · "
+            "[crystallize] on a Proven line with evidence moves it to long-term memory (when "
+            "the host keeps a crystal store).",
             "",
             "Contradiction scan: for every pattern you bring to 2x or higher, check it against "
             "the Proven patterns below and mark it [contradicts: name] or [no-contradicts].",

@@ -9,6 +9,8 @@ leaves the wrap open.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -224,6 +226,8 @@ def validated_save_continuity(
         "durable_dropped": durable_dropped,
         "drift": {"counts": {}, "probes": []},
         "citation_spread": signals.citation_spread(lines, set(snapshot)),
+        "crystallized": [],
+        "crystallize_refused": [],
         "associations_formed": 0,
         "associations_strengthened": 0,
         "linkgate_overridden": False,
@@ -246,6 +250,9 @@ def validated_save_continuity(
         result["warnings"].append("level-capped: " + ", ".join(
             f"{x['name']} -> {x['level']}x" for x in result["level_capped"]))
     result["warnings"] += durable_warn
+    if crystal_store is not None:
+        final_text = _crystallize_marked(store, crystal_store, doc, outcomes, day, result)
+        result["chars"] = len(final_text)
     crystal_names: set[str] = set()
     if crystal_store is not None:
         try:
@@ -317,6 +324,40 @@ def _revocations(store: Store, history: dict[str, dict[str, Any]]) -> dict[str, 
         if cut is not None:
             out[key] = cut
     return out
+
+
+CRYSTALLIZE_RE = re.compile(r"\s*\[crystallize\]", re.IGNORECASE)
+
+
+def _crystallize_marked(store: Store, crystal_store: Any, doc: ContinuityDoc,
+                        outcomes: Sequence[LineOutcome], day: str,
+                        result: dict[str, Any]) -> str:
+    """Move lines marked ``[crystallize]`` out of the continuity into the crystal store
+    (opt-in: only when the caller passes a crystal store). Only a Proven line (2x or
+    higher after this save's checks) with evidence goes; the crystal is written before
+    the continuity, so a failure can duplicate a pattern but never lose it."""
+    result["crystallized"] = []
+    result["crystallize_refused"] = []
+    for o in outcomes:
+        if not CRYSTALLIZE_RE.search(o.line.line):
+            continue
+        section = next((sec for sec in doc.sections if sec.heading == o.line.section), None)
+        if o.final_level < 2 or not o.line.citations:
+            result["crystallize_refused"].append(
+                {"name": o.line.name, "reason": "only a Proven (2x+) line with evidence crystallizes"})
+            if section is not None and o.new_text in section.lines:
+                section.lines[section.lines.index(o.new_text)] = CRYSTALLIZE_RE.sub("", o.new_text)
+            continue
+        line = dataclasses.replace(o.line, level=o.final_level)
+        try:
+            crystal_store.crystallize_line(line, today=day, store=store, actor="agent")
+        except Exception as exc:  # the pattern stays in the continuity
+            result["crystallize_refused"].append({"name": o.line.name, "reason": str(exc)})
+            continue
+        result["crystallized"].append(o.line.name)
+        if section is not None and o.new_text in section.lines:
+            section.lines.remove(o.new_text)
+    return doc.render()
 
 
 def _brief(o: LineOutcome, extra: str | None = None) -> dict[str, Any]:
