@@ -347,9 +347,11 @@ class Store(ContinuityMixin):
 
     def _to_episodes(self, rows: Sequence[EpisodeRow]) -> list[Episode]:
         ids = [r.id for r in rows]
-        sup = self._backend.supersessions_of(ids)
-        der = self._backend.derivations_of(ids)
-        eff = trust.effective_trust_map(self, ids)
+        sup = self._backend.supersessions_of(ids) if ids else {}
+        der = self._backend.derivations_of(ids) if ids else {}
+        # only derived episodes can differ from their own class
+        derived = [i for i in ids if i in der]
+        eff = trust.effective_trust_map(self, derived) if derived else {}
         out = []
         for r in rows:
             links = sup.get(r.id)

@@ -426,6 +426,8 @@ class SQLiteBackend(SQLBackend):
             order_sql = ("e.timestamp DESC, e.rowid DESC" if order == "recent"
                          else "e.timestamp ASC, e.rowid ASC")
         total = self._match_count(fts, mparams, src, where, params, filters)
+        if total == 0 or limit == 0:
+            return [], total
         rows = self.q(
             f"SELECT {cols}, {score} {src}{where} ORDER BY {order_sql} LIMIT ? OFFSET ?",
             [*mparams, *params, int(limit), int(offset)],
