@@ -322,3 +322,18 @@ def test_small_felt_section_is_protected_too(db: Path) -> None:
         w = prepare_wrap(s)
         with pytest.raises(ContinuityValidationError):
             validated_save_continuity(s, base + "\n## Understanding\n- ok\n", wrap_token=w["wrap_token"])
+
+
+def test_today_accepts_a_date(store: Store) -> None:
+    import datetime as _dt
+
+    store.record("x happened", "observation")
+    w = prepare_wrap(store)
+    res = validated_save_continuity(store, doc(patterns="- p | 1x"), wrap_token=w["wrap_token"],
+                                    today=_dt.date(2026, 5, 1))
+    assert res["chars"] > 0
+    store.record("y happened", "observation")
+    w = prepare_wrap(store)
+    with pytest.raises(AnnealMemoryError):
+        validated_save_continuity(store, doc(), wrap_token=w["wrap_token"], today="someday")
+    assert store.status().wrap_in_progress

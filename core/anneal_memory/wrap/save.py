@@ -56,6 +56,13 @@ def _decode(text: Any) -> str:
     return text
 
 
+def _iso_day(value: Any) -> str:
+    """``today`` as YYYY-MM-DD (a date, a datetime or an ISO string)."""
+    from ..clock import parse_timestamp
+
+    return parse_timestamp(value, field="today").date().isoformat()
+
+
 def _refuse(store: Store, reason: str, message: str, **data: Any) -> None:
     try:
         store.audit_event("continuity_refused", {"reason": reason, **data}, actor="agent")
@@ -156,7 +163,7 @@ def validated_save_continuity(
             raise BatonError(f"session {session_id!r} does not hold the consolidation baton "
                              f"(holder: {holder or 'nobody'}): anneal-memory baton claim <session>")
     schema = store.section_schema
-    day = today or wrap["today"]
+    day = _iso_day(today) if today is not None else wrap["today"]
     doc = parse_sections(text, schema)
     prior_text = store.load_continuity()
     durable_warn, durable_dropped = merge_durable(prior_text, doc, schema)
