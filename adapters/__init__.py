@@ -23,6 +23,18 @@ def open_session(memory: Any, logger_name: str, **options: Any) -> MemorySession
     return MemorySession.ensure(memory, logger=logger_name, **options)
 
 
+def attach_memory(owner: Any, memory: Any, logger_name: str, *,
+                  compress: Callable[[str], Any] | None = None, wrap_on_end: bool = False,
+                  **options: Any) -> MemorySession:
+    """The part of every adapter's constructor that is the same: validate ``compress``,
+    open the session (``open_session``) and set ``owner.session``, ``owner.compress`` and
+    ``owner.wrap_on_end``."""
+    owner.compress = MemorySession.check_compress(compress)
+    owner.session = open_session(memory, logger_name, **options)
+    owner.wrap_on_end = bool(wrap_on_end)
+    return owner.session
+
+
 def check_memory_role(role: str) -> str:
     """Validate a ``memory_role`` option at construction: the injected memory message
     is a user or a system message, never an assistant one."""

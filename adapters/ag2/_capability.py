@@ -19,7 +19,7 @@ from autogen import ConversableAgent
 from autogen.agentchat.contrib.capabilities.agent_capability import AgentCapability
 
 from anneal_memory import Store
-from anneal_memory.adapters import check_memory_role, hook_guard, open_session
+from anneal_memory.adapters import attach_memory, check_memory_role, hook_guard
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
@@ -55,12 +55,9 @@ class AnnealMemory(AgentCapability):
         strict: bool | None = None,
     ) -> None:
         check_memory_role(memory_role)
-        MemorySession.check_compress(compress)
-        self.session = open_session(store, LOGGER_NAME, project_name=project_name,
-                                    session_id=session_id, recall_limit=recall_limit,
-                                    max_content_chars=max_content_chars, strict=strict)
-        self.compress = compress
-        self.wrap_on_end = wrap_on_end
+        attach_memory(self, store, LOGGER_NAME, compress=compress, wrap_on_end=wrap_on_end,
+                      project_name=project_name, session_id=session_id, recall_limit=recall_limit,
+                      max_content_chars=max_content_chars, strict=strict)
         self.memory_role = memory_role
         self.record_tool_calls = record_tool_calls
         self.agent: ConversableAgent | None = None

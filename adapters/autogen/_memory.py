@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from typing_extensions import Self
 
 from anneal_memory import Store
-from anneal_memory.adapters import check_memory_role, hook_guard, open_session
+from anneal_memory.adapters import attach_memory, check_memory_role, hook_guard
 from anneal_memory.errors import ValidationError
 from anneal_memory.recall import retrieve_relevant
 from anneal_memory.session import MemorySession, WrapOutcome
@@ -91,21 +91,18 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
         strict: bool | None = None,
     ) -> None:
         check_memory_role(memory_role)
-        MemorySession.check_compress(compress)
         if model_client is not None and not isinstance(model_client, ChatCompletionClient):
             raise ValidationError("model_client must be an autogen_core ChatCompletionClient, "
                                   f"got {type(model_client).__name__}")
         if wrap_on_end and compress is None and model_client is None:
             raise ValidationError("wrap_on_end=True needs a model to write the continuity: pass "
                                   "model_client= (usually the agent's own) or compress=<callable>")
-        self.session = open_session(store, LOGGER_NAME, project_name=project_name,
-                                    session_id=session_id, recall_limit=recall_limit,
-                                    max_content_chars=max_content_chars, strict=strict)
+        attach_memory(self, store, LOGGER_NAME, compress=compress, wrap_on_end=wrap_on_end,
+                      project_name=project_name, session_id=session_id, recall_limit=recall_limit,
+                      max_content_chars=max_content_chars, strict=strict)
         self._name = name or "anneal_memory"
         self.project_name = project_name
         self.model_client = model_client
-        self.compress = compress
-        self.wrap_on_end = wrap_on_end
         self.memory_role = memory_role
         self.record_tool_calls = record_tool_calls
 

@@ -19,7 +19,7 @@ from camel.messages import BaseMessage, FunctionCallingMessage
 from camel.types import OpenAIBackendRole
 
 from anneal_memory import Store
-from anneal_memory.adapters import hook_guard, open_session
+from anneal_memory.adapters import attach_memory, hook_guard
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
@@ -58,7 +58,6 @@ class AnnealAgentMemory(AgentMemory):
         record_tool_calls: bool = False,
         strict: bool | None = None,
     ) -> None:
-        MemorySession.check_compress(compress)
         if inner is None and context_creator is None and model is None:
             raise ValidationError("AnnealAgentMemory needs a working window: pass model= (the agent's "
                                   "model backend), context_creator=, or inner=<an AgentMemory>")
@@ -68,13 +67,11 @@ class AnnealAgentMemory(AgentMemory):
         if inner is None:
             creator = context_creator or ScoreBasedContextCreator(model.token_counter, model.token_limit)
             inner = ChatHistoryMemory(creator)
-        self.session = open_session(store, LOGGER_NAME, project_name=project_name,
-                                    session_id=session_id, recall_limit=recall_limit,
-                                    max_content_chars=max_content_chars, strict=strict)
+        attach_memory(self, store, LOGGER_NAME, compress=compress, wrap_on_end=wrap_on_end,
+                      project_name=project_name, session_id=session_id, recall_limit=recall_limit,
+                      max_content_chars=max_content_chars, strict=strict)
         self.inner = inner
         self.model = model
-        self.compress = compress
-        self.wrap_on_end = wrap_on_end
         self.record_tool_calls = record_tool_calls
         self._query: str | None = None
 

@@ -9,7 +9,7 @@ from typing import Any
 from camel.societies.workforce.workforce_callback import WorkforceCallback
 
 from anneal_memory import Store
-from anneal_memory.adapters import hook_guard, open_session
+from anneal_memory.adapters import attach_memory, hook_guard
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
@@ -38,15 +38,12 @@ class AnnealWorkforceCallback(WorkforceCallback):
         max_content_chars: int | None = None,
         strict: bool | None = None,
     ) -> None:
-        MemorySession.check_compress(compress)
         if wrap_on_end and compress is None:
             raise ValidationError("wrap_on_end=True needs compress=<callable prompt -> text> (for "
                                   "example AnnealAgentMemory(...).wrap's model, or your own)")
-        self.session = open_session(store, LOGGER_NAME, project_name=project_name,
-                                    session_id=session_id, max_content_chars=max_content_chars,
-                                    strict=strict)
-        self.compress = compress
-        self.wrap_on_end = wrap_on_end
+        attach_memory(self, store, LOGGER_NAME, compress=compress, wrap_on_end=wrap_on_end,
+                      project_name=project_name, session_id=session_id,
+                      max_content_chars=max_content_chars, strict=strict)
 
     @property
     def store(self) -> Store:

@@ -7,9 +7,9 @@ from typing import Any
 
 import dspy
 
-from anneal_memory.adapters import open_session
+from anneal_memory.adapters import attach_memory
 from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession, WrapOutcome
+from anneal_memory.session import WrapOutcome
 
 from .callback import LOGGER_NAME, AnnealCallback, Memory, completion_texts, fields_text
 
@@ -69,7 +69,6 @@ class MemoryProgram(dspy.Module):
         super().__init__()
         if not callable(program):
             raise ValidationError("program must be a DSPy module (or any callable program)")
-        MemorySession.check_compress(compress)
         sig = getattr(program, "signature", None)
         if sig is not None and memory_field not in sig.input_fields:
             raise ValidationError(
@@ -78,10 +77,9 @@ class MemoryProgram(dspy.Module):
             )
         self.program = program
         self.memory_field = memory_field
-        self.wrap_on_end = wrap_on_end
-        self.compress = compress
-        self.session = open_session(store, LOGGER_NAME, session_id=session_id,
-                                    recall_limit=recall_limit, max_content_chars=max_content_chars)
+        attach_memory(self, store, LOGGER_NAME, compress=compress, wrap_on_end=wrap_on_end,
+                      session_id=session_id, recall_limit=recall_limit,
+                      max_content_chars=max_content_chars)
         self.recorder = AnnealCallback(self.session, record_tools=record_tools,
                                        record_lm=record_lm, skip_fields=[memory_field])
 

@@ -26,7 +26,7 @@ from haystack.dataclasses import ChatMessage, ChatRole
 from haystack.utils.callable_serialization import deserialize_callable, serialize_callable
 
 from anneal_memory import Store
-from anneal_memory.adapters import check_memory_role, hook_guard, open_session
+from anneal_memory.adapters import attach_memory, check_memory_role, hook_guard
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
@@ -81,7 +81,6 @@ class AnnealMemory:
                 "chat_generator must be a Haystack chat generator (an object with run(messages=...)); "
                 f"got {type(chat_generator).__name__}"
             )
-        MemorySession.check_compress(compress)
         if wrap_on_end and compress is None and chat_generator is None:
             raise ValidationError(
                 "wrap_on_end=True needs a model to write the continuity: pass chat_generator= "
@@ -89,13 +88,11 @@ class AnnealMemory:
             )
         self._options = {"session_id": session_id, "recall_limit": recall_limit,
                          "max_content_chars": max_content_chars, "strict": strict}
-        self.session = open_session(store, LOGGER_NAME, project_name=project_name,
-                                    **self._options)
+        attach_memory(self, store, LOGGER_NAME, compress=compress, wrap_on_end=wrap_on_end,
+                      project_name=project_name, **self._options)
         self._db_path: str | None = _store_path(self.session.store)
         self.project_name = project_name
         self.chat_generator = chat_generator
-        self.compress = compress
-        self.wrap_on_end = wrap_on_end
         self.record_tool_outputs = record_tool_outputs
         self.record_tool_calls = record_tool_calls
         self.memory_role = memory_role

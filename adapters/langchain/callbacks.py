@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import LLMResult
 
 from anneal_memory import Store
-from anneal_memory.adapters import hook_guard, open_session
+from anneal_memory.adapters import attach_memory, hook_guard
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
@@ -59,20 +59,18 @@ class AnnealCallbackHandler(BaseCallbackHandler):
         recall_limit: int | None = None,
         max_content_chars: int | None = None,
     ) -> None:
-        MemorySession.check_compress(compress)
         if wrap_on_end and compress is None:
             raise ValidationError(
                 "wrap_on_end=True needs compress=: a callback handler cannot reach the model; "
                 "pass compress=chat_model_compress(model)"
             )
-        self.session = open_session(store, LOGGER_NAME, session_id=session_id,
-                                    recall_limit=recall_limit, max_content_chars=max_content_chars)
+        attach_memory(self, store, LOGGER_NAME, compress=compress, wrap_on_end=wrap_on_end,
+                      session_id=session_id, recall_limit=recall_limit,
+                      max_content_chars=max_content_chars)
         self.record_inputs = record_inputs
         self.record_outputs = record_outputs
         self.record_tools = record_tools
         self.record_llm_steps = record_llm_steps
-        self.wrap_on_end = wrap_on_end
-        self.compress = compress
         # root run id -> its input text, recorded when the run ends (a failed run's too)
         self._roots: dict[UUID, str] = {}
         self._tools: dict[UUID, tuple[str, Any]] = {}

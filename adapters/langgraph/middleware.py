@@ -24,7 +24,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.runtime import Runtime
 
 from anneal_memory import Store
-from anneal_memory.adapters import hook_guard, open_session
+from anneal_memory.adapters import attach_memory, hook_guard
 from anneal_memory.adapters.langchain.messages import (
     chat_model_acompress,
     chat_model_compress,
@@ -70,10 +70,9 @@ class AnnealMiddleware(AgentMiddleware):
         max_content_chars: int | None = None,
     ) -> None:
         super().__init__()
-        self.compress = MemorySession.check_compress(compress)
-        self.session = open_session(store, LOGGER_NAME, session_id=session_id,
-                                    recall_limit=recall_limit, max_content_chars=max_content_chars)
-        self.wrap_on_end = wrap_on_end
+        attach_memory(self, store, LOGGER_NAME, compress=compress, wrap_on_end=wrap_on_end,
+                      session_id=session_id, recall_limit=recall_limit,
+                      max_content_chars=max_content_chars)
         self.record_tools = record_tools
         self.record_steps = record_steps
         self._model: BaseChatModel | None = None

@@ -24,7 +24,7 @@ from smolagents.memory import ActionStep, FinalAnswerStep, PlanningStep
 from smolagents.models import ChatMessage, MessageRole, Model
 
 from anneal_memory import Store
-from anneal_memory.adapters import hook_guard, open_session
+from anneal_memory.adapters import attach_memory, hook_guard
 from anneal_memory.session import MemorySession, WrapOutcome
 
 LOGGER_NAME = "anneal_memory.adapters.smolagents"
@@ -89,11 +89,10 @@ class AnnealMemory:
         crystal_store: Any = None,
         strict: bool | None = None,
     ) -> None:
-        self.compress = MemorySession.check_compress(compress)
-        self.session = open_session(memory, LOGGER_NAME, session_id=session_id,
-                                    crystal_store=crystal_store, recall_limit=recall_limit,
-                                    max_content_chars=max_content_chars, strict=strict)
-        self.wrap_on_end = wrap_on_end
+        attach_memory(self, memory, LOGGER_NAME, compress=compress, wrap_on_end=wrap_on_end,
+                      session_id=session_id, crystal_store=crystal_store,
+                      recall_limit=recall_limit, max_content_chars=max_content_chars,
+                      strict=strict)
         self.record_user_input = record_user_input
         self.record_tools = record_tools
         self.record_plans = record_plans
