@@ -181,6 +181,8 @@ class MemorySession:
     def record(self, content: str, episode_type: EpisodeType | str, *, trust: str = "agent",
                source: str | None = None, metadata: Mapping[str, Any] | None = None) -> Episode | None:
         """Record once per session: the same (type, content) again is skipped."""
+        if content is None:
+            return None
         if not isinstance(content, str):
             content = str(content)
         text = content.strip()

@@ -238,6 +238,8 @@ class Store(ContinuityMixin):
 
         Each item holds ``record()``'s keyword names (``content``, ``episode_type``, ...).
         """
+        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+            raise ValidationError("record_many takes a list of dicts of record() arguments")
         out: list[Episode] = []
         with self._write():
             for i, item in enumerate(items):

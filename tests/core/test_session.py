@@ -165,3 +165,8 @@ def test_wrap_first_and_check_compress(store: Store) -> None:
     assert s.wrap_first(None, None).status == "failed" and store.status().episodes_since_wrap == 1
     out = s.wrap_first(None, scripted_compress)
     assert out.saved and s.last_wrap is out
+
+
+def test_record_none_records_nothing(store: Store) -> None:
+    assert MemorySession(store).record(None, "observation") is None  # type: ignore[arg-type]
+    assert store.status().total_episodes == 0

@@ -295,3 +295,17 @@ def test_import_reports_progress(tmp_path: Path) -> None:
     with Store(tmp_path / "b.db") as b:
         b.import_(doc, progress=lambda done, total: seen.append((done, total)))
     assert seen == [(1000, 2500), (2000, 2500), (2500, 2500)]
+
+
+@pytest.mark.parametrize("call", [
+    lambda s: s.record_many(5),
+    lambda s: s.record_many("not a list"),
+    lambda s: s.add_drift_probe(pattern=5),
+    lambda s: s.add_drift_probe(fact=3),
+    lambda s: __import__("anneal_memory").prepare_wrap(s, session_id=5),
+])
+def test_wrong_argument_types_are_typed_errors(store: Store, call) -> None:
+    store.record("something to wrap", "observation")
+    with pytest.raises(ValidationError):
+        call(store)
+    assert store.status().total_episodes == 1 and not store.status().wrap_in_progress

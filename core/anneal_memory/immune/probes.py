@@ -30,6 +30,9 @@ def add_probe(store: Store, *, pattern: str | None = None, min_level: int | None
               fact: str | None = None, section: str | None = None) -> str:
     if (pattern is None) == (fact is None):
         raise ValidationError("a drift probe needs exactly one of pattern= or fact=")
+    for name, value in (("pattern", pattern), ("fact", fact), ("section", section)):
+        if value is not None and not isinstance(value, str):
+            raise ValidationError(f"{name} must be a string")
     if pattern is not None and not pattern.strip():
         raise ValidationError("pattern name is empty")
     if fact is not None and len([w for w in tokenize(fact)]) == 0:

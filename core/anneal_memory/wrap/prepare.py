@@ -48,6 +48,8 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
         raise ValidationError("max_chars must be a whole number from 500 to 1,000,000")
     if isinstance(staleness_days, bool) or not isinstance(staleness_days, int) or staleness_days < 0:
         raise ValidationError("staleness_days must be a whole number >= 0")
+    if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
+        raise ValidationError("session_id must be a non-empty string (or None)")
     schema = store.section_schema
     warn = schema_role_warning(schema)
     if warn:
