@@ -12,7 +12,6 @@ the session's de-duplication (ADK re-adds whole sessions) works per user.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -122,10 +121,9 @@ class AnnealMemoryService(BaseMemoryService):
         if session_id:
             meta["adk_session_id"] = session_id
         for response in event.get_function_responses():
-            payload = response.response
-            text = payload if isinstance(payload, str) else json.dumps(payload, default=str)
-            self._record(app_name, user_id, f"Tool {response.name} returned: {text}", "observation", trust="tool",
-                         metadata={**meta, "tool": response.name})
+            self.session_for(app_name, user_id).record_tool_output(
+                response.name, response.response, source=scope_source(app_name, user_id),
+                metadata={"adk_app": app_name, "adk_user": user_id, **meta})
         text = _text_of(event.content)
         if not text:
             return

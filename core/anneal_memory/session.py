@@ -222,12 +222,15 @@ class MemorySession:
         return self.record(text, EpisodeType.OBSERVATION, metadata=metadata)
 
     def record_tool_output(self, tool_name: str, output: Any, *, arguments: Any = None,
-                           metadata: Mapping[str, Any] | None = None) -> Episode | None:
+                           metadata: Mapping[str, Any] | None = None,
+                           source: str = "tool") -> Episode | None:
+        """A tool's result as relayed content (trust="tool"); ``source`` lets a host that
+        scopes episodes by source (per user, per app) keep its scope."""
         meta = {"tool": str(tool_name), **(metadata or {})}
         if arguments is not None:
             meta["arguments"] = _short(arguments, 500)
         return self.record(f"Tool {tool_name} returned: {_short(output, self.max_content_chars)}",
-                           EpisodeType.OBSERVATION, trust="tool", source="tool", metadata=meta)
+                           EpisodeType.OBSERVATION, trust="tool", source=source, metadata=meta)
 
     def record_outcome(self, text: str, metadata: Mapping[str, Any] | None = None) -> Episode | None:
         return self.record(text, EpisodeType.OUTCOME, metadata=metadata)
@@ -411,7 +414,15 @@ def _line(e: ScoredEpisode) -> str:
 
 
 def _short(value: Any, limit: int) -> str:
-    text = value if isinstance(value, str) else repr(value)
+    if isinstance(value, str):
+        text = value
+    else:
+        import json
+
+        try:
+            text = json.dumps(value, default=str, ensure_ascii=False)
+        except (TypeError, ValueError):
+            text = repr(value)
     return text if len(text) <= limit else text[:limit] + "…"
 
 
