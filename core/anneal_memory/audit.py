@@ -38,6 +38,10 @@ log = logging.getLogger("anneal_memory")
 GENESIS = "0" * 64
 
 
+#: how often verify reports progress within one file (entries)
+PROGRESS_EVERY = 5000
+
+
 def entry_hash(entry: dict[str, Any]) -> str:
     """Hash of an entry's canonical JSON, every field but ``hash`` itself."""
     body = {k: entry[k] for k in ("seq", "ts", "actor", "event", "data", "prev_hash")}
@@ -99,8 +103,8 @@ def _load_manifest(paths: AuditPaths) -> dict[str, Any]:
         return data
     except (OSError, ValueError) as exc:
         raise AuditError(
-            f"the audit manifest {str(paths.manifest)!r} is unreadable ({exc}): run "
-            "'anneal-memory audit-repair' to rebuild it"
+            f"the audit manifest {str(paths.manifest)!r} is unreadable ({exc}): "
+            "AuditTrail.repair rebuilds it from the database's copy of the chain"
         ) from None
 
 
@@ -326,7 +330,7 @@ class AuditTrail:
         entry that does not check out."""
         if pg_dsn(db_path) is not None:
             with _server_backend(db_path) as backend:
-                return verify_database(backend)
+                return verify_database(backend, progress=progress)
         paths = AuditPaths(db_path)
         try:
             manifest = _load_manifest(paths)
@@ -376,6 +380,8 @@ class AuditTrail:
                 prev_hash, prev_seq = e["hash"], seq
                 seen[seq] = e["hash"]
                 total += 1
+                if progress is not None and total % PROGRESS_EVERY == 0:
+                    progress(f.name, total)
         # Cross-check against the database's copy; entries not yet mirrored continue the walk.
         unmirrored = 0
         if paths.db.exists():
@@ -435,7 +441,8 @@ def _server_backend(location: Any) -> Iterator[Any]:
         backend.close()
 
 
-def verify_database(backend: Any, page: int = 5000) -> AuditVerifyResult:
+def verify_database(backend: Any, page: int = 5000,
+                    progress: Callable[[str, int], None] | None = None) -> AuditVerifyResult:
     """Walk the chain a backend stores (the whole trail of a PostgreSQL store)."""
     prev_seq, prev_hash, total, first = 0, GENESIS, 0, True
     with backend.read():
@@ -454,6 +461,8 @@ def verify_database(backend: Any, page: int = 5000) -> AuditVerifyResult:
                     return AuditVerifyResult(False, total, 0, prev_seq + 1, "database", reason)
                 prev_seq, prev_hash = e["seq"], e["hash"]
                 total += 1
+            if progress is not None:
+                progress("database", total)
             if len(entries) < page:
                 break
     return AuditVerifyResult(True, total, 0, None, None, None, 0, ["database"])
