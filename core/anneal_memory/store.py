@@ -7,7 +7,6 @@ import hashlib
 import json
 import os
 import secrets
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -389,11 +388,6 @@ class Store(ContinuityMixin):
         """Episodes no saved wrap has compressed yet, oldest first."""
         return self._to_episodes(self._backend.unwrapped_episodes())
 
-    def iter_episodes(self) -> Iterator[Episode]:
-        rows = list(self._backend.all_episodes())
-        for i in range(0, len(rows), 500):
-            yield from self._to_episodes(rows[i:i + 500])
-
     # ------------------------------------------------------------------ delete / prune
     def delete(self, episode_id: str) -> bool:
         """Remove an episode's text from the database for good, leaving a tombstone that
@@ -545,12 +539,3 @@ class Store(ContinuityMixin):
 
         return import_store(self, data, via=via, progress=progress)
 
-    import_data = import_
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "import":
-            return self.import_
-        raise AttributeError(name)
-
-    def warn(self, message: str) -> None:
-        warnings.warn(message, UserWarning, stacklevel=3)

@@ -98,10 +98,13 @@ class Progress:
     """One status line on stderr that moves in place while a long run works, shown only
     when stderr is a terminal (never in a pipe, a log or a test capture)."""
 
-    def __init__(self, stream: TextIO | None = None, interval: float = 0.1) -> None:
+    #: least seconds between two redraws
+    INTERVAL = 0.1
+
+    def __init__(self, stream: TextIO | None = None, interval: float | None = None) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.on = _isatty(self.stream)
-        self.interval = interval
+        self.interval = self.INTERVAL if interval is None else interval
         self._last = 0.0
         self._width = 0
 

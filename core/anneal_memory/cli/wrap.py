@@ -17,6 +17,7 @@ from .common import (
     parse_json,
     read_store,
     read_text,
+    require_store,
     sidecar,
 )
 
@@ -112,6 +113,7 @@ def _summary(result: dict[str, Any]) -> str:
 def cmd_save(args: argparse.Namespace) -> int:
     from ..wrap.save import validated_save_continuity
 
+    require_store(args)  # a missing store is named before the file is read
     text = read_text(args.file, "continuity")
     with open_store(args) as store:
         result = validated_save_continuity(store, text, today=args.today,
@@ -167,6 +169,7 @@ def cmd_baton_release(args: argparse.Namespace) -> int:
 
 
 def cmd_set_schema(args: argparse.Namespace) -> int:
+    require_store(args)
     if args.schema in NAMED_SCHEMAS:
         schema: Any = NAMED_SCHEMAS[args.schema]
     elif args.schema.endswith(".json") or Path(args.schema).exists():

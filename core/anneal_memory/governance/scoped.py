@@ -80,8 +80,6 @@ class ScopedStore(Store):
         raise GovernanceError("import through the parent Store, not a scoped view: an "
                               "export's namespace stamps are its own")
 
-    import_data = import_
-
     def _prepare_record(self, content: Any, episode_type: Any, source: Any, metadata: Any,
                         timestamp: Any, supersedes: Any, state_key: Any, trust_label: Any,
                         derived_from: Any) -> dict[str, Any]:
