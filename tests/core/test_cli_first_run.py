@@ -393,3 +393,10 @@ def test_no_progress_in_a_pipe(tmp_path: Path) -> None:
         assert rc == 0 and err == "", err
     rc, _out, err = run(None, "migrate-store", str(db), str(tmp_path / "copy.db"))
     assert rc == 0 and err == "", err
+
+
+def test_every_data_command_takes_json() -> None:
+    # README: "every data command takes --json" (serve speaks MCP on stdout instead)
+    without = [" ".join(path) for path, p in _leaves(build_parser()) if path != ("serve",)
+               and "--json" not in {o for a in p._actions for o in a.option_strings}]
+    assert not without, f"commands without --json: {without}"

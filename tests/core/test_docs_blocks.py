@@ -3,6 +3,7 @@ kind of block is run), each file's blocks in order, in a fresh folder with its o
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,11 @@ def test_a_broken_block_fails(tmp_path: Path) -> None:
     assert res.returncode == 1 and "not reached" not in res.stdout
     guide = Block("x.md", 1, "python", "from anneal_memory.adapters.langgraph import Nope\n")
     assert check_guide_python(guide)
+
+
+def test_package_urls_are_real() -> None:
+    import tomllib
+
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"].get("urls", {})
+    reserved = re.compile(r"://([^/]*\.)?(example\.(com|org|net)|[^/]*\.(invalid|test|example))(/|$)")
+    assert not [u for u in urls.values() if reserved.search(u)], urls
