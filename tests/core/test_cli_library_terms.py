@@ -130,3 +130,20 @@ def test_what_1_0_2_users_pass_is_still_accepted(store: Store) -> None:
     assert res["episodes_compressed"] == 1
     assert not {"associations_formed", "associations_strengthened",
                 "linkgate_overridden"} & set(res)
+
+
+def test_an_unreadable_manifest_is_fixed_in_each_ones_terms(cli: Run) -> None:
+    from anneal_memory import AuditError, AuditTrail
+    from anneal_memory.audit import AuditPaths
+
+    cli.json("record", "x")
+    AuditPaths(cli.db).manifest.write_text("garbage", "utf-8")
+    with pytest.raises(AuditError) as info:
+        list(AuditTrail.iter_entries(cli.db))
+    assert "AuditTrail.repair" in str(info.value) and "anneal-memory" not in str(info.value)
+    for argv in (("audit",), ("verify",)):
+        msg = cli.refused(*argv)
+        assert "run anneal-memory audit-repair" in msg and "AuditTrail.repair" not in msg
+        assert "entry None" not in msg
+    assert cli.json("audit-repair")["rebuilt_entries"] >= 1
+    assert cli.json("verify")["valid"] is True

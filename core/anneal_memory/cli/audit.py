@@ -99,11 +99,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
     bar.done(f"verified {res.total_entries:,} entries")
     data = res.to_dict()
     if not res.valid:
-        fix = ("a PostgreSQL store keeps its chain in the database only: restore it from a "
-               "backup" if isinstance(loc, str) else "keep the files as evidence; "
-               "anneal-memory audit-repair rebuilds them from the database's copy")
-        err = AuditError(f"the audit chain breaks at entry {res.chain_break_at} in "
-                         f"{res.chain_break_file} ({res.reason}): {fix}")
+        if isinstance(loc, str):
+            fix = ": a PostgreSQL store keeps its chain in the database only; restore it from a backup"
+        elif "AuditTrail.repair" in str(res.reason):
+            fix = ""  # the reason names the fix already
+        else:
+            fix = ("; keep the files as evidence: anneal-memory audit-repair rebuilds them "
+                   "from the database's copy")
+        where = (f"breaks at entry {res.chain_break_at} in {res.chain_break_file}"
+                 if res.chain_break_at is not None else f"cannot be read ({res.chain_break_file})")
+        err = AuditError(f"the audit chain {where}: {res.reason}{fix}")
         err.json_data = data  # type: ignore[attr-defined]  # --json: one document, with the result
         raise err
     if args.json:

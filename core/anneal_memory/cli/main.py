@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._version import __version__
-from ..errors import AnnealMemoryError, AuditError, StoreLocationError
+from ..errors import AnnealMemoryError, StoreLocationError
 from .common import emit, open_store  # noqa: F401  (re-exported for older imports)
 
 
@@ -83,13 +83,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _hint(exc: AnnealMemoryError) -> str | None:
-    """The CLI's own fix for a library refusal whose message names library terms."""
-    if isinstance(exc, StoreLocationError):
-        return "pass --db PATH or set ANNEAL_MEMORY_DB"
-    if isinstance(exc, AuditError) and "AuditTrail.repair" in str(exc):
-        return "anneal-memory audit-repair rebuilds the audit files from the database's copy"
-    return None
+# Library refusals name library calls; on the command line the same fix is a command.
+_CLI_WORDS = (
+    ("AuditTrail.repair rebuilds it from the database's copy of the chain",
+     "run anneal-memory audit-repair to rebuild it from the database's copy"),
+)
+
+
+def _cli_message(exc: AnnealMemoryError) -> str:
+    """The refusal as the CLI says it: library fixes in CLI terms, plus a hint the library
+    cannot give (it knows no flags)."""
+    message = str(exc)
+    for library, cli in _CLI_WORDS:
+        message = message.replace(library, cli)
+    if isinstance(exc, StoreLocationError) and "--db" not in message:
+        message += " (pass --db PATH or set ANNEAL_MEMORY_DB)"
+    return message
 
 
 def _fail(message: str) -> int:
@@ -130,10 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(args)
     except AnnealMemoryError as exc:
-        message = str(exc)
-        hint = _hint(exc)
-        if hint and hint not in message:
-            message = f"{message} ({hint})"
+        message = _cli_message(exc)
         if getattr(args, "json", False):  # --json promises one document on stdout
             doc = dict(getattr(exc, "json_data", None) or {})
             doc["error"] = {"type": type(exc).__name__, "message": message}
