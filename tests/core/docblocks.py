@@ -32,6 +32,7 @@ import tomllib
 ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^```(\S*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 SERVER_URL = re.compile(r"postgres(?:ql)?://[^\s\"')]+")
+SERVE = re.compile(r"^[^#\n]*\banneal-memory\b[^#\n]*\sserve\b", re.M)
 SHELL = {"sh", "bash"}
 KNOWN = {"python", "json", "toml"} | SHELL
 
@@ -51,6 +52,11 @@ class Block:
     def needs_server(self) -> bool:
         return bool(SERVER_URL.search(self.text))
 
+    @property
+    def needs_mcp(self) -> bool:
+        """A shell block that starts the MCP server (the mcp extra must be installed)."""
+        return self.lang in SHELL and bool(SERVE.search(self.text))
+
 
 def documents() -> list[Path]:
     return [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
@@ -69,6 +75,30 @@ def all_blocks() -> list[Block]:
 
 def is_guide(doc: str) -> bool:
     return doc.startswith("docs/integrations/")
+
+
+def kind_of(block: Block) -> str | None:
+    return "python" if block.lang == "python" else "shell" if block.lang in SHELL else None
+
+
+def groups() -> dict[tuple[str, str], list[Block]]:
+    """(doc, python|shell) -> that file's blocks of the kind, in order: one program each."""
+    out: dict[tuple[str, str], list[Block]] = {}
+    for b in all_blocks():
+        kind = kind_of(b)
+        if kind and not (is_guide(b.doc) and kind == "python"):
+            out.setdefault((b.doc, kind), []).append(b)
+    return out
+
+
+def suite_for(group: list[Block]) -> str:
+    """Which test suite runs a group: a block that needs a server or the MCP extra takes
+    its whole file's group there (later blocks may use what it made)."""
+    if any(b.needs_server for b in group):
+        return "backends"
+    if any(b.needs_mcp for b in group):
+        return "mcp"
+    return "core"
 
 
 # ---------------------------------------------------------------------- what the stand-ins check

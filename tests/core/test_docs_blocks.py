@@ -11,39 +11,23 @@ import pytest
 from docblocks import (
     KNOWN,
     ROOT,
-    SHELL,
     Block,
     all_blocks,
-    blocks,
     check_config,
     check_guide_python,
+    groups,
     is_guide,
     nox_sessions,
     run,
     shim_main,
+    suite_for,
 )
 
 BLOCKS = all_blocks()
 
 
-def _runs() -> list[tuple[str, str]]:
-    """(doc, python|shell) for every file that has blocks of that kind to run here."""
-    out = set()
-    for b in BLOCKS:
-        if is_guide(b.doc) and b.lang == "python":
-            continue  # needs its framework and a model: checked below instead
-        if b.needs_server:
-            continue  # run against a real server in tests/backends/test_docs_postgres.py
-        if b.lang == "python":
-            out.add((b.doc, "python"))
-        elif b.lang in SHELL:
-            out.add((b.doc, "shell"))
-    return sorted(out)
-
-
-def _of(doc: str, kind: str) -> list[Block]:
-    return [b for b in blocks(ROOT / doc) if not b.needs_server
-            and (b.lang == "python" if kind == "python" else b.lang in SHELL)]
+GROUPS = groups()
+CORE = sorted(k for k, g in GROUPS.items() if suite_for(g) == "core")
 
 
 def test_the_collector_sees_every_document() -> None:
@@ -51,7 +35,7 @@ def test_the_collector_sees_every_document() -> None:
     docs = {b.doc for b in BLOCKS}
     assert {"README.md", "docs/cli.md", "docs/mcp.md", "docs/governance.md",
             "docs/postgres.md", "docs/integrations/langgraph.md"} <= docs
-    assert ("README.md", "python") in _runs() and ("docs/cli.md", "shell") in _runs()
+    assert ("README.md", "python") in CORE and ("docs/cli.md", "shell") in CORE
     assert len(BLOCKS) >= 40
 
 
@@ -60,9 +44,9 @@ def test_every_block_names_a_language_the_test_runs() -> None:
     assert not unknown, f"label these blocks python, sh, bash, json or toml: {unknown}"
 
 
-@pytest.mark.parametrize(("doc", "kind"), _runs(), ids=[f"{d}-{k}" for d, k in _runs()])
+@pytest.mark.parametrize(("doc", "kind"), CORE, ids=[f"{d}-{k}" for d, k in CORE])
 def test_blocks_run_as_written(doc: str, kind: str, tmp_path: Path) -> None:
-    res = run(_of(doc, kind), kind, tmp_path)
+    res = run(GROUPS[(doc, kind)], kind, tmp_path)
     assert res.returncode == 0, (f"{doc} ({kind} blocks) failed:\n--- stdout\n{res.stdout}"
                                  f"\n--- stderr\n{res.stderr}")
     assert "Traceback" not in res.stderr, res.stderr
@@ -80,10 +64,14 @@ def test_config_blocks_start_the_server(block: Block) -> None:
     assert check_config(block) == []
 
 
-def test_blocks_that_need_a_server_are_run_by_the_backend_suite() -> None:
-    server_docs = {b.doc for b in BLOCKS if b.needs_server}
-    backend_test = (ROOT / "tests" / "backends" / "test_docs_postgres.py").read_text("utf-8")
-    assert server_docs and all(f'"{d}"' in backend_test for d in server_docs), server_docs
+@pytest.mark.parametrize(("suite", "test_file"), [
+    ("backends", "tests/backends/test_docs_postgres.py"),
+    ("mcp", "tests/mcp/test_mcp_docs.py")])
+def test_groups_that_need_more_run_in_their_suite(suite: str, test_file: str) -> None:
+    """A group needing a server or the MCP extra runs in that suite: it lists the doc."""
+    docs = {doc for (doc, _kind), g in GROUPS.items() if suite_for(g) == suite}
+    listed = (ROOT / test_file).read_text("utf-8")
+    assert docs and all(f'"{d}"' in listed for d in docs), (suite, docs)
 
 
 # ---------------------------------------------------------------------- the checks can fail
