@@ -15,6 +15,7 @@ from typing import Any
 
 from ..clock import normalize_timestamp
 from ..errors import GovernanceError, ValidationError
+from .._identity import subject_key
 from .namespace import MemoryNamespace, coerce_namespace, digest
 
 
@@ -95,9 +96,6 @@ def _text(name: str, value: Any, *, limit: int) -> str:
     return text
 
 
-def subject_key(subject: str) -> str:
-    """The subject as identity: spacing- and case-insensitive, never a slug."""
-    return unicodedata.normalize("NFC", " ".join(subject.split())).casefold()
 
 
 def memory_id_for(namespace: MemoryNamespace, memory_type: MemoryType, subject: str) -> str:
