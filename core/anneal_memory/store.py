@@ -102,6 +102,9 @@ class Store(ContinuityMixin):
             db.parent.mkdir(parents=True, exist_ok=True)
         if db.exists() and db.is_dir():
             raise StoreError(f"{str(db)!r} is a folder: pass the path of a database file")
+        if db.exists() and not db.is_file():  # a FIFO or device would block the open
+            raise StoreError(f"{str(db)!r} is not a regular file (a pipe, socket or device): "
+                             "pass the path of a database file")
         if retention_days is not None and (not isinstance(retention_days, int) or retention_days < 1):
             raise ValidationError("retention_days must be a whole number of days >= 1, or None")
         self.trust_ceiling = coerce_trust(trust_ceiling)

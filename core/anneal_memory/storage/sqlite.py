@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ReadOnlyStoreError, StoreError
+from . import sqlite_errors
 from .base import EpisodeRow, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
@@ -306,9 +307,11 @@ class SQLiteBackend(SQLBackend):
             self._depth = 0
             try:
                 self.conn.execute("COMMIT")
-            except BaseException:
+            except BaseException as exc:
                 with contextlib.suppress(Exception):
                     self.conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite_errors.CAUGHT):
+                    sqlite_errors.reraise(exc, self.path)
                 raise
 
     @property
@@ -330,27 +333,47 @@ class SQLiteBackend(SQLBackend):
                 with contextlib.suppress(Exception):
                     self.conn.execute("COMMIT")
 
+    # Each query turns what SQLite cannot do into the library's typed errors (see
+    # sqlite_errors): an unstorable value is a ValidationError, a damaged file a StoreError.
     def q(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self.conn.execute(sql, tuple(params)).fetchall()
+        try:
+            return self.conn.execute(sql, tuple(params)).fetchall()
+        except sqlite_errors.CAUGHT as exc:
+            sqlite_errors.reraise(exc, self.path)
 
     def q1(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        return self.conn.execute(sql, tuple(params)).fetchone()
+        try:
+            return self.conn.execute(sql, tuple(params)).fetchone()
+        except sqlite_errors.CAUGHT as exc:
+            sqlite_errors.reraise(exc, self.path)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self.conn.executemany(sql, rows)
+        try:
+            self.conn.executemany(sql, rows)
+        except sqlite_errors.CAUGHT as exc:
+            sqlite_errors.reraise(exc, self.path)
 
     def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
-        yield from self.conn.execute(sql, tuple(params))
+        try:
+            yield from self.conn.execute(sql, tuple(params))
+        except sqlite_errors.CAUGHT as exc:
+            sqlite_errors.reraise(exc, self.path)
 
     # ------------------------------------------------------------------ dialect hooks
     def _in_list(self, col: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
         return f"{col} IN ({','.join('?' * len(ids))})", list(ids)
 
     def _rowcount(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return int(self.conn.execute(sql, tuple(params)).rowcount)
+        try:
+            return int(self.conn.execute(sql, tuple(params)).rowcount)
+        except sqlite_errors.CAUGHT as exc:
+            sqlite_errors.reraise(exc, self.path)
 
     def _insert_id(self, sql: str, params: Sequence[Any]) -> int:
-        return int(self.conn.execute(sql, tuple(params)).lastrowid or 0)
+        try:
+            return int(self.conn.execute(sql, tuple(params)).lastrowid or 0)
+        except sqlite_errors.CAUGHT as exc:
+            sqlite_errors.reraise(exc, self.path)
 
     def _upsert(self, table: str, cols: Sequence[str], key: Sequence[str],
                 values: Sequence[Any]) -> None:
