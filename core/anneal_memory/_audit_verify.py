@@ -44,6 +44,7 @@ from .errors import AuditError
 
 _FIELDS = ("seq", "ts", "actor", "event", "data", "prev_hash", "hash")
 _HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
+_SEQ_HASH = re.compile(r"(\d+)\s*[:@ ]\s*([0-9a-fA-F]{64})")
 
 
 class _Break(Exception):
@@ -68,15 +69,20 @@ def parse_anchor(value: Any) -> Anchor:
         return value
     if isinstance(value, Mapping):
         return _anchor_from(value)
-    if isinstance(value, Path) or (isinstance(value, str) and not _HEX64.fullmatch(value.strip())
-                                   and ":" not in value.strip()[:21] and Path(value).is_file()):
+    if isinstance(value, str) and (_HEX64.fullmatch(value.strip().lower())
+                                   or _SEQ_HASH.fullmatch(value.strip())):
+        return _anchor_from_text(value, where="anchor")
+    if isinstance(value, (str, Path)):
+        path = Path(value)
+        if not path.is_file():
+            raise AuditError(f"the anchor {str(value)[:80]!r} is not a 64-hex hash, SEQ:HASH, "
+                             "or an existing file (keep 'anneal-memory audit head --json' "
+                             "output in one)")
         try:
-            text = Path(value).read_text("utf-8")
+            text = path.read_text("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise AuditError(f"cannot read the anchor file {str(value)!r}: {exc}") from None
         return _anchor_from_text(text, where=f"anchor file {str(value)!r}")
-    if isinstance(value, str):
-        return _anchor_from_text(value, where="anchor")
     raise AuditError(f"an anchor must be a hash, SEQ:HASH, a dict or a file, not "
                      f"{type(value).__name__}")
 
@@ -97,7 +103,7 @@ def _anchor_from_text(text: str, *, where: str) -> Anchor:
         data = json.loads(t)
         if isinstance(data, Mapping):
             return _anchor_from(data)
-    m = re.fullmatch(r"(\d+)\s*[:@ ]\s*([0-9a-fA-F]{64})", t)
+    m = _SEQ_HASH.fullmatch(t)
     if m:
         return Anchor(m.group(2).lower(), int(m.group(1)))
     hashes = _HEX64.findall(t.lower())
@@ -196,13 +202,33 @@ def _read_lines(path: Path) -> tuple[list[str], bool]:
     return text.splitlines(), bool(text) and not text.endswith("\n")
 
 
-def _sealed_meta_problem(meta: Mapping[str, Any], got: list[dict[str, Any]]) -> str | None:
+def _sealed_meta_problem(meta: Mapping[str, Any],
+                         got: list[dict[str, Any]]) -> tuple[int, str] | None:
+    """(first seq concerned, what differs) when a sealed file is not what its manifest
+    record says, else None."""
     if not got:
-        return "it holds no entries"
-    facts = {"first_seq": got[0]["seq"], "last_seq": got[-1]["seq"], "entries": len(got),
-             "first_prev_hash": got[0].get("prev_hash"), "last_hash": got[-1].get("hash")}
-    wrong = [k for k, v in facts.items() if k in meta and meta[k] != v]
-    return f"its manifest record differs in {', '.join(wrong)}" if wrong else None
+        return int(meta.get("first_seq") or 1), "it holds no entries"
+    first, last = got[0]["seq"], got[-1]["seq"]
+    bad: list[tuple[int, str]] = []
+    if meta.get("first_seq") != first:
+        bad.append((min(first, _int(meta.get("first_seq"), first)), "first_seq"))
+    if meta.get("first_prev_hash") != got[0].get("prev_hash"):
+        bad.append((first, "first_prev_hash"))
+    if meta.get("last_seq") != last:
+        bad.append((min(last, _int(meta.get("last_seq"), last)) + 1, "last_seq"))
+    elif meta.get("last_hash") != got[-1].get("hash"):
+        bad.append((last, "last_hash"))
+    names = [b[1] for b in bad]
+    if meta.get("entries") != len(got):
+        names.append("entries")
+        bad = bad or [(first, "entries")]
+    if not bad:
+        return None
+    return min(b[0] for b in bad), "its manifest record differs in " + ", ".join(names)
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
 def file_entries(paths: AuditPaths, manifest: Mapping[str, Any], *,
@@ -261,8 +287,7 @@ def file_entries(paths: AuditPaths, manifest: Mapping[str, Any], *,
         if meta is not None:
             problem = _sealed_meta_problem(meta, got)
             if problem and strict:
-                raise _Break(int(meta.get("first_seq") or (got[0]["seq"] if got else 1)),
-                             path.name, f"sealed file {path.name}: {problem}")
+                raise _Break(problem[0], path.name, f"sealed file {path.name}: {problem[1]}")
             if meta is sealed[-1]:
                 last_sealed = {e["seq"]: e.get("hash") for e in got}
 

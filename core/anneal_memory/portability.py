@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import trust as trust_mod
+from ._identity import episode_id_key, is_canonical_id
 from ._inputs import json_text, load_json, storable_text
 from .clock import normalize_timestamp, now_iso
 from .errors import ValidationError
 from .facts import validate_state_key
-from ._identity import episode_id_key, is_canonical_id
 from .storage.base import EpisodeRow
 from .types import EpisodeType, coerce_trust
 

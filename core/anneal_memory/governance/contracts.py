@@ -13,9 +13,9 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from .._identity import subject_key
 from ..clock import normalize_timestamp
 from ..errors import GovernanceError, ValidationError
-from .._identity import subject_key
 from .namespace import MemoryNamespace, coerce_namespace, digest
 
 
