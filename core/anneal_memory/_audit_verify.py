@@ -26,7 +26,6 @@ import contextlib
 import gzip
 import json
 import re
-import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +40,7 @@ from .audit import (
     load_manifest,
 )
 from .errors import AuditError
+from .storage.driver import sqlite_driver
 
 _FIELDS = ("seq", "ts", "actor", "event", "data", "prev_hash", "hash")
 _HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
@@ -122,11 +122,12 @@ class _DbCopy:
         self.available = False
         self.mirrored = 0
         self._rows: Iterator[tuple[Any, ...]] = iter(())
-        self._conn: sqlite3.Connection | None = None
+        self._conn: Any = None
         self._next: dict[str, Any] | None = None
         self.prev_seq, self.prev_hash = 0, GENESIS
         if not db.exists() or db.stat().st_size == 0:
             return
+        sqlite3 = sqlite_driver()
         try:
             conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True)
             has_log = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
@@ -153,7 +154,7 @@ class _DbCopy:
     def _advance(self) -> None:
         try:
             r = next(self._rows, None)
-        except sqlite3.DatabaseError as exc:
+        except sqlite_driver().DatabaseError as exc:
             raise _Break(self.prev_seq + 1, "database", f"the database's copy cannot be read "
                          f"past entry {self.prev_seq} ({exc})") from None
         if r is None:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ._fileio import atomic_write_bytes, atomic_write_json, file_lock, fsync_dir, sidecar_path
 from .clock import iso_week, now_iso
 from .errors import AuditError
+from .storage.driver import sqlite_driver
 from .storage.pg_location import pg_dsn
 
 if TYPE_CHECKING:
@@ -482,10 +483,9 @@ def _db_meta(db: Path, key: str) -> str | None:
 
 
 def _ro_connect(db: Path) -> Any:
-    import sqlite3
-
     if not db.is_file() or db.stat().st_size == 0:
         return None
+    sqlite3 = sqlite_driver()
     try:
         return sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True)
     except sqlite3.DatabaseError:
@@ -494,8 +494,6 @@ def _ro_connect(db: Path) -> Any:
 
 def _db_entries_after(db: Path, after: int) -> list[dict[str, Any]]:
     """The database's entries after ``after`` (empty when it cannot be read)."""
-    import sqlite3
-
     conn = _ro_connect(db)
     if conn is None:
         return []
@@ -504,7 +502,7 @@ def _db_entries_after(db: Path, after: int) -> list[dict[str, Any]]:
                             "WHERE seq > ? ORDER BY seq", (after,)).fetchall()
         return [{"seq": r[0], "ts": r[1], "actor": r[2], "event": r[3], "data": json.loads(r[4]),
                  "prev_hash": r[5], "hash": r[6]} for r in rows]
-    except (sqlite3.DatabaseError, ValueError):
+    except (sqlite_driver().DatabaseError, ValueError):
         return []
     finally:
         conn.close()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -19,14 +18,21 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ReadOnlyStoreError, StoreError
-from . import sqlite_errors
+from . import fts, sqlite_errors
 from .base import EpisodeRow, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
 from .common import SQLBackend
 from .common import episode_row as _row
+from .driver import sqlite_driver
 
 SCHEMA_VERSION = 1
+
+
+def sqlite3() -> Any:
+    """The SQLite DB-API module in use (see :mod:`.driver`)."""
+    return sqlite_driver()
+
 APPLICATION_ID = 0x414E4D31  # "ANM1": marks a database file as ours
 
 _SCHEMA = """
@@ -182,7 +188,7 @@ class SQLiteBackend(SQLBackend):
             try:
                 self._connect(p, busy_timeout_ms)
                 break
-            except sqlite3.OperationalError as exc:
+            except sqlite3().OperationalError as exc:
                 # Several processes opening a brand-new store race to switch it to WAL and
                 # create its schema; SQLite reports that as "locked" without waiting.
                 with contextlib.suppress(Exception):
@@ -193,7 +199,7 @@ class SQLiteBackend(SQLBackend):
                         "corrupt or locked by another program; retry, restore it from an "
                         "export, or choose another path") from None
                 time.sleep(0.02 + random.random() * 0.05)
-            except sqlite3.DatabaseError as exc:
+            except sqlite3().DatabaseError as exc:
                 with contextlib.suppress(Exception):
                     self.conn.close()
                 raise StoreError(
@@ -204,10 +210,10 @@ class SQLiteBackend(SQLBackend):
     def _connect(self, p: Path, busy_timeout_ms: int) -> None:
         if self.read_only:
             uri = p.resolve().as_uri() + "?mode=ro"
-            self.conn = sqlite3.connect(uri, uri=True, isolation_level=None,
+            self.conn = sqlite3().connect(uri, uri=True, isolation_level=None,
                                         check_same_thread=False)
         else:
-            self.conn = sqlite3.connect(self.path, isolation_level=None,
+            self.conn = sqlite3().connect(self.path, isolation_level=None,
                                         check_same_thread=False)
         self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         if not self.read_only:
@@ -250,6 +256,7 @@ class SQLiteBackend(SQLBackend):
         if self.read_only:
             if "episodes" not in tables:
                 raise StoreError(f"{self.path!r} holds no anneal-memory store yet")
+            self._heal_indexes()
             return
         if "episodes" in tables and cur == APPLICATION_ID:
             version = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -258,6 +265,7 @@ class SQLiteBackend(SQLBackend):
                     f"{self.path!r} was written by a newer anneal-memory (schema "
                     f"{version[0]}): upgrade the package"
                 )
+            self._heal_indexes()
             return
         with self.transaction():
             for stmt in _split_sql(_SCHEMA):
@@ -277,7 +285,7 @@ class SQLiteBackend(SQLBackend):
         try:
             self.conn.execute("SELECT 1")
             return False
-        except sqlite3.ProgrammingError:
+        except sqlite3().ProgrammingError:
             return True
 
     @contextlib.contextmanager
@@ -310,7 +318,7 @@ class SQLiteBackend(SQLBackend):
             except BaseException as exc:
                 with contextlib.suppress(Exception):
                     self.conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite_errors.CAUGHT):
+                if isinstance(exc, sqlite_errors.caught()):
                     sqlite_errors.reraise(exc, self.path)
                 raise
 
@@ -338,25 +346,25 @@ class SQLiteBackend(SQLBackend):
     def q(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
             return self.conn.execute(sql, tuple(params)).fetchall()
-        except sqlite_errors.CAUGHT as exc:
+        except sqlite_errors.caught() as exc:
             sqlite_errors.reraise(exc, self.path)
 
     def q1(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         try:
             return self.conn.execute(sql, tuple(params)).fetchone()
-        except sqlite_errors.CAUGHT as exc:
+        except sqlite_errors.caught() as exc:
             sqlite_errors.reraise(exc, self.path)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         try:
             self.conn.executemany(sql, rows)
-        except sqlite_errors.CAUGHT as exc:
+        except sqlite_errors.caught() as exc:
             sqlite_errors.reraise(exc, self.path)
 
     def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
         try:
             yield from self.conn.execute(sql, tuple(params))
-        except sqlite_errors.CAUGHT as exc:
+        except sqlite_errors.caught() as exc:
             sqlite_errors.reraise(exc, self.path)
 
     # ------------------------------------------------------------------ dialect hooks
@@ -366,13 +374,13 @@ class SQLiteBackend(SQLBackend):
     def _rowcount(self, sql: str, params: Sequence[Any] = ()) -> int:
         try:
             return int(self.conn.execute(sql, tuple(params)).rowcount)
-        except sqlite_errors.CAUGHT as exc:
+        except sqlite_errors.caught() as exc:
             sqlite_errors.reraise(exc, self.path)
 
     def _insert_id(self, sql: str, params: Sequence[Any]) -> int:
         try:
             return int(self.conn.execute(sql, tuple(params)).lastrowid or 0)
-        except sqlite_errors.CAUGHT as exc:
+        except sqlite_errors.caught() as exc:
             sqlite_errors.reraise(exc, self.path)
 
     def _upsert(self, table: str, cols: Sequence[str], key: Sequence[str],
@@ -398,12 +406,29 @@ class SQLiteBackend(SQLBackend):
 
     # ------------------------------------------------------------------ episodes
     def scrub_indexes(self) -> None:
-        """Rewrite the keyword indexes so deleted text leaves no trace in them."""
-        self.q("INSERT INTO episodes_words(episodes_words) VALUES ('optimize')")
-        self.q("INSERT INTO episodes_tri(episodes_tri) VALUES ('optimize')")
+        """Rewrite the keyword indexes so deleted text leaves no trace in them (rebuilt
+        from the episodes table when an index cannot be merged)."""
+        try:
+            fts.scrub(self.conn)
+        except sqlite3().DatabaseError:
+            for table in fts.FTS_TABLES:
+                fts.rebuild(self.conn, table)
+
+    def _heal_indexes(self) -> None:
+        """Rebuild a keyword index that cannot be opened or has grown past its bound
+        (stores damaged by the delete path of earlier releases on older SQLite)."""
+        bad = fts.broken_tables(self.conn, sqlite3().DatabaseError)
+        if not bad:
+            return
+        if self.read_only:
+            raise StoreError(f"the keyword index of {self.path!r} is damaged: open the store "
+                             "once without read_only to rebuild it from the episodes")
+        with self.transaction():
+            for table in bad:
+                fts.rebuild(self.conn, table)
 
     def checkpoint(self) -> None:
-        with contextlib.suppress(sqlite3.DatabaseError):
+        with contextlib.suppress(sqlite3().DatabaseError):
             self.q("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # ------------------------------------------------------------------ search

@@ -13,9 +13,19 @@ import sqlite3
 from typing import NoReturn
 
 from ..errors import AnnealMemoryError, StoreError, ValidationError
+from .driver import sqlite_driver
 
-#: The exception types the query methods hand to :func:`translate`.
-CAUGHT = (UnicodeEncodeError, OverflowError, sqlite3.DatabaseError)
+
+def caught() -> tuple[type[BaseException], ...]:
+    """The exception types the query methods hand to :func:`translate` (evaluated only
+    when an exception is raised, so the happy path pays nothing)."""
+    return (UnicodeEncodeError, OverflowError, sqlite3.DatabaseError,
+            sqlite_driver().DatabaseError)
+
+
+def _is(exc: BaseException, name: str) -> bool:
+    """``exc`` is the DB-API class ``name`` of the standard sqlite3 or the driver in use."""
+    return any(isinstance(exc, getattr(m, name)) for m in (sqlite3, sqlite_driver()))
 
 _CORRUPT = ("malformed", "not a database", "could not decode", "vtable constructor failed",
             "database corrupt")
@@ -31,16 +41,16 @@ def translate(exc: BaseException, path: str) -> AnnealMemoryError | None:
     if isinstance(exc, OverflowError):
         return ValidationError(f"a number is too large to store or query ({exc}): pass a "
                                "whole number below 2**63")
-    if isinstance(exc, sqlite3.DataError):
+    if _is(exc, "DataError"):
         return ValidationError(f"a value is too large to store ({exc}): shorten it")
-    if isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError,
-                        sqlite3.InterfaceError, sqlite3.NotSupportedError)):
+    if any(_is(exc, n) for n in ("IntegrityError", "ProgrammingError", "InterfaceError",
+                                 "NotSupportedError")):
         return None
     msg = str(exc).lower()
     if any(m in msg for m in _DISK):
         return StoreError(f"the store {path!r} cannot be read or written ({exc}): check the "
                           "disk (space, permissions, a network mount) and retry")
-    if type(exc) is sqlite3.DatabaseError or any(m in msg for m in _CORRUPT):
+    if type(exc).__name__ == "DatabaseError" or any(m in msg for m in _CORRUPT):
         return StoreError(
             f"the store {path!r} is damaged ({exc}): restore it from a backup or an export "
             "(anneal-memory export on a copy may still save most of it), or run "
