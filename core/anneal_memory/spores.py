@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ._fileio import atomic_write_json, file_lock, sidecar_path
+from ._inputs import json_text
 from .clock import as_date
 from .clock import stamp as utc_now
 from .errors import SidecarError, ValidationError
@@ -161,7 +162,10 @@ class JsonSidecar:
             before = json.dumps(data, sort_keys=True)
             yield data
             data["schema_version"] = self.schema_version
-            if json.dumps(data, sort_keys=True) != before:
+            after = json.dumps(data, sort_keys=True)
+            if after != before:
+                # refuse text no file can hold (a lone surrogate) before writing anything
+                json_text(data, f"the {self.path.name} update")
                 atomic_write_json(self.path, data)
 
 

@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Any
 
 from .._identity import subject_key
+from .._inputs import storable_text
 from ..clock import normalize_timestamp
 from ..errors import GovernanceError, ValidationError
 from .namespace import MemoryNamespace, coerce_namespace, digest
@@ -93,7 +94,7 @@ def _text(name: str, value: Any, *, limit: int) -> str:
     if len(text) > limit or "\x00" in text:
         raise ValidationError(f"{name} is longer than {limit} characters or holds a NUL: "
                               "shorten it")
-    return text
+    return storable_text(text, name)
 
 
 
