@@ -95,7 +95,11 @@ def _edit_file(db: Path, seq: int, change: Callable[[dict[str, Any]], None], *,
     """Change entry ``seq`` in its file; optionally recompute its hash, and relink every
     later entry of that file so the file's own chain stays consistent."""
     path, i = _where(db, seq)
-    entries = _read(path)
+    _write(path, _changed(_read(path), i, change, rehash=rehash, relink=relink))
+
+
+def _changed(entries: list[dict[str, Any]], i: int, change: Callable[[dict[str, Any]], None],
+             *, rehash: bool, relink: bool) -> list[dict[str, Any]]:
     change(entries[i])
     if rehash or relink:
         entries[i]["hash"] = entry_hash(entries[i])
@@ -103,7 +107,7 @@ def _edit_file(db: Path, seq: int, change: Callable[[dict[str, Any]], None], *,
         for j in range(i + 1, len(entries)):
             entries[j]["prev_hash"] = entries[j - 1]["hash"]
             entries[j]["hash"] = entry_hash(entries[j])
-    _write(path, entries)
+    return entries
 
 
 def _db_rows(db: Path) -> list[dict[str, Any]]:
@@ -128,16 +132,7 @@ def _db_put(db: Path, rows: list[dict[str, Any]]) -> None:
 
 def _db_edit(db: Path, seq: int, change: Callable[[dict[str, Any]], None], *,
              rehash: bool = False, relink: bool = False) -> None:
-    rows = _db_rows(db)
-    i = seq - 1
-    change(rows[i])
-    if rehash or relink:
-        rows[i]["hash"] = entry_hash(rows[i])
-    if relink:
-        for j in range(i + 1, len(rows)):
-            rows[j]["prev_hash"] = rows[j - 1]["hash"]
-            rows[j]["hash"] = entry_hash(rows[j])
-    _db_put(db, rows)
+    _db_put(db, _changed(_db_rows(db), seq - 1, change, rehash=rehash, relink=relink))
 
 
 def _everywhere(db: Path, seq: int, change: Callable[[dict[str, Any]], None]) -> None:
