@@ -76,7 +76,7 @@ def content_key(text: str) -> str:
     return " ".join(fold(text).split())
 
 
-_CANONICAL_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+_CANONICAL_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 
 def episode_id_key(episode_id: str) -> str:
@@ -87,4 +87,4 @@ def episode_id_key(episode_id: str) -> str:
 def is_canonical_id(episode_id: str) -> bool:
     """Whether ``episode_id`` is in the form the store writes: 1 to 64 lower-case ASCII
     letters, digits, ``.``, ``_`` or ``-``, starting with a letter or digit."""
-    return bool(_CANONICAL_ID.match(episode_id))
+    return bool(_CANONICAL_ID.fullmatch(episode_id))

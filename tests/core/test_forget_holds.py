@@ -115,18 +115,20 @@ def test_distinct_subjects_stay_distinct() -> None:
 
 # ---------------------------------------------------------------------- episode ids
 def test_a_deleted_episode_is_not_reimported_under_a_respelt_id(store: Store) -> None:
-    ep = store.record("the launch code is tangerine", "observation")
-    doc = store.export()
-    store.delete(ep.id)
-    variants = [" " + ep.id, ep.id + " ", ep.id.upper(), ep.id[:2] + "\u200b" + ep.id[2:],
-                ep.id.replace("a", "\u0430", 1) if "a" in ep.id else "\u0430" + ep.id[1:],
-                "\uff10" + ep.id[1:] if ep.id[0] == "0" else ep.id[0].upper() + ep.id[1:]]
+    eid = "ab12cd34"
+    doc = {"format": "anneal-memory-export", "version": 1, "episodes": [
+        {"id": eid, "content": "the launch code is tangerine", "type": "observation",
+         "timestamp": "2026-01-01T00:00:00Z"}]}
+    assert store.import_(doc)["imported"] == 1
+    assert store.delete(eid)
+    variants = [" " + eid, eid + " ", eid.upper(), "Ab12cd34", "ab\u200b12cd34",
+                "\u0430b12cd34", "\uff41\uff42" + "12cd34", "ab12cd34\ufeff", "ab12cd34\n"]
     for v in variants:
         bad = json.loads(json.dumps(doc))
         bad["episodes"][0]["id"] = v
-        with pytest.raises(ValidationError, match="not canonical|no usable id"):
+        with pytest.raises(ValidationError, match="not canonical"):
             store.import_(bad)
-    assert store.import_(doc)["refused_deleted"] == [ep.id]
+    assert store.import_(doc)["refused_deleted"] == [eid]
     assert store.recall(keyword="tangerine").episodes == []
     assert store.status().total_episodes == 0
 
@@ -148,5 +150,6 @@ def test_tombstones_compare_folded_ids(store: Store, db: Path) -> None:
 def test_id_folding() -> None:
     assert episode_id_key(" AB12\u200bCD34 ") == "ab12cd34"
     assert is_canonical_id("ab12cd34") and is_canonical_id("ep-1.2_x")
-    for bad in ("AB12CD34", " ab12", "ab 12", "", "a" * 65, "-ab", "ab\u200b12", "ab/12"):
+    for bad in ("AB12CD34", " ab12", "ab 12", "", "a" * 65, "-ab", "ab\u200b12", "ab/12",
+                "ab12\n"):
         assert not is_canonical_id(bad), bad
