@@ -10,14 +10,15 @@ import secrets
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import facts, trust
 from ._fileio import atomic_write_text
+from ._inputs import json_text, storable_text, whole_number
 from .audit import AuditTrail
-from .clock import iso, normalize_timestamp, now_iso, utcnow
+from .clock import ago, iso, normalize_timestamp, now_iso
 from .errors import (
     StoreError,
     StoreLocationError,
@@ -110,6 +111,9 @@ class Store(ContinuityMixin):
             db.parent.mkdir(parents=True, exist_ok=True)
         if db.exists() and db.is_dir():
             raise StoreError(f"{str(db)!r} is a folder: pass the path of a database file")
+        if db.exists() and not db.is_file():  # a FIFO or device would block the open
+            raise StoreError(f"{str(db)!r} is not a regular file (a pipe, socket or device): "
+                             "pass the path of a database file")
         if retention_days is not None and (not isinstance(retention_days, int) or retention_days < 1):
             raise ValidationError("retention_days must be a whole number of days >= 1, or None")
         self.trust_ceiling = coerce_trust(trust_ceiling)
@@ -304,25 +308,18 @@ class Store(ContinuityMixin):
             from .errors import ReadOnlyStoreError
 
             raise ReadOnlyStoreError("this store was opened read_only: reopen it to record")
-        if not isinstance(content, str):
-            raise ValidationError(f"content must be a string, not {type(content).__name__}")
-        if not content.strip():
-            raise ValidationError("content is empty: record some text")
-        if "\x00" in content:
-            raise ValidationError("content contains a NUL character: remove it")
+        storable_text(content, "content")
         etype = EpisodeType.coerce(episode_type)
         if not isinstance(source, str) or not source.strip():
             raise ValidationError("source must be a non-empty string such as 'agent'")
+        storable_text(source, "source")
         if metadata is not None:
             if not isinstance(metadata, dict):
                 raise ValidationError("metadata must be a dict (or None)")
             if self.RESERVED_METADATA_KEY in metadata:
                 raise ValidationError(f"metadata key {self.RESERVED_METADATA_KEY!r} is reserved "
                                       "for the namespace: rename your key")
-            try:
-                meta_text: str | None = json.dumps(metadata, ensure_ascii=False, sort_keys=True)
-            except (TypeError, ValueError) as exc:
-                raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from None
+            meta_text: str | None = json_text(metadata, "metadata")
         else:
             meta_text = None
         ts = now_iso() if timestamp is None else normalize_timestamp(timestamp)
@@ -374,8 +371,7 @@ class Store(ContinuityMixin):
     # ------------------------------------------------------------------ read
     def get(self, episode_id: str) -> Episode | None:
         """The episode with this id, or None."""
-        if not isinstance(episode_id, str):
-            raise ValidationError("episode id must be a string")
+        storable_text(episode_id, "episode id")
         rows = self._backend.get_episodes([episode_id])
         if episode_id not in rows:
             return None
@@ -437,8 +433,7 @@ class Store(ContinuityMixin):
     def delete(self, episode_id: str) -> bool:
         """Remove an episode's text from the database for good, leaving a tombstone that
         holds only a salted hash. Returns False when there is no such episode."""
-        if not isinstance(episode_id, str):
-            raise ValidationError("episode id must be a string")
+        storable_text(episode_id, "episode id")
         with self._write():
             done = self._remove([episode_id], reason="deleted")
         if done:
@@ -451,9 +446,8 @@ class Store(ContinuityMixin):
         days = older_than_days if older_than_days is not None else self.retention_days
         if days is None:
             raise ValidationError("prune needs older_than_days (or a store retention_days)")
-        if isinstance(days, bool) or not isinstance(days, int) or days < 0:
-            raise ValidationError("older_than_days must be a whole number >= 0")
-        cutoff = iso(utcnow() - timedelta(days=days))
+        whole_number(days, "older_than_days")
+        cutoff = iso(ago(days * 86400, field="older_than_days"))
         with self._write():
             ids = self._backend.ids_older_than(cutoff)
             open_wrap = self._backend.open_wrap()

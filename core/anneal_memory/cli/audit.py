@@ -1,4 +1,5 @@
-"""Audit commands: audit (read the trail), audit verify / verify, audit-repair."""
+"""Audit commands: audit (read the trail), audit verify / verify [--anchor], audit head,
+audit-repair."""
 
 from __future__ import annotations
 
@@ -21,9 +22,15 @@ def register(sub: Any) -> None:
     p.add_argument("--limit", type=int, default=50, help="the newest N entries (0: all)")
     add_json(p)
     p.set_defaults(func=cmd_audit)
-    command(asub, "verify", "walk the whole chain and report the first break", cmd_verify)
-
-    command(sub, "verify", "verify the audit chain (same as audit verify)", cmd_verify)
+    for v in (command(asub, "verify", "walk the whole chain and report the first break",
+                      cmd_verify),
+              command(sub, "verify", "verify the audit chain (same as audit verify)",
+                      cmd_verify)):
+        v.add_argument("--anchor", metavar="HASH_OR_FILE",
+                       help="also check the chain still holds this entry: a hash, SEQ:HASH, "
+                            "or a file holding the output of 'audit head --json' kept elsewhere")
+    command(asub, "head", "print the newest entry's seq and hash (keep it elsewhere as an "
+            "anchor for verify --anchor)", cmd_head)
 
     r = command(sub, "audit-repair",
                 "rebuild the audit files and manifest from the database's copy", cmd_repair)
@@ -38,6 +45,9 @@ def _existing_db(args: argparse.Namespace) -> Any:
     if not path.exists():
         raise AuditError(f"no store at {path}: pass --db PATH of an existing store "
                          "(or create one with anneal-memory init)")
+    if not path.is_file():
+        raise AuditError(f"{str(path)!r} is not a store file (a folder, pipe or device): "
+                         "pass --db PATH of the store's database")
     return path
 
 
@@ -65,7 +75,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     path = _existing_db(args)
     progress(f"verifying the audit chain of {path} ...")
     res = AuditTrail.verify(path, progress=lambda name, n: progress(
-        f"  {name} ({n:,} entries verified so far)"))
+        f"  {name} ({n:,} entries verified so far)"), anchor=args.anchor)
     data = res.to_dict()
     if args.json:
         emit(args, data)
@@ -74,8 +84,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
                          f"{res.chain_break_file} ({res.reason}): keep the files as evidence; "
                          "anneal-memory audit-repair rebuilds them from the database's copy")
     if not args.json:
+        anchored = (f"; anchor {res.anchor['seq'] or ''}:{res.anchor['hash'][:12]}... matches"
+                    if res.anchor else "")
         print(f"Audit chain valid: {res.total_entries} entries in {res.files_verified} file(s)"
-              + (f", {res.unmirrored_entries} not yet mirrored" if res.unmirrored_entries else ""))
+              + (f", {res.unmirrored_entries} not yet mirrored" if res.unmirrored_entries else "")
+              + anchored)
+    return 0
+
+
+def cmd_head(args: argparse.Namespace) -> int:
+    head = AuditTrail.head(_existing_db(args))
+    emit(args, head.to_dict(), f"seq {head.seq}\nhash {head.hash}\nts {head.ts or '-'}\n"
+         f"(keep this elsewhere; check it later with: anneal-memory verify --anchor "
+         f"{head.seq}:{head.hash})")
     return 0
 
 
@@ -85,4 +106,8 @@ def cmd_repair(args: argparse.Namespace) -> int:
         result = AuditTrail.repair(store.path, store.backend, force=args.force)
     emit(args, result, f"{result['status']}: rebuilt {result['rebuilt_entries']} entries; "
          f"set aside: {', '.join(result['set_aside']) or 'nothing'}")
+    if not result["valid"]:
+        raise AuditError(f"audit-repair could not produce a trail that verifies "
+                         f"({result['reason']}): the database's copy itself is damaged; "
+                         "the files that were there are kept beside the store (set-aside)")
     return 0

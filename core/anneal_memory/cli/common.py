@@ -50,7 +50,10 @@ def db_path(args: argparse.Namespace) -> Path:
     """The store path: --db, else $ANNEAL_MEMORY_DB, else the default under home."""
     from ..store import default_db_path
 
-    if args.db:
+    if args.db is not None:
+        if not args.db.strip():
+            raise ValidationError("--db is empty: pass the path of a store file, e.g. "
+                                  "--db ./memory.db (or leave --db out for the default)")
         return Path(args.db).expanduser()
     return default_db_path()
 

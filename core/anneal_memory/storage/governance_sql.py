@@ -357,6 +357,21 @@ def cancel_reviews(b: Any, memory_id: str, *, decided_at: str) -> int:
         (decided_at, memory_id)))
 
 
+def scrub_reviews(b: Any, memory_id: str) -> int:
+    """Blank the candidate text of every review item of a forgotten memory, decided
+    ones too (an approved or rejected item still held the text it was shown)."""
+    n = 0
+    for rid, cand in b.q("SELECT review_id, candidate FROM gov_reviews WHERE memory_id=?",
+                         (memory_id,)):
+        data = json.loads(cand)
+        if data.get("content") is not None:
+            data["content"] = None
+            b.q("UPDATE gov_reviews SET candidate=? WHERE review_id=?",
+                (json.dumps(data, sort_keys=True), rid))
+            n += 1
+    return n
+
+
 def decide_review(b: Any, review_id: str, *, status: str, decided_at: str,
                   decided_by: str, record_id: str | None) -> int:
     return len(b.q(
