@@ -8,7 +8,7 @@ control requests, calls SDK MCP tools with ``mcp_message`` requests, mirrors the
 (``transcript_mirror`` frames, when the options have a ``session_store``) and streams
 ``system`` / ``assistant`` / ``user`` / ``result`` messages. The SDK's own ``Query`` drives
 all of it exactly as it drives the real CLI; only the model is scripted: each step is a
-reply text, a :class:`ToolCall`, or a callable that receives the :class:`ModelCall` (what the
+reply text, a :class:`ToolCall`, or a callable (sync or async) that receives the :class:`ModelCall` (what the
 model would have been sent) and returns one of those.
 
 Use it as ``query(prompt=..., options=opts, transport=ScriptedCLI(steps, options=opts))``.
@@ -17,6 +17,7 @@ Use it as ``query(prompt=..., options=opts, transport=ScriptedCLI(steps, options
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import math
 import os
@@ -71,7 +72,8 @@ class ModelCall:
         return ""
 
 
-Step = str | ToolCall | Callable[[ModelCall], "str | ToolCall"]
+#: a reply text, a tool call, or a callable (sync or async) of the ModelCall giving one
+Step = str | ToolCall | Callable[[ModelCall], Any]
 
 
 def compress_step(call: ModelCall) -> str:
@@ -121,6 +123,8 @@ class ScriptedCLI(Transport):
         self.calls: list[ModelCall] = []
         #: every hook input sent, as (event, input)
         self.hook_inputs: list[tuple[str, dict[str, Any]]] = []
+        #: every hook callback the SDK answered with an error, as (event, error)
+        self.hook_errors: list[tuple[str, str]] = []
         #: every tool call made, as (name, input, result text, is_error)
         self.tool_results: list[tuple[str, dict[str, Any], str, bool]] = []
         self.messages: list[dict[str, Any]] = []
@@ -261,6 +265,8 @@ class ScriptedCLI(Transport):
                     yield out
                 if self._answer.get("subtype") == "success":
                     answers.append(self._answer.get("response") or {})
+                else:
+                    self.hook_errors.append((event, str(self._answer.get("error", ""))))
 
     def _remember(self, message: dict[str, Any]) -> dict[str, Any] | None:
         """Keep ``message`` in the conversation (and the transcript); the mirror frame."""
@@ -280,7 +286,7 @@ class ScriptedCLI(Transport):
         return {"type": "transcript_mirror", "filePath": self.transcript_path,
                 "entries": [entry]}
 
-    def _step(self, call: ModelCall) -> str | ToolCall:
+    async def _step(self, call: ModelCall) -> str | ToolCall:
         if self._model is not None:
             step: Step = self._model
         elif self._steps:
@@ -289,6 +295,8 @@ class ScriptedCLI(Transport):
             raise AssertionError("the scripted model has no step left for this call:\n"
                                  + call.last_user_text[:500])
         result = step(call) if callable(step) else step
+        if inspect.isawaitable(result):
+            result = await result
         if not isinstance(result, (str, ToolCall)):
             raise AssertionError(f"a scripted step must give a str or a ToolCall, not {result!r}")
         return result
@@ -330,7 +338,7 @@ class ScriptedCLI(Transport):
             turns += 1
             call = ModelCall(self.system, copy.deepcopy(self.messages), self.tool_names)
             self.calls.append(call)
-            step = self._step(call)
+            step = await self._step(call)
             if isinstance(step, ToolCall):
                 async for out in self._tool(step):
                     yield out

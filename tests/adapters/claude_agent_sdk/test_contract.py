@@ -1,0 +1,30 @@
+"""The shared adapter contract, on the SDK's real ``query()`` loop over the scripted CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cas_scripted import LOOKUP, run, scripted_compressor
+
+from anneal_memory import Store
+from anneal_memory.adapters.claude_agent_sdk import AnnealMemory
+
+from contract import AdapterContract, RunTrace
+
+
+class TestClaudeAgentSDKContract(AdapterContract):
+    @pytest.fixture(autouse=True)
+    def _cwd(self, tmp_path: Path) -> None:
+        self.cwd = tmp_path
+
+    def build(self, memory: Any, **options: Any) -> Any:
+        return AnnealMemory(memory, **options)
+
+    def run(self, store: Store, user_input: str, *, wrap: bool = False,
+            call_tool: bool = False) -> RunTrace:
+        memory = AnnealMemory(store, compress=scripted_compressor() if wrap else None)
+        steps = ([LOOKUP] if call_tool else []) + ["Done: noted for the garden."]
+        result = run(memory, user_input, steps, cwd=self.cwd)
+        return RunTrace(output=result.output, model_inputs=result.model_inputs)
