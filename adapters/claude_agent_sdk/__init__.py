@@ -24,5 +24,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ._compress import claude_compressor
 from ._hooks import CONTEXT_LABEL, AnnealMemory
+from ._session_store import AnnealSessionStore
 
-__all__ = ["CONTEXT_LABEL", "AnnealMemory", "claude_compressor"]
+__all__ = ["CONTEXT_LABEL", "AnnealMemory", "AnnealSessionStore", "claude_compressor"]
