@@ -63,6 +63,10 @@ class AnnealMemory:
     ``save_continuity`` tools.
     """
 
+    session: MemorySession
+    compress: Compress | None
+    wrap_on_end: bool
+
     def __init__(self, memory: Store | MemorySession | str | os.PathLike[str], *,
                  namespace: Namespace = None, compress: Compress | None = None,
                  wrap_on_end: bool | None = None, record_user_input: bool = True,
@@ -112,12 +116,13 @@ class AnnealMemory:
     @property
     def hooks(self) -> dict[str, list[HookMatcher]]:
         """The ``ClaudeAgentOptions(hooks=...)`` mapping."""
-        return {
-            "UserPromptSubmit": [HookMatcher(hooks=[self._on_prompt])],
-            "PostToolUse": [HookMatcher(hooks=[self._on_tool])],
-            "PostToolUseFailure": [HookMatcher(hooks=[self._on_tool_failure])],
-            "Stop": [HookMatcher(hooks=[self._on_stop], timeout=self.wrap_timeout + 60)],
-        }
+        callbacks: dict[str, Any] = {"UserPromptSubmit": self._on_prompt,
+                                     "PostToolUse": self._on_tool,
+                                     "PostToolUseFailure": self._on_tool_failure,
+                                     "Stop": self._on_stop}
+        return {event: [HookMatcher(hooks=[fn], timeout=self.wrap_timeout + 60
+                                    if event == "Stop" else None)]
+                for event, fn in callbacks.items()}
 
     @property
     def mcp_server(self) -> Any:
