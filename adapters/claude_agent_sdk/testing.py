@@ -396,20 +396,13 @@ class ScriptedCLI(Transport):
             response, output, is_error = self._tool_outcome
         self.tool_results.append((step.name, arguments, output, is_error))
         answers = []
-        if is_error:
-            async for out in self._fire("PostToolUseFailure", self._hook_input(
-                    "PostToolUseFailure", tool_name=step.name, tool_input=arguments,
-                    tool_use_id=tool_use_id, error=output), target=step.name,
-                    tool_use_id=tool_use_id, answers=answers):
-                yield out
-            extra = _contexts("PostToolUseFailure", answers)
-        else:
-            async for out in self._fire("PostToolUse", self._hook_input(
-                    "PostToolUse", tool_name=step.name, tool_input=arguments,
-                    tool_response=response, tool_use_id=tool_use_id), target=step.name,
-                    tool_use_id=tool_use_id, answers=answers):
-                yield out
-            extra = _contexts("PostToolUse", answers)
+        event = "PostToolUseFailure" if is_error else "PostToolUse"
+        outcome = {"error": output} if is_error else {"tool_response": response}
+        async for out in self._fire(event, self._hook_input(
+                event, tool_name=step.name, tool_input=arguments, tool_use_id=tool_use_id,
+                **outcome), target=step.name, tool_use_id=tool_use_id, answers=answers):
+            yield out
+        extra = _contexts(event, answers)
         result = {"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": tool_use_id, "content": output,
              "is_error": is_error}, *extra]}
