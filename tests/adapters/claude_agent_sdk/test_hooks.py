@@ -286,3 +286,28 @@ def test_sync_use_from_a_plain_script(mem_store: Store, project: Path) -> None:
     result = run(memory, "Decide to mulch the roses", ["Mulched."], cwd=project)
     assert result.output == "Mulched."
     assert "mulch the roses" in (mem_store.scoped(project_ns(project)).load_continuity() or "")
+
+
+async def test_concurrent_runs_of_two_users_both_wrap(mem_store: Store, project: Path) -> None:
+    users = {"s-ann": "ann", "s-ben": "ben"}
+    memory = AnnealMemory(mem_store, namespace=lambda h: {"user": users[h["session_id"]]},
+                          compress=scripted_compressor())
+    both_in = anyio.Event()
+    arrived: list[str] = []
+
+    def step(name: str) -> Any:
+        async def answer(call: Any) -> str:
+            arrived.append(name)
+            if len(arrived) == 2:
+                both_in.set()
+            await both_in.wait()  # both prompts are in flight before either answers
+            return f"Decided: {name} plants leeks"
+        return answer
+
+    async with anyio.create_task_group() as tg:
+        for sid, name in users.items():
+            tg.start_soon(lambda s=sid, n=name: arun(memory, f"{n}: decide what to plant",
+                                                     [step(n)], cwd=project, session_id=s))
+    for name, other in (("ann", "ben"), ("ben", "ann")):
+        text = mem_store.scoped({"user": name}).load_continuity() or ""
+        assert f"{name} plants leeks" in text and other not in text
