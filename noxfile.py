@@ -71,6 +71,26 @@ def core(session: nox.Session) -> None:
     _pytest(session, "tests/core")
 
 
+# The SQLite versions the core is tested on besides the one this Python links: the
+# oldest we accept (see storage/driver.py MIN_SQLITE) and a current one, each from the
+# pysqlite3-binary wheel that bundles it.
+SQLITE_PINS = {"sqlite-oldest": "pysqlite3-binary==0.4.7.post8",   # SQLite 3.39.4
+               "sqlite-newest": "pysqlite3-binary==0.5.4.post2"}   # SQLite 3.51.1
+
+
+def _sqlite_session(name: str, pin: str) -> None:
+    @nox.session(name=name, python=PY)
+    def _run(session: nox.Session) -> None:
+        session.install("-e", ".", "pytest", "hypothesis", pin)
+        _pytest(session, "tests/core", env={"ANNEAL_TEST_SQLITE": "pysqlite3"})
+
+    _run.__doc__ = f"The core tests on the SQLite bundled with {pin}."
+
+
+for _sname, _pin in SQLITE_PINS.items():
+    _sqlite_session(_sname, _pin)
+
+
 @nox.session(python=PY)
 def lint(session: nox.Session) -> None:
     """ruff over the tree, mypy over the core package."""

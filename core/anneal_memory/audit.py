@@ -17,7 +17,6 @@ import hashlib
 import json
 import logging
 import os
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ._fileio import atomic_write_bytes, atomic_write_json, file_lock, sidecar_path
 from .clock import now_iso
 from .errors import AuditError
+from .storage.driver import sqlite_driver
 from .storage.pg_location import pg_dsn
 
 if TYPE_CHECKING:
@@ -118,13 +118,14 @@ def _db_entries(db: Path) -> list[dict[str, Any]]:
     if not db.exists():
         return []
     try:
+        sqlite3 = sqlite_driver()
         conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True)
         try:
             rows = conn.execute("SELECT seq, ts, actor, event, data, prev_hash, hash "
                                 "FROM audit_log ORDER BY seq").fetchall()
         finally:
             conn.close()
-    except sqlite3.DatabaseError:
+    except sqlite_driver().DatabaseError:
         return []
     return [{"seq": r[0], "ts": r[1], "actor": r[2], "event": r[3], "data": json.loads(r[4]),
              "prev_hash": r[5], "hash": r[6]} for r in rows]

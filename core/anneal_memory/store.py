@@ -22,7 +22,7 @@ from .errors import (
     StoreLocationError,
     ValidationError,
 )
-from .storage.base import Backend, EpisodeRow
+from .storage.base import ROOT, Backend, EpisodeRow, Scope
 from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.sqlite import SQLiteBackend
 from .store_continuity import ContinuityMixin
@@ -76,9 +76,13 @@ class Store(ContinuityMixin):
     own Store on the same database.
     """
 
-    #: metadata key that carries a namespace stamp; only a scoped view may write it
+    #: metadata key reserved for the namespace (kept in columns since schema 2)
     RESERVED_METADATA_KEY = "_anneal_ns"
-    _writes_namespace_stamp = False
+    #: whose memory this object acts on: the root (no namespace) for a Store
+    scope: Scope = ROOT
+    #: the namespace's tag in sidecar names ("" for the root)
+    ns_tag = ""
+    namespace: Any = None
 
     def __init__(
         self,
@@ -167,6 +171,14 @@ class Store(ContinuityMixin):
     @property
     def backend(self) -> Backend:
         return self._backend
+
+    def scoped(self, namespace: Any) -> Store:
+        """A view of this store limited to one namespace (a mapping with any of
+        ``tenant``, ``user``, ``project``, ``agent``, or a ``MemoryNamespace``): its
+        recall, continuity, wraps, baton and probes are that namespace's alone."""
+        from .governance.scoped import ScopedStore
+
+        return ScopedStore(self, namespace)
 
     @property
     def audit_trail(self) -> AuditTrail:
@@ -280,9 +292,9 @@ class Store(ContinuityMixin):
         if metadata is not None:
             if not isinstance(metadata, dict):
                 raise ValidationError("metadata must be a dict (or None)")
-            if self.RESERVED_METADATA_KEY in metadata and not self._writes_namespace_stamp:
-                raise ValidationError(f"metadata key {self.RESERVED_METADATA_KEY!r} is reserved for "
-                                      "namespace stamps written by a scoped view: rename your key")
+            if self.RESERVED_METADATA_KEY in metadata:
+                raise ValidationError(f"metadata key {self.RESERVED_METADATA_KEY!r} is reserved "
+                                      "for the namespace: rename your key")
             try:
                 meta_text: str | None = json.dumps(metadata, ensure_ascii=False, sort_keys=True)
             except (TypeError, ValueError) as exc:
@@ -313,6 +325,9 @@ class Store(ContinuityMixin):
         # Validate links against the store before anything is written.
         if p["supersedes"]:
             facts.validate_explicit_links(self, row, p["supersedes"], p["derived_from"])
+        if p["state_key"]:
+            facts.check_key_trust(self, row, p["state_key"],
+                                  facts.new_episode_trust(self, p["trust"], p["derived_from"]))
         b.insert_episode(row)
         if p["derived_from"]:
             b.add_derivations(eid, p["derived_from"])
@@ -430,7 +445,7 @@ class Store(ContinuityMixin):
 
     def _remove(self, ids: Sequence[str], *, reason: str) -> int:
         b = self._backend
-        rows = b.get_episodes(ids)
+        rows = b.get_episodes(ids, exact=True)
         if not rows:
             return 0
         eff = trust.effective_trust_map(self, list(rows))
@@ -438,7 +453,7 @@ class Store(ContinuityMixin):
             mark = "external" if reason == "deleted" else eff.get(eid, r.trust)
             b.mark_source_removed(eid, mark)
             b.add_tombstone(eid, r.type, r.timestamp, self._audit.hash_content(r.content),
-                            now_iso(), reason, eff.get(eid, r.trust))
+                            now_iso(), reason, eff.get(eid, r.trust), scope=r.scope)
             facts.detach_links(self, eid)
             if reason == "deleted":
                 self._audit.append("delete", {"id": eid,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -19,13 +18,21 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ReadOnlyStoreError, StoreError
+from . import fts, sqlite_migrate
 from .base import EpisodeRow, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
 from .common import SQLBackend
 from .common import episode_row as _row
+from .driver import sqlite_driver
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+
+def sqlite3() -> Any:
+    """The SQLite DB-API module in use (see :mod:`.driver`)."""
+    return sqlite_driver()
+
 APPLICATION_ID = 0x414E4D31  # "ANM1": marks a database file as ours
 
 _SCHEMA = """
@@ -41,12 +48,16 @@ CREATE TABLE IF NOT EXISTS episodes (
     metadata TEXT,
     trust TEXT NOT NULL DEFAULT 'agent',
     state_key TEXT,
-    wrap_id INTEGER
+    wrap_id INTEGER,
+    ns_owner TEXT,
+    ns_project TEXT
 );
 CREATE INDEX IF NOT EXISTS ix_episodes_ts ON episodes(timestamp);
 CREATE INDEX IF NOT EXISTS ix_episodes_type_ts ON episodes(type, timestamp);
 CREATE INDEX IF NOT EXISTS ix_episodes_unwrapped ON episodes(wrap_id) WHERE wrap_id IS NULL;
 CREATE INDEX IF NOT EXISTS ix_episodes_state_key ON episodes(state_key) WHERE state_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS ix_episodes_ns ON episodes(ns_owner, ns_project, timestamp)
+    WHERE ns_owner IS NOT NULL;
 CREATE TABLE IF NOT EXISTS supersessions (
     old_id TEXT NOT NULL,
     new_id TEXT NOT NULL,
@@ -69,7 +80,9 @@ CREATE TABLE IF NOT EXISTS tombstones (
     content_hash TEXT NOT NULL,
     removed_at TEXT NOT NULL,
     reason TEXT NOT NULL,
-    trust TEXT
+    trust TEXT,
+    ns_owner TEXT,
+    ns_project TEXT
 );
 CREATE TABLE IF NOT EXISTS wraps (
     id INTEGER PRIMARY KEY,
@@ -82,17 +95,21 @@ CREATE TABLE IF NOT EXISTS wraps (
     today TEXT NOT NULL,
     chars INTEGER,
     episodes_compressed INTEGER,
-    metrics TEXT
+    metrics TEXT,
+    ns_key TEXT NOT NULL DEFAULT ''
 );
+CREATE UNIQUE INDEX IF NOT EXISTS ux_wraps_open ON wraps(ns_key) WHERE status = 'open';
 CREATE TABLE IF NOT EXISTS pattern_history (
-    name TEXT PRIMARY KEY,
+    ns_key TEXT NOT NULL DEFAULT '',
+    name TEXT NOT NULL,
     level INTEGER NOT NULL,
     max_level_reached INTEGER NOT NULL,
     first_seen_at TEXT NOT NULL,
     last_seen_at TEXT,
     last_saved_at TEXT NOT NULL,
     explanations TEXT,
-    grounding TEXT
+    grounding TEXT,
+    PRIMARY KEY (ns_key, name)
 );
 CREATE TABLE IF NOT EXISTS drift_probes (
     id TEXT PRIMARY KEY,
@@ -104,8 +121,21 @@ CREATE TABLE IF NOT EXISTS drift_probes (
     created_at TEXT NOT NULL,
     last_status TEXT,
     last_detail TEXT,
-    last_wrap_id INTEGER
+    last_wrap_id INTEGER,
+    ns_key TEXT NOT NULL DEFAULT ''
 );
+CREATE TABLE IF NOT EXISTS items (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    ns_key TEXT NOT NULL,
+    collection TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    metadata TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (ns_key, collection, key)
+);
+CREATE INDEX IF NOT EXISTS ix_items_seq ON items(ns_key, collection, seq);
 CREATE TABLE IF NOT EXISTS audit_log (
     seq INTEGER PRIMARY KEY,
     ts TEXT NOT NULL,
@@ -181,7 +211,7 @@ class SQLiteBackend(SQLBackend):
             try:
                 self._connect(p, busy_timeout_ms)
                 break
-            except sqlite3.OperationalError as exc:
+            except sqlite3().OperationalError as exc:
                 # Several processes opening a brand-new store race to switch it to WAL and
                 # create its schema; SQLite reports that as "locked" without waiting.
                 with contextlib.suppress(Exception):
@@ -192,7 +222,7 @@ class SQLiteBackend(SQLBackend):
                         "corrupt or locked by another program; retry, restore it from an "
                         "export, or choose another path") from None
                 time.sleep(0.02 + random.random() * 0.05)
-            except sqlite3.DatabaseError as exc:
+            except sqlite3().DatabaseError as exc:
                 with contextlib.suppress(Exception):
                     self.conn.close()
                 raise StoreError(
@@ -203,10 +233,10 @@ class SQLiteBackend(SQLBackend):
     def _connect(self, p: Path, busy_timeout_ms: int) -> None:
         if self.read_only:
             uri = p.resolve().as_uri() + "?mode=ro"
-            self.conn = sqlite3.connect(uri, uri=True, isolation_level=None,
+            self.conn = sqlite3().connect(uri, uri=True, isolation_level=None,
                                         check_same_thread=False)
         else:
-            self.conn = sqlite3.connect(self.path, isolation_level=None,
+            self.conn = sqlite3().connect(self.path, isolation_level=None,
                                         check_same_thread=False)
         self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         if not self.read_only:
@@ -249,6 +279,7 @@ class SQLiteBackend(SQLBackend):
         if self.read_only:
             if "episodes" not in tables:
                 raise StoreError(f"{self.path!r} holds no anneal-memory store yet")
+            self._heal_indexes()
             return
         if "episodes" in tables and cur == APPLICATION_ID:
             version = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -257,6 +288,10 @@ class SQLiteBackend(SQLBackend):
                     f"{self.path!r} was written by a newer anneal-memory (schema "
                     f"{version[0]}): upgrade the package"
                 )
+            if version and int(version[0]) < SCHEMA_VERSION:
+                with self.transaction():
+                    sqlite_migrate.upgrade(self.conn, int(version[0]), _split_sql(_SCHEMA))
+            self._heal_indexes()
             return
         with self.transaction():
             for stmt in _split_sql(_SCHEMA):
@@ -276,7 +311,7 @@ class SQLiteBackend(SQLBackend):
         try:
             self.conn.execute("SELECT 1")
             return False
-        except sqlite3.ProgrammingError:
+        except sqlite3().ProgrammingError:
             return True
 
     @contextlib.contextmanager
@@ -375,12 +410,29 @@ class SQLiteBackend(SQLBackend):
 
     # ------------------------------------------------------------------ episodes
     def scrub_indexes(self) -> None:
-        """Rewrite the keyword indexes so deleted text leaves no trace in them."""
-        self.q("INSERT INTO episodes_words(episodes_words) VALUES ('optimize')")
-        self.q("INSERT INTO episodes_tri(episodes_tri) VALUES ('optimize')")
+        """Rewrite the keyword indexes so deleted text leaves no trace in them (rebuilt
+        from the episodes table when an index cannot be merged)."""
+        try:
+            fts.scrub(self.conn)
+        except sqlite3().DatabaseError:
+            for table in fts.FTS_TABLES:
+                fts.rebuild(self.conn, table)
+
+    def _heal_indexes(self) -> None:
+        """Rebuild a keyword index that cannot be opened or has grown past its bound
+        (stores damaged by the delete path of earlier releases on older SQLite)."""
+        bad = fts.broken_tables(self.conn, sqlite3().DatabaseError)
+        if not bad:
+            return
+        if self.read_only:
+            raise StoreError(f"the keyword index of {self.path!r} is damaged: open the store "
+                             "once without read_only to rebuild it from the episodes")
+        with self.transaction():
+            for table in bad:
+                fts.rebuild(self.conn, table)
 
     def checkpoint(self) -> None:
-        with contextlib.suppress(sqlite3.DatabaseError):
+        with contextlib.suppress(sqlite3().DatabaseError):
             self.q("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # ------------------------------------------------------------------ search
@@ -432,7 +484,7 @@ class SQLiteBackend(SQLBackend):
             f"SELECT {cols}, {score} {src}{where} ORDER BY {order_sql} LIMIT ? OFFSET ?",
             [*mparams, *params, int(limit), int(offset)],
         )
-        return [(_row(r[:11]), float(r[11] or 0.0)) for r in rows], total
+        return [(_row(r[:13]), float(r[13] or 0.0)) for r in rows], total
 
     def _match_count(self, fts: str | None, mparams: list[Any], src: str, where: str,
                params: list[Any], filters: SearchFilters) -> int:
