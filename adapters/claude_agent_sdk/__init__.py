@@ -23,7 +23,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise MissingExtraError("claude-agent-sdk", "claude-agent-sdk") from exc
 
 from ._compress import claude_compressor
-from ._hooks import CONTEXT_LABEL, AnnealMemory
+from ._hooks import CONTEXT_LABEL, AnnealMemory, project_namespace
 from ._session_store import AnnealSessionStore
 
-__all__ = ["CONTEXT_LABEL", "AnnealMemory", "AnnealSessionStore", "claude_compressor"]
+__all__ = ["CONTEXT_LABEL", "AnnealMemory", "AnnealSessionStore", "claude_compressor",
+           "project_namespace"]

@@ -14,12 +14,14 @@ Hook map (``ClaudeAgentOptions(hooks=memory.hooks)``; every SDK hook is a corout
 
 Identity: every hook input carries the SDK's ``session_id`` and ``cwd``. The memory is the
 namespace ``namespace=`` names (a mapping, a ``MemoryNamespace`` or a callable of the hook
-input), by default ``{"project": project_key_for_directory(cwd)}``; the SDK's session id is
-the ``MemorySession``'s session id.
+input), by default ``{"project": project_key_for_directory(cwd)}``; the SDK's session id keys
+the per-session state (continuity once, de-duplication) and tags every episode
+(``claude_session_id`` in its metadata).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections import OrderedDict
@@ -33,6 +35,8 @@ from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, project_key_for_di
 from anneal_memory import Store
 from anneal_memory.adapters import attach_memory, hook_guard
 from anneal_memory.errors import ValidationError
+from anneal_memory.governance.namespace import MemoryNamespace, coerce_namespace
+from anneal_memory.governance.scoped import ScopedStore
 from anneal_memory.session import MemorySession, WrapOutcome
 
 LOGGER_NAME = "anneal_memory.adapters.claude_agent_sdk"
@@ -84,7 +88,12 @@ class AnnealMemory:
         self._fixed = isinstance(memory, MemorySession)
         if self._fixed and namespace is not None:
             raise ValidationError("namespace belongs to the MemorySession you pass: "
-                                  "MemorySession(store, namespace=...)")
+                                  "MemorySession(store.scoped(namespace))")
+        # a view (store.scoped(...)) is one namespace already: every SDK session uses it
+        self._scoped_store = isinstance(self.session.store, ScopedStore)
+        if self._scoped_store and namespace is not None:
+            raise ValidationError("the store you pass is already a scoped view: pass the "
+                                  "parent Store with namespace=, or the view alone")
         if self.wrap_on_end and self.compress is None:
             raise ValidationError("wrap_on_end needs compress= (a callable prompt -> "
                                   "continuity, e.g. claude_compressor()); or leave "
@@ -173,10 +182,12 @@ class AnnealMemory:
         if self._fixed:
             return self.session
         namespace = self._namespace_of(hook_input)
-        sid = self._session_id or _text(hook_input.get("session_id")) or None
+        sid = _text(hook_input.get("session_id")) or None
         return self._session_for_namespace(namespace, sid)
 
     def _namespace_of(self, hook_input: Mapping[str, Any]) -> Any:
+        if self._scoped_store:
+            return None
         if callable(self.namespace):
             found = self.namespace(hook_input)
             if found is None:
@@ -186,20 +197,27 @@ class AnnealMemory:
         if self.namespace is not None:
             return self.namespace
         cwd = _text(hook_input.get("cwd"))
-        return {"project": project_key_for_directory(cwd)} if cwd else None
+        if not cwd:
+            raise ValidationError("the hook input has no cwd, so its project namespace is "
+                                  "unknown: pass namespace= to AnnealMemory")
+        return project_namespace(cwd)
 
     def _session_for_namespace(self, namespace: Any, sid: str | None) -> MemorySession:
+        """One MemorySession per (namespace, SDK session id); its own ``session_id`` is the
+        ``session_id=`` option (the consolidation-baton name), not the SDK's id."""
         key = (_namespace_key(namespace), sid or "")
         session = self._sessions.get(key)
         if session is not None:
             self._sessions.move_to_end(key)
             return session
         base = self.session
-        extra: dict[str, Any] = {} if namespace is None else {"namespace": namespace}
-        session = MemorySession(base.store, session_id=sid, crystal_store=base.crystal_store,
+        view = base.store if namespace is None or self._scoped_store \
+            else base.store.scoped(namespace)
+        session = MemorySession(view, session_id=self._session_id,
+                                crystal_store=base.crystal_store,
                                 recall_limit=base.recall_limit,
                                 max_content_chars=base.max_content_chars, strict=base.strict,
-                                logger=base.log, **extra)
+                                logger=base.log)
         self._sessions[key] = session
         while len(self._sessions) > _MAX_SESSIONS:
             self._sessions.popitem(last=False)
@@ -214,7 +232,7 @@ class AnnealMemory:
         if self.namespace is not None and not callable(self.namespace):
             live = self._active.get(_namespace_key(self.namespace), {})
             return self._session_for_namespace(self.namespace,
-                                               self._session_id or next(iter(live), None))
+                                               next(iter(live), None))
         if not self._active:
             raise ValidationError("the memory tools ran outside a prompt this adapter saw: "
                                   "add memory.hooks to the options (memory.options() does)")
@@ -224,7 +242,7 @@ class AnnealMemory:
                                   "user their own AnnealMemory(store, namespace=...)")
         (live,) = self._active.values()
         sid, namespace = next(iter(live.items()))
-        return self._session_for_namespace(namespace, self._session_id or sid or None)
+        return self._session_for_namespace(namespace, sid or None)
 
     def _leave(self, hook_input: Mapping[str, Any]) -> None:
         sid = _text(hook_input.get("session_id"))
@@ -268,9 +286,8 @@ class AnnealMemory:
         else:
             namespace = self._namespace_of(hook_input)
             sid = _text(hook_input.get("session_id"))
-            own_sid = self._session_id or sid or None
-            is_new = (_namespace_key(namespace), own_sid or "") not in self._sessions
-            session = self._session_for_namespace(namespace, own_sid)
+            is_new = (_namespace_key(namespace), sid) not in self._sessions
+            session = self._session_for_namespace(namespace, sid or None)
             self._active.setdefault(_namespace_key(namespace), {})[sid] = namespace
 
         def work() -> str:
@@ -361,9 +378,11 @@ def _bounded(compress: Compress, seconds: float) -> Callable[[str], Awaitable[st
 
 
 def _check_namespace(namespace: Any) -> Any:
+    """A namespace as given (mapping or MemoryNamespace, checked now) or a callable."""
     if namespace is None or callable(namespace):
         return namespace
-    if isinstance(namespace, Mapping) or hasattr(namespace, "to_dict"):
+    if isinstance(namespace, (Mapping, MemoryNamespace)):
+        coerce_namespace(namespace, partial=True)  # bad keys or values: raise here
         return namespace
     raise ValidationError("namespace must be a mapping (tenant/user/project/agent), a "
                           "MemoryNamespace, or a callable taking the hook input and "
@@ -371,11 +390,17 @@ def _check_namespace(namespace: Any) -> Any:
 
 
 def _namespace_key(namespace: Any) -> str:
-    if namespace is None:
-        return ""
-    data = namespace.to_dict() if hasattr(namespace, "to_dict") else dict(namespace)
-    return json.dumps({k: v for k, v in data.items() if v is not None}, sort_keys=True,
-                      default=str)
+    return "" if namespace is None else coerce_namespace(namespace, partial=True).key
+
+
+def project_namespace(cwd: str) -> dict[str, str]:
+    """The default namespace of a working directory: ``{"project": <the SDK's project key>}``
+    (the key the SDK files the directory's transcripts under; a long one is shortened to
+    a namespace value's 200 characters with a hash of the rest)."""
+    key = project_key_for_directory(cwd)
+    if len(key) > 200:
+        key = f"{key[:183]}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    return {"project": key}
 
 
 def _text(value: Any) -> str:

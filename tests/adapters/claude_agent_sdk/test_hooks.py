@@ -12,7 +12,7 @@ from cas_scripted import LOOKUP, aconversation, arun, options, run, scripted_com
 from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 
 from anneal_memory import Store
-from anneal_memory.adapters.claude_agent_sdk import CONTEXT_LABEL, AnnealMemory
+from anneal_memory.adapters.claude_agent_sdk import CONTEXT_LABEL, AnnealMemory, project_namespace
 from anneal_memory.adapters.claude_agent_sdk.testing import ToolCall
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
@@ -27,9 +27,7 @@ def episodes(store: Store, namespace: Any = None) -> list[Any]:
 
 
 def project_ns(cwd: Path) -> dict[str, str]:
-    from claude_agent_sdk import project_key_for_directory
-
-    return {"project": project_key_for_directory(str(cwd))}
+    return project_namespace(str(cwd))
 
 
 async def test_episodes_land_with_types_and_trust(mem_store: Store, project: Path) -> None:
@@ -173,7 +171,8 @@ async def test_namespace_callable_takes_the_hook_input(mem_store: Store, project
     assert "saffron" not in "\n".join(bob.model_inputs).lower()
     assert {h["hook_event_name"] for h in seen} >= {"UserPromptSubmit", "Stop"}
     assert any("saffron" in e.content.lower() for e in episodes(mem_store, {"user": "alice"}))
-    assert not episodes(mem_store, {"user": "bob"})[1:]  # only bob's own prompt + answer
+    assert sorted(e.content for e in episodes(mem_store, {"user": "bob"})) == \
+        ["?", "What do I grow?"]  # only bob's own prompt and answer
     assert all("saffron" not in e.content.lower() for e in episodes(mem_store, {"user": "bob"}))
 
 
@@ -204,9 +203,9 @@ async def test_default_identity_is_the_project_directory(mem_store: Store,
     same = await arun(memory, "How many quince trees?", ["40."], cwd=here)
     assert "40 quince" not in "\n".join(other.model_inputs)
     assert "40 quince" in "\n".join(same.model_inputs)
-    # the SDK's session id is the memory session's id
-    assert memory.session_for({"session_id": same.cli.session_id, "cwd": str(here)}) \
-        .session_id == same.cli.session_id
+    # the SDK's session id tags the episodes
+    tagged = [e.metadata.get("claude_session_id") for e in episodes(mem_store, project_ns(here))]
+    assert same.cli.session_id in tagged
 
 
 async def test_multi_turn_client_gets_continuity_once_and_recall_each_turn(
