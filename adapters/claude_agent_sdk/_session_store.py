@@ -11,18 +11,20 @@ every host of a deployment can resume any session. Items of one collection (defa
   (``fold_session_summary``), for ``list_sessions`` / ``list_session_summaries``;
 - ``k/<project>/<session>/<subpath>``: a subagent transcript exists (``list_subkeys``).
 
-Each key part is percent-encoded, so ``/`` inside a project key, session id or subpath can
-never make one key a prefix of another's.
+Each key part is percent-encoded (``p...``, or ``h`` + a digest when long), so ``/``
+inside a project key, session id or subpath can never make one key a prefix of another's,
+and keys stay short; the items' values keep the real names.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 import anyio
 from claude_agent_sdk import fold_session_summary
@@ -34,9 +36,14 @@ DEFAULT_COLLECTION = "claude_agent_sdk.sessions"
 
 
 def _part(value: Any, what: str) -> str:
+    """One key part: ``p`` + the percent-encoded value, or ``h`` + a digest of a long one
+    (keys stay short whatever the SDK sends; the values keep the names)."""
     if not isinstance(value, str) or not value:
         raise ValidationError(f"SessionKey {what} must be a non-empty string, not {value!r}")
-    return quote(value, safe="")
+    plain = quote(value, safe="")
+    if len(plain) <= 96:
+        return "p" + plain
+    return "h" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:40]
 
 
 class AnnealSessionStore:
@@ -71,7 +78,7 @@ class AnnealSessionStore:
             raise ValidationError("SessionKey subpath must be a non-empty string or absent")
         return (_part(key.get("project_key"), "project_key"),
                 _part(key.get("session_id"), "session_id"),
-                quote(sub, safe="") if sub else "")
+                _part(sub, "subpath") if sub else "")
 
     def _now_ms(self) -> int:
         now = int(time.time() * 1000)
@@ -95,7 +102,7 @@ class AnnealSessionStore:
             for entry in entries:
                 uid = entry.get("uuid") if isinstance(entry, Mapping) else None
                 if isinstance(uid, str) and uid:
-                    marker = f"u/{pk}/{sid}/{sub}/{quote(uid, safe='')}"
+                    marker = f"u/{pk}/{sid}/{sub}/{_part(uid, 'uuid')}"
                     if uid in seen or self.items.get(marker) is not None:
                         continue
                     seen.add(uid)
@@ -105,15 +112,16 @@ class AnnealSessionStore:
             stamp = f"{time.time_ns():020d}-{os.urandom(4).hex()}"
             self.items.put(f"e/{pk}/{sid}/{sub}/{stamp}", {"entries": fresh})
             for uid in seen:
-                self.items.put(f"u/{pk}/{sid}/{sub}/{quote(uid, safe='')}", {})
+                self.items.put(f"u/{pk}/{sid}/{sub}/{_part(uid, 'uuid')}", {})
             if sub:
-                self.items.put(f"k/{pk}/{sid}/{sub}", {})
+                self.items.put(f"k/{pk}/{sid}/{sub}", {"subpath": key["subpath"]})
                 return
             head = self.items.get(f"s/{pk}/{sid}")
             prev = head.value.get("summary") if head is not None else None
             summary = dict(fold_session_summary(prev, dict(key), fresh))  # type: ignore[arg-type]
             summary["mtime"] = mtime = self._now_ms()
-            self.items.put(f"s/{pk}/{sid}", {"mtime": mtime, "summary": summary})
+            self.items.put(f"s/{pk}/{sid}", {"session_id": key["session_id"], "mtime": mtime,
+                                             "summary": summary})
 
     async def load(self, key: Any) -> list[Any] | None:
         """Every entry of one transcript in append order; None if it was never written."""
@@ -134,7 +142,7 @@ class AnnealSessionStore:
         pk = _part(project_key, "project_key")
 
         def run() -> list[dict[str, Any]]:
-            return [{"session_id": unquote(i.key.rsplit("/", 1)[1]), "mtime": i.value["mtime"]}
+            return [{"session_id": i.value["session_id"], "mtime": i.value["mtime"]}
                     for i in self.items.list(prefix=f"s/{pk}/")]
         return await anyio.to_thread.run_sync(run)
 
@@ -169,6 +177,5 @@ class AnnealSessionStore:
                                  if isinstance(key, Mapping) else key)
 
         def run() -> list[str]:
-            return [unquote(i.key.rsplit("/", 1)[1])
-                    for i in self.items.list(prefix=f"k/{pk}/{sid}/")]
+            return [i.value["subpath"] for i in self.items.list(prefix=f"k/{pk}/{sid}/")]
         return await anyio.to_thread.run_sync(run)
