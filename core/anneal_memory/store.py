@@ -7,11 +7,12 @@ import hashlib
 import json
 import os
 import secrets
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import facts, trust
 from ._fileio import atomic_write_text
@@ -27,6 +28,9 @@ from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.sqlite import SQLiteBackend
 from .store_continuity import ContinuityMixin
 from .types import Episode, EpisodeType, RecallResult, StoreStatus, coerce_trust
+
+if TYPE_CHECKING:
+    from .items import ItemCollection
 
 ENV_DB = "ANNEAL_MEMORY_DB"
 
@@ -72,8 +76,9 @@ def _episode(row: EpisodeRow, superseded_by: str | None = None,
 class Store(ContinuityMixin):
     """One agent's episodic memory: a SQLite database plus its sidecar files.
 
-    Not thread-safe: use one Store per thread. Several processes may each open their
-    own Store on the same database.
+    Thread-safe: threads (and the async twins of ``MemorySession``) may share one Store
+    and its scoped views; its calls are serialised on one connection. Several processes
+    may each open their own Store on the same database.
     """
 
     #: metadata key reserved for the namespace (kept in columns since schema 2)
@@ -126,6 +131,7 @@ class Store(ContinuityMixin):
             existed = db.exists() and db.stat().st_size > 0
             self._backend = SQLiteBackend(db, read_only=read_only)
         self._closed = False
+        self._lock = threading.RLock()
         if not read_only:
             with self._backend.transaction():
                 if self._backend.get_meta("store_id") is None:
@@ -172,6 +178,19 @@ class Store(ContinuityMixin):
     def backend(self) -> Backend:
         return self._backend
 
+    def items(self, collection: str) -> ItemCollection:
+        """One named collection of keyed items in this store's namespace (framework
+        state such as a chat history or a key-value store; see :mod:`.items`)."""
+        from .items import ItemCollection
+
+        return ItemCollection(self, collection)
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            from .errors import ReadOnlyStoreError
+
+            raise ReadOnlyStoreError("this store was opened read_only: reopen it to write")
+
     def scoped(self, namespace: Any) -> Store:
         """A view of this store limited to one namespace (a mapping with any of
         ``tenant``, ``user``, ``project``, ``agent``, or a ``MemoryNamespace``): its
@@ -186,17 +205,22 @@ class Store(ContinuityMixin):
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[None]:
-        """A write transaction whose audit entries are mirrored after it commits."""
-        outer = not self._backend.in_transaction
-        try:
-            with self._backend.transaction():
-                yield
-        except BaseException:
+        """A write transaction whose audit entries are mirrored after it commits.
+
+        Held under the store's lock from the first statement to the mirror, so threads
+        sharing one Store (and its scoped views) never see each other's pending entries.
+        """
+        with self._lock:
+            outer = not self._backend.in_transaction
+            try:
+                with self._backend.transaction():
+                    yield
+            except BaseException:
+                if outer:
+                    self._audit.discard_pending()
+                raise
             if outer:
-                self._audit.discard_pending()
-            raise
-        if outer:
-            self._audit.after_commit()
+                self._audit.after_commit()
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[Store]:

@@ -366,26 +366,44 @@ class SQLiteBackend(SQLBackend):
                     self.conn.execute("COMMIT")
 
     def q(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self.conn.execute(sql, tuple(params)).fetchall()
+        with self._lock:  # one connection shared by threads: a statement at a time
+            return self.conn.execute(sql, tuple(params)).fetchall()
 
     def q1(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        return self.conn.execute(sql, tuple(params)).fetchone()
+        with self._lock:
+            return self.conn.execute(sql, tuple(params)).fetchone()
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self.conn.executemany(sql, rows)
+        with self._lock:
+            self.conn.executemany(sql, rows)
 
     def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
-        yield from self.conn.execute(sql, tuple(params))
+        cur = self.conn.cursor()  # its own cursor: other statements may run between rows
+        with self._lock:
+            cur.execute(sql, tuple(params))
+        while True:
+            with self._lock:
+                rows = cur.fetchmany(500)
+            if not rows:
+                return
+            yield from rows
 
     # ------------------------------------------------------------------ dialect hooks
     def _in_list(self, col: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
         return f"{col} IN ({','.join('?' * len(ids))})", list(ids)
 
+    def _json_eq(self, col: str, field: str, value: Any) -> tuple[str, list[Any]]:
+        if isinstance(value, bool):
+            value = int(value)
+        return f"json_extract({col}, ?) = ?", [f'$."{field}"', value]
+
     def _rowcount(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return int(self.conn.execute(sql, tuple(params)).rowcount)
+        with self._lock:
+            return int(self.conn.execute(sql, tuple(params)).rowcount)
 
     def _insert_id(self, sql: str, params: Sequence[Any]) -> int:
-        return int(self.conn.execute(sql, tuple(params)).lastrowid or 0)
+        with self._lock:
+            return int(self.conn.execute(sql, tuple(params)).lastrowid or 0)
 
     def _upsert(self, table: str, cols: Sequence[str], key: Sequence[str],
                 values: Sequence[Any]) -> None:
