@@ -64,7 +64,8 @@ class AnnealSessionStore:
         if not isinstance(collection, str) or not collection.strip():
             raise ValidationError("collection must be a non-empty string")
         self.store = store
-        self.items = store.items(collection, namespace=namespace)
+        view = store.scoped(namespace) if namespace is not None else store
+        self.items = view.items(collection)
         self._lock = threading.Lock()  # one read-fold-write of a summary at a time
         self._last_ms = 0
 
