@@ -1,4 +1,5 @@
-"""Audit commands: audit (read the trail), audit verify / verify, audit-repair.
+"""Audit commands: audit (read the trail), audit verify / verify [--anchor], audit head,
+audit-repair.
 
 Every command takes a SQLite path or a ``postgresql://`` URL; a PostgreSQL store keeps its
 one chain in the database, so there are no files to repair there.
@@ -50,9 +51,15 @@ def register(sub: Any) -> None:
     add_verbose(p)
     add_json(p)
     p.set_defaults(func=cmd_audit)
-    command(asub, "verify", "walk the whole chain and report the first break", cmd_verify)
-
-    command(sub, "verify", "verify the audit chain (same as audit verify)", cmd_verify)
+    for v in (command(asub, "verify", "walk the whole chain and report the first break",
+                      cmd_verify),
+              command(sub, "verify", "verify the audit chain (same as audit verify)",
+                      cmd_verify)):
+        v.add_argument("--anchor", metavar="HASH_OR_FILE",
+                       help="also check the chain still holds this entry: a hash, SEQ:HASH, "
+                            "or a file holding the output of 'audit head --json' kept elsewhere")
+    command(asub, "head", "print the newest entry's seq and hash (keep it elsewhere as an "
+            "anchor for verify --anchor)", cmd_head)
 
     r = command(sub, "audit-repair",
                 "rebuild the audit files and manifest from the database's copy", cmd_repair)
@@ -95,7 +102,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     bar = Progress()
     bar.update(f"verifying the audit chain of {shown_location(args)} ...", force=True)
     res = AuditTrail.verify(loc, progress=lambda name, n: bar.update(
-        f"verifying {name}: {n:,} entries checked"))
+        f"verifying {name}: {n:,} entries checked"), anchor=args.anchor)
     bar.done(f"verified {res.total_entries:,} entries")
     data = res.to_dict()
     if not res.valid:
@@ -114,8 +121,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.json:
         emit(args, data)
     else:
+        anchored = (f"; anchor {res.anchor['seq'] or ''}:{res.anchor['hash'][:12]}... matches"
+                    if res.anchor else "")
         print(f"Audit chain valid: {res.total_entries} entries in {res.files_verified} file(s)"
-              + (f", {res.unmirrored_entries} not yet mirrored" if res.unmirrored_entries else ""))
+              + (f", {res.unmirrored_entries} not yet mirrored" if res.unmirrored_entries else "")
+              + anchored)
+    return 0
+
+
+def cmd_head(args: argparse.Namespace) -> int:
+    head = AuditTrail.head(require_store(args))
+    emit(args, head.to_dict(), f"seq {head.seq}\nhash {head.hash}\nts {head.ts or '-'}\n"
+         f"(keep this elsewhere; check it later with: anneal-memory verify --anchor "
+         f"{head.seq}:{head.hash})")
     return 0
 
 
@@ -128,11 +146,18 @@ def cmd_repair(args: argparse.Namespace) -> int:
                              f"{res.chain_break_at} ({res.reason}): a PostgreSQL store keeps "
                              "no audit files to rebuild from; restore it from a backup")
         result: dict[str, Any] = {"rebuilt_entries": 0, "mirrored_entries": 0, "set_aside": [],
+                                  "valid": True, "reason": None,
                                   "status": "the trail verifies: nothing to repair (a "
                                             "PostgreSQL store keeps its chain in the database)"}
     else:
         with open_store(args) as store:
             result = AuditTrail.repair(store.path, store.backend, force=args.force)
+    if not result["valid"]:
+        err = AuditError(f"audit-repair could not produce a trail that verifies "
+                         f"({result['reason']}): the database's copy itself is damaged; "
+                         "the files that were there are kept beside the store (set-aside)")
+        err.json_data = result  # type: ignore[attr-defined]  # --json: one document
+        raise err
     emit(args, result, f"{result['status']}: rebuilt {result['rebuilt_entries']} entries; "
          f"set aside: {', '.join(result['set_aside']) or 'nothing'}")
     return 0

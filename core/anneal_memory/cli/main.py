@@ -87,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 _CLI_WORDS = (
     ("AuditTrail.repair rebuilds it from the database's copy of the chain",
      "run anneal-memory audit-repair to rebuild it from the database's copy"),
+    ("what AuditTrail.head() returns", "the output of 'anneal-memory audit head --json'"),
 )
 
 

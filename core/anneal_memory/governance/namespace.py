@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._inputs import storable_text
 from ..errors import ValidationError
 
 FIELDS = ("tenant", "user", "project", "agent")
@@ -30,6 +31,7 @@ def _check(name: str, value: Any, *, optional: bool = False) -> None:
     if value != value.strip() or len(value) > _MAX or any(ord(c) < 32 for c in value):
         raise ValidationError(f"namespace {name} {value!r} has surrounding spaces, control "
                               f"characters or more than {_MAX} characters: pass a plain id")
+    storable_text(value, f"namespace {name}")
 
 
 def digest(*parts: Any) -> str:

@@ -242,6 +242,27 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def delete_probe(self, probe_id: str, *, scope: Scope = ROOT) -> int: ...
 
+    # -- item collections (rows: seq, collection, key, value, metadata, created, updated)
+    @abc.abstractmethod
+    def item_put(self, collection: str, key: str, value: str, metadata: str | None,
+                 now: str, *, scope: Scope = ROOT) -> tuple[Any, ...]: ...
+    @abc.abstractmethod
+    def item_get(self, collection: str, key: str, *,
+                 scope: Scope = ROOT) -> tuple[Any, ...] | None: ...
+    @abc.abstractmethod
+    def item_list(self, collection: str, *, prefix: str | None = None,
+                  where: dict[str, Any] | None = None, contains: str | None = None,
+                  order: str = "asc", limit: int | None = None, offset: int = 0,
+                  scope: Scope = ROOT) -> list[tuple[Any, ...]]: ...
+    @abc.abstractmethod
+    def item_count(self, collection: str, *, prefix: str | None = None,
+                   where: dict[str, Any] | None = None, scope: Scope = ROOT) -> int: ...
+    @abc.abstractmethod
+    def item_delete(self, collection: str, *, key: str | None = None,
+                    prefix: str | None = None, scope: Scope = ROOT) -> int: ...
+    @abc.abstractmethod
+    def item_collections(self, *, scope: Scope = ROOT) -> list[tuple[str, int]]: ...
+
     # -- the audit chain's database copy
     @abc.abstractmethod
     def audit_tip(self) -> tuple[int, str]: ...

@@ -145,3 +145,25 @@ class ScopedBackend:
 
     def delete_probe(self, probe_id: str, **_: Any) -> int:
         return self._inner.delete_probe(probe_id, scope=self.scope)
+
+    # -- item collections: the namespace's own
+    def item_put(self, *args: Any, **_: Any) -> tuple[Any, ...]:
+        return self._inner.item_put(*args, scope=self.scope)  # type: ignore[attr-defined, no-any-return]
+
+    def item_get(self, collection: str, key: str, **_: Any) -> tuple[Any, ...] | None:
+        return self._inner.item_get(collection, key, scope=self.scope)  # type: ignore[attr-defined, no-any-return]
+
+    def item_list(self, collection: str, **kwargs: Any) -> list[tuple[Any, ...]]:
+        kwargs["scope"] = self.scope
+        return self._inner.item_list(collection, **kwargs)  # type: ignore[attr-defined, no-any-return]
+
+    def item_count(self, collection: str, **kwargs: Any) -> int:
+        kwargs["scope"] = self.scope
+        return self._inner.item_count(collection, **kwargs)  # type: ignore[attr-defined, no-any-return]
+
+    def item_delete(self, collection: str, **kwargs: Any) -> int:
+        kwargs["scope"] = self.scope
+        return self._inner.item_delete(collection, **kwargs)  # type: ignore[attr-defined, no-any-return]
+
+    def item_collections(self, **_: Any) -> list[tuple[str, int]]:
+        return self._inner.item_collections(scope=self.scope)  # type: ignore[attr-defined, no-any-return]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ReadOnlyStoreError, StoreError
-from . import fts, sqlite_migrate
+from . import fts, sqlite_errors, sqlite_migrate
 from .base import EpisodeRow, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
@@ -341,9 +341,11 @@ class SQLiteBackend(SQLBackend):
             self._depth = 0
             try:
                 self.conn.execute("COMMIT")
-            except BaseException:
+            except BaseException as exc:
                 with contextlib.suppress(Exception):
                     self.conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite_errors.caught()):
+                    sqlite_errors.reraise(exc, self.path)
                 raise
 
     @property
@@ -365,27 +367,65 @@ class SQLiteBackend(SQLBackend):
                 with contextlib.suppress(Exception):
                     self.conn.execute("COMMIT")
 
+    # Each query turns what SQLite cannot do into the library's typed errors (see
+    # sqlite_errors): an unstorable value is a ValidationError, a damaged file a StoreError.
     def q(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self.conn.execute(sql, tuple(params)).fetchall()
+        with self._lock:  # one connection shared by threads: a statement at a time
+            try:
+                return self.conn.execute(sql, tuple(params)).fetchall()
+            except sqlite_errors.caught() as exc:
+                sqlite_errors.reraise(exc, self.path)
 
     def q1(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        return self.conn.execute(sql, tuple(params)).fetchone()
+        with self._lock:
+            try:
+                return self.conn.execute(sql, tuple(params)).fetchone()
+            except sqlite_errors.caught() as exc:
+                sqlite_errors.reraise(exc, self.path)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self.conn.executemany(sql, rows)
+        with self._lock:
+            try:
+                self.conn.executemany(sql, rows)
+            except sqlite_errors.caught() as exc:
+                sqlite_errors.reraise(exc, self.path)
 
     def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
-        yield from self.conn.execute(sql, tuple(params))
+        cur = self.conn.cursor()  # its own cursor: other statements may run between rows
+        try:
+            with self._lock:
+                cur.execute(sql, tuple(params))
+            while True:
+                with self._lock:
+                    rows = cur.fetchmany(500)
+                if not rows:
+                    return
+                yield from rows
+        except sqlite_errors.caught() as exc:
+            sqlite_errors.reraise(exc, self.path)
 
     # ------------------------------------------------------------------ dialect hooks
     def _in_list(self, col: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
         return f"{col} IN ({','.join('?' * len(ids))})", list(ids)
 
+    def _json_eq(self, col: str, field: str, value: Any) -> tuple[str, list[Any]]:
+        if isinstance(value, bool):
+            value = int(value)
+        return f"json_extract({col}, ?) = ?", [f'$."{field}"', value]
+
     def _rowcount(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return int(self.conn.execute(sql, tuple(params)).rowcount)
+        with self._lock:
+            try:
+                return int(self.conn.execute(sql, tuple(params)).rowcount)
+            except sqlite_errors.caught() as exc:
+                sqlite_errors.reraise(exc, self.path)
 
     def _insert_id(self, sql: str, params: Sequence[Any]) -> int:
-        return int(self.conn.execute(sql, tuple(params)).lastrowid or 0)
+        with self._lock:
+            try:
+                return int(self.conn.execute(sql, tuple(params)).lastrowid or 0)
+            except sqlite_errors.caught() as exc:
+                sqlite_errors.reraise(exc, self.path)
 
     def _upsert(self, table: str, cols: Sequence[str], key: Sequence[str],
                 values: Sequence[Any]) -> None:

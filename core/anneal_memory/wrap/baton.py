@@ -97,7 +97,7 @@ def baton_status(db_path: str | Path, ns: str = "") -> dict[str, Any]:
             "history": d.get("history", [])[-10:]}
 
 
-def baton_holder(db_path: str | Path, ns: str = "") -> str | None:
+def baton_holder(db_path: Any, ns: str = "") -> str | None:
     db_path, ns = _resolve(db_path, ns)
     return _read(db_path, ns).get("holder")
 

@@ -6,6 +6,7 @@ import secrets
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from .._inputs import storable_text
 from ..clock import now_iso, today_iso
 from ..continuity.durable import durable_chars, pending_lines
 from ..continuity.parse import extract_pattern_summaries, parse_pattern_lines, parse_sections
@@ -50,6 +51,10 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
         raise ValidationError("staleness_days must be a whole number >= 0")
     if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
         raise ValidationError("session_id must be a non-empty string (or None)")
+    if session_id is not None:
+        storable_text(session_id, "session_id")
+    if wrap_token is not None:
+        storable_text(wrap_token, "wrap_token")
     schema = store.section_schema
     warn = schema_role_warning(schema)
     if warn:
