@@ -112,7 +112,7 @@ class AuditPaths:
         self.db = Path(db_path)
         if not self.db.name:
             raise AuditError(f"{str(db_path)!r} names no store file: pass the path of the "
-                             "store's database (e.g. --db ./memory.db)")
+                             "store's database (e.g. ./memory.db)")
         self.active = sidecar_path(db_path, ".audit.jsonl")
         self.manifest = sidecar_path(db_path, ".audit.manifest.json")
         self.lock = sidecar_path(db_path, ".audit.lock")

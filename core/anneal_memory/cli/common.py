@@ -204,6 +204,9 @@ def require_store(args: argparse.Namespace) -> Path | str:
                                "or pass --db PATH of an existing store")
         raise NoStoreError(f"no store at {loc}: check the path (--db or ANNEAL_MEMORY_DB), "
                            "or create one there with anneal-memory init")
+    if isinstance(loc, Path) and not loc.is_file():
+        raise StoreError(f"{str(loc)!r} is not a store file (a folder, pipe or device): "
+                         "pass --db PATH of the store's database")
     return loc
 
 
