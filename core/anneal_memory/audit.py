@@ -43,6 +43,9 @@ log = logging.getLogger("anneal_memory")
 
 GENESIS = "0" * 64
 
+#: how often verify reports progress within one file (entries)
+PROGRESS_EVERY = 5000
+
 #: The database meta key recording the newest entry known to be in the files.
 MIRRORED_SEQ_KEY = "audit_mirrored_seq"
 
@@ -112,7 +115,7 @@ class AuditPaths:
         self.db = Path(db_path)
         if not self.db.name:
             raise AuditError(f"{str(db_path)!r} names no store file: pass the path of the "
-                             "store's database (e.g. --db ./memory.db)")
+                             "store's database (e.g. ./memory.db)")
         self.active = sidecar_path(db_path, ".audit.jsonl")
         self.manifest = sidecar_path(db_path, ".audit.manifest.json")
         self.lock = sidecar_path(db_path, ".audit.lock")
@@ -141,8 +144,8 @@ def load_manifest(paths: AuditPaths) -> dict[str, Any]:
         return data
     except (OSError, ValueError) as exc:
         raise AuditError(
-            f"the audit manifest {str(paths.manifest)!r} is unreadable ({exc}): run "
-            "'anneal-memory audit-repair' to rebuild it"
+            f"the audit manifest {str(paths.manifest)!r} is unreadable ({exc}): "
+            "AuditTrail.repair rebuilds it from the database's copy of the chain"
         ) from None
 
 
