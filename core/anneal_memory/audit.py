@@ -43,6 +43,9 @@ log = logging.getLogger("anneal_memory")
 
 GENESIS = "0" * 64
 
+#: how often verify reports progress within one file (entries)
+PROGRESS_EVERY = 5000
+
 #: The database meta key recording the newest entry known to be in the files.
 MIRRORED_SEQ_KEY = "audit_mirrored_seq"
 

@@ -358,7 +358,7 @@ def test_import_progress_moves_on_a_terminal(cli: Run, tmp_path: Path,
 
 
 def test_verify_progress_counts_entries_within_a_file(cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
-    from anneal_memory import _audit_verify as audit
+    from anneal_memory import audit
 
     with Store(cli.db) as s:
         s.record_many([{"content": f"item {i}", "episode_type": "observation"} for i in range(40)])

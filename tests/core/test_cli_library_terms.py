@@ -181,3 +181,9 @@ def test_audit_knows_every_event_the_library_writes() -> None:
     written = _written_events()
     assert {"record", "crystallize", "gov_write", "continuity_saved"} <= written
     assert written <= AUDIT_EVENTS, f"add to cli.audit.AUDIT_EVENTS: {written - AUDIT_EVENTS}"
+
+
+def test_a_bad_anchor_is_explained_in_cli_terms(cli: Run) -> None:
+    cli.json("record", "x")
+    msg = cli.refused("verify", "--anchor", "not-a-hash-or-file")
+    assert "'anneal-memory audit head --json'" in msg and "AuditTrail.head" not in msg

@@ -102,14 +102,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
     bar = Progress()
     bar.update(f"verifying the audit chain of {shown_location(args)} ...", force=True)
     res = AuditTrail.verify(loc, progress=lambda name, n: bar.update(
-        f"verifying {name}: {n:,} entries checked"), anchor=args.anchor)
+        f"verifying {name}: {n:,} entries checked"), anchor=getattr(args, "anchor", None))
     bar.done(f"verified {res.total_entries:,} entries")
     data = res.to_dict()
     if not res.valid:
         if isinstance(loc, str):
             fix = ": a PostgreSQL store keeps its chain in the database only; restore it from a backup"
         elif "AuditTrail.repair" in str(res.reason):
-            fix = ""  # the reason names the fix already
+            fix = ""  # the reason names the fix already (the CLI words it as a command)
         else:
             fix = ("; keep the files as evidence: anneal-memory audit-repair rebuilds them "
                    "from the database's copy")

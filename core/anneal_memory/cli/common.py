@@ -160,7 +160,7 @@ def store_location(args: argparse.Namespace) -> Path | str:
     from ..storage.pg_location import pg_dsn
     from ..store import default_db_path
 
-    if args.db is not None and not args.db.strip():
+    if getattr(args, "db", None) is not None and not args.db.strip():
         raise ValidationError("--db is empty: pass the path of a store file, e.g. "
                               "--db ./memory.db (or leave --db out for the default)")
     raw = _explicit(args)
