@@ -5,9 +5,9 @@
     from anneal_memory import Store
     from anneal_memory.adapters.smolagents import AnnealMemory
 
-    memory = AnnealMemory(Store("memory.db"), wrap_on_end=True)
-    agent = ToolCallingAgent(tools=[...], model=model, step_callbacks=memory.step_callbacks)
-    answer = memory.run(agent, "What did we decide about the pump?")
+    memory = AnnealMemory(Store("memory.db"), namespace={"user": "alice"}, wrap_on_end=True)
+    agent = memory.attach(ToolCallingAgent(tools=[...], model=model))
+    answer = agent.run("What did we decide about the pump?")
 
 Install with ``pip install 'anneal-memory[smolagents]'``.
 """
@@ -22,6 +22,6 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingExtraError("smolagents", "smolagents") from exc
 
-from .memory import LOGGER_NAME, AnnealMemory, model_compressor
+from ._memory import LOGGER_NAME, AnnealMemory, RunContext, model_compressor
 
-__all__ = ["LOGGER_NAME", "AnnealMemory", "model_compressor"]
+__all__ = ["LOGGER_NAME", "AnnealMemory", "RunContext", "model_compressor"]

@@ -1,0 +1,36 @@
+"""Running a framework guide's Python blocks as written (docs/integrations/<fw>.md).
+
+A guide shows the framework's real model (it needs a key and the network); the test runs
+each block verbatim in its own folder after a ``prelude`` that puts the test's scripted
+model in place of that class. Everything else in the block is the framework's and ours.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "integrations"
+
+
+def guide_blocks(name: str) -> list[str]:
+    """The ```python blocks of ``docs/integrations/<name>.md``, in order."""
+    return re.findall(r"^```python\n(.*?)^```", (DOCS / f"{name}.md").read_text("utf-8"),
+                      re.S | re.M)
+
+
+def run_block(code: str, prelude: str, workdir: Path, helpers: Path) -> str:
+    """Run ``prelude`` + ``code`` in ``workdir`` with ``helpers`` importable; its stdout."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    script = workdir / "guide_block.py"
+    script.write_text(prelude + "\n# --- the guide's block, as written\n" + code, "utf-8")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(helpers), env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, str(script)], cwd=workdir, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{done.stdout[-1500:]}\n{done.stderr[-3000:]}"
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    return done.stdout
