@@ -4,12 +4,12 @@
 
     from anneal_memory.adapters.autogen import AnnealMemory
 
-    memory = AnnealMemory("memory.db", model_client=client)
-    agent = AssistantAgent("assistant", model_client=client, memory=[memory],
-                           model_context=memory.model_context())
+    memory = AnnealMemory("memory.db", namespace={"user": "alice"}, model_client=client)
+    agent = AssistantAgent("assistant", model_client=client, memory=[memory])
 
-``AnnealMemory`` is a full ``autogen_core.memory.Memory``; the model context records every
-message, because the agent never calls ``Memory.add`` itself. See docs/integrations/autogen.md.
+``AnnealMemory`` is a full ``autogen_core.memory.Memory``. The agent never calls
+``Memory.add`` itself, so on the first turn the memory attaches a recorder to the agent's
+model context, which records every message of the turn. See docs/integrations/autogen.md.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtraError("autogen", "autogen") from exc
 
-from ._context import RecordingChatCompletionContext
-from ._memory import MEMORY_SOURCE, AnnealMemory, AnnealMemoryConfig
+from ._context import MEMORY_SOURCE
+from ._memory import AnnealMemory, AnnealMemoryConfig
 
-__all__ = ["MEMORY_SOURCE", "AnnealMemory", "AnnealMemoryConfig", "RecordingChatCompletionContext"]
+__all__ = ["MEMORY_SOURCE", "AnnealMemory", "AnnealMemoryConfig"]
