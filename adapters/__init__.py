@@ -12,6 +12,7 @@ logic: that is the core session's.
 from __future__ import annotations
 
 from ._base import (
+    MEMORY_LABEL,
     MEMORY_ROLES,
     AdapterMemory,
     Compress,
@@ -20,12 +21,14 @@ from ._base import (
     check_memory_role,
     check_namespace,
     hook_guard,
+    label_memory,
     namespace_key,
     open_session,
     require_extra,
 )
 
 __all__ = [
+    "MEMORY_LABEL",
     "MEMORY_ROLES",
     "AdapterMemory",
     "Compress",
@@ -34,6 +37,7 @@ __all__ = [
     "check_memory_role",
     "check_namespace",
     "hook_guard",
+    "label_memory",
     "namespace_key",
     "open_session",
     "require_extra",

@@ -110,6 +110,27 @@ def run_example_and_check(framework: str, tmp_path: Path, *markers: str | re.Pat
     return out
 
 
+GUIDES = EXAMPLES.parent / "docs" / "integrations"
+
+
+def guide_blocks(framework: str) -> list[str]:
+    """The Python blocks of ``docs/integrations/<framework>.md``, in order."""
+    text = (GUIDES / f"{framework}.md").read_text("utf-8")
+    return re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
+
+
+def run_guide_blocks(framework: str, tmp_path: Path) -> None:
+    """Run every Python block of the guide as written, each in its own process, in order,
+    in one fresh folder (a block may use a file an earlier one made)."""
+    blocks = guide_blocks(framework)
+    assert blocks, f"the {framework} guide has no Python block"
+    for number, code in enumerate(blocks, 1):
+        done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, (f"block {number} of docs/integrations/{framework}.md "
+                                      f"failed:\n{code}\n{done.stderr[-3000:]}")
+
+
 @dataclasses.dataclass
 class RunTrace:
     """What one run of the framework's agent loop produced."""

@@ -108,14 +108,16 @@ def test_callable_gets_the_run_context_and_none_is_refused(store: Store) -> None
 
     def pick(ctx: Any) -> Any:
         seen.append(ctx)
-        return {"user": ctx["user"]} if ctx else None
+        return {"user": ctx["user"]} if ctx.get("user") else None
 
     adapter = Adapter(store, namespace=pick)
     s1 = adapter.session_for({"user": "carol"})
     assert s1.namespace.user == "carol" and seen == [{"user": "carol"}]
     assert adapter.session_for({"user": "carol"}) is s1  # one session per namespace
     with pytest.raises(ValidationError, match="returned None"):
-        adapter.session_for(None)
+        adapter.session_for({})
+    with pytest.raises(ValidationError, match="outside a run"):
+        adapter.wrap()
 
 
 def test_default_identity_and_explicit_namespace(store: Store) -> None:
@@ -176,3 +178,4 @@ def test_hook_guard_logs_unless_strict(store: Store, caplog: pytest.LogCaptureFi
 def test_memory_role_default_and_choice(store: Store) -> None:
     assert Adapter(store).memory_role == "user"
     assert Adapter(store, memory_role="system").memory_role == "system"
+
