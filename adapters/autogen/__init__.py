@@ -14,15 +14,12 @@ model context, which records every message of the turn. See docs/integrations/au
 
 from __future__ import annotations
 
-from anneal_memory.errors import MissingExtraError
+from anneal_memory.adapters import require_extra
 
-try:
-    import autogen_core.memory  # noqa: F401
-    import autogen_core.model_context  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised without the extra
-    raise MissingExtraError("autogen", "autogen") from exc
+require_extra("autogen", "autogen", "autogen_core.memory", "autogen_core.model_context",
+              "autogen_agentchat")
 
-from ._context import MEMORY_SOURCE
-from ._memory import AnnealMemory, AnnealMemoryConfig
+from ._context import MEMORY_SOURCE  # noqa: E402
+from ._memory import AnnealMemory, AnnealMemoryConfig  # noqa: E402
 
 __all__ = ["MEMORY_SOURCE", "AnnealMemory", "AnnealMemoryConfig"]

@@ -37,8 +37,7 @@ from pydantic import BaseModel
 from typing_extensions import Self
 
 from anneal_memory import Store
-from anneal_memory.adapters import attach_memory, check_memory_role, hook_guard
-from anneal_memory.adapters._scoping import check_namespace, session_for
+from anneal_memory.adapters import MemoryAdapter, hook_guard
 from anneal_memory.errors import ValidationError
 from anneal_memory.recall import retrieve_relevant
 from anneal_memory.session import MemorySession, WrapOutcome
@@ -80,7 +79,7 @@ class AnnealMemoryConfig(BaseModel):
     model_client: ComponentModel | None = None
 
 
-class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
+class AnnealMemory(MemoryAdapter, Memory, Component[AnnealMemoryConfig]):
     """Durable, governed memory for AutoGen agents: ``AssistantAgent(memory=[memory])``.
 
     ``namespace``: whose memory this is (``{"user": "alice"}``, a ``MemoryNamespace``, or a
@@ -95,6 +94,10 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
     call :meth:`awrap`. ``store`` is a path (opened and owned: :meth:`close` closes it), a
     Store, or a ready MemorySession (then the session options go to it).
     """
+
+    framework = "autogen"
+    extra = "autogen"
+    logger_name = LOGGER_NAME
 
     component_type = "memory"
     component_provider_override = "anneal_memory.adapters.autogen.AnnealMemory"
@@ -117,21 +120,20 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
         record_tool_calls: bool = False,
         strict: bool | None = None,
     ) -> None:
-        check_memory_role(memory_role)
         if model_client is not None and not isinstance(model_client, ChatCompletionClient):
             raise ValidationError("model_client must be an autogen_core ChatCompletionClient, "
                                   f"got {type(model_client).__name__}")
         if wrap_on_end and compress is None and model_client is None:
             raise ValidationError("wrap_on_end=True needs a model to write the continuity: pass "
                                   "model_client= (usually the agent's own) or compress=<callable>")
-        attach_memory(self, store, LOGGER_NAME, compress=compress, wrap_on_end=wrap_on_end,
-                      project_name=project_name, session_id=session_id, recall_limit=recall_limit,
-                      max_content_chars=max_content_chars, strict=strict)
-        self.namespace = check_namespace(namespace, self.session)
+        self._init_memory(store, namespace=namespace, compress=compress,
+                          wrap_on_end=wrap_on_end, memory_role=memory_role,
+                          project_name=project_name, session_id=session_id,
+                          recall_limit=recall_limit, max_content_chars=max_content_chars,
+                          strict=strict)
         self._name = name or "anneal_memory"
         self.project_name = project_name
         self.model_client = model_client
-        self.memory_role = memory_role
         self.record_tool_calls = record_tool_calls
         self._contexts: weakref.WeakKeyDictionary[ChatCompletionContext, ContextState] = \
             weakref.WeakKeyDictionary()
@@ -153,12 +155,12 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
     def scope(self, message: UserMessage | None = None) -> MemorySession:
         """The session of this memory's namespace (for a callable namespace: of ``message``,
         else of the last turn)."""
-        if callable(self.namespace) and message is None:
+        if message is None and callable(self._anneal.namespace):
             if self._last is None:
                 raise ValidationError("this memory's namespace is a callable and no turn has run "
                                       "yet: there is no namespace to act on")
             return self._last
-        return session_for(self.session, self.namespace, message)
+        return self.session_for(message)
 
     def model_context(self, inner: ChatCompletionContext | None = None) -> ChatCompletionContext:
         """``inner`` (default ``UnboundedChatCompletionContext()``) with the recorder attached
@@ -268,14 +270,23 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
         namespace has no such entry."""
         return await asyncio.to_thread(self.scope().store.delete, episode_id)
 
-    async def awrap(self, compress: Compress | None = None) -> WrapOutcome:
-        """Compress the namespace's episodes into its continuity (never loses episodes)."""
-        return await self.scope().awrap_first(
-            compress, self.compress, self._client_compress if self.model_client is not None else None)
+    def framework_compressor(self, context: Any = None) -> Compress | None:
+        """``model_client`` (normally the agent's own) writes the continuity."""
+        return self._client_compress if self.model_client is not None else None
 
-    def wrap(self, compress: Compress | None = None) -> WrapOutcome:
+    async def awrap(self, compress: Compress | None = None, *, context: Any = None,
+                    namespace: Any = None) -> WrapOutcome:
+        """Compress the namespace's episodes into its continuity (never loses episodes):
+        this memory's namespace (for a callable one: that of ``context``, a ``UserMessage``,
+        else of the last turn), or ``namespace``."""
+        session = (self.session_for(context, namespace=namespace)
+                   if namespace is not None or context is not None else self.scope())
+        return await session.awrap_first(self.compressor(compress))
+
+    def wrap(self, compress: Compress | None = None, *, context: Any = None,
+             namespace: Any = None) -> WrapOutcome:
         """Sync :meth:`awrap`, for code outside an event loop."""
-        return asyncio.run(self.awrap(compress))
+        return asyncio.run(self.awrap(compress, context=context, namespace=namespace))
 
     async def _client_compress(self, prompt: str) -> str:
         assert self.model_client is not None  # awrap offers this compressor only with a client
@@ -310,24 +321,21 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
                 if message.content.strip():
                     await session.arecord_outcome(message.content,
                                                   metadata={"source": message.source})
-                    if self.wrap_on_end:
-                        await session.awrap_first(self.compress, self._client_compress
-                                                  if self.model_client is not None else None)
+                    await self.aend_run(session)
             elif self.record_tool_calls:
                 for call in message.content:
                     await session.arecord_decision(f"called tool {call.name} with {call.arguments}")
 
     # --- component config ------------------------------------------------------------
     def _to_config(self) -> AnnealMemoryConfig:
-        if callable(self.namespace):
+        if callable(self._anneal.namespace):
             raise ValidationError("a namespace callable cannot be serialized: dump a memory "
                                   "with a fixed namespace= (a mapping)")
-        ns = self.session.namespace or (session_for(self.session, self.namespace).namespace
-                                        if self.namespace is not None else None)
+        ns = self.session_for(None).namespace
         return AnnealMemoryConfig(
             store=os.fspath(self.session.store.path), name=self._name,
             namespace=ns.to_dict() if ns is not None else None, project_name=self.project_name,
-            memory_role=self.memory_role, wrap_on_end=self.wrap_on_end,
+            memory_role=self.memory_role, wrap_on_end=self._anneal.wrap_on_end,
             record_tool_calls=self.record_tool_calls, session_id=self.session.session_id,
             recall_limit=self.recall_limit, max_content_chars=self.session.max_content_chars,
             model_client=self.model_client.dump_component() if self.model_client else None)

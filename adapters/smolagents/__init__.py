@@ -14,14 +14,10 @@ Install with ``pip install 'anneal-memory[smolagents]'``.
 
 from __future__ import annotations
 
-from anneal_memory.errors import MissingExtraError
+from anneal_memory.adapters import require_extra
 
-try:
-    import smolagents  # noqa: F401
-    import smolagents.memory  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingExtraError("smolagents", "smolagents") from exc
+require_extra("smolagents", "smolagents", "smolagents", "smolagents.memory")
 
-from ._memory import LOGGER_NAME, AnnealMemory, RunContext, model_compressor
+from ._memory import LOGGER_NAME, AnnealMemory, RunContext, model_compressor  # noqa: E402
 
 __all__ = ["LOGGER_NAME", "AnnealMemory", "RunContext", "model_compressor"]

@@ -30,8 +30,8 @@ from smolagents.memory import ActionStep, FinalAnswerStep, PlanningStep
 from smolagents.models import ChatMessage, MessageRole, Model
 
 from anneal_memory import Store
-from anneal_memory.adapters import attach_memory, hook_guard
-from anneal_memory.adapters._scoping import check_namespace, session_for
+from anneal_memory.adapters import MemoryAdapter, hook_guard
+from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
 LOGGER_NAME = "anneal_memory.adapters.smolagents"
@@ -80,11 +80,11 @@ def model_compressor(model: Model) -> Compress:
     return compress
 
 
-class AnnealMemory:
+class AnnealMemory(MemoryAdapter):
     """Anneal memory for smolagents agents.
 
     ``memory`` is a :class:`~anneal_memory.Store` or a store path (a session is made for
-    it; ``memory.session.close()`` closes a store it opened) or a ready
+    it; :meth:`close` closes a store it opened) or a ready
     :class:`~anneal_memory.session.MemorySession` (then the session options go to it).
     ``namespace``: whose memory this is (``{"user": "alice"}``, a ``MemoryNamespace``, or
     a callable receiving a :class:`RunContext` per run); smolagents carries no user
@@ -93,6 +93,12 @@ class AnnealMemory:
     :meth:`wrap` yourself when the conversation ends. ``compress`` defaults to the
     agent's own model.
     """
+
+    framework = "smolagents"
+    extra = "smolagents"
+    logger_name = LOGGER_NAME
+    #: the system prompt is the one channel smolagents offers before a run's first call
+    default_memory_role = "system"
 
     def __init__(
         self,
@@ -111,11 +117,10 @@ class AnnealMemory:
         crystal_store: Any = None,
         strict: bool | None = None,
     ) -> None:
-        attach_memory(self, memory, LOGGER_NAME, compress=compress, wrap_on_end=wrap_on_end,
-                      session_id=session_id, crystal_store=crystal_store,
-                      recall_limit=recall_limit, max_content_chars=max_content_chars,
-                      strict=strict)
-        self.namespace = check_namespace(namespace, self.session)
+        self._init_memory(memory, namespace=namespace, compress=compress,
+                          wrap_on_end=wrap_on_end, session_id=session_id,
+                          crystal_store=crystal_store, recall_limit=recall_limit,
+                          max_content_chars=max_content_chars, strict=strict)
         self.record_user_input = record_user_input
         self.record_tools = record_tools
         self.record_plans = record_plans
@@ -157,8 +162,6 @@ class AnnealMemory:
         hooked = agent.__dict__.get(_ORIGINAL_RUN)
         if hooked is not None:
             if hooked[0] is not self:
-                from anneal_memory.errors import ValidationError
-
                 raise ValidationError("this agent is already attached to another AnnealMemory: "
                                       "one memory per agent (several may share a store)")
             return
@@ -194,14 +197,13 @@ class AnnealMemory:
         if stream:
             return self._stream(agent, result)
         self._record_answer(agent, getattr(result, "output", result))
-        if self.wrap_on_end:
-            self.wrap(agent)
+        self._end(agent)
         return result
 
     @_safe
     def _begin(self, agent: Any, task: str, additional: Any) -> MemorySession:
         context = RunContext(agent=agent, task=task, additional_args=dict(additional or {}))
-        session = session_for(self.session, self.namespace, context)
+        session = self.session_for(context)
         self._runs[agent] = session
         return session
 
@@ -210,8 +212,13 @@ class AnnealMemory:
             if isinstance(step, FinalAnswerStep):
                 self._record_answer(agent, step.output)
             yield step
-        if self.wrap_on_end:
-            self.wrap(agent)
+        self._end(agent)
+
+    @_safe
+    def _end(self, agent: Any) -> None:
+        session = self._runs.get(agent)
+        if session is not None:
+            self.end_run(session, agent)
 
     def prepare(self, agent: Any, task: str) -> str:
         """The memory block for ``task`` in ``agent``'s namespace, without running it (what a
@@ -240,9 +247,7 @@ class AnnealMemory:
         found = self._runs.get(agent) if agent is not None else None
         if found is not None:
             return found
-        if callable(self.namespace):
-            return self.session
-        return session_for(self.session, self.namespace)
+        return self.session_for(None)
 
     def _callback_session(self, agent: Any) -> MemorySession | None:
         if agent is None:
@@ -297,15 +302,22 @@ class AnnealMemory:
         self._record_answer(agent, getattr(step, "output", None))
 
     # --- session end -----------------------------------------------------------------------
-    def wrap(self, agent: Any = None, *, compress: Compress | None = None) -> WrapOutcome:
-        """Compress the episodes of ``agent``'s namespace (default: the last agent run)
-        since its last wrap into its continuity.
+    def framework_compressor(self, context: Any = None) -> Compress | None:
+        """The model of ``context`` (an agent) or of the last agent run."""
+        agent = context if context is not None else self._last_agent
+        model = getattr(agent, "model", None)
+        return model_compressor(model) if model is not None else None
+
+    def wrap(self, agent: Any = None, *, compress: Compress | None = None,
+             namespace: Any = None) -> WrapOutcome:
+        """Compress the episodes of ``agent``'s namespace (default: the last agent run;
+        ``namespace=`` names another) since its last wrap into its continuity.
 
         Uses ``compress``, else the one given at construction, else the model of ``agent``
         (or of the last agent run). A failed or refused wrap keeps every episode for the
-        next wrap; the outcome is also kept on ``session.last_wrap``.
+        next wrap; the outcome is also kept on that session's ``last_wrap``.
         """
         agent = agent if agent is not None else self._last_agent
-        model = getattr(agent, "model", None)
-        return self.session_of(agent).wrap_first(
-            compress, self.compress, model_compressor(model) if model is not None else None)
+        session = (self.session_for(None, namespace=namespace) if namespace is not None
+                   else self.session_of(agent))
+        return session.wrap_first(self.compressor(compress, agent))

@@ -8,18 +8,13 @@ model in place of that class. Everything else in the block is the framework's an
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "integrations"
+from contract import guide_blocks
 
-
-def guide_blocks(name: str) -> list[str]:
-    """The ```python blocks of ``docs/integrations/<name>.md``, in order."""
-    return re.findall(r"^```python\n(.*?)^```", (DOCS / f"{name}.md").read_text("utf-8"),
-                      re.S | re.M)
+__all__ = ["guide_blocks", "run_block"]
 
 
 def run_block(code: str, prelude: str, workdir: Path, helpers: Path) -> str:

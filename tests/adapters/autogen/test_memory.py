@@ -321,7 +321,7 @@ def test_a_passed_session_is_used(store: Store) -> None:
     assert memory.session is session and memory.recall_limit == 2
     asyncio.run(memory.close())
     assert store.status().total_episodes == 0  # the caller's store is still open
-    with pytest.raises(ValidationError, match="already scoped"):
+    with pytest.raises(ValidationError, match="already one namespace"):
         AnnealMemory(MemorySession(store, namespace={"user": "a"}), namespace={"user": "b"})
     with pytest.raises(ValidationError, match="nickname"):
         AnnealMemory(store, namespace={"nickname": "al"})

@@ -209,7 +209,7 @@ def test_namespace_callable_returning_none_is_refused_not_global(store: Store, c
 def test_bad_namespace_raises_at_construction(store: Store) -> None:
     with pytest.raises(ValidationError, match="nickname"):
         AnnealMemory(store, namespace={"nickname": "al"})
-    with pytest.raises(ValidationError, match="already scoped"):
+    with pytest.raises(ValidationError, match="already one namespace"):
         AnnealMemory(MemorySession(store, namespace={"user": "a"}), namespace={"user": "b"})
 
 
@@ -286,8 +286,7 @@ def test_failed_compress_keeps_episodes_for_the_next_wrap(store: Store) -> None:
     memory.run(agent, "Decide how to keep the beds moist")
     assert store.load_continuity() is None
     assert store.status().episodes_since_wrap >= 2
-    memory.compress = None  # fall back to the agent's own model
-    assert memory.wrap(agent).status == "saved"
+    assert memory.wrap(agent, compress=model_compressor(model)).status == "saved"
     assert store.status().total_wraps == 1
 
 
