@@ -1,0 +1,43 @@
+"""docs/integrations/dspy.md: every Python block runs as written, offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from guide_blocks import guide_blocks, run_block
+
+HERE = Path(__file__).resolve().parent
+BLOCKS = guide_blocks("dspy")
+
+# dspy.LM needs a key and the network: DSPy's DummyLM (answering wrap prompts too) stands in.
+PRELUDE = """
+import dspy
+from dspy_scripted import ScriptedLM
+
+dspy.LM = lambda *args, **kwargs: ScriptedLM({answers})
+"""
+ANSWERS = [
+    # ChainOfThought, twice
+    [{"reasoning": "Noted.", "answer": "Noted: 3 bar."},
+     {"reasoning": "From memory.", "answer": "3 bar."}],
+    # ReAct with the memory tools
+    [{"next_thought": "Store it.", "next_tool_name": "store_memory",
+      "next_tool_args": {"content": "The user's seed tin is blue"}},
+     {"next_thought": "Done.", "next_tool_name": "finish", "next_tool_args": {}},
+     {"reasoning": "Stored.", "answer": "I will remember your seed tin is blue."}],
+]
+
+
+def test_the_guide_has_its_blocks() -> None:
+    assert len(BLOCKS) == len(ANSWERS) == 2
+
+
+@pytest.mark.parametrize("index", range(len(BLOCKS)))
+def test_block_runs(index: int, tmp_path: Path) -> None:
+    out = run_block(BLOCKS[index], PRELUDE.format(answers=ANSWERS[index]), tmp_path, HERE)
+    lines = out.splitlines()
+    if index == 0:
+        assert lines[-1] == "saved"
+    else:
+        assert "seed tin is blue" in lines[-1]
