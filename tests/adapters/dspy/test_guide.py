@@ -11,11 +11,18 @@ HERE = Path(__file__).resolve().parent
 BLOCKS = guide_blocks("dspy")
 
 # dspy.LM needs a key and the network: DSPy's DummyLM (answering wrap prompts too) stands in.
+# (a class, not a function: DSPy itself checks isinstance(..., dspy.LM))
 PRELUDE = """
 import dspy
 from dspy_scripted import ScriptedLM
 
-dspy.LM = lambda *args, **kwargs: ScriptedLM({answers})
+
+class OfflineLM(ScriptedLM):
+    def __init__(self, *args, **kwargs):
+        super().__init__({answers})
+
+
+dspy.LM = OfflineLM
 """
 ANSWERS = [
     # ChainOfThought, twice
