@@ -123,6 +123,19 @@ class StoreStatus:
         return asdict(self)
 
 
+class WrapCancelReceipt(NamedTuple):
+    """What ``Store.wrap_cancelled`` abandoned: the wrap's token, start and episodes (all
+    None when no wrap was open, and then the receipt is falsy)."""
+
+    token: str | None
+    started_at: str | None
+    episode_ids: list[str] | None
+    partial_state: bool = False
+
+    def __bool__(self) -> bool:
+        return self.token is not None
+
+
 class ReplacedEpisode(NamedTuple):
     """An episode that a scored-recall hit replaced."""
 

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from ..continuity.schema import NAMED_SCHEMAS
-from ..errors import EpisodeNotFoundError, ValidationError
+from ..errors import EpisodeNotFoundError, SupersessionError, ValidationError
 from ..types import TRUST_LEVELS
 from .common import (
     command,
@@ -87,7 +87,7 @@ def cmd_init(args: argparse.Namespace) -> int:
                section_schema=None if existed else NAMED_SCHEMAS[args.schema]) as store:
         headings = [s["heading"] for s in store.section_schema]
         data = {"path": str(store.path), "created": not existed,
-                "consolidate_requires_baton": store.consolidate_requires_baton,
+                "consolidate_requires_baton": store.consolidate_requires_baton(),
                 "schema": headings, "continuity_path": str(store.continuity_path)}
     lines = [f"{'Created' if not existed else 'Already exists, left as is'}: {path}",
              f"Sections: {', '.join(headings)}"]
@@ -185,15 +185,18 @@ def cmd_state(args: argparse.Namespace) -> int:
         if not args.key:
             raise ValidationError("state --set ID needs the KEY: anneal-memory state KEY --set ID")
         with open_store(args) as store:
-            replaced = store.set_state_key(args.set, args.key)
-        emit(args, {"key": args.key, "id": args.set, "replaced": replaced},
+            links = store.set_state_key(args.set, args.key)
+        replaced = [old for old, _new in links]
+        emit(args, {"key": args.key, "id": args.set, "replaced": replaced,
+                    "links": [list(x) for x in links]},
              f"{args.set} now holds {args.key}" + (f"; replaced {', '.join(replaced)}" if replaced else ""))
         return 0
     if args.unset:
         with open_store(args) as store:
             _require(store, args.unset)
-            done = store.clear_state_key(args.unset)
-        emit(args, {"id": args.unset, "cleared": done},
+            change = store.clear_state_key(args.unset)
+        done = change["key"] is not None
+        emit(args, {"id": args.unset, "cleared": done, **change},
              f"{args.unset} taken out of its slot" if done else f"{args.unset} held no state key")
         return 0
     with read_store(args) as store:
@@ -209,7 +212,9 @@ def cmd_state(args: argparse.Namespace) -> int:
 
 def cmd_unsupersede(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        store.unsupersede(old_id=args.old, new_id=args.new)
+        if not store.unsupersede(old_id=args.old, new_id=args.new):
+            raise SupersessionError(f"there is no link {args.old} -> {args.new} to remove: "
+                                    "see 'anneal-memory search --include-superseded'")
     emit(args, {"old_id": args.old, "new_id": args.new, "removed": True},
          f"Removed the link {args.old} -> {args.new}")
     return 0
@@ -223,11 +228,13 @@ def cmd_trust(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         current = _require(store, args.id).trust
         raising = TRUST_LEVELS[level] > TRUST_LEVELS[current]
+        via = "cli"
         if not raising:
-            result = store.set_trust(args.id, level, via="cli")
+            before = store.set_trust(args.id, level, via=via)
     if raising:
         with operator_store(args, f"raise the trust of {args.id} from {current} to {level}") as (
                 store, via):
-            result = store.set_trust(args.id, level, via=via)
-    emit(args, result, f"{args.id}: trust {result['from']} -> {result['to']}")
+            before = store.set_trust(args.id, level, via=via)
+    result = {"id": args.id, "from": before, "to": level, "trust_via": via}
+    emit(args, result, f"{args.id}: trust {before} -> {level}")
     return 0

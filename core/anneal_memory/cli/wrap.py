@@ -12,7 +12,7 @@ from ..errors import SchemaError, ValidationError
 from .common import command, db_path, emit, group, open_store, read_store, read_text
 
 # What a save result lists, in the order an operator wants to read it.
-_LISTED = ("demoted", "bare_demoted", "level_capped", "uncorroborated", "carried_forward",
+_LISTED = ("demoted_patterns", "bare_demoted_patterns", "level_capped", "uncorroborated", "carried_forward",
            "omitted_patterns", "cross_session_collisions", "supersessions_rejected")
 
 
@@ -90,7 +90,7 @@ def _summary(result: dict[str, Any]) -> str:
                      if isinstance(i, dict) else str(i) for i in items]
             lines.append(f"{key.replace('_', ' ')}: {', '.join(names)}")
     if result.get("supersessions_recorded"):
-        lines.append(f"supersessions recorded: {len(result['supersessions_recorded'])}")
+        lines.append(f"supersessions recorded: {result['supersessions_recorded']}")
     counts = (result.get("drift") or {}).get("counts") or {}
     if counts:
         lines.append("drift probes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
@@ -114,7 +114,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         done = store.wrap_cancelled(wrap_token=args.wrap_token, session_id=args.session_id,
                                     force=args.force)
-    emit(args, {"cancelled": done},
+    emit(args, {"cancelled": bool(done)},
          "Wrap cancelled; its episodes go to the next wrap" if done else "No wrap was open")
     return 0
 
@@ -133,7 +133,7 @@ def cmd_baton_status(args: argparse.Namespace) -> int:
     from ..wrap.baton import baton_status
 
     with read_store(args) as store:
-        required = store.consolidate_requires_baton
+        required = store.consolidate_requires_baton()
     st = dict(baton_status(db_path(args)), required=required)
     who = st["holder"] or "nobody"
     emit(args, st, f"holder: {who}" + (f" (since {st['claimed_at']})" if st["holder"] else "")

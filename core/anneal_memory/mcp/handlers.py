@@ -53,7 +53,7 @@ class MemoryTools:
     @property
     def _wrap_session(self) -> str | None:
         # A store without the baton policy wraps as it always did: the id is not used.
-        return self.session_id if self.store.consolidate_requires_baton else None
+        return self.session_id if self.store.consolidate_requires_baton() else None
 
     def _claim_command(self) -> str:
         sid = self.session_id or "NAME"
@@ -68,7 +68,7 @@ class MemoryTools:
 
     def gate_text(self) -> str | None:
         """None when this session may consolidate, else what the operator must do."""
-        if not self.store.consolidate_requires_baton:
+        if not self.store.consolidate_requires_baton():
             return None
         holder = baton_holder(self.store.path)
         if self.session_id and holder == self.session_id:
@@ -135,7 +135,7 @@ class MemoryTools:
                              crystal_store=self.crystals)
         if w["status"] == "empty":
             return "No episodes since the last wrap: nothing to compress. Skip the wrap."
-        if w["status"] == "capture_only":
+        if w["status"] == "downgraded":
             return (f"Capture-only: no wrap was opened. {self.gate_text() or w['message']}\n"
                     "Your episodes are kept for the next wrap this session is allowed to make.")
         out = [render_package(w["package"]), "", f"Wrap token: {w['wrap_token']}",

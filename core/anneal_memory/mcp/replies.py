@@ -75,8 +75,8 @@ def save_reply(result: Mapping[str, Any]) -> str:
            f"{result['graduations_demoted']}."]
     sections = [
         ("level_capped", "Level capped (one rung per wrap, measured against the last save)"),
-        ("demoted", "Demoted (citation not grounded)"),
-        ("bare_demoted", "Demoted (no evidence)"),
+        ("demoted_patterns", "Demoted (citation not grounded)"),
+        ("bare_demoted_patterns", "Demoted (no evidence)"),
         ("uncorroborated", "Uncorroborated (only relayed episodes vouch for it)"),
         ("carried_forward", "Carried forward"),
         ("omitted_patterns", "Patterns missing from this save"),
@@ -87,9 +87,10 @@ def save_reply(result: Mapping[str, Any]) -> str:
             out.append(f"{title}: {_names(rows, key != 'omitted_patterns')}")
     if result.get("proven_without_contradicts_declaration"):
         out.append("Proven without a contradiction check: "
-                   + ", ".join(result["proven_without_contradicts_declaration"]))
+                   + ", ".join(str(x["name"]) for x in
+                               result["proven_without_contradicts_declaration"]))
     if result.get("supersessions_recorded"):
-        out.append(f"Supersessions recorded: {len(result['supersessions_recorded'])}")
+        out.append(f"Supersessions recorded: {result['supersessions_recorded']}")
     for r in result.get("supersessions_rejected") or []:
         out.append(f"Supersession {r['old_id']} -> {r['new_id']} rejected: {r['reason']}")
     counts = (result.get("drift") or {}).get("counts") or {}

@@ -13,7 +13,7 @@ from ..continuity.schema import default_max_chars, schema_role_warning
 from ..errors import AnnealMemoryError, ValidationError, WrapInProgressError
 from ..immune.signals import stale_patterns
 from .baton import baton_holder
-from .render import instructions
+from .render import instructions, render_episodes
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def _gate(store: Store, session_id: str | None) -> str | None:
     """None when this caller may consolidate; otherwise the reason it may not."""
-    if session_id is None and not store.consolidate_requires_baton:
+    if session_id is None and not store.consolidate_requires_baton():
         return None
     holder = baton_holder(store.path)
     if session_id is not None and holder == session_id:
@@ -40,8 +40,8 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
                  wrap_token: str | None = None) -> dict[str, Any]:
     """Open (or re-open) the wrap and return the compression package.
 
-    ``status`` is ``ready``, ``empty`` (nothing since the last wrap) or ``capture_only``
-    (the baton gate applies: nothing was opened).
+    ``status`` is ``ready``, ``empty`` (nothing since the last wrap) or ``downgraded``
+    (the baton gate applies: capture only, nothing was opened).
     """
     if max_chars is not None and (isinstance(max_chars, bool) or not isinstance(max_chars, int)
                                   or not 500 <= max_chars <= 1_000_000):
@@ -58,7 +58,7 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
     base = {"schema_warning": warn, "wrap_token": None, "package": None}
     if blocked:
         n = store.backend.count_unwrapped()
-        return {**base, "status": "capture_only", "episode_count": n,
+        return {**base, "status": "downgraded", "episode_count": n,
                 "message": f"{n} episode(s) waiting. {blocked}"}
     today = today_iso()
     with store._write():
@@ -95,13 +95,15 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
         except AnnealMemoryError:
             lines = []
     summaries = extract_pattern_summaries(continuity, schema) if continuity and lines else []
+    listed = [{"id": e.id, "timestamp": e.timestamp, "type": e.type.value,
+               "content": e.content, "source": e.source, "trust": e.trust,
+               "superseded_by": e.superseded_by} for e in episodes]
     package = {
-        "episodes": [{"id": e.id, "timestamp": e.timestamp, "type": e.type.value,
-                      "content": e.content, "source": e.source, "trust": e.trust,
-                      "superseded_by": e.superseded_by} for e in episodes],
+        "episodes": render_episodes(listed),  # text, as 1.0.2 gives it
+        "episode_list": listed,
         "episode_count": len(episodes),
         "continuity": continuity,
-        "stale_patterns": stale_patterns(lines, today, staleness_days),
+        "stale_patterns": stale_patterns(lines, today, staleness_days, continuity),
         "today": today,
         "max_chars": target,
         "project_name": store.project_name,
