@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 from ._fileio import atomic_write_bytes, atomic_write_json, file_lock, sidecar_path
 from .clock import now_iso
 from .errors import AuditError
+from .storage.legacy import LEGACY_AUDIT_FORMAT
+from .storage.legacy import as_entry as legacy_entry
 from .storage.pg_location import pg_dsn
 
 if TYPE_CHECKING:
@@ -308,11 +310,14 @@ class AuditTrail:
         paths = AuditPaths(db_path)
         manifest = _load_manifest(paths)
         files = [paths.db.parent / f["file"] for f in manifest["files"]] + [paths.active]
+        formats = [f.get("format") for f in manifest["files"]] + [None]
         last = 0
-        for f in files:
+        for f, fmt in zip(files, formats):
             for line in _read_lines(f):
                 if line.strip():
                     e = json.loads(line)
+                    if fmt == LEGACY_AUDIT_FORMAT:  # written by 1.0.2, kept verbatim
+                        e = legacy_entry(e, line)
                     last = max(last, int(e.get("seq", 0)))
                     yield f.name, e
         for e in _db_entries(paths.db):
@@ -351,11 +356,14 @@ class AuditTrail:
                 return AuditVerifyResult(False, total, nfiles, prev_seq + 1, f.name,
                                          f"unreadable: {exc}")
             nfiles += 1
+            legacy = meta is not None and meta.get("format") == LEGACY_AUDIT_FORMAT
             for line in lines:
                 if not line.strip():
                     continue
                 try:
                     e = json.loads(line)
+                    if legacy:  # 1.0.2 chained each line's hash into the next prev_hash
+                        e = legacy_entry(e, line)
                     seq = int(e["seq"])
                 except (ValueError, KeyError, TypeError):
                     return AuditVerifyResult(False, total, nfiles, prev_seq + 1, f.name,
@@ -370,7 +378,7 @@ class AuditTrail:
                 if e.get("prev_hash") != prev_hash:
                     return AuditVerifyResult(False, total, nfiles, seq, f.name,
                                              "prev_hash does not match the previous entry")
-                if e.get("hash") != entry_hash(e):
+                if not legacy and e.get("hash") != entry_hash(e):
                     return AuditVerifyResult(False, total, nfiles, seq, f.name,
                                              "entry content does not match its hash")
                 prev_hash, prev_seq = e["hash"], seq

@@ -322,7 +322,7 @@ class Store(ContinuityMixin):
         if p["state_key"]:
             replaced_by_key = facts.apply_state_key(self, row)
         self._audit.append("record", {
-            "id": eid, "type": p["type"], "trust": p["trust"], "source": p["source"],
+            "episode_id": eid, "type": p["type"], "trust": p["trust"], "source": p["source"],
             "content_hash": self._audit.hash_content(p["content"]),
             **({"supersedes": p["supersedes"]} if p["supersedes"] else {}),
             **({"state_key": p["state_key"], "replaced": replaced_by_key} if p["state_key"] else {}),
@@ -441,7 +441,7 @@ class Store(ContinuityMixin):
                             now_iso(), reason, eff.get(eid, r.trust))
             facts.detach_links(self, eid)
             if reason == "deleted":
-                self._audit.append("delete", {"id": eid,
+                self._audit.append("delete", {"episode_id": eid,
                                               "content_hash": self._audit.hash_content(r.content)},
                                    actor="operator")
         return b.delete_episode_rows(list(rows))

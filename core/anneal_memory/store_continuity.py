@@ -112,12 +112,32 @@ class ContinuityMixin:
                            session_id=session_id, force=force, expect_partial=expect_partial)
 
     def add_drift_probe(self, *, pattern: str | None = None, min_level: int | None = None,
-                        fact: str | None = None, section: str | None = None) -> str:
+                        fact: str | None = None, section: str | None = None,
+                        note: str | None = None) -> int:
         """Declare something that must survive consolidation; returns the probe id."""
         from .immune.probes import add_probe
 
         return add_probe(self, pattern=pattern, min_level=min_level,  # type: ignore[arg-type]
-                         fact=fact, section=section)
+                         fact=fact, section=section, note=note)
+
+    def list_drift_probes(self, *, include_retired: bool = False) -> list[dict[str, Any]]:
+        """The declared probes with their last verdicts (retired ones are removed, so
+        ``include_retired`` changes nothing)."""
+        from .immune.probes import list_probes
+
+        return list_probes(self)  # type: ignore[arg-type]
+
+    def retire_drift_probe(self, probe_id: int) -> bool:
+        """Stop checking a probe; False when there is none with that id."""
+        from .immune.probes import retire_probe
+
+        return retire_probe(self, probe_id)  # type: ignore[arg-type]
+
+    def drift_status(self) -> dict[str, Any]:
+        """Each probe's verdict at the last save and that save's graduation worklist."""
+        from .immune.probes import drift_status
+
+        return drift_status(self)  # type: ignore[arg-type]
 
     def pattern_grounding(self) -> dict[str, list[dict[str, Any]]]:
         """For each named pattern, the episodes that grounded each rung it earned."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -53,6 +54,25 @@ def coerce_trust(value: str) -> str:
 
 def trust_rank(value: str) -> int:
     return TRUST_LEVELS[value]
+
+
+class FieldMapping(Mapping[str, Any]):
+    """A typed result that also answers ``result["key"]``, ``.get`` and ``.keys()`` with
+    the dict 1.0.2 returned in its place (``as_mapping``); attributes stay typed."""
+
+    __slots__ = ()
+
+    def as_mapping(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> Any:
+        return self.as_mapping()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.as_mapping())
+
+    def __len__(self) -> int:
+        return len(self.as_mapping())
 
 
 @dataclass

@@ -222,7 +222,7 @@ def test_spore_lifecycle(cli: Run) -> None:
     assert cli.json("spore", "touch", q["id"])["next"] is None
     upd = cli.json("spore", "update", s["id"], "--tier", "warm", "--note", "halfway")
     assert upd["tier"] == "warm" and upd["notes"][0].endswith("halfway")
-    assert cli.json("spore", "descend", s["id"], "--kind", "done")["status"] == "closed"
+    assert cli.json("spore", "descend", s["id"], "--kind", "done")["status"] == "resolved"
     assert cli.json("spore", "ascend", q["id"], "--kind", "episode",
                     "--ref", "ep-1")["resolution"]["ref"] == "ep-1"
     assert len(cli.json("spore", "list", "--closed")["spores"]) == 2

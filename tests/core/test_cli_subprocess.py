@@ -84,7 +84,7 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
     text = ("# Continuity\n## State\n- choosing\n\n## Patterns\n- db | 1x\n\n## Decisions\n"
             "- PostgreSQL database chosen\n\n## Context\n- none\n")
     saved = go("save-continuity", "-", "--wrap-token", prep["wrap_token"], stdin=text.encode())
-    assert saved["drift"]["counts"] == {"held": 1}
+    assert {k: v for k, v in saved["drift"]["counts"].items() if v} == {"held": 1}
     go("set-schema", "partnership")
     go("baton", "claim", "seat")
     assert go("status")["total_wraps"] == 1

@@ -10,6 +10,7 @@ leaves the wrap open.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import warnings
 from collections.abc import Mapping, Sequence
@@ -253,8 +254,11 @@ def validated_save_continuity(
         "sections": _section_sizes(doc),
         "crystallized": [],
         "crystallize_refused": [],
+        # the retired association layer: always zero / None, kept for 1.0.2 callers
         "associations_formed": 0,
         "associations_strengthened": 0,
+        "associations_decayed": 0,
+        "association_warning": None,
         "linkgate_overridden": False,
         "warnings": [],
         "wrap_id": wrap["id"],
@@ -303,6 +307,10 @@ def validated_save_continuity(
                                                                "new_id": new_id})
         result["supersessions_recorded"] = len(result["supersessions_recorded_links"])
         result["drift"] = probes.evaluate(store, final_text, schema, crystal_names, wrap["id"])
+        b.set_meta("last_graduated", json.dumps([
+            {"name": o.line.name, "level": o.final_level,
+             "citations": [c.episode_id for c in o.line.citations]}
+            for o in outcomes if o.validated and o.final_level >= 2], ensure_ascii=False))
         _record_history(store, outcomes, day, history)
         if any(o.line.citations for o in outcomes):
             b.set_meta("citations_seen", "1")
@@ -312,6 +320,14 @@ def validated_save_continuity(
                    if k not in ("path", "drift", "warnings", "sections")}
         b.close_wrap(wrap["id"], "saved", now_iso(), chars=len(final_text),
                      episodes_compressed=len(snapshot_ids), metrics=metrics)
+        store.audit_trail.append("wrap_completed", {
+            "wrap_id": wrap["id"], "episodes_compressed": len(snapshot_ids),
+            "continuity_chars": len(final_text),
+            "graduations_validated": result["graduations_validated"],
+            "graduations_demoted": result["graduations_demoted"],
+            "patterns_extracted": len(outcomes),
+            "associations_formed": 0, "associations_strengthened": 0, "associations_decayed": 0,
+        }, actor="agent")
         store.audit_trail.append("continuity_saved", {
             "wrap_id": wrap["id"], "chars": len(final_text),
             "content_hash": store.audit_trail.hash_content(final_text),
