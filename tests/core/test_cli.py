@@ -250,15 +250,15 @@ def test_gated_wrap_needs_the_baton_holder(cli: Run, tmp_path: Path) -> None:
     assert "baton claim" in cli.ok("prepare-wrap")
     assert cli.json("baton", "claim", "seat-1")["holder"] == "seat-1"
     assert "held by session" in cli.refused("baton", "claim", "seat-2")
-    text = cli.ok("prepare-wrap", "--session-id", "seat-1")
-    assert "=== ANNEAL-MEMORY WRAP PACKAGE ===" in text
-    token = text.strip().splitlines()[-1]
-    assert token.startswith("Wrap token: ")
-    token = token.removeprefix("Wrap token: ")
-    prep = cli.json("prepare-wrap", "--session-id", "seat-1")
-    assert prep["wrap_token"] == token
+    prep = cli.json("prepare-wrap", "--session-id", "seat-1")  # the package, with its token
+    token = prep["wrap_token"]
+    assert prep["status"] == "ready" and "### Decisions (1)" in prep["episodes"]
+    # as in 1.0.2, a second prepare is refused while the wrap is open; the token is readable
+    assert "already in progress" in cli.refused("prepare-wrap", "--session-id", "seat-1")
+    assert cli.ok("wrap-token-current").strip() == token
+    assert cli.json("wrap-status")["wrap_token"] == token
     f = tmp_path / "c.md"
-    f.write_text(_continuity_for(prep["package"]), "utf-8")
+    f.write_text(_continuity_for(prep), "utf-8")
     assert "only that session" in cli.refused("save-continuity", str(f), "--wrap-token", token)
     saved = cli.json("save-continuity", str(f), "--session-id", "seat-1", "--wrap-token", token,
                      "--affect-tag", "calm", "--affect-intensity", "0.4")
@@ -276,9 +276,9 @@ def test_ungated_wrap_from_stdin_and_summary(cli: Run, monkeypatch: pytest.Monke
     cli.json("init", "--no-baton")
     cli.json("record", "Chose PostgreSQL as the database for ACID", "--type", "decision")
     prep = cli.json("prepare-wrap", "--max-chars", "5000", "--staleness-days", "3")
-    assert prep["status"] == "ready" and prep["package"]["max_chars"] == 5000
-    monkeypatch.setattr("sys.stdin", io.StringIO(_continuity_for(prep["package"])))
-    out = cli.ok("save-continuity", "-", "--today", prep["package"]["today"])
+    assert prep["status"] == "ready" and prep["max_chars"] == 5000
+    monkeypatch.setattr("sys.stdin", io.StringIO(_continuity_for(prep)))
+    out = cli.ok("save-continuity", "-", "--today", prep["today"])
     assert "Saved" in out and "graduations validated: 0" in out
     assert "empty" in cli.ok("prepare-wrap")
 
@@ -308,7 +308,7 @@ def test_save_refusals_leave_the_wrap_open(cli: Run, tmp_path: Path) -> None:
     assert "does not match" in cli.refused("save-continuity", str(bad), "--wrap-token", "nope")
     assert cli.json("status")["wrap_in_progress"] is True
     good = tmp_path / "good.md"
-    good.write_text(_continuity_for(prep["package"]), "utf-8")
+    good.write_text(_continuity_for(prep), "utf-8")
     cli.json("save-continuity", str(good), "--wrap-token", prep["wrap_token"])
 
 

@@ -152,14 +152,14 @@ def test_serve_passes_the_global_flags_to_the_server(cli: Run,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[Any, ...]] = []
     server = types.ModuleType("anneal_memory.mcp.server")
-    server.run_server = lambda *a: calls.append(a) or 0  # type: ignore[attr-defined]
+    server.run_server = lambda *a, **kw: calls.append(a + tuple(kw.values())) or 0  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "mcp", types.ModuleType("mcp"))
     monkeypatch.setitem(sys.modules, "anneal_memory.mcp.server", server)
     rc = __import__("anneal_memory.cli", fromlist=["main"]).main(
         ["--db", str(cli.db), "--project-name", "P", "--skip-integrity", "serve",
          "--session-id", "seat"])
     assert rc == 0
-    assert calls == [(str(cli.db), "P", "seat", True, False)]
+    assert calls == [(str(cli.db), "P", "seat", True, False, True)]  # ..., audit on
 
 
 # ---------------------------------------------------------------------- crystal

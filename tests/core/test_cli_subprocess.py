@@ -213,7 +213,6 @@ def test_bad_input_matrix_exits_nonzero_and_changes_nothing(tmp_path: Path) -> N
 
     before = snapshot()
     cases: list[tuple[list[str], dict[str, Any], str]] = [
-        (["record", "x", "--type", "bogus"], {}, "unknown episode type"),
         (["record", "x", "--metadata", "{oops"], {}, "not valid JSON"),
         (["record", "x", "--trust", "operator"], {}, "operator-only"),
         (["get", "zz999999"], {}, "no episode"),
@@ -229,6 +228,9 @@ def test_bad_input_matrix_exits_nonzero_and_changes_nothing(tmp_path: Path) -> N
         (["spore", "touch", "spore-404"], {}, "no spore"),
         (["crystal", "get", "nope"], {}, "no crystal"),
     ]
+    # a type outside the six is a usage error, exit 2 (as in 1.0.2), with the choices named
+    rc, out, err = run(db, "record", "x", "--type", "bogus")
+    assert rc == 2 and "invalid choice: 'bogus'" in err and "observation" in err
     for argv, kw, needle in cases:
         rc, out, err = run(db, *argv, **kw)
         assert rc == 1, (argv, out, err)

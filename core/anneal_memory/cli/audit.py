@@ -57,8 +57,18 @@ def cmd_audit(args: argparse.Namespace) -> int:
     entries = list(keep)
     lines = [f"{e['seq']:>6}  {e['ts'][:19]}  {e['actor']:<8} {e['event']:<20} "
              f"{json.dumps(e['data'], ensure_ascii=False, sort_keys=True)}" for e in entries]
-    emit(args, {"entries": entries, "count": len(entries)}, "\n".join(lines) or "(no entries)")
+    emit(args, {"entries": entries, "count": len(entries), "total": len(entries),
+                "anchor_trusted": _anchored(path)}, "\n".join(lines) or "(no entries)")
     return 0
+
+
+def _anchored(path: Any) -> bool:
+    """True when the trail starts at its genesis entry (not after a cut or a lost head)."""
+    from ..audit import GENESIS
+
+    for _name, entry in AuditTrail.iter_entries(path):
+        return bool(entry.get("prev_hash") == GENESIS)
+    return True
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -67,6 +77,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     res = AuditTrail.verify(path, progress=lambda name, n: progress(
         f"  {name} ({n:,} entries verified so far)"))
     data = res.to_dict()
+    # 1.0.2's keys beside ours
+    data.update(error=res.reason, anchor_trusted=_anchored(path), set_aside=[], skipped_lines=0)
     if args.json:
         emit(args, data)
     if not res.valid:

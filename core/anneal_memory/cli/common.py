@@ -24,9 +24,10 @@ def add_json(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
-def command(sub: Any, name: str, help_text: str, func: Any) -> argparse.ArgumentParser:
+def command(sub: Any, name: str, help_text: str, func: Any,
+            aliases: tuple[str, ...] = ()) -> argparse.ArgumentParser:
     """Declare a command that prints data (so it takes --json) and runs ``func``."""
-    p = sub.add_parser(name, help=help_text)
+    p = sub.add_parser(name, help=help_text, aliases=list(aliases))
     add_json(p)
     p.set_defaults(func=func)
     return p

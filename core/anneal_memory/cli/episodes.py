@@ -8,7 +8,7 @@ from typing import Any
 
 from ..continuity.schema import NAMED_SCHEMAS
 from ..errors import EpisodeNotFoundError, SupersessionError, ValidationError
-from ..types import TRUST_LEVELS
+from ..types import TRUST_LEVELS, EpisodeType
 from .common import (
     command,
     db_path,
@@ -21,6 +21,9 @@ from .common import (
 )
 
 
+_TYPES = [t.value for t in EpisodeType]
+
+
 def register(sub: Any) -> None:
     p = command(sub, "init", "create the store (the consolidation baton is required by default)", cmd_init)
     p.add_argument("--no-baton", action="store_true",
@@ -30,7 +33,7 @@ def register(sub: Any) -> None:
 
     p = command(sub, "record", "record one episode", cmd_record)
     p.add_argument("text", help="the episode text, or - to read it from standard input")
-    p.add_argument("--type", default="observation",
+    p.add_argument("--type", default="observation", type=str.lower, choices=_TYPES,
                    help="observation, decision, tension, question, outcome or context (default observation)")
     p.add_argument("--supersedes", action="append", default=[], metavar="ID",
                    help="an episode this one replaces (repeatable)")
@@ -39,12 +42,14 @@ def register(sub: Any) -> None:
     p.add_argument("--derived-from", action="append", default=[], metavar="ID",
                    help="an episode this one was made from (repeatable)")
     p.add_argument("--timestamp", help="when it happened (ISO 8601; default now)")
-    p.add_argument("--source", default="agent", help="who recorded it (default agent)")
+    p.add_argument("--source", default="cli", help="who recorded it (default cli)")
     p.add_argument("--metadata", help="a JSON object stored with the episode")
+    p.add_argument("--tags", help="comma-separated tags, kept as metadata.tags")
 
-    p = command(sub, "search", "keyword recall with filters", cmd_search)
+    p = command(sub, "search", "keyword recall with filters (alias: recall)", cmd_search,
+                aliases=("recall",))
     p.add_argument("query", nargs="?", default=None, help="phrase or words (omit for all)")
-    p.add_argument("--type", help="only this episode type")
+    p.add_argument("--type", type=str.lower, choices=_TYPES, help="only this episode type")
     p.add_argument("--source", help="only this source")
     p.add_argument("--since", help="ISO time or an age such as 7d, 12h")
     p.add_argument("--until", help="ISO time or an age such as 7d, 12h")
@@ -58,15 +63,25 @@ def register(sub: Any) -> None:
 
     p = command(sub, "delete", "remove an episode for good (a tombstone keeps its hash)", cmd_delete)
     p.add_argument("id")
+    p.add_argument("--force", action="store_true", help="accepted for 1.0.2 scripts")
 
     p = command(sub, "prune", "remove episodes older than N days", cmd_prune)
-    p.add_argument("--older-than-days", type=int, required=True, metavar="N")
+    age = p.add_mutually_exclusive_group(required=True)
+    age.add_argument("--older-than-days", type=int, metavar="N")
+    age.add_argument("--older-than", type=int, metavar="N", dest="older_than_days",
+                     help="1.0.2's name for --older-than-days")
+    p.add_argument("--dry-run", action="store_true", help="count what would go; remove nothing")
 
     p = command(sub, "state", "state keys: current holder and history; --set/--unset", cmd_state)
     p.add_argument("key", nargs="?", default=None)
     act = p.add_mutually_exclusive_group()
     act.add_argument("--set", metavar="ID", help="put episode ID into slot KEY")
     act.add_argument("--unset", metavar="ID", help="take episode ID out of its slot")
+
+    p = command(sub, "supersede", "record that a newer episode replaces an older one (validated)",
+                cmd_supersede)
+    p.add_argument("--old", required=True, metavar="ID", help="the replaced episode")
+    p.add_argument("--new", required=True, metavar="ID", help="the replacing episode")
 
     p = command(sub, "unsupersede", "remove a wrong supersession link", cmd_unsupersede)
     p.add_argument("--old", required=True, metavar="ID")
@@ -115,8 +130,11 @@ def _metadata(raw: str | None) -> dict[str, Any] | None:
 def cmd_record(args: argparse.Namespace) -> int:
     # a shell pipe adds a final newline that is not part of the episode
     text = read_text(args.text, "episode text").rstrip("\r\n") if args.text == "-" else args.text
+    metadata = _metadata(args.metadata)
+    if args.tags:
+        metadata = dict(metadata or {}, tags=[t.strip() for t in args.tags.split(",") if t.strip()])
     kw = dict(content=text, episode_type=args.type, source=args.source,
-              metadata=_metadata(args.metadata), timestamp=args.timestamp,
+              metadata=metadata, timestamp=args.timestamp,
               supersedes=args.supersedes or None, state_key=args.state_key,
               trust=args.trust, derived_from=args.derived_from or None)
     if str(args.trust).strip().lower() == "operator":
@@ -173,6 +191,17 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        from datetime import timedelta
+
+        from ..clock import iso, utcnow
+
+        cutoff = iso(utcnow() - timedelta(days=args.older_than_days))
+        with read_store(args) as store:
+            n = store.recall(until=cutoff, limit=0, include_superseded=True).total_matching
+        emit(args, {"would_prune": n, "older_than_days": args.older_than_days, "dry_run": True},
+             f"Would prune {n} episode(s) older than {args.older_than_days} days (dry run)")
+        return 0
     with open_store(args) as store:
         n = store.prune(args.older_than_days)
     emit(args, {"pruned": n, "older_than_days": args.older_than_days},
@@ -207,6 +236,15 @@ def cmd_state(args: argparse.Namespace) -> int:
         lines.append(f"{slot['key']}: [{cur['id']}] {cur['content']}")
         lines += [f"    was [{h['id']}] {h['content']}" for h in slot["history"]]
     emit(args, {"keys": report}, "\n".join(lines) or "(no state keys)")
+    return 0
+
+
+def cmd_supersede(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        added = store.supersede(old_id=args.old, new_id=args.new)
+    emit(args, {"old_id": args.old, "new_id": args.new, "recorded": added},
+         f"{args.new} replaces {args.old}" if added else
+         f"{args.new} already replaces {args.old}")
     return 0
 
 

@@ -46,14 +46,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"anneal-memory {__version__}")
     p.add_argument("--db", help="store path (default: $ANNEAL_MEMORY_DB, else ~/.anneal-memory/memory.db)")
     p.add_argument("--project-name", default=None, help="name in the continuity header (default Agent)")
+    p.add_argument("--json", action="store_true", dest="json_global",
+                   help="print one JSON document (as each command's --json)")
     p.add_argument("--skip-integrity", action="store_true",
                    help="serve: do not check the MCP tool-integrity manifest")
     p.add_argument("--generate-integrity", action="store_true",
                    help="serve: write the MCP tool-integrity manifest")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    from . import admin, audit, commands, episodes, tiers, wrap
+    from . import admin, audit, commands, episodes, tiers, views, wrap
 
-    for module in (episodes, wrap, audit, admin, tiers, commands):
+    for module in (episodes, views, wrap, audit, admin, tiers, commands):
         module.register(sub)
     return p
 
@@ -82,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(_utf8_argv(sys.argv[1:] if argv is None else argv))
     except SystemExit as exc:  # --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else 2
+    if getattr(args, "json_global", False):  # 1.0.2's form: anneal-memory --json COMMAND
+        args.json = True
     if not getattr(args, "command", None):
         if args.generate_integrity:  # `anneal-memory --generate-integrity` on its own
             from ..mcp.integrity import generate

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..crystal import RECALL_MODES, RETIRE_KINDS, CrystalStore
+from ..crystal import (
+    ACTIVATION_MODES,
+    ACTIVATIONS,
+    PERMANENCE,
+    RECALL_MODES,
+    RETIRE_KINDS,
+    CrystalStore,
+)
 from ..errors import ValidationError
 from ..spores import GERMINATIONS, SPORE_TIERS, SPORE_TYPES, SporeStore
 from ..worth import OUTCOMES, OutcomeLog
@@ -17,7 +24,9 @@ def register(sub: Any) -> None:
     command(csub, "index", "one cue line per live crystal", cmd_crystal_index)
     p = command(csub, "recall", "crystals relevant to a query", cmd_crystal_recall)
     p.add_argument("query")
-    p.add_argument("--max", type=int, default=3, dest="max_patterns")
+    p.add_argument("--max", "--max-patterns", type=int, default=3, dest="max_patterns")
+    p.add_argument("--no-associative", action="store_true",
+                   help="accepted for 1.0.2 scripts (recall reads no association links)")
     p.add_argument("--mode", choices=RECALL_MODES, default="query",
                    help="query (one shared word is enough) or strict/prompt (whole prompts)")
     p = command(csub, "get", "the full crystal (records a pull in the outcome log)", cmd_crystal_get)
@@ -25,9 +34,37 @@ def register(sub: Any) -> None:
     p.add_argument("--no-record", action="store_true", help="read without recording a pull")
     p = command(csub, "list", "crystals, highest level first", cmd_crystal_list)
     p.add_argument("--status", choices=("live", "retired", "all"), default="live")
-    p = command(csub, "crystallize", "move a Proven pattern out of the continuity into a crystal",
-             cmd_crystallize)
+    p.add_argument("--permanence", choices=PERMANENCE)
+    p.add_argument("--activation-mode", choices=ACTIVATION_MODES)
+    p.add_argument("--activation", choices=ACTIVATIONS, help="hot, warm, cold or dormant")
+    p.add_argument("--tag")
+    p.add_argument("--verbose", action="store_true", help="the whole text of each crystal")
+    p = command(csub, "crystallize", "move a Proven pattern out of the continuity into a "
+                "crystal, or (--name --level --explanation) store one directly", cmd_crystallize)
+    p.add_argument("pattern", nargs="?", default=None,
+                   help="the name of a Proven pattern in the continuity to move out")
+    p.add_argument("--name", help="store a crystal directly under this name (1.0.2's form)")
+    p.add_argument("--level", type=int, help="with --name: its level (2 or higher)")
+    p.add_argument("--explanation", help="with --name: what the pattern says")
+    p.add_argument("--evidence", help="with --name: comma-separated episode ids")
+    p.add_argument("--permanence", choices=PERMANENCE, default="timeless")
+    p.add_argument("--activation-mode", choices=ACTIVATION_MODES, default="just-in-time")
+    p.add_argument("--tags", help="comma-separated tags")
+    p.add_argument("--source", help="where the pattern came from")
+    command(csub, "rewarm", "crystals unused for 90 days: re-exercise, retire or keep",
+            cmd_crystal_rewarm)
+    p = command(csub, "touch", "mark a crystal as used today", cmd_crystal_touch)
     p.add_argument("name")
+    p = command(csub, "update", "change a live crystal's fields", cmd_crystal_update)
+    p.add_argument("name")
+    p.add_argument("--explanation")
+    p.add_argument("--level", type=int)
+    p.add_argument("--evidence", help="comma-separated episode ids (replaces the list)")
+    p.add_argument("--permanence", choices=PERMANENCE)
+    p.add_argument("--activation-mode", choices=ACTIVATION_MODES)
+    p.add_argument("--tags", help="comma-separated tags (replaces the list)")
+    p.add_argument("--source")
+    p.add_argument("--add-note", help="append a dated note")
     p = command(csub, "retire", "take a crystal out of recall (kept for the record)", cmd_crystal_retire)
     p.add_argument("name")
     p.add_argument("--kind", choices=RETIRE_KINDS, default="obsolete")
@@ -40,7 +77,8 @@ def register(sub: Any) -> None:
 
     _, ssub = group(sub, "spore", "prospective memory: open loops to close")
     p = command(ssub, "add", "open a spore", cmd_spore_add)
-    p.add_argument("text")
+    p.add_argument("text", nargs="?", default=None)
+    p.add_argument("--text", dest="text_option", help="the spore's text (1.0.2's form)")
     p.add_argument("--type", choices=SPORE_TYPES, default="task")
     _spore_fields(p)
     p = command(ssub, "list", "open spores, ranked (--closed: recently closed)", cmd_spore_list)
@@ -49,10 +87,12 @@ def register(sub: Any) -> None:
     p.add_argument("--domain")
     p.add_argument("--germination", choices=GERMINATIONS)
     p.add_argument("--closed", action="store_true")
+    p.add_argument("--verbose", action="store_true", help="every field of each spore")
     p = command(ssub, "get", "one spore", cmd_spore_get)
     p.add_argument("id")
     p = command(ssub, "surface", "what deserves attention now", cmd_spore_surface)
     p.add_argument("--limit", type=int)
+    p.add_argument("--top-of-mind", action="store_true", help="only the top three")
     p = command(ssub, "touch", "mark a spore seen today", cmd_spore_touch)
     p.add_argument("id")
     p = command(ssub, "update", "change an open spore's fields", cmd_spore_update)
@@ -61,7 +101,7 @@ def register(sub: Any) -> None:
     p.add_argument("--type", choices=SPORE_TYPES)
     _spore_fields(p, defaults=False)
     p.add_argument("--clear-next", action="store_true")
-    p.add_argument("--note")
+    p.add_argument("--note", "--add-note")
     for name, help_text in (("descend", "close a spore: the loop ends (done, dropped, answered ...)"),
                             ("ascend", "close a spore: it became something (--ref points at it)")):
         p = command(ssub, name, help_text, cmd_spore_close)
@@ -78,9 +118,13 @@ def register(sub: Any) -> None:
     p.add_argument("--outcome", choices=OUTCOMES)
     p.add_argument("--exposed", action="append", default=[], metavar="KIND:REF",
                    help="an item the recall showed (repeatable)")
+    p.add_argument("--adopt-unbound", action="store_true",
+                   help="accepted for 1.0.2 scripts (the log binds itself to its store)")
 
     p = command(sub, "worth", "per crystal: retrieved on success vs failure turns", cmd_worth)
     p.add_argument("--episodes", action="store_true", help="also per cited episode")
+    p.add_argument("--receipts", nargs="+", metavar="FILE",
+                   help="fold these recall receipts into the surfaced counts first")
 
 
 def _spore_fields(p: argparse.ArgumentParser, defaults: bool = True) -> None:
@@ -130,18 +174,75 @@ def cmd_crystal_get(args: argparse.Namespace) -> int:
 
 
 def cmd_crystal_list(args: argparse.Namespace) -> int:
-    rows = CrystalStore(db_path(args)).list(status=args.status)
+    cs = CrystalStore(db_path(args))
+    rows = cs.list(status=args.status)
+    if args.permanence or args.activation_mode or args.activation or args.tag:
+        keep = {c.name for c in cs.list_crystal(permanence=args.permanence,
+                                                activation_mode=args.activation_mode,
+                                                tag=args.tag, activation=args.activation)}
+        rows = [c for c in rows if c.name in keep]
+    if args.verbose and not args.json:
+        print("\n\n".join(f"{c.name} ({c.level}x, {c.status})\n{c.text}" for c in rows)
+              or "(no crystals)")
+        return 0
     emit(args, {"crystals": [c.to_dict() for c in rows]},
          "\n".join(f"{c.name} ({c.level}x, {c.status}): {c.cue()}" for c in rows) or "(no crystals)")
     return 0
 
 
+def _ids(text: str | None) -> list[str] | None:
+    return None if text is None else [x.strip() for x in text.split(",") if x.strip()]
+
+
 def cmd_crystallize(args: argparse.Namespace) -> int:
+    if args.name is not None:  # 1.0.2's form: the crystal given on the command line
+        if args.pattern is not None:
+            raise ValidationError("give either a pattern name to move out of the continuity "
+                                  "or --name with --level and --explanation, not both")
+        if args.level is None or args.explanation is None:
+            raise ValidationError("--name needs --level N (2 or higher) and --explanation TEXT")
+        with open_store(args) as store:
+            c = CrystalStore(store.path).crystallize(
+                name=args.name, level=args.level, explanation=args.explanation,
+                evidence=_ids(args.evidence), permanence=args.permanence,
+                activation_mode=args.activation_mode, tags=_ids(args.tags),
+                source=args.source, store=store)
+        emit(args, c.as_mapping(), f"Crystallized {c.name} ({c.level}x)")
+        return 0
+    if args.pattern is None:
+        raise ValidationError("name the pattern to crystallize out of the continuity, or pass "
+                              "--name, --level and --explanation")
     with open_store(args) as store:
-        result = CrystalStore(store.path).crystallize_from_store(store, args.name)
+        result = CrystalStore(store.path).crystallize_from_store(store, args.pattern)
     c = result.crystal
     emit(args, {"crystal": c.to_dict(), "removed_lines": list(result.removed_lines)},
          f"Crystallized {c.name} ({c.level}x); removed {len(result.removed_lines)} line(s) from the continuity")
+    return 0
+
+
+def cmd_crystal_rewarm(args: argparse.Namespace) -> int:
+    from ..clock import today_iso
+    from ..wrap.prepare import gone_cold
+
+    cold = [c for c in CrystalStore(db_path(args)).list() if gone_cold(c, today_iso())]
+    emit(args, {"rewarm_candidates": [c.as_mapping() for c in cold]},
+         "\n".join(f"{c.name} ({c.level}x), last used {c.last_activated_on}" for c in cold)
+         or "(no crystal has gone cold)")
+    return 0
+
+
+def cmd_crystal_touch(args: argparse.Namespace) -> int:
+    c = CrystalStore(db_path(args)).touch(args.name)
+    emit(args, c.as_mapping(), f"Touched {c.name}")
+    return 0
+
+
+def cmd_crystal_update(args: argparse.Namespace) -> int:
+    c = CrystalStore(db_path(args)).update(
+        args.name, explanation=args.explanation, level=args.level, evidence=_ids(args.evidence),
+        permanence=args.permanence, activation_mode=args.activation_mode,
+        tags=_ids(args.tags), source=args.source, add_note=args.add_note)
+    emit(args, c.as_mapping(), f"Updated {c.name}")
     return 0
 
 
@@ -189,7 +290,11 @@ def _show_spore(args: argparse.Namespace, s: Any, verb: str) -> None:
 
 
 def cmd_spore_add(args: argparse.Namespace) -> int:
-    s = SporeStore(db_path(args)).add(type=args.type, text=args.text, tier=args.tier,
+    if (args.text is None) == (args.text_option is None):
+        raise ValidationError("give the spore's text once: anneal-memory spore add TEXT "
+                              "(or --text TEXT)")
+    text = args.text if args.text is not None else args.text_option
+    s = SporeStore(db_path(args)).add(type=args.type, text=text, tier=args.tier,
                                       salience=args.salience, domain=args.domain,
                                       next=args.next, pointer=args.pointer)
     _show_spore(args, s, "Added")
@@ -213,7 +318,8 @@ def cmd_spore_get(args: argparse.Namespace) -> int:
 
 
 def cmd_spore_surface(args: argparse.Namespace) -> int:
-    _show_spores(args, SporeStore(db_path(args)).surface(limit=args.limit))
+    _show_spores(args, SporeStore(db_path(args)).surface(limit=args.limit,
+                                                         top_of_mind=args.top_of_mind))
     return 0
 
 
@@ -252,8 +358,10 @@ def cmd_outcome(args: argparse.Namespace) -> int:
 
 
 def cmd_worth(args: argparse.Namespace) -> int:
-    from ..worth import compute_worth
+    from ..worth import compute_worth, fold_surfaced
 
+    if args.receipts:
+        fold_surfaced(CrystalStore(db_path(args)), args.receipts)
     report = compute_worth(OutcomeLog(db_path(args)), CrystalStore(db_path(args)),
                            episodes=args.episodes)
     rows = list(report.crystals.values()) + list(report.episodes.values())

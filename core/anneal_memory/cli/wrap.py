@@ -21,6 +21,8 @@ def register(sub: Any) -> None:
     p.add_argument("--session-id", help="the session wrapping (needed on a baton-gated store)")
     p.add_argument("--max-chars", type=int, help="target size of the continuity")
     p.add_argument("--staleness-days", type=int, default=7)
+    p.add_argument("--crystal", action="store_true",
+                   help="put the crystal cue index (and crystals to re-check) in the package")
 
     p = command(sub, "save-continuity", "validate and save the compressed continuity", cmd_save)
     p.add_argument("file", help="the continuity markdown, or - for standard input")
@@ -31,11 +33,18 @@ def register(sub: Any) -> None:
     p.add_argument("--affect-tag", help=argparse.SUPPRESS)  # retired layer: accepted, ignored
     p.add_argument("--affect-intensity", type=float, help=argparse.SUPPRESS)
     p.add_argument("--today", help="the wrap's date (default: the day prepare-wrap gave)")
+    p.add_argument("--crystal", action="store_true",
+                   help="move Proven lines marked [crystallize] into the crystal store")
+    p.add_argument("--allow-unlinked", action="store_true",
+                   help="accepted for 1.0.2 scripts (a save never needs links)")
+    p.add_argument("--require-rederive", action="store_true", help=argparse.SUPPRESS)
 
     p = command(sub, "wrap-cancel", "abandon the open wrap; its episodes go to the next one", cmd_cancel)
     p.add_argument("--wrap-token")
     p.add_argument("--session-id")
     p.add_argument("--force", action="store_true", help="cancel a gated wrap without its token")
+    p.add_argument("--partial", action="store_true",
+                   help="clear only a half-written wrap state (refused when a whole wrap is open)")
 
     _, bsub = group(sub, "baton", "the single-consolidator gate: who may wrap this store")
     p = command(bsub, "claim", "make NAME the consolidating session", cmd_baton_claim)
@@ -55,9 +64,15 @@ def register(sub: Any) -> None:
     what.add_argument("--fact", metavar="TEXT", help="words that must stay in one sentence")
     p.add_argument("--min-level", type=int, help="pattern probes: level to hold (default: current)")
     p.add_argument("--section", metavar="HEADING", help="fact probes: look only in this section")
+    p.add_argument("--note", help="why this must survive")
     for name, text in (("status", "each probe's verdict at the last save"),
                        ("list", "the declared probes")):
-        command(psub, name, text, cmd_probe_list).set_defaults(probe_view=name)
+        p = command(psub, name, text, cmd_probe_list)
+        p.set_defaults(probe_view=name)
+        p.add_argument("--all", action="store_true",
+                       help="accepted for 1.0.2 scripts (retired probes are removed)")
+    p = command(psub, "retire", "stop checking a probe", cmd_probe_retire)
+    p.add_argument("id")
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
@@ -65,10 +80,17 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     from ..wrap.render import render_package
 
     with open_store(args) as store:
-        result = prepare_wrap(store, max_chars=args.max_chars,
+        crystals = None
+        if args.crystal:
+            from ..crystal import CrystalStore
+
+            crystals = CrystalStore(store.path)
+        result = prepare_wrap(store, max_chars=args.max_chars, crystal_store=crystals,
                               staleness_days=args.staleness_days, session_id=args.session_id)
     if args.json:
-        emit(args, result)
+        # 1.0.2 prints the package itself, with the token; status and message ride along
+        emit(args, {**(result["package"] or {}), **{k: v for k, v in result.items()
+                                                     if k != "package"}})
     elif result["status"] == "ready":
         print(render_package(result["package"]))
         print()
@@ -100,20 +122,28 @@ def _summary(result: dict[str, Any]) -> str:
 def cmd_save(args: argparse.Namespace) -> int:
     from ..wrap.save import validated_save_continuity
 
+    if args.require_rederive:
+        raise ValidationError("--require-rederive: this package does not re-derive the "
+                              "continuity at load, so nothing can be required; drop the flag")
     text = read_text(args.file, "continuity")
     with open_store(args) as store:
+        crystals = None
+        if args.crystal:
+            from ..crystal import CrystalStore
+
+            crystals = CrystalStore(store.path)
         result = validated_save_continuity(store, text, today=args.today,
                                            wrap_token=args.wrap_token,
                                            allow_shrink=args.allow_shrink,
-                                           session_id=args.session_id)
-    emit(args, result, _summary(result))
+                                           session_id=args.session_id, crystal_store=crystals)
+    emit(args, {"saved": True, **result}, _summary(result))
     return 0
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         done = store.wrap_cancelled(wrap_token=args.wrap_token, session_id=args.session_id,
-                                    force=args.force)
+                                    force=args.force, expect_partial=args.partial)
     emit(args, {"cancelled": bool(done)},
          "Wrap cancelled; its episodes go to the next wrap" if done else "No wrap was open")
     return 0
@@ -174,8 +204,17 @@ def cmd_set_schema(args: argparse.Namespace) -> int:
 def cmd_probe_add(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         pid = store.add_drift_probe(pattern=args.pattern, min_level=args.min_level,
-                                    fact=args.fact, section=args.section)
+                                    fact=args.fact, section=args.section, note=args.note)
     emit(args, {"id": pid}, f"Probe {pid} added")
+    return 0
+
+
+def cmd_probe_retire(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        if not store.retire_drift_probe(args.id):
+            raise ValidationError(f"no drift probe {args.id!r}: see anneal-memory probe list")
+    emit(args, {"retired": int(args.id) if args.id.isdigit() else args.id},
+         f"Probe {args.id} retired")
     return 0
 
 

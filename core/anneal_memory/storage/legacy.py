@@ -483,3 +483,47 @@ def adopt_spores(data: dict[str, Any]) -> dict[str, Any]:
             if (m := _SPORE_NUM.search(str(r.get("id", ""))))]
     return {"schema_version": 1, "last_id": max(nums, default=0), "open": opened,
             "closed": closed}
+
+
+# --------------------------------------------------------------------------- JSON export
+
+def is_legacy_export(doc: Any) -> bool:
+    """A JSON export 1.0.2 wrote: ``anneal_memory_export: true`` and none of our ``format``
+    key (ours carry both)."""
+    return isinstance(doc, dict) and doc.get("anneal_memory_export") is True \
+        and "format" not in doc
+
+
+def adopt_export(doc: dict[str, Any]) -> dict[str, Any]:
+    """A 1.0.2 export in our export layout, for ``Store.import_``: trust defaults to agent
+    (1.0.2 writes it only when it is not), an episode counts as wrapped when its session
+    number is one of the exported wraps, and each link keeps its kind. 1.0.2 exports
+    carry no state keys or tombstones; their wraps and retired association links are not
+    imported."""
+    from ..portability import FORMAT, VERSION
+
+    wraps = {int(w["id"]) for w in doc.get("wraps") or []
+             if isinstance(w, dict) and str(w.get("id", "")).isdigit()}
+    episodes = []
+    for e in doc.get("episodes") or []:
+        if not isinstance(e, dict):
+            episodes.append(e)  # refused, with its position, by the import's checks
+            continue
+        session = str(e.get("session_id") or "")
+        episodes.append({
+            "id": e.get("id"), "timestamp": e.get("timestamp"), "type": e.get("type"),
+            "content": e.get("content"), "source": e.get("source") or "agent",
+            "session_id": e.get("session_id"), "metadata": e.get("metadata"),
+            "trust": e.get("trust") or "agent", "state_key": e.get("state_key"),
+            "derived_from": list(e.get("derived_from") or []),
+            "wrapped": session.isdigit() and int(session) in wraps,
+        })
+    kinds = {"state_key": "state_key", "wrap": "wrap", "rewired": "rewired"}
+    links = [{"old_id": s.get("old_id"), "new_id": s.get("new_id"),
+              "kind": kinds.get(str(s.get("source")), "explicit"),
+              "created_at": s.get("recorded_at")}
+             for s in doc.get("supersessions") or [] if isinstance(s, dict)]
+    return {"format": FORMAT, "version": VERSION, "episodes": episodes, "supersessions": links,
+            "tombstones": [], "continuity": doc.get("continuity"),
+            "legacy": {"from_version": str(doc.get("version")), "wraps": len(wraps),
+                       "associations": len(doc.get("associations") or [])}}

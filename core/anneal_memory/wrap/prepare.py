@@ -55,7 +55,10 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
     if warn:
         warnings.warn(warn, UserWarning, stacklevel=2)
     blocked = _gate(store, session_id)
-    base = {"schema_warning": warn, "wrap_token": None, "package": None}
+    # assoc_context (the retired association layer) is always None
+    base = {"schema_warning": warn, "wrap_token": None, "package": None, "assoc_context": None,
+            "uncovered_proven_to_check": [], "crystallization_candidates": [],
+            "rewarm_candidates": []}
     if blocked:
         n = store.backend.count_unwrapped()
         return {**base, "status": "downgraded", "episode_count": n,
@@ -68,8 +71,11 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
                 raise WrapInProgressError(
                     f"a wrap prepared by {('session ' + repr(w['session_id'])) if w['session_id'] else 'another caller'} "
                     "is open: save or cancel it first (anneal-memory wrap-cancel)")
-            if wrap_token is not None and wrap_token != w["token"]:
-                raise WrapInProgressError("a wrap is open under another token: save or cancel it first")
+            if wrap_token != w["token"]:
+                # as in 1.0.2: a wrap is in progress; only its own token re-opens it
+                raise WrapInProgressError(
+                    "a wrap is already in progress: save it, re-open it with its wrap token, "
+                    "or abandon it with wrap_cancel")
             ids, token, today = w["episode_ids"], w["token"], w["today"]
         else:
             rows = store.backend.unwrapped_episodes()
@@ -112,11 +118,42 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
         schema, project_name=store.project_name, max_chars=target, today=today,
         proven=[s for s in summaries if s.level >= 2], summaries=summaries,
         durable_chars=doc_durable, pending=pending_lines(continuity, schema))
+    package["crystallization_candidates"] = [
+        {"name": s.name, "level": s.level, "summary": s.summary} for s in summaries
+        if s.level >= CRYSTALLIZE_LEVEL]
+    package["uncovered_proven"], package["rewarm_candidates"] = [], []
     if crystal_store is not None:
         try:
             package["crystal_index"] = crystal_store.cue_index()
+            live = crystal_store.list()
         except Exception:
-            package["crystal_index"] = None
+            package["crystal_index"], live = None, []
+        in_file = {s.name.casefold() for s in summaries}
+        # crystallized Proven the contradiction scan should still cover
+        package["uncovered_proven"] = [{"name": c.name, "level": c.level, "explanation": c.text}
+                                       for c in live if c.name.casefold() not in in_file]
+        package["rewarm_candidates"] = [{"name": c.name, "level": c.level,
+                                         "last_activated_on": c.last_activated_on}
+                                        for c in live if gone_cold(c, today)]
     return {**base, "status": "ready", "episode_count": len(episodes), "package": package,
+            "uncovered_proven_to_check": package["uncovered_proven"],
+            "crystallization_candidates": package["crystallization_candidates"],
+            "rewarm_candidates": package["rewarm_candidates"],
             "wrap_token": token,
             "message": f"{len(episodes)} episode(s) to compress; save with the wrap token"}
+
+
+#: a pattern this high is a candidate to graduate out into the crystal store
+CRYSTALLIZE_LEVEL = 3
+#: a crystal unused this long is offered for re-warming
+REWARM_DAYS = 90
+
+
+def gone_cold(crystal: Any, today: str) -> bool:
+    """Unused for more than ``REWARM_DAYS``: offered for re-warming."""
+    from ..clock import days_between
+
+    try:
+        return days_between(crystal.last_activated_on or crystal.crystallized_on, today) > REWARM_DAYS
+    except Exception:
+        return False

@@ -318,6 +318,7 @@ def validated_save_continuity(
         b.mark_wrapped(snapshot_ids, wrap["id"])
         metrics = {k: (len(v) if isinstance(v, list) else v) for k, v in result.items()
                    if k not in ("path", "drift", "warnings", "sections")}
+        metrics["patterns_extracted"] = len(outcomes)
         b.close_wrap(wrap["id"], "saved", now_iso(), chars=len(final_text),
                      episodes_compressed=len(snapshot_ids), metrics=metrics)
         store.audit_trail.append("wrap_completed", {
@@ -339,7 +340,8 @@ def validated_save_continuity(
             "omitted_patterns": [x["name"] for x in result["omitted_patterns"]],
             "proven_without_contradicts_declaration": [
                 x["name"] for x in result["proven_without_contradicts_declaration"]],
-            "durable_dropped": [store.audit_trail.hash_content(x) for x in durable_dropped],
+            **({"durable_dropped": [store.audit_trail.hash_content(x) for x in durable_dropped]}
+               if durable_dropped else {}),
             "supersessions_recorded": result["supersessions_recorded"],
             "drift": result["drift"],
             "session_id": session_id,
@@ -425,9 +427,9 @@ def _relayed(o: LineOutcome, ctx: WrapContext) -> dict[str, Any]:
 def _section_sizes(doc: ContinuityDoc) -> dict[str, int]:
     """Characters per section (``_header`` for the text above the first one)."""
     head = "\n".join(doc.preamble).strip("\n")
-    sizes = {"_header": len(head) + 1 if head else 0}
+    sizes = {"_header": len(head) + 2 if head else 0}  # each block with its blank line
     for sec in doc.sections:
-        sizes[sec.heading] = len(f"## {sec.heading}\n{sec.body}") + 1
+        sizes[sec.heading] = len(f"## {sec.heading}\n{sec.body}") + 2
     return sizes
 
 
