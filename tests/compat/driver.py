@@ -1339,8 +1339,10 @@ def s_mcp_tools(work: Path) -> dict[str, Any]:
         out = {}
         for t in tools:
             schema = getattr(t, "inputSchema", None) or getattr(t, "input_schema", None) or {}
-            out[t.name] = {"args": sorted(schema.get("properties", {})),
-                           "required": sorted(schema.get("required", []))}
+            props, req = schema.get("properties", {}), set(schema.get("required", []))
+            # ours may take more arguments, and may need fewer, never more
+            out[t.name] = {"args": {a: "accepted" for a in props},
+                           "optional": {a: "optional" for a in props if a not in req}}
         res = (await c.list_resources()).resources
         return {"tools": out, "resources": sorted(str(r.uri) for r in res)}
 
@@ -1351,6 +1353,8 @@ def s_mcp_tools(work: Path) -> dict[str, Any]:
 @scenario
 def s_mcp_flow(work: Path) -> dict[str, Any]:
     o = Obs(work)
+    # a store made by init --no-baton: this flow wraps without the consolidation gate
+    cli(work, "--db", str(work / "mcp.db"), "init", "--no-baton")
 
     async def steps(c: Any) -> Any:
         out: dict[str, Any] = {}

@@ -64,7 +64,10 @@ TOOLS: list[dict[str, Any]] = [
         ),
         "inputSchema": _obj({
             "content": _text("The episode text, in your own words where possible."),
-            "type": _enum(EPISODE_TYPES, "The kind of episode."),
+            "episode_type": _enum(EPISODE_TYPES, "The kind of episode."),
+            "source": _short("Who recorded it (default agent)."),
+            "metadata": {"type": "object", "description": "Optional JSON object kept with "
+                         "the episode."},
             "supersedes": _ids("Ids of episodes this one replaces (they stop being recalled)."),
             "state_key": _short("A slot name (e.g. user.home_city); the newest episode in "
                                 "the slot replaces the others."),
@@ -72,7 +75,7 @@ TOOLS: list[dict[str, Any]] = [
                            "own), tool (a tool's output), external (a web page, a document)."),
             "derived_from": _ids("Ids of the episodes this one summarises; it is trusted "
                                  "no more than its most trusted source."),
-        }, ["content", "type"]),
+        }, ["content", "episode_type"]),
     },
     {
         "name": "recall",
@@ -86,12 +89,17 @@ TOOLS: list[dict[str, Any]] = [
         ),
         "inputSchema": _obj({
             "keyword": _short("Words or a phrase to search for."),
-            "type": _enum(EPISODE_TYPES, "Only episodes of this type."),
+            "episode_type": _enum(EPISODE_TYPES, "Only episodes of this type."),
+            "source": _short("Only episodes from this source."),
             "since": _short("Only episodes at or after this time: ISO date/time or an age "
                             "such as 30m, 12h, 7d, 2w."),
             "until": _short("Only episodes before this time (same forms as since)."),
             "limit": {"type": "integer", "minimum": 1, "maximum": 200,
                       "description": "Most episodes to list (default 20)."},
+            "offset": {"type": "integer", "minimum": 0, "maximum": 1_000_000,
+                       "description": "Skip this many matches first (default 0)."},
+            "include_superseded": {"type": "boolean", "description": "Also list episodes a "
+                                   "newer one replaced, marked with what replaced them."},
             "episode_id": _short("Fetch this one episode (other filters are ignored)."),
         }),
     },
@@ -105,7 +113,14 @@ TOOLS: list[dict[str, Any]] = [
             "consolidate the store, the reply says so, the episodes stay captured, and it "
             "names the command the operator runs to allow it."
         ),
-        "inputSchema": _obj({}),
+        "inputSchema": _obj({
+            "max_chars": {"type": "integer", "minimum": 500, "maximum": 1_000_000,
+                          "description": "Target size of the continuity (default: the "
+                          "schema's)."},
+            "staleness_days": {"type": "integer", "minimum": 0, "maximum": 3650,
+                               "description": "A pattern dated more than this many days ago "
+                               "is listed as stale (default 7)."},
+        }),
     },
     {
         "name": "save_continuity",
@@ -118,10 +133,15 @@ TOOLS: list[dict[str, Any]] = [
         ),
         "inputSchema": _obj({
             "text": _text("The full new continuity markdown, every section of the schema."),
-            "wrap_token": _short("The wrap token from prepare_wrap."),
+            "wrap_token": _short("The wrap token from prepare_wrap (required on a store under "
+                                 "the consolidation gate)."),
+            "allow_shrink": {"type": "boolean", "description": "Accept a deliberate large "
+                             "shrink of the felt layer or the patterns."},
+            "allow_unlinked": {"type": "boolean", "description": "Accepted and ignored (a "
+                               "save never needs links)."},
             "affective_state": {"type": "object", "description": "Accepted and ignored "
                                 "(the affect layer is retired)."},
-        }, ["text", "wrap_token"]),
+        }, ["text"]),
     },
     {
         "name": "delete_episode",
@@ -155,6 +175,8 @@ TOOLS: list[dict[str, Any]] = [
             "wrap_token": _short("Cancel only if this token's wrap is the open one."),
             "session_id": _short("The session that prepared the wrap."),
             "force": {"type": "boolean", "description": "Cancel whatever wrap is open."},
+            "partial": {"type": "boolean", "description": "Clear only a half-written wrap "
+                        "state (refused when a whole wrap is open)."},
         }),
     },
     {
@@ -168,8 +190,10 @@ TOOLS: list[dict[str, Any]] = [
         "inputSchema": _obj({
             "query": _text("The question or prompt text.", 10_000),
             "mode": _enum(["prompt", "query"], "prompt (strict, default) or query (lenient)."),
-            "limit": {"type": "integer", "minimum": 1, "maximum": 20,
-                      "description": "Most patterns to return (default 3)."},
+            "max_patterns": {"type": "integer", "minimum": 1, "maximum": 20,
+                             "description": "Most patterns to return (default 3)."},
+            "associative": {"type": "boolean", "description": "Accepted for 1.0.2 clients "
+                            "(recall reads no association links)."},
         }, ["query"]),
     },
     {
@@ -220,12 +244,14 @@ TOOLS: list[dict[str, Any]] = [
             "ones. Parked spores never surface. Check this at the start of a session."
         ),
         "inputSchema": _obj({"limit": {"type": "integer", "minimum": 1, "maximum": 50,
-                                       "description": "Most spores to return (default 5)."}}),
+                                       "description": "Most spores to return (default 5)."},
+                             "top_of_mind": {"type": "boolean",
+                                             "description": "Only the top three."}}),
     },
     {
         "name": "spore_get",
         "description": "Show one spore, open or recently closed, with its notes and resolution.",
-        "inputSchema": _obj({"id": _SPORE_ID}, ["id"]),
+        "inputSchema": _obj({"spore_id": _SPORE_ID}, ["spore_id"]),
     },
     {
         "name": "spore_update",
@@ -234,7 +260,7 @@ TOOLS: list[dict[str, Any]] = [
             "seeing it; call spore_touch for that."
         ),
         "inputSchema": _obj({
-            "id": _SPORE_ID,
+            "spore_id": _SPORE_ID,
             "text": _text("New text.", 2_000),
             "type": _enum(SPORE_TYPES, "New type."),
             "tier": _enum(SPORE_TIERS, "New tier."),
@@ -244,13 +270,13 @@ TOOLS: list[dict[str, Any]] = [
             "next": _DATE,
             "clear_next": {"type": "boolean", "description": "Remove the next date."},
             "pointer": _short("New pointer."),
-            "note": _text("A note to append, dated today.", 2_000),
-        }, ["id"]),
+            "add_note": _text("A note to append, dated today.", 2_000),
+        }, ["spore_id"]),
     },
     {
         "name": "spore_touch",
         "description": "Mark a spore as seen today, which keeps it growing.",
-        "inputSchema": _obj({"id": _SPORE_ID}, ["id"]),
+        "inputSchema": _obj({"spore_id": _SPORE_ID}, ["spore_id"]),
     },
     {
         "name": "spore_descend",
@@ -260,10 +286,10 @@ TOOLS: list[dict[str, Any]] = [
             "dropped or composted."
         ),
         "inputSchema": _obj({
-            "id": _SPORE_ID,
+            "spore_id": _SPORE_ID,
             "kind": _enum(sorted(set().union(*DESCEND_KINDS.values())), "How it ended."),
             "note": _text("Why, in a line.", 2_000),
-        }, ["id", "kind"]),
+        }, ["spore_id", "kind"]),
     },
     {
         "name": "spore_ascend",
@@ -273,11 +299,11 @@ TOOLS: list[dict[str, Any]] = [
             "essay, a pattern or a project."
         ),
         "inputSchema": _obj({
-            "id": _SPORE_ID,
+            "spore_id": _SPORE_ID,
             "kind": _enum(sorted(set().union(*ASCEND_KINDS.values())), "What it became."),
             "ref": _short("Where that lives: an episode id, a pattern name, a path."),
             "note": _text("Why, in a line.", 2_000),
-        }, ["id", "kind", "ref"]),
+        }, ["spore_id", "kind", "ref"]),
     },
 ]
 
