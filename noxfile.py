@@ -32,6 +32,8 @@ OFFLINE_ENV = {
     "DSPY_CACHEDIR": "",
     "OPENAI_API_KEY": "",
     "GOOGLE_API_KEY": "",
+    "ANTHROPIC_API_KEY": "",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 }
 
 # name -> (extra, floor pins, extra test deps). The floor pins must match the extra's
@@ -50,6 +52,8 @@ ADAPTERS: dict[str, tuple[str, list[str], list[str]]] = {
     "ag2": ("ag2", ["ag2==0.10.0"], []),
     "dspy": ("dspy", ["dspy==3.0.0"], []),
     "camel": ("camel", ["camel-ai==0.2.80"], []),
+    # 0.1.65 predates mcp 2 support: its floor runs on mcp 1.x
+    "claude_agent_sdk": ("claude-agent-sdk", ["claude-agent-sdk==0.1.65", "mcp<2"], ["anyio"]),
 }
 
 
@@ -65,6 +69,26 @@ def core(session: nox.Session) -> None:
     """Core tests: the package and pytest (+ hypothesis), nothing else."""
     session.install("-e", ".", "pytest", "hypothesis")
     _pytest(session, "tests/core")
+
+
+# The SQLite versions the core is tested on besides the one this Python links: the
+# oldest we accept (see storage/driver.py MIN_SQLITE) and a current one, each from the
+# pysqlite3-binary wheel that bundles it.
+SQLITE_PINS = {"sqlite-oldest": "pysqlite3-binary==0.4.7.post8",   # SQLite 3.39.4
+               "sqlite-newest": "pysqlite3-binary==0.5.4.post2"}   # SQLite 3.51.1
+
+
+def _sqlite_session(name: str, pin: str) -> None:
+    @nox.session(name=name, python=PY)
+    def _run(session: nox.Session) -> None:
+        session.install("-e", ".", "pytest", "hypothesis", pin)
+        _pytest(session, "tests/core", env={"ANNEAL_TEST_SQLITE": "pysqlite3"})
+
+    _run.__doc__ = f"The core tests on the SQLite bundled with {pin}."
+
+
+for _sname, _pin in SQLITE_PINS.items():
+    _sqlite_session(_sname, _pin)
 
 
 @nox.session(python=PY)

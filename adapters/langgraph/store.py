@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
 from typing import Any
 
 from langgraph.store.base import (
@@ -28,7 +27,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from anneal_memory import EpisodeType, Store
+from anneal_memory import EpisodeType, Store, clock
 from anneal_memory.errors import ValidationError
 from anneal_memory.types import Episode
 
@@ -100,7 +99,7 @@ class AnnealStore(BaseStore):
             for episode in history:
                 self.store.delete(episode.id)
             return
-        now = datetime.now(timezone.utc).isoformat()
+        now = clock.utcnow().isoformat()
         current = next((e for e in history if not e.superseded_by), None)
         created = (current.metadata or {})[_META]["created_at"] if current else now
         self.store.record(
@@ -166,8 +165,8 @@ def _value(episode: Episode) -> dict[str, Any]:
 def _to_item(episode: Episode, *, score: float | None = None) -> Any:
     meta = _meta(episode)
     fields = dict(namespace=tuple(meta["namespace"]), key=meta["key"], value=dict(meta["value"]),
-                  created_at=datetime.fromisoformat(meta["created_at"]),
-                  updated_at=datetime.fromisoformat(meta["updated_at"]))
+                  created_at=clock.parse_timestamp(meta["created_at"], field="created_at"),
+                  updated_at=clock.parse_timestamp(meta["updated_at"], field="updated_at"))
     return SearchItem(**fields, score=score) if score is not None else Item(**fields)
 
 

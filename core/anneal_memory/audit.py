@@ -6,7 +6,14 @@ mirrored to ``<stem>.audit.jsonl`` (the current ISO week) under a cross-process 
 older weeks are sealed as ``<stem>.audit.<YYYY>-W<WW>.jsonl.gz`` and indexed in
 ``<stem>.audit.manifest.json``. A mirror that fails (disk full) is caught up by the
 next append or by ``AuditTrail.repair``; it is counted in ``audit_write_failures``.
-Entries hold ids and salted content hashes, never content.
+
+Entries hold ids and salted hashes, never content, and by default never labels a
+reader could learn from either: sources, state keys, pattern names, forget reasons,
+reviewers and namespace ids are written as salted hashes too (``hash_label``).
+
+``AuditTrail.verify`` walks the files and the database's copy side by side (see
+``_audit_verify``); ``AuditTrail.head`` gives the newest entry's seq and hash to keep
+elsewhere as an anchor, which ``verify(anchor=...)`` checks.
 """
 
 from __future__ import annotations
@@ -17,19 +24,16 @@ import hashlib
 import json
 import logging
 import os
-import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._fileio import atomic_write_bytes, atomic_write_json, file_lock, sidecar_path
-from .clock import now_iso
+from ._fileio import atomic_write_bytes, atomic_write_json, file_lock, fsync_dir, sidecar_path
+from .clock import iso_week, now_iso
 from .errors import AuditError
-from .storage.legacy import LEGACY_AUDIT_FORMAT
-from .storage.legacy import as_entry as legacy_entry
+from .storage.driver import sqlite_driver
 from .storage.pg_location import pg_dsn
 
 if TYPE_CHECKING:
@@ -39,31 +43,42 @@ log = logging.getLogger("anneal_memory")
 
 GENESIS = "0" * 64
 
+#: how often verify reports progress within one file (entries)
+PROGRESS_EVERY = 5000
 
-def entry_hash(entry: dict[str, Any]) -> str:
+#: The database meta key recording the newest entry known to be in the files.
+MIRRORED_SEQ_KEY = "audit_mirrored_seq"
+
+#: Data keys whose values are labels, not ids or counts: hashed unless the store opts out.
+HASHED_KEYS: frozenset[str] = frozenset({
+    "source", "source_id", "state_key", "key", "reviewer", "namespace", "pattern",
+    "patterns", "pattern_name", "level_capped", "uncorroborated", "omitted_patterns",
+})
+#: Keys hashed only in some events (elsewhere ``reason`` is a stable code).
+HASHED_IN_EVENT: dict[str, frozenset[str]] = {"gov_forget": frozenset({"reason"})}
+
+
+def entry_hash(entry: Mapping[str, Any]) -> str:
     """Hash of an entry's canonical JSON, every field but ``hash`` itself."""
-    body = {k: entry[k] for k in ("seq", "ts", "actor", "event", "data", "prev_hash")}
+    body = {k: entry.get(k) for k in ("seq", "ts", "actor", "event", "data", "prev_hash")}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def content_hash(salt: str, text: str) -> str:
     """Salted SHA-256 of content: proves what was written without revealing it."""
-    return hashlib.sha256((salt + "\x00" + text).encode("utf-8")).hexdigest()
+    return hashlib.sha256((salt + "\x00" + text).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _week_of(ts: str) -> str:
-    try:
-        d = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    except ValueError:
-        return "unknown"
-    y, w, _ = d.isocalendar()
-    return f"{y}-W{w:02d}"
+def _week_of(ts: Any) -> str | None:
+    return iso_week(ts) if isinstance(ts, str) else None
 
 
 @dataclass
 class AuditVerifyResult:
-    """Outcome of walking the whole chain."""
+    """Outcome of walking the whole chain. ``chain_break_at`` is the seq of the first
+    entry that does not check out; ``chain_break_file`` the file (or ``database``,
+    ``anchor``) where it was found."""
 
     valid: bool
     total_entries: int
@@ -73,16 +88,34 @@ class AuditVerifyResult:
     reason: str | None = None
     unmirrored_entries: int = 0
     files: list[str] = field(default_factory=list)
+    anchor: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class AuditHead:
+    """The newest entry of a chain: keep ``seq`` and ``hash`` elsewhere as an anchor."""
+
+    seq: int
+    hash: str
+    ts: str | None
+    store_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return f"{self.seq}:{self.hash}"
 
 
 class AuditPaths:
     def __init__(self, db_path: str | Path) -> None:
         self.db = Path(db_path)
+        if not self.db.name:
+            raise AuditError(f"{str(db_path)!r} names no store file: pass the path of the "
+                             "store's database (e.g. ./memory.db)")
         self.active = sidecar_path(db_path, ".audit.jsonl")
         self.manifest = sidecar_path(db_path, ".audit.manifest.json")
         self.lock = sidecar_path(db_path, ".audit.lock")
@@ -90,19 +123,29 @@ class AuditPaths:
     def sealed(self, week: str) -> Path:
         return sidecar_path(self.db, f".audit.{week}.jsonl.gz")
 
+    def unused_sealed(self, week: str) -> Path:
+        """The sealed file name for ``week``, never one that exists: a week sealed twice
+        (the clock stepped back) gets ``<week>.2``, ``<week>.3``..."""
+        target, n = self.sealed(week), 1
+        while target.exists():
+            n += 1
+            target = self.sealed(f"{week}.{n}")
+        return target
 
-def _load_manifest(paths: AuditPaths) -> dict[str, Any]:
+
+def load_manifest(paths: AuditPaths) -> dict[str, Any]:
     if not paths.manifest.exists():
         return {"version": 1, "files": [], "active_week": None}
     try:
         data = json.loads(paths.manifest.read_text("utf-8"))
-        if not isinstance(data, dict) or not isinstance(data.get("files"), list):
+        if not isinstance(data, dict) or not isinstance(data.get("files"), list) or not all(
+                isinstance(f, dict) and isinstance(f.get("file"), str) for f in data["files"]):
             raise ValueError("bad shape")
         return data
     except (OSError, ValueError) as exc:
         raise AuditError(
-            f"the audit manifest {str(paths.manifest)!r} is unreadable ({exc}): run "
-            "'anneal-memory audit-repair' to rebuild it"
+            f"the audit manifest {str(paths.manifest)!r} is unreadable ({exc}): "
+            "AuditTrail.repair rebuilds it from the database's copy of the chain"
         ) from None
 
 
@@ -115,34 +158,19 @@ def _read_lines(path: Path) -> list[str]:
     return path.read_text("utf-8").splitlines()
 
 
-def _db_entries(db: Path) -> list[dict[str, Any]]:
-    """The database's copy of the chain (empty when the database cannot be read)."""
-    if not db.exists():
-        return []
-    try:
-        conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True)
-        try:
-            rows = conn.execute("SELECT seq, ts, actor, event, data, prev_hash, hash "
-                                "FROM audit_log ORDER BY seq").fetchall()
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError:
-        return []
-    return [{"seq": r[0], "ts": r[1], "actor": r[2], "event": r[3], "data": json.loads(r[4]),
-             "prev_hash": r[5], "hash": r[6]} for r in rows]
-
-
 class AuditTrail:
     """Appends entries for one Store and verifies any store's trail."""
 
     def __init__(self, backend: Backend, db_path: str | Path, *, salt: str,
                  on_event: Callable[[dict[str, Any]], Any] | None = None,
-                 enabled: bool = True) -> None:
+                 enabled: bool = True, hash_labels: bool = True) -> None:
         self.backend = backend
         self.paths = AuditPaths(db_path)
         self.salt = salt
         self.on_event = on_event
         self.enabled = enabled
+        #: write sources, keys, names, reasons, reviewers and namespaces as salted hashes
+        self.hash_labels = hash_labels
         self._pending: list[dict[str, Any]] = []
         self.write_failures_this_process = 0
         self._unmirrored = 0
@@ -155,6 +183,25 @@ class AuditTrail:
     def hash_content(self, text: str) -> str:
         return content_hash(self.salt, text)
 
+    def hash_label(self, value: Any) -> Any:
+        """A label as the trail writes it: a salted hash of its text (lists and the
+        fields of a namespace dict one by one; None, numbers and booleans as they are).
+        Compare with ``hash_label(the label you expect)``."""
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        if isinstance(value, Mapping):
+            return {k: self.hash_label(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.hash_label(v) for v in value]
+        return content_hash(self.salt, "label\x00" + str(value))
+
+    def redact(self, event: str, data: Mapping[str, Any]) -> dict[str, Any]:
+        """``data`` with its labels hashed (see ``HASHED_KEYS``)."""
+        if not self.hash_labels:
+            return dict(data)
+        keys = HASHED_KEYS | HASHED_IN_EVENT.get(event, frozenset())
+        return {k: self.hash_label(v) if k in keys else v for k, v in data.items()}
+
     def append(self, event: str, data: dict[str, Any], *, actor: str = "agent") -> dict[str, Any] | None:
         """Add an entry inside the caller's open transaction."""
         if not self.enabled:
@@ -163,7 +210,7 @@ class AuditTrail:
             raise AuditError("internal: audit append outside a transaction")
         seq, prev = self.backend.audit_tip()
         entry = {"seq": seq + 1, "ts": now_iso(), "actor": actor, "event": event,
-                 "data": data, "prev_hash": prev}
+                 "data": self.redact(event, data), "prev_hash": prev}
         entry["hash"] = entry_hash(entry)
         self.backend.audit_insert(entry)
         self._pending.append(entry)
@@ -214,34 +261,64 @@ class AuditTrail:
             return False
 
     def mirror(self) -> int:
-        """Append every committed entry the files lack; rotate at week boundaries."""
+        """Append every committed entry the files lack; rotate when the week moves on.
+
+        A week is sealed once: entries stamped with an earlier week (the clock stepped
+        back) stay in the active file, and a sealed file is never overwritten. After the
+        files are durable, the database records how far they reach (``MIRRORED_SEQ_KEY``),
+        so a cut at the end of the files is caught by ``verify``.
+        """
         if not getattr(self.backend, "mirrors_audit_to_files", True):
             return 0  # a server database keeps the one chain every host shares
         with file_lock(self.paths.lock):
-            manifest = _load_manifest(self.paths)
-            sealed_last = manifest["files"][-1]["last_seq"] if manifest["files"] else 0
+            manifest = load_manifest(self.paths)
+            sealed = manifest["files"]
+            sealed_last = int(sealed[-1]["last_seq"]) if sealed else 0
             first, last_entry = self._active_bounds(sealed_last)
-            last = last_entry["seq"] if last_entry else sealed_last
-            active_week = _week_of(first["ts"]) if first else manifest.get("active_week")
+            last = int(last_entry["seq"]) if last_entry else sealed_last
             new = self.backend.audit_entries(after_seq=last)
-            if not new:
-                return 0
-            buf: list[str] = []
-            has_active = first is not None
-            for e in new:
-                week = _week_of(e["ts"])
-                if active_week is not None and week != active_week and (has_active or buf):
-                    self._write_active_append(buf)
-                    buf = []
-                    self._rotate(manifest, active_week)
-                    has_active = False
-                active_week = week
-                buf.append(json.dumps(e, sort_keys=True, ensure_ascii=False))
-            self._write_active_append(buf)
-            if manifest.get("active_week") != active_week:
-                manifest["active_week"] = active_week
-                atomic_write_json(self.paths.manifest, manifest)
-            return len(new)
+            if new:
+                marks = [w for w in (manifest.get("active_week"),
+                                     sealed[-1].get("week") if sealed else None,
+                                     _week_of(first["ts"]) if first else None,
+                                     _week_of(last_entry.get("ts")) if last_entry else None)
+                         if isinstance(w, str)]
+                high = max(marks) if marks else None  # ISO week labels sort in time order
+                buf: list[str] = []
+                has_active = first is not None
+                for e in new:
+                    week = _week_of(e["ts"]) or high
+                    if high is not None and week is not None and week > high and (has_active or buf):
+                        self._write_active_append(buf)
+                        buf = []
+                        self._rotate(manifest)
+                        has_active = False
+                    if week is not None and (high is None or week > high):
+                        high = week
+                    buf.append(json.dumps(e, sort_keys=True, ensure_ascii=False))
+                self._write_active_append(buf)
+                if manifest.get("active_week") != high:
+                    manifest["active_week"] = high
+                    atomic_write_json(self.paths.manifest, manifest)
+                last = int(new[-1]["seq"])
+        self._record_mirrored(last)
+        return len(new)
+
+    def _record_mirrored(self, seq: int) -> None:
+        """Note in the database that the files hold every entry up to ``seq``."""
+        b = self.backend
+        if b.read_only or not seq:
+            return
+        try:
+            known = int(b.get_meta(MIRRORED_SEQ_KEY) or 0)
+        except ValueError:
+            known = 0
+        if seq <= known:
+            return
+        with b.transaction():
+            current = b.get_meta(MIRRORED_SEQ_KEY)
+            if not current or not current.isdigit() or int(current) < seq:
+                b.set_meta(MIRRORED_SEQ_KEY, str(seq))
 
     def _active_bounds(self, sealed_last: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """First and last entries of the active file, reading only its ends. A torn last
@@ -268,7 +345,8 @@ class AuditTrail:
             last_line = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
             last = json.loads(last_line)
         except ValueError:
-            return None, {"seq": sealed_last}
+            raise AuditError(f"the active audit file {p.name} is damaged: run "
+                             "'anneal-memory audit verify', then 'audit-repair'") from None
         if int(first.get("seq", 0)) <= sealed_last:
             atomic_write_bytes(p, b"")
             return None, None
@@ -277,23 +355,27 @@ class AuditTrail:
     def _write_active_append(self, lines: list[str]) -> None:
         if not lines:
             return
+        new_file = not self.paths.active.exists()
         with open(self.paths.active, "a", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
             fh.flush()
+            os.fsync(fh.fileno())
+        if new_file:
+            fsync_dir(self.paths.active.parent)
 
-    def _rotate(self, manifest: dict[str, Any], week: str) -> None:
-        lines = _read_lines(self.paths.active)
+    def _rotate(self, manifest: dict[str, Any]) -> None:
+        lines = [x for x in _read_lines(self.paths.active) if x.strip()]
         if not lines:
             return
         entries = [json.loads(x) for x in lines]
-        target = self.paths.sealed(week)
+        week = _week_of(entries[0].get("ts")) or manifest.get("active_week") or "unknown"
+        target = self.paths.unused_sealed(week)
         atomic_write_bytes(target, gzip.compress(("\n".join(lines) + "\n").encode("utf-8")))
         manifest["files"].append({
             "file": target.name, "week": week, "first_seq": entries[0]["seq"],
             "last_seq": entries[-1]["seq"], "entries": len(entries),
             "first_prev_hash": entries[0]["prev_hash"], "last_hash": entries[-1]["hash"],
         })
-        manifest["active_week"] = None
         atomic_write_json(self.paths.manifest, manifest)
         atomic_write_bytes(self.paths.active, b"")
 
@@ -302,120 +384,69 @@ class AuditTrail:
     def iter_entries(db_path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
         """(file name, entry) for every entry, oldest first: the files, then any committed
         entries the files do not hold yet (file name "database")."""
+        from ._audit_verify import file_entries
+
         if pg_dsn(db_path) is not None:
             with _server_backend(db_path) as backend:
                 entries = backend.audit_entries()
             yield from (("database", e) for e in entries)
             return
         paths = AuditPaths(db_path)
-        manifest = _load_manifest(paths)
-        files = [paths.db.parent / f["file"] for f in manifest["files"]] + [paths.active]
-        formats = [f.get("format") for f in manifest["files"]] + [None]
         last = 0
-        for f, fmt in zip(files, formats):
-            for line in _read_lines(f):
-                if line.strip():
-                    e = json.loads(line)
-                    if fmt == LEGACY_AUDIT_FORMAT:  # written by 1.0.2, kept verbatim
-                        e = legacy_entry(e, line)
-                    last = max(last, int(e.get("seq", 0)))
-                    yield f.name, e
-        for e in _db_entries(paths.db):
-            if e["seq"] > last:
-                yield "database", e
+        for name, e in file_entries(paths, load_manifest(paths), strict=False):
+            last = max(last, int(e.get("seq", 0)))
+            yield name, e
+        for e in _db_entries_after(paths.db, last):
+            yield "database", e
 
     @staticmethod
-    def verify(db_path: str | Path,
-               progress: Callable[[str, int], None] | None = None) -> AuditVerifyResult:
-        """Walk every file of the chain (and the database's copy) and report the first
-        entry that does not check out."""
+    def verify(db_path: str | Path, progress: Callable[[str, int], None] | None = None,
+               *, anchor: Any = None) -> AuditVerifyResult:
+        """Walk the files and the database's copy side by side and report the first
+        entry that does not check out (see ``_audit_verify``). ``anchor``: an entry kept
+        elsewhere (``AuditTrail.head(...)``, its dict or text, ``SEQ:HASH``, a hash, or a
+        file holding one) that the chain must still contain."""
+        from ._audit_verify import verify_entries, verify_files
+
         if pg_dsn(db_path) is not None:
             with _server_backend(db_path) as backend:
-                return verify_database(backend)
+                return verify_entries(_paged(backend), anchor=anchor)
+        return verify_files(db_path, progress, anchor)
+
+    @staticmethod
+    def head(db_path: str | Path) -> AuditHead:
+        """The newest entry of the chain (the database's copy, else the files)."""
+        if pg_dsn(db_path) is not None:
+            with _server_backend(db_path) as backend:
+                seq, h = backend.audit_tip()
+                tail = backend.audit_entries(after_seq=seq - 1, limit=1) if seq else []
+                return AuditHead(seq, h, tail[0]["ts"] if tail else None,
+                                 backend.get_meta("store_id"))
         paths = AuditPaths(db_path)
-        try:
-            manifest = _load_manifest(paths)
-        except AuditError as exc:
-            return AuditVerifyResult(False, 0, 0, None, paths.manifest.name, str(exc))
-        files = [paths.db.parent / f["file"] for f in manifest["files"]]
-        files.append(paths.active)
-        prev_hash, prev_seq, total, nfiles = GENESIS, 0, 0, 0
-        seen: dict[int, str] = {}
-        first = True
-        for f, meta in zip(files, manifest["files"] + [None]):
-            if progress is not None:
-                progress(f.name, total)
-            if not f.exists():
-                if meta is not None:
-                    return AuditVerifyResult(False, total, nfiles, meta["first_seq"], f.name,
-                                             "sealed audit file is missing")
-                continue
-            try:
-                lines = _read_lines(f)
-            except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
-                return AuditVerifyResult(False, total, nfiles, prev_seq + 1, f.name,
-                                         f"unreadable: {exc}")
-            nfiles += 1
-            legacy = meta is not None and meta.get("format") == LEGACY_AUDIT_FORMAT
-            for line in lines:
-                if not line.strip():
-                    continue
-                try:
-                    e = json.loads(line)
-                    if legacy:  # 1.0.2 chained each line's hash into the next prev_hash
-                        e = legacy_entry(e, line)
-                    seq = int(e["seq"])
-                except (ValueError, KeyError, TypeError):
-                    return AuditVerifyResult(False, total, nfiles, prev_seq + 1, f.name,
-                                             "malformed entry")
-                if first and seq != 1:
-                    # the trail may start after a retention cut: trust its first link
-                    prev_seq, prev_hash = seq - 1, e.get("prev_hash", GENESIS)
-                first = False
-                if seq != prev_seq + 1:
-                    return AuditVerifyResult(False, total, nfiles, prev_seq + 1, f.name,
-                                             f"entry {prev_seq + 1} is missing or out of order")
-                if e.get("prev_hash") != prev_hash:
-                    return AuditVerifyResult(False, total, nfiles, seq, f.name,
-                                             "prev_hash does not match the previous entry")
-                if not legacy and e.get("hash") != entry_hash(e):
-                    return AuditVerifyResult(False, total, nfiles, seq, f.name,
-                                             "entry content does not match its hash")
-                prev_hash, prev_seq = e["hash"], seq
-                seen[seq] = e["hash"]
-                total += 1
-        # Cross-check against the database's copy; entries not yet mirrored continue the walk.
-        unmirrored = 0
-        if paths.db.exists():
-            for e in _db_entries(paths.db):
-                seq, h, ph = e["seq"], e["hash"], e["prev_hash"]
-                if seq in seen:
-                    if seen[seq] != h:
-                        return AuditVerifyResult(False, total, nfiles, seq, paths.active.name,
-                                                 "file entry differs from the database's copy")
-                    continue
-                if seq <= prev_seq:
-                    continue
-                if seq != prev_seq + 1 or ph != prev_hash or entry_hash(e) != h:
-                    return AuditVerifyResult(False, total, nfiles, seq, "database",
-                                             "database chain breaks")
-                prev_hash, prev_seq = h, seq
-                total += 1
-                unmirrored += 1
-        return AuditVerifyResult(True, total, nfiles, None, None, None, unmirrored,
-                                 [f.name for f in files if f.exists()])
+        if paths.db.exists() and not paths.db.is_file():
+            raise AuditError(f"{str(paths.db)!r} is not a store file: pass the store's database")
+        last: dict[str, Any] | None = None
+        for _name, e in AuditTrail.iter_entries(db_path):
+            last = e
+        store_id = _db_meta(paths.db, "store_id")
+        if last is None:
+            return AuditHead(0, GENESIS, None, store_id)
+        return AuditHead(int(last["seq"]), str(last["hash"]), last.get("ts"), store_id)
 
     @staticmethod
     def repair(db_path: str | Path, backend: Backend, *, force: bool = False) -> dict[str, Any]:
         """Rebuild the JSONL files and manifest from the database's copy of the chain.
 
         A trail that verifies is left as it is (only missing entries are mirrored) unless
-        ``force``; otherwise its files are set aside, never deleted, and rebuilt.
+        ``force``; otherwise its files are set aside, never deleted, and rebuilt. The
+        result says whether the trail verifies afterwards (``valid``) and, if not, why:
+        a database copy that is itself broken cannot be repaired from.
         """
         paths = AuditPaths(db_path)
         if not force and AuditTrail.verify(db_path).valid:
             written = AuditTrail(backend, db_path, salt="").mirror()
             return {"rebuilt_entries": 0, "mirrored_entries": written, "set_aside": [],
+                    "valid": True, "reason": None,
                     "status": "the trail verifies: nothing to repair"}
         with file_lock(paths.lock):
             set_aside: list[str] = []
@@ -424,12 +455,60 @@ class AuditTrail:
                     paths.db.stem + ".audit.*.jsonl.gz")]:
                 if f.exists():
                     dest = f.with_name(f.name + f".set-aside-{stamp}")
+                    n = 1
+                    while dest.exists():
+                        n += 1
+                        dest = f.with_name(f.name + f".set-aside-{stamp}-{n}")
                     os.replace(f, dest)
                     set_aside.append(dest.name)
-        trail = AuditTrail(backend, db_path, salt="")
-        written = trail.mirror()
+        with contextlib.suppress(Exception), backend.transaction():
+            backend.set_meta(MIRRORED_SEQ_KEY, None)
+        written = AuditTrail(backend, db_path, salt="").mirror()
+        after = AuditTrail.verify(db_path)
+        status = ("rebuilt from the database's copy of the chain" if after.valid else
+                  f"rebuilt, but the trail still does not verify: {after.reason} (entry "
+                  f"{after.chain_break_at} in {after.chain_break_file})")
         return {"rebuilt_entries": written, "mirrored_entries": written, "set_aside": set_aside,
-                "status": "rebuilt from the database's copy of the chain"}
+                "valid": after.valid, "reason": after.reason, "status": status}
+
+
+def _db_meta(db: Path, key: str) -> str | None:
+    conn = _ro_connect(db)
+    if conn is None:
+        return None
+    try:
+        r = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if r is None else str(r[0])
+    except Exception:
+        return None
+    finally:
+        conn.close()
+
+
+def _ro_connect(db: Path) -> Any:
+    if not db.is_file() or db.stat().st_size == 0:
+        return None
+    sqlite3 = sqlite_driver()
+    try:
+        return sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True)
+    except sqlite3.DatabaseError:
+        return None
+
+
+def _db_entries_after(db: Path, after: int) -> list[dict[str, Any]]:
+    """The database's entries after ``after`` (empty when it cannot be read)."""
+    conn = _ro_connect(db)
+    if conn is None:
+        return []
+    try:
+        rows = conn.execute("SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log "
+                            "WHERE seq > ? ORDER BY seq", (after,)).fetchall()
+        return [{"seq": r[0], "ts": r[1], "actor": r[2], "event": r[3], "data": json.loads(r[4]),
+                 "prev_hash": r[5], "hash": r[6]} for r in rows]
+    except (sqlite_driver().DatabaseError, ValueError):
+        return []
+    finally:
+        conn.close()
 
 
 @contextlib.contextmanager
@@ -443,25 +522,19 @@ def _server_backend(location: Any) -> Iterator[Any]:
         backend.close()
 
 
-def verify_database(backend: Any, page: int = 5000) -> AuditVerifyResult:
-    """Walk the chain a backend stores (the whole trail of a PostgreSQL store)."""
-    prev_seq, prev_hash, total, first = 0, GENESIS, 0, True
+def _paged(backend: Any, page: int = 5000) -> Iterator[dict[str, Any]]:
+    after = 0
     with backend.read():
         while True:
-            entries = backend.audit_entries(after_seq=prev_seq, limit=page)
-            for e in entries:
-                if first and e["seq"] != 1:  # the trail may start after a retention cut
-                    prev_seq, prev_hash = e["seq"] - 1, e["prev_hash"]
-                first = False
-                reason = ("entry is missing or out of order" if e["seq"] != prev_seq + 1 else
-                          "prev_hash does not match the previous entry"
-                          if e["prev_hash"] != prev_hash else
-                          "entry content does not match its hash"
-                          if e["hash"] != entry_hash(e) else None)
-                if reason:
-                    return AuditVerifyResult(False, total, 0, prev_seq + 1, "database", reason)
-                prev_seq, prev_hash = e["seq"], e["hash"]
-                total += 1
+            entries = backend.audit_entries(after_seq=after, limit=page)
+            yield from entries
             if len(entries) < page:
-                break
-    return AuditVerifyResult(True, total, 0, None, None, None, 0, ["database"])
+                return
+            after = int(entries[-1]["seq"])
+
+
+def verify_database(backend: Any, page: int = 5000) -> AuditVerifyResult:
+    """Walk the chain a backend stores (the whole trail of a PostgreSQL store)."""
+    from ._audit_verify import verify_entries
+
+    return verify_entries(_paged(backend, page))

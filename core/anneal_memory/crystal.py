@@ -26,8 +26,10 @@ from datetime import date
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
+from .clock import as_date
+from .clock import stamp as utc_now
 from .errors import EpisodeNotFoundError, ValidationError, WrapInProgressError
-from .spores import JsonSidecar, as_date, check_list_of_objects, require_choice, utc_now
+from .spores import JsonSidecar, check_list_of_objects, require_choice
 from .text import first_clause, is_meaningful, meaningful_words, query_terms
 from .types import FieldMapping
 

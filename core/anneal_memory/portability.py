@@ -14,8 +14,11 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import trust as trust_mod
+from ._identity import episode_id_key, is_canonical_id
+from ._inputs import json_text, load_json, storable_text
 from .clock import normalize_timestamp, now_iso
 from .errors import ValidationError
+from .facts import validate_state_key
 from .storage.base import EpisodeRow
 from .storage.legacy import adopt_export, is_legacy_export
 from .types import EpisodeType, coerce_trust
@@ -70,38 +73,63 @@ def export_store(store: Store) -> dict[str, Any]:
     }
 
 
-def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
+def _load(data: Any) -> Any:
     if isinstance(data, (str, bytes)):
-        try:
-            data = json.loads(data)
-        except ValueError as exc:
-            raise ValidationError(f"the import is not valid JSON ({exc}): pass an export "
-                                  "written by 'anneal-memory export'") from None
+        return load_json(data, "the import")
+    return data
+
+
+def _check_version(data: Mapping[str, Any]) -> None:
+    # format_version since 2.0 (``version`` is then the package's); ``version`` before
+    fmt, version = data.get("format", FORMAT), data.get("format_version", data.get("version", 1))
+    if isinstance(version, str) and version.strip().isascii() and version.strip().isdigit():
+        version = int(version.strip())  # "1" as written by hand
+    if fmt != FORMAT:
+        raise ValidationError(f"the import's format {str(fmt)[:60]!r} is not {FORMAT!r}: pass "
+                              "a file written by 'anneal-memory export'")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValidationError(f"the import's version {str(version)[:60]!r} is not a format "
+                              f"version (a whole number such as {VERSION})")
+    if version > VERSION:
+        raise ValidationError(f"the import is format version {version}, newer than this "
+                              f"package reads ({VERSION}): upgrade anneal-memory")
+
+
+def _check_id(eid: Any, where: str) -> str:
+    if not isinstance(eid, str) or not eid.strip():
+        raise ValidationError(f"{where} has no usable id")
+    storable_text(eid, f"{where} id")
+    if not is_canonical_id(eid):
+        hint = episode_id_key(eid)
+        raise ValidationError(
+            f"{where} id {eid[:70]!r} is not canonical: ids are 1 to 64 lower-case letters, "
+            "digits, '.', '_' or '-'" + (f" (did you mean {hint[:70]!r}?)"
+                                         if is_canonical_id(hint) else ""))
+    return eid
+
+
+def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
+    data = _load(data)
     if is_legacy_export(data):  # written by anneal-memory 1.0.2
         data = adopt_export(dict(data))
     if not isinstance(data, Mapping) or not isinstance(data.get("episodes"), list):
         raise ValidationError("the import is not an anneal-memory export: it needs an "
                               "'episodes' list (write one with 'anneal-memory export')")
-    version = data.get("format_version", data.get("version", 1))
-    if (data.get("format", FORMAT) != FORMAT or not isinstance(version, int)
-            or isinstance(version, bool) or version > VERSION):
-        raise ValidationError("the import's format or version is not one this package reads: "
-                              "upgrade anneal-memory")
+    _check_version(data)
     out = []
     seen: set[str] = set()
     for i, e in enumerate(data["episodes"]):
         where = f"episode {i}"
         if not isinstance(e, Mapping):
             raise ValidationError(f"{where} is not an object")
-        eid = e.get("id")
-        if not isinstance(eid, str) or not eid.strip() or len(eid) > 64:
-            raise ValidationError(f"{where} has no usable id")
+        eid = _check_id(e.get("id"), where)
         if eid in seen:
             raise ValidationError(f"{where}: id {eid} appears twice in the import")
         seen.add(eid)
         content = e.get("content")
         if not isinstance(content, str) or not content.strip():
             raise ValidationError(f"{where} ({eid}) has empty content")
+        storable_text(content, f"{where} ({eid}) content")
         etype = EpisodeType.coerce(e.get("type", ""))
         ts = normalize_timestamp(e.get("timestamp") or "", field=f"{where} timestamp")
         label = coerce_trust(e.get("trust") or "agent")
@@ -109,26 +137,40 @@ def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
         meta = e.get("metadata")
         if meta is not None and not isinstance(meta, Mapping):
             raise ValidationError(f"{where} ({eid}) metadata must be an object")
+        source = storable_text(str(e.get("source") or "agent"), f"{where} ({eid}) source")
+        session = e.get("session_id")
+        if session is not None:
+            session = storable_text(str(session), f"{where} ({eid}) session_id")
+        key = e.get("state_key") or None
+        if key is not None:
+            key = validate_state_key(key)
+        derived = e.get("derived_from") or []
+        if not isinstance(derived, list):
+            raise ValidationError(f"{where} ({eid}) derived_from must be a list of ids")
         out.append({"id": eid, "timestamp": ts, "type": etype.value, "content": content,
-                    "source": str(e.get("source") or "agent"),
-                    "session_id": e.get("session_id"),
-                    "metadata": json.dumps(meta, ensure_ascii=False, sort_keys=True) if meta else None,
-                    "trust": label, "state_key": e.get("state_key") or None,
-                    "derived_from": [str(x) for x in (e.get("derived_from") or [])],
+                    "source": source, "session_id": session,
+                    "metadata": json_text(dict(meta), f"{where} ({eid}) metadata") if meta else None,
+                    "trust": label, "state_key": key,
+                    "derived_from": [storable_text(str(x), f"{where} ({eid}) derived_from")
+                                     for x in derived],
                     "wrapped": bool(e.get("wrapped"))})
     out.sort(key=lambda it: it["timestamp"])  # stored oldest first, whatever the file's order
     return out
 
 
+def _deleted(store: Store, ids: list[str]) -> set[str]:
+    """The ids among ``ids`` that a tombstone covers, compared in canonical form, so an
+    id re-spelt (other case, a stray space, a lookalike letter) is still refused."""
+    b = store.backend
+    exact = set(b.tombstones(ids))
+    wanted = {episode_id_key(i): i for i in ids}
+    folded = {wanted[k] for k in (episode_id_key(t) for t in b.tombstones()) if k in wanted}
+    return exact | folded
+
+
 def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "library",
                  progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    if isinstance(data, (str, bytes)):
-        try:
-            doc = json.loads(data)
-        except ValueError as exc:
-            raise ValidationError(f"the import is not valid JSON ({exc})") from None
-    else:
-        doc = data
+    doc = _load(data)
     if is_legacy_export(doc):
         doc = adopt_export(dict(doc))
     items = _validate(store, doc)
@@ -137,7 +179,7 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
     skipped: list[str] = []
     refused_deleted: list[str] = []
     with store._write():
-        tombs = b.tombstones([i["id"] for i in items])
+        tombs = _deleted(store, [i["id"] for i in items])
         present = b.get_episodes([i["id"] for i in items])
         for done, it in enumerate(items, 1):
             if progress is not None and (done % 1000 == 0 or done == len(items)):

@@ -8,7 +8,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from . import facts
-from .clock import parse_since
+from ._inputs import storable_text, whole_number
+from .clock import parse_since, seconds_between
 from .errors import ValidationError
 from .storage.base import SearchFilters
 from .text import meaningful_words, query_terms
@@ -22,13 +23,13 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from .continuity.durable import DurableFact
+    from .crystal import PatternMatch
     from .store import Store
 
 
 def _int_arg(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValidationError(f"{name} must be a whole number >= {minimum}, not {value!r}")
-    return value
+    return whole_number(value, name, minimum=minimum)
 
 
 def build_filters(since: Any = None, until: Any = None, episode_type: Any = None,
@@ -37,7 +38,7 @@ def build_filters(since: Any = None, until: Any = None, episode_type: Any = None
         since=parse_since(since, field="since") if since is not None else None,
         until=parse_since(until, field="until") if until is not None else None,
         episode_type=EpisodeType.coerce(episode_type).value if episode_type is not None else None,
-        source=source if source else None,
+        source=storable_text(source, "source") if source else None,
         include_superseded=bool(include_superseded),
     )
 
@@ -89,8 +90,8 @@ def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
 
 def _seconds_apart(a: str, b: str) -> float:
     try:
-        return abs((datetime.fromisoformat(a) - datetime.fromisoformat(b)).total_seconds())
-    except ValueError:
+        return seconds_between(a, b)
+    except ValidationError:
         return float("inf")
 
 
@@ -101,8 +102,8 @@ def keyword_recall(store: Store, *, since: str | datetime | None = None,
                    context: bool = True) -> RecallResult:
     limit = _int_arg(limit, "limit", 0)
     offset = _int_arg(offset, "offset", 0)
-    if keyword is not None and not isinstance(keyword, str):
-        raise ValidationError("keyword must be a string")
+    if keyword is not None:
+        storable_text(keyword, "keyword", allow_empty=True)
     filters = build_filters(since, until, episode_type, source, include_superseded)
     params: dict[str, Any] = {
         "since": filters.since, "until": filters.until, "episode_type": filters.episode_type,
@@ -155,14 +156,13 @@ def retrieve_relevant(store: Store, crystal_store: Any, query: str, *, max_patte
     many minutes before ``now``. ``today`` and ``associative`` are accepted as in 1.0.2
     (recall reads no association links); ``durable=False`` is ``include_facts=False``.
     """
-    if not isinstance(query, str):
-        raise ValidationError("query must be a string")
+    storable_text(query, "query", allow_empty=True)
     if mode not in RETRIEVAL_MODES:
         raise ValidationError(f"unknown recall mode {mode!r}: use prompt or query")
     max_patterns = _int_arg(max_patterns, "max_patterns", 0)
     max_episodes = _int_arg(max_episodes, "max_episodes", 0)
     terms = query_terms(query)
-    patterns: list[Any] = []
+    patterns: list[PatternMatch] = []
     if crystal_store is not None and max_patterns and query.strip():
         from .crystal import retrieve_patterns
 
@@ -250,7 +250,7 @@ def _scored_episodes(store: Store, query: str, terms: list[str], k: int, episode
     return out
 
 
-def _cued_facts(store: Store, query: str) -> list[Any]:
+def _cued_facts(store: Store, query: str) -> list[DurableFact]:
     text = store.load_continuity()
     if not text:
         return []

@@ -28,11 +28,14 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
 from ._fileio import atomic_write_json, file_lock, sidecar_path
+from ._inputs import json_text
+from .clock import as_date
+from .clock import stamp as utc_now
 from .errors import SidecarError, ValidationError
 from .types import FieldMapping
 
@@ -65,20 +68,6 @@ RESTING_DAYS = 7
 # --------------------------------------------------------------------------- helpers
 
 
-def as_date(value: date | str | None) -> date:
-    """A ``date`` from a date, a ``YYYY-MM-DD`` string, or None (today)."""
-    if value is None:
-        return date.today()
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    try:
-        return date.fromisoformat(str(value)[:10])
-    except ValueError:
-        raise ValidationError(f"bad date {value!r}: use YYYY-MM-DD") from None
-
-
 def optional_date(value: date | str | None, what: str) -> str | None:
     """Validate an optional date argument; '' and None both mean "no date"."""
     if value is None or value == "":
@@ -87,10 +76,6 @@ def optional_date(value: date | str | None, what: str) -> str | None:
         return as_date(value).isoformat()
     except ValidationError:
         raise ValidationError(f"{what} must be a date YYYY-MM-DD, got {value!r}") from None
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def require_text(value: object, what: str) -> str:
@@ -182,7 +167,10 @@ class JsonSidecar:
             before = json.dumps(data, sort_keys=True)
             yield data
             data["schema_version"] = self.schema_version
-            if json.dumps(data, sort_keys=True) != before:
+            after = json.dumps(data, sort_keys=True)
+            if after != before:
+                # refuse text no file can hold (a lone surrogate) before writing anything
+                json_text(data, f"the {self.path.name} update")
                 atomic_write_json(self.path, data)
 
 

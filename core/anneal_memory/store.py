@@ -7,26 +7,30 @@ import hashlib
 import json
 import os
 import secrets
-import warnings
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import facts, trust
 from ._fileio import atomic_write_text
+from ._inputs import json_text, storable_text, whole_number
 from .audit import AuditTrail
-from .clock import iso, normalize_timestamp, now_iso, utcnow
+from .clock import ago, iso, normalize_timestamp, now_iso
 from .errors import (
     StoreError,
     StoreLocationError,
     ValidationError,
 )
-from .storage.base import Backend, EpisodeRow
+from .storage.base import ROOT, Backend, EpisodeRow, Scope
 from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.sqlite import SQLiteBackend
 from .store_continuity import ContinuityMixin
 from .types import Episode, EpisodeType, RecallResult, StoreStatus, coerce_trust
+
+if TYPE_CHECKING:
+    from .items import ItemCollection
 
 ENV_DB = "ANNEAL_MEMORY_DB"
 
@@ -42,8 +46,8 @@ def default_db_path() -> Path:
         home = None
     if home is None or str(home) in ("", "~") or not home.is_absolute():
         raise StoreLocationError(
-            "no store path: the home directory cannot be determined; pass --db PATH "
-            f"(library: Store(path)) or set {ENV_DB}"
+            "no store path: the home directory cannot be determined; give the store "
+            f"a path (Store(path)) or set {ENV_DB}"
         )
     return home / ".anneal-memory" / "memory.db"
 
@@ -72,13 +76,18 @@ def _episode(row: EpisodeRow, superseded_by: str | None = None,
 class Store(ContinuityMixin):
     """One agent's episodic memory: a SQLite database plus its sidecar files.
 
-    Not thread-safe: use one Store per thread. Several processes may each open their
-    own Store on the same database.
+    Thread-safe: threads (and the async twins of ``MemorySession``) may share one Store
+    and its scoped views; its calls are serialised on one connection. Several processes
+    may each open their own Store on the same database.
     """
 
-    #: metadata key that carries a namespace stamp; only a scoped view may write it
+    #: metadata key reserved for the namespace (kept in columns since schema 2)
     RESERVED_METADATA_KEY = "_anneal_ns"
-    _writes_namespace_stamp = False
+    #: whose memory this object acts on: the root (no namespace) for a Store
+    scope: Scope = ROOT
+    #: the namespace's tag in sidecar names ("" for the root)
+    ns_tag = ""
+    namespace: Any = None
 
     def __init__(
         self,
@@ -101,6 +110,9 @@ class Store(ContinuityMixin):
             db.parent.mkdir(parents=True, exist_ok=True)
         if db.exists() and db.is_dir():
             raise StoreError(f"{str(db)!r} is a folder: pass the path of a database file")
+        if db.exists() and not db.is_file():  # a FIFO or device would block the open
+            raise StoreError(f"{str(db)!r} is not a regular file (a pipe, socket or device): "
+                             "pass the path of a database file")
         if retention_days is not None and (not isinstance(retention_days, int) or retention_days < 1):
             raise ValidationError("retention_days must be a whole number of days >= 1, or None")
         self.trust_ceiling = coerce_trust(trust_ceiling)
@@ -122,6 +134,7 @@ class Store(ContinuityMixin):
             existed = db.exists() and db.stat().st_size > 0
             self._backend = SQLiteBackend(db, read_only=read_only)
         self._closed = False
+        self._lock = threading.RLock()
         if not read_only:
             with self._backend.transaction():
                 if self._backend.get_meta("store_id") is None:
@@ -168,23 +181,49 @@ class Store(ContinuityMixin):
     def backend(self) -> Backend:
         return self._backend
 
+    def items(self, collection: str) -> ItemCollection:
+        """One named collection of keyed items in this store's namespace (framework
+        state such as a chat history or a key-value store; see :mod:`.items`)."""
+        from .items import ItemCollection
+
+        return ItemCollection(self, collection)
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            from .errors import ReadOnlyStoreError
+
+            raise ReadOnlyStoreError("this store was opened read_only: reopen it to write")
+
+    def scoped(self, namespace: Any) -> Store:
+        """A view of this store limited to one namespace (a mapping with any of
+        ``tenant``, ``user``, ``project``, ``agent``, or a ``MemoryNamespace``): its
+        recall, continuity, wraps, baton and probes are that namespace's alone."""
+        from .governance.scoped import ScopedStore
+
+        return ScopedStore(self, namespace)
+
     @property
     def audit_trail(self) -> AuditTrail:
         return self._audit
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[None]:
-        """A write transaction whose audit entries are mirrored after it commits."""
-        outer = not self._backend.in_transaction
-        try:
-            with self._backend.transaction():
-                yield
-        except BaseException:
+        """A write transaction whose audit entries are mirrored after it commits.
+
+        Held under the store's lock from the first statement to the mirror, so threads
+        sharing one Store (and its scoped views) never see each other's pending entries.
+        """
+        with self._lock:
+            outer = not self._backend.in_transaction
+            try:
+                with self._backend.transaction():
+                    yield
+            except BaseException:
+                if outer:
+                    self._audit.discard_pending()
+                raise
             if outer:
-                self._audit.discard_pending()
-            raise
-        if outer:
-            self._audit.after_commit()
+                self._audit.after_commit()
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[Store]:
@@ -268,25 +307,18 @@ class Store(ContinuityMixin):
             from .errors import ReadOnlyStoreError
 
             raise ReadOnlyStoreError("this store was opened read_only: reopen it to record")
-        if not isinstance(content, str):
-            raise ValidationError(f"content must be a string, not {type(content).__name__}")
-        if not content.strip():
-            raise ValidationError("content is empty: record some text")
-        if "\x00" in content:
-            raise ValidationError("content contains a NUL character: remove it")
+        storable_text(content, "content")
         etype = EpisodeType.coerce(episode_type)
         if not isinstance(source, str) or not source.strip():
             raise ValidationError("source must be a non-empty string such as 'agent'")
+        storable_text(source, "source")
         if metadata is not None:
             if not isinstance(metadata, dict):
                 raise ValidationError("metadata must be a dict (or None)")
-            if self.RESERVED_METADATA_KEY in metadata and not self._writes_namespace_stamp:
-                raise ValidationError(f"metadata key {self.RESERVED_METADATA_KEY!r} is reserved for "
-                                      "namespace stamps written by a scoped view: rename your key")
-            try:
-                meta_text: str | None = json.dumps(metadata, ensure_ascii=False, sort_keys=True)
-            except (TypeError, ValueError) as exc:
-                raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from None
+            if self.RESERVED_METADATA_KEY in metadata:
+                raise ValidationError(f"metadata key {self.RESERVED_METADATA_KEY!r} is reserved "
+                                      "for the namespace: rename your key")
+            meta_text: str | None = json_text(metadata, "metadata")
         else:
             meta_text = None
         ts = now_iso() if timestamp is None else normalize_timestamp(timestamp)
@@ -313,6 +345,9 @@ class Store(ContinuityMixin):
         # Validate links against the store before anything is written.
         if p["supersedes"]:
             facts.validate_explicit_links(self, row, p["supersedes"], p["derived_from"])
+        if p["state_key"]:
+            facts.check_key_trust(self, row, p["state_key"],
+                                  facts.new_episode_trust(self, p["trust"], p["derived_from"]))
         b.insert_episode(row)
         if p["derived_from"]:
             b.add_derivations(eid, p["derived_from"])
@@ -335,8 +370,7 @@ class Store(ContinuityMixin):
     # ------------------------------------------------------------------ read
     def get(self, episode_id: str) -> Episode | None:
         """The episode with this id, or None."""
-        if not isinstance(episode_id, str):
-            raise ValidationError("episode id must be a string")
+        storable_text(episode_id, "episode id")
         rows = self._backend.get_episodes([episode_id])
         if episode_id not in rows:
             return None
@@ -389,17 +423,11 @@ class Store(ContinuityMixin):
         """Episodes no saved wrap has compressed yet, oldest first."""
         return self._to_episodes(self._backend.unwrapped_episodes())
 
-    def iter_episodes(self) -> Iterator[Episode]:
-        rows = list(self._backend.all_episodes())
-        for i in range(0, len(rows), 500):
-            yield from self._to_episodes(rows[i:i + 500])
-
     # ------------------------------------------------------------------ delete / prune
     def delete(self, episode_id: str) -> bool:
         """Remove an episode's text from the database for good, leaving a tombstone that
         holds only a salted hash. Returns False when there is no such episode."""
-        if not isinstance(episode_id, str):
-            raise ValidationError("episode id must be a string")
+        storable_text(episode_id, "episode id")
         with self._write():
             done = self._remove([episode_id], reason="deleted")
         if done:
@@ -409,18 +437,9 @@ class Store(ContinuityMixin):
     def prune(self, older_than_days: int | None = None) -> int:
         """Remove episodes older than ``older_than_days`` (default: the store's
         retention_days). Returns how many were removed."""
-        days = older_than_days if older_than_days is not None else self.retention_days
-        if days is None:
-            raise ValidationError("prune needs older_than_days (or a store retention_days)")
-        if isinstance(days, bool) or not isinstance(days, int) or days < 0:
-            raise ValidationError("older_than_days must be a whole number >= 0")
-        cutoff = iso(utcnow() - timedelta(days=days))
+        days = self._prune_days(older_than_days)
         with self._write():
-            ids = self._backend.ids_older_than(cutoff)
-            open_wrap = self._backend.open_wrap()
-            if open_wrap:
-                frozen = set(open_wrap["episode_ids"])
-                ids = [i for i in ids if i not in frozen]
+            ids = self._prunable_ids(days)
             n = self._remove(ids, reason="pruned") if ids else 0
             if n:
                 self._audit.append("prune", {"count": n, "older_than_days": days}, actor="system")
@@ -428,9 +447,31 @@ class Store(ContinuityMixin):
             self._scrub()
         return n
 
+    def prunable(self, older_than_days: int | None = None) -> list[str]:
+        """The ids ``prune(older_than_days)`` would remove now, changing nothing: for a
+        caller that says how many will go before it asks."""
+        days = self._prune_days(older_than_days)
+        with self._backend.read():
+            return self._prunable_ids(days)
+
+    def _prune_days(self, older_than_days: int | None) -> int:
+        days = older_than_days if older_than_days is not None else self.retention_days
+        if days is None:
+            raise ValidationError("prune needs older_than_days (or a store retention_days)")
+        whole_number(days, "older_than_days")
+        return days
+
+    def _prunable_ids(self, days: int) -> list[str]:
+        ids = list(self._backend.ids_older_than(iso(ago(days * 86400, field="older_than_days"))))
+        open_wrap = self._backend.open_wrap()
+        if open_wrap:  # episodes frozen in an open wrap stay until it is saved or cancelled
+            frozen = set(open_wrap["episode_ids"])
+            ids = [i for i in ids if i not in frozen]
+        return ids
+
     def _remove(self, ids: Sequence[str], *, reason: str) -> int:
         b = self._backend
-        rows = b.get_episodes(ids)
+        rows = b.get_episodes(ids, exact=True)
         if not rows:
             return 0
         eff = trust.effective_trust_map(self, list(rows))
@@ -438,7 +479,7 @@ class Store(ContinuityMixin):
             mark = "external" if reason == "deleted" else eff.get(eid, r.trust)
             b.mark_source_removed(eid, mark)
             b.add_tombstone(eid, r.type, r.timestamp, self._audit.hash_content(r.content),
-                            now_iso(), reason, eff.get(eid, r.trust))
+                            now_iso(), reason, eff.get(eid, r.trust), scope=r.scope)
             facts.detach_links(self, eid)
             if reason == "deleted":
                 self._audit.append("delete", {"episode_id": eid,
@@ -541,12 +582,3 @@ class Store(ContinuityMixin):
 
         return import_store(self, data, via=via, progress=progress)
 
-    import_data = import_
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "import":
-            return self.import_
-        raise AttributeError(name)
-
-    def warn(self, message: str) -> None:
-        warnings.warn(message, UserWarning, stacklevel=3)

@@ -5,9 +5,13 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import TrustError, UnknownEpisodeTypeError
+
+if TYPE_CHECKING:
+    from .continuity.durable import DurableFact
+    from .crystal import PatternMatch
 
 
 class EpisodeType(str, enum.Enum):
@@ -50,10 +54,6 @@ def coerce_trust(value: str) -> str:
     raise TrustError(
         f"unknown trust class {value!r}: use one of agent, tool, external, operator"
     )
-
-
-def trust_rank(value: str) -> int:
-    return TRUST_LEVELS[value]
 
 
 class FieldMapping(Mapping[str, Any]):
@@ -179,12 +179,12 @@ class ScoredEpisode(NamedTuple):
 
 
 class RelevantResult(NamedTuple):
-    """Scored recall over patterns, episodes and durable facts."""
+    """Scored recall over crystallized patterns, episodes and durable facts."""
 
-    patterns: list[Any]
+    patterns: list[PatternMatch]
     episodes: list[ScoredEpisode]
     query_keywords: list[str]
-    facts: list[Any]
+    facts: list[DurableFact]
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,14 @@ import os
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from ._fileio import file_lock, sidecar_path
+from .clock import parse_or_none as _parse_ts
+from .clock import parse_timestamp, utcnow
+from .clock import stamp as _stamp
 from .crystal import CrystalStore
 from .errors import SidecarError, ValidationError
 
@@ -94,21 +97,6 @@ class ItemLabel:
             raise ValidationError(f"bad item {spec!r}: write KIND:REF=LABEL, e.g. crystal:x=followed")
         ref = ExposedRef.parse(head)
         return cls(ref.kind, ref.ref, label.strip())
-
-
-def _stamp(dt: datetime | None = None) -> str:
-    return (dt or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime(
-        "%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse_ts(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return (dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
 
 
 class OutcomeLog:
@@ -297,7 +285,7 @@ def fold_surfaced(
     counted once (duplicate ``event_id`` skipped) and the mark moves to that cutoff,
     so folding twice never counts twice. ``last_activated_on`` is never changed.
     """
-    cutoff = (now or datetime.now(timezone.utc)).astimezone(timezone.utc) - timedelta(
+    cutoff = (parse_timestamp(now, field="now") if now is not None else utcnow()) - timedelta(
         seconds=skew_seconds)
     previous = crystal_store.surfaced_mark()
     prev_dt = _parse_ts(previous) if previous else None

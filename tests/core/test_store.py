@@ -103,7 +103,9 @@ def test_missing_home_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Path, "home", staticmethod(no_home))
     with pytest.raises(StoreLocationError) as info:
         Store()
-    assert "--db" in str(info.value) and "ANNEAL_MEMORY_DB" in str(info.value)
+    # library terms (the CLI adds its own --db hint)
+    assert "Store(path)" in str(info.value) and "ANNEAL_MEMORY_DB" in str(info.value)
+    assert "--db" not in str(info.value)
 
 
 def test_missing_folder_is_refused(tmp_path: Path) -> None:
@@ -277,7 +279,7 @@ def test_public_api_exports() -> None:
     public = {n for n in dir(anneal_memory) if not n.startswith("_")} - {
         "annotations", "audit", "clock", "continuity", "engine", "errors", "facts", "immune",
         "portability", "recall", "session", "storage", "store", "text", "trust", "types", "wrap",
-        "testing", "cli", "eval", "extras", "migrate_store", "store_continuity", "crystal", "spores", "worth", "governance", "mcp", "adapters"}
+        "testing", "cli", "eval", "extras", "migrate_store", "store_continuity", "crystal", "spores", "worth", "governance", "mcp", "adapters", "items"}
     assert set(anneal_memory.__all__) - {"__version__"} == public
 
 

@@ -11,14 +11,19 @@ from typing import Any
 from .._fileio import sidecar_path
 from ..errors import AnnealMemoryError, ValidationError
 from .common import (
+    SHOWN,
+    Progress,
+    add_verbose,
+    brief,
     command,
     db_path,
     emit,
+    ensure_folder,
     group,
     open_store,
-    progress,
     read_json,
     read_store,
+    sidecar,
 )
 
 
@@ -47,7 +52,8 @@ def register(sub: Any) -> None:
     p = command(sub, "stats", "detailed analytics: types, trust, wraps, patterns, tiers", cmd_stats)
 
     p = command(sub, "graph", "association graph (none are formed since 1.0.2)", cmd_graph)
-    p.add_argument("--format", choices=("dot", "json"), default="dot")
+    p.add_argument("--format", choices=("dot", "json"), default="dot",
+                   help="Graphviz dot (default) or JSON")
     p.add_argument("--min-strength", type=float, default=0.0, help="accepted (no links exist)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the graph to FILE")
 
@@ -55,13 +61,15 @@ def register(sub: Any) -> None:
         p = command(sub, name, f"{what} association links (none are formed since 1.0.2)",
                     cmd_associations)
         p.add_argument("--stats", action="store_true", help="the link statistics")
-        p.add_argument("--limit", type=int, default=20)
-        p.add_argument("--min-strength", type=float, default=0.0)
+        p.add_argument("--limit", type=int, default=20, help="most links to list")
+        p.add_argument("--min-strength", type=float, default=0.0,
+                       help="only links at least this strong")
         p.add_argument("--episode" if what == "episode" else "--name", dest="subject",
                        help=f"only links of this {what}")
 
     p = command(sub, "diff", "wrap metric progression over the last N wraps", cmd_diff)
-    p.add_argument("--wraps", type=int, default=5, metavar="N")
+    p.add_argument("--wraps", type=int, default=5, metavar="N",
+                   help="how many of the newest saved wraps to compare (default 5)")
 
     p = command(sub, "export", "the whole store as one document (json, markdown or sqlite)",
                 cmd_export)
@@ -74,10 +82,14 @@ def register(sub: Any) -> None:
 
     p = command(sub, "import", "load an export (all or nothing)", cmd_import)
     p.add_argument("file", help="an export file, or - for standard input")
+    add_verbose(p)
 
     _, msub = group(sub, "migrate", "instruction snippets after an upgrade (never edits files)")
-    for name, text in (("check", "what changed in the agent instructions since your last ack"),
-                       ("ack", "record that your instructions are up to date")):
+    for name, text in (("check", "what changed in the agent instructions since your last ack "
+                                 "(and what upgrading a 1.0.2 store did)"),
+                       ("ack", "record that your instructions are up to date"),
+                       ("store", "upgrade a store written by anneal-memory 1.0.2 in place "
+                                 "(a backup is kept) and report what was upgraded")):
         p = command(msub, name, text, cmd_migrate)
         p.set_defaults(migrate_view=name)
         if name == "ack":
@@ -85,28 +97,27 @@ def register(sub: Any) -> None:
                            help="the snippet version your instructions follow (default: this "
                            "package's)")
 
-    p = sub.add_parser("serve", help="run the MCP server on stdio (needs anneal-memory[mcp])")
+    text = "run the MCP server on stdio (needs anneal-memory[mcp])"
+    p = sub.add_parser("serve", help=text, description=text[:1].upper() + text[1:] + ".")
     p.add_argument("--session-id", help="the session this server wraps as (baton holder)")
     p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--no-audit", action="store_true", help="run without the audit trail")
     p.add_argument("--verify-audit", action="store_true",
                    help="verify the audit chain first and refuse to start on a broken one")
     p.add_argument("--audit-retention-days", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--skip-integrity", action="store_true", dest="serve_skip_integrity",
-                   help="do not check the MCP tool-integrity manifest")
-    p.add_argument("--generate-integrity", action="store_true", dest="serve_generate_integrity",
-                   help="write the MCP tool-integrity manifest")
+
     p.set_defaults(func=cmd_serve)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    # read-write: a read-only handle reports its own audit as off
-    from ..continuity.schema import schema_name
+    from ..continuity.schema import NAMED_SCHEMAS
     from ..wrap.baton import baton_status
 
+    # read-write (a read-only handle reports its own audit as off), on an existing store
     with open_store(args) as store:
         st = store.status().to_dict()
         schema = store.section_schema
+    chars = st["continuity_chars"]
     try:
         holder, readable = baton_status(db_path(args)).get("holder"), True
     except AnnealMemoryError:
@@ -119,7 +130,9 @@ def cmd_status(args: argparse.Namespace) -> int:
                "log_path": str(sidecar_path(db_path(args), ".audit.jsonl")),
                "retention_days": None},
         baton_holder=holder, baton_readable=readable,
-        schema=schema_name(schema) or "custom", sections=[s["heading"] for s in schema],
+        schema=next((n for n in ("default", "partnership") if [dict(x) for x in schema]
+                     == [dict(x) for x in NAMED_SCHEMAS[n]]), "custom"),
+        sections=[s["heading"] for s in schema],
         association_formation=RETIRED_FORMATION, association_stats=EMPTY_LINK_STATS)
     lines = [f"store: {st['path']}",
              f"episodes: {st['total_episodes']} ({st['episodes_since_wrap']} since the last wrap)",
@@ -127,7 +140,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                             or "none"),
              f"wraps: {st['total_wraps']}, last {st['last_wrap_at'] or 'never'}"
              + (f"; one open since {st['wrap_started_at']}" if st["wrap_in_progress"] else ""),
-             f"continuity: {st['continuity_chars'] if st['continuity_chars'] is not None else 'none yet'} chars",
+             f"continuity: {f'{chars} chars' if chars is not None else 'none yet'}",
              f"superseded: {st['superseded_count']}, tombstones: {st['tombstone_count']}",
              f"audit: {'on' if st['audit_enabled'] else 'off'}, {st['audit_entry_count']} entries"
              + (f", {st['audit_write_failures']} mirror failure(s)" if st["audit_write_failures"] else ""),
@@ -319,10 +332,12 @@ def _markdown(store: Any) -> str:
 
 def _export_sqlite(args: argparse.Namespace) -> int:
     """A consistent copy of the database (SQLite's online backup), never a torn one."""
-    import sqlite3
     from pathlib import Path
 
     from ..clock import now_iso
+    from ..storage.driver import sqlite_driver
+
+    sqlite3 = sqlite_driver()
 
     src = db_path(args)
     with read_store(args):
@@ -340,8 +355,20 @@ def _export_sqlite(args: argparse.Namespace) -> int:
     return 0
 
 
-def _import_progress(done: int, total: int) -> None:
-    progress(f"  imported {done:,} / {total:,}")
+_IMPORT_LISTS = ("skipped_existing", "refused_deleted", "ids")
+
+
+def import_summary(result: dict[str, Any], verbose: bool) -> dict[str, Any]:
+    """The import result with each id list counted and, unless ``verbose``, cut to its
+    first few: a re-run import of 50,000 episodes skips them all."""
+    out = dict(result)
+    for key in _IMPORT_LISTS:
+        items = list(result.get(key) or [])
+        out[f"{key}_count"] = len(items)
+        out[key] = items if verbose else items[:SHOWN]
+    out["lists_complete"] = verbose or all(len(result.get(k) or []) <= SHOWN
+                                           for k in _IMPORT_LISTS)
+    return out
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -352,27 +379,71 @@ def cmd_import(args: argparse.Namespace) -> int:
     n = len(episodes) if isinstance(episodes, list) else 0
     operator = any(isinstance(e, dict) and str(e.get("trust", "")).lower() == "operator"
                    for e in episodes or [])
-    progress(f"importing {n} episode(s) from {args.file} ...")
+    bar = Progress()
+    bar.update(f"importing {n:,} episode(s) from {args.file} ...", force=True)
+
+    def moving(done: int, total: int) -> None:
+        bar.update(f"importing: {done:,} / {total:,} episodes")
+
     if operator:
-        with operator_store(args, "import episodes labelled trust operator") as (store, via):
-            result = store.import_(doc, via=via, progress=_import_progress)
+        with operator_store(args, "import episodes labelled trust operator",
+                            create=True) as (store, via):
+            result = store.import_(doc, via=via, progress=moving)
     else:
-        with open_store(args) as store:
-            result = store.import_(doc, via="cli", progress=_import_progress)
-    progress("import done")
-    emit(args, result, f"Imported {result['imported']}; skipped {len(result['skipped_existing'])} "
-         f"already present; refused {len(result['refused_deleted'])} deleted")
+        with open_store(args, create=True) as store:
+            result = store.import_(doc, via="cli", progress=moving)
+    bar.done(f"imported {result['imported']:,} of {n:,} episode(s)")
+    skipped, refused = result["skipped_existing"], result["refused_deleted"]
+    text = (f"Imported {result['imported']}; skipped {len(skipped)} already present; "
+            f"refused {len(refused)} deleted")
+    if skipped and args.verbose:
+        text += f"\nskipped: {brief(skipped, True)}"
+    if refused:
+        text += f"\nrefused (deleted here): {brief(refused, args.verbose)}"
+    emit(args, import_summary(result, args.verbose), text)
     return 0
 
 
 def _ack_path(args: argparse.Namespace) -> Any:
     from .._fileio import sidecar_path
 
-    return sidecar_path(db_path(args), ".instructions-ack.json")
+    return sidecar_path(sidecar(args), ".instructions-ack.json")
+
+
+def _store_upgrade(args: argparse.Namespace) -> tuple[dict[str, Any] | None, bool]:
+    """(the 1.0.2 upgrade report, whether it ran just now); opening the store upgrades a
+    1.0.2 one in place. None for a store that never was a 1.0.2 one (or no store)."""
+    from ..storage.legacy import upgrade_report
+
+    path = db_path(args)
+    if not path.exists():
+        return None, False
+    with open_store(args) as store:
+        now = getattr(store.backend, "legacy_upgrade", None)
+        return (now or upgrade_report(store.backend)), now is not None
+
+
+def _upgrade_text(report: dict[str, Any] | None, now: bool) -> str:
+    if report is None:
+        return "Store: nothing to upgrade (not written by anneal-memory 1.0.2)"
+    counts = ", ".join(f"{report.get(k, 0)} {k.replace('_', ' ')}" for k in (
+        "episodes", "supersessions", "state_keys", "trust_classes", "derivations",
+        "tombstones", "wraps", "drift_probes", "pattern_levels"))
+    audit = report.get("audit") or {}
+    return (f"Store {'upgraded now' if now else 'was upgraded'} from anneal-memory "
+            f"{report.get('from_version')} at {report.get('upgraded_at')}: {counts}; audit "
+            f"chain of {audit.get('entries', 0)} entries continued "
+            f"({'verified' if audit.get('valid') else 'did NOT verify before the upgrade'}); "
+            f"backup: {report.get('backup')}")
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     from .._fileio import atomic_write_json
+
+    if args.migrate_view == "store":
+        report, now = _store_upgrade(args)
+        emit(args, {"store_upgrade": report, "upgraded_now": now}, _upgrade_text(report, now))
+        return 0
 
     path = _ack_path(args)
     acked = 0
@@ -394,8 +465,9 @@ def cmd_migrate(args: argparse.Namespace) -> int:
              f"Instructions acknowledged at snippet version {version}")
         return 0
     changes = [{"version": v, "change": c} for v, c in SNIPPET_CHANGES if v > acked]
+    report, now = _store_upgrade(args)
     data = {"installed": SNIPPETS_VERSION, "acknowledged": acked or None,
-            "up_to_date": not changes, "changes": changes}
+            "up_to_date": not changes, "changes": changes, "store_upgrade": report}
     if changes:
         text = (f"Your instructions were acknowledged at version {acked or 'none'}; this package "
                 f"teaches version {SNIPPETS_VERSION}. Update your CLAUDE.md / AGENTS.md snippet:\n"
@@ -403,6 +475,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
                 + "\nThen run: anneal-memory migrate ack")
     else:
         text = f"Instructions up to date (snippet version {SNIPPETS_VERSION})"
+    if report is not None:
+        text += "\n" + _upgrade_text(report, now)
     emit(args, data, text)
     return 0
 
@@ -428,7 +502,5 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if not result.valid:
             raise ValidationError(f"the audit chain breaks at entry {result.chain_break_at} "
                                   f"({result.reason}): not serving; see anneal-memory audit-repair")
-    skip = args.skip_integrity or args.serve_skip_integrity
-    generate = args.generate_integrity or args.serve_generate_integrity
-    return int(run_server(str(db_path(args)), args.project_name, args.session_id, skip, generate,
-                          audit=not args.no_audit))
+    return int(run_server(str(ensure_folder(args)), args.project_name, args.session_id,
+                          args.skip_integrity, args.generate_integrity, audit=not args.no_audit))

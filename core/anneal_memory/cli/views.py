@@ -21,7 +21,7 @@ def register(sub: Any) -> None:
     p = command(sub, "episodes", "list and filter episodes, newest first", cmd_episodes)
     p.add_argument("--since", help="ISO time or an age such as 3d, 24h, 1w")
     p.add_argument("--until", help="ISO time or an age such as 1d")
-    p.add_argument("--type", choices=[t.value for t in EpisodeType])
+    p.add_argument("--type", choices=[t.value for t in EpisodeType], help="only this type")
     p.add_argument("--source", help="only this source")
     p.add_argument("--keyword", help="only episodes matching this phrase or its words")
     p.add_argument("--limit", type=int, default=50, help="most episodes to list (default 50)")

@@ -13,6 +13,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from .._identity import subject_key
+from .._inputs import storable_text
 from ..clock import normalize_timestamp
 from ..errors import GovernanceError, ValidationError
 from .namespace import MemoryNamespace, coerce_namespace, digest
@@ -92,12 +94,9 @@ def _text(name: str, value: Any, *, limit: int) -> str:
     if len(text) > limit or "\x00" in text:
         raise ValidationError(f"{name} is longer than {limit} characters or holds a NUL: "
                               "shorten it")
-    return text
+    return storable_text(text, name)
 
 
-def subject_key(subject: str) -> str:
-    """The subject as identity: spacing- and case-insensitive, never a slug."""
-    return unicodedata.normalize("NFC", " ".join(subject.split())).casefold()
 
 
 def memory_id_for(namespace: MemoryNamespace, memory_type: MemoryType, subject: str) -> str:

@@ -10,6 +10,7 @@ writes of the same memory exactly one becomes version 1, the other gets
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from ..storage import governance_sql as sql
@@ -158,10 +159,14 @@ class Ledger:
                             version=len(versions), state="deleted")
             sql.scrub_versions(self.b, memory_id)
             cancelled = sql.cancel_reviews(self.b, memory_id, decided_at=at)
+            sql.scrub_reviews(self.b, memory_id)
             self.store.audit_trail.append("gov_forget", audit_data(
                 ns, memory_id, receipt_id=receipt.receipt_id, record_ids=list(receipt.record_ids),
                 reason=reason, content_digests=list(receipt.content_digests),
                 reviews_cancelled=cancelled), actor="operator")
+        # the scrubbed text must not linger in the write-ahead log either
+        with contextlib.suppress(Exception):
+            self.b.checkpoint()
         return receipt
 
     # ------------------------------------------------------------------ replay

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._inputs import storable_text
 from ..errors import ValidationError
 
 FIELDS = ("tenant", "user", "project", "agent")
@@ -30,6 +31,7 @@ def _check(name: str, value: Any, *, optional: bool = False) -> None:
     if value != value.strip() or len(value) > _MAX or any(ord(c) < 32 for c in value):
         raise ValidationError(f"namespace {name} {value!r} has surrounding spaces, control "
                               f"characters or more than {_MAX} characters: pass a plain id")
+    storable_text(value, f"namespace {name}")
 
 
 def digest(*parts: Any) -> str:
@@ -88,10 +90,6 @@ class MemoryNamespace:
         return json.dumps([self.tenant, self.user, self.agent], separators=(",", ":"),
                           ensure_ascii=False)
 
-    def user_level(self) -> MemoryNamespace:
-        """The same namespace without a project: where user-wide memory lives."""
-        return MemoryNamespace(tenant=self.tenant, user=self.user, agent=self.agent)
-
     def can_read(self, record_ns: MemoryNamespace) -> bool:
         """Whether a reader in this namespace may see a record written in ``record_ns``."""
         return (record_ns.owner == self.owner
@@ -101,5 +99,29 @@ class MemoryNamespace:
         return f"{self.tenant}/{self.user}/{self.project or '*'}/{self.agent}"
 
 
-def coerce_namespace(value: Any) -> MemoryNamespace:
+#: What a lifecycle namespace leaves unsaid: ``{"user": "alice"}`` is alice's memory in
+#: the default tenant, kept by the default agent.
+DEFAULT_FIELD = "default"
+
+
+def coerce_namespace(value: Any, *, partial: bool = False) -> MemoryNamespace:
+    """A MemoryNamespace from a MemoryNamespace or a mapping.
+
+    ``partial``: the mapping may hold any of the four fields (at least one); tenant,
+    user and agent left out are ``"default"``. Otherwise tenant, user and agent are
+    required, as governed records need them.
+    """
+    if isinstance(value, MemoryNamespace):
+        return value
+    if partial and isinstance(value, Mapping):
+        unknown = sorted(str(k) for k in set(value) - set(FIELDS))
+        if unknown:
+            raise ValidationError(f"unknown namespace key(s) {unknown}: a namespace holds any "
+                                  f"of {', '.join(FIELDS)}")
+        given = {k: v for k, v in value.items() if v is not None}
+        if not given:
+            raise ValidationError("a namespace needs at least one of "
+                                  f"{', '.join(FIELDS)} (e.g. {{'user': 'alice'}})")
+        return MemoryNamespace.from_dict({
+            "tenant": DEFAULT_FIELD, "user": DEFAULT_FIELD, "agent": DEFAULT_FIELD, **given})
     return MemoryNamespace.from_dict(value)

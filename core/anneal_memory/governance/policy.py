@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .._identity import content_key
 from ..text import meaningful_words
 from .contracts import (
     SOURCE_AUTHORITY,
@@ -86,7 +87,7 @@ def evaluate(candidate: MemoryCandidate, *, current: MemoryRecord | None, delete
         return PolicyDecision(REJECT, "low_confidence", authority)
     if mode == "correct" and current is None:
         return PolicyDecision(REJECT, "no_current_record", authority)
-    if current is not None and current.content == candidate.content:
+    if current is not None and content_key(current.content or "") == content_key(candidate.content):
         return PolicyDecision(REJECT, "duplicate_memory", authority)
     if mode != "approve":
         if authority in cfg.review_authorities:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from .._inputs import storable_text
 from ..clock import iso, utcnow
 from ..errors import ValidationError
 from ..storage import governance_sql as sql
@@ -145,6 +146,8 @@ class MemoryRuntime:
     def _pending(self, review_id: str, reviewer: str) -> dict[str, Any]:
         if not isinstance(reviewer, str) or not reviewer.strip():
             raise ValidationError("reviewer must name the human who decided")
+        storable_text(reviewer, "reviewer")
+        storable_text(review_id, "review_id")
         item = sql.review(self.store.backend, review_id)
         if item is None:
             raise GovernanceRefusal("unknown_review", f"no review item {review_id!r}: list "
@@ -193,6 +196,9 @@ class MemoryRuntime:
         ns, mid = self._address(namespace, memory_type, subject)
         if not isinstance(reason, str) or not reason.strip():
             raise ValidationError("reason is required: say why the memory is forgotten")
+        storable_text(reason, "reason")
+        if request_id is not None:
+            storable_text(request_id, "request_id")
         got = self.ledger.forget(ns, mid, reason=reason.strip(), at=self.now(),
                                  request_id=request_id)
         if isinstance(got, str):
@@ -257,8 +263,7 @@ class MemoryRuntime:
         """Records for this task: namespace, current version and tombstone filtered in
         SQL; expiry, sensitivity and type filtered next; then ranked and cut to ``k``."""
         ns = coerce_namespace(namespace)
-        if not isinstance(query, str):
-            raise ValidationError("query must be a string")
+        storable_text(query, "query", allow_empty=True)
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValidationError(f"k must be a whole number >= 0, not {k!r}")
         sens = frozenset(Sensitivity.coerce(s) for s in sensitivity)

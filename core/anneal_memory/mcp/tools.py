@@ -17,6 +17,13 @@ MAX_TEXT = 100_000
 #: Longest id, key, token or short label.
 MAX_SHORT = 200
 
+#: Arguments older clients still send that a tool accepts and drops, unadvertised
+#: (``affective_state``: the affect layer is retired).
+IGNORED_ARGUMENTS: dict[str, frozenset[str]] = {
+    "save_continuity": frozenset({"affective_state", "allow_unlinked"}),
+    "crystal_recall": frozenset({"associative"}),  # recall reads no association links
+}
+
 EPISODE_TYPES = [t.value for t in EpisodeType]
 #: The classes an MCP client may label its writes with: the server's ceiling is agent.
 CLIENT_TRUST = ["agent", "tool", "external"]
@@ -137,10 +144,6 @@ TOOLS: list[dict[str, Any]] = [
                                  "the consolidation gate)."),
             "allow_shrink": {"type": "boolean", "description": "Accept a deliberate large "
                              "shrink of the felt layer or the patterns."},
-            "allow_unlinked": {"type": "boolean", "description": "Accepted and ignored (a "
-                               "save never needs links)."},
-            "affective_state": {"type": "object", "description": "Accepted and ignored "
-                                "(the affect layer is retired)."},
         }, ["text"]),
     },
     {
@@ -192,16 +195,14 @@ TOOLS: list[dict[str, Any]] = [
             "mode": _enum(["prompt", "query"], "prompt (strict, default) or query (lenient)."),
             "max_patterns": {"type": "integer", "minimum": 1, "maximum": 20,
                              "description": "Most patterns to return (default 3)."},
-            "associative": {"type": "boolean", "description": "Accepted for 1.0.2 clients "
-                            "(recall reads no association links)."},
         }, ["query"]),
     },
     {
         "name": "crystal_index",
         "description": (
             "List every live crystallized pattern as one line (name and one clause), so you "
-            "know what long-term knowledge exists without loading it. Fetch a body with "
-            "crystal_recall."
+            "know what long-term knowledge exists without loading it. To read one in full, "
+            "call crystal_recall with its name as the query and mode 'query'."
         ),
         "inputSchema": _obj({}),
     },

@@ -26,7 +26,6 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 from .._fileio import atomic_write_json, fsync_dir, sidecar_path
 from ..clock import normalize_timestamp, now_iso
 from ..errors import AnnealMemoryError, StoreError
+from .driver import sqlite_driver
 
 LEGACY_VERSION = "1.0.2"
 LEGACY_AUDIT_FORMAT = "1.0.2"
@@ -44,7 +44,7 @@ _CLASHING = ("episodes", "supersessions", "tombstones", "wraps", "pattern_histor
 _GENESIS = "0" * 64
 
 
-def is_legacy_store(conn: sqlite3.Connection) -> bool:
+def is_legacy_store(conn: Any) -> bool:
     """True for a database 1.0.2 wrote (and we have not upgraded yet)."""
     tables = _tables(conn)
     if "meta" in tables or "episodes" not in tables or "metadata" not in tables:
@@ -53,7 +53,7 @@ def is_legacy_store(conn: sqlite3.Connection) -> bool:
     return row is not None
 
 
-def _tables(conn: sqlite3.Connection) -> set[str]:
+def _tables(conn: Any) -> set[str]:
     return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
@@ -61,7 +61,7 @@ def backup_path(db_path: str | Path) -> Path:
     return Path(str(db_path) + BACKUP_SUFFIX)
 
 
-def upgrade_store(conn: sqlite3.Connection, db_path: str | Path,
+def upgrade_store(conn: Any, db_path: str | Path,
                   transaction: Callable[[], contextlib.AbstractContextManager[None]],
                   create_schema: Callable[[], None]) -> dict[str, Any]:
     """Upgrade the 1.0.2 store open on ``conn`` in place; returns what was upgraded.
@@ -113,13 +113,13 @@ _LEGACY_ONLY = frozenset({
 })
 
 
-def _backup(conn: sqlite3.Connection, path: Path) -> Path:
+def _backup(conn: Any, path: Path) -> Path:
     """A consistent copy of the 1.0.2 database (and its sidecars) before any change."""
     dest = backup_path(path)
     if dest.exists():  # an earlier attempt that did not finish: keep the first copy
         return dest
     tmp = dest.with_name(dest.name + ".tmp")
-    target = sqlite3.connect(str(tmp))
+    target = sqlite_driver().connect(str(tmp))  # backup() needs the same SQLite module
     try:
         conn.backup(target)
     finally:
@@ -147,7 +147,7 @@ def _ts(value: Any, fallback: Any) -> tuple[str, bool]:
     return now_iso(), True
 
 
-def _copy(conn: sqlite3.Connection, meta: dict[str, str], path: Path) -> dict[str, Any]:
+def _copy(conn: Any, meta: dict[str, str], path: Path) -> dict[str, Any]:
     q = conn.execute
     tables = _tables(conn)
     trust = dict(q("SELECT episode_id, trust FROM episode_trust").fetchall()) \
@@ -223,7 +223,7 @@ def _copy(conn: sqlite3.Connection, meta: dict[str, str], path: Path) -> dict[st
             "timestamps_repaired": repaired}
 
 
-def _open_wrap(conn: sqlite3.Connection, meta: dict[str, str]) -> bool:
+def _open_wrap(conn: Any, meta: dict[str, str]) -> bool:
     """A wrap 1.0.2 had open stays open under its token."""
     token = meta.get("wrap_token") or ""
     if not token:
@@ -241,7 +241,7 @@ def _open_wrap(conn: sqlite3.Connection, meta: dict[str, str]) -> bool:
     return True
 
 
-def _copy_probes(conn: sqlite3.Connection, tables: set[str]) -> int:
+def _copy_probes(conn: Any, tables: set[str]) -> int:
     if "legacy102_drift_probes" not in tables:
         return 0
     last: dict[int, tuple[int, str, str | None]] = {}
@@ -265,15 +265,15 @@ def _copy_probes(conn: sqlite3.Connection, tables: set[str]) -> int:
     return n
 
 
-def _copy_patterns(conn: sqlite3.Connection, tables: set[str]) -> int:
+def _copy_patterns(conn: Any, tables: set[str]) -> int:
     """The level each pattern was last saved at (1.0.2's pattern_levels), so the one-rung
     rule measures against 1.0.2's record, and its history where 1.0.2 kept one."""
     from ..continuity.parse import pattern_key
 
     rec: dict[str, dict[str, Any]] = {}
     if "pattern_levels" in tables:
-        for kind, key, level, saved in conn.execute(
-                "SELECT kind, key, level, saved_at FROM pattern_levels WHERE kind != 'init'"):
+        for key, level, saved in conn.execute(
+                "SELECT key, level, saved_at FROM pattern_levels WHERE kind != 'init'"):
             k = pattern_key(str(key))
             if k:
                 cur = rec.setdefault(k, {"name": k, "level": 0, "max_level_reached": 0,
@@ -387,10 +387,21 @@ def _sealed_name(path: Path, f: Path) -> str:
     return f.name
 
 
-def _bridge_entry(conn: sqlite3.Connection, audit: dict[str, Any], report: dict[str, Any]
+#: meta key: where the database's copy of the chain starts (after 1.0.2's entries)
+LEGACY_TAIL_KEY = "audit_legacy_tail"
+
+
+def legacy_tail(value: str) -> tuple[int, str]:
+    """(seq, hash) of 1.0.2's last entry, from ``meta[LEGACY_TAIL_KEY]``."""
+    data = json.loads(value)
+    return int(data["seq"]), str(data["hash"])
+
+
+def _bridge_entry(conn: Any, audit: dict[str, Any], report: dict[str, Any]
                   ) -> None:
-    """Our first audit entry: the upgrade itself, chained to 1.0.2's last entry."""
-    from ..audit import entry_hash
+    """Our first audit entry: the upgrade itself, chained to 1.0.2's last entry. The
+    database's copy starts with it; 1.0.2's entries stay in their files."""
+    from ..audit import MIRRORED_SEQ_KEY, entry_hash
 
     entry = {"seq": audit["last_seq"] + 1, "ts": now_iso(), "actor": "operator",
              "event": "store_upgraded", "data": {
@@ -399,6 +410,10 @@ def _bridge_entry(conn: sqlite3.Connection, audit: dict[str, Any], report: dict[
                  "backup": report["backup"]},
              "prev_hash": audit["last_hash"]}
     entry["hash"] = entry_hash(entry)
+    tail = json.dumps({"seq": audit["last_seq"], "hash": audit["last_hash"]})
+    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (LEGACY_TAIL_KEY, tail))
+    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                 (MIRRORED_SEQ_KEY, str(audit["last_seq"])))
     conn.execute("INSERT INTO audit_log(seq, ts, actor, event, data, prev_hash, hash) "
                  "VALUES (?,?,?,?,?,?,?)",
                  (entry["seq"], entry["ts"], entry["actor"], entry["event"],
@@ -406,7 +421,7 @@ def _bridge_entry(conn: sqlite3.Connection, audit: dict[str, Any], report: dict[
                   entry["prev_hash"], entry["hash"]))
 
 
-def finish_pending(conn: sqlite3.Connection, db_path: str | Path,
+def finish_pending(conn: Any, db_path: str | Path,
                    transaction: Callable[[], contextlib.AbstractContextManager[None]]) -> None:
     """Seal 1.0.2's audit files into our manifest (after the upgrade committed). Safe to
     run again: each step checks whether it already happened."""
@@ -527,3 +542,16 @@ def adopt_export(doc: dict[str, Any]) -> dict[str, Any]:
             "tombstones": [], "continuity": doc.get("continuity"),
             "legacy": {"from_version": str(doc.get("version")), "wraps": len(wraps),
                        "associations": len(doc.get("associations") or [])}}
+
+
+def upgrade_report(backend: Any) -> dict[str, Any] | None:
+    """What the in-place upgrade of a 1.0.2 store did (kept in its meta), or None for a
+    store that never was a 1.0.2 one."""
+    raw = backend.get_meta("legacy_upgrade")
+    if not raw:
+        return None
+    try:
+        report = json.loads(raw)
+    except ValueError:
+        return None
+    return report if isinstance(report, dict) else None

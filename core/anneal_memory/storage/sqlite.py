@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -19,14 +18,21 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ReadOnlyStoreError, StoreError
-from . import legacy
+from . import fts, legacy, sqlite_errors, sqlite_migrate
 from .base import EpisodeRow, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
 from .common import SQLBackend
 from .common import episode_row as _row
+from .driver import sqlite_driver
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+
+def sqlite3() -> Any:
+    """The SQLite DB-API module in use (see :mod:`.driver`)."""
+    return sqlite_driver()
+
 APPLICATION_ID = 0x414E4D31  # "ANM1": marks a database file as ours
 
 _SCHEMA = """
@@ -42,12 +48,16 @@ CREATE TABLE IF NOT EXISTS episodes (
     metadata TEXT,
     trust TEXT NOT NULL DEFAULT 'agent',
     state_key TEXT,
-    wrap_id INTEGER
+    wrap_id INTEGER,
+    ns_owner TEXT,
+    ns_project TEXT
 );
 CREATE INDEX IF NOT EXISTS ix_episodes_ts ON episodes(timestamp);
 CREATE INDEX IF NOT EXISTS ix_episodes_type_ts ON episodes(type, timestamp);
 CREATE INDEX IF NOT EXISTS ix_episodes_unwrapped ON episodes(wrap_id) WHERE wrap_id IS NULL;
 CREATE INDEX IF NOT EXISTS ix_episodes_state_key ON episodes(state_key) WHERE state_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS ix_episodes_ns ON episodes(ns_owner, ns_project, timestamp)
+    WHERE ns_owner IS NOT NULL;
 CREATE TABLE IF NOT EXISTS supersessions (
     old_id TEXT NOT NULL,
     new_id TEXT NOT NULL,
@@ -70,7 +80,9 @@ CREATE TABLE IF NOT EXISTS tombstones (
     content_hash TEXT NOT NULL,
     removed_at TEXT NOT NULL,
     reason TEXT NOT NULL,
-    trust TEXT
+    trust TEXT,
+    ns_owner TEXT,
+    ns_project TEXT
 );
 CREATE TABLE IF NOT EXISTS wraps (
     id INTEGER PRIMARY KEY,
@@ -83,17 +95,21 @@ CREATE TABLE IF NOT EXISTS wraps (
     today TEXT NOT NULL,
     chars INTEGER,
     episodes_compressed INTEGER,
-    metrics TEXT
+    metrics TEXT,
+    ns_key TEXT NOT NULL DEFAULT ''
 );
+CREATE UNIQUE INDEX IF NOT EXISTS ux_wraps_open ON wraps(ns_key) WHERE status = 'open';
 CREATE TABLE IF NOT EXISTS pattern_history (
-    name TEXT PRIMARY KEY,
+    ns_key TEXT NOT NULL DEFAULT '',
+    name TEXT NOT NULL,
     level INTEGER NOT NULL,
     max_level_reached INTEGER NOT NULL,
     first_seen_at TEXT NOT NULL,
     last_seen_at TEXT,
     last_saved_at TEXT NOT NULL,
     explanations TEXT,
-    grounding TEXT
+    grounding TEXT,
+    PRIMARY KEY (ns_key, name)
 );
 CREATE TABLE IF NOT EXISTS drift_probes (
     id TEXT PRIMARY KEY,
@@ -105,8 +121,21 @@ CREATE TABLE IF NOT EXISTS drift_probes (
     created_at TEXT NOT NULL,
     last_status TEXT,
     last_detail TEXT,
-    last_wrap_id INTEGER
+    last_wrap_id INTEGER,
+    ns_key TEXT NOT NULL DEFAULT ''
 );
+CREATE TABLE IF NOT EXISTS items (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    ns_key TEXT NOT NULL,
+    collection TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    metadata TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (ns_key, collection, key)
+);
+CREATE INDEX IF NOT EXISTS ix_items_seq ON items(ns_key, collection, seq);
 CREATE TABLE IF NOT EXISTS audit_log (
     seq INTEGER PRIMARY KEY,
     ts TEXT NOT NULL,
@@ -168,7 +197,7 @@ class SQLiteBackend(SQLBackend):
         if not p.parent.exists():
             raise StoreError(
                 f"the folder {str(p.parent)!r} for the store does not exist: create it, "
-                "or pass another path (--db / ANNEAL_MEMORY_DB)"
+                "or give the store another path"
             )
         if read_only and not p.exists():
             raise StoreError(f"no store at {self.path!r} to open read-only: check the path")
@@ -184,7 +213,7 @@ class SQLiteBackend(SQLBackend):
             try:
                 self._connect(p, busy_timeout_ms)
                 break
-            except sqlite3.OperationalError as exc:
+            except sqlite3().OperationalError as exc:
                 # Several processes opening a brand-new store race to switch it to WAL and
                 # create its schema; SQLite reports that as "locked" without waiting.
                 with contextlib.suppress(Exception):
@@ -195,7 +224,7 @@ class SQLiteBackend(SQLBackend):
                         "corrupt or locked by another program; retry, restore it from an "
                         "export, or choose another path") from None
                 time.sleep(0.02 + random.random() * 0.05)
-            except sqlite3.DatabaseError as exc:
+            except sqlite3().DatabaseError as exc:
                 with contextlib.suppress(Exception):
                     self.conn.close()
                 raise StoreError(
@@ -206,10 +235,10 @@ class SQLiteBackend(SQLBackend):
     def _connect(self, p: Path, busy_timeout_ms: int) -> None:
         if self.read_only:
             uri = p.resolve().as_uri() + "?mode=ro"
-            self.conn = sqlite3.connect(uri, uri=True, isolation_level=None,
+            self.conn = sqlite3().connect(uri, uri=True, isolation_level=None,
                                         check_same_thread=False)
         else:
-            self.conn = sqlite3.connect(self.path, isolation_level=None,
+            self.conn = sqlite3().connect(self.path, isolation_level=None,
                                         check_same_thread=False)
         self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         if not self.read_only:
@@ -260,6 +289,7 @@ class SQLiteBackend(SQLBackend):
         if self.read_only:
             if "episodes" not in tables:
                 raise StoreError(f"{self.path!r} holds no anneal-memory store yet")
+            self._heal_indexes()
             return
         if "episodes" in tables and cur == APPLICATION_ID:
             version = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -268,6 +298,10 @@ class SQLiteBackend(SQLBackend):
                     f"{self.path!r} was written by a newer anneal-memory (schema "
                     f"{version[0]}): upgrade the package"
                 )
+            if version and int(version[0]) < SCHEMA_VERSION:
+                with self.transaction():
+                    sqlite_migrate.upgrade(self.conn, int(version[0]), _split_sql(_SCHEMA))
+            self._heal_indexes()
             legacy.finish_pending(self.conn, self.path, self.transaction)
             return
         with self.transaction():
@@ -292,7 +326,7 @@ class SQLiteBackend(SQLBackend):
         try:
             self.conn.execute("SELECT 1")
             return False
-        except sqlite3.ProgrammingError:
+        except sqlite3().ProgrammingError:
             return True
 
     @contextlib.contextmanager
@@ -322,9 +356,11 @@ class SQLiteBackend(SQLBackend):
             self._depth = 0
             try:
                 self.conn.execute("COMMIT")
-            except BaseException:
+            except BaseException as exc:
                 with contextlib.suppress(Exception):
                     self.conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite_errors.caught()):
+                    sqlite_errors.reraise(exc, self.path)
                 raise
 
     @property
@@ -346,27 +382,65 @@ class SQLiteBackend(SQLBackend):
                 with contextlib.suppress(Exception):
                     self.conn.execute("COMMIT")
 
+    # Each query turns what SQLite cannot do into the library's typed errors (see
+    # sqlite_errors): an unstorable value is a ValidationError, a damaged file a StoreError.
     def q(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self.conn.execute(sql, tuple(params)).fetchall()
+        with self._lock:  # one connection shared by threads: a statement at a time
+            try:
+                return self.conn.execute(sql, tuple(params)).fetchall()
+            except sqlite_errors.caught() as exc:
+                sqlite_errors.reraise(exc, self.path)
 
     def q1(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        return self.conn.execute(sql, tuple(params)).fetchone()
+        with self._lock:
+            try:
+                return self.conn.execute(sql, tuple(params)).fetchone()
+            except sqlite_errors.caught() as exc:
+                sqlite_errors.reraise(exc, self.path)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self.conn.executemany(sql, rows)
+        with self._lock:
+            try:
+                self.conn.executemany(sql, rows)
+            except sqlite_errors.caught() as exc:
+                sqlite_errors.reraise(exc, self.path)
 
     def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
-        yield from self.conn.execute(sql, tuple(params))
+        cur = self.conn.cursor()  # its own cursor: other statements may run between rows
+        try:
+            with self._lock:
+                cur.execute(sql, tuple(params))
+            while True:
+                with self._lock:
+                    rows = cur.fetchmany(500)
+                if not rows:
+                    return
+                yield from rows
+        except sqlite_errors.caught() as exc:
+            sqlite_errors.reraise(exc, self.path)
 
     # ------------------------------------------------------------------ dialect hooks
     def _in_list(self, col: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
         return f"{col} IN ({','.join('?' * len(ids))})", list(ids)
 
+    def _json_eq(self, col: str, field: str, value: Any) -> tuple[str, list[Any]]:
+        if isinstance(value, bool):
+            value = int(value)
+        return f"json_extract({col}, ?) = ?", [f'$."{field}"', value]
+
     def _rowcount(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return int(self.conn.execute(sql, tuple(params)).rowcount)
+        with self._lock:
+            try:
+                return int(self.conn.execute(sql, tuple(params)).rowcount)
+            except sqlite_errors.caught() as exc:
+                sqlite_errors.reraise(exc, self.path)
 
     def _insert_id(self, sql: str, params: Sequence[Any]) -> int:
-        return int(self.conn.execute(sql, tuple(params)).lastrowid or 0)
+        with self._lock:
+            try:
+                return int(self.conn.execute(sql, tuple(params)).lastrowid or 0)
+            except sqlite_errors.caught() as exc:
+                sqlite_errors.reraise(exc, self.path)
 
     def _upsert(self, table: str, cols: Sequence[str], key: Sequence[str],
                 values: Sequence[Any]) -> None:
@@ -391,12 +465,29 @@ class SQLiteBackend(SQLBackend):
 
     # ------------------------------------------------------------------ episodes
     def scrub_indexes(self) -> None:
-        """Rewrite the keyword indexes so deleted text leaves no trace in them."""
-        self.q("INSERT INTO episodes_words(episodes_words) VALUES ('optimize')")
-        self.q("INSERT INTO episodes_tri(episodes_tri) VALUES ('optimize')")
+        """Rewrite the keyword indexes so deleted text leaves no trace in them (rebuilt
+        from the episodes table when an index cannot be merged)."""
+        try:
+            fts.scrub(self.conn)
+        except sqlite3().DatabaseError:
+            for table in fts.FTS_TABLES:
+                fts.rebuild(self.conn, table)
+
+    def _heal_indexes(self) -> None:
+        """Rebuild a keyword index that cannot be opened or has grown past its bound
+        (stores damaged by the delete path of earlier releases on older SQLite)."""
+        bad = fts.broken_tables(self.conn, sqlite3().DatabaseError)
+        if not bad:
+            return
+        if self.read_only:
+            raise StoreError(f"the keyword index of {self.path!r} is damaged: open the store "
+                             "once without read_only to rebuild it from the episodes")
+        with self.transaction():
+            for table in bad:
+                fts.rebuild(self.conn, table)
 
     def checkpoint(self) -> None:
-        with contextlib.suppress(sqlite3.DatabaseError):
+        with contextlib.suppress(sqlite3().DatabaseError):
             self.q("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # ------------------------------------------------------------------ search
@@ -448,7 +539,7 @@ class SQLiteBackend(SQLBackend):
             f"SELECT {cols}, {score} {src}{where} ORDER BY {order_sql} LIMIT ? OFFSET ?",
             [*mparams, *params, int(limit), int(offset)],
         )
-        return [(_row(r[:11]), float(r[11] or 0.0)) for r in rows], total
+        return [(_row(r[:13]), float(r[13] or 0.0)) for r in rows], total
 
     def _match_count(self, fts: str | None, mparams: list[Any], src: str, where: str,
                params: list[Any], filters: SearchFilters) -> int:

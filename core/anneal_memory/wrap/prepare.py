@@ -6,6 +6,7 @@ import secrets
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from .._inputs import storable_text
 from ..clock import now_iso, today_iso
 from ..continuity.durable import durable_chars, pending_lines
 from ..continuity.parse import extract_pattern_summaries, parse_pattern_lines, parse_sections
@@ -23,7 +24,7 @@ def _gate(store: Store, session_id: str | None) -> str | None:
     """None when this caller may consolidate; otherwise the reason it may not."""
     if session_id is None and not store.consolidate_requires_baton():
         return None
-    holder = baton_holder(store.path)
+    holder = baton_holder(store)
     if session_id is not None and holder == session_id:
         return None
     who = session_id or "<session-id>"
@@ -50,6 +51,10 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
         raise ValidationError("staleness_days must be a whole number >= 0")
     if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
         raise ValidationError("session_id must be a non-empty string (or None)")
+    if session_id is not None:
+        storable_text(session_id, "session_id")
+    if wrap_token is not None:
+        storable_text(wrap_token, "wrap_token")
     schema = store.section_schema
     warn = schema_role_warning(schema)
     if warn:
