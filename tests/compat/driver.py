@@ -232,6 +232,8 @@ def save_view(r: Any) -> Any:
             "proven_without_contradicts_declaration", "cross_session_collisions",
             "durable_warnings", "citation_spread", "episodes_compressed")
     out = {k: plain(r[k]) for k in keep if k in r.keys()}
+    if "durable_warnings" in out:  # prose: how many, not the wording
+        out["durable_warnings"] = len(out["durable_warnings"])
     if "level_capped" in r.keys():
         out["level_capped"] = [{k: c[k] for k in ("name", "capped_to", "written_level")
                                 if k in c} for c in r["level_capped"]]
@@ -1463,6 +1465,77 @@ def s_write_legacy(work: Path) -> dict[str, Any]:
         "episodes": ids, "old": old.id, "new": new.id, "keyed": keyed.id, "tool": t.id,
         "late": late.id, "spore": sp["id"]}))
     o.put("export_rc", exp["rc"])
+    return o.result()
+
+
+@scenario
+def s_read_legacy(work: Path) -> dict[str, Any]:
+    """Reads what ``write_legacy`` (run by 1.0.2) left in ``work``: the store in place, its
+    audit chain, continuity, sidecars and JSON export. 1.0.2 reading its own files is the
+    reference; we must read them the same way."""
+    o = Obs(work)
+    ids = json.loads((work / "ids.json").read_text())
+    for i, eid in enumerate(ids["episodes"]):
+        o.labels.add(eid)
+    for k in ("old", "new", "keyed", "tool", "late"):
+        o.labels.add(ids[k])
+    o.labels.add(ids["spore"], "S")
+    s = o("open", lambda: am.Store(str(work / "legacy.db")), lambda v: None)
+    if s is None:
+        return o.result()
+    st = s.status()
+    for k in ("total_episodes", "episodes_since_wrap", "total_wraps", "tombstone_count",
+              "continuity_chars", "episodes_by_type", "wrap_in_progress"):
+        o(f"status.{k}", lambda k=k: getattr(st, k))
+    o("recall", lambda: s.recall(), recall_shape)
+    o("recall.include", lambda: s.recall(include_superseded=True), recall_shape)
+    o("recall.keyword", lambda: s.recall(keyword="orders"), recall_shape)
+    o("get", lambda: {k: ep(s.get(ids[k])) for k in ("old", "new", "keyed", "tool", "late")},
+      lambda v: {k: {f: x[f] for f in ("id", "type", "content", "source", "metadata")}
+                 for k, x in v.items()})
+    o("trust", lambda: s.effective_trust_map([ids["tool"], ids["new"]]))
+    o("state_key_report", lambda: s.state_key_report("user.city"))
+    o("continuity", lambda: s.load_continuity())
+    o("probes", lambda: [{"id": p["id"], "kind": p["kind"]} for p in s.list_drift_probes()])
+    o("since_wrap", lambda: [e.id for e in s.episodes_since_wrap()])
+    new = o("record", lambda: s.record("Recorded after the upgrade about the orders API",
+                                       "observation"), lambda v: None)
+    if new is not None:
+        o.labels.add(new.id)
+    w = o("prepare", lambda: am.prepare_wrap(s), lambda v: None)
+    if w:
+        o("prepare.episode_count", lambda: w["episode_count"])
+        o.labels.add(w["wrap_token"], "T")
+        o("save", lambda: am.validated_save_continuity(s, doc(
+            f"pool | 2x ({TODAY}) [evidence: {new.id} \"orders API upgrade\"]"),
+            wrap_token=w["wrap_token"]), save_view)
+    s.close()
+    v = o("verify", lambda: am.AuditTrail.verify(str(work / "legacy.db")), lambda v: None)
+    if v is not None:
+        o("verify.valid", lambda: v.valid)
+    cs = am.CrystalStore(str(work / "legacy.crystal.json"))
+    o("crystal", lambda: {k: cs.get("pool-bottleneck")[k] for k in
+                          ("name", "level", "explanation", "evidence", "status")})
+    ss = am.SporeStore(str(work / "legacy.spores.json"))
+    o("spore", lambda: {k: ss.get(ids["spore"])[k] for k in ("id", "type", "text", "status")})
+    o("spore.open", lambda: [x["id"] for x in ss.list_open()])
+    added = o("spore.add", lambda: ss.add(type="question", text="After the upgrade?"),
+              lambda v: None)
+    o("spore.next_id", lambda: added["id"] if added else None)
+    # 1.0.2's own import is its CLI's: both packages read the 1.0.2 export through it
+    cli(work, "--db", str(work / "fresh.db"), "init", "--no-baton")
+    o("import.rc", lambda: cli(work, "--db", str(work / "fresh.db"), "import",
+                               str(work / "legacy.json"))["rc"])
+    fresh = am.Store(str(work / "fresh.db"))
+    o("import.count", lambda: fresh.status().total_episodes)
+    o("import.recall", lambda: fresh.recall(), recall_shape)
+    o("import.trust", lambda: fresh.effective_trust_map([ids["tool"]]))
+    fresh.close()
+    o("cli.status", lambda: cli(work, "--db", str(work / "legacy.db"), "--json", "status")
+      .get("json", {}).get("total_episodes"))
+    o("cli.search", lambda: [e["id"] for e in cli(work, "--db", str(work / "legacy.db"),
+                                                  "--json", "search", "orders")
+                             .get("json", {}).get("episodes", [])])
     return o.result()
 
 
