@@ -28,6 +28,7 @@ from typing import Any, NamedTuple, Protocol
 
 from .clock import as_date
 from .clock import stamp as utc_now
+from .clock import today as clock_today
 from .errors import EpisodeNotFoundError, ValidationError, WrapInProgressError
 from .spores import JsonSidecar, check_list_of_objects, require_choice
 from .text import first_clause, is_meaningful, meaningful_words, query_terms
@@ -552,15 +553,19 @@ class PatternMatch(NamedTuple):
     matched_words: list[str]
     via_episodes: list[str]
     evidence: list[str]
+    tags: tuple[str, ...] = ()
+    activation: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         out = self._asdict()
         out["via"] = list(self.via)
+        out["tags"] = list(self.tags)
         return out
 
     def as_mapping(self) -> dict[str, Any]:
-        """1.0.2's RelevantPattern dict (name, level, explanation, score ...) and ours."""
-        return dict(self.to_dict(), explanation=self.text)
+        """1.0.2's RelevantPattern dict (name, level, explanation, tags, activation, score,
+        source: how it was found) and ours."""
+        return dict(self.to_dict(), explanation=self.text, source="+".join(self.via))
 
     def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
         """``match["name"]`` as with 1.0.2's dicts; ``match[0]`` as a tuple."""
@@ -676,7 +681,8 @@ def retrieve_patterns(
         if via:
             matches.append(PatternMatch(
                 crystal.name, crystal.level, crystal.text, round(score, 4), tuple(via),
-                sorted(matched), hit_eps, crystal.evidence_ids,
+                sorted(matched), hit_eps, crystal.evidence_ids, tuple(crystal.tags),
+                activation_of(crystal, clock_today()),
             ))
     matches.sort(key=lambda m: (-m.score, -m.level, m.name))
     return matches[:max_patterns]

@@ -232,6 +232,9 @@ def save_view(r: Any) -> Any:
             "proven_without_contradicts_declaration", "cross_session_collisions",
             "durable_warnings", "citation_spread", "episodes_compressed")
     out = {k: plain(r[k]) for k in keep if k in r.keys()}
+    if isinstance(out.get("supersessions_rejected"), list):  # the reason is prose
+        out["supersessions_rejected"] = [{k: x.get(k) for k in ("old_id", "new_id")}
+                                         for x in out["supersessions_rejected"]]
     if "durable_warnings" in out:  # prose: how many, not the wording
         out["durable_warnings"] = len(out["durable_warnings"])
     if "level_capped" in r.keys():
@@ -646,13 +649,16 @@ def s_immune_demote_from_high(work: Path) -> dict[str, Any]:
     o = Obs(work)
     s = new_store(work)
     level = 1
-    for i in range(3):
-        e = s.record(f"Connection pool exhaustion bottleneck seen again, round {i}",
-                     "observation")
+    rounds = (("Connection pool exhaustion stalls the orders API", "connection pool exhaustion"),
+              ("Checkout latency spikes when workers queue for database handles",
+               "checkout latency spikes"),
+              ("Nightly imports time out waiting on saturated connections",
+               "nightly imports time out"))
+    for i, (text, why) in enumerate(rounds):
+        e = s.record(text, "observation")
         o.labels.add(e.id)
-        o(f"climb{i}", lambda e=e, lv=level: wrap(s, doc(
-            f"pool-bottleneck | {lv}x ({TODAY}) [evidence: {e.id} \"connection pool exhaustion "
-            f"bottleneck\"]", )), save_view)
+        o(f"climb{i}", lambda e=e, lv=level, why=why: wrap(s, doc(
+            f"pool-bottleneck | {lv}x ({TODAY}) [evidence: {e.id} \"{why}\"]")), save_view)
         level += 1
     o("lines.climbed", lambda: pattern_lines(s.load_continuity()))
     e = s.record(B, "decision")
@@ -819,6 +825,7 @@ def s_immune_omitted_and_contradicts(work: Path) -> dict[str, Any]:
 
 @scenario
 def s_immune_cross_session(work: Path) -> dict[str, Any]:
+    """A re-grounding that rephrases the explanation a prior rung was earned with demotes."""
     o = Obs(work)
     s = new_store(work)
     e = s.record("Connection pool exhaustion under load is the orders API bottleneck",
@@ -827,11 +834,17 @@ def s_immune_cross_session(work: Path) -> dict[str, Any]:
     o("w1", lambda: wrap(s, doc(
         f"pool | 1x ({TODAY}) [evidence: {e.id} \"connection pool exhaustion under load\"]")),
       save_view)
-    e2 = s.record("Under load, connection pool exhaustion still throttles the orders API",
+    e2 = s.record("Checkout latency spikes when workers queue for database handles",
                   "observation")
     o.labels.add(e2.id)
-    o("w2_rephrase", lambda: wrap(s, doc(
-        f"pool | 2x ({TODAY}) [evidence: {e2.id} \"connection pool exhaustion under load\"]")),
+    o("w2_climb", lambda: wrap(s, doc(
+        f"pool | 2x ({TODAY}) [evidence: {e2.id} \"workers queue for database handles\"]")),
+      save_view)
+    e3 = s.record("Workers queue again for database handles during the sale",
+                  "observation")
+    o.labels.add(e3.id)
+    o("w3_rephrase", lambda: wrap(s, doc(
+        f"pool | 3x ({TODAY}) [evidence: {e3.id} \"workers queue for database handles\"]")),
       save_view)
     o("lines", lambda: pattern_lines(s.load_continuity()))
     s.close()
@@ -932,8 +945,12 @@ def s_schemas(work: Path) -> dict[str, Any]:
     o("overlap.one_word", lambda: am.check_explanation_overlap("connection banana", A))
     o("overlap.stopwords", lambda: am.check_explanation_overlap("the is for", A))
     o("summaries", lambda: am.extract_pattern_summaries(doc(
-        "pool-bottleneck | 2x (2026-01-01) the pool is the bottleneck\nsmall | 1x (2026-01-01) "
-        "a small thing")))
+        "- pool-bottleneck | 2x (2026-01-01) [evidence: e1 \"pool is the bottleneck\"] the "
+        "pool is the bottleneck\n- small | 1x (2026-01-01) a small thing\n"
+        "- proven-two | 2x (2026-01-01) — meaning here")))
+    o("summaries.proven", lambda: am.extract_pattern_summaries(doc(
+        "- pool-bottleneck | 2x (2026-01-01) the pool\n- small | 1x (2026-01-01) small"),
+        min_level=2))
     o("affect", lambda: am.AffectiveState(tag="curious", intensity=0.8).tag)
     return o.result()
 
@@ -1475,7 +1492,7 @@ def s_read_legacy(work: Path) -> dict[str, Any]:
     reference; we must read them the same way."""
     o = Obs(work)
     ids = json.loads((work / "ids.json").read_text())
-    for i, eid in enumerate(ids["episodes"]):
+    for eid in ids["episodes"]:
         o.labels.add(eid)
     for k in ("old", "new", "keyed", "tool", "late"):
         o.labels.add(ids[k])

@@ -169,9 +169,9 @@ def test_state_keys_set_show_unset(cli: Run) -> None:
     new = cli.json("record", "Settled into my new place in Austin")
     out = cli.json("state", "user.home_city", "--set", new["id"])
     assert out["replaced"] == [old["id"]]
-    report = cli.json("state")["keys"]
-    assert report[0]["current"]["id"] == new["id"]
-    assert report[0]["history"][0]["id"] == old["id"]
+    report = cli.json("state")  # 1.0.2's shape: [{key, current: [...], replaced: [...]}]
+    assert report[0]["current"][0]["id"] == new["id"]
+    assert report[0]["replaced"][0]["id"] == old["id"]
     assert "user.home_city: [" in cli.ok("state", "user.home_city")
     assert cli.json("state", "--unset", new["id"])["cleared"] is True
     assert "needs the KEY" in cli.refused("state", "--set", new["id"])
@@ -314,12 +314,15 @@ def test_save_refusals_leave_the_wrap_open(cli: Run, tmp_path: Path) -> None:
 
 def test_set_schema_named_file_and_refusals(cli: Run, tmp_path: Path) -> None:
     cli.json("init", "--no-baton")
-    assert "Understanding" in cli.json("set-schema", "partnership")["schema"]
+    changed = cli.json("set-schema", "partnership")
+    assert changed["schema"] == "partnership" and "Understanding" in changed["sections"]
     spec = tmp_path / "schema.json"
     spec.write_text(json.dumps([{"heading": "Now", "role": "live-state"},
                                 {"heading": "Lessons", "role": "graduating"},
                                 {"heading": "Story", "role": "narrative"}]), "utf-8")
-    assert cli.json("set-schema", str(spec))["schema"] == ["Now", "Lessons", "Story"]
+    custom = cli.json("set-schema", str(spec))  # 1.0.2's shape: a name, the sections
+    assert custom["schema"] == "custom" and custom["sections"] == ["Now", "Lessons", "Story"]
+    assert custom["missing_sections"] == ["Now", "Lessons", "Story"]  # the continuity lacks them
     assert "unknown schema" in cli.refused("set-schema", "fancy")
     spec.write_text("[{", "utf-8")
     assert "not valid JSON" in cli.refused("set-schema", str(spec))

@@ -85,6 +85,16 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
             "- PostgreSQL database chosen\n\n## Context\n- none\n")
     saved = go("save-continuity", "-", "--wrap-token", prep["wrap_token"], stdin=text.encode())
     assert {k: v for k, v in saved["drift"]["counts"].items() if v} == {"held": 1}
+    # the commands 1.0.2 had, in their 1.0.2 shapes
+    assert go("continuity")["text"].replace("\n\n", "\n") == text.replace("\n\n", "\n")
+    assert go("history")["total"] == 1 and go("history")["wraps"][0]["id"] == saved["wrap_id"]
+    assert go("episodes", "--type", "decision")["total_matching"] == 2
+    assert go("recall", "PostgreSQL")["total_matching"] == 1
+    assert go("wrap-status")["status"] == "idle"
+    assert go("wrap-token-current")["wrap_token"] is None
+    assert go("supersede", "--old", a["id"], "--new", b["id"])["recorded"] is True
+    assert go("associations", "--stats")["associations"] == []
+    assert go("pattern-associations")["associations"] == []
     go("set-schema", "partnership")
     go("baton", "claim", "seat")
     assert go("status")["total_wraps"] == 1

@@ -23,6 +23,7 @@ from .common import (
     open_store,
     read_json,
     read_store,
+    require_store,
     sidecar,
 )
 
@@ -415,6 +416,8 @@ def _store_upgrade(args: argparse.Namespace) -> tuple[dict[str, Any] | None, boo
     1.0.2 one in place. None for a store that never was a 1.0.2 one (or no store)."""
     from ..storage.legacy import upgrade_report
 
+    if args.migrate_view == "store":
+        require_store(args)  # a mistyped --db names the problem and creates nothing
     path = db_path(args)
     if not path.exists():
         return None, False

@@ -11,6 +11,7 @@ from ..continuity.schema import NAMED_SCHEMAS
 from ..errors import EpisodeNotFoundError, SupersessionError, ValidationError
 from ..types import TRUST_LEVELS, EpisodeType
 from .common import (
+    cli_hint,
     command,
     confirm,
     emit,
@@ -249,7 +250,8 @@ def cmd_state(args: argparse.Namespace) -> int:
         cur = slot["current"]
         lines.append(f"{slot['key']}: [{cur['id']}] {cur['content']}")
         lines += [f"    was [{h['id']}] {h['content']}" for h in slot["history"]]
-    emit(args, {"keys": report}, "\n".join(lines) or "(no state keys)")
+    with read_store(args) as store:  # --json: 1.0.2's list of {key, current, replaced}
+        emit(args, store.state_key_report(args.key), "\n".join(lines) or "(no state keys)")
     return 0
 
 
@@ -263,7 +265,8 @@ def cmd_supersede(args: argparse.Namespace) -> int:
 
 
 def cmd_unsupersede(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
+    with open_store(args) as store, cli_hint(
+            SupersessionError, "anneal-memory search --include-superseded shows the links"):
         if not store.unsupersede(old_id=args.old, new_id=args.new):
             raise SupersessionError(f"there is no link {args.old} -> {args.new} to remove: "
                                     "anneal-memory search --include-superseded shows the links")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..clock import today
 from ..crystal import (
     ACTIVATION_MODES,
     ACTIVATIONS,
@@ -12,6 +13,7 @@ from ..crystal import (
     RECALL_MODES,
     RETIRE_KINDS,
     CrystalStore,
+    activation_of,
 )
 from ..errors import ValidationError
 from ..spores import (
@@ -180,7 +182,8 @@ def cmd_crystal_recall(args: argparse.Namespace) -> int:
                                   max_patterns=args.max_patterns, mode=args.mode, store=store)
     lines = [f"{m.name} ({m.level}x, score {m.score}, via {'+'.join(m.via)}): {m.text}"
              for m in found]
-    emit(args, {"patterns": [m.to_dict() for m in found]}, "\n".join(lines) or "(no crystal matches)")
+    # 1.0.2 printed the list itself, each with its explanation
+    emit(args, [m.as_mapping() for m in found], "\n".join(lines) or "(no crystal matches)")
     return 0
 
 
@@ -188,7 +191,7 @@ def cmd_crystal_get(args: argparse.Namespace) -> int:
     c = _crystal_or_fail(CrystalStore(sidecar(args)), args.name)
     if not args.no_record:
         OutcomeLog(sidecar(args)).record_pull(c.name)
-    d = c.to_dict()
+    d = c.as_mapping()
     ev = ", ".join(f"{e['id']} \"{e.get('why', '')}\"" for e in c.evidence)
     emit(args, d, f"{c.name} ({c.level}x, {c.status})\n{c.text}\nevidence: {ev or 'none'}")
     return 0
@@ -206,7 +209,7 @@ def cmd_crystal_list(args: argparse.Namespace) -> int:
         print("\n\n".join(f"{c.name} ({c.level}x, {c.status})\n{c.text}" for c in rows)
               or "(no crystals)")
         return 0
-    emit(args, {"crystals": [c.to_dict() for c in rows]},
+    emit(args, [dict(c.as_mapping(), activation=activation_of(c, today())) for c in rows],
          "\n".join(f"{c.name} ({c.level}x, {c.status}): {c.cue()}" for c in rows) or "(no crystals)")
     return 0
 
@@ -236,7 +239,8 @@ def cmd_crystallize(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         result = CrystalStore(store.path).crystallize_from_store(store, args.pattern)
     c = result.crystal
-    emit(args, {"crystal": c.to_dict(), "removed_lines": list(result.removed_lines)},
+    emit(args, {**c.as_mapping(), "crystal": c.as_mapping(),
+                "removed_lines": list(result.removed_lines)},
          f"Crystallized {c.name} ({c.level}x); removed {len(result.removed_lines)} line(s) from the continuity")
     return 0
 
@@ -271,14 +275,14 @@ def cmd_crystal_retire(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         c = CrystalStore(store.path).retire(args.name, kind=args.kind, reason=args.reason,
                                             store=store)
-    emit(args, c.to_dict(), f"Retired {c.name} ({args.kind})")
+    emit(args, c.as_mapping(), f"Retired {c.name} ({args.kind})")
     return 0
 
 
 def cmd_crystal_restore(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         c = CrystalStore(store.path).restore(args.name, store=store)
-    emit(args, c.to_dict(), f"Restored {c.name}")
+    emit(args, c.as_mapping(), f"Restored {c.name}")
     return 0
 
 
@@ -302,7 +306,7 @@ def _spore_line(s: Any) -> str:
 
 
 def _show_spores(args: argparse.Namespace, spores: list[Any]) -> None:
-    emit(args, {"spores": [s.to_dict() for s in spores]},
+    emit(args, [s.to_dict() for s in spores],  # the list itself, as 1.0.2
          "\n".join(_spore_line(s) for s in spores) or "(no spores)")
 
 

@@ -170,6 +170,7 @@ def cmd_baton_claim(args: argparse.Namespace) -> int:
     with cli_hint(BatonError, f"anneal-memory baton claim {args.name} --take"):
         result = claim_baton(sidecar(args), args.name, take=args.take)
     prev = result["previous"]
+    result = dict(result, session_id=args.name, previous_holder=prev)  # 1.0.2's keys too
     emit(args, result, f"{args.name} holds the baton" + (f" (taken from {prev})"
                                                          if prev and prev != args.name else ""))
     return 0
@@ -180,7 +181,10 @@ def cmd_baton_status(args: argparse.Namespace) -> int:
 
     with read_store(args) as store:
         required = store.consolidate_requires_baton()
+        waiting = store.status().episodes_since_wrap
     st = dict(baton_status(sidecar(args)), required=required)
+    st.update(baton_holder=st["holder"], baton_readable=True, episodes_since_wrap=waiting,
+              consolidate_requires_baton=required)  # 1.0.2's keys
     who = st["holder"] or "nobody"
     emit(args, st, f"holder: {who}" + (f" (since {st['claimed_at']})" if st["holder"] else "")
          + f"\nbaton required for wraps: {'yes' if required else 'no'}")
@@ -211,8 +215,20 @@ def cmd_set_schema(args: argparse.Namespace) -> int:
                           "path of a .json file")
     with open_store(args) as store:
         store.set_section_schema(schema)
-        headings = [s["heading"] for s in store.section_schema]
-    emit(args, {"schema": headings}, "Sections: " + ", ".join(headings))
+        spec = store.section_schema
+        continuity = store.load_continuity()
+    from ..continuity.parse import parse_sections
+
+    headings = [s["heading"] for s in spec]
+    name = next((n for n in ("default", "partnership") if [dict(x) for x in spec]
+                 == [dict(x) for x in NAMED_SCHEMAS[n]]), "custom")
+    present = {(s.spec or {}).get("heading") for s in
+               parse_sections(continuity, spec, require=False).sections} if continuity else set()
+    missing = [s["heading"] for s in spec if s["heading"] not in present
+               and not s.get("optional")]
+    # 1.0.2's shape: the schema's name, its sections, the ones the continuity lacks yet
+    emit(args, {"schema": name, "sections": headings, "missing_sections": missing},
+         "Sections: " + ", ".join(headings))
     return 0
 
 
@@ -249,10 +265,12 @@ def cmd_probe_list(args: argparse.Namespace) -> int:
             lines.append(f"{r['id']}  {target}  (added {r['created_at'][:10]})")
     data: dict[str, Any] = {"probes": rows}
     if args.probe_view == "status":
+        with read_store(args) as store:
+            data = store.drift_status()  # 1.0.2's shape: the last save's verdicts, worklist
         counts: dict[str, int] = {}
         for r in rows:
             key = r["last_status"] or "unchecked"
             counts[key] = counts.get(key, 0) + 1
-        data["counts"] = counts
+        data.update(counts=counts, declared=rows)
     emit(args, data, "\n".join(lines) or "(no drift probes)")
     return 0

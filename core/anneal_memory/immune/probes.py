@@ -103,9 +103,10 @@ def retire_probe(store: Store, probe_id: int | str) -> bool:
 def drift_status(store: Store) -> dict[str, Any]:
     """Each probe's verdict at the last save, and that save's worklist: the patterns it
     graduated with a validated citation (for the operator to judge truth)."""
-    rows = list_probes(store)
     wraps = store.wrap_history(1)
     last = wraps[0] if wraps else None
+    # the verdicts of the last save (a probe added since has none yet)
+    rows = [r for r in list_probes(store) if last and r["last_wrap_id"] == last["id"]]
     try:
         graduated = json.loads(store.backend.get_meta("last_graduated") or "[]")
     except ValueError:
@@ -115,7 +116,7 @@ def drift_status(store: Store) -> dict[str, Any]:
         "wrapped_at": last.get("wrapped_at") if last else None,
         "probes": [{"id": r["id"], "kind": r["kind"],
                     "subject": r["pattern"] if r["kind"] == "pattern" else r["fact"],
-                    "status": r["last_status"] or "unchecked", "detail": r["last_detail"],
+                    "status": r["last_status"], "detail": r["last_detail"],
                     "since_wrap": r["last_wrap_id"]} for r in rows],
         "graduated": graduated,
     }

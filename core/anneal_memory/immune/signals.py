@@ -14,8 +14,10 @@ from ..continuity.parse import PatternLine
 GAMING_THRESHOLD = 3
 
 
-def citation_counts(lines: Iterable[PatternLine]) -> Counter[str]:
-    return Counter(c.episode_id for p in lines for c in p.citations)
+def citation_counts(lines: Iterable[PatternLine], among: set[str] | None = None) -> Counter[str]:
+    """How often each episode is cited (only ids in ``among``, when given)."""
+    return Counter(c.episode_id for p in lines for c in p.citations
+                   if among is None or c.episode_id in among)
 
 
 def gaming_suspects(counts: Counter[str]) -> list[str]:

@@ -210,10 +210,13 @@ def validated_save_continuity(
     ctx.revoked = _revocations(store, history)
     outcomes = _govern(store, doc, ctx)
     lines = [o.line for o in outcomes]
-    # gaming, reuse and spread count the graduation claims of this wrap, not 1x sightings
+    # gaming, reuse and spread count the graduation claims of this wrap (not 1x sightings)
+    # and only their citations of this wrap's live episodes (not invented, replayed or
+    # replaced ones), as 1.0.2 does
     claims = [o.line for o in outcomes if is_candidate(o.line, ctx)]
-    counts = signals.citation_counts(claims)
-    all_cited = list(counts)
+    live = set(snapshot) - superseded
+    counts = signals.citation_counts(claims, live)
+    all_cited = sorted({c.episode_id for p in lines for c in p.citations})
     resolvable = set(b.get_episodes(all_cited)) if all_cited else set()
     am_warn = signals.am_warn(lines, resolvable)
     final_text = doc.render()
@@ -251,7 +254,7 @@ def validated_save_continuity(
         "durable_warnings": durable_warn,
         "durable_dropped": durable_dropped,
         "drift": {"counts": {}, "probes": []},
-        "citation_spread": signals.citation_spread(claims, set(snapshot)),
+        "citation_spread": signals.citation_spread(claims, live),
         "sections": _section_sizes(doc),
         "crystallized": [],
         "crystallize_refused": [],
@@ -276,6 +279,16 @@ def validated_save_continuity(
             result["warnings"].append(f"{o.line.name!r} is grounded only in tool/external content: "
                                       "kept at 1x (uncorroborated) until an agent or operator "
                                       "episode grounds it")
+    outside = [o.line.name for o in outcomes if o.demoted and any(
+        c.episode_id not in live for c in o.line.citations)]
+    if outside:
+        result["warnings"].append(
+            "ungrounded: " + ", ".join(outside) + " cited episodes that are not this wrap's "
+            "current ones (unknown, from an earlier wrap, or replaced): demoted one level")
+    needs = [o.line.name for o in outcomes if o.bare_demoted]
+    if needs:
+        result["warnings"].append("needs-evidence: " + ", ".join(needs) + " claimed a level "
+                                  "without [evidence:]: demoted one level")
     if result["level_capped"]:
         result["warnings"].append("level-capped: " + ", ".join(
             f"{x['name']} -> {x['capped_to']}x" for x in result["level_capped"]))
@@ -351,11 +364,21 @@ def validated_save_continuity(
         store._write_continuity_file(final_text)
     for w in result["warnings"]:
         warnings.warn(w, UserWarning, stacklevel=2)
+    pruned = 0
     if store.retention_days:
         try:
-            store.prune(store.retention_days)
+            pruned = store.prune(store.retention_days)
         except Exception as exc:  # the save stands; pruning is housekeeping
             result["warnings"].append(f"auto-prune failed: {exc}")
+    # the wrap's record, in the shape 1.0.2 returned it
+    result["wrap_result"] = {
+        "saved": True, "chars": result["chars"], "section_sizes": result["sections"],
+        "graduations_validated": result["graduations_validated"],
+        "graduations_demoted": result["graduations_demoted"],
+        "citation_reuse_max": result["citation_reuse_max"],
+        "patterns_extracted": len(outcomes), "episodes_compressed": len(snapshot_ids),
+        "pruned_count": pruned, "associations_formed": 0, "associations_strengthened": 0,
+        "associations_decayed": 0, "wrap_id": wrap["id"]}
     return result
 
 
