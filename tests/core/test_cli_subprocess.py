@@ -89,7 +89,7 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
     assert go("continuity")["text"].replace("\n\n", "\n") == text.replace("\n\n", "\n")
     assert go("history")["total"] == 1 and go("history")["wraps"][0]["id"] == saved["wrap_id"]
     assert go("episodes", "--type", "decision")["total_matching"] == 2
-    assert go("recall", "PostgreSQL")["total_matching"] == 1
+    assert go("recall", "PostgreSQL")["total_matching"] == 2  # the link was removed above
     assert go("wrap-status")["status"] == "idle"
     assert go("wrap-token-current")["wrap_token"] is None
     assert go("supersede", "--old", a["id"], "--new", b["id"])["recorded"] is True
