@@ -92,7 +92,9 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
     assert go("recall", "PostgreSQL")["total_matching"] == 2  # the link was removed above
     assert go("wrap-status")["status"] == "idle"
     assert go("wrap-token-current")["wrap_token"] is None
-    assert go("supersede", "--old", a["id"], "--new", b["id"])["recorded"] is True
+    c = go("record", "The deploy window is Friday evening", "--timestamp", "2025-02-01")
+    d = go("record", "The deploy window is now Thursday evening")
+    assert go("supersede", "--old", c["id"], "--new", d["id"])["recorded"] is True
     assert go("associations", "--stats")["associations"] == []
     assert go("pattern-associations")["associations"] == []
     go("set-schema", "partnership")
@@ -101,12 +103,12 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
     go("stats")
     assert len(go("diff", "--wraps", "2")["wraps"]) == 1
     assert go("graph")["edges"] == []
-    assert go("audit", "--event", "record")["count"] == 2
+    assert go("audit", "--event", "record")["count"] == 4
     assert go("verify")["valid"] is True
     go("audit-repair")
     out = tmp_path / "e.json"
     go("export", "--output", str(out))
-    assert js(tmp_path / "copy.db", "import", str(out))["imported"] == 2
+    assert js(tmp_path / "copy.db", "import", str(out))["imported"] == 4
     seen.add("import")
     go("migrate", "check")
     go("spore", "add", "Write the docs")
