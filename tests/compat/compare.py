@@ -9,6 +9,7 @@ Keys starting with ``_`` are context, never compared.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 Diff = tuple[str, Any, Any]
@@ -54,9 +55,14 @@ def compare(peer: Any, ours: Any, path: str = "") -> list[Diff]:
 
 
 def covered(path: str, prefixes: dict[str, str]) -> str | None:
-    """The deviation entry that explains ``path`` (a listed prefix, segment-wise)."""
+    """The deviation entry that explains ``path``: a listed prefix (segment-wise), or a
+    pattern with ``*`` (any run of characters) matching the path or a prefix of it."""
     for p in prefixes:
-        if path == p or path.startswith(p + "/") or path.startswith(p + "["):
+        if "*" in p:
+            rx = re.escape(p).replace(r"\*", ".*")
+            if re.fullmatch(rx + r"(?:[/\[].*)?", path):
+                return p
+        elif path == p or path.startswith(p + "/") or path.startswith(p + "["):
             return p
     return None
 
