@@ -30,7 +30,7 @@ from .clock import as_date
 from .clock import stamp as utc_now
 from .clock import today as clock_today
 from .errors import EpisodeNotFoundError, ValidationError, WrapInProgressError
-from .spores import JsonSidecar, check_list_of_objects, require_choice
+from .spores import JsonSidecar, check_choices, check_list_of_objects, require_choice
 from .text import first_clause, is_meaningful, meaningful_words, query_terms
 from .types import FieldMapping
 
@@ -428,12 +428,9 @@ class CrystalStore(JsonSidecar):
     ) -> builtins.list[Crystal]:
         """Live crystals filtered as 1.0.2's ``list_crystal`` does. ``activation`` (hot,
         warm, cold, dormant) is computed from the days since the crystal was last used."""
-        if permanence is not None:
-            require_choice(permanence, PERMANENCE, "permanence")
-        if activation_mode is not None:
-            require_choice(activation_mode, ACTIVATION_MODES, "activation mode")
-        if activation is not None:
-            require_choice(activation, ACTIVATIONS, "activation")
+        check_choices(permanence=(permanence, PERMANENCE),
+                      activation_mode=(activation_mode, ACTIVATION_MODES),
+                      activation=(activation, ACTIVATIONS))
         day = as_date(today)
         return [c for c in self.list()
                 if (permanence is None or c.permanence == permanence)
@@ -483,6 +480,7 @@ def _evidence_rows(evidence: Iterable[Any]) -> list[dict[str, str]]:
         raise ValidationError("evidence must be a list of episode ids, not one string")
     rows: dict[str, dict[str, str]] = {}
     for item in evidence:
+        eid: Any
         if isinstance(item, str):
             eid, why = item, ""
         elif isinstance(item, dict):

@@ -154,7 +154,7 @@ def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
                     "derived_from": [storable_text(str(x), f"{where} ({eid}) derived_from")
                                      for x in derived],
                     "wrapped": bool(e.get("wrapped"))})
-    out.sort(key=lambda it: it["timestamp"])  # stored oldest first, whatever the file's order
+    out.sort(key=lambda it: str(it["timestamp"]))  # stored oldest first, whatever the file's order
     return out
 
 

@@ -90,6 +90,13 @@ def require_choice(value: object, choices: tuple[str, ...] | frozenset[str], wha
     return str(value)
 
 
+def check_choices(**given: tuple[object, tuple[str, ...] | frozenset[str]]) -> None:
+    """``require_choice`` for each optional filter given (``name=(value, choices)``)."""
+    for what, (value, choices) in given.items():
+        if value is not None:
+            require_choice(value, choices, what.replace("_", " "))
+
+
 def _require_salience(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SALIENCE:
         raise ValidationError(f"salience must be an integer 0-{MAX_SALIENCE}, got {value!r}")
@@ -339,12 +346,8 @@ class SporeStore(JsonSidecar):
         today: date | str | None = None,
     ) -> list[Spore]:
         """Open spores, filtered, ranked by tier, then salience, then germination."""
-        if type is not None:
-            require_choice(type, SPORE_TYPES, "spore type")
-        if tier is not None:
-            require_choice(tier, SPORE_TIERS, "tier")
-        if germination is not None:
-            require_choice(germination, GERMINATIONS, "germination")
+        check_choices(spore_type=(type, SPORE_TYPES), tier=(tier, SPORE_TIERS),
+                      germination=(germination, GERMINATIONS))
         day = as_date(today)
         spores = [Spore.from_dict(r) for r in self.load()["open"]]
         spores = [

@@ -27,31 +27,20 @@ DRIVER = HERE / "driver.py"
 PEER_VERSION = "1.0.2"
 
 
-def _version(python: str) -> str:
-    p = subprocess.run([python, "-I", "-c", "import anneal_memory as a; print(a.__version__)"],
-                       capture_output=True, text=True, cwd=tempfile.gettempdir())
-    return p.stdout.strip() if p.returncode == 0 else ""
-
-
 def peer_python() -> str:
-    """The interpreter of the venv that holds the published 1.0.2 (built when missing)."""
+    """The interpreter of the venv that holds the published 1.0.2 (built when missing),
+    with the ``mcp`` client library the MCP scenarios drive its server with."""
+    sys.path.insert(0, str(REPO / "bench"))  # bench/peer.py builds it for the benchmark too
+    from peer import installed_version
+    from peer import peer_python as build_peer
+
     given = os.environ.get("ANNEAL_COMPAT_PEER_PYTHON")
     if given:
-        if _version(given) != PEER_VERSION:
+        if installed_version(given) != PEER_VERSION:
             raise RuntimeError(f"ANNEAL_COMPAT_PEER_PYTHON={given} does not import "
                                f"anneal-memory {PEER_VERSION}")
         return given
-    venv = REPO / ".nox" / "compat-peer"
-    py = venv / "bin" / "python"
-    if py.exists() and _version(str(py)) == PEER_VERSION:
-        return str(py)
-    uv = shutil.which("uv")
-    if not uv:
-        raise RuntimeError("uv is needed to build the 1.0.2 venv: pip install uv")
-    subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(venv)], check=True)
-    subprocess.run([uv, "pip", "install", "-q", "--python", str(py),
-                    f"anneal-memory=={PEER_VERSION}", "mcp>=1.10"], check=True)
-    return str(py)
+    return build_peer(REPO / ".nox" / "compat-peer", PEER_VERSION, ["mcp>=1.10"])
 
 
 def ours_python() -> str:

@@ -605,42 +605,29 @@ def _two_wraps(work: Path, o: Obs, first: str, second: Callable[[Any, list[Any]]
 FIRST = f"pool-bottleneck | 1x ({TODAY}) [evidence: E0 \"connection pool exhaustion timeouts\"]"
 
 
-@scenario
-def s_immune_valid_citation(work: Path) -> dict[str, Any]:
-    o = Obs(work)
-    s, _ = _two_wraps(work, o, FIRST, lambda e0, es: doc(
-        f"pool-bottleneck | 2x ({TODAY}) [evidence: {es[0].id} \"connection pool exhaustion "
-        f"bottleneck\"]"))
-    s.close()
-    return o.result()
+def _two_wrap_scenario(name: str, second: Callable[[Any, list[Any]], str], **kw: Any) -> None:
+    """A scenario that runs ``_two_wraps`` with this second continuity."""
+    def run(work: Path) -> dict[str, Any]:
+        o = Obs(work)
+        s, _ = _two_wraps(work, o, FIRST, second, **kw)
+        s.close()
+        return o.result()
+
+    SCENARIOS[name] = run
 
 
-@scenario
-def s_immune_fabricated_id(work: Path) -> dict[str, Any]:
-    o = Obs(work)
-    s, _ = _two_wraps(work, o, FIRST, lambda e0, es: doc(
-        f"pool-bottleneck | 2x ({TODAY}) [evidence: deadbeef \"connection pool exhaustion\"]"))
-    s.close()
-    return o.result()
-
-
-@scenario
-def s_immune_no_shared_words(work: Path) -> dict[str, Any]:
-    o = Obs(work)
-    s, _ = _two_wraps(work, o, FIRST, lambda e0, es: doc(
-        f"pool-bottleneck | 2x ({TODAY}) [evidence: {es[0].id} \"banana orchard weather\"]"))
-    s.close()
-    return o.result()
-
-
-@scenario
-def s_immune_replay_prior_wrap(work: Path) -> dict[str, Any]:
-    o = Obs(work)
-    s, _ = _two_wraps(work, o, FIRST, lambda e0, es: doc(
-        f"pool-bottleneck | 2x ({TODAY}) [evidence: {e0.id} \"connection pool exhaustion "
-        f"timeouts\"]"))
-    s.close()
-    return o.result()
+# one rule each: a valid citation climbs; an invented id, an explanation sharing no words
+# and a prior-wrap id each demote; relayed grounding is uncorroborated
+_two_wrap_scenario("immune_valid_citation", lambda e0, es: doc(
+    f"pool-bottleneck | 2x ({TODAY}) [evidence: {es[0].id} \"connection pool exhaustion "
+    f"bottleneck\"]"))
+_two_wrap_scenario("immune_fabricated_id", lambda e0, es: doc(
+    f"pool-bottleneck | 2x ({TODAY}) [evidence: deadbeef \"connection pool exhaustion\"]"))
+_two_wrap_scenario("immune_no_shared_words", lambda e0, es: doc(
+    f"pool-bottleneck | 2x ({TODAY}) [evidence: {es[0].id} \"banana orchard weather\"]"))
+_two_wrap_scenario("immune_replay_prior_wrap", lambda e0, es: doc(
+    f"pool-bottleneck | 2x ({TODAY}) [evidence: {e0.id} \"connection pool exhaustion "
+    f"timeouts\"]"))
 
 
 @scenario
@@ -749,14 +736,9 @@ def s_immune_level_cap(work: Path) -> dict[str, Any]:
     return o.result()
 
 
-@scenario
-def s_immune_uncorroborated(work: Path) -> dict[str, Any]:
-    o = Obs(work)
-    s, _ = _two_wraps(work, o, FIRST, lambda e0, es: doc(
-        f"pool-bottleneck | 2x ({TODAY}) [evidence: {es[0].id} \"connection pool exhaustion "
-        f"bottleneck\"]"), trust="tool")
-    s.close()
-    return o.result()
+_two_wrap_scenario("immune_uncorroborated", lambda e0, es: doc(
+    f"pool-bottleneck | 2x ({TODAY}) [evidence: {es[0].id} \"connection pool exhaustion "
+    f"bottleneck\"]"), trust="tool")
 
 
 @scenario

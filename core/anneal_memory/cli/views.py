@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import AnnealMemoryError
 from ..types import EpisodeType
 from ..wrap.history import wrap_record
-from .common import command, emit, episode_line, read_store
+from .common import command, emit, read_store
 
 
 def register(sub: Any) -> None:
@@ -52,14 +52,10 @@ def cmd_continuity(args: argparse.Namespace) -> int:
 
 
 def cmd_episodes(args: argparse.Namespace) -> int:
-    with read_store(args) as store:
-        res = store.recall(since=args.since, until=args.until, episode_type=args.type,
-                           source=args.source, keyword=args.keyword, limit=args.limit,
-                           offset=args.offset, include_superseded=args.include_superseded)
-    lines = [episode_line(e) for e in res.episodes] or ["(no episodes)"]
-    emit(args, {"episodes": [e.to_dict() for e in res.episodes],
-                "total_matching": res.total_matching}, "\n".join(lines))
-    return 0
+    from .episodes import cmd_search
+
+    args.query = args.keyword  # search's listing, with 1.0.2's --keyword
+    return cmd_search(args)
 
 
 def cmd_history(args: argparse.Namespace) -> int:

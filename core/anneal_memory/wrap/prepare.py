@@ -61,7 +61,7 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
         warnings.warn(warn, UserWarning, stacklevel=2)
     blocked = _gate(store, session_id)
     # assoc_context (the retired association layer) is always None
-    base = {"schema_warning": warn, "wrap_token": None, "package": None, "assoc_context": None,
+    base: dict[str, Any] = {"schema_warning": warn, "wrap_token": None, "package": None, "assoc_context": None,
             "uncovered_proven_to_check": [], "crystallization_candidates": [],
             "rewarm_candidates": []}
     if blocked:
