@@ -8,6 +8,7 @@ import json
 import os
 import secrets
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
@@ -17,10 +18,11 @@ from . import facts, trust
 from ._fileio import atomic_write_text
 from ._inputs import json_text, storable_text, whole_number
 from .audit import AuditTrail
-from .clock import ago, iso, normalize_timestamp, now_iso
+from .clock import ago, iso, normalize_timestamp, now_iso, utcnow
 from .errors import (
     StoreError,
     StoreLocationError,
+    TrustError,
     ValidationError,
 )
 from .storage.base import ROOT, Backend, EpisodeRow, Scope
@@ -158,6 +160,27 @@ class Store(ContinuityMixin):
             self._schema_override = None
         if self._audit.enabled:
             self._audit.flush()
+        if not read_only:
+            self._reconcile_files()
+
+    def _reconcile_files(self) -> None:
+        """After a crash: write continuity texts that committed but whose file was not
+        written, and remove temporary copies a killed writer left beside the store."""
+        from .store_continuity import flush_pending_blobs
+
+        try:
+            flush_pending_blobs(self._backend)
+        except OSError as exc:
+            warnings.warn(f"a saved continuity could not be written to its file yet: {exc}",
+                          UserWarning, stacklevel=3)
+        if self.dsn:
+            return
+        cutoff = utcnow().timestamp() - 60  # a writer still at work renames its copy within moments
+        with contextlib.suppress(OSError):
+            for p in self.path.parent.glob(f".{self.path.stem}.*.tmp"):
+                with contextlib.suppress(OSError):
+                    if p.is_file() and p.stat().st_mtime < cutoff:
+                        p.unlink()
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Store:
@@ -428,8 +451,22 @@ class Store(ContinuityMixin):
         """Remove an episode's text from the database for good, leaving a tombstone that
         holds only a salted hash. Returns False when there is no such episode."""
         storable_text(episode_id, "episode id")
+        refused: EpisodeRow | None = None
         with self._write():
-            done = self._remove([episode_id], reason="deleted")
+            row = self._backend.get_episodes([episode_id], exact=True).get(episode_id)
+            if row is not None and not trust.within_ceiling(row.trust, self.trust_ceiling):
+                refused = row
+                done = 0
+            else:
+                done = self._remove([episode_id], reason="deleted")
+        if refused is not None:
+            # the refusal is on the record too (its own transaction: nothing else changed)
+            self.audit_event("delete_refused", {"id": episode_id, "trust": refused.trust,
+                                                "ceiling": self.trust_ceiling}, actor="agent")
+            raise TrustError(
+                f"episode {episode_id} is labelled {refused.trust!r}, above this store's trust "
+                f"ceiling {self.trust_ceiling!r}: only a host opened at that ceiling may delete "
+                "it; nothing was deleted")
         if done:
             self._scrub()
         return bool(done)
@@ -462,7 +499,13 @@ class Store(ContinuityMixin):
         return days
 
     def _prunable_ids(self, days: int) -> list[str]:
+        """Old ids this store may remove: never one labelled above its trust ceiling (a
+        caller may not prune what it could not have written)."""
         ids = list(self._backend.ids_older_than(iso(ago(days * 86400, field="older_than_days"))))
+        if ids and self.trust_ceiling != "operator":
+            rows = self._backend.get_episodes(ids, exact=True)
+            ids = [i for i in ids if i in rows
+                   and trust.within_ceiling(rows[i].trust, self.trust_ceiling)]
         open_wrap = self._backend.open_wrap()
         if open_wrap:  # episodes frozen in an open wrap stay until it is saved or cancelled
             frozen = set(open_wrap["episode_ids"])

@@ -16,6 +16,7 @@ from anneal_memory import (
     MemorySession,
     Store,
     SupersessionError,
+    TrustError,
     ValidationError,
     baton_status,
     claim_baton,
@@ -300,3 +301,20 @@ def test_item_collections_are_per_namespace(store: Store) -> None:
         with pytest.raises(ValidationError):
             bad()
     assert a.count() == 32
+
+
+def test_a_caller_cannot_delete_or_prune_above_its_trust_ceiling(db: Path) -> None:
+    with Store(db, trust_ceiling="operator") as op:
+        fact = op.record("the operator's retention rule", "context", trust="operator",
+                         timestamp="2020-01-01T00:00:00+00:00")
+        mine = op.record("an old agent note", "observation", timestamp="2020-01-01T00:00:00+00:00")
+    with Store(db) as agent:  # the default ceiling, as the MCP server opens it
+        with pytest.raises(TrustError, match="above this store's trust ceiling"):
+            agent.delete(fact.id)
+        assert agent.get(fact.id) is not None
+        refusals = [e for e in agent.backend.audit_entries() if e["event"] == "delete_refused"]
+        assert [e["data"]["id"] for e in refusals] == [fact.id]
+        assert agent.prune(older_than_days=30) == 1  # the agent's own old note only
+        assert agent.get(mine.id) is None and agent.get(fact.id) is not None
+    with Store(db, trust_ceiling="operator") as op:
+        assert op.delete(fact.id) is True

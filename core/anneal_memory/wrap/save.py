@@ -304,7 +304,13 @@ def validated_save_continuity(
             "drift": result["drift"],
             "session_id": session_id,
         }, actor="agent")
-        store._write_continuity_file(final_text)
+        store._stage_continuity(final_text)
+    try:
+        store._flush_continuity()
+    except OSError as exc:  # committed: the file is written when the store is next opened
+        result["warnings"].append(f"the continuity file could not be written yet ({exc}); "
+                                  "the saved text is kept in the database and written on "
+                                  "the next open")
     for w in result["warnings"]:
         warnings.warn(w, UserWarning, stacklevel=2)
     if store.retention_days:
