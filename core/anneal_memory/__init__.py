@@ -61,6 +61,7 @@ if _TYPE_CHECKING:  # the names for type checkers; at run time they load on firs
         WriteResult,
         scoped,
     )
+    from .items import Item, ItemCollection
     from .recall import retrieve_relevant
     from .session import MemorySession, WrapOutcome
     from .spores import SporeStore
@@ -98,6 +99,8 @@ _LAZY: dict[str, str] = {
     "FLOW_SCHEMA": ".continuity.schema",
     "GovernanceError": ".errors",
     "MemorySession": ".session",
+    "Item": ".items",
+    "ItemCollection": ".items",
     "MissingExtraError": ".errors",
     "NoWrapInProgressError": ".errors",
     "PatternSummary": ".continuity.parse",
@@ -189,6 +192,8 @@ __all__ = [
     "MemoryRecord",
     "MemoryRuntime",
     "MemorySession",
+    "Item",
+    "ItemCollection",
     "MissingExtraError",
     "NoWrapInProgressError",
     "PatternSummary",

@@ -77,7 +77,8 @@ def check_link(store: Store, old: EpisodeRow | None, old_id: str, new: EpisodeRo
     """Why ``old_id -> new`` cannot be a link, or None if it can."""
     if old_id == new.id:
         return "an episode cannot supersede itself"
-    if old is None:
+    if old is None or old.scope != new.scope:
+        # another namespace's episode reads exactly like an unknown id
         return f"no episode {old_id!r} in this store"
     if old.state_key:
         return (f"episode {old_id} holds state key {old.state_key!r}: a keyed episode is replaced "
@@ -101,19 +102,42 @@ def check_link(store: Store, old: EpisodeRow | None, old_id: str, new: EpisodeRo
 
 def validate_explicit_links(store: Store, new: EpisodeRow, olds: Sequence[str],
                             derived_from: Sequence[str]) -> None:
-    from . import trust
-
     rows = store.backend.get_episodes(list(olds))
-    new_trust = new.trust
-    if derived_from:
-        src = trust.effective_trust_map(store, list(derived_from))
-        if src:
-            best = max(src.values(), key=TRUST_LEVELS.__getitem__)
-            new_trust = trust.lower(new_trust, best)
+    new_trust = new_episode_trust(store, new.trust, derived_from)
     for old_id in olds:
         why = check_link(store, rows.get(old_id), old_id, new, new_trust, kind="explicit")
         if why:
             raise SupersessionError(f"cannot record supersedes={old_id!r}: {why}; nothing was recorded")
+
+
+def check_key_trust(store: Store, row: EpisodeRow, key: str, trust_label: str | None = None) -> None:
+    """Refuse a state-key update that would hide a more trusted holder of the key: relayed
+    content cannot replace an operator's fact through a key any more than through an
+    explicit ``supersedes`` link."""
+    holders = [m for m in store.backend.state_key_holders(key) if m.id != row.id]
+    if not holders or any(m.timestamp > row.timestamp for m in holders):
+        return  # nothing held, or the row goes into the key's history and hides nothing
+    mine = trust_label or store.effective_trust_map([row.id]).get(row.id, row.trust)
+    eff = store.effective_trust_map([m.id for m in holders])
+    for m in holders:
+        theirs = eff.get(m.id, m.trust)
+        if TRUST_LEVELS[mine] < TRUST_LEVELS[theirs]:
+            raise SupersessionError(
+                f"a {mine} episode cannot take state key {key!r} from a {theirs} one: relayed "
+                "content cannot hide a more trusted record; record it without the key (or "
+                "with operator trust); nothing was recorded")
+
+
+def new_episode_trust(store: Store, label: str, derived_from: Sequence[str]) -> str:
+    """A new episode's effective trust: its label, capped by its most trusted source."""
+    from . import trust
+
+    if not derived_from:
+        return label
+    src = trust.effective_trust_map(store, list(derived_from))
+    if not src:
+        return label
+    return trust.lower(label, max(src.values(), key=TRUST_LEVELS.__getitem__))
 
 
 def apply_state_key(store: Store, row: EpisodeRow) -> list[str]:
@@ -144,10 +168,11 @@ def _recompute_slot(store: Store, key: str, *, audit: bool) -> list[str]:
 def set_state_key(store: Store, episode_id: str, key: str) -> list[str]:
     k = validate_state_key(key)
     with store._write():
-        rows = store.backend.get_episodes([episode_id])
+        rows = store.backend.get_episodes([episode_id], exact=True)
         if episode_id not in rows:
             raise EpisodeNotFoundError(f"no episode {episode_id!r} in this store: check the id")
         row = rows[episode_id]
+        check_key_trust(store, row, k)
         explicit = [n for n, kind, _ in store.backend.supersessions_of([episode_id]).get(episode_id, [])
                     if kind != "state_key"]
         if explicit or any(kind in ("explicit", "wrap")
@@ -167,7 +192,7 @@ def set_state_key(store: Store, episode_id: str, key: str) -> list[str]:
 
 def clear_state_key(store: Store, episode_id: str) -> bool:
     with store._write():
-        rows = store.backend.get_episodes([episode_id])
+        rows = store.backend.get_episodes([episode_id], exact=True)
         if episode_id not in rows:
             raise EpisodeNotFoundError(f"no episode {episode_id!r} in this store: check the id")
         key = rows[episode_id].state_key
@@ -204,8 +229,9 @@ def state_report(store: Store, key: str | None = None) -> list[dict[str, Any]]:
 
 def unsupersede(store: Store, old_id: str, new_id: str) -> bool:
     with store._write():
-        links = store.backend.supersessions_of([old_id]).get(old_id, [])
-        kinds = {n: k for n, k, _ in links}
+        mine = store.backend.get_episodes([old_id, new_id], exact=True)
+        links = store.backend.supersessions_of([old_id]).get(old_id, []) if old_id in mine else []
+        kinds = {n: k for n, k, _ in links if n in mine}
         if new_id not in kinds:
             raise SupersessionError(f"there is no link {old_id} -> {new_id} to remove: "
                                     "see 'anneal-memory search --include-superseded'")
@@ -218,7 +244,7 @@ def unsupersede(store: Store, old_id: str, new_id: str) -> bool:
 def propose_wrap_link(store: Store, old_id: str, new_id: str, snapshot: set[str]) -> str | None:
     """Record a link a wrap proposed; return why it was rejected, or None."""
     b = store.backend
-    rows = b.get_episodes([old_id, new_id])
+    rows = b.get_episodes([old_id, new_id], exact=True)
     if new_id not in snapshot:
         return f"{new_id} is not an episode of this wrap"
     new = rows.get(new_id)

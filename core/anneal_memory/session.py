@@ -47,12 +47,13 @@ class WrapOutcome:
 class MemorySession:
     """One agent session over a Store: context in, episodes out, a wrap at the end."""
 
-    def __init__(self, store: Store, *, session_id: str | None = None, crystal_store: Any = None,
-                 recall_limit: int = 5, max_content_chars: int = 4000, strict: bool = False,
-                 logger: logging.Logger | str | None = None) -> None:
+    def __init__(self, store: Store, *, namespace: Any = None, session_id: str | None = None,
+                 crystal_store: Any = None, recall_limit: int = 5, max_content_chars: int = 4000,
+                 strict: bool = False, logger: logging.Logger | str | None = None) -> None:
         if not isinstance(store, Store):
             raise ValidationError("MemorySession needs an anneal_memory.Store (or use "
                                   "MemorySession.ensure(store_or_path))")
+        store = scope_store(store, namespace)
         if isinstance(recall_limit, bool) or not isinstance(recall_limit, int) or recall_limit < 0:
             raise ValidationError("recall_limit must be a whole number >= 0")
         if isinstance(max_content_chars, bool) or not isinstance(max_content_chars, int) \
@@ -70,6 +71,33 @@ class MemorySession:
         self._inputs: OrderedDict[str, str] = OrderedDict()
         self.owns_store = False
         self.last_wrap: WrapOutcome | None = None
+        self._children: OrderedDict[str, MemorySession] = OrderedDict()
+        self._options = {"session_id": session_id, "crystal_store": crystal_store,
+                         "recall_limit": recall_limit, "max_content_chars": max_content_chars,
+                         "strict": strict, "logger": self.log}
+
+    @property
+    def namespace(self) -> Any:
+        """The session's MemoryNamespace (None for the store without one)."""
+        return self.store.namespace
+
+    def for_namespace(self, namespace: Any) -> MemorySession:
+        """The session of one namespace over the same store and options: what a server
+        that serves many users from one store calls per request. Sessions are kept (the
+        most recent 1,024), so each namespace's once-per-session state carries over."""
+        root = getattr(self.store, "parent", self.store)
+        view = scope_store(root, namespace)
+        key = view.scope.key
+        child = self._children.get(key)
+        if child is None:
+            child = MemorySession(view, **self._options)  # type: ignore[arg-type]
+            child._children = self._children  # one registry for the whole server
+            self._children[key] = child
+            while len(self._children) > 1024:
+                self._children.popitem(last=False)
+        else:
+            self._children.move_to_end(key)
+        return child
 
     @classmethod
     def ensure(cls, memory: MemorySession | Store | str | os.PathLike[str], *,
@@ -235,6 +263,43 @@ class MemorySession:
     def record_outcome(self, text: str, metadata: Mapping[str, Any] | None = None) -> Episode | None:
         return self.record(text, EpisodeType.OUTCOME, metadata=metadata)
 
+    # ------------------------------------------------------------------ async twins
+    # The store's work (a commit's fsync, a full-text query) runs in a worker thread, so
+    # a framework's event loop keeps serving other requests meanwhile.
+    async def astart(self) -> str:
+        return await _off_loop(self.start)
+
+    async def arecall(self, query: str, limit: int | None = None, *,
+                      context: bool = True) -> list[ScoredEpisode]:
+        return await _off_loop(self.recall, query, limit, context=context)
+
+    async def acontext_for(self, query: str | None, *, limit: int | None = None) -> str:
+        return await _off_loop(self.context_for, query, limit=limit)
+
+    async def arecall_items(self, query: str, *, limit: int | None = None) -> list[str]:
+        return await _off_loop(self.recall_items, query, limit=limit)
+
+    async def amemory_block(self, query: str | None = None) -> str:
+        return await _off_loop(self.memory_block, query)
+
+    async def arecord(self, content: str, episode_type: EpisodeType | str, **kwargs: Any) -> Episode | None:
+        return await _off_loop(self.record, content, episode_type, **kwargs)
+
+    async def arecord_user_input(self, text: str, metadata: Mapping[str, Any] | None = None) -> Episode | None:
+        return await _off_loop(self.record_user_input, text, metadata)
+
+    async def arecord_decision(self, text: str, metadata: Mapping[str, Any] | None = None) -> Episode | None:
+        return await _off_loop(self.record_decision, text, metadata)
+
+    async def arecord_observation(self, text: str, metadata: Mapping[str, Any] | None = None) -> Episode | None:
+        return await _off_loop(self.record_observation, text, metadata)
+
+    async def arecord_outcome(self, text: str, metadata: Mapping[str, Any] | None = None) -> Episode | None:
+        return await _off_loop(self.record_outcome, text, metadata)
+
+    async def arecord_tool_output(self, tool_name: str, output: Any, **kwargs: Any) -> Episode | None:
+        return await _off_loop(self.record_tool_output, tool_name, output, **kwargs)
+
     # ------------------------------------------------------------------ wrap
     def wrap_prompt(self) -> str | None:
         """Open the wrap and return the prompt for the compressor; None if nothing to wrap."""
@@ -296,9 +361,10 @@ class MemorySession:
             return WrapOutcome("failed", str(exc))
 
     async def awrap(self, compress: Callable[[str], str | Awaitable[str]]) -> WrapOutcome:
-        """Async wrap; ``compress`` may be sync or async."""
+        """Async wrap; ``compress`` may be sync or async. Preparing and saving run off
+        the event loop."""
         try:
-            prompt, early = self._begin()
+            prompt, early = await _off_loop(self._begin)
             if early is not None:
                 return early
             try:
@@ -306,8 +372,8 @@ class MemorySession:
                 if _isawaitable(text):
                     text = await text  # type: ignore[misc]
             except Exception as exc:
-                return self._abandon("failed", f"the compressor raised: {exc}")
-            return self._finish(text)  # type: ignore[arg-type]
+                return await _off_loop(self._abandon, "failed", f"the compressor raised: {exc}")
+            return await _off_loop(self._finish, text)
         except Exception as exc:
             if self.strict:
                 raise
@@ -424,6 +490,33 @@ def _short(value: Any, limit: int) -> str:
         except (TypeError, ValueError):
             text = repr(value)
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def scope_store(store: Store, namespace: Any) -> Store:
+    """``store`` limited to ``namespace`` (None: as it is). A view given a namespace that
+    is not its own is refused, naming the field that differs."""
+    if namespace is None:
+        return store
+    from .governance.namespace import FIELDS, coerce_namespace
+
+    ns = coerce_namespace(namespace, partial=True)
+    current = getattr(store, "namespace", None)
+    if current is None:
+        return store.scoped(ns)
+    if current != ns:
+        diff = [f for f in FIELDS if getattr(current, f) != getattr(ns, f)]
+        raise ValidationError(f"namespace {diff[0]} {getattr(ns, diff[0])!r} does not match the "
+                              f"view it is used through ({getattr(current, diff[0])!r}): pass "
+                              "the parent Store, or no namespace")
+    return store
+
+
+async def _off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    import asyncio
+    import functools
+
+    return await asyncio.get_running_loop().run_in_executor(
+        None, functools.partial(fn, *args, **kwargs))
 
 
 def _isawaitable(value: Any) -> bool:

@@ -7,11 +7,12 @@ import hashlib
 import json
 import os
 import secrets
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import facts, trust
 from ._fileio import atomic_write_text
@@ -23,11 +24,14 @@ from .errors import (
     StoreLocationError,
     ValidationError,
 )
-from .storage.base import Backend, EpisodeRow
+from .storage.base import ROOT, Backend, EpisodeRow, Scope
 from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.sqlite import SQLiteBackend
 from .store_continuity import ContinuityMixin
 from .types import Episode, EpisodeType, RecallResult, StoreStatus, coerce_trust
+
+if TYPE_CHECKING:
+    from .items import ItemCollection
 
 ENV_DB = "ANNEAL_MEMORY_DB"
 
@@ -73,13 +77,18 @@ def _episode(row: EpisodeRow, superseded_by: str | None = None,
 class Store(ContinuityMixin):
     """One agent's episodic memory: a SQLite database plus its sidecar files.
 
-    Not thread-safe: use one Store per thread. Several processes may each open their
-    own Store on the same database.
+    Thread-safe: threads (and the async twins of ``MemorySession``) may share one Store
+    and its scoped views; its calls are serialised on one connection. Several processes
+    may each open their own Store on the same database.
     """
 
-    #: metadata key that carries a namespace stamp; only a scoped view may write it
+    #: metadata key reserved for the namespace (kept in columns since schema 2)
     RESERVED_METADATA_KEY = "_anneal_ns"
-    _writes_namespace_stamp = False
+    #: whose memory this object acts on: the root (no namespace) for a Store
+    scope: Scope = ROOT
+    #: the namespace's tag in sidecar names ("" for the root)
+    ns_tag = ""
+    namespace: Any = None
 
     def __init__(
         self,
@@ -126,6 +135,7 @@ class Store(ContinuityMixin):
             existed = db.exists() and db.stat().st_size > 0
             self._backend = SQLiteBackend(db, read_only=read_only)
         self._closed = False
+        self._lock = threading.RLock()
         if not read_only:
             with self._backend.transaction():
                 if self._backend.get_meta("store_id") is None:
@@ -172,23 +182,49 @@ class Store(ContinuityMixin):
     def backend(self) -> Backend:
         return self._backend
 
+    def items(self, collection: str) -> ItemCollection:
+        """One named collection of keyed items in this store's namespace (framework
+        state such as a chat history or a key-value store; see :mod:`.items`)."""
+        from .items import ItemCollection
+
+        return ItemCollection(self, collection)
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            from .errors import ReadOnlyStoreError
+
+            raise ReadOnlyStoreError("this store was opened read_only: reopen it to write")
+
+    def scoped(self, namespace: Any) -> Store:
+        """A view of this store limited to one namespace (a mapping with any of
+        ``tenant``, ``user``, ``project``, ``agent``, or a ``MemoryNamespace``): its
+        recall, continuity, wraps, baton and probes are that namespace's alone."""
+        from .governance.scoped import ScopedStore
+
+        return ScopedStore(self, namespace)
+
     @property
     def audit_trail(self) -> AuditTrail:
         return self._audit
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[None]:
-        """A write transaction whose audit entries are mirrored after it commits."""
-        outer = not self._backend.in_transaction
-        try:
-            with self._backend.transaction():
-                yield
-        except BaseException:
+        """A write transaction whose audit entries are mirrored after it commits.
+
+        Held under the store's lock from the first statement to the mirror, so threads
+        sharing one Store (and its scoped views) never see each other's pending entries.
+        """
+        with self._lock:
+            outer = not self._backend.in_transaction
+            try:
+                with self._backend.transaction():
+                    yield
+            except BaseException:
+                if outer:
+                    self._audit.discard_pending()
+                raise
             if outer:
-                self._audit.discard_pending()
-            raise
-        if outer:
-            self._audit.after_commit()
+                self._audit.after_commit()
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[Store]:
@@ -280,9 +316,9 @@ class Store(ContinuityMixin):
         if metadata is not None:
             if not isinstance(metadata, dict):
                 raise ValidationError("metadata must be a dict (or None)")
-            if self.RESERVED_METADATA_KEY in metadata and not self._writes_namespace_stamp:
-                raise ValidationError(f"metadata key {self.RESERVED_METADATA_KEY!r} is reserved for "
-                                      "namespace stamps written by a scoped view: rename your key")
+            if self.RESERVED_METADATA_KEY in metadata:
+                raise ValidationError(f"metadata key {self.RESERVED_METADATA_KEY!r} is reserved "
+                                      "for the namespace: rename your key")
             meta_text: str | None = json_text(metadata, "metadata")
         else:
             meta_text = None
@@ -310,6 +346,9 @@ class Store(ContinuityMixin):
         # Validate links against the store before anything is written.
         if p["supersedes"]:
             facts.validate_explicit_links(self, row, p["supersedes"], p["derived_from"])
+        if p["state_key"]:
+            facts.check_key_trust(self, row, p["state_key"],
+                                  facts.new_episode_trust(self, p["trust"], p["derived_from"]))
         b.insert_episode(row)
         if p["derived_from"]:
             b.add_derivations(eid, p["derived_from"])
@@ -424,7 +463,7 @@ class Store(ContinuityMixin):
 
     def _remove(self, ids: Sequence[str], *, reason: str) -> int:
         b = self._backend
-        rows = b.get_episodes(ids)
+        rows = b.get_episodes(ids, exact=True)
         if not rows:
             return 0
         eff = trust.effective_trust_map(self, list(rows))
@@ -432,7 +471,7 @@ class Store(ContinuityMixin):
             mark = "external" if reason == "deleted" else eff.get(eid, r.trust)
             b.mark_source_removed(eid, mark)
             b.add_tombstone(eid, r.type, r.timestamp, self._audit.hash_content(r.content),
-                            now_iso(), reason, eff.get(eid, r.trust))
+                            now_iso(), reason, eff.get(eid, r.trust), scope=r.scope)
             facts.detach_links(self, eid)
             if reason == "deleted":
                 self._audit.append("delete", {"id": eid,

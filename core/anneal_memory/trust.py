@@ -81,7 +81,7 @@ def set_trust(store: Store, episode_id: str, trust_class: str, *, via: str = "li
     label = coerce_trust(trust_class)
     check_ceiling(label, store.trust_ceiling)
     with store._write():
-        rows = store.backend.get_episodes([episode_id])
+        rows = store.backend.get_episodes([episode_id], exact=True)
         if episode_id not in rows:
             raise EpisodeNotFoundError(f"no episode {episode_id!r} in this store: check the id "
                                        "(anneal-memory search)")

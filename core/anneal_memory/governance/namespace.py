@@ -103,5 +103,29 @@ class MemoryNamespace:
         return f"{self.tenant}/{self.user}/{self.project or '*'}/{self.agent}"
 
 
-def coerce_namespace(value: Any) -> MemoryNamespace:
+#: What a lifecycle namespace leaves unsaid: ``{"user": "alice"}`` is alice's memory in
+#: the default tenant, kept by the default agent.
+DEFAULT_FIELD = "default"
+
+
+def coerce_namespace(value: Any, *, partial: bool = False) -> MemoryNamespace:
+    """A MemoryNamespace from a MemoryNamespace or a mapping.
+
+    ``partial``: the mapping may hold any of the four fields (at least one); tenant,
+    user and agent left out are ``"default"``. Otherwise tenant, user and agent are
+    required, as governed records need them.
+    """
+    if isinstance(value, MemoryNamespace):
+        return value
+    if partial and isinstance(value, Mapping):
+        unknown = sorted(str(k) for k in set(value) - set(FIELDS))
+        if unknown:
+            raise ValidationError(f"unknown namespace key(s) {unknown}: a namespace holds any "
+                                  f"of {', '.join(FIELDS)}")
+        given = {k: v for k, v in value.items() if v is not None}
+        if not given:
+            raise ValidationError("a namespace needs at least one of "
+                                  f"{', '.join(FIELDS)} (e.g. {{'user': 'alice'}})")
+        return MemoryNamespace.from_dict({
+            "tenant": DEFAULT_FIELD, "user": DEFAULT_FIELD, "agent": DEFAULT_FIELD, **given})
     return MemoryNamespace.from_dict(value)

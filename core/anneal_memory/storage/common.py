@@ -16,10 +16,12 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .base import Backend, EpisodeRow, SearchFilters
+from .base import ROOT, Backend, EpisodeRow, Scope, SearchFilters
 
-EP_COLS = "rowid, id, timestamp, type, content, source, session_id, metadata, trust, state_key, wrap_id"
+EP_COLS = ("rowid, id, timestamp, type, content, source, session_id, metadata, trust, state_key, "
+           "wrap_id, ns_owner, ns_project")
 _TOMBSTONE_COLS = ("id", "type", "timestamp", "content_hash", "removed_at", "reason", "trust")
+_TOMBSTONE_NS = ("ns_owner", "ns_project")
 _PROBE_COLS = ("id", "kind", "pattern", "min_level", "fact", "section", "created_at",
                "last_status", "last_detail", "last_wrap_id")
 _PATTERN_COLS = ("name", "level", "max_level_reached", "first_seen_at", "last_seen_at",
@@ -33,8 +35,37 @@ def episode_row(r: Sequence[Any]) -> EpisodeRow:
     return EpisodeRow(
         rowid=int(r[0]), id=r[1], timestamp=r[2], type=r[3], content=r[4], source=r[5],
         session_id=r[6], metadata=r[7], trust=r[8], state_key=r[9],
-        wrap_id=None if r[10] is None else int(r[10]),
+        wrap_id=None if r[10] is None else int(r[10]), ns_owner=r[11], ns_project=r[12],
     )
+
+
+def visible_sql(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
+    """``AND ...``: rows a reader in ``scope`` may see (every row at the root)."""
+    if scope.owner is None:
+        return "", []
+    p = f"{alias}." if alias else ""
+    return (f" AND {p}ns_owner = ? AND ({p}ns_project IS NULL OR {p}ns_project = ?)",
+            [scope.owner, scope.project or ""])
+
+
+def own_sql(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
+    """``AND ...``: rows written in exactly ``scope`` (the root's: those without one)."""
+    p = f"{alias}." if alias else ""
+    if scope.owner is None:
+        return f" AND {p}ns_owner IS NULL", []
+    return (f" AND {p}ns_owner = ? AND COALESCE({p}ns_project, '') = ?",
+            [scope.owner, scope.project or ""])
+
+
+def reach_sql(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
+    """``AND ...``: rows a mutation through ``scope`` may touch: everything at the root
+    (the operator), exactly its own namespace's rows through a view."""
+    return ("", []) if scope.owner is None else own_sql(scope, alias)
+
+
+def ns_meta_key(key: str, scope: Scope) -> str:
+    """A per-namespace meta key (the root's keeps its plain name)."""
+    return key if scope.owner is None else f"{key}@{scope.key}"
 
 
 def _json_list(text: str | None) -> list[Any]:
@@ -154,6 +185,10 @@ class SQLBackend(Backend):
             params.extend(ids)
         if not f.include_superseded:
             where.append(f"NOT EXISTS (SELECT 1 FROM supersessions s WHERE s.old_id = {alias}.id)")
+        vis, vparams = visible_sql(f.scope, alias)
+        if vis:
+            where.append(vis[5:])
+            params.extend(vparams)
         return (" AND ".join(where) or "TRUE"), params
 
     # -- metadata
@@ -178,37 +213,50 @@ class SQLBackend(Backend):
             # a backdated episode: recording order no longer equals time order
             self.set_meta("backdated_episodes", "1")
         self.q("INSERT INTO episodes(id, timestamp, type, content, source, session_id, metadata, "
-               "trust, state_key, wrap_id) VALUES (?,?,?,?,?,?,?,?,?,?)",
+               "trust, state_key, wrap_id, ns_owner, ns_project) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                (row.id, row.timestamp, row.type, row.content, row.source, row.session_id,
-                row.metadata, row.trust, row.state_key, row.wrap_id))
+                row.metadata, row.trust, row.state_key, row.wrap_id, row.ns_owner,
+                row.ns_project))
 
     def id_taken(self, episode_id: str) -> bool:
         return bool(self.q1("SELECT 1 FROM episodes WHERE id=? UNION ALL "
                             "SELECT 1 FROM tombstones WHERE id=?", (episode_id, episode_id)))
 
-    def get_episodes(self, ids: Sequence[str]) -> dict[str, EpisodeRow]:
+    def get_episodes(self, ids: Sequence[str], *, scope: Scope = ROOT,
+                     exact: bool = False) -> dict[str, EpisodeRow]:
+        """The episodes with these ids that ``scope`` may read (``exact``: may change)."""
+        extra, xparams = (reach_sql if exact else visible_sql)(scope)
         out: dict[str, EpisodeRow] = {}
         for chunk in self._chunks(ids):
             cond, params = self._in_list("id", chunk)
-            for r in self.q(f"SELECT {EP_COLS} FROM episodes WHERE {cond}", params):
+            for r in self.q(f"SELECT {EP_COLS} FROM episodes WHERE {cond}{extra}",
+                            [*params, *xparams]):
                 out[r[1]] = episode_row(r)
         return out
 
-    def all_episodes(self, *, order: str = "timestamp ASC, rowid ASC") -> Iterator[EpisodeRow]:
-        for r in self._stream(f"SELECT {EP_COLS} FROM episodes ORDER BY {order}"):
+    def all_episodes(self, *, order: str = "timestamp ASC, rowid ASC",
+                     scope: Scope = ROOT) -> Iterator[EpisodeRow]:
+        extra, params = visible_sql(scope)
+        for r in self._stream(f"SELECT {EP_COLS} FROM episodes WHERE TRUE{extra} "
+                              f"ORDER BY {order}", params):
             yield episode_row(r)
 
-    def unwrapped_episodes(self) -> list[EpisodeRow]:
-        return self._episodes("wrap_id IS NULL")
+    def unwrapped_episodes(self, *, scope: Scope = ROOT) -> list[EpisodeRow]:
+        extra, params = own_sql(scope)
+        return self._episodes(f"wrap_id IS NULL{extra}", params)
 
-    def state_key_holders(self, key: str | None = None) -> list[EpisodeRow]:
+    def state_key_holders(self, key: str | None = None, *,
+                          scope: Scope = ROOT) -> list[EpisodeRow]:
+        extra, params = own_sql(scope)
         if key is None:
-            return self._episodes("state_key IS NOT NULL", (),
+            return self._episodes(f"state_key IS NOT NULL{extra}", params,
                                   "state_key, timestamp ASC, rowid ASC")
-        return self._episodes("state_key=?", (key,))
+        return self._episodes(f"state_key=?{extra}", (key, *params))
 
-    def ids_older_than(self, cutoff: str) -> list[str]:
-        return [r[0] for r in self.q("SELECT id FROM episodes WHERE timestamp < ?", (cutoff,))]
+    def ids_older_than(self, cutoff: str, *, scope: Scope = ROOT) -> list[str]:
+        extra, params = reach_sql(scope)
+        return [r[0] for r in self.q(f"SELECT id FROM episodes WHERE timestamp < ?{extra}",
+                                     (cutoff, *params))]
 
     def update_episode(self, episode_id: str, **fields: Any) -> None:
         cols = ", ".join(f"{k}=?" for k in fields)
@@ -227,21 +275,24 @@ class SQLBackend(Backend):
             n += self._rowcount(f"DELETE FROM episodes WHERE {cond}", params)
         return n
 
-    def count_episodes(self) -> int:
-        return self._scalar("SELECT COUNT(*) FROM episodes")
+    def count_episodes(self, *, scope: Scope = ROOT) -> int:
+        extra, params = visible_sql(scope)
+        return self._scalar(f"SELECT COUNT(*) FROM episodes WHERE TRUE{extra}", params)
 
-    def count_unwrapped(self) -> int:
-        return self._scalar("SELECT COUNT(*) FROM episodes WHERE wrap_id IS NULL")
+    def count_unwrapped(self, *, scope: Scope = ROOT) -> int:
+        extra, params = own_sql(scope)
+        return self._scalar(f"SELECT COUNT(*) FROM episodes WHERE wrap_id IS NULL{extra}", params)
 
-    def _counts_by(self, col: str) -> dict[str, int]:
+    def _counts_by(self, col: str, scope: Scope) -> dict[str, int]:
+        extra, params = visible_sql(scope)
         return {r[0]: int(r[1]) for r in self.q(
-            f"SELECT {col}, COUNT(*) FROM episodes GROUP BY {col}")}
+            f"SELECT {col}, COUNT(*) FROM episodes WHERE TRUE{extra} GROUP BY {col}", params)}
 
-    def counts_by_type(self) -> dict[str, int]:
-        return self._counts_by("type")
+    def counts_by_type(self, *, scope: Scope = ROOT) -> dict[str, int]:
+        return self._counts_by("type", scope)
 
-    def counts_by_trust(self) -> dict[str, int]:
-        return self._counts_by("trust")
+    def counts_by_trust(self, *, scope: Scope = ROOT) -> dict[str, int]:
+        return self._counts_by("trust", scope)
 
     # -- supersession
     def add_supersession(self, old_id: str, new_id: str, kind: str, created_at: str) -> None:
@@ -266,12 +317,23 @@ class SQLBackend(Backend):
         return [(r[0], r[1]) for r in self.q(
             "SELECT old_id, kind FROM supersessions WHERE new_id=?", (new_id,))]
 
-    def all_supersessions(self) -> list[tuple[str, str, str, str]]:
-        return [(r[0], r[1], r[2], r[3]) for r in self.q(
-            "SELECT old_id, new_id, kind, created_at FROM supersessions ORDER BY created_at")]
+    def _in_scope(self, col: str, scope: Scope) -> tuple[str, list[Any]]:
+        extra, params = visible_sql(scope)
+        if not extra:
+            return "", []
+        return f" AND {col} IN (SELECT id FROM episodes WHERE TRUE{extra})", params
 
-    def count_superseded(self) -> int:
-        return self._scalar("SELECT COUNT(DISTINCT old_id) FROM supersessions")
+    def all_supersessions(self, *, scope: Scope = ROOT) -> list[tuple[str, str, str, str]]:
+        old, p_old = self._in_scope("old_id", scope)
+        new, p_new = self._in_scope("new_id", scope)
+        return [(r[0], r[1], r[2], r[3]) for r in self.q(
+            f"SELECT old_id, new_id, kind, created_at FROM supersessions WHERE TRUE{old}{new} "
+            "ORDER BY created_at", [*p_old, *p_new])]
+
+    def count_superseded(self, *, scope: Scope = ROOT) -> int:
+        old, params = self._in_scope("old_id", scope)
+        return self._scalar(f"SELECT COUNT(DISTINCT old_id) FROM supersessions WHERE TRUE{old}",
+                            params)
 
     def delete_supersessions_touching(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
         """Delete every link from or to these ids; the (old_id, new_id, kind) deleted."""
@@ -306,42 +368,49 @@ class SQLBackend(Backend):
         self.q("UPDATE derivations SET removed_trust=? WHERE source_id=? AND removed_trust IS NULL",
                (trust, source_id))
 
-    def all_derivations(self) -> list[tuple[str, str, str | None]]:
+    def all_derivations(self, *, scope: Scope = ROOT) -> list[tuple[str, str, str | None]]:
+        mine, params = self._in_scope("episode_id", scope)
         return [(r[0], r[1], r[2]) for r in self.q(
-            "SELECT episode_id, source_id, removed_trust FROM derivations")]
+            f"SELECT episode_id, source_id, removed_trust FROM derivations WHERE TRUE{mine}",
+            params)]
 
     # -- tombstones
     def add_tombstone(self, episode_id: str, type_: str, timestamp: str, content_hash: str,
-                      removed_at: str, reason: str, trust: str) -> None:
-        self._upsert("tombstones", _TOMBSTONE_COLS, ("id",),
-                     (episode_id, type_, timestamp, content_hash, removed_at, reason, trust))
+                      removed_at: str, reason: str, trust: str, *,
+                      scope: Scope = ROOT) -> None:
+        self._upsert("tombstones", _TOMBSTONE_COLS + _TOMBSTONE_NS, ("id",),
+                     (episode_id, type_, timestamp, content_hash, removed_at, reason, trust,
+                      scope.owner, scope.project))
 
-    def tombstones(self, ids: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
-        sql = f"SELECT {', '.join(_TOMBSTONE_COLS)} FROM tombstones"
+    def tombstones(self, ids: Sequence[str] | None = None, *,
+                   scope: Scope = ROOT) -> dict[str, dict[str, Any]]:
+        extra, xparams = visible_sql(scope)
+        sql = f"SELECT {', '.join(_TOMBSTONE_COLS)} FROM tombstones WHERE TRUE{extra}"
         if ids is None:
-            rows = self.q(sql)
+            rows = self.q(sql, xparams)
         else:
             rows = []
             for chunk in self._chunks(ids):
                 cond, params = self._in_list("id", chunk)
-                rows += self.q(f"{sql} WHERE {cond}", params)
+                rows += self.q(f"{sql} AND {cond}", [*xparams, *params])
         return {r[0]: dict(zip(_TOMBSTONE_COLS, r)) for r in rows}
 
-    def count_tombstones(self) -> int:
-        return self._scalar("SELECT COUNT(*) FROM tombstones")
+    def count_tombstones(self, *, scope: Scope = ROOT) -> int:
+        extra, params = visible_sql(scope)
+        return self._scalar(f"SELECT COUNT(*) FROM tombstones WHERE TRUE{extra}", params)
 
     # -- wraps
-    def open_wrap(self) -> dict[str, Any] | None:
+    def open_wrap(self, *, scope: Scope = ROOT) -> dict[str, Any] | None:
         r = self.q1("SELECT id, started_at, token, session_id, episode_ids, today FROM wraps "
-                    "WHERE status='open' ORDER BY id DESC LIMIT 1")
+                    "WHERE status='open' AND ns_key=? ORDER BY id DESC LIMIT 1", (scope.key,))
         return None if r is None else open_wrap_record(r)
 
     def insert_wrap(self, started_at: str, token: str, session_id: str | None,
-                    episode_ids: Sequence[str], today: str) -> int:
+                    episode_ids: Sequence[str], today: str, *, scope: Scope = ROOT) -> int:
         return self._insert_id(
-            "INSERT INTO wraps(started_at, status, token, session_id, episode_ids, today) "
-            "VALUES (?, 'open', ?, ?, ?, ?)",
-            (started_at, token, session_id, json.dumps(list(episode_ids)), today))
+            "INSERT INTO wraps(started_at, status, token, session_id, episode_ids, today, ns_key) "
+            "VALUES (?, 'open', ?, ?, ?, ?, ?)",
+            (started_at, token, session_id, json.dumps(list(episode_ids)), today, scope.key))
 
     def close_wrap(self, wrap_id: int, status: str, completed_at: str, *, chars: int | None = None,
                    episodes_compressed: int | None = None,
@@ -351,52 +420,59 @@ class SQLBackend(Backend):
                (status, completed_at, chars, episodes_compressed,
                 None if metrics is None else json.dumps(metrics), wrap_id))
 
-    def wrap_history(self, limit: int | None = None) -> list[dict[str, Any]]:
+    def wrap_history(self, limit: int | None = None, *,
+                     scope: Scope = ROOT) -> list[dict[str, Any]]:
         sql = ("SELECT id, started_at, completed_at, chars, episodes_compressed, metrics, "
-               "session_id FROM wraps WHERE status='saved' ORDER BY id DESC")
-        rows = self.q(sql + " LIMIT ?", (limit,)) if limit else self.q(sql)
+               "session_id FROM wraps WHERE status='saved' AND ns_key=? ORDER BY id DESC")
+        rows = (self.q(sql + " LIMIT ?", (scope.key, limit)) if limit
+                else self.q(sql, (scope.key,)))
         return [saved_wrap_record(r) for r in rows]
 
-    def wrap_counts(self) -> tuple[int, str | None]:
-        r = self.q1("SELECT COUNT(*), MAX(completed_at) FROM wraps WHERE status='saved'")
+    def wrap_counts(self, *, scope: Scope = ROOT) -> tuple[int, str | None]:
+        r = self.q1("SELECT COUNT(*), MAX(completed_at) FROM wraps WHERE status='saved' "
+                    "AND ns_key=?", (scope.key,))
         return (int(r[0]), r[1]) if r else (0, None)
 
-    def wrapped_ids_before(self, wrap_id: int) -> set[str]:
+    def wrapped_ids_before(self, wrap_id: int, *, scope: Scope = ROOT) -> set[str]:
+        extra, params = own_sql(scope)
         return {r[0] for r in self.q("SELECT id FROM episodes WHERE wrap_id IS NOT NULL "
-                                     "AND wrap_id < ?", (wrap_id,))}
+                                     f"AND wrap_id < ?{extra}", (wrap_id, *params))}
 
     # -- pattern history
-    def pattern_history(self) -> dict[str, dict[str, Any]]:
-        rows = self.q(f"SELECT {', '.join(_PATTERN_COLS)} FROM pattern_history")
+    def pattern_history(self, *, scope: Scope = ROOT) -> dict[str, dict[str, Any]]:
+        rows = self.q(f"SELECT {', '.join(_PATTERN_COLS)} FROM pattern_history WHERE ns_key=?",
+                      (scope.key,))
         return {r[0]: pattern_record(r) for r in rows}
 
-    def upsert_pattern(self, rec: dict[str, Any]) -> None:
-        self._upsert("pattern_history", _PATTERN_COLS, ("name",),
-                     (rec["name"], rec["level"], rec["max_level_reached"], rec["first_seen_at"],
-                      rec.get("last_seen_at"), rec["last_saved_at"],
+    def upsert_pattern(self, rec: dict[str, Any], *, scope: Scope = ROOT) -> None:
+        self._upsert("pattern_history", ("ns_key", *_PATTERN_COLS), ("ns_key", "name"),
+                     (scope.key, rec["name"], rec["level"], rec["max_level_reached"],
+                      rec["first_seen_at"], rec.get("last_seen_at"), rec["last_saved_at"],
                       json.dumps(rec.get("explanations") or []),
                       json.dumps(rec.get("grounding") or [])))
 
-    def has_pattern_history(self) -> bool:
-        return self.get_meta("pattern_history_started") is not None
+    def has_pattern_history(self, *, scope: Scope = ROOT) -> bool:
+        return self.get_meta(ns_meta_key("pattern_history_started", scope)) is not None
 
     # -- drift probes
-    def insert_probe(self, rec: dict[str, Any]) -> None:
-        self.q("INSERT INTO drift_probes(id, kind, pattern, min_level, fact, section, created_at) "
-               "VALUES (?,?,?,?,?,?,?)",
+    def insert_probe(self, rec: dict[str, Any], *, scope: Scope = ROOT) -> None:
+        self.q("INSERT INTO drift_probes(id, kind, pattern, min_level, fact, section, created_at, "
+               "ns_key) VALUES (?,?,?,?,?,?,?,?)",
                (rec["id"], rec["kind"], rec.get("pattern"), rec.get("min_level"), rec.get("fact"),
-                rec.get("section"), rec["created_at"]))
+                rec.get("section"), rec["created_at"], scope.key))
 
-    def probes(self) -> list[dict[str, Any]]:
+    def probes(self, *, scope: Scope = ROOT) -> list[dict[str, Any]]:
         return [dict(zip(_PROBE_COLS, r)) for r in self.q(
-            f"SELECT {', '.join(_PROBE_COLS)} FROM drift_probes ORDER BY created_at, id")]
+            f"SELECT {', '.join(_PROBE_COLS)} FROM drift_probes WHERE ns_key=? "
+            "ORDER BY created_at, id", (scope.key,))]
 
     def update_probe(self, probe_id: str, status: str, detail: str, wrap_id: int | None) -> None:
         self.q("UPDATE drift_probes SET last_status=?, last_detail=?, last_wrap_id=? WHERE id=?",
                (status, detail, wrap_id, probe_id))
 
-    def delete_probe(self, probe_id: str) -> int:
-        return self._rowcount("DELETE FROM drift_probes WHERE id=?", (probe_id,))
+    def delete_probe(self, probe_id: str, *, scope: Scope = ROOT) -> int:
+        return self._rowcount("DELETE FROM drift_probes WHERE id=? AND ns_key=?",
+                              (probe_id, scope.key))
 
     # -- audit
     def audit_tip(self) -> tuple[int, str]:
@@ -421,3 +497,76 @@ class SQLBackend(Backend):
 
     def audit_count(self) -> int:
         return self._scalar("SELECT COUNT(*) FROM audit_log")
+
+    # -- item collections (keyed items per namespace, e.g. a framework's store or history)
+    _ITEM_COLS = "seq, collection, key, value, metadata, created_at, updated_at"
+
+    #: the LIMIT value that means "no limit", and a case-insensitive substring test
+    _NO_LIMIT: Any = -1
+    _CONTAINS = "instr(lower({col}), lower(?)) > 0"
+
+    @abc.abstractmethod
+    def _json_eq(self, col: str, field: str, value: Any) -> tuple[str, list[Any]]:
+        """A condition "the JSON object in ``col`` has ``field`` equal to ``value``"."""
+
+    def item_put(self, collection: str, key: str, value: str, metadata: str | None,
+                 now: str, *, scope: Scope = ROOT) -> tuple[Any, ...]:
+        self.q("INSERT INTO items(ns_key, collection, key, value, metadata, created_at, "
+               "updated_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT (ns_key, collection, key) DO "
+               "UPDATE SET value=excluded.value, metadata=excluded.metadata, "
+               "updated_at=excluded.updated_at",
+               (scope.key, collection, key, value, metadata, now, now))
+        row = self.item_get(collection, key, scope=scope)
+        assert row is not None
+        return row
+
+    def item_get(self, collection: str, key: str, *,
+                 scope: Scope = ROOT) -> tuple[Any, ...] | None:
+        return self.q1(f"SELECT {self._ITEM_COLS} FROM items WHERE ns_key=? AND collection=? "
+                       "AND key=?", (scope.key, collection, key))
+
+    def _item_where(self, collection: str, prefix: str | None, where: dict[str, Any] | None,
+                    contains: str | None, scope: Scope) -> tuple[str, list[Any]]:
+        sql = "ns_key=? AND collection=?"
+        params: list[Any] = [scope.key, collection]
+        if prefix:
+            sql += " AND substr(key, 1, ?) = ?"
+            params += [len(prefix), prefix]
+        for field, value in (where or {}).items():
+            cond, p = self._json_eq("metadata", field, value)
+            sql += f" AND {cond}"
+            params += p
+        if contains:
+            sql += " AND " + self._CONTAINS.format(col="value")
+            params.append(contains)
+        return sql, params
+
+    def item_list(self, collection: str, *, prefix: str | None = None,
+                  where: dict[str, Any] | None = None, contains: str | None = None,
+                  order: str = "asc", limit: int | None = None, offset: int = 0,
+                  scope: Scope = ROOT) -> list[tuple[Any, ...]]:
+        cond, params = self._item_where(collection, prefix, where, contains, scope)
+        direction = "DESC" if order == "desc" else "ASC"
+        sql = f"SELECT {self._ITEM_COLS} FROM items WHERE {cond} ORDER BY seq {direction}"
+        if limit is not None or offset:
+            sql += " LIMIT ? OFFSET ?"
+            params += [self._NO_LIMIT if limit is None else int(limit), int(offset)]
+        return self.q(sql, params)
+
+    def item_count(self, collection: str, *, prefix: str | None = None,
+                   where: dict[str, Any] | None = None, scope: Scope = ROOT) -> int:
+        cond, params = self._item_where(collection, prefix, where, None, scope)
+        return self._scalar(f"SELECT COUNT(*) FROM items WHERE {cond}", params)
+
+    def item_delete(self, collection: str, *, key: str | None = None,
+                    prefix: str | None = None, scope: Scope = ROOT) -> int:
+        if key is not None:
+            return self._rowcount("DELETE FROM items WHERE ns_key=? AND collection=? AND key=?",
+                                  (scope.key, collection, key))
+        cond, params = self._item_where(collection, prefix, None, None, scope)
+        return self._rowcount(f"DELETE FROM items WHERE {cond}", params)
+
+    def item_collections(self, *, scope: Scope = ROOT) -> list[tuple[str, int]]:
+        return [(r[0], int(r[1])) for r in self.q(
+            "SELECT collection, COUNT(*) FROM items WHERE ns_key=? GROUP BY collection "
+            "ORDER BY collection", (scope.key,))]

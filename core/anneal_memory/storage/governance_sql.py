@@ -16,17 +16,13 @@ PostgreSQL one is ``governance_pg``.
 
 from __future__ import annotations
 
-import inspect
 import json
 import sys
-import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import GovernanceError
-from .base import EpisodeRow, SearchFilters
-from .common import EP_COLS, episode_row
 from .sqlite import SQLiteBackend
 
 #: Reserved metadata key under which a scoped view stamps an episode's namespace.
@@ -153,7 +149,9 @@ SQLITE = Dialect("sqlite", _sqlite_create, _sqlite_has_schema, _sqlite_ep_ns)
 
 def dialect(backend: Any) -> Dialect:
     """The dialect of a backend (or of the backend under a scoped view)."""
-    inner = backend._inner if isinstance(backend, ScopedBackend) else backend
+    from .scoped import ScopedBackend
+
+    inner = backend.inner if isinstance(backend, ScopedBackend) else backend
     if isinstance(inner, SQLiteBackend):
         return SQLITE
     # Only a loaded postgres module can have made this backend; never import psycopg here.
@@ -380,147 +378,3 @@ def decide_review(b: Any, review_id: str, *, status: str, decided_at: str,
         "UPDATE gov_reviews SET status=?, decided_at=?, decided_by=?, record_id=? "
         "WHERE review_id=? AND status='pending' RETURNING review_id",
         (status, decided_at, decided_by, record_id, review_id)))
-
-
-# ---------------------------------------------------------------------- scoped episodes
-#: Backend methods a scoped view passes through unchanged: transactions, metadata, the
-#: audit chain, wraps, patterns and probes (database-wide by design), writes, and
-#: lookups keyed by ids the view has already filtered. Anything else must be scoped:
-#: a test per backend fails when the backend gains a method that is in neither list.
-SHARED_METHODS: frozenset[str] = frozenset({
-    "add_derivations", "add_meta_int", "add_supersession", "add_tombstone", "audit_count",
-    "audit_entries", "audit_insert", "audit_tip", "checkpoint", "close", "close_wrap",
-    "closed", "conn", "delete_episode_rows", "delete_probe", "delete_supersessions_touching",
-    "derivations_of", "execute", "executemany", "get_meta", "has_pattern_history", "id_taken",
-    "in_transaction", "insert_episode", "insert_probe", "insert_wrap", "integrity_check",
-    "mark_source_removed", "mark_wrapped", "open_wrap", "path", "pattern_history", "probes",
-    "q", "q1", "read", "read_blob", "read_only", "remove_supersession", "scrub_indexes",
-    "set_meta", "superseded_by_new", "supersessions_of", "transaction", "update_blob",
-    "update_episode", "update_probe", "upsert_pattern", "wrap_counts", "wrap_history",
-    "wrapped_ids_before", "write_blob",
-})
-
-
-class ScopedBackend:
-    """The backend of a namespace-scoped Store view, on either database.
-
-    Reads of episodes, their links, tombstones and counts see only the namespace's
-    episodes: the filter is part of the SQL, so nothing outside the scope is ranked,
-    counted or exported. Transactions, metadata, the wrap table and the audit chain are
-    the underlying backend's (one database, one chain).
-    """
-
-    def __init__(self, inner: Any, owner: str, project: str | None) -> None:
-        self._d = dialect(inner)
-        self._inner = inner
-        self._scope = (owner, project)
-
-    def __getattr__(self, name: str) -> Any:
-        # Every backend query built on _filter_sql (search, rows_by_rowid, ...) runs
-        # with this object as self, so it picks up the scoped _filter_sql below.
-        fn = getattr(type(self._inner), name, None)
-        if inspect.isfunction(fn) and "_filter_sql" in fn.__code__.co_names:
-            return types.MethodType(fn, self)
-        return getattr(self._inner, name)
-
-    def _ns_clause(self, alias: str) -> str:
-        p = f"{alias}." if alias else ""
-        owner, project = self._d.ep_ns("owner", p), self._d.ep_ns("project", p)
-        return f"({owner} = ? AND ({project} IS NULL OR {project} = ?))"
-
-    # Adding the scope to the filter clause filters phrase, word, row-id and plain
-    # listings alike, before any ranking.
-    def _filter_sql(self, f: SearchFilters, alias: str = "e") -> tuple[str, list[Any]]:
-        where, params = type(self._inner)._filter_sql(self._inner, f, alias)
-        return f"{where} AND {self._ns_clause(alias)}", [*params, *self._scope]
-
-    def _ns_rows(self, where: str, params: Sequence[Any],
-                 order: str = "timestamp ASC, rowid ASC") -> list[EpisodeRow]:
-        return [episode_row(r) for r in self._inner.q(
-            f"SELECT {EP_COLS} FROM episodes WHERE ({where}) AND {self._ns_clause('')} "
-            f"ORDER BY {order}", [*params, *self._scope])]
-
-    def get_episodes(self, ids: Sequence[str]) -> dict[str, EpisodeRow]:
-        out: dict[str, EpisodeRow] = {}
-        for chunk in self._inner._chunks(ids):
-            cond, params = self._inner._in_list("id", chunk)
-            out.update((r.id, r) for r in self._ns_rows(cond, params))
-        return out
-
-    def all_episodes(self, *, order: str = "timestamp ASC, rowid ASC") -> Iterator[EpisodeRow]:
-        yield from self._ns_rows("1=1", (), order)
-
-    def unwrapped_episodes(self) -> list[EpisodeRow]:
-        return self._ns_rows("wrap_id IS NULL", ())
-
-    def state_key_holders(self, key: str | None = None) -> list[EpisodeRow]:
-        if key is None:
-            return self._ns_rows("state_key IS NOT NULL", (),
-                                 "state_key, timestamp ASC, rowid ASC")
-        return self._ns_rows("state_key = ?", (key,))
-
-    def ids_older_than(self, cutoff: str) -> list[str]:
-        return [r.id for r in self._ns_rows("timestamp < ?", (cutoff,))]
-
-    def _ns_count(self, where: str = "1=1", params: Sequence[Any] = ()) -> int:
-        r = self._inner.q1(f"SELECT COUNT(*) FROM episodes WHERE ({where}) AND "
-                           f"{self._ns_clause('')}", [*params, *self._scope])
-        return int(r[0]) if r else 0
-
-    def count_episodes(self) -> int:
-        return self._ns_count()
-
-    def count_unwrapped(self) -> int:
-        return self._ns_count("wrap_id IS NULL")
-
-    def _ns_group(self, col: str) -> dict[str, int]:
-        return {r[0]: int(r[1]) for r in self._inner.q(
-            f"SELECT {col}, COUNT(*) FROM episodes WHERE {self._ns_clause('')} GROUP BY {col}",
-            self._scope)}
-
-    def counts_by_type(self) -> dict[str, int]:
-        return self._ns_group("type")
-
-    def counts_by_trust(self) -> dict[str, int]:
-        return self._ns_group("trust")
-
-    def _in_scope_sql(self, col: str) -> str:
-        return f"{col} IN (SELECT id FROM episodes WHERE {self._ns_clause('')})"
-
-    def count_superseded(self) -> int:
-        r = self._inner.q1("SELECT COUNT(DISTINCT old_id) FROM supersessions WHERE "
-                           + self._in_scope_sql("old_id"), self._scope)
-        return int(r[0]) if r else 0
-
-    def all_supersessions(self) -> list[tuple[str, str, str, str]]:
-        return [tuple(r) for r in self._inner.q(  # type: ignore[misc]
-            "SELECT old_id, new_id, kind, created_at FROM supersessions WHERE "
-            f"{self._in_scope_sql('old_id')} AND {self._in_scope_sql('new_id')} "
-            "ORDER BY created_at", [*self._scope, *self._scope])]
-
-    def all_derivations(self) -> list[tuple[str, str, str | None]]:
-        return [tuple(r) for r in self._inner.q(  # type: ignore[misc]
-            "SELECT episode_id, source_id, removed_trust FROM derivations WHERE "
-            + self._in_scope_sql("episode_id"), self._scope)]
-
-    def _removed_ids(self) -> set[str]:
-        return {r[0] for r in self._inner.q(
-            f"SELECT id FROM gov_episode_removed WHERE {_visible()}", self._scope)}
-
-    def tombstones(self, ids: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
-        mine = self._removed_ids()
-        wanted = mine if ids is None else mine & set(ids)
-        return self._inner.tombstones(sorted(wanted)) if wanted else {}
-
-    def count_tombstones(self) -> int:
-        return len(self._removed_ids())
-
-
-#: The name the SQLite-only first version had; the class now serves both backends.
-ScopedSQLiteBackend = ScopedBackend
-
-
-def scoped_backend(inner: Any, owner: str, project: str | None) -> ScopedBackend:
-    """A namespace-scoped view of ``inner`` (creating the governance tables first)."""
-    ensure_schema(inner)
-    return ScopedBackend(inner, owner, project)

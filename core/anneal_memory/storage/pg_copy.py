@@ -23,16 +23,18 @@ Table = tuple[str, str, str]  # (table, columns, order)
 TABLES: list[Table] = [
     ("meta", "key, value", "key"),
     ("episodes", "id, timestamp, type, content, source, session_id, metadata, trust, "
-                 "state_key, wrap_id", "rowid"),
+                 "state_key, wrap_id, ns_owner, ns_project", "rowid"),
     ("supersessions", "old_id, new_id, kind, created_at", "old_id, new_id"),
     ("derivations", "episode_id, source_id, removed_trust", "episode_id, source_id"),
-    ("tombstones", "id, type, timestamp, content_hash, removed_at, reason, trust", "id"),
+    ("tombstones", "id, type, timestamp, content_hash, removed_at, reason, trust, ns_owner, "
+                   "ns_project", "id"),
     ("wraps", "id, started_at, completed_at, status, token, session_id, episode_ids, today, "
-              "chars, episodes_compressed, metrics", "id"),
-    ("pattern_history", "name, level, max_level_reached, first_seen_at, last_seen_at, "
-                        "last_saved_at, explanations, grounding", "name"),
+              "chars, episodes_compressed, metrics, ns_key", "id"),
+    ("pattern_history", "ns_key, name, level, max_level_reached, first_seen_at, last_seen_at, "
+                        "last_saved_at, explanations, grounding", "ns_key, name"),
     ("drift_probes", "id, kind, pattern, min_level, fact, section, created_at, last_status, "
-                     "last_detail, last_wrap_id", "id"),
+                     "last_detail, last_wrap_id, ns_key", "id"),
+    ("items", "ns_key, collection, key, value, metadata, created_at, updated_at", "seq"),
     ("audit_log", "seq, ts, actor, event, data, prev_hash, hash", "seq"),
 ]
 # The governance tables of governance_sql.TABLES, every column (a test holds this list to
@@ -53,8 +55,8 @@ GOV_TABLES: list[Table] = [
 # and the sequence moves past them afterwards.
 _IDENTITY = {"gov_records": "seq", "gov_events": "seq"}
 BLOBS = (".continuity.md", ".baton.json")
-# A scoped view's continuity: ".ns-<digest>.continuity.md" (governance.scoped).
-_NS_BLOB = (".ns-", ".continuity.md")
+# A scoped view's continuity and baton: ".ns-<digest>.continuity.md" / ".baton.json".
+_NS_BLOB = (".ns-", BLOBS)
 # Metadata that belongs to the destination database itself, not to the memory.
 _OWN_META = {"schema_version", "application"}
 BATCH = 2000
@@ -115,7 +117,7 @@ def _copy_table(src: Backend, dst: Backend, table: Table, progress: Progress) ->
 
 
 def _blob_names(src: Backend) -> list[str]:
-    """The store's own blobs plus every scoped view's continuity."""
+    """The store's own blobs plus every scoped view's continuity and baton."""
     head, tail = _NS_BLOB
     if _is_pg(src):
         scoped = [r[0] for r in src.execute("SELECT name FROM blobs ORDER BY name")]
@@ -123,7 +125,7 @@ def _blob_names(src: Backend) -> list[str]:
         db = Path(src.path)
         scoped = sorted(p.name[len(db.stem):] for p in db.parent.iterdir()
                         if p.name.startswith(db.stem + head))
-    return [*BLOBS, *(n for n in scoped if n.startswith(head) and n.endswith(tail))]
+    return [*BLOBS, *(n for n in scoped if n.startswith(head) and n.endswith(tail))]  # type: ignore[arg-type]
 
 
 def _copy_blobs(src: Backend, dst: Backend, names: Sequence[str]) -> None:

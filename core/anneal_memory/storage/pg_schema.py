@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import StoreError
 from .pg_location import redact
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION = "anneal-memory"
 SCHEMA_LOCK = 0x414E4D30  # "ANM0": held while creating or migrating the schema
 WRITE_LOCK = 0x414E4D31  # "ANM1": one writer at a time, like SQLite's BEGIN IMMEDIATE
@@ -87,7 +87,34 @@ _V1 = [
 # version -> statements that bring the schema from version-1 to version. ``@ext@`` stands
 # for the schema an extension lives in (a store may sit in a schema of its own, while the
 # database has the extension installed once, elsewhere).
-MIGRATIONS: dict[int, list[str]] = {1: _V1}
+# Version 2: the namespace as indexed columns, per-namespace wraps / patterns / probes,
+# one open wrap per namespace, item collections (see sqlite_migrate for the same step).
+_STAMP = "(metadata::jsonb -> '_anneal_ns')"
+_V2 = [
+    f"ALTER TABLE episodes ADD COLUMN IF NOT EXISTS ns_owner TEXT {_C}",
+    f"ALTER TABLE episodes ADD COLUMN IF NOT EXISTS ns_project TEXT {_C}",
+    "CREATE INDEX IF NOT EXISTS ix_episodes_ns ON episodes(ns_owner, ns_project, timestamp) "
+    "WHERE ns_owner IS NOT NULL",
+    f"ALTER TABLE tombstones ADD COLUMN IF NOT EXISTS ns_owner TEXT {_C}",
+    f"ALTER TABLE tombstones ADD COLUMN IF NOT EXISTS ns_project TEXT {_C}",
+    f"ALTER TABLE wraps ADD COLUMN IF NOT EXISTS ns_key TEXT {_C} NOT NULL DEFAULT ''",
+    "CREATE UNIQUE INDEX IF NOT EXISTS ux_wraps_open ON wraps(ns_key) WHERE status = 'open'",
+    f"ALTER TABLE drift_probes ADD COLUMN IF NOT EXISTS ns_key TEXT {_C} NOT NULL DEFAULT ''",
+    f"ALTER TABLE pattern_history ADD COLUMN IF NOT EXISTS ns_key TEXT {_C} NOT NULL DEFAULT ''",
+    "ALTER TABLE pattern_history DROP CONSTRAINT IF EXISTS pattern_history_pkey",
+    "ALTER TABLE pattern_history ADD PRIMARY KEY (ns_key, name)",
+    f"UPDATE episodes SET ns_owner = {_STAMP} ->> 'owner', ns_project = {_STAMP} ->> 'project', "
+    f"metadata = NULLIF((metadata::jsonb - '_anneal_ns')::text, '{{}}') "
+    f"WHERE metadata IS NOT NULL AND metadata LIKE '%_anneal_ns%' AND {_STAMP} ->> 'owner' IS NOT NULL",
+    f"""CREATE TABLE IF NOT EXISTS items (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        ns_key TEXT {_C} NOT NULL, collection TEXT {_C} NOT NULL, key TEXT {_C} NOT NULL,
+        value TEXT NOT NULL, metadata TEXT, created_at TEXT {_C} NOT NULL,
+        updated_at TEXT {_C} NOT NULL, UNIQUE (ns_key, collection, key))""",
+    "CREATE INDEX IF NOT EXISTS ix_items_seq ON items(ns_key, collection, seq)",
+]
+
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2}
 
 
 def connect(dsn: str, *, timeout: int = 10) -> Any:

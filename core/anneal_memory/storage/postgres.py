@@ -12,6 +12,7 @@ Needs the ``postgres`` extra (psycopg 3, psycopg-pool).
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -206,6 +207,13 @@ class PostgresBackend(SQLBackend):
     def _in_list(self, col: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
         return f"{col} = ANY(?)", [list(ids)]
 
+    _NO_LIMIT = None
+    _CONTAINS = "strpos(lower({col}), lower(?)) > 0"
+
+    def _json_eq(self, col: str, field: str, value: Any) -> tuple[str, list[Any]]:
+        text = json.dumps(value) if isinstance(value, bool) or value is None else str(value)
+        return f"(({col})::jsonb ->> ?) = ?", [field, text]
+
     def _rowcount(self, sql: str, params: Sequence[Any] = ()) -> int:
         return int(self._run(sql, params, lambda cur: cur.rowcount))
 
@@ -279,7 +287,7 @@ class PostgresBackend(SQLBackend):
         total = self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])
         rows = self.q(f"SELECT {_E_COLS}, {score} {src}{where} ORDER BY {order_sql} "
                       "LIMIT ? OFFSET ?", [*mparams, *params, int(limit), int(offset)])
-        return [(episode_row(r[:11]), float(r[11] or 0.0)) for r in rows], total
+        return [(episode_row(r[:13]), float(r[13] or 0.0)) for r in rows], total
 
     def rows_by_rowid(self, rowids: Sequence[int], filters: SearchFilters) -> dict[int, EpisodeRow]:
         """Episodes at these row ids that pass ``filters``."""

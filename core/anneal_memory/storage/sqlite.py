@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ReadOnlyStoreError, StoreError
-from . import fts, sqlite_errors
+from . import fts, sqlite_errors, sqlite_migrate
 from .base import EpisodeRow, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
@@ -26,7 +26,7 @@ from .common import SQLBackend
 from .common import episode_row as _row
 from .driver import sqlite_driver
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def sqlite3() -> Any:
@@ -48,12 +48,16 @@ CREATE TABLE IF NOT EXISTS episodes (
     metadata TEXT,
     trust TEXT NOT NULL DEFAULT 'agent',
     state_key TEXT,
-    wrap_id INTEGER
+    wrap_id INTEGER,
+    ns_owner TEXT,
+    ns_project TEXT
 );
 CREATE INDEX IF NOT EXISTS ix_episodes_ts ON episodes(timestamp);
 CREATE INDEX IF NOT EXISTS ix_episodes_type_ts ON episodes(type, timestamp);
 CREATE INDEX IF NOT EXISTS ix_episodes_unwrapped ON episodes(wrap_id) WHERE wrap_id IS NULL;
 CREATE INDEX IF NOT EXISTS ix_episodes_state_key ON episodes(state_key) WHERE state_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS ix_episodes_ns ON episodes(ns_owner, ns_project, timestamp)
+    WHERE ns_owner IS NOT NULL;
 CREATE TABLE IF NOT EXISTS supersessions (
     old_id TEXT NOT NULL,
     new_id TEXT NOT NULL,
@@ -76,7 +80,9 @@ CREATE TABLE IF NOT EXISTS tombstones (
     content_hash TEXT NOT NULL,
     removed_at TEXT NOT NULL,
     reason TEXT NOT NULL,
-    trust TEXT
+    trust TEXT,
+    ns_owner TEXT,
+    ns_project TEXT
 );
 CREATE TABLE IF NOT EXISTS wraps (
     id INTEGER PRIMARY KEY,
@@ -89,17 +95,21 @@ CREATE TABLE IF NOT EXISTS wraps (
     today TEXT NOT NULL,
     chars INTEGER,
     episodes_compressed INTEGER,
-    metrics TEXT
+    metrics TEXT,
+    ns_key TEXT NOT NULL DEFAULT ''
 );
+CREATE UNIQUE INDEX IF NOT EXISTS ux_wraps_open ON wraps(ns_key) WHERE status = 'open';
 CREATE TABLE IF NOT EXISTS pattern_history (
-    name TEXT PRIMARY KEY,
+    ns_key TEXT NOT NULL DEFAULT '',
+    name TEXT NOT NULL,
     level INTEGER NOT NULL,
     max_level_reached INTEGER NOT NULL,
     first_seen_at TEXT NOT NULL,
     last_seen_at TEXT,
     last_saved_at TEXT NOT NULL,
     explanations TEXT,
-    grounding TEXT
+    grounding TEXT,
+    PRIMARY KEY (ns_key, name)
 );
 CREATE TABLE IF NOT EXISTS drift_probes (
     id TEXT PRIMARY KEY,
@@ -111,8 +121,21 @@ CREATE TABLE IF NOT EXISTS drift_probes (
     created_at TEXT NOT NULL,
     last_status TEXT,
     last_detail TEXT,
-    last_wrap_id INTEGER
+    last_wrap_id INTEGER,
+    ns_key TEXT NOT NULL DEFAULT ''
 );
+CREATE TABLE IF NOT EXISTS items (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    ns_key TEXT NOT NULL,
+    collection TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    metadata TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (ns_key, collection, key)
+);
+CREATE INDEX IF NOT EXISTS ix_items_seq ON items(ns_key, collection, seq);
 CREATE TABLE IF NOT EXISTS audit_log (
     seq INTEGER PRIMARY KEY,
     ts TEXT NOT NULL,
@@ -265,6 +288,9 @@ class SQLiteBackend(SQLBackend):
                     f"{self.path!r} was written by a newer anneal-memory (schema "
                     f"{version[0]}): upgrade the package"
                 )
+            if version and int(version[0]) < SCHEMA_VERSION:
+                with self.transaction():
+                    sqlite_migrate.upgrade(self.conn, int(version[0]), _split_sql(_SCHEMA))
             self._heal_indexes()
             return
         with self.transaction():
@@ -345,25 +371,36 @@ class SQLiteBackend(SQLBackend):
     # sqlite_errors): an unstorable value is a ValidationError, a damaged file a StoreError.
     def q(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
-            return self.conn.execute(sql, tuple(params)).fetchall()
+            with self._lock:  # one connection shared by threads: a statement at a time
+                return self.conn.execute(sql, tuple(params)).fetchall()
         except sqlite_errors.caught() as exc:
             sqlite_errors.reraise(exc, self.path)
 
     def q1(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         try:
-            return self.conn.execute(sql, tuple(params)).fetchone()
+            with self._lock:
+                return self.conn.execute(sql, tuple(params)).fetchone()
         except sqlite_errors.caught() as exc:
             sqlite_errors.reraise(exc, self.path)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         try:
-            self.conn.executemany(sql, rows)
+            with self._lock:
+                self.conn.executemany(sql, rows)
         except sqlite_errors.caught() as exc:
             sqlite_errors.reraise(exc, self.path)
 
     def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
         try:
-            yield from self.conn.execute(sql, tuple(params))
+            cur = self.conn.cursor()  # its own cursor: other statements may run between rows
+            with self._lock:
+                cur.execute(sql, tuple(params))
+            while True:
+                with self._lock:
+                    rows = cur.fetchmany(500)
+                if not rows:
+                    return
+                yield from rows
         except sqlite_errors.caught() as exc:
             sqlite_errors.reraise(exc, self.path)
 
@@ -371,15 +408,22 @@ class SQLiteBackend(SQLBackend):
     def _in_list(self, col: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
         return f"{col} IN ({','.join('?' * len(ids))})", list(ids)
 
+    def _json_eq(self, col: str, field: str, value: Any) -> tuple[str, list[Any]]:
+        if isinstance(value, bool):
+            value = int(value)
+        return f"json_extract({col}, ?) = ?", [f'$."{field}"', value]
+
     def _rowcount(self, sql: str, params: Sequence[Any] = ()) -> int:
         try:
-            return int(self.conn.execute(sql, tuple(params)).rowcount)
+            with self._lock:
+                return int(self.conn.execute(sql, tuple(params)).rowcount)
         except sqlite_errors.caught() as exc:
             sqlite_errors.reraise(exc, self.path)
 
     def _insert_id(self, sql: str, params: Sequence[Any]) -> int:
         try:
-            return int(self.conn.execute(sql, tuple(params)).lastrowid or 0)
+            with self._lock:
+                return int(self.conn.execute(sql, tuple(params)).lastrowid or 0)
         except sqlite_errors.caught() as exc:
             sqlite_errors.reraise(exc, self.path)
 
@@ -480,7 +524,7 @@ class SQLiteBackend(SQLBackend):
             f"SELECT {cols}, {score} {src}{where} ORDER BY {order_sql} LIMIT ? OFFSET ?",
             [*mparams, *params, int(limit), int(offset)],
         )
-        return [(_row(r[:11]), float(r[11] or 0.0)) for r in rows], total
+        return [(_row(r[:13]), float(r[13] or 0.0)) for r in rows], total
 
     def _match_count(self, fts: str | None, mparams: list[Any], src: str, where: str,
                params: list[Any], filters: SearchFilters) -> int:

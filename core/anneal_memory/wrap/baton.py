@@ -24,8 +24,20 @@ from ..storage.pg_location import pg_dsn, redact
 _NAME, _LOCK = ".baton.json", ".baton.lock"
 
 
-def baton_path(db_path: str | Path) -> Path:
-    return sidecar_path(db_path, _NAME)
+def _resolve(target: Any, ns: str) -> tuple[str | Path, str]:
+    """A store location, or a Store / scoped view (whose own namespace's baton is meant)."""
+    if hasattr(target, "ns_tag") and hasattr(target, "path"):
+        return target.path, ns or target.ns_tag
+    return target, ns
+
+
+def _name(ns: str) -> str:
+    """The baton's blob: one per namespace (``ns`` is a view's tag, "" for the root)."""
+    return f".ns-{ns}{_NAME}" if ns else _NAME
+
+
+def baton_path(db_path: str | Path, ns: str = "") -> Path:
+    return sidecar_path(db_path, _name(ns))
 
 
 @contextlib.contextmanager
@@ -43,9 +55,10 @@ def _blobs(db_path: str | Path) -> Iterator[Any]:
         backend.close()
 
 
-def _where(db_path: str | Path) -> str:
+def _where(db_path: str | Path, ns: str = "") -> str:
     dsn = pg_dsn(db_path)
-    return f"the baton record in {redact(dsn)}" if dsn else f"the baton file {str(baton_path(db_path))!r}"
+    return (f"the baton record in {redact(dsn)}" if dsn
+            else f"the baton file {str(baton_path(db_path, ns))!r}")
 
 
 def _parse(raw: str | None, where: str) -> dict[str, Any]:
@@ -62,29 +75,31 @@ def _parse(raw: str | None, where: str) -> dict[str, Any]:
     return data
 
 
-def _read(db_path: str | Path) -> dict[str, Any]:
+def _read(db_path: str | Path, ns: str = "") -> dict[str, Any]:
     try:
         with _blobs(db_path) as blobs:
-            raw = blobs.read_blob(_NAME)
+            raw = blobs.read_blob(_name(ns))
     except OSError as exc:
-        raise SidecarError(f"{_where(db_path)} is unreadable ({exc}): delete it and "
+        raise SidecarError(f"{_where(db_path, ns)} is unreadable ({exc}): delete it and "
                            "claim the baton again") from None
-    return _parse(raw, _where(db_path))
+    return _parse(raw, _where(db_path, ns))
 
 
 def _dump(d: dict[str, Any]) -> str:
     return json.dumps(d, indent=2, ensure_ascii=False) + "\n"
 
 
-def baton_status(db_path: str | Path) -> dict[str, Any]:
+def baton_status(db_path: str | Path, ns: str = "") -> dict[str, Any]:
     """Who holds the baton (``holder`` None when nobody does)."""
-    d = _read(db_path)
+    db_path, ns = _resolve(db_path, ns)
+    d = _read(db_path, ns)
     return {"holder": d.get("holder"), "claimed_at": d.get("claimed_at"),
             "history": d.get("history", [])[-10:]}
 
 
-def baton_holder(db_path: str | Path) -> str | None:
-    return _read(db_path).get("holder")
+def baton_holder(db_path: Any, ns: str = "") -> str | None:
+    db_path, ns = _resolve(db_path, ns)
+    return _read(db_path, ns).get("holder")
 
 
 def _check_session(session_id: Any) -> str:
@@ -93,11 +108,13 @@ def _check_session(session_id: Any) -> str:
     return session_id.strip()
 
 
-def claim_baton(db_path: str | Path, session_id: str, *, take: bool = False) -> dict[str, Any]:
+def claim_baton(db_path: str | Path, session_id: str, *, take: bool = False,
+                ns: str = "") -> dict[str, Any]:
     """Designate ``session_id`` as the consolidating session. Taking the baton from
     another session needs ``take=True``."""
+    db_path, ns = _resolve(db_path, ns)
     sid = _check_session(session_id)
-    where = _where(db_path)
+    where = _where(db_path, ns)
     previous: dict[str, Any] = {}
 
     def claim(raw: str | None) -> str:
@@ -112,12 +129,14 @@ def claim_baton(db_path: str | Path, session_id: str, *, take: bool = False) -> 
         return _dump(d)
 
     with _blobs(db_path) as blobs:
-        blobs.update_blob(_NAME, claim, lock=_LOCK)
+        blobs.update_blob(_name(ns), claim, lock=_LOCK)
     return {"holder": sid, "previous": previous["holder"]}
 
 
-def release_baton(db_path: str | Path, session_id: str | None = None) -> bool:
-    where = _where(db_path)
+def release_baton(db_path: str | Path, session_id: str | None = None, *,
+                  ns: str = "") -> bool:
+    db_path, ns = _resolve(db_path, ns)
+    where = _where(db_path, ns)
 
     def release(raw: str | None) -> str | None:
         d = _parse(raw, where)
@@ -128,4 +147,4 @@ def release_baton(db_path: str | Path, session_id: str | None = None) -> bool:
         return _dump(d)
 
     with _blobs(db_path) as blobs:
-        return blobs.update_blob(_NAME, release, lock=_LOCK) is not None
+        return blobs.update_blob(_name(ns), release, lock=_LOCK) is not None

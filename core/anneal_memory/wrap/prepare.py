@@ -24,7 +24,7 @@ def _gate(store: Store, session_id: str | None) -> str | None:
     """None when this caller may consolidate; otherwise the reason it may not."""
     if session_id is None and not store.consolidate_requires_baton:
         return None
-    holder = baton_holder(store.path)
+    holder = baton_holder(store)
     if session_id is not None and holder == session_id:
         return None
     who = session_id or "<session-id>"

@@ -35,6 +35,7 @@ from ..errors import (
 from ..facts import propose_wrap_link
 from ..immune import probes, signals
 from ..immune.graduation import LineOutcome, WrapContext, govern_line, revoked_prior
+from ..storage.common import ns_meta_key
 from .baton import baton_holder
 
 if TYPE_CHECKING:
@@ -158,7 +159,7 @@ def validated_save_continuity(
         if wrap_token is None:
             raise WrapTokenError("this wrap is under the baton gate: pass the wrap token from "
                                  "prepare_wrap")
-        holder = baton_holder(store.path)
+        holder = baton_holder(store)
         if session_id is None or holder != session_id:
             raise BatonError(f"session {session_id!r} does not hold the consolidation baton "
                              f"(holder: {holder or 'nobody'}): anneal-memory baton claim <session>")
@@ -194,7 +195,7 @@ def validated_save_continuity(
         today=day, snapshot=snapshot, superseded=superseded,
         trust=store.effective_trust_map(list(snapshot)), history=history,
         prior_levels=prior_levels,
-        citations_seen=b.get_meta("citations_seen") == "1",
+        citations_seen=b.get_meta(ns_meta_key("citations_seen", store.scope)) == "1",
         cold_days=carryforward_cold_days if b.has_pattern_history() else None,
         first_governed_save=not b.has_pattern_history(),
     )
@@ -283,8 +284,9 @@ def validated_save_continuity(
         result["drift"] = probes.evaluate(store, final_text, schema, crystal_names, wrap["id"])
         _record_history(store, outcomes, day, history)
         if any(o.line.citations for o in outcomes):
-            b.set_meta("citations_seen", "1")
-        b.set_meta("pattern_history_started", b.get_meta("pattern_history_started") or now_iso())
+            b.set_meta(ns_meta_key("citations_seen", store.scope), "1")
+        started = ns_meta_key("pattern_history_started", store.scope)
+        b.set_meta(started, b.get_meta(started) or now_iso())
         b.mark_wrapped(snapshot_ids, wrap["id"])
         metrics = {k: (len(v) if isinstance(v, list) else v) for k, v in result.items()
                    if k not in ("path", "drift", "warnings")}

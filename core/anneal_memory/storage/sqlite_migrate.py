@@ -1,0 +1,64 @@
+"""Schema upgrades of an existing SQLite store, run once in one transaction on open.
+
+Version 2 makes the namespace first-class: ``ns_owner`` / ``ns_project`` columns on
+episodes and tombstones (filled from the ``_anneal_ns`` metadata stamp that scoped views
+of version 1 wrote, which is then removed), ``ns_key`` on wraps, pattern history and
+drift probes, one open wrap per namespace, and the item collections table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_STAMP = "$._anneal_ns"
+
+
+def _columns(conn: Any, table: str) -> set[str]:
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _to_v2(conn: Any, schema: list[str]) -> None:
+    for table, cols in (("episodes", ("ns_owner", "ns_project")),
+                        ("tombstones", ("ns_owner", "ns_project")),
+                        ("drift_probes", ("ns_key",)), ("wraps", ("ns_key",))):
+        have = _columns(conn, table)
+        for col in cols:
+            if col not in have:
+                default = " NOT NULL DEFAULT ''" if col == "ns_key" else ""
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {col} TEXT{default}")
+    if "ns_key" not in _columns(conn, "pattern_history"):
+        conn.execute("ALTER TABLE pattern_history RENAME TO pattern_history_v1")
+        stmt = next(s for s in schema if "CREATE TABLE IF NOT EXISTS pattern_history" in s)
+        conn.execute(stmt)
+        conn.execute("INSERT INTO pattern_history(ns_key, name, level, max_level_reached, "
+                     "first_seen_at, last_seen_at, last_saved_at, explanations, grounding) "
+                     "SELECT '', name, level, max_level_reached, first_seen_at, last_seen_at, "
+                     "last_saved_at, explanations, grounding FROM pattern_history_v1")
+        conn.execute("DROP TABLE pattern_history_v1")
+    # version 1's scoped views stamped the namespace into the metadata JSON
+    conn.execute(
+        f"UPDATE episodes SET ns_owner = json_extract(metadata, '{_STAMP}.owner'), "
+        f"ns_project = json_extract(metadata, '{_STAMP}.project'), "
+        f"metadata = CASE WHEN json_remove(metadata, '{_STAMP}') = '{{}}' THEN NULL "
+        f"ELSE json_remove(metadata, '{_STAMP}') END "
+        f"WHERE metadata IS NOT NULL AND json_valid(metadata) "
+        f"AND json_extract(metadata, '{_STAMP}.owner') IS NOT NULL")
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "gov_episode_removed" in tables:
+        conn.execute("UPDATE tombstones SET ns_owner = (SELECT r.ns_owner FROM "
+                     "gov_episode_removed r WHERE r.id = tombstones.id), ns_project = (SELECT "
+                     "r.ns_project FROM gov_episode_removed r WHERE r.id = tombstones.id) "
+                     "WHERE id IN (SELECT id FROM gov_episode_removed)")
+    for stmt in schema:  # new tables and indexes (all IF NOT EXISTS)
+        if stmt.lstrip().upper().startswith(("CREATE TABLE", "CREATE INDEX", "CREATE UNIQUE")):
+            conn.execute(stmt)
+
+
+_STEPS = {2: _to_v2}
+
+
+def upgrade(conn: Any, current: int, schema: list[str]) -> None:
+    """Bring a store at schema ``current`` to the newest version (inside a transaction)."""
+    for version in sorted(v for v in _STEPS if v > current):
+        _STEPS[version](conn, schema)
+        conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(version),))

@@ -1,0 +1,302 @@
+"""Many users in one store: every read path stays in its namespace, every write through a
+view reaches only its own rows, and a hundred users' session ends all save."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import threading
+from pathlib import Path
+
+import pytest
+
+from anneal_memory import (
+    EpisodeNotFoundError,
+    MemorySession,
+    Store,
+    SupersessionError,
+    ValidationError,
+    baton_status,
+    claim_baton,
+    prepare_wrap,
+    retrieve_relevant,
+    validated_save_continuity,
+)
+
+from wraphelp import doc
+
+ALICE = {"user": "alice"}
+BOB = {"user": "bob"}
+
+
+def _continuity(prompt: str, marker: str) -> str:
+    return doc(context=f"- {marker}")
+
+
+@pytest.fixture
+def two(store: Store) -> tuple[MemorySession, MemorySession]:
+    a = MemorySession(store, namespace=ALICE)
+    b = MemorySession(store, namespace=BOB)
+    # interleaved, with the same words, so only the namespace can tell them apart
+    for i in range(20):
+        a.record_observation(f"alice's PIN for the vault is 4{i:03d} shared bank detail")
+        b.record_observation(f"bob's PIN for the vault is 9{i:03d} shared bank detail")
+    a.record_decision("alice decided the vault PIN rotates monthly")
+    b.record_decision("bob decided the vault PIN never rotates")
+    return a, b
+
+
+def _texts(block: str) -> str:
+    return block.lower()
+
+
+def test_every_read_path_keeps_users_apart(two, store: Store) -> None:
+    a, b = two
+    bob_ids = {e.id for e in store.scoped(BOB).recall(limit=1000).episodes}
+    assert len(bob_ids) == 21
+    for query in ("vault PIN", "PIN", "shared bank detail", "bob", "9005"):
+        seen = [
+            a.context_for(query), "\n".join(a.recall_items(query)),
+            json.dumps([e.content for e in a.recall(query, limit=50)]),
+            json.dumps([e.content for e in a.store.recall(keyword=query, limit=1000).episodes]),
+            json.dumps([e.content for e in retrieve_relevant(a.store, None, query,
+                                                             max_episodes=50).episodes]),
+        ]
+        for text in seen:
+            assert "bob" not in _texts(text), (query, text[:200])
+            assert not any(i in text for i in bob_ids)
+    exported = json.dumps(a.store.export())
+    assert "bob" not in exported and not any(i in exported for i in bob_ids)
+    assert a.store.status().total_episodes == 21
+    w = prepare_wrap(a.store)
+    assert "bob" not in json.dumps(w["package"]).lower()
+    for i in bob_ids:
+        assert a.store.get(i) is None
+        assert a.store.get_many([i]) == {}
+    # the operator's root view sees both
+    assert store.recall(keyword="shared bank detail", limit=1000).total_matching == 40
+
+
+def test_continuity_and_wraps_are_per_user(two, store: Store) -> None:
+    a, b = two
+    assert a.wrap(lambda p: _continuity(p, "alice continuity")).saved
+    assert "alice continuity" in a.start()
+    assert b.start() == "" and store.load_continuity() is None
+    assert b.wrap(lambda p: _continuity(p, "bob continuity")).saved
+    assert "bob continuity" in b.start() and "alice" not in b.start()
+    assert a.store.status().total_wraps == 1 and store.status().total_wraps == 0
+
+
+def _snapshot(store: Store) -> str:
+    data = store.export()
+    data.pop("exported_at", None)
+    return json.dumps(data, sort_keys=True)
+
+
+def test_writes_through_a_view_never_reach_another_namespace(two, store: Store) -> None:
+    a, b = two
+    alice_view, bob_view = a.store, b.store
+    theirs = alice_view.recall(keyword="rotates monthly").episodes[0]
+    keyed = alice_view.record("alice lives in Paris", "context", state_key="user.city")
+    probe = alice_view.add_drift_probe(fact="PIN")
+    w = prepare_wrap(alice_view)
+    before = _snapshot(store)
+    assert bob_view.delete(theirs.id) is False
+    with pytest.raises(EpisodeNotFoundError):
+        bob_view.set_trust(theirs.id, "tool")
+    with pytest.raises(EpisodeNotFoundError):
+        bob_view.set_state_key(theirs.id, "x.y")
+    with pytest.raises(EpisodeNotFoundError):
+        bob_view.clear_state_key(keyed.id)
+    with pytest.raises(SupersessionError):
+        bob_view.unsupersede(old_id=theirs.id, new_id=keyed.id)
+    with pytest.raises(SupersessionError, match="no episode"):
+        bob_view.record("bob rotates alice's PIN monthly", "decision", supersedes=[theirs.id])
+    with pytest.raises(ValidationError):
+        bob_view.record("derived from alice", "observation", derived_from=[theirs.id])
+    # bob's own state key of the same name is his: alice's keyed fact is not replaced
+    bob_view.record("bob lives in Oslo", "context", state_key="user.city")
+    assert bob_view.prune(older_than_days=0) >= 1  # bob's own episodes only
+    assert bob_view.wrap_cancelled(force=True) is False  # alice's open wrap is not his
+    assert not bob_view.backend.probes()
+    assert bob_view.backend.delete_probe(probe) == 0
+    assert _snapshot(alice_view) and store.backend.open_wrap(scope=alice_view.scope)
+    after = _snapshot(alice_view)
+    assert json.loads(after)["episodes"] == [e for e in json.loads(before)["episodes"]
+                                             if e["id"] in {x["id"] for x in json.loads(after)["episodes"]}]
+    assert alice_view.get(keyed.id).superseded_by is None
+    assert alice_view.get(theirs.id) is not None
+    assert validated_save_continuity(alice_view, doc(), wrap_token=w["wrap_token"])["chars"] > 0
+
+
+def test_a_state_key_in_a_project_does_not_supersede_the_users_fact(store: Store) -> None:
+    user = store.scoped({"user": "carol"})
+    proj = store.scoped({"user": "carol", "project": "travel"})
+    other = store.scoped({"user": "carol", "project": "work"})
+    fact = user.record("carol's home city is Lisbon", "context", state_key="user.city")
+    proj.record("carol's home city is Rome for this trip", "context", state_key="user.city")
+    assert user.get(fact.id).superseded_by is None
+    assert [e.id for e in other.recall(keyword="home city").episodes] == [fact.id]
+
+
+def test_relayed_content_cannot_take_an_operators_state_key(store: Store) -> None:
+    store_op = Store(store.path, trust_ceiling="operator")
+    try:
+        fact = store_op.record("the admin email is ops@example.org", "context",
+                               state_key="admin.email", trust="operator")
+        for label in ("tool", "external", "agent"):
+            with pytest.raises(SupersessionError, match="more trusted"):
+                store.record(f"the admin email is evil@{label}.test", "context",
+                             state_key="admin.email", trust=label)
+        assert [e.id for e in store.recall(keyword="admin email").episodes] == [fact.id]
+        newer = store_op.record("the admin email is root@example.org", "context",
+                                state_key="admin.email", trust="operator")
+        assert store.get(fact.id).superseded_by == newer.id
+    finally:
+        store_op.close()
+
+
+@pytest.mark.parametrize("bad", [
+    {"usr": "alice"}, {}, {"user": ""}, {"user": 5}, {"user": " alice"}, {"user": None},
+    "alice", ["user", "alice"],
+])
+def test_bad_namespaces_are_refused_and_write_nothing(store: Store, bad: object) -> None:
+    with pytest.raises(ValidationError) as err:
+        MemorySession(store, namespace=bad)
+    if isinstance(bad, dict) and "usr" in bad:
+        assert "usr" in str(err.value)
+    assert store.status().total_episodes == 0
+
+
+def test_a_namespace_that_differs_from_its_view_is_refused(store: Store) -> None:
+    view = store.scoped(ALICE)
+    with pytest.raises(ValidationError, match="user 'bob'"):
+        MemorySession(view, namespace=BOB)
+    assert MemorySession(view, namespace=ALICE).store is view
+
+
+def test_for_namespace_keeps_one_session_per_user(store: Store) -> None:
+    root = MemorySession(store)
+    a1, a2 = root.for_namespace(ALICE), root.for_namespace({"user": "alice"})
+    assert a1 is a2 and root.for_namespace(BOB) is not a1
+    assert a1.for_namespace(BOB) is root.for_namespace(BOB)
+
+
+def _wrap_user(store: Store, user: str, errors: list[str]) -> None:
+    s = MemorySession(store, namespace={"user": user})
+    try:
+        out = s.wrap(lambda p: _continuity(p, f"continuity of {user}"))
+        if not out.saved:
+            errors.append(f"{user}: {out.status} {out.message}")
+    except Exception as exc:  # pragma: no cover - reported below
+        errors.append(f"{user}: {exc!r}")
+
+
+def test_a_hundred_users_end_their_sessions_at_once(store: Store) -> None:
+    users = [f"user{i:03d}" for i in range(100)]
+    for u in users:
+        s = MemorySession(store, namespace={"user": u})
+        s.record_observation(f"{u} observed the queue latency")
+        s.record_decision(f"{u} chose retries with backoff")
+    errors: list[str] = []
+    threads = [threading.Thread(target=_wrap_user, args=(store, u, errors)) for u in users]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for u in users:
+        view = store.scoped({"user": u})
+        text = view.load_continuity() or ""
+        assert f"continuity of {u}" in text and text.count("continuity of") == 1
+        assert view.status().total_wraps == 1 and view.status().episodes_since_wrap == 0
+
+
+def _process_wraps(path: str, users: list[str], q: multiprocessing.Queue) -> None:
+    errors: list[str] = []
+    with Store(path) as s:
+        for u in users:
+            _wrap_user(s, u, errors)
+    q.put(errors)
+
+
+def test_users_wrapping_from_many_processes_all_save(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    users = [f"p{i:02d}" for i in range(24)]
+    with Store(path) as s:
+        for u in users:
+            MemorySession(s, namespace={"user": u}).record_observation(f"{u} saw a spike")
+    ctx = multiprocessing.get_context("spawn")
+    q: multiprocessing.Queue = ctx.Queue()
+    procs = [ctx.Process(target=_process_wraps, args=(str(path), users[i::4], q))
+             for i in range(4)]
+    for p in procs:
+        p.start()
+    results = [q.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    assert results == [[], [], [], []]
+    with Store(path) as s:
+        for u in users:
+            assert f"continuity of {u}" in (s.scoped({"user": u}).load_continuity() or "")
+
+
+def test_one_open_wrap_per_namespace_not_per_database(store: Store) -> None:
+    a, b = store.scoped(ALICE), store.scoped(BOB)
+    a.record("alice note", "observation")
+    b.record("bob note", "observation")
+    store.set_consolidate_requires_baton(True)
+    claim_baton(a, "s1")
+    claim_baton(b, "s1")  # one baton per namespace: both hold their own
+    assert baton_status(a)["holder"] == "s1" and baton_status(store)["holder"] is None
+    wa = prepare_wrap(a, session_id="s1")
+    wb = prepare_wrap(b, session_id="s1")
+    assert wa["status"] == wb["status"] == "ready" and wa["wrap_token"] != wb["wrap_token"]
+    assert prepare_wrap(a, session_id="other-session")["status"] != "ready"
+    validated_save_continuity(b, doc(), wrap_token=wb["wrap_token"], session_id="s1")
+    validated_save_continuity(a, doc(), wrap_token=wa["wrap_token"], session_id="s1")
+
+
+def test_async_twins_record_recall_and_wrap_for_many_sessions(store: Store) -> None:
+    async def run() -> list[str]:
+        sessions = [MemorySession(store, namespace={"user": f"u{i}"}) for i in range(50)]
+        await asyncio.gather(*(s.arecord_observation(f"u{i} likes tea number {i}")
+                               for i, s in enumerate(sessions)))
+        blocks = await asyncio.gather(*(s.acontext_for("likes tea") for s in sessions))
+        outs = await asyncio.gather(*(s.awrap(lambda p: _continuity(p, "tea")) for s in sessions[:10]))
+        assert all(o.saved for o in outs)
+        return blocks
+
+    blocks = asyncio.run(run())
+    for i, block in enumerate(blocks):
+        assert f"u{i} likes tea number {i}" in block
+        assert sum(f"u{j} likes" in block for j in range(50)) == 1
+
+
+def test_item_collections_are_per_namespace(store: Store) -> None:
+    a, b = store.scoped(ALICE).items("history"), store.scoped(BOB).items("history")
+    for i in range(30):
+        a.put(f"thread1/{i:03d}", {"role": "user", "text": f"alice message {i}"},
+              metadata={"thread": "t1", "n": i})
+    b.put("thread1/000", {"text": "bob message"})
+    assert a.count() == 30 and b.count() == 1 and store.items("history").count() == 0
+    assert b.get("thread1/001") is None and b.get("thread1/000").value == {"text": "bob message"}
+    page = a.list(prefix="thread1/", order="desc", limit=5, offset=5)
+    assert [i.key for i in page] == [f"thread1/{n:03d}" for n in range(24, 19, -1)]
+    assert [i.key for i in a.list(where={"n": 7})] == ["thread1/007"]
+    assert [i.key for i in a.search("MESSAGE 2", limit=3)] == [
+        "thread1/029", "thread1/028", "thread1/027"]
+    updated = a.put("thread1/000", "replaced")
+    assert updated.value == "replaced" and updated.seq == a.list(limit=1)[0].seq
+    assert b.delete("thread1/002") is False and a.delete("thread1/002") is True
+    assert b.delete_prefix("thread1/") == 1 and a.count() == 29
+    appended = [a.append({"n": n}) for n in range(3)]
+    assert [i.value for i in a.list(order="desc", limit=3)] == [{"n": 2}, {"n": 1}, {"n": 0}]
+    assert appended[0]["key"] < appended[2]["key"]
+    for bad in (lambda: a.put("", 1), lambda: a.put("k", object()), lambda: a.list(limit=-1),
+                lambda: a.list(order="up"), lambda: a.put("k\x00", 1),
+                lambda: a.list(where={"a": [1]})):
+        with pytest.raises(ValidationError):
+            bad()
+    assert a.count() == 32
