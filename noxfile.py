@@ -32,6 +32,8 @@ OFFLINE_ENV = {
     "DSPY_CACHEDIR": "",
     "OPENAI_API_KEY": "",
     "GOOGLE_API_KEY": "",
+    "ANTHROPIC_API_KEY": "",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 }
 
 # name -> (extra, floor pins, extra test deps). The floor pins must match the extra's
@@ -50,6 +52,8 @@ ADAPTERS: dict[str, tuple[str, list[str], list[str]]] = {
     "ag2": ("ag2", ["ag2==0.10.0"], []),
     "dspy": ("dspy", ["dspy==3.0.0"], []),
     "camel": ("camel", ["camel-ai==0.2.80"], []),
+    # 0.1.65 predates mcp 2 support: its floor runs on mcp 1.x
+    "claude_agent_sdk": ("claude-agent-sdk", ["claude-agent-sdk==0.1.65", "mcp<2"], ["anyio"]),
 }
 
 

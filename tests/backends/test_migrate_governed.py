@@ -132,7 +132,10 @@ def test_governed_round_trip(location: str, tmp_path: Path,
     assert want["view"][3] == seed["view_continuity"] and seed["view_continuity"]
     with Store(src, read_only=True) as s:
         source_counts = counts(s.backend, governed=True)
-    assert all(source_counts[t] for t, _c, _o in GOV_TABLES), source_counts
+    # every governance table holds rows, but the removed-episode trace: schema 2 keeps a
+    # deleted episode's namespace on its tombstone instead
+    assert all(source_counts[t] for t, _c, _o in GOV_TABLES if t != "gov_episode_removed"), \
+        source_counts
 
     err = io.StringIO()
     result = migrate(str(src), location, stream=err)

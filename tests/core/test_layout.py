@@ -13,8 +13,8 @@ ADAPTERS = sorted(p.name for p in (ROOT / "adapters").iterdir()
                   if p.is_dir() and (p / "__init__.py").exists())
 
 
-def test_thirteen_adapters() -> None:
-    assert len(ADAPTERS) == 13, ADAPTERS
+def test_fourteen_adapters() -> None:
+    assert len(ADAPTERS) == 14, ADAPTERS
 
 
 @pytest.mark.parametrize("name", ADAPTERS)

@@ -9,7 +9,7 @@ user-level episodes, as governed records do. Every mutation acts only on rows wr
 exactly the view's namespace: an id of another namespace reads as an unknown id.
 
 The view shares the parent Store's connection, transactions and audit chain (stamping
-the namespace, hashed, into every entry it causes). Its continuity, baton, wraps, pattern
+the namespace, hashed by the trail, into every entry it causes). Its continuity, baton, wraps, pattern
 history and drift probes are its own, so a hundred users can wrap at once.
 """
 
@@ -33,11 +33,12 @@ NS_META_KEY = Store.RESERVED_METADATA_KEY
 
 
 class _ScopedAudit:
-    """The parent's audit trail, adding the namespace's digest to every entry's data."""
+    """The parent's audit trail, adding the namespace to every entry's data (the trail
+    writes it as salted hashes, field by field)."""
 
     def __init__(self, inner: Any, namespace: MemoryNamespace) -> None:
         self._inner = inner
-        self._ns = digest("namespace", namespace.to_dict())[:16]
+        self._ns = namespace.to_dict()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -370,29 +370,29 @@ class SQLiteBackend(SQLBackend):
     # Each query turns what SQLite cannot do into the library's typed errors (see
     # sqlite_errors): an unstorable value is a ValidationError, a damaged file a StoreError.
     def q(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        try:
-            with self._lock:  # one connection shared by threads: a statement at a time
+        with self._lock:  # one connection shared by threads: a statement at a time
+            try:
                 return self.conn.execute(sql, tuple(params)).fetchall()
-        except sqlite_errors.caught() as exc:
-            sqlite_errors.reraise(exc, self.path)
+            except sqlite_errors.caught() as exc:
+                sqlite_errors.reraise(exc, self.path)
 
     def q1(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        try:
-            with self._lock:
+        with self._lock:
+            try:
                 return self.conn.execute(sql, tuple(params)).fetchone()
-        except sqlite_errors.caught() as exc:
-            sqlite_errors.reraise(exc, self.path)
+            except sqlite_errors.caught() as exc:
+                sqlite_errors.reraise(exc, self.path)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        try:
-            with self._lock:
+        with self._lock:
+            try:
                 self.conn.executemany(sql, rows)
-        except sqlite_errors.caught() as exc:
-            sqlite_errors.reraise(exc, self.path)
+            except sqlite_errors.caught() as exc:
+                sqlite_errors.reraise(exc, self.path)
 
     def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+        cur = self.conn.cursor()  # its own cursor: other statements may run between rows
         try:
-            cur = self.conn.cursor()  # its own cursor: other statements may run between rows
             with self._lock:
                 cur.execute(sql, tuple(params))
             while True:
@@ -414,18 +414,18 @@ class SQLiteBackend(SQLBackend):
         return f"json_extract({col}, ?) = ?", [f'$."{field}"', value]
 
     def _rowcount(self, sql: str, params: Sequence[Any] = ()) -> int:
-        try:
-            with self._lock:
+        with self._lock:
+            try:
                 return int(self.conn.execute(sql, tuple(params)).rowcount)
-        except sqlite_errors.caught() as exc:
-            sqlite_errors.reraise(exc, self.path)
+            except sqlite_errors.caught() as exc:
+                sqlite_errors.reraise(exc, self.path)
 
     def _insert_id(self, sql: str, params: Sequence[Any]) -> int:
-        try:
-            with self._lock:
+        with self._lock:
+            try:
                 return int(self.conn.execute(sql, tuple(params)).lastrowid or 0)
-        except sqlite_errors.caught() as exc:
-            sqlite_errors.reraise(exc, self.path)
+            except sqlite_errors.caught() as exc:
+                sqlite_errors.reraise(exc, self.path)
 
     def _upsert(self, table: str, cols: Sequence[str], key: Sequence[str],
                 values: Sequence[Any]) -> None:
