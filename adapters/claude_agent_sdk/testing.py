@@ -26,7 +26,6 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ import anyio
 from claude_agent_sdk import project_key_for_directory
 from claude_agent_sdk._internal.transport import Transport
 
+from anneal_memory import clock
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 __all__ = ["ModelCall", "ScriptedCLI", "ToolCall", "compress_step", "is_wrap_prompt"]
@@ -274,7 +274,7 @@ class ScriptedCLI(Transport):
         entry = {"type": message["role"], "uuid": str(uuid.uuid4()), "parentUuid": self._parent,
                  "sessionId": self.session_id, "cwd": self.cwd, "isSidechain": False,
                  "userType": "external", "version": "scripted",
-                 "timestamp": datetime.now(timezone.utc).isoformat().replace("+00:00", "Z"),
+                 "timestamp": clock.utcnow().isoformat().replace("+00:00", "Z"),
                  "message": copy.deepcopy(message)}
         self._parent = entry["uuid"]
         if self._write_transcript:
