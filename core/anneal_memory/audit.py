@@ -50,6 +50,9 @@ MIRRORED_SEQ_KEY = "audit_mirrored_seq"
 HASHED_KEYS: frozenset[str] = frozenset({
     "source", "source_id", "state_key", "key", "reviewer", "namespace", "pattern",
     "patterns", "pattern_name", "level_capped", "uncorroborated", "omitted_patterns",
+    # a crystal's name and text arrive as short unsalted digests: salt them too, so no
+    # dictionary of likely pattern names can read them back
+    "name_sha256", "text_sha256",
 })
 #: Keys hashed only in some events (elsewhere ``reason`` is a stable code).
 HASHED_IN_EVENT: dict[str, frozenset[str]] = {"gov_forget": frozenset({"reason"})}
