@@ -141,6 +141,9 @@ def load_manifest(paths: AuditPaths) -> dict[str, Any]:
         if not isinstance(data, dict) or not isinstance(data.get("files"), list) or not all(
                 isinstance(f, dict) and isinstance(f.get("file"), str) for f in data["files"]):
             raise ValueError("bad shape")
+        if any(Path(f["file"]).name != f["file"] or f["file"].startswith(".")
+               for f in data["files"]):
+            raise ValueError("it names a file outside the store's folder")
         return data
     except (OSError, ValueError) as exc:
         raise AuditError(
