@@ -331,11 +331,16 @@ def test_cli_bad_store_paths_are_refused_and_never_hang(tmp_path: Path) -> None:
 
 
 def test_cli_bad_values_are_refused(tmp_path: Path) -> None:
-    env = {**os.environ, "HOME": str(tmp_path / "home")}
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "ANNEAL_OPERATOR": "1"}
     db = str(tmp_path / "m.db")
     assert _cli(["--db", db, "record", "a first episode"], env, tmp_path).returncode == 0
     before = Path(db).with_name("m.audit.jsonl").read_text()
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"episodes": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    version = tmp_path / "version.json"
+    version.write_text('{"format": "anneal-memory-export", "version": "abc", "episodes": []}')
     bad = [["search", "a\x01b", "--since", "99999999999d"],
+           ["import", str(deep)], ["import", str(version)],
            ["search", "x", "--limit", str(2**70)],
            ["audit", "--since", "0001-01-01T00:00:00+05:00"],
            ["verify", "--anchor", "not-a-hash-or-file"],
@@ -343,7 +348,7 @@ def test_cli_bad_values_are_refused(tmp_path: Path) -> None:
     for cmd in bad:
         p = _cli(["--db", db, *cmd], env, tmp_path)
         assert p.returncode == 1 and "internal error" not in p.stderr, (cmd, p.stderr)
-        assert "Traceback" not in p.stderr
+        assert "Traceback" not in p.stderr and "operator-only" not in p.stderr
     assert Path(db).with_name("m.audit.jsonl").read_text() == before
 
 

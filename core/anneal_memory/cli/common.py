@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .._inputs import load_json
 from ..errors import ValidationError
 
 OPERATOR_ENV = "ANNEAL_OPERATOR"
@@ -91,10 +92,9 @@ def read_text(source: str, what: str) -> str:
 def read_json(source: str, what: str) -> Any:
     text = read_text(source, what)
     try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise ValidationError(f"{what} {source!r} is not valid JSON ({exc}): pass the file "
-                              "that 'anneal-memory export' wrote") from None
+        return load_json(text, f"{what} {source!r}")
+    except ValidationError as exc:
+        raise ValidationError(f"{exc}: pass the file that 'anneal-memory export' wrote") from None
 
 
 def _interactive() -> bool:
