@@ -211,7 +211,7 @@ def _valid_record(line: str) -> dict[str, Any] | None:
             ItemLabel(i["kind"], i["ref"], i["label"])
         for e in exposed:
             ExposedRef(e["kind"], e["ref"])
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, RecursionError):
         return None
     return rec
 
@@ -265,7 +265,7 @@ def _read_receipts(sources: Iterable[str | Path | Mapping[str, Any]]) -> tuple[l
                 continue
             try:
                 receipts.append(json.loads(line))
-            except ValueError:
+            except (ValueError, RecursionError):
                 bad += 1
     return receipts, bad
 

@@ -341,6 +341,9 @@ def test_cli_bad_values_are_refused(tmp_path: Path) -> None:
     version.write_text('{"format": "anneal-memory-export", "version": "abc", "episodes": []}')
     bad = [["search", "a\x01b", "--since", "99999999999d"],
            ["import", str(deep)], ["import", str(version)],
+           ["record", "deep metadata", "--metadata", "[" * 50_000 + "]" * 50_000],
+           ["record", "nan metadata", "--metadata", '{"a": NaN}'],
+           ["set-schema", str(deep)],
            ["search", "x", "--limit", str(2**70)],
            ["audit", "--since", "0001-01-01T00:00:00+05:00"],
            ["verify", "--anchor", "not-a-hash-or-file"],

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
+from .._inputs import load_json
 from ..continuity.schema import NAMED_SCHEMAS
 from ..errors import SchemaError, ValidationError
 from .common import command, db_path, emit, group, open_store, read_store, read_text
@@ -157,10 +157,9 @@ def cmd_set_schema(args: argparse.Namespace) -> int:
         schema: Any = NAMED_SCHEMAS[args.schema]
     elif args.schema.endswith(".json") or Path(args.schema).exists():
         try:
-            schema = json.loads(read_text(args.schema, "schema"))
-        except ValueError as exc:
-            raise SchemaError(f"schema file {args.schema!r} is not valid JSON ({exc}): write a "
-                              "list of {\"heading\", \"role\"} objects") from None
+            schema = load_json(read_text(args.schema, "schema"), f"schema file {args.schema!r}")
+        except ValidationError as exc:
+            raise SchemaError(f"{exc}: write a list of {{\"heading\", \"role\"}} objects") from None
     else:
         raise SchemaError(f"unknown schema {args.schema!r}: use default, partnership, or the "
                           "path of a .json file")
