@@ -29,7 +29,8 @@ from urllib.parse import quote
 import anyio
 from claude_agent_sdk import fold_session_summary
 
-from anneal_memory import Store, clock
+from anneal_memory import Store
+from anneal_memory.clock import utcnow
 from anneal_memory.errors import ValidationError
 
 DEFAULT_COLLECTION = "claude_agent_sdk.sessions"
@@ -82,7 +83,7 @@ class AnnealSessionStore:
                 _part(sub, "subpath") if sub else "")
 
     def _now_ms(self) -> int:
-        now = int(clock.utcnow().timestamp() * 1000)
+        now = int(utcnow().timestamp() * 1000)
         self._last_ms = max(now, self._last_ms + 1)
         return self._last_ms
 

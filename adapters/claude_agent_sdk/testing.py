@@ -33,7 +33,7 @@ import anyio
 from claude_agent_sdk import project_key_for_directory
 from claude_agent_sdk._internal.transport import Transport
 
-from anneal_memory import clock
+from anneal_memory.clock import utcnow
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 __all__ = ["ModelCall", "ScriptedCLI", "ToolCall", "compress_step", "is_wrap_prompt"]
@@ -274,7 +274,7 @@ class ScriptedCLI(Transport):
         entry = {"type": message["role"], "uuid": str(uuid.uuid4()), "parentUuid": self._parent,
                  "sessionId": self.session_id, "cwd": self.cwd, "isSidechain": False,
                  "userType": "external", "version": "scripted",
-                 "timestamp": clock.utcnow().isoformat().replace("+00:00", "Z"),
+                 "timestamp": utcnow().isoformat().replace("+00:00", "Z"),
                  "message": copy.deepcopy(message)}
         self._parent = entry["uuid"]
         if self._write_transcript:

@@ -79,6 +79,7 @@ if _TYPE_CHECKING:  # the names for type checkers; at run time they load on firs
     )
     from .wrap.baton import baton_status, claim_baton, release_baton
     from .wrap.prepare import prepare_wrap
+    from .wrap.render import render_package
     from .wrap.save import validated_save_continuity
 
 _LAZY: dict[str, str] = {
@@ -134,6 +135,7 @@ _LAZY: dict[str, str] = {
     "parse_durable_facts": ".continuity.durable",
     "prepare_wrap": ".wrap.prepare",
     "release_baton": ".wrap.baton",
+    "render_package": ".wrap.render",
     "retrieve_patterns": ".crystal",
     "retrieve_relevant": ".recall",
     "schema_role_warning": ".continuity.schema",
@@ -231,6 +233,7 @@ __all__ = [
     "parse_durable_facts",
     "prepare_wrap",
     "release_baton",
+    "render_package",
     "retrieve_patterns",
     "retrieve_relevant",
     "schema_role_warning",

@@ -76,8 +76,7 @@ def parse_anchor(value: Any) -> Anchor:
         path = Path(value)
         if not path.is_file():
             raise AuditError(f"the anchor {str(value)[:80]!r} is not a 64-hex hash, SEQ:HASH, "
-                             "or an existing file (keep 'anneal-memory audit head --json' "
-                             "output in one)")
+                             "or an existing file holding the output of AuditTrail.head()")
         try:
             text = path.read_text("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -91,7 +90,7 @@ def _anchor_from(d: Mapping[str, Any]) -> Anchor:
     h, seq = d.get("hash"), d.get("seq")
     if not isinstance(h, str) or not _HEX64.fullmatch(h.strip().lower()):
         raise AuditError("the anchor has no 64-hex 'hash': keep the output of "
-                         "'anneal-memory audit head --json'")
+                         "AuditTrail.head() (the CLI's audit head)")
     if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 1):
         raise AuditError(f"the anchor's seq {seq!r} is not a whole number >= 1")
     return Anchor(h.strip().lower(), seq)
@@ -111,7 +110,7 @@ def _anchor_from_text(text: str, *, where: str) -> Anchor:
         seq = re.search(r"\bseq\D{0,3}(\d+)", t)
         return Anchor(hashes[0], int(seq.group(1)) if seq else None)
     raise AuditError(f"the {where} holds no entry hash: pass the 64-hex hash, SEQ:HASH, or "
-                     "the output of 'anneal-memory audit head --json'")
+                     "the output of AuditTrail.head() (the CLI's audit head)")
 
 
 # ---------------------------------------------------------------------- the two copies
@@ -242,6 +241,12 @@ def _sealed_meta_problem(meta: Mapping[str, Any],
     return min(b[0] for b in bad), "its manifest record differs in " + ", ".join(names)
 
 
+def _progress_every() -> int:
+    from . import audit
+
+    return int(audit.PROGRESS_EVERY)
+
+
 def _int(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
@@ -298,6 +303,8 @@ def file_entries(paths: AuditPaths, manifest: Mapping[str, Any], *,
             leading = False
             got.append(e)
             count += 1
+            if progress is not None and count % _progress_every() == 0:
+                progress(path.name, count)  # a long file keeps reporting as it goes
             yield path.name, e
         if meta is not None:
             problem = _sealed_meta_problem(meta, got)

@@ -43,6 +43,9 @@ log = logging.getLogger("anneal_memory")
 
 GENESIS = "0" * 64
 
+#: how often verify reports progress within one file (entries)
+PROGRESS_EVERY = 5000
+
 #: The database meta key recording the newest entry known to be in the files.
 MIRRORED_SEQ_KEY = "audit_mirrored_seq"
 
@@ -115,7 +118,7 @@ class AuditPaths:
         self.db = Path(db_path)
         if not self.db.name:
             raise AuditError(f"{str(db_path)!r} names no store file: pass the path of the "
-                             "store's database (e.g. --db ./memory.db)")
+                             "store's database (e.g. ./memory.db)")
         self.active = sidecar_path(db_path, ".audit.jsonl")
         self.manifest = sidecar_path(db_path, ".audit.manifest.json")
         self.lock = sidecar_path(db_path, ".audit.lock")
@@ -147,8 +150,8 @@ def load_manifest(paths: AuditPaths) -> dict[str, Any]:
         return data
     except (OSError, ValueError) as exc:
         raise AuditError(
-            f"the audit manifest {str(paths.manifest)!r} is unreadable ({exc}): run "
-            "'anneal-memory audit-repair' to rebuild it"
+            f"the audit manifest {str(paths.manifest)!r} is unreadable ({exc}): "
+            "AuditTrail.repair rebuilds it from the database's copy of the chain"
         ) from None
 
 
@@ -348,8 +351,8 @@ class AuditTrail:
             last_line = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
             last = json.loads(last_line)
         except ValueError:
-            raise AuditError(f"the active audit file {p.name} is damaged: run "
-                             "'anneal-memory audit verify', then 'audit-repair'") from None
+            raise AuditError(f"the active audit file {p.name} is damaged: "
+                             "AuditTrail.repair rebuilds it from the database's copy of the chain") from None
         if int(first.get("seq", 0)) <= sealed_last:
             atomic_write_bytes(p, b"")
             return None, None
@@ -413,7 +416,7 @@ class AuditTrail:
 
         if pg_dsn(db_path) is not None:
             with _server_backend(db_path) as backend:
-                return verify_entries(_paged(backend), anchor=anchor)
+                return verify_entries(_paged(backend, progress=progress), anchor=anchor)
         return verify_files(db_path, progress, anchor)
 
     @staticmethod
@@ -525,12 +528,16 @@ def _server_backend(location: Any) -> Iterator[Any]:
         backend.close()
 
 
-def _paged(backend: Any, page: int = 5000) -> Iterator[dict[str, Any]]:
-    after = 0
+def _paged(backend: Any, page: int = 5000,
+           progress: Callable[[str, int], None] | None = None) -> Iterator[dict[str, Any]]:
+    after, count = 0, 0
     with backend.read():
         while True:
             entries = backend.audit_entries(after_seq=after, limit=page)
             yield from entries
+            count += len(entries)
+            if progress is not None:
+                progress("database", count)
             if len(entries) < page:
                 return
             after = int(entries[-1]["seq"])

@@ -240,7 +240,8 @@ def unsupersede(store: Store, old_id: str, new_id: str) -> bool:
         kinds = {n: k for n, k, _ in links if n in mine}
         if new_id not in kinds:
             raise SupersessionError(f"there is no link {old_id} -> {new_id} to remove: "
-                                    "see 'anneal-memory search --include-superseded'")
+                                    "recall(include_superseded=True) shows each replaced "
+                                    "episode and what replaced it")
         store.backend.remove_supersession(old_id, new_id)
         store.audit_trail.append("unsupersede", {"old_id": old_id, "new_id": new_id,
                                                  "kind": kinds[new_id]}, actor="operator")

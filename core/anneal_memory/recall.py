@@ -23,6 +23,8 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from .continuity.durable import DurableFact
+    from .crystal import PatternMatch
     from .store import Store
 
 
@@ -144,7 +146,7 @@ def retrieve_relevant(store: Store, crystal_store: Any, query: str, *, max_patte
     max_patterns = _int_arg(max_patterns, "max_patterns", 0)
     max_episodes = _int_arg(max_episodes, "max_episodes", 0)
     terms = query_terms(query)
-    patterns: list[Any] = []
+    patterns: list[PatternMatch] = []
     if crystal_store is not None and max_patterns and query.strip():
         from .crystal import retrieve_patterns
 
@@ -215,7 +217,7 @@ def _scored_episodes(store: Store, query: str, terms: list[str], k: int, episode
     return out
 
 
-def _cued_facts(store: Store, query: str) -> list[Any]:
+def _cued_facts(store: Store, query: str) -> list[DurableFact]:
     text = store.load_continuity()
     if not text:
         return []

@@ -12,9 +12,9 @@ import hashlib
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import AnnealMemoryError, ValidationError
 from .recall import retrieve_relevant, split_relayed
@@ -23,6 +23,10 @@ from .types import Episode, EpisodeType, ScoredEpisode
 from .wrap.prepare import prepare_wrap
 from .wrap.render import render_package
 from .wrap.save import validated_save_continuity
+
+if TYPE_CHECKING:
+    from .continuity.durable import DurableFact
+    from .crystal import PatternMatch
 
 T = TypeVar("T")
 
@@ -411,20 +415,17 @@ class MemorySession:
         return WrapOutcome(status, message + " — the episodes are kept for the next wrap")
 
 
-def format_memory(episodes: list[ScoredEpisode], patterns: list[Any] = (),  # type: ignore[assignment]
-                  facts: list[Any] = ()) -> str:  # type: ignore[assignment]
+def format_memory(episodes: Sequence[ScoredEpisode], patterns: Sequence[PatternMatch] = (),
+                  facts: Sequence[DurableFact] = ()) -> str:
     """Render recalled items as one labelled section of data."""
     if not episodes and not patterns and not facts:
         return ""
     own, relayed = split_relayed(episodes)
     out = [MEMORY_HEADER]
     for f in facts:
-        out.append(f"- fact: {getattr(f, 'fact', f)}")
+        out.append(f"- fact: {f.fact}")
     for p in patterns:
-        name = getattr(p, "name", None) or (p.get("name") if isinstance(p, dict) else str(p))
-        body = getattr(p, "body", None) or getattr(p, "summary", None) or (
-            p.get("body") if isinstance(p, dict) else "")
-        out.append(f"- pattern {name}: {body}".rstrip(": "))
+        out.append(f"- pattern {p.name} ({p.level}x): {p.text}")
     for e in own:
         out.append(_line(e))
     if relayed:

@@ -8,7 +8,6 @@ import json
 import os
 import secrets
 import threading
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
@@ -47,8 +46,8 @@ def default_db_path() -> Path:
         home = None
     if home is None or str(home) in ("", "~") or not home.is_absolute():
         raise StoreLocationError(
-            "no store path: the home directory cannot be determined; pass --db PATH "
-            f"(library: Store(path)) or set {ENV_DB}"
+            "no store path: the home directory cannot be determined; give the store "
+            f"a path (Store(path)) or set {ENV_DB}"
         )
     return home / ".anneal-memory" / "memory.db"
 
@@ -424,11 +423,6 @@ class Store(ContinuityMixin):
         """Episodes no saved wrap has compressed yet, oldest first."""
         return self._to_episodes(self._backend.unwrapped_episodes())
 
-    def iter_episodes(self) -> Iterator[Episode]:
-        rows = list(self._backend.all_episodes())
-        for i in range(0, len(rows), 500):
-            yield from self._to_episodes(rows[i:i + 500])
-
     # ------------------------------------------------------------------ delete / prune
     def delete(self, episode_id: str) -> bool:
         """Remove an episode's text from the database for good, leaving a tombstone that
@@ -443,23 +437,37 @@ class Store(ContinuityMixin):
     def prune(self, older_than_days: int | None = None) -> int:
         """Remove episodes older than ``older_than_days`` (default: the store's
         retention_days). Returns how many were removed."""
-        days = older_than_days if older_than_days is not None else self.retention_days
-        if days is None:
-            raise ValidationError("prune needs older_than_days (or a store retention_days)")
-        whole_number(days, "older_than_days")
-        cutoff = iso(ago(days * 86400, field="older_than_days"))
+        days = self._prune_days(older_than_days)
         with self._write():
-            ids = self._backend.ids_older_than(cutoff)
-            open_wrap = self._backend.open_wrap()
-            if open_wrap:
-                frozen = set(open_wrap["episode_ids"])
-                ids = [i for i in ids if i not in frozen]
+            ids = self._prunable_ids(days)
             n = self._remove(ids, reason="pruned") if ids else 0
             if n:
                 self._audit.append("prune", {"count": n, "older_than_days": days}, actor="system")
         if n:
             self._scrub()
         return n
+
+    def prunable(self, older_than_days: int | None = None) -> list[str]:
+        """The ids ``prune(older_than_days)`` would remove now, changing nothing: for a
+        caller that says how many will go before it asks."""
+        days = self._prune_days(older_than_days)
+        with self._backend.read():
+            return self._prunable_ids(days)
+
+    def _prune_days(self, older_than_days: int | None) -> int:
+        days = older_than_days if older_than_days is not None else self.retention_days
+        if days is None:
+            raise ValidationError("prune needs older_than_days (or a store retention_days)")
+        whole_number(days, "older_than_days")
+        return days
+
+    def _prunable_ids(self, days: int) -> list[str]:
+        ids = list(self._backend.ids_older_than(iso(ago(days * 86400, field="older_than_days"))))
+        open_wrap = self._backend.open_wrap()
+        if open_wrap:  # episodes frozen in an open wrap stay until it is saved or cancelled
+            frozen = set(open_wrap["episode_ids"])
+            ids = [i for i in ids if i not in frozen]
+        return ids
 
     def _remove(self, ids: Sequence[str], *, reason: str) -> int:
         b = self._backend
@@ -566,12 +574,3 @@ class Store(ContinuityMixin):
 
         return import_store(self, data, via=via, progress=progress)
 
-    import_data = import_
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "import":
-            return self.import_
-        raise AttributeError(name)
-
-    def warn(self, message: str) -> None:
-        warnings.warn(message, UserWarning, stacklevel=3)

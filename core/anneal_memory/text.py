@@ -4,7 +4,6 @@ check, supersession validation and the durable-facts comparison."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 _WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
@@ -88,10 +87,6 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
-def has_cjk(text: str) -> bool:
-    return bool(_CJK_RE.search(text))
-
-
 def normalize_space(text: str) -> str:
     return " ".join(text.split())
 
@@ -105,6 +100,3 @@ def first_clause(text: str, limit: int = 120) -> str:
         clause = clause[: limit - 1].rstrip() + "…"
     return clause
 
-
-def join_nonempty(parts: Iterable[str], sep: str = "\n\n") -> str:
-    return sep.join(p for p in parts if p)

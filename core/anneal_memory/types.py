@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import TrustError, UnknownEpisodeTypeError
+
+if TYPE_CHECKING:
+    from .continuity.durable import DurableFact
+    from .crystal import PatternMatch
 
 
 class EpisodeType(str, enum.Enum):
@@ -49,10 +53,6 @@ def coerce_trust(value: str) -> str:
     raise TrustError(
         f"unknown trust class {value!r}: use one of agent, tool, external, operator"
     )
-
-
-def trust_rank(value: str) -> int:
-    return TRUST_LEVELS[value]
 
 
 @dataclass
@@ -146,12 +146,12 @@ class ScoredEpisode(NamedTuple):
 
 
 class RelevantResult(NamedTuple):
-    """Scored recall over patterns, episodes and durable facts."""
+    """Scored recall over crystallized patterns, episodes and durable facts."""
 
-    patterns: list[Any]
+    patterns: list[PatternMatch]
     episodes: list[ScoredEpisode]
     query_keywords: list[str]
-    facts: list[Any]
+    facts: list[DurableFact]
 
 
 @dataclass(frozen=True)

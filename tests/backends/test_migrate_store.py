@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
 
 from anneal_memory import AuditTrail, Store
+from anneal_memory.cli.main import main as cli_main
 from anneal_memory.errors import StoreError
-from anneal_memory.migrate_store import main, migrate
+from anneal_memory.migrate_store import migrate
 
 from wraphelp import doc, wrap
+
+
+def main(argv: list[str]) -> int:
+    return cli_main(["migrate-store", *argv])
 
 
 def _fill(path: Path) -> dict[str, str]:
@@ -43,10 +47,10 @@ def _check(location: str | Path, seed: dict[str, str]) -> None:
 def test_round_trip(location: str, tmp_path: Path) -> None:
     src = tmp_path / "src.db"
     seed = _fill(src)
-    err = io.StringIO()
-    result = migrate(str(src), location, stream=err)
+    seen: list[tuple[str, int, int]] = []
+    result = migrate(str(src), location, progress=lambda *a: seen.append(a))
     assert result["verified"] and result["copied"]["episodes"] == 4
-    assert "episodes" in err.getvalue() and "4/4" in err.getvalue()
+    assert ("episodes", 4, 4) in seen
     back = tmp_path / "back.db"
     assert main([location, str(back)]) == 0
     _check(back, seed)
@@ -60,5 +64,5 @@ def test_refuses_a_destination_that_is_not_empty(location: str, tmp_path: Path) 
     with Store(location) as s:
         s.record("already here", "observation")
     with pytest.raises(StoreError, match="not empty"):
-        migrate(str(src), location, stream=io.StringIO())
+        migrate(str(src), location)
     assert main([str(src), location]) == 1

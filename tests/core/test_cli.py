@@ -158,7 +158,7 @@ def test_delete_and_prune(cli: Run) -> None:
     assert "nothing was deleted" in cli.refused("delete", ep["id"])
     cli.json("record", "Ancient note", "--timestamp", "2001-01-01")
     cli.json("record", "Fresh note")
-    assert cli.json("prune", "--older-than-days", "30")["pruned"] == 1
+    assert cli.json("prune", "--older-than-days", "30", "--yes")["pruned"] == 1
     assert cli.json("status")["total_episodes"] == 1
     assert cli.json("status")["tombstone_count"] == 2
 

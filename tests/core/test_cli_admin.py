@@ -121,7 +121,7 @@ def test_import_of_operator_episodes_is_gated(cli: Run, tmp_path: Path, capsys: 
     monkeypatch.delenv("ANNEAL_OPERATOR")
     other = Run(tmp_path / "other.db", capsys)
     assert "operator-only" in other.refused("import", str(out))
-    assert other.json("status")["total_episodes"] == 0
+    assert not other.db.exists()  # refused at the gate: no store was made
     monkeypatch.setenv("ANNEAL_OPERATOR", "1")
     assert other.json("import", str(out))["imported"] == 1
     imports = other.json("audit", "--event", "import")["entries"]
@@ -129,6 +129,7 @@ def test_import_of_operator_episodes_is_gated(cli: Run, tmp_path: Path, capsys: 
 
 
 def test_migrate_check_then_ack(cli: Run) -> None:
+    cli.json("init")
     first = cli.json("migrate", "check")
     assert first["up_to_date"] is False and first["acknowledged"] is None
     assert first["changes"] and first["installed"] == first["changes"][-1]["version"]
@@ -200,6 +201,8 @@ def test_crystal_lifecycle(cli: Run, tmp_path: Path) -> None:
 
 
 def test_crystallize_refusals(cli: Run) -> None:
+    assert "no store at" in cli.refused("crystal", "crystallize", "x")
+    cli.json("init", "--no-baton")
     assert "no continuity" in cli.refused("crystal", "crystallize", "x")
     wrapped_store(cli.db)
     assert "no pattern named" in cli.refused("crystal", "crystallize", "nothing_here")
@@ -209,6 +212,7 @@ def test_crystallize_refusals(cli: Run) -> None:
 
 
 def test_spore_lifecycle(cli: Run) -> None:
+    cli.json("init")
     s = cli.json("spore", "add", "Ship the CLI docs", "--type", "task", "--tier", "hot",
                  "--salience", "2", "--domain", "docs", "--pointer", "docs/cli.md")
     assert s["id"] == "spore-001" and s["germination"] == "growing"

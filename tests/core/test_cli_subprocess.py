@@ -103,8 +103,9 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
     go("outcome", "--exposure-id", "t1", "--outcome", "success")
     go("worth")
     go("delete", b["id"])
-    go("prune", "--older-than-days", "3650")
-    go("demo")
+    go("prune", "--older-than-days", "3650", "--yes")
+    js(None, "demo")
+    seen.add("demo")
     ev = subprocess.run([sys.executable, "-m", "anneal_memory", "eval", "-o", str(tmp_path / "ev")],
                         capture_output=True, text=True)
     assert ev.returncode == 0 and "Traceback" not in ev.stderr
@@ -158,10 +159,12 @@ def test_no_home_directory_only_default_path_commands_fail(tmp_path: Path) -> No
     assert rc == 1 and "--db" in line and "ANNEAL_MEMORY_DB" in line
     assert run(None, "--version", env=env)[0] == 0
     assert "usage:" in run(None, "--help", env=env)[1]
+    assert run(tmp_path / "m.db", "init", env=env)[0] == 0
     assert run(tmp_path / "m.db", "status", env=env)[0] == 0
     env["ANNEAL_MEMORY_DB"] = str(tmp_path / "env.db")
-    assert run(None, "status", env=env)[0] == 0
+    assert run(None, "record", "x", env=env)[0] == 0
     assert (tmp_path / "env.db").exists()
+    assert run(None, "status", env=env)[0] == 0
 
 
 def test_db_flag_wins_over_the_environment(tmp_path: Path) -> None:

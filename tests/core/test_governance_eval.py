@@ -12,6 +12,7 @@ import pytest
 
 import anneal_memory
 from anneal_memory import eval as gov_eval
+from anneal_memory.cli.main import main as cli_main
 from anneal_memory.governance.experiments import safety_counts
 
 
@@ -28,8 +29,8 @@ def _unbind_submodule():
 def reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]:
     a = tmp_path_factory.mktemp("eval-a")
     b = tmp_path_factory.mktemp("eval-b")
-    assert gov_eval.main(["--output", str(a)]) == 0
-    assert gov_eval.main(["-o", str(b)]) == 0
+    assert cli_main(["eval", "--output", str(a)]) == 0
+    assert cli_main(["eval", "-o", str(b)]) == 0
     return a, b, json.loads((a / "governance-eval.json").read_text("utf-8"))
 
 
@@ -102,4 +103,4 @@ def test_module_runs_as_a_command(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted(gov_eval.FILES)
-    assert gov_eval.main(["--bogus"]) == 2
+    assert cli_main(["eval", "--bogus"]) == 2

@@ -103,7 +103,9 @@ def test_missing_home_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Path, "home", staticmethod(no_home))
     with pytest.raises(StoreLocationError) as info:
         Store()
-    assert "--db" in str(info.value) and "ANNEAL_MEMORY_DB" in str(info.value)
+    # library terms (the CLI adds its own --db hint)
+    assert "Store(path)" in str(info.value) and "ANNEAL_MEMORY_DB" in str(info.value)
+    assert "--db" not in str(info.value)
 
 
 def test_missing_folder_is_refused(tmp_path: Path) -> None:

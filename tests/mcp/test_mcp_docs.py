@@ -4,6 +4,7 @@ documented, and every command a snippet teaches exists."""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,9 @@ import pytest
 from anneal_memory.mcp.tools import TOOL_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "core"))  # the docs runner the core docs test uses
+# the documents whose shell blocks start the server (the core docs test checks this list)
+SERVER_DOCS = ["docs/mcp.md"]
 EXAMPLES = ROOT / "examples"
 MCP_SNIPPETS = ["agent-instructions.lean.example", "agent-instructions.full.example"]
 CLI_SNIPPETS = ["agent-instructions.lean.cli.example", "agent-instructions.full.cli.example"]
@@ -61,3 +65,14 @@ def test_commands_in_snippets_exist(name: str) -> None:
 def test_skill_has_front_matter() -> None:
     head = SKILL.read_text("utf-8").split("---")
     assert head[0] == "" and "name: anneal-memory" in head[1] and "description:" in head[1]
+
+
+@pytest.mark.parametrize("doc", SERVER_DOCS)
+def test_server_commands_in_the_docs_run_as_written(doc: str, tmp_path: Path) -> None:
+    """The install-and-run block as a newcomer types it: `serve` on a fresh HOME (the
+    default folder does not exist yet), then the baton commands on the store it made."""
+    from docblocks import groups, run
+
+    res = run(groups()[(doc, "shell")], "shell", tmp_path)
+    assert res.returncode == 0, f"{doc}:\n{res.stdout}\n{res.stderr}"
+    assert (tmp_path / "home" / ".anneal-memory" / "memory.db").is_file()

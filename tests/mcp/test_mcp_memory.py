@@ -171,5 +171,12 @@ def test_crystal_tools_read_the_crystal_store(db: Path) -> None:
             assert "jittered retries (3x" in found and ep.id in found
             assert "No crystallized" in await call(client, "crystal_recall",
                                                    {"query": "kubernetes ingress"})
+            # what crystal_index tells the model to do loads the whole crystal
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert ("crystal_recall with its name as the query and mode 'query'"
+                    in (tools["crystal_index"].description or ""))
+            name = index.split(" — ")[0].strip("- ")
+            full = await call(client, "crystal_recall", {"query": name, "mode": "query"})
+            assert "Retry with jitter to avoid herds" in full
 
     run(body)

@@ -8,14 +8,18 @@ from typing import Any
 
 from ..errors import AnnealMemoryError, ValidationError
 from .common import (
+    SHOWN,
+    Progress,
+    add_verbose,
+    brief,
     command,
-    db_path,
     emit,
+    ensure_folder,
     group,
     open_store,
-    progress,
     read_json,
     read_store,
+    sidecar,
 )
 
 
@@ -44,39 +48,45 @@ def register(sub: Any) -> None:
     p = command(sub, "stats", "detailed analytics: types, trust, wraps, patterns, tiers", cmd_stats)
 
     p = command(sub, "graph", "association graph (none are formed since 1.0.2)", cmd_graph)
-    p.add_argument("--format", choices=("dot", "json"), default="dot")
+    p.add_argument("--format", choices=("dot", "json"), default="dot",
+                   help="Graphviz dot (default) or JSON")
 
     p = command(sub, "diff", "wrap metric progression over the last N wraps", cmd_diff)
-    p.add_argument("--wraps", type=int, default=5, metavar="N")
+    p.add_argument("--wraps", type=int, default=5, metavar="N",
+                   help="how many of the newest saved wraps to compare (default 5)")
 
     p = command(sub, "export", "the whole store as one JSON document", cmd_export)
-    p.add_argument("--format", choices=("json",), default="json")
+    p.add_argument("--format", choices=("json",), default="json",
+                   help="the document format (json, the only one)")
     p.add_argument("--output", metavar="FILE", help="write to FILE instead of standard output")
 
     p = command(sub, "import", "load an export (all or nothing)", cmd_import)
     p.add_argument("file", help="an export file, or - for standard input")
+    add_verbose(p)
 
     _, msub = group(sub, "migrate", "instruction snippets after an upgrade (never edits files)")
     for name, text in (("check", "what changed in the agent instructions since your last ack"),
                        ("ack", "record that your instructions are up to date")):
         command(msub, name, text, cmd_migrate).set_defaults(migrate_view=name)
 
-    p = sub.add_parser("serve", help="run the MCP server on stdio (needs anneal-memory[mcp])")
+    text = "run the MCP server on stdio (needs anneal-memory[mcp])"
+    p = sub.add_parser("serve", help=text, description=text[:1].upper() + text[1:] + ".")
     p.add_argument("--session-id", help="the session this server wraps as (baton holder)")
     p.set_defaults(func=cmd_serve)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    # read-write: a read-only handle reports its own audit as off
+    # read-write (a read-only handle reports its own audit as off), on an existing store
     with open_store(args) as store:
         st = store.status().to_dict()
+    chars = st["continuity_chars"]
     lines = [f"store: {st['path']}",
              f"episodes: {st['total_episodes']} ({st['episodes_since_wrap']} since the last wrap)",
              "by type: " + (", ".join(f"{k} {v}" for k, v in sorted(st["episodes_by_type"].items()))
                             or "none"),
              f"wraps: {st['total_wraps']}, last {st['last_wrap_at'] or 'never'}"
              + (f"; one open since {st['wrap_started_at']}" if st["wrap_in_progress"] else ""),
-             f"continuity: {st['continuity_chars'] if st['continuity_chars'] is not None else 'none yet'} chars",
+             f"continuity: {f'{chars} chars' if chars is not None else 'none yet'}",
              f"superseded: {st['superseded_count']}, tombstones: {st['tombstone_count']}",
              f"audit: {'on' if st['audit_enabled'] else 'off'}, {st['audit_entry_count']} entries"
              + (f", {st['audit_write_failures']} mirror failure(s)" if st["audit_write_failures"] else ""),
@@ -190,8 +200,20 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _import_progress(done: int, total: int) -> None:
-    progress(f"  imported {done:,} / {total:,}")
+_IMPORT_LISTS = ("skipped_existing", "refused_deleted", "ids")
+
+
+def import_summary(result: dict[str, Any], verbose: bool) -> dict[str, Any]:
+    """The import result with each id list counted and, unless ``verbose``, cut to its
+    first few: a re-run import of 50,000 episodes skips them all."""
+    out = dict(result)
+    for key in _IMPORT_LISTS:
+        items = list(result.get(key) or [])
+        out[f"{key}_count"] = len(items)
+        out[key] = items if verbose else items[:SHOWN]
+    out["lists_complete"] = verbose or all(len(result.get(k) or []) <= SHOWN
+                                           for k in _IMPORT_LISTS)
+    return out
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -202,23 +224,35 @@ def cmd_import(args: argparse.Namespace) -> int:
     n = len(episodes) if isinstance(episodes, list) else 0
     operator = any(isinstance(e, dict) and str(e.get("trust", "")).lower() == "operator"
                    for e in episodes or [])
-    progress(f"importing {n} episode(s) from {args.file} ...")
+    bar = Progress()
+    bar.update(f"importing {n:,} episode(s) from {args.file} ...", force=True)
+
+    def moving(done: int, total: int) -> None:
+        bar.update(f"importing: {done:,} / {total:,} episodes")
+
     if operator:
-        with operator_store(args, "import episodes labelled trust operator") as (store, via):
-            result = store.import_(doc, via=via, progress=_import_progress)
+        with operator_store(args, "import episodes labelled trust operator",
+                            create=True) as (store, via):
+            result = store.import_(doc, via=via, progress=moving)
     else:
-        with open_store(args) as store:
-            result = store.import_(doc, via="cli", progress=_import_progress)
-    progress("import done")
-    emit(args, result, f"Imported {result['imported']}; skipped {len(result['skipped_existing'])} "
-         f"already present; refused {len(result['refused_deleted'])} deleted")
+        with open_store(args, create=True) as store:
+            result = store.import_(doc, via="cli", progress=moving)
+    bar.done(f"imported {result['imported']:,} of {n:,} episode(s)")
+    skipped, refused = result["skipped_existing"], result["refused_deleted"]
+    text = (f"Imported {result['imported']}; skipped {len(skipped)} already present; "
+            f"refused {len(refused)} deleted")
+    if skipped and args.verbose:
+        text += f"\nskipped: {brief(skipped, True)}"
+    if refused:
+        text += f"\nrefused (deleted here): {brief(refused, args.verbose)}"
+    emit(args, import_summary(result, args.verbose), text)
     return 0
 
 
 def _ack_path(args: argparse.Namespace) -> Any:
     from .._fileio import sidecar_path
 
-    return sidecar_path(db_path(args), ".instructions-ack.json")
+    return sidecar_path(sidecar(args), ".instructions-ack.json")
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -264,5 +298,5 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise ValidationError(f"the MCP server is not available in this build ({exc}): "
                               "reinstall anneal-memory[mcp]") from None
-    return int(run_server(str(db_path(args)), args.project_name, args.session_id, args.skip_integrity,
-                          args.generate_integrity))
+    return int(run_server(str(ensure_folder(args)), args.project_name, args.session_id,
+                          args.skip_integrity, args.generate_integrity))

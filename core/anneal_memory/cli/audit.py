@@ -1,5 +1,9 @@
 """Audit commands: audit (read the trail), audit verify / verify [--anchor], audit head,
-audit-repair."""
+audit-repair.
+
+Every command takes a SQLite path or a ``postgresql://`` URL; a PostgreSQL store keeps its
+one chain in the database, so there are no files to repair there.
+"""
 
 from __future__ import annotations
 
@@ -10,16 +14,41 @@ from typing import Any
 
 from ..audit import AuditTrail
 from ..clock import parse_since
-from ..errors import AuditError
-from .common import add_json, command, db_path, emit, group, open_store, progress
+from ..errors import AuditError, ValidationError
+from .common import (
+    Progress,
+    add_json,
+    add_verbose,
+    brief_lists,
+    command,
+    emit,
+    group,
+    open_store,
+    require_store,
+    shown_location,
+)
+
+#: Every event the library writes (a test keeps this in step with the code). ``--event``
+#: refuses a name that is neither one of these nor present in the trail being read.
+AUDIT_EVENTS = frozenset({
+    "record", "delete", "prune", "import", "trust_set", "operator_gate",
+    "unsupersede", "state_key_set", "state_key_cleared",
+    "wrap_started", "wrap_cancelled", "continuity_saved", "continuity_refused",
+    "schema_set", "baton_policy", "probe_added",
+    "crystallize", "crystal_retire", "crystal_restore",
+    "gov_write", "gov_correct", "gov_approve", "gov_decision", "gov_refused", "gov_forget",
+    "gov_hide", "gov_rebuild", "gov_review_queued", "gov_review_decided",
+})
 
 
 def register(sub: Any) -> None:
     p, asub = group(sub, "audit", "read the hash-chained audit trail (or: audit verify)")
-    p.add_argument("--since", help="ISO time or an age such as 7d, 12h")
-    p.add_argument("--event", action="append", default=[],
+    p.add_argument("--since", help="only entries from this ISO time or age on, e.g. 7d, 12h")
+    p.add_argument("--event", action="append", default=[], metavar="NAME",
                    help="only this event (repeatable), e.g. record, delete, continuity_saved")
-    p.add_argument("--limit", type=int, default=50, help="the newest N entries (0: all)")
+    p.add_argument("--limit", type=int, default=50, metavar="N",
+                   help="the newest N entries (default 50; 0: all)")
+    add_verbose(p)
     add_json(p)
     p.set_defaults(func=cmd_audit)
     for v in (command(asub, "verify", "walk the whole chain and report the first break",
@@ -40,50 +69,58 @@ def register(sub: Any) -> None:
                    help="rebuild even when the trail verifies")
 
 
-def _existing_db(args: argparse.Namespace) -> Any:
-    path = db_path(args)
-    if not path.exists():
-        raise AuditError(f"no store at {path}: pass --db PATH of an existing store "
-                         "(or create one with anneal-memory init)")
-    if not path.is_file():
-        raise AuditError(f"{str(path)!r} is not a store file (a folder, pipe or device): "
-                         "pass --db PATH of the store's database")
-    return path
-
-
 def cmd_audit(args: argparse.Namespace) -> int:
     if args.limit < 0:
-        raise AuditError("--limit must be 0 (all) or more")
-    path = _existing_db(args)
+        raise ValidationError("--limit must be 0 (all) or more")
+    loc = require_store(args)
     since = parse_since(args.since) if args.since else None
     events = set(args.event)
     keep: deque[dict[str, Any]] = deque(maxlen=args.limit or None)
-    for _name, entry in AuditTrail.iter_entries(path):
+    seen: set[str] = set()
+    for _name, entry in AuditTrail.iter_entries(loc):
+        seen.add(entry.get("event", ""))
         if events and entry.get("event") not in events:
             continue
         if since and str(entry.get("ts", "")) < since:
             continue
         keep.append(entry)
+    unknown = sorted(events - AUDIT_EVENTS - seen)
+    if unknown:
+        raise ValidationError(f"unknown audit event(s) {', '.join(unknown)}: use one of "
+                              f"{', '.join(sorted(AUDIT_EVENTS | (seen - {''})))}")
     entries = list(keep)
+    # ids can run to thousands per entry (an import): plain output shows the first few
     lines = [f"{e['seq']:>6}  {e['ts'][:19]}  {e['actor']:<8} {e['event']:<20} "
-             f"{json.dumps(e['data'], ensure_ascii=False, sort_keys=True)}" for e in entries]
+             + json.dumps(brief_lists(e["data"], args.verbose), ensure_ascii=False,
+                          sort_keys=True) for e in entries]
     emit(args, {"entries": entries, "count": len(entries)}, "\n".join(lines) or "(no entries)")
     return 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    path = _existing_db(args)
-    progress(f"verifying the audit chain of {path} ...")
-    res = AuditTrail.verify(path, progress=lambda name, n: progress(
-        f"  {name} ({n:,} entries verified so far)"), anchor=args.anchor)
+    loc = require_store(args)
+    bar = Progress()
+    bar.update(f"verifying the audit chain of {shown_location(args)} ...", force=True)
+    res = AuditTrail.verify(loc, progress=lambda name, n: bar.update(
+        f"verifying {name}: {n:,} entries checked"), anchor=getattr(args, "anchor", None))
+    bar.done(f"verified {res.total_entries:,} entries")
     data = res.to_dict()
+    if not res.valid:
+        if isinstance(loc, str):
+            fix = ": a PostgreSQL store keeps its chain in the database only; restore it from a backup"
+        elif "AuditTrail.repair" in str(res.reason):
+            fix = ""  # the reason names the fix already (the CLI words it as a command)
+        else:
+            fix = ("; keep the files as evidence: anneal-memory audit-repair rebuilds them "
+                   "from the database's copy")
+        where = (f"breaks at entry {res.chain_break_at} in {res.chain_break_file}"
+                 if res.chain_break_at is not None else f"cannot be read ({res.chain_break_file})")
+        err = AuditError(f"the audit chain {where}: {res.reason}{fix}")
+        err.json_data = data  # type: ignore[attr-defined]  # --json: one document, with the result
+        raise err
     if args.json:
         emit(args, data)
-    if not res.valid:
-        raise AuditError(f"the audit chain breaks at entry {res.chain_break_at} in "
-                         f"{res.chain_break_file} ({res.reason}): keep the files as evidence; "
-                         "anneal-memory audit-repair rebuilds them from the database's copy")
-    if not args.json:
+    else:
         anchored = (f"; anchor {res.anchor['seq'] or ''}:{res.anchor['hash'][:12]}... matches"
                     if res.anchor else "")
         print(f"Audit chain valid: {res.total_entries} entries in {res.files_verified} file(s)"
@@ -93,7 +130,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_head(args: argparse.Namespace) -> int:
-    head = AuditTrail.head(_existing_db(args))
+    head = AuditTrail.head(require_store(args))
     emit(args, head.to_dict(), f"seq {head.seq}\nhash {head.hash}\nts {head.ts or '-'}\n"
          f"(keep this elsewhere; check it later with: anneal-memory verify --anchor "
          f"{head.seq}:{head.hash})")
@@ -101,13 +138,26 @@ def cmd_head(args: argparse.Namespace) -> int:
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
-    _existing_db(args)
-    with open_store(args) as store:
-        result = AuditTrail.repair(store.path, store.backend, force=args.force)
-    emit(args, result, f"{result['status']}: rebuilt {result['rebuilt_entries']} entries; "
-         f"set aside: {', '.join(result['set_aside']) or 'nothing'}")
+    loc = require_store(args)
+    if isinstance(loc, str):
+        res = AuditTrail.verify(loc)
+        if not res.valid:
+            raise AuditError(f"the audit chain in the database breaks at entry "
+                             f"{res.chain_break_at} ({res.reason}): a PostgreSQL store keeps "
+                             "no audit files to rebuild from; restore it from a backup")
+        result: dict[str, Any] = {"rebuilt_entries": 0, "mirrored_entries": 0, "set_aside": [],
+                                  "valid": True, "reason": None,
+                                  "status": "the trail verifies: nothing to repair (a "
+                                            "PostgreSQL store keeps its chain in the database)"}
+    else:
+        with open_store(args) as store:
+            result = AuditTrail.repair(store.path, store.backend, force=args.force)
     if not result["valid"]:
-        raise AuditError(f"audit-repair could not produce a trail that verifies "
+        err = AuditError(f"audit-repair could not produce a trail that verifies "
                          f"({result['reason']}): the database's copy itself is damaged; "
                          "the files that were there are kept beside the store (set-aside)")
+        err.json_data = result  # type: ignore[attr-defined]  # --json: one document
+        raise err
+    emit(args, result, f"{result['status']}: rebuilt {result['rebuilt_entries']} entries; "
+         f"set aside: {', '.join(result['set_aside']) or 'nothing'}")
     return 0

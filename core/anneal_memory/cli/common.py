@@ -1,4 +1,5 @@
-"""Helpers every command module shares: output, store opening, input, the operator gate."""
+"""Helpers every command module shares: where the store is, opening it, output, progress,
+input, confirmations and the operator gate."""
 
 from __future__ import annotations
 
@@ -6,32 +7,60 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from .._inputs import load_json
-from ..errors import ValidationError
+from ..errors import StoreError, ValidationError
 
 OPERATOR_ENV = "ANNEAL_OPERATOR"
+#: how many items of a long list plain output shows before summarizing (--verbose: all)
+SHOWN = 5
 
 
 class Refused(ValidationError):
     """The operator declined (or could not be asked for) a confirmation."""
 
 
+class NoStoreError(StoreError):
+    """A command that needs an existing store was pointed at a path that holds none."""
+
+
+# ---------------------------------------------------------------------- declaring commands
+
 def add_json(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document on standard output (messages go to stderr)")
+
+
+def add_verbose(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--verbose", action="store_true",
+                   help="list every id in full instead of counts and the first few")
 
 
 def command(sub: Any, name: str, help_text: str, func: Any) -> argparse.ArgumentParser:
     """Declare a command that prints data (so it takes --json) and runs ``func``."""
-    p = sub.add_parser(name, help=help_text)
+    p = sub.add_parser(name, help=help_text, description=_sentence(help_text))
     add_json(p)
     p.set_defaults(func=func)
     return p
 
+
+def group(sub: Any, name: str, help_text: str) -> tuple[argparse.ArgumentParser, Any]:
+    """A command with subcommands; given alone it prints its own help (exit 2)."""
+    p = sub.add_parser(name, help=help_text, description=_sentence(help_text))
+    p.set_defaults(parser=p)
+    return p, p.add_subparsers(dest=f"{name}_command", metavar="SUBCOMMAND")
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", ")")) else ".")
+
+
+# ---------------------------------------------------------------------- output
 
 def emit(args: argparse.Namespace, data: Any, text: str | None = None) -> None:
     """Print ``data`` as one JSON document with --json, else ``text``."""
@@ -41,34 +70,183 @@ def emit(args: argparse.Namespace, data: Any, text: str | None = None) -> None:
         print(text)
 
 
+def brief(items: Sequence[Any], verbose: bool = False, shown: int = SHOWN) -> str:
+    """A list for a person to read: all of it when short (or ``verbose``), else the count
+    and the first few: ``50,000 (a, b, c, d, e, ... 49,995 more; --verbose lists all)``."""
+    items = [str(i) for i in items]
+    if verbose or len(items) <= shown:
+        return ", ".join(items) or "none"
+    return (f"{len(items):,} ({', '.join(items[:shown])}, ... {len(items) - shown:,} more; "
+            "--verbose lists all)")
+
+
+def brief_lists(data: Any, verbose: bool = False, shown: int = SHOWN) -> Any:
+    """``data`` with every list longer than ``shown`` cut to its first few and a count,
+    for plain output of documents that may hold thousands of ids."""
+    if verbose:
+        return data
+    if isinstance(data, dict):
+        return {k: brief_lists(v, verbose, shown) for k, v in data.items()}
+    if isinstance(data, list):
+        if len(data) > shown:
+            return [brief_lists(v, verbose, shown) for v in data[:shown]] + [
+                f"... {len(data) - shown:,} more (--verbose lists all)"]
+        return [brief_lists(v, verbose, shown) for v in data]
+    return data
+
+
+class Progress:
+    """One status line on stderr that moves in place while a long run works, shown only
+    when stderr is a terminal (never in a pipe, a log or a test capture)."""
+
+    #: least seconds between two redraws
+    INTERVAL = 0.1
+
+    def __init__(self, stream: TextIO | None = None, interval: float | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.on = _isatty(self.stream)
+        self.interval = self.INTERVAL if interval is None else interval
+        self._last = 0.0
+        self._width = 0
+
+    def update(self, text: str, *, force: bool = False) -> None:
+        """Replace the status line with ``text`` (at most every ``interval`` seconds)."""
+        if not self.on:
+            return
+        now = time.monotonic()
+        if not force and now - self._last < self.interval:
+            return
+        self._last = now
+        pad = max(0, self._width - len(text))
+        self.stream.write("\r" + text + " " * pad)
+        self.stream.flush()
+        self._width = len(text)
+
+    def done(self, text: str | None = None) -> None:
+        """End the status line (with a final ``text``)."""
+        if not self.on:
+            return
+        if text is not None:
+            self.update(text, force=True)
+        if self._width:
+            self.stream.write("\n")
+            self.stream.flush()
+        self._width = 0
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def progress(message: str) -> None:
-    """A progress line on stderr, only when a person is watching."""
-    if sys.stderr.isatty():
+    """A one-off progress line on stderr, only when a person is watching."""
+    if _isatty(sys.stderr):
         print(message, file=sys.stderr, flush=True)
 
 
-def db_path(args: argparse.Namespace) -> Path:
-    """The store path: --db, else $ANNEAL_MEMORY_DB, else the default under home."""
+# ---------------------------------------------------------------------- where the store is
+
+def _explicit(args: argparse.Namespace) -> str | None:
+    from ..store import ENV_DB
+
+    return args.db or os.environ.get(ENV_DB) or None
+
+
+def store_location(args: argparse.Namespace) -> Path | str:
+    """The store: --db, else $ANNEAL_MEMORY_DB, else ~/.anneal-memory/memory.db. A
+    ``postgresql://`` URL is returned as it was given (never mangled into a path)."""
+    from ..storage.pg_location import pg_dsn
     from ..store import default_db_path
 
-    if args.db is not None:
-        if not args.db.strip():
-            raise ValidationError("--db is empty: pass the path of a store file, e.g. "
-                                  "--db ./memory.db (or leave --db out for the default)")
-        return Path(args.db).expanduser()
-    return default_db_path()
+    if getattr(args, "db", None) is not None and not args.db.strip():
+        raise ValidationError("--db is empty: pass the path of a store file, e.g. "
+                              "--db ./memory.db (or leave --db out for the default)")
+    raw = _explicit(args)
+    if raw is None:
+        return default_db_path()
+    return pg_dsn(raw) or Path(raw).expanduser()
 
 
-def open_store(args: argparse.Namespace, **kw: Any) -> Any:
+def is_pg(args: argparse.Namespace) -> bool:
+    return isinstance(store_location(args), str)
+
+
+def db_path(args: argparse.Namespace) -> Path:
+    """The local base path of the store's sidecar files (crystal, spores, outcomes, baton,
+    the instructions ack): the database file itself for SQLite, the per-host folder the
+    Store uses for a PostgreSQL URL."""
+    loc = store_location(args)
+    if isinstance(loc, str):
+        from ..storage.pg_location import sidecar_base
+
+        return sidecar_base(loc)
+    return loc
+
+
+def shown_location(args: argparse.Namespace) -> str:
+    loc = store_location(args)
+    if isinstance(loc, str):
+        from ..storage.pg_location import redact
+
+        return redact(loc)
+    return str(loc)
+
+
+def require_store(args: argparse.Namespace) -> Path | str:
+    """The location of an existing store; raises NoStoreError (and creates nothing) when
+    a SQLite path holds none. A PostgreSQL URL is checked when it is opened."""
+    loc = store_location(args)
+    if isinstance(loc, Path) and not loc.exists():
+        if _explicit(args) is None:
+            raise NoStoreError(f"no store at {loc} yet: create one with anneal-memory init, "
+                               "or pass --db PATH of an existing store")
+        raise NoStoreError(f"no store at {loc}: check the path (--db or ANNEAL_MEMORY_DB), "
+                           "or create one there with anneal-memory init")
+    if isinstance(loc, Path) and not loc.is_file():
+        raise StoreError(f"{str(loc)!r} is not a store file (a folder, pipe or device): "
+                         "pass --db PATH of the store's database")
+    return loc
+
+
+def ensure_folder(args: argparse.Namespace) -> Path | str:
+    """The location of a store about to be made, with its folder ready. Only the default
+    home folder is made for the user, private to them (mode 700); a folder named with
+    --db must already exist (a typo should not grow folders)."""
+    loc = store_location(args)
+    if not isinstance(loc, Path) or loc.parent.exists():
+        return loc
+    if _explicit(args) is None:
+        loc.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(loc.parent, 0o700)
+        return loc
+    raise StoreError(f"the folder {str(loc.parent)!r} for the store does not exist: create "
+                     "it, or pass another --db PATH")
+
+
+def open_store(args: argparse.Namespace, *, create: bool = False, **kw: Any) -> Any:
+    """Open the store read-write. Only commands that make a store (init, record, import,
+    serve) pass ``create``; every other command refuses a path that holds none."""
     from ..store import Store
 
-    return Store(db_path(args), project_name=args.project_name, **kw)
+    loc = ensure_folder(args) if create else require_store(args)
+    return Store(loc, project_name=args.project_name, **kw)
 
 
 def read_store(args: argparse.Namespace) -> Any:
-    """A store for a read-only command: an existing one is opened read-only."""
-    return open_store(args, read_only=db_path(args).exists())
+    """An existing store opened read-only (a missing one is NoStoreError)."""
+    return open_store(args, read_only=True)
 
+
+def sidecar(args: argparse.Namespace) -> Path:
+    """The base path for a tier's sidecar files, after checking the store exists."""
+    require_store(args)
+    return db_path(args)
+
+
+# ---------------------------------------------------------------------- input
 
 def read_text(source: str, what: str) -> str:
     """The text of FILE, or of stdin for ``-``, as UTF-8."""
@@ -89,16 +267,44 @@ def read_text(source: str, what: str) -> str:
         raise ValidationError(f"cannot read {what} {source!r}: {exc.strerror or exc}") from None
 
 
-def read_json(source: str, what: str) -> Any:
-    text = read_text(source, what)
+def parse_json(text: str, source: str, what: str, fix: str) -> Any:
+    """``text`` (read from ``source``) as JSON, or a ValidationError naming ``fix``."""
     try:
         return load_json(text, f"{what} {source!r}")
     except ValidationError as exc:
-        raise ValidationError(f"{exc}: pass the file that 'anneal-memory export' wrote") from None
+        raise ValidationError(f"{exc}: {fix}") from None
 
+
+def read_json(source: str, what: str) -> Any:
+    return parse_json(read_text(source, what), source, what,
+                      "pass the file that 'anneal-memory export' wrote")
+
+
+# ---------------------------------------------------------------------- confirmations
 
 def _interactive() -> bool:
     return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def _ask(question: str) -> bool:
+    print(f"anneal-memory: {question} [y/N] ", end="", file=sys.stderr, flush=True)
+    try:
+        answer = input()
+    except EOFError:
+        answer = ""
+    return answer.strip().lower() in ("y", "yes")
+
+
+def confirm(question: str, yes: bool, *, refusal: str) -> None:
+    """Go ahead with a destructive action: ``--yes`` given, or a yes on a terminal.
+    Otherwise Refused (nothing changed): ``refusal`` says what would have happened."""
+    if yes:
+        return
+    if _interactive():
+        if _ask(question + " Proceed?"):
+            return
+        raise Refused(f"{refusal}: not confirmed, nothing was changed")
+    raise Refused(f"{refusal}: confirm on a terminal or pass --yes (nothing was changed)")
 
 
 def operator_gate(action: str) -> str:
@@ -107,13 +313,7 @@ def operator_gate(action: str) -> str:
     if os.environ.get(OPERATOR_ENV) == "1":
         return "env"
     if _interactive():
-        print(f"anneal-memory: {action}. This is an operator-only action. Proceed? [y/N] ",
-              end="", file=sys.stderr, flush=True)
-        try:
-            answer = input()
-        except EOFError:
-            answer = ""
-        if answer.strip().lower() in ("y", "yes"):
+        if _ask(f"{action}. This is an operator-only action. Proceed?"):
             return "tty"
         raise Refused(f"{action}: not confirmed, nothing was changed")
     raise Refused(f"{action} is operator-only: confirm it on a terminal, or set "
@@ -121,10 +321,13 @@ def operator_gate(action: str) -> str:
 
 
 @contextmanager
-def operator_store(args: argparse.Namespace, action: str) -> Iterator[tuple[Any, str]]:
+def operator_store(args: argparse.Namespace, action: str, *,
+                   create: bool = False) -> Iterator[tuple[Any, str]]:
     """A store opened at the operator trust ceiling, only after the gate."""
+    if not create:
+        require_store(args)
     via = operator_gate(action)
-    with open_store(args, trust_ceiling="operator") as store:
+    with open_store(args, create=create, trust_ceiling="operator") as store:
         yield store, via
 
 
@@ -140,8 +343,23 @@ def episode_line(e: Any) -> str:
     return f"[{e.id}] {e.type.value:<11} {e.timestamp[:19]}  {e.content}{extra}"
 
 
-def group(sub: Any, name: str, help_text: str) -> tuple[argparse.ArgumentParser, Any]:
-    """A command with subcommands; given alone it prints its own help (exit 2)."""
-    p = sub.add_parser(name, help=help_text, description=help_text)
-    p.set_defaults(parser=p)
-    return p, p.add_subparsers(dest=f"{name}_command", metavar="SUBCOMMAND")
+@contextmanager
+def cli_hint(types: type[BaseException] | tuple[type[BaseException], ...],
+             text: str) -> Iterator[None]:
+    """Add the CLI's own way to fix a library refusal (library messages name library
+    arguments, never CLI flags): ``message (text)``, same error class."""
+    try:
+        yield
+    except types as exc:
+        if text in str(exc):
+            raise
+        raise type(exc)(f"{exc} ({text})") from None
+
+
+def store_name(store: Any) -> str:
+    """How messages name an open store: its path, or its URL without the password."""
+    if getattr(store, "dsn", None):
+        from ..storage.pg_location import redact
+
+        return redact(store.dsn)
+    return str(store.path)

@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from .._inputs import load_json
 from ..continuity.schema import NAMED_SCHEMAS
-from ..errors import EpisodeNotFoundError, ValidationError
+from ..errors import EpisodeNotFoundError, StoreError, SupersessionError, ValidationError
 from ..types import TRUST_LEVELS
 from .common import (
+    cli_hint,
     command,
-    db_path,
+    confirm,
     emit,
     episode_line,
     open_store,
     operator_store,
     read_store,
     read_text,
+    shown_location,
+    store_location,
+    store_name,
 )
 
 
@@ -27,21 +32,22 @@ def register(sub: Any) -> None:
     p.add_argument("--no-baton", action="store_true",
                    help="let any caller wrap this store (no single-consolidator gate)")
     p.add_argument("--schema", default="default", choices=sorted(NAMED_SCHEMAS),
-                   help="continuity section schema for a new store")
+                   help="continuity section schema for a new store (default: default)")
 
-    p = command(sub, "record", "record one episode", cmd_record)
+    p = command(sub, "record", "record one episode (creates the store if needed)", cmd_record)
     p.add_argument("text", help="the episode text, or - to read it from standard input")
     p.add_argument("--type", default="observation",
                    help="observation, decision, tension, question, outcome or context (default observation)")
     p.add_argument("--supersedes", action="append", default=[], metavar="ID",
                    help="an episode this one replaces (repeatable)")
-    p.add_argument("--state-key", help="the slot this fact fills, e.g. user.home_city")
+    p.add_argument("--state-key", metavar="KEY",
+                   help="the slot this fact fills, e.g. user.home_city")
     p.add_argument("--trust", default="agent", help="agent, tool, external or operator (operator-only)")
     p.add_argument("--derived-from", action="append", default=[], metavar="ID",
                    help="an episode this one was made from (repeatable)")
     p.add_argument("--timestamp", help="when it happened (ISO 8601; default now)")
     p.add_argument("--source", default="agent", help="who recorded it (default agent)")
-    p.add_argument("--metadata", help="a JSON object stored with the episode")
+    p.add_argument("--metadata", metavar="JSON", help="a JSON object stored with the episode")
 
     p = command(sub, "search", "keyword recall with filters", cmd_search)
     p.add_argument("query", nargs="?", default=None, help="phrase or words (omit for all)")
@@ -49,48 +55,62 @@ def register(sub: Any) -> None:
     p.add_argument("--source", help="only this source")
     p.add_argument("--since", help="ISO time or an age such as 7d, 12h")
     p.add_argument("--until", help="ISO time or an age such as 7d, 12h")
-    p.add_argument("--limit", type=int, default=20)
-    p.add_argument("--offset", type=int, default=0)
+    p.add_argument("--limit", type=int, default=20, metavar="N",
+                   help="show at most N episodes (default 20)")
+    p.add_argument("--offset", type=int, default=0, metavar="N",
+                   help="skip the first N matches, to page through them (default 0)")
     p.add_argument("--include-superseded", action="store_true",
                    help="also show episodes a newer one replaced")
 
     p = command(sub, "get", "show one episode", cmd_get)
-    p.add_argument("id")
+    p.add_argument("id", help="the episode id")
 
     p = command(sub, "delete", "remove an episode for good (a tombstone keeps its hash)", cmd_delete)
-    p.add_argument("id")
+    p.add_argument("id", help="the episode id")
 
-    p = command(sub, "prune", "remove episodes older than N days", cmd_prune)
-    p.add_argument("--older-than-days", type=int, required=True, metavar="N")
+    p = command(sub, "prune", "remove episodes older than N days (asks first)", cmd_prune)
+    p.add_argument("--older-than-days", type=int, required=True, metavar="N",
+                   help="remove episodes recorded more than N days ago (0: every episode)")
+    p.add_argument("--yes", action="store_true",
+                   help="do not ask: needed to prune when not on a terminal")
 
     p = command(sub, "state", "state keys: current holder and history; --set/--unset", cmd_state)
-    p.add_argument("key", nargs="?", default=None)
+    p.add_argument("key", nargs="?", default=None,
+                   help="one state key, e.g. user.home_city (omit for every key)")
     act = p.add_mutually_exclusive_group()
     act.add_argument("--set", metavar="ID", help="put episode ID into slot KEY")
     act.add_argument("--unset", metavar="ID", help="take episode ID out of its slot")
 
     p = command(sub, "unsupersede", "remove a wrong supersession link", cmd_unsupersede)
-    p.add_argument("--old", required=True, metavar="ID")
-    p.add_argument("--new", required=True, metavar="ID")
+    p.add_argument("--old", required=True, metavar="ID", help="the replaced episode")
+    p.add_argument("--new", required=True, metavar="ID", help="the episode that replaced it")
 
     p = command(sub, "trust", "set an episode's trust class (raising it is operator-only)", cmd_trust)
-    p.add_argument("id")
+    p.add_argument("id", help="the episode id")
     p.add_argument("level", help="agent, tool, external or operator")
 
 
-def cmd_init(args: argparse.Namespace) -> int:
+def _holds_a_store(loc: Path | str) -> bool:
+    if isinstance(loc, Path):
+        return loc.exists() and loc.stat().st_size > 0
     from ..store import Store
 
-    path = db_path(args)
-    existed = path.exists() and path.stat().st_size > 0
-    with Store(path, project_name=args.project_name,
-               consolidate_requires_baton_on_create=not args.no_baton,
-               section_schema=None if existed else NAMED_SCHEMAS[args.schema]) as store:
+    try:  # a server database: a read-only open fails when it holds no store yet
+        with Store(loc, read_only=True):
+            return True
+    except StoreError:
+        return False
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    existed = _holds_a_store(store_location(args))
+    with open_store(args, create=True, consolidate_requires_baton_on_create=not args.no_baton,
+                    section_schema=None if existed else NAMED_SCHEMAS[args.schema]) as store:
         headings = [s["heading"] for s in store.section_schema]
-        data = {"path": str(store.path), "created": not existed,
+        data = {"path": shown_location(args), "created": not existed,
                 "consolidate_requires_baton": store.consolidate_requires_baton,
                 "schema": headings, "continuity_path": str(store.continuity_path)}
-    lines = [f"{'Created' if not existed else 'Already exists, left as is'}: {path}",
+    lines = [f"{'Created' if not existed else 'Already exists, left as is'}: {data['path']}",
              f"Sections: {', '.join(headings)}"]
     if existed and (args.no_baton or args.schema != "default"):
         lines.append("(--no-baton and --schema apply only to a new store; see set-schema)")
@@ -120,12 +140,13 @@ def cmd_record(args: argparse.Namespace) -> int:
               supersedes=args.supersedes or None, state_key=args.state_key,
               trust=args.trust, derived_from=args.derived_from or None)
     if str(args.trust).strip().lower() == "operator":
-        with operator_store(args, "record an episode with trust operator") as (store, via):
+        with operator_store(args, "record an episode with trust operator",
+                            create=True) as (store, via):
             with store.batch():
                 ep = store.record(**kw)
                 store.audit_event("operator_gate", {"action": "record", "id": ep.id, "via": via})
     else:
-        with open_store(args) as store:
+        with open_store(args, create=True) as store:
             ep = store.record(**kw)
     emit(args, ep.to_dict(), f"Recorded {ep.id} ({ep.type.value})")
     return 0
@@ -148,7 +169,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def _require(store: Any, episode_id: str) -> Any:
     ep = store.get(episode_id)
     if ep is None:
-        raise EpisodeNotFoundError(f"no episode {episode_id!r} in {store.path}: check the id "
+        raise EpisodeNotFoundError(f"no episode {episode_id!r} in {store_name(store)}: check the id "
                                    "(anneal-memory search)")
     return ep
 
@@ -166,17 +187,23 @@ def cmd_get(args: argparse.Namespace) -> int:
 def cmd_delete(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         if not store.delete(args.id):
-            raise EpisodeNotFoundError(f"no episode {args.id!r} in {store.path}: nothing was "
+            raise EpisodeNotFoundError(f"no episode {args.id!r} in {store_name(store)}: nothing was "
                                        "deleted; check the id (anneal-memory search)")
     emit(args, {"deleted": args.id}, f"Deleted {args.id}")
     return 0
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
+    days = args.older_than_days
     with open_store(args) as store:
-        n = store.prune(args.older_than_days)
-    emit(args, {"pruned": n, "older_than_days": args.older_than_days},
-         f"Pruned {n} episode(s) older than {args.older_than_days} days")
+        going = len(store.prunable(days))
+        if going:
+            what = (f"prune would remove {going} episode(s) older than {days} day(s)"
+                    + (" (every episode not frozen in an open wrap)" if days == 0 else ""))
+            confirm(f"{what}.", args.yes, refusal=what)
+        n = store.prune(days) if going else 0
+    emit(args, {"pruned": n, "older_than_days": days},
+         f"Pruned {n} episode(s) older than {days} day(s)")
     return 0
 
 
@@ -208,7 +235,8 @@ def cmd_state(args: argparse.Namespace) -> int:
 
 
 def cmd_unsupersede(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
+    with open_store(args) as store, cli_hint(
+            SupersessionError, "anneal-memory search --include-superseded shows the links"):
         store.unsupersede(old_id=args.old, new_id=args.new)
     emit(args, {"old_id": args.old, "new_id": args.new, "removed": True},
          f"Removed the link {args.old} -> {args.new}")

@@ -6,13 +6,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import os
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 from .._version import __version__
-from ..errors import AnnealMemoryError
+from ..errors import AnnealMemoryError, StoreLocationError
 from .common import emit, open_store  # noqa: F401  (re-exported for older imports)
 
 
@@ -40,22 +42,65 @@ def _utf8_argv(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _global_options(p: argparse.ArgumentParser, *, after: bool = False) -> None:
+    # Declared on the top-level parser, and again (defaults suppressed, so a value given
+    # before the command is kept) on every command: `status --db X` works like
+    # `--db X status`, as in most CLIs.
+    d: dict[str, Any] = {"default": argparse.SUPPRESS} if after else {}
+    g = p.add_argument_group("global options (before or after the command)") if after else p
+    g.add_argument("--version", action="version", version=f"anneal-memory {__version__}",
+                   help="print the version and exit")
+    g.add_argument("--db", metavar="PATH", help="the store: a .db path or a postgresql:// URL "
+                   "(default: $ANNEAL_MEMORY_DB, else ~/.anneal-memory/memory.db)", **d)
+    g.add_argument("--project-name", metavar="NAME",
+                   help="name in the continuity header and the wrap instructions "
+                        "(default Agent)", **({"default": None} if not after else d))
+    g.add_argument("--skip-integrity", action="store_true",
+                   help="serve: do not check the MCP tool-integrity manifest", **d)
+    g.add_argument("--generate-integrity", action="store_true",
+                   help="serve: write the MCP tool-integrity manifest and exit", **d)
+
+
+def _subparsers(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    return [child for a in p._actions if isinstance(a, argparse._SubParsersAction)
+            for child in dict.fromkeys(a.choices.values())]
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="anneal-memory",
                                 description="Living, governed memory for AI agents.")
-    p.add_argument("--version", action="version", version=f"anneal-memory {__version__}")
-    p.add_argument("--db", help="store path (default: $ANNEAL_MEMORY_DB, else ~/.anneal-memory/memory.db)")
-    p.add_argument("--project-name", default=None, help="name in the continuity header (default Agent)")
-    p.add_argument("--skip-integrity", action="store_true",
-                   help="serve: do not check the MCP tool-integrity manifest")
-    p.add_argument("--generate-integrity", action="store_true",
-                   help="serve: write the MCP tool-integrity manifest")
+    _global_options(p)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     from . import admin, audit, commands, episodes, tiers, wrap
 
     for module in (episodes, wrap, audit, admin, tiers, commands):
         module.register(sub)
+    todo = _subparsers(p)
+    while todo:
+        child = todo.pop()
+        _global_options(child, after=True)
+        todo.extend(_subparsers(child))
     return p
+
+
+# Library refusals name library calls; on the command line the same fix is a command.
+_CLI_WORDS = (
+    ("AuditTrail.repair rebuilds it from the database's copy of the chain",
+     "run anneal-memory audit-repair to rebuild it from the database's copy"),
+    ("AuditTrail.head() (the CLI's audit head)", "'anneal-memory audit head --json'"),
+    ("the output of AuditTrail.head()", "the output of 'anneal-memory audit head --json'"),
+)
+
+
+def _cli_message(exc: AnnealMemoryError) -> str:
+    """The refusal as the CLI says it: library fixes in CLI terms, plus a hint the library
+    cannot give (it knows no flags)."""
+    message = str(exc)
+    for library, cli in _CLI_WORDS:
+        message = message.replace(library, cli)
+    if isinstance(exc, StoreLocationError) and "--db" not in message:
+        message += " (pass --db PATH or set ANNEAL_MEMORY_DB)"
+    return message
 
 
 def _fail(message: str) -> int:
@@ -96,7 +141,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(args)
     except AnnealMemoryError as exc:
-        print(f"anneal-memory: error: {exc}", file=sys.stderr)
+        message = _cli_message(exc)
+        if getattr(args, "json", False):  # --json promises one document on stdout
+            doc = dict(getattr(exc, "json_data", None) or {})
+            doc["error"] = {"type": type(exc).__name__, "message": message}
+            print(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
+        print(f"anneal-memory: error: {message}", file=sys.stderr)
         return getattr(exc, "exit_code", 1)
     except KeyboardInterrupt:
         print("anneal-memory: interrupted", file=sys.stderr)

@@ -7,75 +7,89 @@ from typing import Any
 
 from ..crystal import RECALL_MODES, RETIRE_KINDS, CrystalStore
 from ..errors import ValidationError
-from ..spores import GERMINATIONS, SPORE_TIERS, SPORE_TYPES, SporeStore
+from ..spores import (
+    ASCEND_KINDS,
+    DESCEND_KINDS,
+    GERMINATIONS,
+    SPORE_TIERS,
+    SPORE_TYPES,
+    SporeStore,
+)
 from ..worth import OUTCOMES, OutcomeLog
-from .common import command, db_path, emit, group, open_store, read_store
+from .common import command, emit, group, open_store, read_store, sidecar
 
 
 def register(sub: Any) -> None:
     _, csub = group(sub, "crystal", "the crystallized tier: proven patterns recalled on cue")
     command(csub, "index", "one cue line per live crystal", cmd_crystal_index)
     p = command(csub, "recall", "crystals relevant to a query", cmd_crystal_recall)
-    p.add_argument("query")
-    p.add_argument("--max", type=int, default=3, dest="max_patterns")
+    p.add_argument("query", help="a question or prompt text")
+    p.add_argument("--max", type=int, default=3, dest="max_patterns", metavar="N",
+                   help="return at most N crystals (default 3)")
     p.add_argument("--mode", choices=RECALL_MODES, default="query",
                    help="query (one shared word is enough) or strict/prompt (whole prompts)")
     p = command(csub, "get", "the full crystal (records a pull in the outcome log)", cmd_crystal_get)
-    p.add_argument("name")
+    p.add_argument("name", help="the crystal's name (see crystal index)")
     p.add_argument("--no-record", action="store_true", help="read without recording a pull")
     p = command(csub, "list", "crystals, highest level first", cmd_crystal_list)
-    p.add_argument("--status", choices=("live", "retired", "all"), default="live")
+    p.add_argument("--status", choices=("live", "retired", "all"), default="live",
+                   help="which crystals (default live)")
     p = command(csub, "crystallize", "move a Proven pattern out of the continuity into a crystal",
              cmd_crystallize)
-    p.add_argument("name")
+    p.add_argument("name", help="the Proven (2x or higher) pattern's name")
     p = command(csub, "retire", "take a crystal out of recall (kept for the record)", cmd_crystal_retire)
-    p.add_argument("name")
-    p.add_argument("--kind", choices=RETIRE_KINDS, default="obsolete")
-    p.add_argument("--reason")
+    p.add_argument("name", help="the crystal's name")
+    p.add_argument("--kind", choices=RETIRE_KINDS, default="obsolete",
+                   help="why it is retired (default obsolete)")
+    p.add_argument("--reason", help="a note kept with the retirement")
     p = command(csub, "restore", "bring a retired crystal back", cmd_crystal_restore)
-    p.add_argument("name")
+    p.add_argument("name", help="the retired crystal's name")
     p = command(csub, "fold-surfaced", "count recall receipts into surfaced counts (once per wrap)",
              cmd_fold_surfaced)
-    p.add_argument("--receipts", nargs="+", required=True, metavar="FILE")
+    p.add_argument("--receipts", nargs="+", required=True, metavar="FILE",
+                   help="recall receipt files (JSON) written since the last fold")
 
     _, ssub = group(sub, "spore", "prospective memory: open loops to close")
     p = command(ssub, "add", "open a spore", cmd_spore_add)
-    p.add_argument("text")
-    p.add_argument("--type", choices=SPORE_TYPES, default="task")
+    p.add_argument("text", help="the open loop, in a sentence")
+    p.add_argument("--type", choices=SPORE_TYPES, default="task", help="default task")
     _spore_fields(p)
     p = command(ssub, "list", "open spores, ranked (--closed: recently closed)", cmd_spore_list)
-    p.add_argument("--type", choices=SPORE_TYPES)
-    p.add_argument("--tier", choices=SPORE_TIERS)
-    p.add_argument("--domain")
-    p.add_argument("--germination", choices=GERMINATIONS)
-    p.add_argument("--closed", action="store_true")
+    p.add_argument("--type", choices=SPORE_TYPES, help="only this type")
+    p.add_argument("--tier", choices=SPORE_TIERS, help="only this tier")
+    p.add_argument("--domain", help="only this domain")
+    p.add_argument("--germination", choices=GERMINATIONS, help="only spores in this state")
+    p.add_argument("--closed", action="store_true", help="recently closed spores instead")
     p = command(ssub, "get", "one spore", cmd_spore_get)
-    p.add_argument("id")
+    p.add_argument("id", help="the spore id")
     p = command(ssub, "surface", "what deserves attention now", cmd_spore_surface)
-    p.add_argument("--limit", type=int)
+    p.add_argument("--limit", type=int, metavar="N", help="show at most N spores")
     p = command(ssub, "touch", "mark a spore seen today", cmd_spore_touch)
-    p.add_argument("id")
+    p.add_argument("id", help="the spore id")
     p = command(ssub, "update", "change an open spore's fields", cmd_spore_update)
-    p.add_argument("id")
-    p.add_argument("--text")
-    p.add_argument("--type", choices=SPORE_TYPES)
+    p.add_argument("id", help="the spore id")
+    p.add_argument("--text", help="new text")
+    p.add_argument("--type", choices=SPORE_TYPES, help="new type")
     _spore_fields(p, defaults=False)
-    p.add_argument("--clear-next", action="store_true")
-    p.add_argument("--note")
+    p.add_argument("--clear-next", action="store_true", help="remove the --next date")
+    p.add_argument("--note", help="add a dated note")
     for name, help_text in (("descend", "close a spore: the loop ends (done, dropped, answered ...)"),
                             ("ascend", "close a spore: it became something (--ref points at it)")):
         p = command(ssub, name, help_text, cmd_spore_close)
-        p.add_argument("id")
-        p.add_argument("--kind", required=True)
+        p.add_argument("id", help="the spore id")
+        kinds = DESCEND_KINDS if name == "descend" else ASCEND_KINDS
+        p.add_argument("--kind", required=True, help="how it closed, by spore type: " + "; ".join(
+            f"{t} {'/'.join(sorted(k))}" for t, k in kinds.items()))
         p.add_argument("--ref", required=name == "ascend", help="what it became (ascend)")
-        p.add_argument("--note")
+        p.add_argument("--note", help="a closing note")
         p.set_defaults(direction=name)
 
     p = command(sub, "outcome", "write back what happened after a recall", cmd_outcome)
-    p.add_argument("--exposure-id", required=True)
+    p.add_argument("--exposure-id", required=True, metavar="ID",
+                   help="the id the harness gave the recall this outcome follows")
     p.add_argument("--item", action="append", default=[], metavar="KIND:REF=LABEL",
                    help="e.g. crystal:retry_rule=followed (repeatable)")
-    p.add_argument("--outcome", choices=OUTCOMES)
+    p.add_argument("--outcome", choices=OUTCOMES, help="how the turn went")
     p.add_argument("--exposed", action="append", default=[], metavar="KIND:REF",
                    help="an item the recall showed (repeatable)")
 
@@ -84,9 +98,11 @@ def register(sub: Any) -> None:
 
 
 def _spore_fields(p: argparse.ArgumentParser, defaults: bool = True) -> None:
-    p.add_argument("--tier", choices=SPORE_TIERS, default="warm" if defaults else None)
+    p.add_argument("--tier", choices=SPORE_TIERS, default="warm" if defaults else None,
+                   help="how close to hand" + (" (default warm)" if defaults else ""))
     p.add_argument("--salience", type=int, default=0 if defaults else None, help="0 to 3")
-    p.add_argument("--domain", default="" if defaults else None)
+    p.add_argument("--domain", default="" if defaults else None,
+                   help="a free label to group spores by")
     p.add_argument("--next", help="a date (YYYY-MM-DD) it should come back")
     p.add_argument("--pointer", help="where the work lives (path, URL, id)")
 
@@ -101,7 +117,7 @@ def _crystal_or_fail(cs: CrystalStore, name: str) -> Any:
 
 
 def cmd_crystal_index(args: argparse.Namespace) -> int:
-    cs = CrystalStore(db_path(args))
+    cs = CrystalStore(sidecar(args))
     index = cs.cue_index()
     emit(args, {"index": index, "crystals": [c.name for c in cs.list()]}, index or "(no crystals)")
     return 0
@@ -120,9 +136,9 @@ def cmd_crystal_recall(args: argparse.Namespace) -> int:
 
 
 def cmd_crystal_get(args: argparse.Namespace) -> int:
-    c = _crystal_or_fail(CrystalStore(db_path(args)), args.name)
+    c = _crystal_or_fail(CrystalStore(sidecar(args)), args.name)
     if not args.no_record:
-        OutcomeLog(db_path(args)).record_pull(c.name)
+        OutcomeLog(sidecar(args)).record_pull(c.name)
     d = c.to_dict()
     ev = ", ".join(f"{e['id']} \"{e.get('why', '')}\"" for e in c.evidence)
     emit(args, d, f"{c.name} ({c.level}x, {c.status})\n{c.text}\nevidence: {ev or 'none'}")
@@ -130,7 +146,7 @@ def cmd_crystal_get(args: argparse.Namespace) -> int:
 
 
 def cmd_crystal_list(args: argparse.Namespace) -> int:
-    rows = CrystalStore(db_path(args)).list(status=args.status)
+    rows = CrystalStore(sidecar(args)).list(status=args.status)
     emit(args, {"crystals": [c.to_dict() for c in rows]},
          "\n".join(f"{c.name} ({c.level}x, {c.status}): {c.cue()}" for c in rows) or "(no crystals)")
     return 0
@@ -165,7 +181,7 @@ def cmd_fold_surfaced(args: argparse.Namespace) -> int:
 
     from ..worth import fold_surfaced
 
-    res = fold_surfaced(CrystalStore(db_path(args)), args.receipts)
+    res = fold_surfaced(CrystalStore(sidecar(args)), args.receipts)
     emit(args, asdict(res), f"Folded {res.receipts_folded} receipt(s): "
          + (", ".join(f"{k} +{v}" for k, v in sorted(res.counts.items())) or "no live crystal surfaced")
          + (f"; unknown names: {', '.join(sorted(res.unknown_names))}" if res.unknown_names else ""))
@@ -189,7 +205,7 @@ def _show_spore(args: argparse.Namespace, s: Any, verb: str) -> None:
 
 
 def cmd_spore_add(args: argparse.Namespace) -> int:
-    s = SporeStore(db_path(args)).add(type=args.type, text=args.text, tier=args.tier,
+    s = SporeStore(sidecar(args)).add(type=args.type, text=args.text, tier=args.tier,
                                       salience=args.salience, domain=args.domain,
                                       next=args.next, pointer=args.pointer)
     _show_spore(args, s, "Added")
@@ -197,7 +213,7 @@ def cmd_spore_add(args: argparse.Namespace) -> int:
 
 
 def cmd_spore_list(args: argparse.Namespace) -> int:
-    ss = SporeStore(db_path(args))
+    ss = SporeStore(sidecar(args))
     spores = ss.list_closed() if args.closed else ss.list_open(
         type=args.type, tier=args.tier, domain=args.domain, germination=args.germination)
     _show_spores(args, spores)
@@ -205,7 +221,7 @@ def cmd_spore_list(args: argparse.Namespace) -> int:
 
 
 def cmd_spore_get(args: argparse.Namespace) -> int:
-    s = SporeStore(db_path(args)).get(args.id)
+    s = SporeStore(sidecar(args)).get(args.id)
     if s is None:
         raise ValidationError(f"no spore {args.id!r}: see anneal-memory spore list")
     _show_spore(args, s, "")
@@ -213,17 +229,17 @@ def cmd_spore_get(args: argparse.Namespace) -> int:
 
 
 def cmd_spore_surface(args: argparse.Namespace) -> int:
-    _show_spores(args, SporeStore(db_path(args)).surface(limit=args.limit))
+    _show_spores(args, SporeStore(sidecar(args)).surface(limit=args.limit))
     return 0
 
 
 def cmd_spore_touch(args: argparse.Namespace) -> int:
-    _show_spore(args, SporeStore(db_path(args)).touch(args.id), "Touched")
+    _show_spore(args, SporeStore(sidecar(args)).touch(args.id), "Touched")
     return 0
 
 
 def cmd_spore_update(args: argparse.Namespace) -> int:
-    s = SporeStore(db_path(args)).update(
+    s = SporeStore(sidecar(args)).update(
         args.id, text=args.text, type=args.type, tier=args.tier, salience=args.salience,
         domain=args.domain, next=args.next, clear_next=args.clear_next, pointer=args.pointer,
         note=args.note)
@@ -232,7 +248,7 @@ def cmd_spore_update(args: argparse.Namespace) -> int:
 
 
 def cmd_spore_close(args: argparse.Namespace) -> int:
-    ss = SporeStore(db_path(args))
+    ss = SporeStore(sidecar(args))
     if args.direction == "ascend":
         s = ss.ascend(args.id, kind=args.kind, ref=args.ref, note=args.note)
     else:
@@ -244,7 +260,7 @@ def cmd_spore_close(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- outcomes, worth
 
 def cmd_outcome(args: argparse.Namespace) -> int:
-    rec = OutcomeLog(db_path(args)).record(args.exposure_id, args.item, outcome=args.outcome,
+    rec = OutcomeLog(sidecar(args)).record(args.exposure_id, args.item, outcome=args.outcome,
                                            exposed=args.exposed)
     emit(args, rec, f"Recorded outcome for exposure {rec['exposure_id']}: "
          f"{len(rec['items'])} labelled item(s), outcome {rec['outcome'] or 'not given'}")
@@ -254,7 +270,7 @@ def cmd_outcome(args: argparse.Namespace) -> int:
 def cmd_worth(args: argparse.Namespace) -> int:
     from ..worth import compute_worth
 
-    report = compute_worth(OutcomeLog(db_path(args)), CrystalStore(db_path(args)),
+    report = compute_worth(OutcomeLog(sidecar(args)), CrystalStore(sidecar(args)),
                            episodes=args.episodes)
     rows = list(report.crystals.values()) + list(report.episodes.values())
     head = f"{'kind':<8} {'ref':<28} {'succ':>5} {'fail':>5} {'fol':>4} {'unlab':>6} {'pull':>5}"

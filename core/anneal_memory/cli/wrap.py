@@ -6,10 +6,20 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .._inputs import load_json
 from ..continuity.schema import NAMED_SCHEMAS
-from ..errors import SchemaError, ValidationError
-from .common import command, db_path, emit, group, open_store, read_store, read_text
+from ..errors import BatonError, SchemaError, ValidationError
+from .common import (
+    cli_hint,
+    command,
+    emit,
+    group,
+    open_store,
+    parse_json,
+    read_store,
+    read_text,
+    require_store,
+    sidecar,
+)
 
 # What a save result lists, in the order an operator wants to read it.
 _LISTED = ("demoted", "bare_demoted", "level_capped", "uncorroborated", "carried_forward",
@@ -19,8 +29,10 @@ _LISTED = ("demoted", "bare_demoted", "level_capped", "uncorroborated", "carried
 def register(sub: Any) -> None:
     p = command(sub, "prepare-wrap", "open the wrap and print the compression package", cmd_prepare)
     p.add_argument("--session-id", help="the session wrapping (needed on a baton-gated store)")
-    p.add_argument("--max-chars", type=int, help="target size of the continuity")
-    p.add_argument("--staleness-days", type=int, default=7)
+    p.add_argument("--max-chars", type=int, metavar="N",
+                   help="target size of the continuity in characters")
+    p.add_argument("--staleness-days", type=int, default=7, metavar="N",
+                   help="a pattern not confirmed for N days counts as stale (default 7)")
 
     p = command(sub, "save-continuity", "validate and save the compressed continuity", cmd_save)
     p.add_argument("file", help="the continuity markdown, or - for standard input")
@@ -30,16 +42,17 @@ def register(sub: Any) -> None:
                    help="accept a deliberate large shrink of the felt layer or patterns")
     p.add_argument("--affect-tag", help=argparse.SUPPRESS)  # retired layer: accepted, ignored
     p.add_argument("--affect-intensity", type=float, help=argparse.SUPPRESS)
-    p.add_argument("--today", help="the wrap's date (default: the day prepare-wrap gave)")
+    p.add_argument("--today", metavar="DATE",
+                   help="the wrap's date, YYYY-MM-DD (default: the day prepare-wrap gave)")
 
     p = command(sub, "wrap-cancel", "abandon the open wrap; its episodes go to the next one", cmd_cancel)
-    p.add_argument("--wrap-token")
-    p.add_argument("--session-id")
+    p.add_argument("--wrap-token", help="cancel only the wrap this token opened")
+    p.add_argument("--session-id", help="the session that prepared the wrap")
     p.add_argument("--force", action="store_true", help="cancel a gated wrap without its token")
 
     _, bsub = group(sub, "baton", "the single-consolidator gate: who may wrap this store")
     p = command(bsub, "claim", "make NAME the consolidating session", cmd_baton_claim)
-    p.add_argument("name")
+    p.add_argument("name", help="the session id that will wrap (as given to --session-id)")
     p.add_argument("--take", action="store_true", help="take it from the session holding it")
     p = command(bsub, "status", "who holds the baton", cmd_baton_status)
     p = command(bsub, "release", "give the baton back", cmd_baton_release)
@@ -100,6 +113,7 @@ def _summary(result: dict[str, Any]) -> str:
 def cmd_save(args: argparse.Namespace) -> int:
     from ..wrap.save import validated_save_continuity
 
+    require_store(args)  # a missing store is named before the file is read
     text = read_text(args.file, "continuity")
     with open_store(args) as store:
         result = validated_save_continuity(store, text, today=args.today,
@@ -111,7 +125,8 @@ def cmd_save(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
+    with open_store(args) as store, cli_hint(
+            BatonError, "pass --wrap-token TOKEN, --session-id NAME, or --force"):
         done = store.wrap_cancelled(wrap_token=args.wrap_token, session_id=args.session_id,
                                     force=args.force)
     emit(args, {"cancelled": done},
@@ -122,7 +137,8 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 def cmd_baton_claim(args: argparse.Namespace) -> int:
     from ..wrap.baton import claim_baton
 
-    result = claim_baton(db_path(args), args.name, take=args.take)
+    with cli_hint(BatonError, f"anneal-memory baton claim {args.name} --take"):
+        result = claim_baton(sidecar(args), args.name, take=args.take)
     prev = result["previous"]
     emit(args, result, f"{args.name} holds the baton" + (f" (taken from {prev})"
                                                          if prev and prev != args.name else ""))
@@ -134,7 +150,7 @@ def cmd_baton_status(args: argparse.Namespace) -> int:
 
     with read_store(args) as store:
         required = store.consolidate_requires_baton
-    st = dict(baton_status(db_path(args)), required=required)
+    st = dict(baton_status(sidecar(args)), required=required)
     who = st["holder"] or "nobody"
     emit(args, st, f"holder: {who}" + (f" (since {st['claimed_at']})" if st["holder"] else "")
          + f"\nbaton required for wraps: {'yes' if required else 'no'}")
@@ -144,7 +160,7 @@ def cmd_baton_status(args: argparse.Namespace) -> int:
 def cmd_baton_release(args: argparse.Namespace) -> int:
     from ..wrap.baton import release_baton
 
-    done = release_baton(db_path(args), args.name)
+    done = release_baton(sidecar(args), args.name)
     if not done and args.name:
         raise ValidationError(f"session {args.name!r} does not hold the baton: nothing was "
                               "released (see anneal-memory baton status)")
@@ -153,13 +169,13 @@ def cmd_baton_release(args: argparse.Namespace) -> int:
 
 
 def cmd_set_schema(args: argparse.Namespace) -> int:
+    require_store(args)
     if args.schema in NAMED_SCHEMAS:
         schema: Any = NAMED_SCHEMAS[args.schema]
     elif args.schema.endswith(".json") or Path(args.schema).exists():
-        try:
-            schema = load_json(read_text(args.schema, "schema"), f"schema file {args.schema!r}")
-        except ValidationError as exc:
-            raise SchemaError(f"{exc}: write a list of {{\"heading\", \"role\"}} objects") from None
+        text = read_text(args.schema, "schema")  # a missing file is named as missing
+        schema = parse_json(text, args.schema, "schema file",
+                            'write a list of {"heading", "role"} objects')
     else:
         raise SchemaError(f"unknown schema {args.schema!r}: use default, partnership, or the "
                           "path of a .json file")

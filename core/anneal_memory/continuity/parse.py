@@ -59,10 +59,6 @@ class ContinuityDoc:
             parts.append(f"## {s.heading}" + (f"\n{body}" if body else ""))
         return "\n\n".join(parts).rstrip("\n") + "\n"
 
-    def size_without(self, role: str) -> int:
-        text = self.render()
-        return len(text) - sum(len(f"## {s.heading}\n{s.body}") + 2 for s in self.by_role(role))
-
 
 def _match(heading: str, schema: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any] | None, str | None]:
     key = heading_key(heading)

@@ -105,15 +105,6 @@ def validate_schema(schema: Any) -> list[SectionSpec]:
     return out
 
 
-def schema_name(schema: Sequence[Mapping[str, Any]]) -> str | None:
-    """'default' or 'partnership' when the schema is one of the named ones."""
-    norm = [dict(s) for s in schema]
-    for name in ("default", "partnership"):
-        if norm == [dict(s) for s in NAMED_SCHEMAS[name]]:
-            return name
-    return None
-
-
 def default_max_chars(schema: Sequence[Mapping[str, Any]]) -> int:
     """The size a composer is asked to stay within (durable section not counted)."""
     budget = _BASE_BUDGET

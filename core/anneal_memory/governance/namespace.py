@@ -90,10 +90,6 @@ class MemoryNamespace:
         return json.dumps([self.tenant, self.user, self.agent], separators=(",", ":"),
                           ensure_ascii=False)
 
-    def user_level(self) -> MemoryNamespace:
-        """The same namespace without a project: where user-wide memory lives."""
-        return MemoryNamespace(tenant=self.tenant, user=self.user, agent=self.agent)
-
     def can_read(self, record_ns: MemoryNamespace) -> bool:
         """Whether a reader in this namespace may see a record written in ``record_ns``."""
         return (record_ns.owner == self.owner

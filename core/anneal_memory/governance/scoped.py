@@ -86,8 +86,6 @@ class ScopedStore(Store):
         raise GovernanceError("import through the parent Store, not a scoped view: an "
                               "export's namespaces are its own")
 
-    import_data = import_
-
 
 def scoped(store: Store, namespace: MemoryNamespace | Mapping[str, Any]) -> ScopedStore:
     """``ScopedStore(store, namespace)``."""

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ValidationError
-from .tools import BY_NAME, TOOL_NAMES
+from .tools import BY_NAME, IGNORED_ARGUMENTS, TOOL_NAMES
 
 _JSON_TYPES = {"string": "a string", "integer": "a whole number", "boolean": "true or false",
                "array": "a list", "object": "an object"}
@@ -63,7 +63,8 @@ def check_call(tool: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]
     spec = BY_NAME.get(tool)
     if spec is None:
         raise ValidationError(f"unknown tool {tool!r}: the tools are {', '.join(TOOL_NAMES)}")
-    args = dict(arguments or {})
+    args = {k: v for k, v in (arguments or {}).items()
+            if k not in IGNORED_ARGUMENTS.get(tool, ())}
     schema = spec["inputSchema"]
     props: dict[str, Any] = schema["properties"]
     extra = sorted(set(args) - set(props))

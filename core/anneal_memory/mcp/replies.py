@@ -116,7 +116,6 @@ def status_reply(status: Mapping[str, Any], gate: str | None, history: Sequence[
         f"{status['tombstone_count']}",
         f"Audit: {'on' if status['audit_enabled'] else 'off'}, {status['audit_entry_count']} "
         f"entries, {status['audit_write_failures']} write failure(s)",
-        "Association formation: retired (no links are formed)",
     ]
     if history:
         last = history[0]

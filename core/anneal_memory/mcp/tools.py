@@ -17,6 +17,10 @@ MAX_TEXT = 100_000
 #: Longest id, key, token or short label.
 MAX_SHORT = 200
 
+#: Arguments older clients still send that a tool accepts and drops, unadvertised
+#: (``affective_state``: the affect layer is retired).
+IGNORED_ARGUMENTS: dict[str, frozenset[str]] = {"save_continuity": frozenset({"affective_state"})}
+
 EPISODE_TYPES = [t.value for t in EpisodeType]
 #: The classes an MCP client may label its writes with: the server's ceiling is agent.
 CLIENT_TRUST = ["agent", "tool", "external"]
@@ -119,8 +123,6 @@ TOOLS: list[dict[str, Any]] = [
         "inputSchema": _obj({
             "text": _text("The full new continuity markdown, every section of the schema."),
             "wrap_token": _short("The wrap token from prepare_wrap."),
-            "affective_state": {"type": "object", "description": "Accepted and ignored "
-                                "(the affect layer is retired)."},
         }, ["text", "wrap_token"]),
     },
     {
@@ -176,8 +178,8 @@ TOOLS: list[dict[str, Any]] = [
         "name": "crystal_index",
         "description": (
             "List every live crystallized pattern as one line (name and one clause), so you "
-            "know what long-term knowledge exists without loading it. Fetch a body with "
-            "crystal_recall."
+            "know what long-term knowledge exists without loading it. To read one in full, "
+            "call crystal_recall with its name as the query and mode 'query'."
         ),
         "inputSchema": _obj({}),
     },

@@ -195,7 +195,7 @@ class SQLiteBackend(SQLBackend):
         if not p.parent.exists():
             raise StoreError(
                 f"the folder {str(p.parent)!r} for the store does not exist: create it, "
-                "or pass another path (--db / ANNEAL_MEMORY_DB)"
+                "or give the store another path"
             )
         if read_only and not p.exists():
             raise StoreError(f"no store at {self.path!r} to open read-only: check the path")

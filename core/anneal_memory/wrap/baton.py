@@ -122,7 +122,7 @@ def claim_baton(db_path: str | Path, session_id: str, *, take: bool = False,
         holder = previous["holder"] = d.get("holder")
         if holder and holder != sid and not take:
             raise BatonError(f"the baton is held by session {holder!r}: take it explicitly "
-                             f"(anneal-memory baton claim {sid} --take)")
+                             "(take=True)")
         d["history"].append({"holder": sid, "at": now_iso(), "from": holder,
                              "took": bool(holder and holder != sid)})
         d["holder"], d["claimed_at"] = sid, now_iso()

@@ -23,8 +23,8 @@ def cancel_wrap(store: Store, *, wrap_token: str | None = None, session_id: str 
         if gated and not force and wrap_token != w["token"] and (
                 session_id is None or session_id != w["session_id"]):
             raise BatonError(
-                "this wrap was prepared under the baton gate: cancel it with its wrap token "
-                "(--wrap-token), the preparing session (--session-id), or --force")
+                "this wrap was prepared under the baton gate: cancel it with its wrap_token, "
+                "the session_id that prepared it, or force=True")
         store.backend.close_wrap(w["id"], "cancelled", now_iso())
         store.audit_trail.append("wrap_cancelled", {"wrap_id": w["id"],
                                                     "episodes": len(w["episode_ids"]),

@@ -240,9 +240,6 @@ def validated_save_continuity(
         "citation_spread": signals.citation_spread(lines, set(snapshot)),
         "crystallized": [],
         "crystallize_refused": [],
-        "associations_formed": 0,
-        "associations_strengthened": 0,
-        "linkgate_overridden": False,
         "warnings": [],
         "wrap_id": wrap["id"],
     }
