@@ -5,6 +5,10 @@ The store holds 40 entries over four ISO weeks: three sealed weeks (seq 1-10, 11
 21-30) and the active file (31-40). Each tamper names the first entry it makes bad;
 verify must report exactly that entry. Rewrites made consistently in both copies are
 only detectable against an anchor kept elsewhere, and are tested with one.
+
+Counts: 131 tampers, each detected at its first bad entry; 5 consistent rewrites of both
+copies, each invisible without an anchor and detected with one. Not in the matrix, because
+no chain can catch it: a new, validly linked entry appended to the database's copy.
 """
 
 from __future__ import annotations
