@@ -400,7 +400,7 @@ class Store(ContinuityMixin):
         return self._to_episodes([rows[episode_id]])[0]
 
     def get_many(self, ids: Sequence[str]) -> dict[str, Episode]:
-        rows = self._backend.get_episodes(list(ids))
+        rows = self._backend.get_episodes(facts.normalize_ids(ids, "ids"))
         eps = self._to_episodes(list(rows.values()))
         return {e.id: e for e in eps}
 
@@ -559,7 +559,7 @@ class Store(ContinuityMixin):
 
     def effective_trust_map(self, ids: Sequence[str]) -> dict[str, str]:
         """Each id's effective trust: its own class, capped by its most trusted source."""
-        return trust.effective_trust_map(self, list(ids))
+        return trust.effective_trust_map(self, facts.normalize_ids(ids, "ids"))
 
     # ------------------------------------------------------------------ status
     def status(self) -> StoreStatus:
@@ -592,6 +592,8 @@ class Store(ContinuityMixin):
 
     def wrap_history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Saved wraps, newest first, with their metrics."""
+        if limit is not None:
+            whole_number(limit, "limit")
         return self._backend.wrap_history(limit)
 
     # ------------------------------------------------------------------ export / import
