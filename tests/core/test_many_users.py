@@ -318,3 +318,28 @@ def test_a_caller_cannot_delete_or_prune_above_its_trust_ceiling(db: Path) -> No
         assert agent.get(mine.id) is None and agent.get(fact.id) is not None
     with Store(db, trust_ceiling="operator") as op:
         assert op.delete(fact.id) is True
+
+
+def test_a_users_recall_in_a_crowded_store_matches_their_store_alone(tmp_path: Path) -> None:
+    # In a store of many users one user's search runs from their own rows (the
+    # namespace index); results must be what the same episodes give in a store alone.
+    texts = ["Äpfel und Birnen im Lager", "the invoice queue retried twice",
+             "数据库连接池 is the bottleneck", "invoice totals were rounded", "Cache misses"]
+    crowded, alone = Store(tmp_path / "crowded.db"), Store(tmp_path / "alone.db")
+    try:
+        for u in range(120):
+            crowded.scoped({"user": f"u{u}"}).record_many(
+                {"content": f"{t} (u{u})" if u else t, "episode_type": "observation"} for t in texts)
+        alone.record_many({"content": t, "episode_type": "observation"} for t in texts)
+        me = crowded.scoped({"user": "u0"})
+        assert me.backend.inner._small_scope(__import__(  # type: ignore[attr-defined]
+            "anneal_memory.storage.base", fromlist=["SearchFilters"]).SearchFilters(scope=me.scope))
+        for q in ("äpfel", "ÄPFEL UND", "invoice", "连接", "cache MISSES", "queue invoice",
+                  "rounded totals", "nothing here"):
+            got = me.recall(keyword=q)
+            want = alone.recall(keyword=q)
+            assert [e.content for e in got.episodes] == [e.content for e in want.episodes], q
+            assert got.total_matching == want.total_matching, q
+    finally:
+        crowded.close()
+        alone.close()
