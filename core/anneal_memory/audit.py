@@ -53,6 +53,9 @@ MIRRORED_SEQ_KEY = "audit_mirrored_seq"
 HASHED_KEYS: frozenset[str] = frozenset({
     "source", "source_id", "state_key", "key", "reviewer", "namespace", "pattern",
     "patterns", "pattern_name", "level_capped", "uncorroborated", "omitted_patterns",
+    # a crystal's name and text arrive as short unsalted digests: salt them too, so no
+    # dictionary of likely pattern names can read them back
+    "name_sha256", "text_sha256",
 })
 #: Keys hashed only in some events (elsewhere ``reason`` is a stable code).
 HASHED_IN_EVENT: dict[str, frozenset[str]] = {"gov_forget": frozenset({"reason"})}
@@ -141,6 +144,9 @@ def load_manifest(paths: AuditPaths) -> dict[str, Any]:
         if not isinstance(data, dict) or not isinstance(data.get("files"), list) or not all(
                 isinstance(f, dict) and isinstance(f.get("file"), str) for f in data["files"]):
             raise ValueError("bad shape")
+        if any(Path(f["file"]).name != f["file"] or f["file"].startswith(".")
+               for f in data["files"]):
+            raise ValueError("it names a file outside the store's folder")
         return data
     except (OSError, ValueError) as exc:
         raise AuditError(
@@ -345,8 +351,8 @@ class AuditTrail:
             last_line = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
             last = json.loads(last_line)
         except ValueError:
-            raise AuditError(f"the active audit file {p.name} is damaged: run "
-                             "'anneal-memory audit verify', then 'audit-repair'") from None
+            raise AuditError(f"the active audit file {p.name} is damaged: "
+                             "AuditTrail.repair rebuilds it from the database's copy of the chain") from None
         if int(first.get("seq", 0)) <= sealed_last:
             atomic_write_bytes(p, b"")
             return None, None
@@ -410,7 +416,7 @@ class AuditTrail:
 
         if pg_dsn(db_path) is not None:
             with _server_backend(db_path) as backend:
-                return verify_entries(_paged(backend), anchor=anchor)
+                return verify_entries(_paged(backend, progress=progress), anchor=anchor)
         return verify_files(db_path, progress, anchor)
 
     @staticmethod
@@ -522,12 +528,16 @@ def _server_backend(location: Any) -> Iterator[Any]:
         backend.close()
 
 
-def _paged(backend: Any, page: int = 5000) -> Iterator[dict[str, Any]]:
-    after = 0
+def _paged(backend: Any, page: int = 5000,
+           progress: Callable[[str, int], None] | None = None) -> Iterator[dict[str, Any]]:
+    after, count = 0, 0
     with backend.read():
         while True:
             entries = backend.audit_entries(after_seq=after, limit=page)
             yield from entries
+            count += len(entries)
+            if progress is not None:
+                progress("database", count)
             if len(entries) < page:
                 return
             after = int(entries[-1]["seq"])

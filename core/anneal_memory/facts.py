@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._inputs import storable_text
 from .clock import now_iso
 from .errors import EpisodeNotFoundError, SupersessionError, ValidationError
 from .storage.base import EpisodeRow
@@ -204,6 +205,7 @@ def clear_state_key(store: Store, episode_id: str) -> dict[str, Any]:
     """Take an episode out of its slot. Returns ``key`` (None when it held none), the links
     ``removed`` and ``added`` as [old_id, new_id] pairs, and ``left_live``: episodes the
     slot no longer hides."""
+    storable_text(episode_id, "episode id")
     with store._write():
         rows = store.backend.get_episodes([episode_id], exact=True)
         if episode_id not in rows:
@@ -229,6 +231,8 @@ def clear_state_key(store: Store, episode_id: str) -> dict[str, Any]:
 
 
 def state_report(store: Store, key: str | None = None) -> list[dict[str, Any]]:
+    if key is not None:
+        storable_text(key, "state key")
     rows = store.backend.state_key_holders(key)
     slots: dict[str, list[EpisodeRow]] = {}
     for r in rows:
@@ -277,6 +281,8 @@ def state_key_report(store: Store, key: str | None = None) -> list[dict[str, Any
 def unsupersede(store: Store, old_id: str, new_id: str) -> bool:
     """Remove the link ``old_id -> new_id``; False when both episodes exist and no such
     link does (as 1.0.2). An id this store (or view) does not hold is refused."""
+    storable_text(old_id, "old_id")
+    storable_text(new_id, "new_id")
     with store._write():
         mine = store.backend.get_episodes([old_id, new_id], exact=True)
         missing = [i for i in (old_id, new_id) if i not in mine]

@@ -54,3 +54,11 @@ def test_global_options_after_the_command_on_every_backend(
     capsys.readouterr()
     assert main(["search", "placed", "--db", location, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["total_matching"] == 1
+
+
+def test_init_knows_an_existing_store_on_every_backend(
+        location: str, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, first, err = cli(capsys, location, "init")
+    assert rc == 0 and first["created"] is True and first["consolidate_requires_baton"], err
+    rc, again, err = cli(capsys, location, "init", "--no-baton")
+    assert rc == 0 and again["created"] is False and again["consolidate_requires_baton"], err

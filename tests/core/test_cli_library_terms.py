@@ -148,3 +148,43 @@ def test_an_unreadable_manifest_is_fixed_in_each_ones_terms(cli: Run) -> None:
         assert "entry None" not in msg
     assert cli.json("audit-repair")["rebuilt_entries"] >= 1
     assert cli.json("verify")["valid"] is True
+
+
+def _written_events() -> set[str]:
+    """Every audit event name the library's source writes: the first string argument of an
+    append / audit_event / _audit call on an audit trail, and event= defaults."""
+    found: set[str] = set()
+    for path in LIB.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = getattr(func, "attr", None) or getattr(func, "id", None)
+                on_audit = name in ("audit_event", "_audit") or (
+                    name == "append" and "audit" in ast.unparse(func))
+                strings = [a.value for a in node.args
+                           if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+                if on_audit and strings:
+                    found.add(strings[0])
+                found |= {k.value.value for k in node.keywords if k.arg == "event"
+                          and isinstance(k.value, ast.Constant)}
+            elif isinstance(node, ast.arguments):
+                named = node.args + node.kwonlyargs
+                defaults = [None] * (len(node.args) - len(node.defaults)) + list(
+                    node.defaults) + list(node.kw_defaults)
+                found |= {d.value for a, d in zip(named, defaults)
+                          if a.arg == "event" and isinstance(d, ast.Constant)}
+    return found
+
+
+def test_audit_knows_every_event_the_library_writes() -> None:
+    from anneal_memory.cli.audit import AUDIT_EVENTS
+
+    written = _written_events()
+    assert {"record", "crystallize", "gov_write", "continuity_saved"} <= written
+    assert written <= AUDIT_EVENTS, f"add to cli.audit.AUDIT_EVENTS: {written - AUDIT_EVENTS}"
+
+
+def test_a_bad_anchor_is_explained_in_cli_terms(cli: Run) -> None:
+    cli.json("record", "x")
+    msg = cli.refused("verify", "--anchor", "not-a-hash-or-file")
+    assert "'anneal-memory audit head --json'" in msg and "AuditTrail.head" not in msg

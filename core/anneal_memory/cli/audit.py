@@ -31,7 +31,7 @@ from .common import (
 #: Every event the library writes (a test keeps this in step with the code). ``--event``
 #: refuses a name that is neither one of these nor present in the trail being read.
 AUDIT_EVENTS = frozenset({
-    "record", "delete", "prune", "import", "trust_set", "operator_gate",
+    "record", "delete", "delete_refused", "prune", "import", "trust_set", "operator_gate",
     "unsupersede", "state_key_set", "state_key_cleared",
     "wrap_started", "wrap_cancelled", "continuity_saved", "continuity_refused",
     "schema_set", "baton_policy", "probe_added",
@@ -158,15 +158,18 @@ def cmd_repair(args: argparse.Namespace) -> int:
                              f"{res.chain_break_at} ({res.reason}): a PostgreSQL store keeps "
                              "no audit files to rebuild from; restore it from a backup")
         result: dict[str, Any] = {"rebuilt_entries": 0, "mirrored_entries": 0, "set_aside": [],
+                                  "valid": True, "reason": None,
                                   "status": "the trail verifies: nothing to repair (a "
                                             "PostgreSQL store keeps its chain in the database)"}
     else:
         with open_store(args) as store:
             result = AuditTrail.repair(store.path, store.backend, force=args.force)
-        if not result.get("valid", True):
-            raise AuditError(f"audit-repair could not produce a trail that verifies "
-                             f"({result['reason']}): the database's copy itself is damaged; "
-                             "the files that were there are kept beside the store (set-aside)")
+    if not result["valid"]:
+        err = AuditError(f"audit-repair could not produce a trail that verifies "
+                         f"({result['reason']}): the database's copy itself is damaged; "
+                         "the files that were there are kept beside the store (set-aside)")
+        err.json_data = result  # type: ignore[attr-defined]  # --json: one document
+        raise err
     emit(args, result, f"{result['status']}: rebuilt {result['rebuilt_entries']} entries; "
          f"set aside: {', '.join(result['set_aside']) or 'nothing'}")
     return 0

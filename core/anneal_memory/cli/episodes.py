@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .._inputs import load_json
 from ..continuity.schema import NAMED_SCHEMAS
-from ..errors import EpisodeNotFoundError, SupersessionError, ValidationError
+from ..errors import EpisodeNotFoundError, StoreError, SupersessionError, ValidationError
 from ..types import TRUST_LEVELS, EpisodeType
 from .common import (
     cli_hint,
@@ -103,9 +104,20 @@ def register(sub: Any) -> None:
     p.add_argument("level", help="agent, tool, external or operator")
 
 
+def _holds_a_store(loc: Path | str) -> bool:
+    if isinstance(loc, Path):
+        return loc.exists() and loc.stat().st_size > 0
+    from ..store import Store
+
+    try:  # a server database: a read-only open fails when it holds no store yet
+        with Store(loc, read_only=True):
+            return True
+    except StoreError:
+        return False
+
+
 def cmd_init(args: argparse.Namespace) -> int:
-    loc = store_location(args)
-    existed = isinstance(loc, Path) and loc.exists() and loc.stat().st_size > 0
+    existed = _holds_a_store(store_location(args))
     with open_store(args, create=True, consolidate_requires_baton_on_create=not args.no_baton,
                     section_schema=None if existed else NAMED_SCHEMAS[args.schema]) as store:
         headings = [s["heading"] for s in store.section_schema]
@@ -126,10 +138,9 @@ def _metadata(raw: str | None) -> dict[str, Any] | None:
     if raw is None:
         return None
     try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        raise ValidationError(f"--metadata is not valid JSON ({exc}): pass an object such "
-                              "as '{\"k\": \"v\"}'") from None
+        value = load_json(raw, "--metadata")
+    except ValidationError as exc:
+        raise ValidationError(f"{exc}: pass an object such as '{{\"k\": \"v\"}}'") from None
     if not isinstance(value, dict):
         raise ValidationError("--metadata must be a JSON object such as '{\"k\": \"v\"}'")
     return value

@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
 _CLI_WORDS = (
     ("AuditTrail.repair rebuilds it from the database's copy of the chain",
      "run anneal-memory audit-repair to rebuild it from the database's copy"),
+    ("AuditTrail.head() (the CLI's audit head)", "'anneal-memory audit head --json'"),
+    ("the output of AuditTrail.head()", "the output of 'anneal-memory audit head --json'"),
 )
 
 
