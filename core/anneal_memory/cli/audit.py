@@ -32,9 +32,9 @@ from .common import (
 #: refuses a name that is neither one of these nor present in the trail being read.
 AUDIT_EVENTS = frozenset({
     "record", "delete", "delete_refused", "prune", "import", "trust_set", "operator_gate",
-    "unsupersede", "state_key_set", "state_key_cleared",
-    "wrap_started", "wrap_cancelled", "continuity_saved", "continuity_refused",
-    "schema_set", "baton_policy", "probe_added",
+    "supersede", "unsupersede", "state_key_set", "state_key_cleared",
+    "wrap_started", "wrap_cancelled", "wrap_completed", "continuity_saved", "continuity_refused",
+    "schema_set", "baton_policy", "probe_added", "probe_retired", "store_upgraded",
     "crystallize", "crystal_retire", "crystal_restore",
     "gov_write", "gov_correct", "gov_approve", "gov_decision", "gov_refused", "gov_forget",
     "gov_hide", "gov_rebuild", "gov_review_queued", "gov_review_decided",
