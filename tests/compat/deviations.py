@@ -120,6 +120,18 @@ DEVIATIONS: dict[str, dict[str, str]] = {
         "/crystal.recall/json[0]/score": RANKING,
         "/baton.claim/json/claimed_at": "an ISO time, not epoch seconds (migrating#baton)",
         "/migrate.check": "migrate check lists our snippet changes (migrating#migrate)",
+        "/graph/json/message": "the graph says why it is empty (migrating#association-layer)",
+        "/outcome": "the outcome log's records are ours (migrating#worth)",
+        "/worth": "the worth report is ours: per name, with its labels (migrating#worth)",
+        "/audit_repair": ("a trail that verifies is left alone and that is a success "
+                          "(migrating#audit-format)"),
+        "/wrap_cancel.idle/json/status": ("'idle' when no wrap was open; 1.0.2 said "
+                                          "'cancelled' (migrating#wrap-instructions)"),
+    },
+    "mcp_flow": {
+        "/record.supersedes.mentions": ("the reply also names the episode it replaces "
+                                        "(migrating#mcp)"),
+        "/spore_surface.mentions": "each surfaced spore is listed with its id (migrating#mcp)",
     },
     "mcp_tools": {
         "/list/tools/save_continuity": ("affective_state and allow_unlinked are accepted and "

@@ -1303,6 +1303,39 @@ def s_cli_tiers(work: Path) -> dict[str, Any]:
     o("baton.status", lambda: run("--json", "baton", "status"))
     o("set_schema", lambda: run("--json", "set-schema", "partnership"))
     o("migrate.check", lambda: run("--json", "migrate", "check"))
+    o("crystal.touch", lambda: run("--json", "crystal", "touch", "pool"))
+    o("crystal.update", lambda: run("--json", "crystal", "update", "pool", "--level", "4"))
+    o("crystal.retire", lambda: run("--json", "crystal", "retire", "pool", "--kind",
+                                    "obsolete"))
+    o("crystal.list.after_retire", lambda: run("--json", "crystal", "list"))
+    if sid:
+        o("spore.touch", lambda: run("--json", "spore", "touch", sid))
+        o("spore.update", lambda: run("--json", "spore", "update", sid, "--text",
+                                      "Ship the pool fix today"))
+        o("spore.descend", lambda: run("--json", "spore", "descend", sid, "--kind", "done"))
+    o("probe.list", lambda: run("--json", "probe", "list"))
+    o("probe.retire", lambda: run("--json", "probe", "retire", "1"))
+    o("baton.release", lambda: run("--json", "baton", "release", "me"))
+    o("graph", lambda: run("--json", "graph"))
+    o("episodes", lambda: run("--json", "episodes", "--type", "observation"))
+    r2 = run("--json", "record", B, "--type", "decision")
+    e2 = r2.get("json", {}).get("id") if isinstance(r2.get("json"), dict) else None
+    r3 = run("--json", "record", "Chose PostgreSQL 16 as the orders database for ACID",
+             "--type", "decision")
+    e3 = r3.get("json", {}).get("id") if isinstance(r3.get("json"), dict) else None
+    for x in (e2, e3):
+        if x:
+            o.labels.add(x)
+    if e2 and e3:
+        o("supersede", lambda: run("--json", "supersede", "--old", e2, "--new", e3))
+        o("unsupersede", lambda: run("--json", "unsupersede", "--old", e2, "--new", e3))
+        o("state.set", lambda: run("--json", "state", "db.choice", "--set", e3))
+        o("state.unset", lambda: run("--json", "state", "--unset", e3))
+    o("wrap_cancel.idle", lambda: run("--json", "wrap-cancel"))
+    o("outcome", lambda: run("--json", "outcome", "--exposure-id", "t1", "--item",
+                             "crystal:pool=followed", "--outcome", "success"))
+    o("worth", lambda: run("--json", "worth"))
+    o("audit_repair", lambda: run("--json", "audit-repair"))
     return o.result()
 
 
@@ -1398,10 +1431,24 @@ def s_mcp_flow(work: Path) -> dict[str, Any]:
         await call("crystal_index", "crystal_index", {})
         await call("crystal_recall", "crystal_recall", {"query": "pool"})
         sp = await call("spore_add", "spore_add", {"type": "task", "text": "Ship pool fix"})
-        m = re.search(r"\b(sp[-_]?[0-9a-z]+|[0-9a-f]{8,})\b", sp["_text"])
+        m = re.search(r"\b(spore-\d+)\b", sp["_text"])
         out["_spore"] = m.group(1) if m else None
         await call("spore_list", "spore_list", {})
         await call("spore_surface", "spore_surface", {})
+        sid = out["_spore"] or "spore-001"
+        await call("spore_get", "spore_get", {"spore_id": sid})
+        await call("spore_update", "spore_update", {"spore_id": sid, "add_note": "started"})
+        await call("spore_touch", "spore_touch", {"spore_id": sid})
+        await call("spore_descend", "spore_descend", {"spore_id": sid, "kind": "done"})
+        q = await call("spore_add.question", "spore_add", {"type": "question",
+                                                           "text": "Is 20 connections enough?"})
+        m = re.search(r"\b(spore-\d+)\b", q["_text"])
+        out["_spore2"] = m.group(1) if m else None
+        await call("spore_ascend", "spore_ascend", {"spore_id": out["_spore2"] or "spore-002",
+                                                    "kind": "episode", "ref": old or "x"})
+        await call("spore_get.missing", "spore_get", {"spore_id": "spore-999"})
+        await call("delete_episode", "delete_episode", {"episode_id": old or "x"})
+        await call("recall.after_delete", "recall", {"keyword": "staging"})
         res = await c.read_resource("anneal://continuity")
         out["resource.continuity"] = {"_text": "".join(getattr(x, "text", "")
                                                        for x in res.contents)}
@@ -1409,16 +1456,19 @@ def s_mcp_flow(work: Path) -> dict[str, Any]:
 
     res = o("flow", lambda: asyncio.run(_mcp_session(work, steps)), lambda v: None)
     if res:
-        for k in ("_old", "_new", "_tok", "_spore"):
+        for k in ("_old", "_new", "_tok", "_spore", "_spore2"):
             if res.get(k):
-                o.labels.add(res[k], {"_tok": "T", "_spore": "S"}.get(k, "E"))
+                o.labels.add(res[k], {"_tok": "T", "_spore": "S", "_spore2": "S"}.get(k, "E"))
         old, new = res.get("_old"), res.get("_new")
+        known = {raw: lab for raw, lab in o.labels.names.items() if lab.startswith(("<E", "<S"))}
         for name, rep in res.items():
             if name.startswith("_"):
                 continue
             text = rep["_text"]
             o.put(f"{name}.is_error", rep.get("is_error"))
             o.put(f"{name}._text", text)
+            # which episodes and spores the reply names: the reply's facts, not its wording
+            o.put(f"{name}.mentions", sorted({lab for raw, lab in known.items() if raw in text}))
         rk = res.get("recall.old_words", {}).get("_text", "")
         o.put("recall.old_words.replaced_block", "Replaced since" in rk)
         o.put("recall.old_words.serves_old_text", "8080" in rk.split("Replaced since")[-1]

@@ -244,7 +244,8 @@ def cmd_graph(args: argparse.Namespace) -> int:
     with read_store(args):
         pass  # a wrong --db still fails here, as every store command does
     if args.json or args.format == "json":
-        text = json.dumps({"nodes": [], "edges": [], "note": GRAPH_NOTE}, indent=2)
+        text = json.dumps({"nodes": [], "edges": [], "note": GRAPH_NOTE, "message": GRAPH_NOTE},
+                          indent=2)
     else:
         text = f"// {GRAPH_NOTE}\ndigraph anneal_memory {{\n}}"
     if args.output:

@@ -242,7 +242,7 @@ def cmd_state(args: argparse.Namespace) -> int:
         with open_store(args) as store:
             links = store.set_state_key(args.set, args.key)
         replaced = [old for old, _new in links]
-        emit(args, {"key": args.key, "id": args.set, "replaced": replaced,
+        emit(args, {"key": args.key, "id": args.set, "episode_id": args.set, "replaced": replaced,
                     "links": [list(x) for x in links]},
              f"{args.set} now holds {args.key}" + (f"; replaced {', '.join(replaced)}" if replaced else ""))
         return 0
@@ -251,7 +251,7 @@ def cmd_state(args: argparse.Namespace) -> int:
             _require(store, args.unset)
             change = store.clear_state_key(args.unset)
         done = change["key"] is not None
-        emit(args, {"id": args.unset, "cleared": done, **change},
+        emit(args, {"id": args.unset, "episode_id": args.unset, "cleared": done, **change},
              f"{args.unset} taken out of its slot" if done else f"{args.unset} held no state key")
         return 0
     with read_store(args) as store:

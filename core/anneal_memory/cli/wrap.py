@@ -159,7 +159,10 @@ def cmd_cancel(args: argparse.Namespace) -> int:
             BatonError, "pass --wrap-token TOKEN, --session-id NAME, or --force"):
         done = store.wrap_cancelled(wrap_token=args.wrap_token, session_id=args.session_id,
                                     force=args.force, expect_partial=args.partial)
-    emit(args, {"cancelled": bool(done)},
+    # 1.0.2's keys: what was cancelled (all null when no wrap was open)
+    emit(args, {"cancelled": bool(done), "status": "cancelled" if done else "idle",
+                "cancelled_token": done.token, "cancelled_started_at": done.started_at,
+                "cancelled_episode_ids": done.episode_ids, "partial_state": done.partial_state},
          "Wrap cancelled; its episodes go to the next wrap" if done else "No wrap was open")
     return 0
 
@@ -198,7 +201,8 @@ def cmd_baton_release(args: argparse.Namespace) -> int:
     if not done and args.name:
         raise ValidationError(f"session {args.name!r} does not hold the baton: nothing was "
                               "released (see anneal-memory baton status)")
-    emit(args, {"released": done}, "Baton released" if done else "Nobody held the baton")
+    emit(args, {"released": done, "session_id": args.name},
+         "Baton released" if done else "Nobody held the baton")
     return 0
 
 
@@ -263,7 +267,7 @@ def cmd_probe_list(args: argparse.Namespace) -> int:
                          + (f"  ({r['last_detail']})" if r["last_detail"] else ""))
         else:
             lines.append(f"{r['id']}  {target}  (added {r['created_at'][:10]})")
-    data: dict[str, Any] = {"probes": rows}
+    data: Any = rows  # probe list --json: the list itself, as 1.0.2
     if args.probe_view == "status":
         with read_store(args) as store:
             data = store.drift_status()  # 1.0.2's shape: the last save's verdicts, worklist
