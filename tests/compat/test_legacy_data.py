@@ -200,3 +200,25 @@ def test_a_gzipped_sealed_week_of_1_0_2_is_walked_too(legacy_copy: Path) -> None
         s.record("after", "observation")
     res = AuditTrail.verify(legacy_copy / "legacy.db")
     assert res.valid and res.total_entries == len(lines) + 2, res
+
+
+_OPEN = ("import sys, time\nfrom anneal_memory import Store\n"
+         "while time.time() < float(sys.argv[2]):\n    pass\n"
+         "s = Store(sys.argv[1]); print(s.status().total_episodes, "
+         "s.backend.legacy_upgrade is not None); s.close()\n")
+
+
+def test_processes_opening_a_1_0_2_store_at_once_upgrade_it_once(legacy_copy: Path) -> None:
+    import time
+
+    start = str(time.time() + 1.0)
+    procs = [subprocess.Popen([sys.executable, "-c", _OPEN, str(legacy_copy / "legacy.db"),
+                               start], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(3)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-800:] for o in outs]
+    lines = [o[0].split() for o in outs]
+    assert all(x[0] == "8" for x in lines), lines  # every process sees every episode
+    assert sum(x[1] == "True" for x in lines) == 1, lines  # and one of them upgraded it
+    res = AuditTrail.verify(legacy_copy / "legacy.db")
+    assert res.valid and res.total_entries == 14, res  # 13 of 1.0.2's, one upgrade entry

@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -63,19 +64,22 @@ def backup_path(db_path: str | Path) -> Path:
 
 def upgrade_store(conn: Any, db_path: str | Path,
                   transaction: Callable[[], contextlib.AbstractContextManager[None]],
-                  create_schema: Callable[[], None]) -> dict[str, Any]:
-    """Upgrade the 1.0.2 store open on ``conn`` in place; returns what was upgraded.
+                  create_schema: Callable[[], None]) -> dict[str, Any] | None:
+    """Upgrade the 1.0.2 store open on ``conn`` in place; returns what was upgraded, or
+    None when another process upgraded it first (then it is ours already).
 
     ``transaction`` opens the backend's write transaction; ``create_schema`` creates our
     tables inside it. The backup is written first and kept.
     """
     path = Path(db_path)
     backup = _backup(conn, path)
-    legacy_meta = dict(conn.execute("SELECT key, value FROM metadata").fetchall())
     audit = _legacy_audit(path)
     report: dict[str, Any] = {"from_version": LEGACY_VERSION, "upgraded_at": now_iso(),
                               "backup": backup.name}
     with transaction():
+        if not is_legacy_store(conn):  # a concurrent open won the write lock and upgraded
+            return None
+        legacy_meta = dict(conn.execute("SELECT key, value FROM metadata").fetchall())
         for name in _CLASHING:
             if name in _tables(conn):
                 conn.execute(f'ALTER TABLE "{name}" RENAME TO "legacy102_{name}"')
@@ -118,7 +122,9 @@ def _backup(conn: Any, path: Path) -> Path:
     dest = backup_path(path)
     if dest.exists():  # an earlier attempt that did not finish: keep the first copy
         return dest
-    tmp = dest.with_name(dest.name + ".tmp")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=str(path.parent))
+    os.close(fd)
+    tmp = Path(tmp_name)
     target = sqlite_driver().connect(str(tmp))  # backup() needs the same SQLite module
     try:
         conn.backup(target)
@@ -126,7 +132,10 @@ def _backup(conn: Any, path: Path) -> Path:
         target.close()
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
-    os.replace(tmp, dest)
+    if dest.exists():  # a concurrent open made it first: keep that one
+        tmp.unlink()
+    else:
+        os.replace(tmp, dest)
     for suffix in (".crystal.json", ".spores.json", ".continuity.md"):
         side = sidecar_path(path, suffix)
         if side.exists() and not Path(str(side) + BACKUP_SUFFIX).exists():

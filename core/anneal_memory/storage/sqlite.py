@@ -306,6 +306,8 @@ class SQLiteBackend(SQLBackend):
                                  "in place; a backup copy is kept beside it")
             self.legacy_upgrade = legacy.upgrade_store(self.conn, self.path, self.transaction,
                                                        self._create_schema)
+            if self.legacy_upgrade is None:  # another process upgraded it meanwhile
+                self._init_schema()
             return
         if cur == 0 and tables and "episodes" not in tables:
             raise StoreError(
