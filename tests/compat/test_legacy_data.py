@@ -112,6 +112,8 @@ def test_audit_chain_continues_across_the_upgrade(legacy_copy: Path) -> None:
     res = AuditTrail.verify(db)
     assert res.valid, res
     assert res.total_entries == len(old_lines) + 2  # 1.0.2's, the upgrade's, the new record
+    with Store(db) as s:
+        assert s.status().audit_entry_count == res.total_entries
     sealed = legacy_copy / "legacy.audit.1.0.2.jsonl"
     assert sealed.read_text("utf-8").splitlines() == old_lines  # kept byte for byte
     events = [e["event"] for _n, e in AuditTrail.iter_entries(db)]
