@@ -182,7 +182,7 @@ def ns_words_query(scope: Any) -> str | None:
         return None
     tags = ["u" + scope.owner.encode("utf-8").hex().upper()]
     if scope.project is not None:
-        tags.append("p" + f"{scope.owner}\x1f{scope.project}".encode("utf-8").hex().upper())
+        tags.append("p" + f"{scope.owner}\x1f{scope.project}".encode().hex().upper())
     return "ns_tag : (" + " OR ".join(fts_quote(t) for t in tags) + ")"
 
 
