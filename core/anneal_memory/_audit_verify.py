@@ -41,6 +41,8 @@ from .audit import (
 )
 from .errors import AuditError
 from .storage.driver import sqlite_driver
+from .storage.legacy import LEGACY_AUDIT_FORMAT, LEGACY_TAIL_KEY, legacy_tail
+from .storage.legacy import as_entry as legacy_entry
 
 _FIELDS = ("seq", "ts", "actor", "event", "data", "prev_hash", "hash")
 _HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
@@ -137,6 +139,10 @@ class _DbCopy:
             got = conn.execute("SELECT value FROM meta WHERE key=?",
                                (MIRRORED_SEQ_KEY,)).fetchone()
             self.mirrored = int(got[0]) if got and str(got[0]).isdigit() else 0
+            tail = conn.execute("SELECT value FROM meta WHERE key=?",
+                                (LEGACY_TAIL_KEY,)).fetchone()
+            if tail:  # an upgraded 1.0.2 store: its entries are in the files only
+                self.prev_seq, self.prev_hash = legacy_tail(tail[0])
             self._rows = iter(conn.execute(
                 "SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log ORDER BY seq"))
             self._conn = conn
@@ -149,6 +155,20 @@ class _DbCopy:
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
+
+    def refresh(self) -> None:
+        """Read on past the end: entries committed since the walk began (a writer that
+        mirrored them meanwhile put them in the files too)."""
+        if self._conn is None or self._next is not None:
+            return
+        try:
+            self._rows = iter(self._conn.execute(
+                "SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log "
+                "WHERE seq > ? ORDER BY seq", (self.prev_seq,)))
+        except sqlite_driver().DatabaseError as exc:
+            raise _Break(self.prev_seq + 1, "database", f"the database's copy cannot be "
+                         f"read past entry {self.prev_seq} ({exc})") from None
+        self._advance()
 
     def _advance(self) -> None:
         try:
@@ -268,11 +288,14 @@ def file_entries(paths: AuditPaths, manifest: Mapping[str, Any], *,
             continue
         got: list[dict[str, Any]] = []
         leading = meta is None
+        legacy = meta is not None and meta.get("format") == LEGACY_AUDIT_FORMAT
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 e = json.loads(line)
+                if legacy:  # kept verbatim from 1.0.2: read in our shape
+                    e = legacy_entry(e, line)
                 e["seq"] = int(e["seq"])
                 if not isinstance(e, dict):
                     raise TypeError
@@ -307,12 +330,42 @@ def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 # ---------------------------------------------------------------------- the walk
 def verify_files(db_path: str | Path, progress: Callable[[str, int], None] | None = None,
                  anchor: Any = None) -> AuditVerifyResult:
-    """Verify a SQLite store's trail: files, database copy and (optionally) an anchor."""
+    """Verify a SQLite store's trail: files, database copy and (optionally) an anchor.
+
+    Writers are never blocked: a walk that finds a break while the trail moved under it
+    (another process appended or rotated meanwhile) is walked again, up to a few times.
+    """
     paths = AuditPaths(db_path)
     if paths.db.exists() and not paths.db.is_file():
         raise AuditError(f"{str(paths.db)!r} is not a store file (a folder, pipe or device): "
                          "pass the path of the store's database")
     want = parse_anchor(anchor) if anchor is not None else None
+    for _attempt in range(_RETRIES):
+        before = _fingerprint(paths)
+        result = _walk_once(paths, progress, want)
+        if result.valid or _fingerprint(paths) == before:
+            return result
+    return result
+
+
+_RETRIES = 5
+
+
+def _fingerprint(paths: AuditPaths) -> tuple[Any, ...]:
+    """What changes when a writer appends, mirrors or rotates."""
+    def stat(p: Path) -> tuple[int, int] | None:
+        try:
+            st = p.stat()
+        except OSError:
+            return None
+        return (st.st_size, st.st_mtime_ns)
+
+    wal = paths.db.with_name(paths.db.name + "-wal")
+    return stat(paths.manifest), stat(paths.active), stat(paths.db), stat(wal)
+
+
+def _walk_once(paths: AuditPaths, progress: Callable[[str, int], None] | None,
+               want: Anchor | None) -> AuditVerifyResult:
     try:
         manifest = load_manifest(paths)
     except AuditError as exc:
@@ -397,7 +450,9 @@ class _Walk:
 
     def _link(self, e: Mapping[str, Any], where: str) -> None:
         seq = e["seq"]
-        if e.get("hash") != entry_hash(e):
+        # a 1.0.2 entry's hash is computed from its line (it stores none): an altered one
+        # shows as the next entry's broken link
+        if e.get("format") != LEGACY_AUDIT_FORMAT and e.get("hash") != entry_hash(e):
             raise _Break(seq, where, f"entry {seq}'s content does not match its hash")
         if e.get("prev_hash") != self.prev_hash:
             if self.prev_seq == 0:
@@ -429,7 +484,9 @@ class _Walk:
                 first = self.prev_seq + 1
                 raise _Break(first, name, f"entry {first} is missing from the files" +
                              (" (the trail must start at entry 1)" if first == 1 else ""))
-            if db.available:
+            if db.available and e.get("format") != LEGACY_AUDIT_FORMAT:  # 1.0.2's: files only
+                if db.peek_seq() is None:
+                    db.refresh()
                 if db.peek_seq() != seq:
                     raise _Break(seq, name, f"entry {seq} is in the files but not in the "
                                  "database's copy (removed from the database)")

@@ -8,6 +8,7 @@ import json
 import os
 import secrets
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
@@ -17,12 +18,14 @@ from . import facts, trust
 from ._fileio import atomic_write_text
 from ._inputs import json_text, storable_text, whole_number
 from .audit import AuditTrail
-from .clock import ago, iso, normalize_timestamp, now_iso
+from .clock import ago, iso, normalize_timestamp, now_iso, utcnow
 from .errors import (
     StoreError,
     StoreLocationError,
+    TrustError,
     ValidationError,
 )
+from .group_commit import GroupCommit
 from .storage.base import ROOT, Backend, EpisodeRow, Scope
 from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.sqlite import SQLiteBackend
@@ -135,6 +138,8 @@ class Store(ContinuityMixin):
             self._backend = SQLiteBackend(db, read_only=read_only)
         self._closed = False
         self._lock = threading.RLock()
+        self._tx_owner = threading.local()  # this thread's write depth (joins its batch)
+        self._group = GroupCommit()
         if not read_only:
             with self._backend.transaction():
                 if self._backend.get_meta("store_id") is None:
@@ -158,6 +163,27 @@ class Store(ContinuityMixin):
             self._schema_override = None
         if self._audit.enabled:
             self._audit.flush()
+        if not read_only:
+            self._reconcile_files()
+
+    def _reconcile_files(self) -> None:
+        """After a crash: write continuity texts that committed but whose file was not
+        written, and remove temporary copies a killed writer left beside the store."""
+        from .store_continuity import flush_pending_blobs
+
+        try:
+            flush_pending_blobs(self._backend)
+        except OSError as exc:
+            warnings.warn(f"a saved continuity could not be written to its file yet: {exc}",
+                          UserWarning, stacklevel=3)
+        if self.dsn:
+            return
+        cutoff = utcnow().timestamp() - 60  # a writer still at work renames its copy within moments
+        with contextlib.suppress(OSError):
+            for p in self.path.parent.glob(f".{self.path.stem}.*.tmp"):
+                with contextlib.suppress(OSError):
+                    if p.is_file() and p.stat().st_mtime < cutoff:
+                        p.unlink()
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Store:
@@ -215,6 +241,7 @@ class Store(ContinuityMixin):
         """
         with self._lock:
             outer = not self._backend.in_transaction
+            self._tx_owner.depth = getattr(self._tx_owner, "depth", 0) + 1
             try:
                 with self._backend.transaction():
                     yield
@@ -222,6 +249,8 @@ class Store(ContinuityMixin):
                 if outer:
                     self._audit.discard_pending()
                 raise
+            finally:
+                self._tx_owner.depth -= 1
             if outer:
                 self._audit.after_commit()
 
@@ -269,8 +298,13 @@ class Store(ContinuityMixin):
         """
         prepared = self._prepare_record(content, episode_type, source, metadata, timestamp,
                                         supersedes, state_key, trust, derived_from)
-        with self._write():
-            return self._insert_prepared(prepared)
+        if self._in_own_write():  # inside this thread's batch(): join it
+            with self._write():
+                return self._insert_prepared(prepared)
+        return self._group.record(self, prepared, Store._insert_prepared)  # type: ignore[no-any-return]
+
+    def _in_own_write(self) -> bool:
+        return getattr(self._tx_owner, "depth", 0) > 0
 
     def record_many(self, items: Iterable[Mapping[str, Any]]) -> list[Episode]:
         """Record many episodes in one transaction: all of them, or none on a refusal.
@@ -360,7 +394,7 @@ class Store(ContinuityMixin):
         if p["state_key"]:
             replaced_by_key = facts.apply_state_key(self, row)
         self._audit.append("record", {
-            "id": eid, "type": p["type"], "trust": p["trust"], "source": p["source"],
+            "episode_id": eid, "type": p["type"], "trust": p["trust"], "source": p["source"],
             "content_hash": self._audit.hash_content(p["content"]),
             **({"supersedes": p["supersedes"]} if p["supersedes"] else {}),
             **({"state_key": p["state_key"], "replaced": replaced_by_key} if p["state_key"] else {}),
@@ -380,7 +414,7 @@ class Store(ContinuityMixin):
         return self._to_episodes([rows[episode_id]])[0]
 
     def get_many(self, ids: Sequence[str]) -> dict[str, Episode]:
-        rows = self._backend.get_episodes(list(ids))
+        rows = self._backend.get_episodes(facts.normalize_ids(ids, "ids"))
         eps = self._to_episodes(list(rows.values()))
         return {e.id: e for e in eps}
 
@@ -431,8 +465,22 @@ class Store(ContinuityMixin):
         """Remove an episode's text from the database for good, leaving a tombstone that
         holds only a salted hash. Returns False when there is no such episode."""
         storable_text(episode_id, "episode id")
+        refused: EpisodeRow | None = None
         with self._write():
-            done = self._remove([episode_id], reason="deleted")
+            row = self._backend.get_episodes([episode_id], exact=True).get(episode_id)
+            if row is not None and not trust.within_ceiling(row.trust, self.trust_ceiling):
+                refused = row
+                done = 0
+            else:
+                done = self._remove([episode_id], reason="deleted")
+        if refused is not None:
+            # the refusal is on the record too (its own transaction: nothing else changed)
+            self.audit_event("delete_refused", {"id": episode_id, "trust": refused.trust,
+                                                "ceiling": self.trust_ceiling}, actor="agent")
+            raise TrustError(
+                f"episode {episode_id} is labelled {refused.trust!r}, above this store's trust "
+                f"ceiling {self.trust_ceiling!r}: only a host opened at that ceiling may delete "
+                "it; nothing was deleted")
         if done:
             self._scrub()
         return bool(done)
@@ -465,7 +513,13 @@ class Store(ContinuityMixin):
         return days
 
     def _prunable_ids(self, days: int) -> list[str]:
+        """Old ids this store may remove: never one labelled above its trust ceiling (a
+        caller may not prune what it could not have written)."""
         ids = list(self._backend.ids_older_than(iso(ago(days * 86400, field="older_than_days"))))
+        if ids and self.trust_ceiling != "operator":
+            rows = self._backend.get_episodes(ids, exact=True)
+            ids = [i for i in ids if i in rows
+                   and trust.within_ceiling(rows[i].trust, self.trust_ceiling)]
         open_wrap = self._backend.open_wrap()
         if open_wrap:  # episodes frozen in an open wrap stay until it is saved or cancelled
             frozen = set(open_wrap["episode_ids"])
@@ -485,7 +539,7 @@ class Store(ContinuityMixin):
                             now_iso(), reason, eff.get(eid, r.trust), scope=r.scope)
             facts.detach_links(self, eid)
             if reason == "deleted":
-                self._audit.append("delete", {"id": eid,
+                self._audit.append("delete", {"episode_id": eid,
                                               "content_hash": self._audit.hash_content(r.content)},
                                    actor="operator")
         return b.delete_episode_rows(list(rows))
@@ -497,15 +551,20 @@ class Store(ContinuityMixin):
             self._backend.checkpoint()
 
     # ------------------------------------------------------------------ supersession, keys, trust
+    def supersede(self, *, old_id: str, new_id: str) -> bool:
+        """Record that ``new_id`` replaces ``old_id`` (validated like ``supersedes=``);
+        False when that link already exists."""
+        return facts.supersede(self, old_id, new_id)
+
     def unsupersede(self, *, old_id: str, new_id: str) -> bool:
         """Remove a supersession link; the old episode is served by recall again."""
         return facts.unsupersede(self, old_id, new_id)
 
-    def set_state_key(self, episode_id: str, key: str) -> list[str]:
-        """Put an existing episode into a state-key slot; returns the ids it replaced."""
+    def set_state_key(self, episode_id: str, key: str) -> list[tuple[str, str]]:
+        """Put an existing episode into a state-key slot; returns the links it added."""
         return facts.set_state_key(self, episode_id, key)
 
-    def clear_state_key(self, episode_id: str) -> bool:
+    def clear_state_key(self, episode_id: str) -> dict[str, Any]:
         """Take an episode out of its state-key slot (and undo what the slot hid)."""
         return facts.clear_state_key(self, episode_id)
 
@@ -513,13 +572,18 @@ class Store(ContinuityMixin):
         """Each state key's current holder and the history it replaced."""
         return facts.state_report(self, key)
 
-    def set_trust(self, episode_id: str, trust_class: str, *, via: str = "library") -> dict[str, Any]:
-        """Change an episode's own trust class (never above the store's ceiling)."""
+    def state_key_report(self, key: str | None = None) -> list[dict[str, Any]]:
+        """The state report in 1.0.2's shape (``current`` and ``replaced`` lists)."""
+        return facts.state_key_report(self, key)
+
+    def set_trust(self, episode_id: str, trust_class: str, *, via: str = "library") -> str:
+        """Change an episode's own trust class (never above the store's ceiling); returns
+        the class it had."""
         return trust.set_trust(self, episode_id, trust_class, via=via)
 
     def effective_trust_map(self, ids: Sequence[str]) -> dict[str, str]:
         """Each id's effective trust: its own class, capped by its most trusted source."""
-        return trust.effective_trust_map(self, list(ids))
+        return trust.effective_trust_map(self, facts.normalize_ids(ids, "ids"))
 
     # ------------------------------------------------------------------ status
     def status(self) -> StoreStatus:
@@ -543,7 +607,7 @@ class Store(ContinuityMixin):
                 audit_entry_count=b.audit_count(),
                 audit_write_failures=failures,
                 audit_last_failure=b.get_meta("audit_last_failure"),
-                consolidate_requires_baton=self.consolidate_requires_baton,
+                consolidate_requires_baton=self.consolidate_requires_baton(),
                 path=redact(self.dsn) if self.dsn else str(self.path),
                 superseded_count=b.count_superseded(),
                 trust_counts=b.counts_by_trust(),
@@ -552,6 +616,8 @@ class Store(ContinuityMixin):
 
     def wrap_history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Saved wraps, newest first, with their metrics."""
+        if limit is not None:
+            whole_number(limit, "limit")
         return self._backend.wrap_history(limit)
 
     # ------------------------------------------------------------------ export / import

@@ -189,7 +189,7 @@ def test_delete_never_in_a_later_wrap(store: Store) -> None:
     store.record("kept for the wrap", "observation")
     store.delete(ep.id)
     pkg = prepare_wrap(store)["package"]
-    assert [e["id"] for e in pkg["episodes"]] != [] and ep.id not in [e["id"] for e in pkg["episodes"]]
+    assert [e["id"] for e in pkg["episode_list"]] != [] and ep.id not in [e["id"] for e in pkg["episode_list"]]
 
 
 def test_prune(store: Store) -> None:
@@ -279,7 +279,7 @@ def test_public_api_exports() -> None:
     public = {n for n in dir(anneal_memory) if not n.startswith("_")} - {
         "annotations", "audit", "clock", "continuity", "engine", "errors", "facts", "immune",
         "portability", "recall", "session", "storage", "store", "text", "trust", "types", "wrap",
-        "testing", "cli", "eval", "extras", "migrate_store", "store_continuity", "crystal", "spores", "worth", "governance", "mcp", "adapters", "items"}
+        "testing", "cli", "eval", "extras", "migrate_store", "store_continuity", "crystal", "spores", "worth", "governance", "mcp", "adapters", "items", "group_commit"}
     assert set(anneal_memory.__all__) - {"__version__"} == public
 
 

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from .._inputs import load_json
 from ..errors import StoreError, ValidationError
 
 OPERATOR_ENV = "ANNEAL_OPERATOR"
@@ -40,9 +41,11 @@ def add_verbose(p: argparse.ArgumentParser) -> None:
                    help="list every id in full instead of counts and the first few")
 
 
-def command(sub: Any, name: str, help_text: str, func: Any) -> argparse.ArgumentParser:
+def command(sub: Any, name: str, help_text: str, func: Any,
+            aliases: tuple[str, ...] = ()) -> argparse.ArgumentParser:
     """Declare a command that prints data (so it takes --json) and runs ``func``."""
-    p = sub.add_parser(name, help=help_text, description=_sentence(help_text))
+    p = sub.add_parser(name, help=help_text, description=_sentence(help_text),
+                       aliases=list(aliases))
     add_json(p)
     p.set_defaults(func=func)
     return p
@@ -269,9 +272,9 @@ def read_text(source: str, what: str) -> str:
 def parse_json(text: str, source: str, what: str, fix: str) -> Any:
     """``text`` (read from ``source``) as JSON, or a ValidationError naming ``fix``."""
     try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise ValidationError(f"{what} {source!r} is not valid JSON ({exc}): {fix}") from None
+        return load_json(text, f"{what} {source!r}")
+    except ValidationError as exc:
+        raise ValidationError(f"{exc}: {fix}") from None
 
 
 def read_json(source: str, what: str) -> Any:
