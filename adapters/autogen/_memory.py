@@ -13,7 +13,6 @@ import asyncio
 import json
 import os
 import weakref
-from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from autogen_core import CancellationToken, Component, ComponentModel
@@ -37,7 +36,7 @@ from pydantic import BaseModel
 from typing_extensions import Self
 
 from anneal_memory import Store
-from anneal_memory.adapters import MemoryAdapter, hook_guard
+from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard
 from anneal_memory.errors import ValidationError
 from anneal_memory.recall import retrieve_relevant
 from anneal_memory.session import MemorySession, WrapOutcome
@@ -56,7 +55,6 @@ from ._context import (
 LOGGER_NAME = "anneal_memory.adapters.autogen"
 _safe = hook_guard(LOGGER_NAME)
 
-Compress = Callable[[str], "str | Awaitable[str]"]
 _TEXT_MIMES = {MemoryMimeType.TEXT.value, MemoryMimeType.MARKDOWN.value, "text/plain", "text/markdown"}
 _JSON_MIMES = {MemoryMimeType.JSON.value, "application/json"}
 #: episode metadata key holding what ``add`` was given (mime type and the caller's metadata)

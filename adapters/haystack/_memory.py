@@ -16,7 +16,6 @@ import asyncio
 import json
 import os
 import weakref
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -32,7 +31,7 @@ from haystack.dataclasses import ChatMessage, ChatRole
 from haystack.utils.callable_serialization import deserialize_callable, serialize_callable
 
 from anneal_memory import Store
-from anneal_memory.adapters import MemoryAdapter, hook_guard, label_memory
+from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, label_memory
 from anneal_memory.errors import ValidationError
 from anneal_memory.governance.namespace import MemoryNamespace
 from anneal_memory.session import MemorySession, WrapOutcome
@@ -50,7 +49,6 @@ _MEMORY_META_KEY = "anneal_memory"
 IDENTITY_KEYS: dict[str, str] = {"tenant_id": "tenant", "user_id": "user",
                                  "project_id": "project", "agent_id": "agent"}
 
-Compress = Callable[[str], "str | Awaitable[str]"]
 
 # from_dict is called once per hook point; the hooks of one serialized Agent must share one
 # memory object (one store connection, one session), so identical configs map to one instance.

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 from llama_index.core.base.llms.types import ChatMessage
@@ -24,15 +23,13 @@ from llama_index.core.memory import Memory
 from pydantic import PrivateAttr
 
 from anneal_memory import Store
-from anneal_memory.adapters import MemoryAdapter, hook_guard, open_session
+from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, open_session
 from anneal_memory.session import MemorySession, WrapOutcome
 
 from ._block import LOGGER_NAME, AnnealMemoryBlock, message_text
 
 _safe = hook_guard(LOGGER_NAME)
 
-#: prompt -> continuity markdown, sync or async
-Compress = Callable[[str], "str | Awaitable[str]"]
 #: The memory tool's name: what it returns is memory already, never recorded again.
 RECALL_TOOL_NAME = "recall_memory"
 

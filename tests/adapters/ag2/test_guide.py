@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from guide_blocks import guide_blocks, run_block
+from guide_blocks import guide_tests
 
 HERE = Path(__file__).resolve().parent
-BLOCKS = guide_blocks("ag2")
 
 # An agent given an llm_config gets autogen.testing's fake client (wrapped to answer the
 # wrap prompt) instead of OpenAI's: no key, no network, no openai package.
@@ -33,12 +31,5 @@ autogen.LLMConfig = lambda **kwargs: dict(kwargs)
 """
 
 
-def test_the_guide_has_its_blocks() -> None:
-    assert len(BLOCKS) == 2
-
-
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_block_runs(index: int, tmp_path: Path) -> None:
-    out = run_block(BLOCKS[index], PRELUDE, tmp_path, HERE)
-    if index == 0:
-        assert out.splitlines()[-1] == "2"  # two chats, two wraps
+test_the_guide_has_its_blocks, test_block_runs = guide_tests(
+    "ag2", HERE, PRELUDE, blocks=2, last_lines={0: "2"})

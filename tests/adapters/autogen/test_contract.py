@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
+from async_contract import AsyncLoopContract
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.messages import TextMessage
 from autogen_scripted import ScriptedClient, lookup, tool_call
@@ -12,21 +12,12 @@ from autogen_scripted import ScriptedClient, lookup, tool_call
 from anneal_memory import Store
 from anneal_memory.adapters.autogen import AnnealMemory
 
-from contract import AdapterContract, RunTrace
+from contract import RunTrace
 
 
-class TestAutoGenContract(AdapterContract):
+class TestAutoGenContract(AsyncLoopContract):
     def build(self, memory: Any, **options: Any) -> Any:
         return AnnealMemory(memory, **options)
-
-    def run(self, store: Store, user_input: str, *, wrap: bool = False,
-            call_tool: bool = False, user: str | None = None) -> RunTrace:
-        return asyncio.run(self._run(store, user_input, wrap=wrap, call_tool=call_tool,
-                                     user=user))
-
-    async def arun(self, store: Store, user_input: str, *, wrap: bool = False,
-                   user: str | None = None) -> RunTrace:
-        return await self._run(store, user_input, wrap=wrap, user=user)
 
     async def _run(self, store: Store, user_input: str, *, wrap: bool = False,
                    call_tool: bool = False, user: str | None = None) -> RunTrace:

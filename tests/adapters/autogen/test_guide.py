@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from guide_blocks import guide_blocks, run_block
+from guide_blocks import guide_tests
 
 HERE = Path(__file__).resolve().parent
-BLOCKS = guide_blocks("autogen")
 
 # The guide's OpenAI client (autogen-ext[openai], a key, the network) is replaced by the
 # replay client of the tests, which also answers the wrap prompt.
@@ -26,12 +24,5 @@ sys.modules["autogen_ext.models.openai"] = openai_models
 """
 
 
-def test_the_guide_has_its_blocks() -> None:
-    assert len(BLOCKS) == 2
-
-
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_block_runs(index: int, tmp_path: Path) -> None:
-    out = run_block(BLOCKS[index], PRELUDE, tmp_path, HERE)
-    if index == 0:
-        assert out.splitlines()[-1] == "saved"
+test_the_guide_has_its_blocks, test_block_runs = guide_tests(
+    "autogen", HERE, PRELUDE, blocks=2, last_lines={0: "saved"})

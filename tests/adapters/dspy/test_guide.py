@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from guide_blocks import guide_blocks, run_block
+from guide_blocks import guide_tests
 
 HERE = Path(__file__).resolve().parent
-BLOCKS = guide_blocks("dspy")
 
 # dspy.LM needs a key and the network: DSPy's DummyLM (answering wrap prompts too) stands in.
 # (a class, not a function: DSPy itself checks isinstance(..., dspy.LM))
@@ -36,15 +34,6 @@ ANSWERS = [
 ]
 
 
-def test_the_guide_has_its_blocks() -> None:
-    assert len(BLOCKS) == len(ANSWERS) == 2
-
-
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_block_runs(index: int, tmp_path: Path) -> None:
-    out = run_block(BLOCKS[index], PRELUDE.format(answers=ANSWERS[index]), tmp_path, HERE)
-    lines = out.splitlines()
-    if index == 0:
-        assert lines[-1] == "saved"
-    else:
-        assert "seed tin is blue" in lines[-1]
+test_the_guide_has_its_blocks, test_block_runs = guide_tests(
+    "dspy", HERE, lambda index: PRELUDE.format(answers=ANSWERS[index]), blocks=len(ANSWERS),
+    last_lines={0: "saved"})

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from guide_blocks import guide_blocks, run_block
+from guide_blocks import guide_tests
 
 HERE = Path(__file__).resolve().parent
-BLOCKS = guide_blocks("haystack")
 
 # OpenAIChatGenerator needs a key and the network: a MockChatGenerator that answers (and
 # writes a continuity for a wrap prompt) stands in for it.
@@ -24,12 +22,5 @@ chat.OpenAIChatGenerator = lambda **kwargs: MockChatGenerator(response_fn=answer
 """
 
 
-def test_the_guide_has_its_blocks() -> None:
-    assert len(BLOCKS) == 3
-
-
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_block_runs(index: int, tmp_path: Path) -> None:
-    out = run_block(BLOCKS[index], PRELUDE, tmp_path, HERE)
-    if index == 1:
-        assert out.splitlines()[-1] == "saved"
+test_the_guide_has_its_blocks, test_block_runs = guide_tests(
+    "haystack", HERE, PRELUDE, blocks=3, last_lines={1: "saved"})

@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
+from async_contract import AsyncLoopContract
 from li_scripted import Script, make_agent
 
 from anneal_memory import Store
 from anneal_memory.adapters.llamaindex import AnnealMemory
 
-from contract import AdapterContract, RunTrace
+from contract import RunTrace
 
 
-class TestLlamaIndexContract(AdapterContract):
+class TestLlamaIndexContract(AsyncLoopContract):
     def build(self, memory: Any, **options: Any) -> Any:
         return AnnealMemory.from_store(memory, **options)
-
-    def run(self, store: Store, user_input: str, *, wrap: bool = False,
-            call_tool: bool = False, user: str | None = None) -> RunTrace:
-        return asyncio.run(self._run(store, user_input, wrap=wrap, call_tool=call_tool,
-                                     user=user))
-
-    async def arun(self, store: Store, user_input: str, *, wrap: bool = False,
-                   user: str | None = None) -> RunTrace:
-        return await self._run(store, user_input, wrap=wrap, user=user)
 
     async def _run(self, store: Store, user_input: str, *, wrap: bool = False,
                    call_tool: bool = False, user: str | None = None) -> RunTrace:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from guide_blocks import guide_blocks, run_block
+from guide_blocks import guide_tests
 
 HERE = Path(__file__).resolve().parent
-BLOCKS = guide_blocks("smolagents")
 
 # InferenceClientModel is smolagents' hosted model: the scripted one stands in for it.
 PRELUDE = """
@@ -19,12 +17,5 @@ smolagents.InferenceClientModel = lambda *args, **kwargs: ScriptedModel(answer="
 """
 
 
-def test_the_guide_has_its_blocks() -> None:
-    assert len(BLOCKS) == 2
-
-
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_block_runs(index: int, tmp_path: Path) -> None:
-    out = run_block(BLOCKS[index], PRELUDE, tmp_path, HERE)
-    if index == 0:
-        assert out.splitlines()[-1] == "saved"
+test_the_guide_has_its_blocks, test_block_runs = guide_tests(
+    "smolagents", HERE, PRELUDE, blocks=2, last_lines={0: "saved"})
