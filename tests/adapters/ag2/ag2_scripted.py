@@ -53,12 +53,15 @@ def make_pair(user_name: str = "user", assistant: ConversableAgent | None = None
               ) -> tuple[ConversableAgent, ConversableAgent]:
     """An assistant (new unless given) and a user agent named ``user_name`` that executes
     the assistant's ``lookup`` calls."""
-    assistant = assistant or ConversableAgent("assistant", llm_config=LLM_CONFIG,
-                                              human_input_mode="NEVER")
     user = ConversableAgent(user_name, llm_config=False, human_input_mode="NEVER",
                             code_execution_config=False,
                             is_termination_msg=lambda m: "TERMINATE" in str(m.get("content") or ""))
-    register_function(lookup, caller=assistant, executor=user, description="Look up a measurement")
+    if assistant is None:
+        assistant = ConversableAgent("assistant", llm_config=LLM_CONFIG, human_input_mode="NEVER")
+        register_function(lookup, caller=assistant, executor=user,
+                          description="Look up a measurement")
+    else:  # the assistant already offers the tool: this user only executes it
+        user.register_for_execution(name="lookup")(lookup)
     return assistant, user
 
 
