@@ -146,6 +146,8 @@ def bench(session: nox.Session) -> None:
     # The benchmark's own arithmetic first: a wrong metric would publish a wrong number.
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/bench")
     session.run("python", "bench/run.py", *session.posargs)
+    # many users in one store: one user's cost as the store fills, concurrent wraps, loop stall
+    session.run("python", "bench/many_users.py")
 
 
 @nox.session(python=PY, default=True)

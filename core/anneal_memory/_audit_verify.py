@@ -150,6 +150,20 @@ class _DbCopy:
         if self._conn is not None:
             self._conn.close()
 
+    def refresh(self) -> None:
+        """Read on past the end: entries committed since the walk began (a writer that
+        mirrored them meanwhile put them in the files too)."""
+        if self._conn is None or self._next is not None:
+            return
+        try:
+            self._rows = iter(self._conn.execute(
+                "SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log "
+                "WHERE seq > ? ORDER BY seq", (self.prev_seq,)))
+        except sqlite_driver().DatabaseError as exc:
+            raise _Break(self.prev_seq + 1, "database", f"the database's copy cannot be "
+                         f"read past entry {self.prev_seq} ({exc})") from None
+        self._advance()
+
     def _advance(self) -> None:
         try:
             r = next(self._rows, None)
@@ -307,12 +321,42 @@ def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 # ---------------------------------------------------------------------- the walk
 def verify_files(db_path: str | Path, progress: Callable[[str, int], None] | None = None,
                  anchor: Any = None) -> AuditVerifyResult:
-    """Verify a SQLite store's trail: files, database copy and (optionally) an anchor."""
+    """Verify a SQLite store's trail: files, database copy and (optionally) an anchor.
+
+    Writers are never blocked: a walk that finds a break while the trail moved under it
+    (another process appended or rotated meanwhile) is walked again, up to a few times.
+    """
     paths = AuditPaths(db_path)
     if paths.db.exists() and not paths.db.is_file():
         raise AuditError(f"{str(paths.db)!r} is not a store file (a folder, pipe or device): "
                          "pass the path of the store's database")
     want = parse_anchor(anchor) if anchor is not None else None
+    for _attempt in range(_RETRIES):
+        before = _fingerprint(paths)
+        result = _walk_once(paths, progress, want)
+        if result.valid or _fingerprint(paths) == before:
+            return result
+    return result
+
+
+_RETRIES = 5
+
+
+def _fingerprint(paths: AuditPaths) -> tuple[Any, ...]:
+    """What changes when a writer appends, mirrors or rotates."""
+    def stat(p: Path) -> tuple[int, int] | None:
+        try:
+            st = p.stat()
+        except OSError:
+            return None
+        return (st.st_size, st.st_mtime_ns)
+
+    wal = paths.db.with_name(paths.db.name + "-wal")
+    return stat(paths.manifest), stat(paths.active), stat(paths.db), stat(wal)
+
+
+def _walk_once(paths: AuditPaths, progress: Callable[[str, int], None] | None,
+               want: Anchor | None) -> AuditVerifyResult:
     try:
         manifest = load_manifest(paths)
     except AuditError as exc:
@@ -430,6 +474,8 @@ class _Walk:
                 raise _Break(first, name, f"entry {first} is missing from the files" +
                              (" (the trail must start at entry 1)" if first == 1 else ""))
             if db.available:
+                if db.peek_seq() is None:
+                    db.refresh()
                 if db.peek_seq() != seq:
                     raise _Break(seq, name, f"entry {seq} is in the files but not in the "
                                  "database's copy (removed from the database)")

@@ -10,7 +10,6 @@ decoder), whole numbers beyond what a query can bind, and JSON nested too deep.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from .errors import ValidationError
@@ -112,10 +111,3 @@ def load_json(text: str | bytes, field: str) -> Any:
     if not json_depth_ok(data):
         raise ValidationError(f"{field} is nested more than {MAX_JSON_DEPTH} levels deep")
     return data
-
-
-def finite_number(value: Any, field: str) -> float:
-    """``value`` as a float when it is a real, finite number (not a bool)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValidationError(f"{field} must be a finite number, not {value!r}")
-    return float(value)

@@ -53,6 +53,9 @@ MIRRORED_SEQ_KEY = "audit_mirrored_seq"
 HASHED_KEYS: frozenset[str] = frozenset({
     "source", "source_id", "state_key", "key", "reviewer", "namespace", "pattern",
     "patterns", "pattern_name", "level_capped", "uncorroborated", "omitted_patterns",
+    # a crystal's name and text arrive as short unsalted digests: salt them too, so no
+    # dictionary of likely pattern names can read them back
+    "name_sha256", "text_sha256",
 })
 #: Keys hashed only in some events (elsewhere ``reason`` is a stable code).
 HASHED_IN_EVENT: dict[str, frozenset[str]] = {"gov_forget": frozenset({"reason"})}
@@ -141,6 +144,9 @@ def load_manifest(paths: AuditPaths) -> dict[str, Any]:
         if not isinstance(data, dict) or not isinstance(data.get("files"), list) or not all(
                 isinstance(f, dict) and isinstance(f.get("file"), str) for f in data["files"]):
             raise ValueError("bad shape")
+        if any(Path(f["file"]).name != f["file"] or f["file"].startswith(".")
+               for f in data["files"]):
+            raise ValueError("it names a file outside the store's folder")
         return data
     except (OSError, ValueError) as exc:
         raise AuditError(

@@ -149,7 +149,9 @@ class CrystalStore(JsonSidecar):
         earned patterns leave the continuity. A merge keeps the higher level and the
         union of evidence; a retired crystal of the same name comes back live.
         """
-        name = (name or "").strip()
+        if not isinstance(name, str) or (text is not None and not isinstance(text, str)):
+            raise ValidationError("a crystal's name and text must be strings")
+        name = name.strip()
         if not name:
             raise ValidationError("a crystal needs a name: pass the pattern's name")
         if isinstance(level, bool) or not isinstance(level, int) or level < MIN_PROVEN_LEVEL:

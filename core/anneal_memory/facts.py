@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._inputs import storable_text
 from .clock import now_iso
 from .errors import EpisodeNotFoundError, SupersessionError, ValidationError
 from .storage.base import EpisodeRow
@@ -191,6 +192,7 @@ def set_state_key(store: Store, episode_id: str, key: str) -> list[str]:
 
 
 def clear_state_key(store: Store, episode_id: str) -> bool:
+    storable_text(episode_id, "episode id")
     with store._write():
         rows = store.backend.get_episodes([episode_id], exact=True)
         if episode_id not in rows:
@@ -209,6 +211,8 @@ def clear_state_key(store: Store, episode_id: str) -> bool:
 
 
 def state_report(store: Store, key: str | None = None) -> list[dict[str, Any]]:
+    if key is not None:
+        storable_text(key, "state key")
     rows = store.backend.state_key_holders(key)
     slots: dict[str, list[EpisodeRow]] = {}
     for r in rows:
@@ -228,6 +232,8 @@ def state_report(store: Store, key: str | None = None) -> list[dict[str, Any]]:
 
 
 def unsupersede(store: Store, old_id: str, new_id: str) -> bool:
+    storable_text(old_id, "old_id")
+    storable_text(new_id, "new_id")
     with store._write():
         mine = store.backend.get_episodes([old_id, new_id], exact=True)
         links = store.backend.supersessions_of([old_id]).get(old_id, []) if old_id in mine else []

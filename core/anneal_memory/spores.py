@@ -77,6 +77,15 @@ def optional_date(value: date | str | None, what: str) -> str | None:
         raise ValidationError(f"{what} must be a date YYYY-MM-DD, got {value!r}") from None
 
 
+def _optional_text(value: object, what: str) -> str | None:
+    """An optional text field: None or '' mean "none"; anything else must be a string."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValidationError(f"{what} must be a string, got {type(value).__name__}")
+    return value.strip() or None
+
+
 def require_text(value: object, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(f"{what} must be a non-empty string, got {value!r}")
@@ -296,8 +305,8 @@ class SporeStore(JsonSidecar):
             data["last_id"] += 1
             spore = Spore(
                 id=f"spore-{data['last_id']:03d}", type=kind, text=body, tier=tier,
-                salience=salience, domain=(domain or "").strip(), seen=day, next=nxt,
-                created=day, pointer=pointer or None,
+                salience=salience, domain=_optional_text(domain, "domain") or "", seen=day,
+                next=nxt, created=day, pointer=_optional_text(pointer, "pointer"),
             )
             data["open"].append(asdict(spore))
             self._clean(data, as_date(today))
@@ -405,13 +414,13 @@ class SporeStore(JsonSidecar):
         if salience is not None:
             changes["salience"] = _require_salience(salience)
         if domain is not None:
-            changes["domain"] = domain.strip()
+            changes["domain"] = _optional_text(domain, "domain") or ""
         if clear_next:
             changes["next"] = None
         elif next is not None:
             changes["next"] = optional_date(next, "next")
         if pointer is not None:
-            changes["pointer"] = pointer or None
+            changes["pointer"] = _optional_text(pointer, "pointer")
         with self.transaction() as data:
             row = self._open_row(data, spore_id)
             row.update(changes)

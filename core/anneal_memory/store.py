@@ -8,6 +8,7 @@ import json
 import os
 import secrets
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
@@ -17,12 +18,14 @@ from . import facts, trust
 from ._fileio import atomic_write_text
 from ._inputs import json_text, storable_text, whole_number
 from .audit import AuditTrail
-from .clock import ago, iso, normalize_timestamp, now_iso
+from .clock import ago, iso, normalize_timestamp, now_iso, utcnow
 from .errors import (
     StoreError,
     StoreLocationError,
+    TrustError,
     ValidationError,
 )
+from .group_commit import GroupCommit
 from .storage.base import ROOT, Backend, EpisodeRow, Scope
 from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.sqlite import SQLiteBackend
@@ -135,6 +138,8 @@ class Store(ContinuityMixin):
             self._backend = SQLiteBackend(db, read_only=read_only)
         self._closed = False
         self._lock = threading.RLock()
+        self._tx_owner = threading.local()  # this thread's write depth (joins its batch)
+        self._group = GroupCommit()
         if not read_only:
             with self._backend.transaction():
                 if self._backend.get_meta("store_id") is None:
@@ -158,6 +163,27 @@ class Store(ContinuityMixin):
             self._schema_override = None
         if self._audit.enabled:
             self._audit.flush()
+        if not read_only:
+            self._reconcile_files()
+
+    def _reconcile_files(self) -> None:
+        """After a crash: write continuity texts that committed but whose file was not
+        written, and remove temporary copies a killed writer left beside the store."""
+        from .store_continuity import flush_pending_blobs
+
+        try:
+            flush_pending_blobs(self._backend)
+        except OSError as exc:
+            warnings.warn(f"a saved continuity could not be written to its file yet: {exc}",
+                          UserWarning, stacklevel=3)
+        if self.dsn:
+            return
+        cutoff = utcnow().timestamp() - 60  # a writer still at work renames its copy within moments
+        with contextlib.suppress(OSError):
+            for p in self.path.parent.glob(f".{self.path.stem}.*.tmp"):
+                with contextlib.suppress(OSError):
+                    if p.is_file() and p.stat().st_mtime < cutoff:
+                        p.unlink()
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Store:
@@ -215,6 +241,7 @@ class Store(ContinuityMixin):
         """
         with self._lock:
             outer = not self._backend.in_transaction
+            self._tx_owner.depth = getattr(self._tx_owner, "depth", 0) + 1
             try:
                 with self._backend.transaction():
                     yield
@@ -222,6 +249,8 @@ class Store(ContinuityMixin):
                 if outer:
                     self._audit.discard_pending()
                 raise
+            finally:
+                self._tx_owner.depth -= 1
             if outer:
                 self._audit.after_commit()
 
@@ -269,8 +298,13 @@ class Store(ContinuityMixin):
         """
         prepared = self._prepare_record(content, episode_type, source, metadata, timestamp,
                                         supersedes, state_key, trust, derived_from)
-        with self._write():
-            return self._insert_prepared(prepared)
+        if self._in_own_write():  # inside this thread's batch(): join it
+            with self._write():
+                return self._insert_prepared(prepared)
+        return self._group.record(self, prepared, Store._insert_prepared)  # type: ignore[no-any-return]
+
+    def _in_own_write(self) -> bool:
+        return getattr(self._tx_owner, "depth", 0) > 0
 
     def record_many(self, items: Iterable[Mapping[str, Any]]) -> list[Episode]:
         """Record many episodes in one transaction: all of them, or none on a refusal.
@@ -377,7 +411,7 @@ class Store(ContinuityMixin):
         return self._to_episodes([rows[episode_id]])[0]
 
     def get_many(self, ids: Sequence[str]) -> dict[str, Episode]:
-        rows = self._backend.get_episodes(list(ids))
+        rows = self._backend.get_episodes(facts.normalize_ids(ids, "ids"))
         eps = self._to_episodes(list(rows.values()))
         return {e.id: e for e in eps}
 
@@ -428,8 +462,22 @@ class Store(ContinuityMixin):
         """Remove an episode's text from the database for good, leaving a tombstone that
         holds only a salted hash. Returns False when there is no such episode."""
         storable_text(episode_id, "episode id")
+        refused: EpisodeRow | None = None
         with self._write():
-            done = self._remove([episode_id], reason="deleted")
+            row = self._backend.get_episodes([episode_id], exact=True).get(episode_id)
+            if row is not None and not trust.within_ceiling(row.trust, self.trust_ceiling):
+                refused = row
+                done = 0
+            else:
+                done = self._remove([episode_id], reason="deleted")
+        if refused is not None:
+            # the refusal is on the record too (its own transaction: nothing else changed)
+            self.audit_event("delete_refused", {"id": episode_id, "trust": refused.trust,
+                                                "ceiling": self.trust_ceiling}, actor="agent")
+            raise TrustError(
+                f"episode {episode_id} is labelled {refused.trust!r}, above this store's trust "
+                f"ceiling {self.trust_ceiling!r}: only a host opened at that ceiling may delete "
+                "it; nothing was deleted")
         if done:
             self._scrub()
         return bool(done)
@@ -462,7 +510,13 @@ class Store(ContinuityMixin):
         return days
 
     def _prunable_ids(self, days: int) -> list[str]:
+        """Old ids this store may remove: never one labelled above its trust ceiling (a
+        caller may not prune what it could not have written)."""
         ids = list(self._backend.ids_older_than(iso(ago(days * 86400, field="older_than_days"))))
+        if ids and self.trust_ceiling != "operator":
+            rows = self._backend.get_episodes(ids, exact=True)
+            ids = [i for i in ids if i in rows
+                   and trust.within_ceiling(rows[i].trust, self.trust_ceiling)]
         open_wrap = self._backend.open_wrap()
         if open_wrap:  # episodes frozen in an open wrap stay until it is saved or cancelled
             frozen = set(open_wrap["episode_ids"])
@@ -516,7 +570,7 @@ class Store(ContinuityMixin):
 
     def effective_trust_map(self, ids: Sequence[str]) -> dict[str, str]:
         """Each id's effective trust: its own class, capped by its most trusted source."""
-        return trust.effective_trust_map(self, list(ids))
+        return trust.effective_trust_map(self, facts.normalize_ids(ids, "ids"))
 
     # ------------------------------------------------------------------ status
     def status(self) -> StoreStatus:
@@ -549,6 +603,8 @@ class Store(ContinuityMixin):
 
     def wrap_history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Saved wraps, newest first, with their metrics."""
+        if limit is not None:
+            whole_number(limit, "limit")
         return self._backend.wrap_history(limit)
 
     # ------------------------------------------------------------------ export / import

@@ -17,6 +17,33 @@ if TYPE_CHECKING:
     from .storage.base import Backend
 
 
+#: meta key prefix of a committed text whose file is not written yet
+PENDING_BLOB = "pending_blob:"
+CONTINUITY_LOCK = ".continuity.lock"
+
+
+def flush_pending_blobs(backend: Backend, names: Sequence[str] | None = None) -> list[str]:
+    """Write each committed-but-unwritten text to its file (atomic replace, under the
+    file's lock), then drop the pending copy if no newer save replaced it meanwhile.
+    Returns the names written. Run after a save commits and whenever a store is opened."""
+    rows = backend.q("SELECT key FROM meta WHERE substr(key, 1, ?) = ?",
+                     (len(PENDING_BLOB), PENDING_BLOB))
+    done = []
+    for (key,) in rows:
+        name = key[len(PENDING_BLOB):]
+        if names is not None and name not in names:
+            continue
+        def current(_old: str | None, k: str = key) -> str | None:
+            return backend.get_meta(k)  # re-read under the lock: the newest committed text
+
+        written = backend.update_blob(name, current, lock=CONTINUITY_LOCK)
+        if written is not None:
+            with backend.transaction():
+                backend.q("DELETE FROM meta WHERE key=? AND value=?", (key, written))
+            done.append(name)
+    return done
+
+
 class ContinuityMixin:
     """Methods of Store that concern the continuity file and the wrap policy."""
 
@@ -39,11 +66,23 @@ class ContinuityMixin:
         return self.continuity_path.name[len(Path(self.path).stem):]
 
     def load_continuity(self) -> str | None:
-        """The current continuity text, or None before the first wrap."""
-        return self._backend.read_blob(self._continuity_blob())
+        """The current continuity text, or None before the first wrap. A saved text
+        whose file has not been written yet (a crash right after the commit) is the
+        current one: the database is the record."""
+        name = self._continuity_blob()
+        pending = self._backend.get_meta(PENDING_BLOB + name)
+        return pending if pending is not None else self._backend.read_blob(name)
 
     def _write_continuity_file(self, text: str) -> None:
-        self._backend.write_blob(self._continuity_blob(), text, lock=".continuity.lock")
+        self._backend.write_blob(self._continuity_blob(), text, lock=CONTINUITY_LOCK)
+
+    def _stage_continuity(self, text: str) -> None:
+        """Inside the save's transaction: the new text commits with the wrap; the file
+        follows after the commit (``_flush_continuity``), or when the store is next opened."""
+        self._backend.set_meta(PENDING_BLOB + self._continuity_blob(), text)
+
+    def _flush_continuity(self) -> None:
+        flush_pending_blobs(self._backend, [self._continuity_blob()])
 
     def save_continuity(self, text: str) -> str:
         """Raw continuity write, bypassing every check of the wrap pipeline. Prefer

@@ -24,6 +24,11 @@ def check_ceiling(label: str, ceiling: str) -> None:
         )
 
 
+def within_ceiling(label: str, ceiling: str) -> bool:
+    """Whether a host opened at ``ceiling`` could have written a ``label`` episode."""
+    return TRUST_LEVELS.get(label, 0) <= TRUST_LEVELS[ceiling]
+
+
 def lower(a: str, b: str) -> str:
     return a if TRUST_LEVELS[a] <= TRUST_LEVELS[b] else b
 

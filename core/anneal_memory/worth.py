@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ._fileio import file_lock, sidecar_path
+from ._inputs import storable_text
 from .clock import parse_or_none as _parse_ts
 from .clock import parse_timestamp, utcnow
 from .clock import stamp as _stamp
@@ -49,6 +50,7 @@ def outcome_log_path(db_path: str | Path) -> Path:
 def _ref(value: object, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(f"{what} must be a non-empty string, got {value!r}")
+    storable_text(value, what)
     if len(value) > _MAX_REF or any(c in value for c in "\r\n\x00"):
         raise ValidationError(f"{what} must be one line of at most {_MAX_REF} characters")
     return value.strip()
@@ -211,7 +213,7 @@ def _valid_record(line: str) -> dict[str, Any] | None:
             ItemLabel(i["kind"], i["ref"], i["label"])
         for e in exposed:
             ExposedRef(e["kind"], e["ref"])
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, RecursionError):
         return None
     return rec
 
@@ -265,7 +267,7 @@ def _read_receipts(sources: Iterable[str | Path | Mapping[str, Any]]) -> tuple[l
                 continue
             try:
                 receipts.append(json.loads(line))
-            except ValueError:
+            except (ValueError, RecursionError):
                 bad += 1
     return receipts, bad
 

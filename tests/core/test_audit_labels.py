@@ -3,12 +3,13 @@ pattern names, forget reasons, reviewers and namespace ids never appear in clear
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
-from anneal_memory import AuditTrail, Store, clock
+from anneal_memory import AuditTrail, CrystalStore, Store, clock
 from anneal_memory.governance import (
     MemoryCandidate,
     MemoryNamespace,
@@ -30,6 +31,7 @@ LABELS = {
     "project": "pricing-proj-x",
     "agent": "coder-agent-x",
     "source_id": "msg-secret-991",
+    "crystal": "vault rotation rule",
 }
 
 
@@ -56,6 +58,9 @@ def _exercise(store: Store) -> None:
         rt.approve(q.review_id, reviewer=LABELS["reviewer"])
         rt.forget(ns, "semantic", "editor", reason=LABELS["reason"])
         scoped(store, ns).record("a scoped episode", "observation")
+        CrystalStore(store.path).crystallize(
+            LABELS["crystal"], text="Jitter every retry", level=3, store=store,
+            evidence=[(e.id, "retries without jitter overload")])
 
 
 def test_labels_are_hashed_by_default(db: Path) -> None:
@@ -75,6 +80,8 @@ def test_labels_are_hashed_by_default(db: Path) -> None:
         assert by_event["gov_forget"]["reason"] == h(LABELS["reason"])
         assert by_event["gov_review_decided"]["reviewer"] == h(LABELS["reviewer"])
         assert by_event["gov_forget"]["namespace"]["tenant"] == h(LABELS["tenant"])
+        short = hashlib.sha256(LABELS["crystal"].encode()).hexdigest()[:16]
+        assert short not in text and by_event["crystallize"]["name_sha256"] == h(short)
         # stable reason codes and ids stay readable
         refused = [e["data"] for e in entries if e["event"] == "gov_review_queued"]
         assert refused and refused[0]["reason"] == "model_inferred_needs_review"

@@ -136,3 +136,42 @@ def test_a_kill_at_any_step_of_a_rotation_never_breaks_verify(tmp_path: Path, mo
             steps = kill_at - 1
             break
     assert steps >= 5  # sealed file, manifest, emptied active, append, mark at least
+
+
+# ---------------------------------------------------------------------- verify while writing
+BUSY_WRITER = textwrap.dedent("""
+    import sys
+    from datetime import datetime, timedelta, timezone
+    import anneal_memory.audit as audit
+    from anneal_memory import Store, clock
+
+    audit.AuditTrail.MIRROR_SECONDS = 0.0  # mirror after every commit: maximum churn
+    start = datetime(2026, 11, 2, 9, tzinfo=timezone.utc)
+    n = [0]
+
+    def now():
+        return start + timedelta(hours=4 * n[0])  # a new ISO week every 42 records
+
+    with clock.frozen(now), Store(sys.argv[1]) as s:
+        for i in range(int(sys.argv[2])):
+            n[0] = i
+            s.record(f"busy record {i}", "observation")
+""")
+
+
+def test_verify_while_another_process_writes_and_rotates(db: Path) -> None:
+    Store(db).close()
+    writer = subprocess.Popen([sys.executable, "-c", BUSY_WRITER, str(db), "400"])
+    results = []
+    try:
+        while writer.poll() is None:
+            results.append(AuditTrail.verify(db))
+    finally:
+        writer.wait(timeout=120)
+    assert writer.returncode == 0
+    bad = [r for r in results if not r.valid]
+    assert results and bad == [], bad[:1]
+    final = AuditTrail.verify(db)
+    assert final.valid and final.total_entries == 400
+    manifest = json.loads(db.with_name("memory.audit.manifest.json").read_text())
+    assert len(manifest["files"]) >= 5

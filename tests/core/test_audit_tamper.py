@@ -5,6 +5,10 @@ The store holds 40 entries over four ISO weeks: three sealed weeks (seq 1-10, 11
 21-30) and the active file (31-40). Each tamper names the first entry it makes bad;
 verify must report exactly that entry. Rewrites made consistently in both copies are
 only detectable against an anchor kept elsewhere, and are tested with one.
+
+Counts: 131 tampers, each detected at its first bad entry; 5 consistent rewrites of both
+copies, each invisible without an anchor and detected with one. Not in the matrix, because
+no chain can catch it: a new, validly linked entry appended to the database's copy.
 """
 
 from __future__ import annotations
@@ -407,6 +411,23 @@ def _malformed_active(d: Path) -> None:
     _active(d).write_text("\n".join(lines) + "\n")
 
 
+# --- the same edit in both copies: without a new hash, with a new hash (not relinked)
+for seq in (5, 25, 35, 40):
+    CASES.append((f"both-edit-{seq}", lambda d, s=seq: (
+        _edit_file(d, s, _set("actor", "m")), _db_edit(d, s, _set("actor", "m"))), seq))
+    if seq < TOTAL:  # the newest entry rewritten in both: only an anchor shows it
+        CASES.append((f"both-edit-rehash-{seq}", lambda d, s=seq: (
+            _edit_file(d, s, _set("actor", "m"), rehash=True),
+            _db_edit(d, s, _set("actor", "m"), rehash=True)), seq))
+
+
+@case("manifest-names-a-file-elsewhere", 1)
+def _manifest_path_escape(d: Path) -> None:
+    m = _manifest(d)
+    m["files"][1]["file"] = "../" + m["files"][1]["file"]
+    _save_manifest(d, m)
+
+
 # --- the database copy cut or padded
 @case("db-delete-oldest-rows", 1)
 def _db_oldest(d: Path) -> None:
@@ -442,6 +463,12 @@ def anchored(name: str, expect: int) -> Callable[[Tamper], Tamper]:
 @anchored("rewrite-everywhere-entry-5", 40)
 def _rw5(d: Path) -> None:
     _everywhere(d, 5, _set("actor", "mallory"))
+
+
+@anchored("both-edit-rehash-newest", 40)
+def _both_newest(d: Path) -> None:
+    _edit_file(d, 40, _set("actor", "m"), rehash=True)
+    _db_edit(d, 40, _set("actor", "m"), rehash=True)
 
 
 @anchored("rewrite-everywhere-last-entry", 40)

@@ -434,3 +434,20 @@ def test_every_governance_audit_entry_names_its_namespace(store: Store, db, cloc
 def test_a_non_sqlite_backend_is_refused_with_a_typed_error() -> None:
     with pytest.raises(GovernanceError):
         sql.ensure_schema(object())  # type: ignore[arg-type]
+
+
+def test_a_review_of_another_namespace_cannot_be_decided_through_it(rt: MemoryRuntime,
+                                                                   store: Store) -> None:
+    res = rt.write(cand(kind="model", confidence=0.8, content="Prefers concise patch notes",
+                        subject="patch_notes"))
+    assert res.outcome == "review"
+    for refused in (lambda: rt.approve(res.review_id, reviewer="mallory", namespace=BOB),
+                    lambda: rt.reject_review(res.review_id, reviewer="mallory", namespace=BOB),
+                    lambda: MemoryRuntime(store.scoped(BOB)).approve(res.review_id,
+                                                                     reviewer="mallory")):
+        with pytest.raises(GovernanceRefusal) as exc:
+            refused()
+        assert exc.value.reason == "unknown_review"  # no oracle: reads as an unknown id
+    assert len(rt.pending_reviews(USER)) == 1
+    done = rt.approve(res.review_id, reviewer="carol", namespace=USER)
+    assert done.outcome == "written"

@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from anneal_memory import (
+    AuditTrail,
     EpisodeNotFoundError,
     MemorySession,
     Store,
     SupersessionError,
+    TrustError,
     ValidationError,
     baton_status,
     claim_baton,
@@ -300,3 +302,86 @@ def test_item_collections_are_per_namespace(store: Store) -> None:
         with pytest.raises(ValidationError):
             bad()
     assert a.count() == 32
+
+
+def test_a_caller_cannot_delete_or_prune_above_its_trust_ceiling(db: Path) -> None:
+    with Store(db, trust_ceiling="operator") as op:
+        fact = op.record("the operator's retention rule", "context", trust="operator",
+                         timestamp="2020-01-01T00:00:00+00:00")
+        mine = op.record("an old agent note", "observation", timestamp="2020-01-01T00:00:00+00:00")
+    with Store(db) as agent:  # the default ceiling, as the MCP server opens it
+        with pytest.raises(TrustError, match="above this store's trust ceiling"):
+            agent.delete(fact.id)
+        assert agent.get(fact.id) is not None
+        refusals = [e for e in agent.backend.audit_entries() if e["event"] == "delete_refused"]
+        assert [e["data"]["id"] for e in refusals] == [fact.id]
+        assert agent.prune(older_than_days=30) == 1  # the agent's own old note only
+        assert agent.get(mine.id) is None and agent.get(fact.id) is not None
+    with Store(db, trust_ceiling="operator") as op:
+        assert op.delete(fact.id) is True
+
+
+def test_a_users_recall_in_a_crowded_store_matches_their_store_alone(tmp_path: Path) -> None:
+    # In a store of many users one user's search runs from their own rows (the
+    # namespace index); results must be what the same episodes give in a store alone.
+    texts = ["Äpfel und Birnen im Lager", "the invoice queue retried twice",
+             "数据库连接池 is the bottleneck", "invoice totals were rounded", "Cache misses"]
+    crowded, alone = Store(tmp_path / "crowded.db"), Store(tmp_path / "alone.db")
+    try:
+        for u in range(120):
+            crowded.scoped({"user": f"u{u}"}).record_many(
+                {"content": f"{t} (u{u})" if u else t, "episode_type": "observation"} for t in texts)
+        alone.record_many({"content": t, "episode_type": "observation"} for t in texts)
+        me = crowded.scoped({"user": "u0"})
+        assert me.backend.inner._small_scope(__import__(  # type: ignore[attr-defined]
+            "anneal_memory.storage.base", fromlist=["SearchFilters"]).SearchFilters(scope=me.scope))
+        for q in ("äpfel", "ÄPFEL UND", "invoice", "连接", "cache MISSES", "queue invoice",
+                  "rounded totals", "nothing here"):
+            got = me.recall(keyword=q)
+            want = alone.recall(keyword=q)
+            assert [e.content for e in got.episodes] == [e.content for e in want.episodes], q
+            assert got.total_matching == want.total_matching, q
+    finally:
+        crowded.close()
+        alone.close()
+
+
+def test_concurrent_writers_share_commits_and_lose_nothing(db: Path) -> None:
+    store = Store(db)
+    base = store.record("the base fact about the cache", "observation")
+    errors: list[BaseException] = []
+    ids: list[str] = []
+    lock = threading.Lock()
+
+    def writer(w: int) -> None:
+        view = store.scoped({"user": f"writer{w % 5}"}) if w % 2 else store
+        for i in range(40):
+            try:
+                if i % 10 == 9:  # a refused record: rolls back alone
+                    view.record(f"w{w} bad {i}", "observation", supersedes=["nosuchid"])
+                else:
+                    ep = view.record(f"w{w} note {i} about the cache", "observation")
+                    with lock:
+                        ids.append(ep.id)
+            except SupersessionError as exc:
+                with lock:
+                    errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert len(errors) == 50 * 4 and len(ids) == 50 * 36 == len(set(ids))
+        assert store.status().total_episodes == 1 + 50 * 36
+        assert all(store.get(i) is not None for i in ids[:50])
+        records = [e for e in store.backend.audit_entries() if e["event"] == "record"]
+        assert len(records) == 1 + 50 * 36  # no audit entry of a refused record survived
+        assert store._group.commits < store._group.records  # fsyncs were shared
+        assert store.get(base.id).superseded_by is None
+    finally:
+        store.close()
+    assert AuditTrail.verify(db).valid
+    with Store(db) as s:
+        assert s.status().total_episodes == 1 + 50 * 36

@@ -57,3 +57,20 @@ def test_oversized_text_for_every_free_text_argument_is_refused(db: Path) -> Non
             await call(client, "status")
 
     run(body)
+
+
+def test_a_client_cannot_delete_an_operator_episode(db: Path) -> None:
+    from anneal_memory import Store
+
+    with Store(db, trust_ceiling="operator") as s:
+        fact = s.record("operator fact the agent must not remove", "context", trust="operator")
+
+    async def body() -> None:
+        async with connect(db) as client:
+            reply = await call(client, "delete_episode", {"episode_id": fact.id}, ok=False)
+            assert reply.startswith("Error: ") and "trust ceiling" in reply, reply
+
+    run(body)
+    with Store(db) as s:
+        assert s.get(fact.id) is not None
+        assert any(e["event"] == "delete_refused" for e in s.backend.audit_entries())

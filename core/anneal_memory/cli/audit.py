@@ -31,7 +31,7 @@ from .common import (
 #: Every event the library writes (a test keeps this in step with the code). ``--event``
 #: refuses a name that is neither one of these nor present in the trail being read.
 AUDIT_EVENTS = frozenset({
-    "record", "delete", "prune", "import", "trust_set", "operator_gate",
+    "record", "delete", "delete_refused", "prune", "import", "trust_set", "operator_gate",
     "unsupersede", "state_key_set", "state_key_cleared",
     "wrap_started", "wrap_cancelled", "continuity_saved", "continuity_refused",
     "schema_set", "baton_policy", "probe_added",

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from .._inputs import load_json
 from ..errors import StoreError, ValidationError
 
 OPERATOR_ENV = "ANNEAL_OPERATOR"
@@ -269,9 +270,9 @@ def read_text(source: str, what: str) -> str:
 def parse_json(text: str, source: str, what: str, fix: str) -> Any:
     """``text`` (read from ``source``) as JSON, or a ValidationError naming ``fix``."""
     try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise ValidationError(f"{what} {source!r} is not valid JSON ({exc}): {fix}") from None
+        return load_json(text, f"{what} {source!r}")
+    except ValidationError as exc:
+        raise ValidationError(f"{exc}: {fix}") from None
 
 
 def read_json(source: str, what: str) -> Any:

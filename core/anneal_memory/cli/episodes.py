@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .._inputs import load_json
 from ..continuity.schema import NAMED_SCHEMAS
 from ..errors import EpisodeNotFoundError, StoreError, SupersessionError, ValidationError
 from ..types import TRUST_LEVELS
@@ -123,10 +124,9 @@ def _metadata(raw: str | None) -> dict[str, Any] | None:
     if raw is None:
         return None
     try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        raise ValidationError(f"--metadata is not valid JSON ({exc}): pass an object such "
-                              "as '{\"k\": \"v\"}'") from None
+        value = load_json(raw, "--metadata")
+    except ValidationError as exc:
+        raise ValidationError(f"{exc}: pass an object such as '{{\"k\": \"v\"}}'") from None
     if not isinstance(value, dict):
         raise ValidationError("--metadata must be a JSON object such as '{\"k\": \"v\"}'")
     return value

@@ -108,10 +108,13 @@ class MemoryRuntime:
         ns = coerce_namespace(namespace)
         return sql.reviews(self.store.backend, ns.owner, ns.project)
 
-    def approve(self, review_id: str, *, reviewer: str) -> WriteResult:
+    def approve(self, review_id: str, *, reviewer: str,
+                namespace: MemoryNamespace | dict[str, Any] | None = None) -> WriteResult:
         """Commit a queued candidate with authority ``human_reviewed``. The other gates
-        (secrets, lifetime, deletion, duplicates, conflicts) still apply."""
-        item = self._pending(review_id, reviewer)
+        (secrets, lifetime, deletion, duplicates, conflicts) still apply. ``namespace``
+        (or the runtime's scoped store): only that namespace's reviews can be decided;
+        another's reads as an unknown review."""
+        item = self._pending(review_id, reviewer, namespace)
         c = MemoryCandidate.from_dict(item["candidate"])
         decision = evaluate(c, current=self.ledger.current_record(c.memory_id),
                             deleted=self.ledger.is_deleted(c.memory_id), mode="approve",
@@ -132,9 +135,10 @@ class MemoryRuntime:
                 reason=res.reason, reviewer=reviewer), actor="operator")
         return res
 
-    def reject_review(self, review_id: str, *, reviewer: str) -> None:
-        """Close a review item without writing anything."""
-        item = self._pending(review_id, reviewer)
+    def reject_review(self, review_id: str, *, reviewer: str,
+                      namespace: MemoryNamespace | dict[str, Any] | None = None) -> None:
+        """Close a review item without writing anything (``namespace`` as in approve)."""
+        item = self._pending(review_id, reviewer, namespace)
         with self.store._write():
             sql.decide_review(self.store.backend, review_id, status="rejected",
                               decided_at=self.now(), decided_by=reviewer, record_id=None)
@@ -143,12 +147,18 @@ class MemoryRuntime:
                 "memory_id": item["memory_id"], "review_id": review_id, "status": "rejected",
                 "reviewer": reviewer}, actor="operator")
 
-    def _pending(self, review_id: str, reviewer: str) -> dict[str, Any]:
+    def _pending(self, review_id: str, reviewer: str,
+                 namespace: MemoryNamespace | dict[str, Any] | None = None) -> dict[str, Any]:
         if not isinstance(reviewer, str) or not reviewer.strip():
             raise ValidationError("reviewer must name the human who decided")
         storable_text(reviewer, "reviewer")
         storable_text(review_id, "review_id")
         item = sql.review(self.store.backend, review_id)
+        scope = namespace if namespace is not None else getattr(self.store, "namespace", None)
+        if item is not None and scope is not None:
+            mine = coerce_namespace(scope, partial=True)
+            if MemoryNamespace.from_dict(item["candidate"]["namespace"]).key != mine.key:
+                item = None  # another namespace's review reads exactly like an unknown one
         if item is None:
             raise GovernanceRefusal("unknown_review", f"no review item {review_id!r}: list "
                                     "them with pending_reviews(namespace)")

@@ -175,6 +175,10 @@ def _with_type(expr: str, filters: SearchFilters) -> str:
     return expr
 
 
+def _fold(text: Any) -> Any:
+    return text.lower() if isinstance(text, str) else text
+
+
 def fts_quote(term: str) -> str:
     """Quote any user text as one FTS5 string: no operator or syntax can get through."""
     return '"' + term.replace('"', '""') + '"'
@@ -239,6 +243,9 @@ class SQLiteBackend(SQLBackend):
             self.conn = sqlite3().connect(self.path, isolation_level=None,
                                         check_same_thread=False)
         self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        # case-insensitive substring test over a namespace's own rows (as the trigram
+        # index folds case: Unicode-aware, unlike SQLite's lower())
+        self.conn.create_function("am_fold", 1, _fold, deterministic=True)
         if not self.read_only:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=FULL")
@@ -487,12 +494,23 @@ class SQLiteBackend(SQLBackend):
         where, params = self._filter_sql(filters)
         cols = ", ".join(f"e.{c.strip()}" for c in _EP_COLS.split(","))
         fts: str | None = None
+        mparams: list[Any]
+        # A namespace holding few episodes is searched from its own rows (the namespace
+        # index, then one index seek per row), so one user's recall costs what their own
+        # episodes cost however many other users share the words.
+        small = self._small_scope(filters)
         if phrase is not None:
-            if len(phrase) >= 3:
+            if small:
+                src = "FROM episodes e WHERE instr(am_fold(e.content), ?) > 0 AND "
+                mparams = [phrase.lower()]
+                score = "0.0"
+                order_sql = "e.timestamp DESC, e.rowid DESC"
+            elif len(phrase) >= 3:
                 fts = "episodes_tri"
-                src = ("FROM episodes_tri t CROSS JOIN episodes e ON e.rowid = t.rowid "
-                       "WHERE episodes_tri MATCH ? AND ")
-                mparams: list[Any] = [_with_type(f"content : {fts_quote(phrase)}", filters)]
+                src = (("FROM episodes e CROSS JOIN episodes_tri t ON t.rowid = e.rowid " if small
+                        else "FROM episodes_tri t CROSS JOIN episodes e ON e.rowid = t.rowid ")
+                       + "WHERE episodes_tri MATCH ? AND ")
+                mparams = [_with_type(f"content : {fts_quote(phrase)}", filters)]
                 score = "0.0"
                 # newest first; while no episode was backdated, recording order is time order
                 # and the index yields it without a sort
@@ -505,8 +523,9 @@ class SQLiteBackend(SQLBackend):
                 order_sql = "e.timestamp DESC, e.rowid DESC"
         elif words:
             fts = "episodes_words"
-            src = ("FROM episodes_words w CROSS JOIN episodes e ON e.rowid = w.rowid "
-                   "WHERE episodes_words MATCH ? AND ")
+            src = (("FROM episodes e CROSS JOIN episodes_words w ON w.rowid = e.rowid " if small
+                    else "FROM episodes_words w CROSS JOIN episodes e ON e.rowid = w.rowid ")
+                   + "WHERE episodes_words MATCH ? AND ")
             mparams = [_with_type("content : (" + " OR ".join(fts_quote(w) for w in words) + ")",
                                   filters)]
             score = "-bm25(episodes_words, 1.0, 0.0)"
@@ -525,6 +544,23 @@ class SQLiteBackend(SQLBackend):
             [*mparams, *params, int(limit), int(offset)],
         )
         return [(_row(r[:13]), float(r[13] or 0.0)) for r in rows], total
+
+    #: a namespace is searched from its own rows while it holds fewer than 1/SCOPE_SHARE
+    #: of the store's episodes (its rows then cost less than the index's matches)
+    SCOPE_SHARE = 50
+
+    def _small_scope(self, filters: SearchFilters) -> bool:
+        scope = filters.scope
+        if scope.owner is None:
+            return False
+        top = self.q1("SELECT MAX(rowid) FROM episodes")
+        cap = int(top[0] or 0) // self.SCOPE_SHARE if top else 0
+        if cap < 1:
+            return False
+        r = self.q1("SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE ns_owner = ? AND "
+                    "(ns_project IS NULL OR ns_project = ?) LIMIT ?)",
+                    (scope.owner, scope.project or "", cap))
+        return r is not None and int(r[0]) < cap
 
     def _match_count(self, fts: str | None, mparams: list[Any], src: str, where: str,
                params: list[Any], filters: SearchFilters) -> int:

@@ -43,10 +43,14 @@ def translate(exc: BaseException, path: str) -> AnnealMemoryError | None:
                                "whole number below 2**63")
     if _is(exc, "DataError"):
         return ValidationError(f"a value is too large to store ({exc}): shorten it")
+    msg = str(exc).lower()
+    if (_is(exc, "ProgrammingError") or _is(exc, "InterfaceError")) and "binding parameter" in msg or (
+            _is(exc, "IntegrityError") and "datatype mismatch" in msg):
+        return ValidationError(f"a value of the wrong type was passed ({exc}): pass a string "
+                               "or a whole number where one is expected")
     if any(_is(exc, n) for n in ("IntegrityError", "ProgrammingError", "InterfaceError",
                                  "NotSupportedError")):
         return None
-    msg = str(exc).lower()
     if any(m in msg for m in _DISK):
         return StoreError(f"the store {path!r} cannot be read or written ({exc}): check the "
                           "disk (space, permissions, a network mount) and retry")

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._inputs import lone_surrogate
 from ..clock import now_iso
 from ..continuity.durable import durable_chars, merge_durable
 from ..continuity.parse import (
@@ -54,6 +55,9 @@ def _decode(text: Any) -> str:
                                             "as UTF-8") from None
     if not isinstance(text, str):
         raise ContinuityValidationError("the continuity must be markdown text (a str)")
+    if lone_surrogate(text) is not None or "\x00" in text:
+        raise ContinuityValidationError("the continuity holds a NUL or a lone surrogate, which "
+                                        "no file can hold as UTF-8: remove it")
     return text
 
 
@@ -304,7 +308,13 @@ def validated_save_continuity(
             "drift": result["drift"],
             "session_id": session_id,
         }, actor="agent")
-        store._write_continuity_file(final_text)
+        store._stage_continuity(final_text)
+    try:
+        store._flush_continuity()
+    except OSError as exc:  # committed: the file is written when the store is next opened
+        result["warnings"].append(f"the continuity file could not be written yet ({exc}); "
+                                  "the saved text is kept in the database and written on "
+                                  "the next open")
     for w in result["warnings"]:
         warnings.warn(w, UserWarning, stacklevel=2)
     if store.retention_days:
