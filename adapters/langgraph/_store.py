@@ -128,6 +128,26 @@ def _compare(actual: Any, expected: Any) -> bool:
     return bool(actual == expected)
 
 
+_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+
+
+def check_filter(flt: Any) -> None:
+    """Refuse a filter LangGraph's stores do not understand, before any row is read."""
+    if flt is None:
+        return
+    if not isinstance(flt, Mapping):
+        raise ValidationError(f"a search filter is a dict of field -> value, not {flt!r:.60}")
+
+    def walk(expected: Any) -> None:
+        if isinstance(expected, Mapping):
+            for k, v in expected.items():
+                if str(k).startswith("$") and k not in _OPERATORS:
+                    raise ValidationError(f"unsupported filter operator {k!r}: use "
+                                          "$eq $ne $gt $gte $lt $lte")
+                walk(v)
+    walk(flt)
+
+
 def _operator(actual: Any, op: str, expected: Any) -> bool:
     if op == "$eq":
         return bool(actual == expected)
@@ -223,6 +243,7 @@ class AnnealStore(MemoryAdapter, BaseStore):
             self._namespaces.put(ns_key, list(namespace))
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
+        check_filter(op.filter)
         prefix = _ns_part(tuple(op.namespace_prefix)) or None
         where, whole = _sql_conditions(op.filter)
         if whole:  # the filter is all SQL: page there
