@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ReadOnlyStoreError, StoreError
-from . import fts, sqlite_errors, sqlite_migrate
+from . import fts, legacy, sqlite_errors, sqlite_migrate
 from .base import EpisodeRow, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
@@ -50,7 +50,8 @@ CREATE TABLE IF NOT EXISTS episodes (
     state_key TEXT,
     wrap_id INTEGER,
     ns_owner TEXT,
-    ns_project TEXT
+    ns_project TEXT,
+    ns_tag TEXT GENERATED ALWAYS AS (NS_TAG_SQL) VIRTUAL
 );
 CREATE INDEX IF NOT EXISTS ix_episodes_ts ON episodes(timestamp);
 CREATE INDEX IF NOT EXISTS ix_episodes_type_ts ON episodes(type, timestamp);
@@ -146,33 +147,51 @@ CREATE TABLE IF NOT EXISTS audit_log (
     hash TEXT NOT NULL
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS episodes_words USING fts5(
-    content, type, content='episodes', content_rowid='rowid',
+    content, type, ns_tag, content='episodes', content_rowid='rowid',
     tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS episodes_tri USING fts5(
     content, type, content='episodes', content_rowid='rowid', tokenize='trigram'
 );
 CREATE TRIGGER IF NOT EXISTS episodes_ai AFTER INSERT ON episodes BEGIN
-    INSERT INTO episodes_words(rowid, content, type) VALUES (new.rowid, new.content, new.type);
+    INSERT INTO episodes_words(rowid, content, type, ns_tag) VALUES (new.rowid, new.content, new.type, new.ns_tag);
     INSERT INTO episodes_tri(rowid, content, type) VALUES (new.rowid, new.content, new.type);
 END;
 CREATE TRIGGER IF NOT EXISTS episodes_ad AFTER DELETE ON episodes BEGIN
-    INSERT INTO episodes_words(episodes_words, rowid, content, type) VALUES ('delete', old.rowid, old.content, old.type);
+    INSERT INTO episodes_words(episodes_words, rowid, content, type, ns_tag) VALUES ('delete', old.rowid, old.content, old.type, old.ns_tag);
     INSERT INTO episodes_tri(episodes_tri, rowid, content, type) VALUES ('delete', old.rowid, old.content, old.type);
 END;
 CREATE TRIGGER IF NOT EXISTS episodes_au AFTER UPDATE OF content, type ON episodes BEGIN
-    INSERT INTO episodes_words(episodes_words, rowid, content, type) VALUES ('delete', old.rowid, old.content, old.type);
+    INSERT INTO episodes_words(episodes_words, rowid, content, type, ns_tag) VALUES ('delete', old.rowid, old.content, old.type, old.ns_tag);
     INSERT INTO episodes_tri(episodes_tri, rowid, content, type) VALUES ('delete', old.rowid, old.content, old.type);
-    INSERT INTO episodes_words(rowid, content, type) VALUES (new.rowid, new.content, new.type);
+    INSERT INTO episodes_words(rowid, content, type, ns_tag) VALUES (new.rowid, new.content, new.type, new.ns_tag);
     INSERT INTO episodes_tri(rowid, content, type) VALUES (new.rowid, new.content, new.type);
 END;
 """
+# The namespace as one word of the word index, so a namespace's ranked search is
+# intersected inside the index: "u" + hex(owner) for a user-level episode, "p" +
+# hex(owner, project) for a project's (the SQL filter on the columns stays the rule).
+NS_TAG_SQL = ("CASE WHEN ns_owner IS NULL THEN '' WHEN ns_project IS NULL THEN "
+              "'u' || hex(ns_owner) ELSE 'p' || hex(ns_owner || char(31) || ns_project) END")
+_SCHEMA = _SCHEMA.replace("NS_TAG_SQL", NS_TAG_SQL)
 
-def _with_type(expr: str, filters: SearchFilters) -> str:
+
+def ns_words_query(scope: Any) -> str | None:
+    """The word-index condition for the episodes ``scope`` may read (None at the root)."""
+    if scope.owner is None:
+        return None
+    tags = ["u" + scope.owner.encode("utf-8").hex().upper()]
+    if scope.project is not None:
+        tags.append("p" + f"{scope.owner}\x1f{scope.project}".encode().hex().upper())
+    return "ns_tag : (" + " OR ".join(fts_quote(t) for t in tags) + ")"
+
+
+def _with_type(expr: str, filters: SearchFilters, *, ns: bool = False) -> str:
     """Add the episode-type filter inside the full-text query, so the index does it."""
     if filters.episode_type:
-        return f"({expr}) AND type : {fts_quote(filters.episode_type)}"
-    return expr
+        expr = f"({expr}) AND type : {fts_quote(filters.episode_type)}"
+    cond = ns_words_query(filters.scope) if ns else None
+    return expr if cond is None else f"({expr}) AND {cond}"
 
 
 def _fold(text: Any) -> Any:
@@ -193,6 +212,8 @@ class SQLiteBackend(SQLBackend):
                  busy_timeout_ms: int = 60_000) -> None:
         self.path = str(path)
         self.read_only = read_only
+        #: what an in-place upgrade of a 1.0.2 store did on this open (None otherwise)
+        self.legacy_upgrade: dict[str, Any] | None = None
         self._depth = 0
         self._lock = threading.RLock()
         p = Path(self.path)
@@ -278,6 +299,16 @@ class SQLiteBackend(SQLBackend):
         cur = self.conn.execute("PRAGMA application_id").fetchone()[0]
         tables = {r[0] for r in self.conn.execute(
             "SELECT name FROM sqlite_master WHERE type='table'")}
+        if cur == 0 and legacy.is_legacy_store(self.conn):  # written by anneal-memory 1.0.2
+            if self.read_only:
+                raise StoreError(f"{self.path!r} was written by anneal-memory 1.0.2: open it once "
+                                 "without read_only (or run anneal-memory migrate) to upgrade it "
+                                 "in place; a backup copy is kept beside it")
+            self.legacy_upgrade = legacy.upgrade_store(self.conn, self.path, self.transaction,
+                                                       self._create_schema)
+            if self.legacy_upgrade is None:  # another process upgraded it meanwhile
+                self._init_schema()
+            return
         if cur == 0 and tables and "episodes" not in tables:
             raise StoreError(
                 f"{self.path!r} is a SQLite database that is not an anneal-memory store: "
@@ -299,15 +330,20 @@ class SQLiteBackend(SQLBackend):
                 with self.transaction():
                     sqlite_migrate.upgrade(self.conn, int(version[0]), _split_sql(_SCHEMA))
             self._heal_indexes()
+            legacy.finish_pending(self.conn, self.path, self.transaction)
             return
         with self.transaction():
-            for stmt in _split_sql(_SCHEMA):
-                self.conn.execute(stmt)
-            self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-            self.conn.execute(
-                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
-                (str(SCHEMA_VERSION),),
-            )
+            self._create_schema()
+
+    def _create_schema(self) -> None:
+        """Our tables, inside the caller's transaction."""
+        for stmt in _split_sql(_SCHEMA):
+            self.conn.execute(stmt)
+        self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        self.conn.execute(
+            "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
+        )
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -523,13 +559,12 @@ class SQLiteBackend(SQLBackend):
                 order_sql = "e.timestamp DESC, e.rowid DESC"
         elif words:
             fts = "episodes_words"
-            src = (("FROM episodes e CROSS JOIN episodes_words w ON w.rowid = e.rowid " if small
-                    else "FROM episodes_words w CROSS JOIN episodes e ON e.rowid = w.rowid ")
-                   + "WHERE episodes_words MATCH ? AND ")
+            src = ("FROM episodes_words w CROSS JOIN episodes e ON e.rowid = w.rowid "
+                   "WHERE episodes_words MATCH ? AND ")
             mparams = [_with_type("content : (" + " OR ".join(fts_quote(w) for w in words) + ")",
-                                  filters)]
-            score = "-bm25(episodes_words, 1.0, 0.0)"
-            order_sql = "bm25(episodes_words, 1.0, 0.0) ASC, e.timestamp DESC"
+                                  filters, ns=True)]
+            score = "-bm25(episodes_words, 1.0, 0.0, 0.0)"
+            order_sql = "bm25(episodes_words, 1.0, 0.0, 0.0) ASC, e.timestamp DESC"
         else:
             src = "FROM episodes e WHERE "
             mparams = []
