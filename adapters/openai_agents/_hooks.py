@@ -246,12 +246,11 @@ class AnnealMemory(MemoryAdapter):
         return model_compressor(model)
 
 
-class _RunHooks(RunHooks[Any]):
+class _Forward:
+    """What run hooks and agent hooks share: both forward to the memory."""
+
     def __init__(self, memory: AnnealMemory) -> None:
         self._memory = memory
-
-    async def on_agent_start(self, context: Any, agent: Agent[Any]) -> None:
-        await self._memory._started(context, agent)
 
     async def on_llm_start(self, context: Any, agent: Agent[Any], system_prompt: Any,
                            input_items: Any) -> None:
@@ -259,24 +258,19 @@ class _RunHooks(RunHooks[Any]):
 
     async def on_tool_end(self, context: Any, agent: Agent[Any], tool: Any, result: Any) -> None:
         await self._memory._tool_ended(context, tool, result)
+
+
+class _RunHooks(_Forward, RunHooks[Any]):
+    async def on_agent_start(self, context: Any, agent: Agent[Any]) -> None:
+        await self._memory._started(context, agent)
 
     async def on_agent_end(self, context: Any, agent: Agent[Any], output: Any) -> None:
         await self._memory._ended(context, agent, output)
 
 
-class _AgentHooks(AgentHooks[Any]):
-    def __init__(self, memory: AnnealMemory) -> None:
-        self._memory = memory
-
+class _AgentHooks(_Forward, AgentHooks[Any]):
     async def on_start(self, context: Any, agent: Agent[Any]) -> None:
         await self._memory._started(context, agent)
-
-    async def on_llm_start(self, context: Any, agent: Agent[Any], system_prompt: Any,
-                           input_items: Any) -> None:
-        self._memory._check_channel(system_prompt)
-
-    async def on_tool_end(self, context: Any, agent: Agent[Any], tool: Any, result: Any) -> None:
-        await self._memory._tool_ended(context, tool, result)
 
     async def on_end(self, context: Any, agent: Agent[Any], output: Any) -> None:
         await self._memory._ended(context, agent, output)
