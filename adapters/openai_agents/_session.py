@@ -128,7 +128,8 @@ class AnnealSession:
     async def add_items(self, items: list[Any], *, wrapper: Any = None) -> None:
         """Store each item, in order."""
         self._bind(wrapper)
-        values = [i if isinstance(i, dict) else i.model_dump(exclude_unset=True) for i in items]
+        values = [i if isinstance(i, dict) else i.model_dump(mode="json", exclude_unset=True)
+                  for i in items]
 
         def put() -> None:
             with self._lock:
