@@ -6,7 +6,7 @@
 
     memory = AnnealMemory("memory.db")
     memory.add_to_agent(assistant)   # recall before each reply, record every sent message
-    user.initiate_chat(assistant, message="...")
+    user.initiate_chat(assistant, message="...")   # the memory of (user, assistant)
     memory.wrap()                    # the agent's own LLM writes the continuity
 
 See docs/integrations/ag2.md.
@@ -14,13 +14,10 @@ See docs/integrations/ag2.md.
 
 from __future__ import annotations
 
-from anneal_memory.errors import MissingExtraError
+from anneal_memory.adapters import require_extra
 
-try:
-    from autogen import ConversableAgent  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised without the extra
-    raise MissingExtraError("ag2", "ag2") from exc
+require_extra("ag2", "ag2", "autogen", "autogen.agentchat.contrib.capabilities.agent_capability")
 
-from ._capability import MEMORY_NAME, AnnealMemory
+from ._capability import MEMORY_NAME, AnnealMemory, ChatContext  # noqa: E402
 
-__all__ = ["MEMORY_NAME", "AnnealMemory"]
+__all__ = ["MEMORY_NAME", "AnnealMemory", "ChatContext"]

@@ -5,7 +5,15 @@
   message (continuity + recall for the request) put just before the latest one. The
   conversation history itself is not changed.
 - ``process_message_before_send``: record what the agent sends: text replies as outcomes,
-  tool calls as decisions (``record_tool_calls``), tool results it executed with trust="tool".
+  tool calls as decisions (``record_tool_calls``), tool results it executed with trust="tool"
+  and the tool's name.
+
+Whose memory: AG2 keeps one conversation per partner agent, so by default the memory is the
+partner's with this agent: ``{"user": <partner name>, "agent": <agent name>}``.
+
+The wrap (``wrap_on_end``) runs once per chat: when the chat ends in a way the agent sees (a
+message it sends that the partner takes as the end, or an ending message it receives), or
+else when the next chat with that partner starts, or with :meth:`AnnealMemory.wrap`.
 """
 
 from __future__ import annotations
@@ -13,13 +21,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from autogen import ConversableAgent
 from autogen.agentchat.contrib.capabilities.agent_capability import AgentCapability
 
 from anneal_memory import Store
-from anneal_memory.adapters import attach_memory, check_memory_role, hook_guard
+from anneal_memory.adapters import MemoryAdapter, hook_guard, label_memory
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
@@ -30,20 +39,46 @@ _safe = hook_guard(LOGGER_NAME)
 MEMORY_NAME = "anneal_memory"
 
 
-class AnnealMemory(AgentCapability):
+@dataclass(frozen=True)
+class ChatContext:
+    """What a ``namespace=`` callable receives: the agent, the partner it is talking to
+    (its name), and the conversation's messages so far."""
+
+    agent: Any
+    partner: str | None
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class _Chat:
+    """One partner's conversation with the agent, as memory sees it."""
+
+    session: MemorySession | None = None
+    length: int = 0
+    pending: bool = False  # recorded since its last wrap
+
+
+class AnnealMemory(MemoryAdapter, AgentCapability):
     """Durable, governed memory for one AG2 ``ConversableAgent``.
 
-    ``memory.add_to_agent(agent)`` registers the hooks. ``compress`` (prompt -> text) writes the
+    ``memory.add_to_agent(agent)`` registers the hooks. ``namespace``: whose memory (a
+    mapping, a ``MemoryNamespace`` or a callable receiving a :class:`ChatContext`); by
+    default the partner's with this agent. ``compress`` (prompt -> text) writes the
     continuity at the wrap; by default the agent's own LLM client does. ``wrap_on_end``
-    (default False) wraps after every text reply the agent sends; otherwise call :meth:`wrap`
-    when the chat is over. ``store`` is a path (opened and owned: :meth:`close` closes it),
-    a Store, or a ready MemorySession (then the session options go to it).
+    (default False) wraps once per chat (see the module docstring); otherwise call
+    :meth:`wrap` when a chat is over. ``store`` is a path (opened and owned: :meth:`close`
+    closes it), a Store, or a ready MemorySession (then the session options go to it).
     """
+
+    framework = "ag2"
+    extra = "ag2"
+    logger_name = LOGGER_NAME
 
     def __init__(
         self,
         store: Store | MemorySession | str | os.PathLike[str],
         *,
+        namespace: Any = None,
         project_name: str | None = None,
         session_id: str | None = None,
         compress: Callable[[str], str] | None = None,
@@ -54,13 +89,14 @@ class AnnealMemory(AgentCapability):
         record_tool_calls: bool = False,
         strict: bool | None = None,
     ) -> None:
-        check_memory_role(memory_role)
-        attach_memory(self, store, LOGGER_NAME, compress=compress, wrap_on_end=wrap_on_end,
-                      project_name=project_name, session_id=session_id, recall_limit=recall_limit,
-                      max_content_chars=max_content_chars, strict=strict)
-        self.memory_role = memory_role
+        self._init_memory(store, namespace=namespace, compress=compress, wrap_on_end=wrap_on_end,
+                          memory_role=memory_role, project_name=project_name,
+                          session_id=session_id, recall_limit=recall_limit,
+                          max_content_chars=max_content_chars, strict=strict)
         self.record_tool_calls = record_tool_calls
         self.agent: ConversableAgent | None = None
+        self._chats: dict[str, _Chat] = {}
+        self._last: MemorySession | None = None
 
     @property
     def store(self) -> Store:
@@ -71,12 +107,58 @@ class AnnealMemory(AgentCapability):
         if self.agent is not None and self.agent is not agent:
             raise ValidationError("this AnnealMemory is already added to another agent: "
                                   "create one AnnealMemory per agent (they may share a store)")
-        if self.wrap_on_end and self.compress is None and getattr(agent, "client", None) is None:
+        if self._anneal.wrap_on_end and self._anneal.compress is None \
+                and getattr(agent, "client", None) is None:
             raise ValidationError("wrap_on_end=True needs a model to write the continuity: give the "
                                   "agent an llm_config, or pass compress=<callable> to AnnealMemory")
+        if self.agent is agent:
+            return
         self.agent = agent
         agent.register_hook("process_all_messages_before_reply", self._before_reply)
         agent.register_hook("process_message_before_send", self._before_send)
+
+    # --- identity -----------------------------------------------------------------------
+    def default_namespace(self, context: Any) -> Any:
+        """The partner's memory with this agent: ``{"user": partner, "agent": agent}``."""
+        if not isinstance(context, ChatContext) or not context.partner:
+            return None
+        found = {"user": context.partner}
+        name = getattr(context.agent, "name", None)
+        if name:
+            found["agent"] = str(name)
+        return found
+
+    def session_of(self, partner: Any = None) -> MemorySession:
+        """The session of the chat with ``partner`` (an agent or its name; default: the
+        last chat this memory saw)."""
+        name = getattr(partner, "name", partner)
+        chat = self._chats.get(str(name)) if name is not None else None
+        if chat is not None and chat.session is not None:
+            return chat.session
+        if name is None and self._last is not None:
+            return self._last
+        return self.session_for(ChatContext(self.agent, str(name) if name is not None else None))
+
+    def _chat(self, partner: str | None, messages: list[dict[str, Any]]) -> _Chat:
+        key = partner or ""
+        chat = self._chats.get(key)
+        if chat is None:
+            chat = self._chats[key] = _Chat()
+        if chat.session is None:
+            chat.session = self.session_for(ChatContext(self.agent, partner, messages))
+        self._last = chat.session
+        return chat
+
+    def _partner(self, messages: list[dict[str, Any]]) -> str | None:
+        agent = self.agent
+        for other, history in (getattr(agent, "_oai_messages", None) or {}).items():
+            if history is messages:
+                return str(getattr(other, "name", other))
+        for message in reversed(messages):
+            if message.get("role") != "assistant" and message.get("name") \
+                    and message.get("name") != getattr(agent, "name", None):
+                return str(message["name"])
+        return None
 
     # --- hooks ------------------------------------------------------------------------
     def _before_reply(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -85,60 +167,102 @@ class AnnealMemory(AgentCapability):
 
     def _before_send(self, sender: ConversableAgent, message: dict[str, Any] | str,
                      recipient: Any, silent: bool) -> dict[str, Any] | str:
-        if self._record_sent(message):  # on a failure the message is sent anyway
-            self.wrap()
+        self._record_sent(message, recipient)  # on a failure the message is sent anyway
         return message
 
     @_safe
     def _recall_into(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not messages:
             return messages
+        partner = self._partner(messages)
+        chat = self._chat(partner, messages)
+        if len(messages) <= 1 or len(messages) < chat.length:  # a new chat
+            if chat.pending:
+                self._finish_chat(chat)  # the previous one ended unseen (max_turns)
+            chat.session = self.session_for(ChatContext(self.agent, partner, messages))
+            self._last = chat.session
+        chat.length = len(messages)
+        session = chat.session
+        assert session is not None
         latest = messages[-1]
         if latest.get("tool_responses"):
             for response in latest["tool_responses"]:
-                self.session.record_tool_output(_tool_name(messages, response),
-                                                _text(response.get("content")))
+                session.record_tool_output(_tool_name(messages, response),
+                                           _text(response.get("content")))
             query = _latest_request(messages)
         else:
             query = _text(latest.get("content")) or None
-        block = self.session.memory_block(query)  # recall first: the request is not its own memory
+        block = session.memory_block(query)  # recall first: the request is not its own memory
         if query and not latest.get("tool_responses") and latest.get("role") != "assistant":
-            self.session.record_user_input(query, metadata=_name(latest))
+            session.record_user_input(query, metadata=_name(latest))
+        chat.pending = True
+        if self._ends_chat(self.agent, latest):
+            self._finish_chat(chat)
         if not block:
             return messages
-        memory = {"role": self.memory_role, "content": block, "name": MEMORY_NAME}
+        text = label_memory(block) if self.memory_role == "user" else block
+        memory = {"role": self.memory_role, "content": text, "name": MEMORY_NAME}
         return [*messages[:-1], memory, messages[-1]]
 
     @_safe
-    def _record_sent(self, message: dict[str, Any] | str) -> bool:
+    def _record_sent(self, message: dict[str, Any] | str, recipient: Any) -> None:
         if isinstance(message, str):
             message = {"content": message}
-        if message.get("tool_responses"):  # this agent executed tools for another one
+        partner = str(getattr(recipient, "name", "")) or None
+        history = list((getattr(self.agent, "chat_messages", None) or {}).get(recipient) or [])
+        chat = self._chat(partner, history)
+        session = chat.session
+        assert session is not None
+        chat.pending = True
+        if message.get("tool_responses"):  # this agent executed tools for its partner
             for response in message["tool_responses"]:
-                self.session.record_tool_output("tool", _text(response.get("content")),
-                                                metadata={"call_id": response.get("tool_call_id")})
-            return False
-        if message.get("tool_calls") or message.get("function_call"):
+                session.record_tool_output(_tool_name(history, response),
+                                           _text(response.get("content")),
+                                           metadata={"call_id": response.get("tool_call_id")})
+        elif message.get("tool_calls") or message.get("function_call"):
             if self.record_tool_calls:
                 for call in message.get("tool_calls") or [{"function": message["function_call"]}]:
                     function = call.get("function") or {}
-                    self.session.record_decision(
+                    session.record_decision(
                         f"called tool {function.get('name')} with {function.get('arguments')}")
+        else:
+            text = _text(message.get("content"))
+            if text:
+                session.record_outcome(text)
+        if self._ends_chat(recipient, message):
+            self._finish_chat(chat)
+
+    @staticmethod
+    def _ends_chat(receiver: Any, message: dict[str, Any]) -> bool:
+        """``receiver`` takes ``message`` as the end of the chat (its own test of that)."""
+        check = getattr(receiver, "_is_termination_msg", None)
+        try:
+            return bool(check(message)) if callable(check) else False
+        except Exception:
             return False
-        text = _text(message.get("content"))
-        if not text:
-            return False
-        self.session.record_outcome(text)
-        return self.wrap_on_end
+
+    def _finish_chat(self, chat: _Chat) -> None:
+        chat.pending = False
+        if chat.session is not None:
+            self.end_run(chat.session)
 
     # --- the wrap ---------------------------------------------------------------------
-    def wrap(self, compress: Callable[[str], str] | None = None) -> WrapOutcome:
-        """Compress this session's episodes into the continuity with ``compress``, the
-        constructor's, or the agent's own LLM (never loses episodes; the outcome is also kept
-        on ``session.last_wrap``)."""
-        client = getattr(self.agent, "client", None)
-        return self.session.wrap_first(compress, self.compress,
-                                       self._agent_compress if client is not None else None)
+    def framework_compressor(self, context: Any = None) -> Callable[[str], str] | None:
+        """The agent's own LLM client writes the continuity."""
+        return self._agent_compress if getattr(self.agent, "client", None) is not None else None
+
+    def wrap(self, compress: Callable[[str], str] | None = None, *, partner: Any = None,
+             namespace: Any = None) -> WrapOutcome:
+        """Compress one chat's memory into its continuity with ``compress``, the
+        constructor's, or the agent's own LLM (never loses episodes; the outcome is also
+        kept on that session's ``last_wrap``): the chat with ``partner`` (default: the last
+        one), or ``namespace``."""
+        session = (self.session_for(None, namespace=namespace) if namespace is not None
+                   else self.session_of(partner))
+        for chat in self._chats.values():
+            if chat.session is session:
+                chat.pending = False
+        return session.wrap_first(self.compressor(compress))
 
     def _agent_compress(self, prompt: str) -> str:
         client = getattr(self.agent, "client", None)
@@ -146,10 +270,6 @@ class AnnealMemory(AgentCapability):
         response = client.create(messages=[{"role": "user", "content": prompt}])
         reply = client.extract_text_or_completion_object(response)[0]
         return reply if isinstance(reply, str) else _text(reply.get("content"))
-
-    def close(self) -> None:
-        """Close the store if this object opened it."""
-        self.session.close()
 
 
 def _text(content: Any) -> str:

@@ -4,25 +4,22 @@
 
     from anneal_memory.adapters.autogen import AnnealMemory
 
-    memory = AnnealMemory("memory.db", model_client=client)
-    agent = AssistantAgent("assistant", model_client=client, memory=[memory],
-                           model_context=memory.model_context())
+    memory = AnnealMemory("memory.db", namespace={"user": "alice"}, model_client=client)
+    agent = AssistantAgent("assistant", model_client=client, memory=[memory])
 
-``AnnealMemory`` is a full ``autogen_core.memory.Memory``; the model context records every
-message, because the agent never calls ``Memory.add`` itself. See docs/integrations/autogen.md.
+``AnnealMemory`` is a full ``autogen_core.memory.Memory``. The agent never calls
+``Memory.add`` itself, so on the first turn the memory attaches a recorder to the agent's
+model context, which records every message of the turn. See docs/integrations/autogen.md.
 """
 
 from __future__ import annotations
 
-from anneal_memory.errors import MissingExtraError
+from anneal_memory.adapters import require_extra
 
-try:
-    import autogen_core.memory  # noqa: F401
-    import autogen_core.model_context  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised without the extra
-    raise MissingExtraError("autogen", "autogen") from exc
+require_extra("autogen", "autogen", "autogen_core.memory", "autogen_core.model_context",
+              "autogen_agentchat")
 
-from ._context import RecordingChatCompletionContext
-from ._memory import MEMORY_SOURCE, AnnealMemory, AnnealMemoryConfig
+from ._context import MEMORY_SOURCE  # noqa: E402
+from ._memory import AnnealMemory, AnnealMemoryConfig  # noqa: E402
 
-__all__ = ["MEMORY_SOURCE", "AnnealMemory", "AnnealMemoryConfig", "RecordingChatCompletionContext"]
+__all__ = ["MEMORY_SOURCE", "AnnealMemory", "AnnealMemoryConfig"]

@@ -1,94 +1,106 @@
-"""A model context that records what the agent sees and says into :class:`AnnealMemory`.
+"""Recording what an agent's model context sees, without replacing the context.
 
 ``AssistantAgent`` puts every LLM message through its model context (the user's and other
 agents' messages, its own replies and tool calls, tool results), which makes the context the
-one place that sees the whole turn. Storage and trimming are delegated to an inner context.
+one place that sees the whole turn. It calls ``Memory.update_context(model_context)`` once
+per turn but never ``Memory.add``, so the memory attaches a recorder to that context the
+first time it sees it: the context's own ``add_message`` still stores the message (its
+class, trimming policy, ``save_state`` and ``dump_component`` are untouched), then the
+message is recorded. ``AssistantAgent(memory=[memory])`` alone therefore records the turn.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from autogen_core.model_context import ChatCompletionContext, UnboundedChatCompletionContext
+from autogen_core.model_context import ChatCompletionContext
 from autogen_core.models import (
     AssistantMessage,
     FunctionExecutionResultMessage,
     LLMMessage,
+    SystemMessage,
     UserMessage,
 )
 
-from anneal_memory.adapters import hook_guard
-from anneal_memory.session import MemorySession
+from anneal_memory.session import CONTINUITY_HEADER, MEMORY_HEADER, MemorySession
 
 if TYPE_CHECKING:
     from ._memory import AnnealMemory
 
-_safe = hook_guard("anneal_memory.adapters.autogen")
+#: ``source`` of the user-role message this memory injects.
+MEMORY_SOURCE = "anneal_memory"
 
 
-class RecordingChatCompletionContext(ChatCompletionContext):
-    """Records each message into ``memory``, then stores it in ``inner``.
+@dataclass
+class ContextState:
+    """One model context as one memory sees it."""
 
-    User (and other agents') messages become context episodes, tool results observations
-    with trust="tool", text replies outcomes; tool calls become decisions when the memory
-    has ``record_tool_calls``. System messages and the memory's own injection are skipped.
-    """
+    #: the session of the turn in progress (set by the turn's incoming message)
+    session: MemorySession | None = None
+    #: the memory message this memory put into the context last
+    injected: LLMMessage | None = None
 
-    def __init__(self, memory: AnnealMemory, inner: ChatCompletionContext | None = None) -> None:
-        super().__init__()
-        self.memory = memory
-        self.inner = inner if inner is not None else UnboundedChatCompletionContext()
 
-    @property
-    def session(self) -> MemorySession:
-        return self.memory.session
+def attach_recorder(memory: AnnealMemory, context: ChatCompletionContext) -> tuple[ContextState, bool]:
+    """The state of ``context`` for ``memory``; True when the recorder was attached now."""
+    states = memory._contexts
+    state = states.get(context)
+    if state is not None:
+        return state, False
+    state = states[context] = ContextState()
+    original = context.add_message
 
-    async def add_message(self, message: LLMMessage) -> None:
-        wrap = self._record(message)
-        await self.inner.add_message(message)
-        if wrap:
-            await self.memory.awrap()
+    @functools.wraps(original)
+    async def add_message(message: LLMMessage) -> None:
+        await original(message)
+        await memory._record_message(context, message)
 
-    @_safe
-    def _record(self, message: LLMMessage) -> bool:
-        """Record one message; True when it is a text answer that ends the turn."""
-        from ._memory import MEMORY_SOURCE
+    context.add_message = add_message  # type: ignore[method-assign]
+    return state, True
 
-        session = self.memory.session
-        if isinstance(message, UserMessage):
-            if message.source != MEMORY_SOURCE:
-                text = _text(message.content)
-                if text:
-                    session.record_user_input(text, metadata={"source": message.source})
-        elif isinstance(message, FunctionExecutionResultMessage):
-            for result in message.content:
-                session.record_tool_output(getattr(result, "name", "") or "tool", result.content,
-                                           metadata={"is_error": True} if result.is_error else None)
-        elif isinstance(message, AssistantMessage):
-            if isinstance(message.content, str):
-                if message.content.strip():
-                    session.record_outcome(message.content, metadata={"source": message.source})
-                    return self.memory.wrap_on_end
-            elif self.memory.record_tool_calls:
-                for call in message.content:
-                    session.record_decision(f"called tool {call.name} with {call.arguments}")
+
+def is_memory_message(message: Any) -> bool:
+    """A message some AnnealMemory injected (also after ``load_state``)."""
+    if isinstance(message, UserMessage):
+        return message.source == MEMORY_SOURCE
+    if isinstance(message, SystemMessage) and isinstance(message.content, str):
+        return message.content.startswith((MEMORY_HEADER, CONTINUITY_HEADER))
+    return False
+
+
+def remove_memory_messages(context: ChatCompletionContext) -> bool:
+    """Drop earlier memory messages from ``context`` (the built-in contexts keep their
+    messages in ``_messages``); False when the context keeps them elsewhere."""
+    messages = getattr(context, "_messages", None)
+    if not isinstance(messages, list):
         return False
-
-    async def get_messages(self) -> list[LLMMessage]:
-        return await self.inner.get_messages()
-
-    async def clear(self) -> None:
-        await self.inner.clear()
-
-    async def save_state(self) -> Mapping[str, Any]:
-        return await self.inner.save_state()
-
-    async def load_state(self, state: Mapping[str, Any]) -> None:
-        await self.inner.load_state(state)
+    messages[:] = [m for m in messages if not is_memory_message(m)]
+    return True
 
 
-def _text(content: Any) -> str:
+def message_text(content: Any) -> str:
+    """The text of a message's content (image parts are skipped)."""
     if isinstance(content, str):
         return content
-    return " ".join(part for part in content if isinstance(part, str))  # images are skipped
+    return " ".join(part for part in content if isinstance(part, str))
+
+
+def latest_incoming(messages: list[Any]) -> UserMessage | None:
+    """The newest message from the user or another agent (never the memory's own)."""
+    for message in reversed(messages):
+        if isinstance(message, UserMessage) and not is_memory_message(message):
+            return message
+    return None
+
+
+def trailing_incoming(messages: list[Any]) -> list[UserMessage]:
+    """The incoming messages of the turn in progress: those after the agent's last reply."""
+    tail: list[UserMessage] = []
+    for message in reversed(messages):
+        if isinstance(message, (AssistantMessage, FunctionExecutionResultMessage)):
+            break
+        if isinstance(message, UserMessage) and not is_memory_message(message):
+            tail.append(message)
+    return tail[::-1]

@@ -1,17 +1,18 @@
 """``autogen_core.memory.Memory`` backed by an anneal-memory store.
 
-AutoGen's ``AssistantAgent`` calls ``update_context`` before each reply (recall) but never
-``add``, so recording happens in :class:`~._context.RecordingChatCompletionContext`, which
-:meth:`AnnealMemory.model_context` hands out already wired to this memory.
+``AssistantAgent(memory=[memory])`` calls ``update_context`` once per turn, after the turn's
+incoming messages are in the model context and before the first inference. That call
+recalls for the latest request and puts one labelled memory message into the context
+(replacing the one of the turn before, so copies never pile up), and attaches a recorder
+to the context (see ``_context.py``), so everything the turn adds is recorded too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
-from collections.abc import Awaitable, Callable
+import weakref
 from typing import Any, Literal
 
 from autogen_core import CancellationToken, Component, ComponentModel
@@ -22,33 +23,50 @@ from autogen_core.memory import (
     MemoryQueryResult,
     UpdateContextResult,
 )
-from autogen_core.model_context import ChatCompletionContext
-from autogen_core.models import ChatCompletionClient, SystemMessage, UserMessage
+from autogen_core.model_context import ChatCompletionContext, UnboundedChatCompletionContext
+from autogen_core.models import (
+    AssistantMessage,
+    ChatCompletionClient,
+    FunctionExecutionResultMessage,
+    LLMMessage,
+    SystemMessage,
+    UserMessage,
+)
 from pydantic import BaseModel
 from typing_extensions import Self
 
 from anneal_memory import Store
-from anneal_memory.adapters import attach_memory, check_memory_role, hook_guard
+from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard
 from anneal_memory.errors import ValidationError
 from anneal_memory.recall import retrieve_relevant
 from anneal_memory.session import MemorySession, WrapOutcome
 
+from ._context import (
+    MEMORY_SOURCE,
+    ContextState,
+    attach_recorder,
+    is_memory_message,
+    latest_incoming,
+    message_text,
+    remove_memory_messages,
+    trailing_incoming,
+)
+
 LOGGER_NAME = "anneal_memory.adapters.autogen"
-logger = logging.getLogger(LOGGER_NAME)
 _safe = hook_guard(LOGGER_NAME)
 
-#: ``source`` of the message this memory injects; the recording context skips it.
-MEMORY_SOURCE = "anneal_memory"
-
-Compress = Callable[[str], "str | Awaitable[str]"]
 _TEXT_MIMES = {MemoryMimeType.TEXT.value, MemoryMimeType.MARKDOWN.value, "text/plain", "text/markdown"}
+_JSON_MIMES = {MemoryMimeType.JSON.value, "application/json"}
+#: episode metadata key holding what ``add`` was given (mime type and the caller's metadata)
+_ADDED = "memory_content"
 
 
 class AnnealMemoryConfig(BaseModel):
-    """What ``dump_component`` saves: the database path and the options."""
+    """What ``dump_component`` saves: the database path, the namespace and the options."""
 
     store: str
     name: str | None = None
+    namespace: dict[str, Any] | None = None
     project_name: str | None = None
     session_id: str | None = None
     recall_limit: int = 5
@@ -59,16 +77,25 @@ class AnnealMemoryConfig(BaseModel):
     model_client: ComponentModel | None = None
 
 
-class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
-    """Durable, governed memory for AutoGen agents (``AssistantAgent(memory=[...])``).
+class AnnealMemory(MemoryAdapter, Memory, Component[AnnealMemoryConfig]):
+    """Durable, governed memory for AutoGen agents: ``AssistantAgent(memory=[memory])``.
+
+    ``namespace``: whose memory this is (``{"user": "alice"}``, a ``MemoryNamespace``, or a
+    callable receiving the turn's incoming ``UserMessage``, whose ``source`` names the
+    sender). AutoGen carries no user identity, so give each user their own memory (as with
+    autogen-ext's ``Mem0Memory(user_id=...)``); they may share one store. Without it the
+    whole store is one memory.
 
     ``model_client`` writes the continuity at the wrap (normally the agent's own client);
     ``compress`` overrides it with any ``prompt -> text`` callable (sync or async).
     ``wrap_on_end`` (default False) wraps each time the agent gives a text answer; otherwise
-    call :meth:`awrap`. ``clear()`` never deletes stored episodes: see :meth:`clear`.
-    ``store`` is a path (opened and owned: :meth:`close` closes it), a Store, or a ready
-    MemorySession (then the session options go to it).
+    call :meth:`awrap`. ``store`` is a path (opened and owned: :meth:`close` closes it), a
+    Store, or a ready MemorySession (then the session options go to it).
     """
+
+    framework = "autogen"
+    extra = "autogen"
+    logger_name = LOGGER_NAME
 
     component_type = "memory"
     component_provider_override = "anneal_memory.adapters.autogen.AnnealMemory"
@@ -79,6 +106,7 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
         store: Store | MemorySession | str | os.PathLike[str],
         *,
         name: str | None = None,
+        namespace: Any = None,
         project_name: str | None = None,
         session_id: str | None = None,
         model_client: ChatCompletionClient | None = None,
@@ -90,21 +118,24 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
         record_tool_calls: bool = False,
         strict: bool | None = None,
     ) -> None:
-        check_memory_role(memory_role)
         if model_client is not None and not isinstance(model_client, ChatCompletionClient):
             raise ValidationError("model_client must be an autogen_core ChatCompletionClient, "
                                   f"got {type(model_client).__name__}")
         if wrap_on_end and compress is None and model_client is None:
             raise ValidationError("wrap_on_end=True needs a model to write the continuity: pass "
                                   "model_client= (usually the agent's own) or compress=<callable>")
-        attach_memory(self, store, LOGGER_NAME, compress=compress, wrap_on_end=wrap_on_end,
-                      project_name=project_name, session_id=session_id, recall_limit=recall_limit,
-                      max_content_chars=max_content_chars, strict=strict)
+        self._init_memory(store, namespace=namespace, compress=compress,
+                          wrap_on_end=wrap_on_end, memory_role=memory_role,
+                          project_name=project_name, session_id=session_id,
+                          recall_limit=recall_limit, max_content_chars=max_content_chars,
+                          strict=strict)
         self._name = name or "anneal_memory"
         self.project_name = project_name
         self.model_client = model_client
-        self.memory_role = memory_role
         self.record_tool_calls = record_tool_calls
+        self._contexts: weakref.WeakKeyDictionary[ChatCompletionContext, ContextState] = \
+            weakref.WeakKeyDictionary()
+        self._last: MemorySession | None = None
 
     @property
     def name(self) -> str:
@@ -112,91 +143,120 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
 
     @property
     def store(self) -> Store:
-        return self.session.store
+        """The store of this memory's namespace (the whole store without one)."""
+        return self.scope().store
 
     @property
     def recall_limit(self) -> int:
         return self.session.recall_limit
 
-    def model_context(self, inner: ChatCompletionContext | None = None) -> ChatCompletionContext:
-        """A model context that records every message into this memory (pass it as
-        ``AssistantAgent(model_context=...)``); ``inner`` keeps your own context's policy."""
-        from ._context import RecordingChatCompletionContext
+    def scope(self, message: UserMessage | None = None) -> MemorySession:
+        """The session of this memory's namespace (for a callable namespace: of ``message``,
+        else of the last turn)."""
+        if message is None and callable(self._anneal.namespace):
+            if self._last is None:
+                raise ValidationError("this memory's namespace is a callable and no turn has run "
+                                      "yet: there is no namespace to act on")
+            return self._last
+        return self.session_for(message)
 
-        return RecordingChatCompletionContext(self, inner)
+    def model_context(self, inner: ChatCompletionContext | None = None) -> ChatCompletionContext:
+        """``inner`` (default ``UnboundedChatCompletionContext()``) with the recorder attached
+        now, so it records from the first message. Not needed with ``memory=[memory]``,
+        which attaches it on the first turn; the context stays the class it is, so
+        ``agent.dump_component()`` keeps working."""
+        context = inner if inner is not None else UnboundedChatCompletionContext()
+        attach_recorder(self, context)
+        return context
 
     # --- the Memory protocol ---------------------------------------------------------
     async def update_context(self, model_context: ChatCompletionContext) -> UpdateContextResult:
-        """Recall for the latest user message; inject continuity + recall once per query."""
-        results = await self._inject_memory(model_context)
+        """Recall for the latest request; one labelled memory message in the context."""
+        results = await self._update(model_context)
         return UpdateContextResult(memories=MemoryQueryResult(results=results or []))
 
     @_safe
-    async def _inject_memory(self, model_context: ChatCompletionContext) -> list[MemoryContent]:
-        messages = await model_context.get_messages()
-        query = _latest_user_text(messages)
-        block = self.session.memory_block(query)
-        # the injected message stays in the context for later turns: do not stack copies
-        if not block or any(getattr(m, "content", None) == block for m in messages):
+    async def _update(self, model_context: ChatCompletionContext) -> list[MemoryContent]:
+        state, new = attach_recorder(self, model_context)
+        messages = list(await model_context.get_messages())
+        if new:  # this turn's request came in before the recorder was there
+            for message in trailing_incoming(messages):
+                await self._record_message(model_context, message)
+        latest = latest_incoming(messages)
+        session = state.session or self.scope(latest)
+        self._last = session
+        query = message_text(latest.content) if latest is not None else None
+        block = await session.amemory_block(query)
+        if not remove_memory_messages(model_context):
+            # a context that keeps its messages elsewhere: never stack an identical copy
+            if any(is_memory_message(m) and m.content == block for m in messages):
+                return []
+        if not block:
             return []
-        if self.memory_role == "system":
-            await model_context.add_message(SystemMessage(content=block))
-        else:
-            await model_context.add_message(UserMessage(content=block, source=MEMORY_SOURCE))
+        injected: LLMMessage = (SystemMessage(content=block) if self.memory_role == "system"
+                                else UserMessage(content=block, source=MEMORY_SOURCE))
+        state.injected = injected
+        await model_context.add_message(injected)
         results = [MemoryContent(content=block, mime_type=MemoryMimeType.MARKDOWN,
                                  metadata={"kind": "memory_block"})]
         results.extend(MemoryContent(content=item, mime_type=MemoryMimeType.TEXT,
                                      metadata={"kind": "recalled"})
-                       for item in self.session.recall_items(query or ""))
+                       for item in await session.arecall_items(query or ""))
         return results
 
     async def query(self, query: str | MemoryContent = "",
                     cancellation_token: CancellationToken | None = None,
                     **kwargs: Any) -> MemoryQueryResult:
-        """Scored recall. ``limit=`` overrides ``recall_limit``; an empty query returns the
-        newest episodes (like ``ListMemory`` returning everything)."""
+        """Scored recall in this memory's namespace. ``limit=`` overrides ``recall_limit``;
+        an empty query returns the newest entries (``ListMemory`` returns all of them).
+        What :meth:`add` stored comes back as it was given: its content (a dict for JSON),
+        mime type and metadata (plus ``id``, ``type``, ``trust``, ``source``,
+        ``timestamp``)."""
         text = _content_text(query) if isinstance(query, MemoryContent) else str(query or "")
         limit = int(kwargs.get("limit") or self.recall_limit)
-        if text.strip():
+        store = self.scope().store
+
+        def run() -> list[MemoryContent]:
+            if not text.strip():
+                return [_episode_content(e) for e in store.recall(limit=limit).episodes]
             # context=False: an item store's query answers matches, not their neighbours
-            found = retrieve_relevant(self.store, self.session.crystal_store, text,
-                                      max_episodes=limit, max_patterns=0, context=False)
-            return MemoryQueryResult(results=self._to_contents(found.episodes))
-        episodes = self.store.recall(limit=limit).episodes
-        return MemoryQueryResult(results=[_episode_content(e) for e in episodes])
+            scored = retrieve_relevant(store, self.session.crystal_store, text,
+                                       max_episodes=limit, max_patterns=0,
+                                       context=False).episodes
+            full = store.get_many([s.id for s in scored])
+            return [_episode_content(full[s.id], score=s.score) for s in scored if s.id in full]
+
+        return MemoryQueryResult(results=await asyncio.to_thread(run))
 
     async def add(self, content: MemoryContent,
                   cancellation_token: CancellationToken | None = None) -> None:
-        """Record one episode. ``metadata`` may carry ``type`` (default observation), ``trust``
-        and ``source``; JSON content is stored as its JSON text. Images and bytes are refused."""
+        """Record one entry in this memory's namespace. ``metadata`` may carry ``type``
+        (default observation), ``trust`` and ``source`` for the episode; all of it comes
+        back from :meth:`query`. JSON content (a dict) comes back as the dict. Images and
+        bytes are refused (anneal-memory stores text)."""
         mime = _mime(content)
-        if mime not in _TEXT_MIMES and mime != MemoryMimeType.JSON.value:
+        if mime not in _TEXT_MIMES and mime not in _JSON_MIMES:
             raise ValidationError(f"AnnealMemory stores text: a {mime} MemoryContent cannot be "
                                   "recorded; describe it in text and add that instead")
-        metadata = dict(content.metadata or {})
-        episode_type = metadata.pop("type", "observation")
-        trust = metadata.pop("trust", "agent")
-        source = metadata.pop("source", None)
-        self.session.record(_content_text(content), episode_type, trust=trust, source=source,
-                            metadata=metadata or None)
+        given = dict(content.metadata or {})
+        session = self.scope()
+        await session.arecord(_content_text(content), str(given.get("type", "observation")),
+                              trust=str(given.get("trust", "agent")),
+                              source=given.get("source"),
+                              metadata={_ADDED: {"mime_type": mime, "metadata": given}})
 
     async def clear(self) -> None:
-        """Start a fresh memory session; the stored episodes stay.
+        """Delete every entry of this memory's namespace (a memory without a namespace is
+        the whole store), as ``Memory.clear`` is defined. Other namespaces keep theirs."""
+        store = self.scope().store
 
-        The store is the agent's durable memory, so ``clear`` only drops this conversation's
-        session state (its record de-duplication), and logs a warning saying so. Episodes the
-        current session recorded still go to the next wrap. To remove episodes use
-        :meth:`delete` (one id) or the store itself.
-        """
-        logger.warning("AnnealMemory.clear() keeps the stored episodes (durable memory) and only "
-                       "starts a fresh session; use AnnealMemory.delete(episode_id) to remove one.")
-        old = self.session
-        self.session = MemorySession(old.store, session_id=old.session_id,
-                                     crystal_store=old.crystal_store,
-                                     recall_limit=old.recall_limit,
-                                     max_content_chars=old.max_content_chars, strict=old.strict,
-                                     logger=old.log)
-        self.session.owns_store = old.owns_store
+        def run() -> None:
+            while True:
+                ids = [e.id for e in store.recall(limit=500, include_superseded=True).episodes]
+                if not any([store.delete(i) for i in ids]):
+                    return
+
+        await asyncio.to_thread(run)
 
     async def close(self) -> None:
         """Close the store if this memory opened it."""
@@ -204,17 +264,27 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
 
     # --- beyond the protocol --------------------------------------------------------
     async def delete(self, episode_id: str) -> bool:
-        """Delete one episode by id; False when there was no such episode."""
-        return self.store.delete(episode_id)
+        """Delete one entry by id (``metadata["id"]`` of a query result); False when this
+        namespace has no such entry."""
+        return await asyncio.to_thread(self.scope().store.delete, episode_id)
 
-    async def awrap(self, compress: Compress | None = None) -> WrapOutcome:
-        """Compress the session's episodes into the continuity (never loses episodes)."""
-        return await self.session.awrap_first(
-            compress, self.compress, self._client_compress if self.model_client is not None else None)
+    def framework_compressor(self, context: Any = None) -> Compress | None:
+        """``model_client`` (normally the agent's own) writes the continuity."""
+        return self._client_compress if self.model_client is not None else None
 
-    def wrap(self, compress: Compress | None = None) -> WrapOutcome:
+    async def awrap(self, compress: Compress | None = None, *, context: Any = None,
+                    namespace: Any = None) -> WrapOutcome:
+        """Compress the namespace's episodes into its continuity (never loses episodes):
+        this memory's namespace (for a callable one: that of ``context``, a ``UserMessage``,
+        else of the last turn), or ``namespace``."""
+        session = (self.session_for(context, namespace=namespace)
+                   if namespace is not None or context is not None else self.scope())
+        return await session.awrap_first(self.compressor(compress))
+
+    def wrap(self, compress: Compress | None = None, *, context: Any = None,
+             namespace: Any = None) -> WrapOutcome:
         """Sync :meth:`awrap`, for code outside an event loop."""
-        return asyncio.run(self.awrap(compress))
+        return asyncio.run(self.awrap(compress, context=context, namespace=namespace))
 
     async def _client_compress(self, prompt: str) -> str:
         assert self.model_client is not None  # awrap offers this compressor only with a client
@@ -223,16 +293,47 @@ class AnnealMemory(Memory, Component[AnnealMemoryConfig]):
             raise ValidationError("the model answered the wrap prompt with tool calls, not text")
         return result.content
 
-    def _to_contents(self, scored: list[Any] | None) -> list[MemoryContent]:
-        return [MemoryContent(content=s.content, mime_type=MemoryMimeType.TEXT, metadata={
-            "id": s.id, "type": str(s.type), "trust": s.trust, "source": s.source,
-            "timestamp": s.timestamp, "score": s.score}) for s in scored or []]
+    # --- recording ------------------------------------------------------------------
+    @_safe
+    async def _record_message(self, context: ChatCompletionContext, message: LLMMessage) -> None:
+        """Record one message the context stored; a text answer wraps with ``wrap_on_end``."""
+        if is_memory_message(message) or isinstance(message, SystemMessage):
+            return
+        state = self._contexts.get(context)
+        if state is None:
+            return
+        if isinstance(message, UserMessage):
+            state.session = self.scope(message)
+            text = message_text(message.content)
+            if text:
+                await state.session.arecord_user_input(text, metadata={"source": message.source})
+            return
+        session = state.session or self.scope()
+        if isinstance(message, FunctionExecutionResultMessage):
+            for result in message.content:
+                await session.arecord_tool_output(
+                    getattr(result, "name", "") or "tool", result.content,
+                    metadata={"is_error": True} if result.is_error else None)
+        elif isinstance(message, AssistantMessage):
+            if isinstance(message.content, str):
+                if message.content.strip():
+                    await session.arecord_outcome(message.content,
+                                                  metadata={"source": message.source})
+                    await self.aend_run(session)
+            elif self.record_tool_calls:
+                for call in message.content:
+                    await session.arecord_decision(f"called tool {call.name} with {call.arguments}")
 
     # --- component config ------------------------------------------------------------
     def _to_config(self) -> AnnealMemoryConfig:
+        if callable(self._anneal.namespace):
+            raise ValidationError("a namespace callable cannot be serialized: dump a memory "
+                                  "with a fixed namespace= (a mapping)")
+        ns = self.session_for(None).namespace
         return AnnealMemoryConfig(
-            store=os.fspath(self.store.path), name=self._name, project_name=self.project_name,
-            memory_role=self.memory_role, wrap_on_end=self.wrap_on_end,
+            store=os.fspath(self.session.store.path), name=self._name,
+            namespace=ns.to_dict() if ns is not None else None, project_name=self.project_name,
+            memory_role=self.memory_role, wrap_on_end=self._anneal.wrap_on_end,
             record_tool_calls=self.record_tool_calls, session_id=self.session.session_id,
             recall_limit=self.recall_limit, max_content_chars=self.session.max_content_chars,
             model_client=self.model_client.dump_component() if self.model_client else None)
@@ -253,21 +354,28 @@ def _mime(content: MemoryContent) -> str:
 def _content_text(content: MemoryContent) -> str:
     if isinstance(content.content, str):
         return content.content
-    if isinstance(content.content, dict):
+    if isinstance(content.content, (dict, list)):
         return json.dumps(content.content, sort_keys=True, default=str)
     return str(content.content)
 
 
-def _episode_content(episode: Any) -> MemoryContent:
-    return MemoryContent(content=episode.content, mime_type=MemoryMimeType.TEXT, metadata={
-        "id": episode.id, "type": str(episode.type), "trust": episode.trust,
-        "source": episode.source, "timestamp": episode.timestamp})
-
-
-def _latest_user_text(messages: list[Any]) -> str | None:
-    for message in reversed(messages):
-        if isinstance(message, UserMessage) and message.source != MEMORY_SOURCE:
-            return message.content if isinstance(message.content, str) else " ".join(
-                part for part in message.content if isinstance(part, str))
-    return None
-
+def _episode_content(episode: Any, *, score: float | None = None) -> MemoryContent:
+    """An episode as ``MemoryContent``: what ``add`` stored comes back as it was given."""
+    meta = dict(episode.metadata or {})
+    added = meta.get(_ADDED) if isinstance(meta.get(_ADDED), dict) else None
+    ours = {"id": episode.id, "type": str(episode.type), "trust": episode.trust,
+            "source": episode.source, "timestamp": episode.timestamp}
+    if score is not None:
+        ours["score"] = score
+    if added is None:
+        return MemoryContent(content=episode.content, mime_type=MemoryMimeType.TEXT,
+                             metadata={**meta, **ours})
+    mime = str(added.get("mime_type") or MemoryMimeType.TEXT.value)
+    content: Any = episode.content
+    if mime in _JSON_MIMES:
+        try:
+            content = json.loads(episode.content)
+        except ValueError:  # cut by max_content_chars: the text is all there is
+            mime = MemoryMimeType.TEXT.value
+    return MemoryContent(content=content, mime_type=mime,
+                         metadata={**ours, **dict(added.get("metadata") or {})})

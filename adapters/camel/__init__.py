@@ -5,7 +5,7 @@
     from anneal_memory.adapters.camel import AnnealAgentMemory, AnnealWorkforceCallback
 
     memory = AnnealAgentMemory("memory.db", model=model)
-    agent = ChatAgent("You are helpful.", model=model, memory=memory)
+    agent = ChatAgent("You are helpful.", model=model, memory=memory, agent_id="alice-helper")
     workforce = Workforce("team", callbacks=[AnnealWorkforceCallback("memory.db")])
 
 See docs/integrations/camel.md.
@@ -13,15 +13,15 @@ See docs/integrations/camel.md.
 
 from __future__ import annotations
 
-from anneal_memory.errors import MissingExtraError
+from anneal_memory.adapters import require_extra
 
-try:
-    from camel.memories import AgentMemory  # noqa: F401
-    from camel.societies.workforce.workforce_callback import WorkforceCallback  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised without the extra
-    raise MissingExtraError("camel", "camel") from exc
+require_extra("camel", "camel", "camel.memories",
+              "camel.societies.workforce.workforce_callback",
+              "camel.storages.key_value_storages")
 
-from ._memory import MEMORY_MARK, AnnealAgentMemory
-from ._workforce import AnnealWorkforceCallback
+from ._memory import LOGGER_NAME, MEMORY_MARK, AnnealAgentMemory, model_compressor  # noqa: E402
+from ._storage import AnnealKeyValueStorage  # noqa: E402
+from ._workforce import AnnealWorkforceCallback  # noqa: E402
 
-__all__ = ["MEMORY_MARK", "AnnealAgentMemory", "AnnealWorkforceCallback"]
+__all__ = ["LOGGER_NAME", "MEMORY_MARK", "AnnealAgentMemory", "AnnealKeyValueStorage",
+           "AnnealWorkforceCallback", "model_compressor"]

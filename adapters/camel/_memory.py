@@ -4,12 +4,18 @@ The agent's working window stays in an inner camel memory (``ChatHistoryMemory``
 pass another), so token limits and tool-call pruning behave as usual. This class records
 what is written through it and adds a labelled memory record (continuity + recall for the
 latest user message) to what ``retrieve`` returns.
+
+Whose memory: the ``agent_id`` you give the ``ChatAgent`` (CAMEL's identity of an agent;
+the namespace ``{"agent": agent_id}``), unless ``namespace=`` says otherwise. An agent
+without an ``agent_id`` of yours gets a random one from CAMEL: that names nobody, so its
+memory is the store's (or ``namespace=``'s).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +25,7 @@ from camel.messages import BaseMessage, FunctionCallingMessage
 from camel.types import OpenAIBackendRole
 
 from anneal_memory import Store
-from anneal_memory.adapters import attach_memory, hook_guard
+from anneal_memory.adapters import MemoryAdapter, hook_guard, label_memory
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
@@ -30,22 +36,56 @@ _safe = hook_guard(LOGGER_NAME)
 MEMORY_MARK = "anneal_memory"
 
 
-class AnnealAgentMemory(AgentMemory):
+def model_compressor(model: Any) -> Callable[[str], str]:
+    """A compressor that sends the wrap prompt to a CAMEL model backend as one user message
+    (``model.run``), outside any agent, so the wrap is never recorded as a turn."""
+
+    def compress(prompt: str) -> str:
+        response = model.run([{"role": "user", "content": prompt}])
+        return response.choices[0].message.content or ""
+
+    return compress
+
+
+def _chat_agent_setting_id(depth: int = 3) -> Any:
+    """The ChatAgent whose constructor is setting this memory's agent_id, with whether its
+    ``agent_id`` argument was given (None: not set by a ChatAgent constructor)."""
+    frame = sys._getframe(2)
+    for _ in range(depth):
+        if frame is None:
+            return None
+        owner = frame.f_locals.get("self")
+        if frame.f_code.co_name == "__init__" and hasattr(owner, "model_backend") \
+                and "agent_id" in frame.f_locals:
+            return owner, bool(frame.f_locals.get("agent_id"))
+        frame = frame.f_back
+    return None
+
+
+class AnnealAgentMemory(MemoryAdapter, AgentMemory):
     """Durable, governed memory for a CAMEL ``ChatAgent``.
 
-    Give ``model`` (normally the agent's own model backend): it sizes the default working
-    window and writes the continuity at the wrap; ``compress`` (prompt -> text) overrides the
-    latter, ``inner``/``context_creator`` the former. ``wrap_on_end`` (default False) wraps
-    after each final answer; otherwise call :meth:`wrap`. ``clear()`` (which ChatAgent calls on
-    construction and ``reset()``) empties the working window only, never the store.
-    ``store`` is a path (opened and owned: :meth:`close` closes it), a Store, or a ready
-    MemorySession (then the session options go to it).
+    Give ``model`` (normally the agent's own model backend), ``context_creator`` or
+    ``inner``: the first sizes the default working window. The continuity at the wrap is
+    written by ``compress`` (prompt -> text), else ``model``, else the model of the
+    ``ChatAgent`` this memory is given to. ``namespace``: whose memory (a mapping, a
+    ``MemoryNamespace`` or a callable of the agent's ``agent_id``); by default the
+    ``agent_id`` you gave the agent. ``wrap_on_end`` (default False) wraps after each final
+    answer; otherwise call :meth:`wrap`. ``clear()`` (which ChatAgent calls on construction
+    and ``reset()``) empties the working window only, never the store. ``store`` is a path
+    (opened and owned: :meth:`close` closes it), a Store, or a ready MemorySession (then the
+    session options go to it).
     """
+
+    framework = "camel"
+    extra = "camel"
+    logger_name = LOGGER_NAME
 
     def __init__(
         self,
         store: Store | MemorySession | str | os.PathLike[str],
         *,
+        namespace: Any = None,
         model: Any = None,
         inner: AgentMemory | None = None,
         context_creator: Any = None,
@@ -61,23 +101,40 @@ class AnnealAgentMemory(AgentMemory):
         if inner is None and context_creator is None and model is None:
             raise ValidationError("AnnealAgentMemory needs a working window: pass model= (the agent's "
                                   "model backend), context_creator=, or inner=<an AgentMemory>")
-        if wrap_on_end and compress is None and model is None:
-            raise ValidationError("wrap_on_end=True needs a model to write the continuity: pass "
-                                  "model= (usually the agent's own) or compress=<callable>")
         if inner is None:
             creator = context_creator or ScoreBasedContextCreator(model.token_counter, model.token_limit)
             inner = ChatHistoryMemory(creator)
-        attach_memory(self, store, LOGGER_NAME, compress=compress, wrap_on_end=wrap_on_end,
-                      project_name=project_name, session_id=session_id, recall_limit=recall_limit,
-                      max_content_chars=max_content_chars, strict=strict)
+        self._init_memory(store, namespace=namespace, compress=compress, wrap_on_end=wrap_on_end,
+                          project_name=project_name, session_id=session_id,
+                          recall_limit=recall_limit, max_content_chars=max_content_chars,
+                          strict=strict)
         self.inner = inner
         self.model = model
         self.record_tool_calls = record_tool_calls
         self._query: str | None = None
+        self._identity: str | None = None  # an agent_id the user gave
+        self._agent_model: Any = None
+        self._current: MemorySession | None = None
+        if not callable(self._anneal.namespace):
+            self.scope()  # a namespace the store refuses raises now
 
     @property
     def store(self) -> Store:
-        return self.session.store
+        return self.scope().store
+
+    # --- identity -------------------------------------------------------------------------
+    def default_namespace(self, context: Any) -> Any:
+        """The ``agent_id`` given to the agent: ``{"agent": agent_id}``."""
+        return {"agent": context} if isinstance(context, str) and context else None
+
+    def scope(self) -> MemorySession:
+        """The anneal session this memory reads and records into (its namespace's)."""
+        if self._current is None:
+            context = self._identity if self._identity is not None else self.inner.agent_id
+            if not callable(self._anneal.namespace) and self._identity is None:
+                context = None  # a CAMEL-made id names nobody
+            self._current = self.session_for(context)
+        return self._current
 
     # --- AgentMemory --------------------------------------------------------------------
     @property
@@ -86,7 +143,15 @@ class AnnealAgentMemory(AgentMemory):
 
     @agent_id.setter
     def agent_id(self, val: str | None) -> None:
+        setter = _chat_agent_setting_id()
+        if setter is not None:
+            agent, given = setter
+            self._agent_model = getattr(agent, "model_backend", None)
+            self._identity = val if given else None
+        else:  # set by you: your id
+            self._identity = val
         self.inner.agent_id = val
+        self._current = None
 
     def get_context_creator(self) -> Any:
         return self.inner.get_context_creator()
@@ -98,7 +163,7 @@ class AnnealAgentMemory(AgentMemory):
             wrap = bool(self._record(record)) or wrap  # a failure is logged, the agent goes on
         self.inner.write_records(records)
         if wrap:
-            self.wrap()
+            self._end()
 
     def retrieve(self) -> list[ContextRecord]:
         """The working window plus one labelled memory record just before the latest request."""
@@ -122,68 +187,72 @@ class AnnealAgentMemory(AgentMemory):
 
     # --- beyond the interface -----------------------------------------------------------
     def search(self, query: str, limit: int | None = None) -> list[Any]:
-        """Scored recall from the store (``ScoredEpisode`` list)."""
-        return self.session.recall(query, limit=limit) or []
+        """Scored recall from this memory's namespace (``ScoredEpisode`` list)."""
+        return self.scope().recall(query, limit=limit) or []
 
     def delete(self, episode_id: str) -> bool:
-        """Delete one stored episode by id; False when there was none."""
-        return self.store.delete(episode_id)
+        """Delete one stored episode of this namespace by id; False when there was none."""
+        return self.scope().store.delete(episode_id)
 
-    def wrap(self, compress: Callable[[str], str] | None = None) -> WrapOutcome:
-        """Compress this session's episodes into the continuity with ``compress``, the
-        constructor's, or ``model`` (never loses episodes; the outcome is also kept on
-        ``session.last_wrap``)."""
-        return self.session.wrap_first(compress, self.compress,
-                                       self._model_compress if self.model is not None else None)
+    def framework_compressor(self, context: Any = None) -> Callable[[str], str] | None:
+        """``model``, else the model of the ChatAgent this memory was given to."""
+        model = self.model or self._agent_model
+        return model_compressor(model) if model is not None else None
 
-    def close(self) -> None:
-        """Close the store if this memory opened it."""
-        self.session.close()
+    def wrap(self, compress: Callable[[str], str] | None = None, *, namespace: Any = None
+             ) -> WrapOutcome:
+        """Compress this memory's episodes into its continuity with ``compress``, the
+        constructor's, or the model (never loses episodes; the outcome is also kept on
+        ``scope().last_wrap``)."""
+        session = self.session_for(None, namespace=namespace) if namespace is not None \
+            else self.scope()
+        return session.wrap_first(self.compressor(compress))
 
     # --- helpers --------------------------------------------------------------------------
+    @_safe
+    def _end(self) -> None:
+        self.end_run(self.scope())
+
     @_safe
     def _record(self, record: MemoryRecord) -> bool:
         """Record one message; True when it is a final answer (a wrap point)."""
         if (record.extra_info or {}).get(MEMORY_MARK):
             return False
+        session = self.scope()
         role, message = record.role_at_backend, record.message
         if role == OpenAIBackendRole.USER:
             if message.content:
                 self._query = message.content
-                self.session.record_user_input(message.content,
-                                               metadata={"role_name": message.role_name})
+                session.record_user_input(message.content,
+                                          metadata={"role_name": message.role_name})
         elif role in (OpenAIBackendRole.FUNCTION, OpenAIBackendRole.TOOL):
             if isinstance(message, FunctionCallingMessage):
-                self.session.record_tool_output(message.func_name or "tool", _text(message.result),
-                                                arguments=message.args)
+                session.record_tool_output(message.func_name or "tool", _text(message.result),
+                                           arguments=message.args)
         elif role == OpenAIBackendRole.ASSISTANT:
             calls = _tool_calls(message)
             if calls:
                 if self.record_tool_calls:
                     for name, args in calls:
-                        self.session.record_decision(f"called tool {name} with {args}")
+                        session.record_decision(f"called tool {name} with {args}")
             elif message.content:
-                self.session.record_outcome(message.content)
-                return self.wrap_on_end
+                session.record_outcome(message.content)
+                return self._anneal.wrap_on_end
         return False
 
     @_safe
     def _with_memory(self, records: list[ContextRecord]) -> list[ContextRecord]:
-        block = self.session.memory_block(self._query)
+        block = self.scope().memory_block(self._query)
         if not block:
             return records
         users = [r for r in records if r.memory_record.role_at_backend == OpenAIBackendRole.USER]
         # sorts just before the latest request (context creators order by timestamp)
         when = (users[-1].timestamp - 1e-6) if users else (records[-1].timestamp if records else 0.0)
         # a user-role record: recalled data must not carry system authority
-        injected = MemoryRecord(message=BaseMessage.make_user_message("memory", block),
+        injected = MemoryRecord(message=BaseMessage.make_user_message("memory", label_memory(block)),
                                 role_at_backend=OpenAIBackendRole.USER, extra_info={MEMORY_MARK: "1"},
                                 timestamp=when, agent_id=self.agent_id or "")
         return [*records, ContextRecord(memory_record=injected, score=1.0, timestamp=when)]
-
-    def _model_compress(self, prompt: str) -> str:
-        response = self.model.run([{"role": "user", "content": prompt}])
-        return response.choices[0].message.content or ""
 
 
 def _tool_calls(message: BaseMessage) -> list[tuple[str, str]]:

@@ -6,20 +6,17 @@
 
     memory = AnnealMemory("memory.db", chat_generator=generator, wrap_on_end=True)
     agent = Agent(chat_generator=generator, tools=tools, hooks=memory.hooks())
+    agent.run(messages=[...], hook_context={"user_id": "alice"})   # alice's memory
 
 See docs/integrations/haystack.md.
 """
 
 from __future__ import annotations
 
-from anneal_memory.errors import MissingExtraError
+from anneal_memory.adapters import require_extra
 
-try:
-    import haystack.hooks  # noqa: F401
-    from haystack.components.agents.state.state import State  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised without the extra
-    raise MissingExtraError("haystack", "haystack") from exc
+require_extra("haystack", "haystack", "haystack.hooks", "haystack.components.agents.state.state")
 
-from ._memory import HOOK_POINTS, AnnealMemory, AnnealMemoryHook
+from ._memory import HOOK_POINTS, IDENTITY_KEYS, AnnealMemory, AnnealMemoryHook  # noqa: E402
 
-__all__ = ["HOOK_POINTS", "AnnealMemory", "AnnealMemoryHook"]
+__all__ = ["HOOK_POINTS", "IDENTITY_KEYS", "AnnealMemory", "AnnealMemoryHook"]

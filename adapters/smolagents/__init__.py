@@ -5,23 +5,19 @@
     from anneal_memory import Store
     from anneal_memory.adapters.smolagents import AnnealMemory
 
-    memory = AnnealMemory(Store("memory.db"), wrap_on_end=True)
-    agent = ToolCallingAgent(tools=[...], model=model, step_callbacks=memory.step_callbacks)
-    answer = memory.run(agent, "What did we decide about the pump?")
+    memory = AnnealMemory(Store("memory.db"), namespace={"user": "alice"}, wrap_on_end=True)
+    agent = memory.attach(ToolCallingAgent(tools=[...], model=model))
+    answer = agent.run("What did we decide about the pump?")
 
 Install with ``pip install 'anneal-memory[smolagents]'``.
 """
 
 from __future__ import annotations
 
-from anneal_memory.errors import MissingExtraError
+from anneal_memory.adapters import require_extra
 
-try:
-    import smolagents  # noqa: F401
-    import smolagents.memory  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingExtraError("smolagents", "smolagents") from exc
+require_extra("smolagents", "smolagents", "smolagents", "smolagents.memory")
 
-from .memory import LOGGER_NAME, AnnealMemory, model_compressor
+from ._memory import LOGGER_NAME, AnnealMemory, RunContext, model_compressor  # noqa: E402
 
-__all__ = ["LOGGER_NAME", "AnnealMemory", "model_compressor"]
+__all__ = ["LOGGER_NAME", "AnnealMemory", "RunContext", "model_compressor"]

@@ -373,9 +373,12 @@ class Store(ContinuityMixin):
                 raise ValidationError(f"derived_from names unknown episode(s) {missing}: "
                                       "record the sources first")
         eid = self._new_id(p["content"], p["timestamp"])
+        scope = getattr(b, "scope", None)  # a namespace view's: links compare scopes
         row = EpisodeRow(id=eid, timestamp=p["timestamp"], type=p["type"], content=p["content"],
                          source=p["source"], session_id=self.session_id, metadata=p["metadata"],
-                         trust=p["trust"], state_key=p["state_key"], wrap_id=None)
+                         trust=p["trust"], state_key=p["state_key"], wrap_id=None,
+                         ns_owner=getattr(scope, "owner", None),
+                         ns_project=getattr(scope, "project", None))
         # Validate links against the store before anything is written.
         if p["supersedes"]:
             facts.validate_explicit_links(self, row, p["supersedes"], p["derived_from"])

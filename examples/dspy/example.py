@@ -2,9 +2,11 @@
 
 Run: ``python examples/dspy/example.py [path/to/memory.db]``
 
-Two calls of a real ``dspy.ReAct`` program wrapped in ``MemoryProgram``: the first calls
-a tool and answers, the second gets what the first left in memory as its ``memory``
-input field; then the wrap writes the continuity through the configured LM.
+Calls of a real ``dspy.ReAct`` program (its signature knows nothing of memory) wrapped in
+``MemoryProgram``, for alice (``dspy.context(memory_namespace=...)``): the first calls a
+tool and answers, the second gets what the first left in memory as a labelled ``memory``
+input field of its LM calls; bob's call does not. A ``dspy.Evaluate`` run over a dev set
+records nothing. Then the wrap writes alice's continuity through the configured LM.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import dspy
 from dspy.utils import DummyLM
 
 from anneal_memory import Store
-from anneal_memory.adapters.dspy import MemoryProgram, with_memory_field
+from anneal_memory.adapters.dspy import MemoryProgram
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 
@@ -48,19 +50,35 @@ def main(db_path: str) -> None:
         {"reasoning": "The sensor says 18%.", "answer": "The north bed is dry: water it."},
         {"next_thought": "Memory has it.", "next_tool_name": "finish", "next_tool_args": {}},
         {"reasoning": "Recalled reading.", "answer": "Yes, it read 18% earlier."},
-    ])
+        {"next_thought": "Nothing known.", "next_tool_name": "finish", "next_tool_args": {}},
+        {"reasoning": "No memory.", "answer": "I do not know."},
+    ] + [{"next_thought": "Done.", "next_tool_name": "finish", "next_tool_args": {}},
+         {"reasoning": "Dev.", "answer": "ok"}] * 2)
     dspy.configure(lm=lm)
     with Store(db_path, project_name="Garden") as store:
-        agent = dspy.ReAct(with_memory_field("question -> answer"), tools=[soil_moisture],
-                           max_iters=4)
+        agent = dspy.ReAct("question -> answer", tools=[soil_moisture], max_iters=4)
         program = MemoryProgram(agent, store)
-        print("run 1 answer:", program(question="Check the north bed").answer)
-        print("run 2 answer:", program(question="Was the north bed dry?").answer)
+        with dspy.context(memory_namespace={"user": "alice"}):
+            print("run 1 answer:", program(question="Check the north bed").answer)
+            print("run 2 answer:", program(question="Was the north bed dry?").answer)
         print("recalled memory in the LM's prompt:", "18% moisture" in lm.last_prompt)
-        print("episodes recorded:")
-        for ep in reversed(store.recall(limit=20).episodes):
+        with dspy.context(memory_namespace={"user": "bob"}):
+            program(question="Was the north bed dry?")
+        print("bob's prompt held alice's reading:", "18% moisture" in lm.last_prompt)
+
+        devset = [dspy.Example(question=f"Dev check {i}", answer="ok").with_inputs("question")
+                  for i in range(2)]
+        dspy.Evaluate(devset=devset, metric=lambda ex, pred, trace=None: 1.0, num_threads=1,
+                      display_progress=False)(program)
+        print("episodes the evaluation recorded:",
+              sum("Dev check" in e.content for e in store.recall(limit=100).episodes))
+
+        alice = store.scoped({"user": "alice"})
+        print("alice's episodes:")
+        for ep in reversed(alice.recall(limit=20).episodes):
             print(f"  [{ep.type.value}] trust={ep.trust} {ep.content[:70]}")
-        print("wrap:", program.wrap().status)
+        with dspy.context(memory_namespace={"user": "alice"}):
+            print("wrap:", program.wrap().status)
 
 
 if __name__ == "__main__":

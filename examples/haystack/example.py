@@ -1,7 +1,11 @@
 """anneal-memory on a Haystack Agent, offline: MockChatGenerator plays the model.
 
 Run: python examples/haystack/example.py [db path]
-Two runs: the first records a fact and wraps; the second gets it back as memory.
+
+One Agent serves two users, told apart by ``hook_context={"user_id": ...}``. Alice gives a
+fact and her run wraps; a new conversation of hers gets it back as memory, bob's does not.
+Then alice chats on in the usual pattern (``result["messages"] + [new]``): each model call
+gets one memory message, and the history the Agent returns holds none.
 """
 
 from __future__ import annotations
@@ -20,14 +24,23 @@ from anneal_memory import Store  # noqa: E402
 from anneal_memory.adapters.haystack import AnnealMemory  # noqa: E402
 from anneal_memory.testing import is_wrap_prompt, scripted_compress  # noqa: E402
 
+SEEN: list[list[str]] = []  # the texts of each model call
+
 
 def model(messages: list[ChatMessage]) -> str:
-    """A scripted model: writes a continuity for wrap prompts, says what memory it saw."""
+    """A scripted model: writes a continuity for wrap prompts, otherwise acknowledges."""
     last = messages[-1].text or ""
     if is_wrap_prompt(last):
         return scripted_compress(last)
-    seen = [m.text for m in messages if (m.meta or {}).get("anneal_memory")]
-    return f"(saw {len(seen)} memory block(s)) Noted: {last}"
+    SEEN.append([m.text or "" for m in messages])
+    return f"Noted: {last}"
+
+
+def ask(agent: Agent, user: str, question: str) -> list[str]:
+    """A new conversation of ``user``: what the model was given for it."""
+    result = agent.run(messages=[ChatMessage.from_user(question)], hook_context={"user_id": user})
+    print(f"{user}: {question}\nagent: {result['last_message'].text}")
+    return SEEN[-1]
 
 
 def main(db: str) -> None:
@@ -35,15 +48,26 @@ def main(db: str) -> None:
     with Store(db, project_name="HaystackExample") as store:
         memory = AnnealMemory(store, chat_generator=generator, wrap_on_end=True)
         agent = Agent(chat_generator=generator, hooks=memory.hooks())
-        for question in ("Our greenhouse heater is a Zephyrion 4000.",
-                         "Which greenhouse heater do we have?"):
-            result = agent.run(messages=[ChatMessage.from_user(question)])
-            print(f"user: {question}\nagent: {result['last_message'].text}")
-            last = memory.session.last_wrap
-            print(f"wrap: {last.status if last else None}")
-        injected = [m.text for m in result["messages"] if (m.meta or {}).get("anneal_memory")]
-        print("memory given to the model on run 2:\n" + (injected[0] if injected else "(none)"))
-        print(f"episodes stored: {store.status().total_episodes}, wraps: {store.status().total_wraps}")
+
+        ask(agent, "alice", "Our greenhouse heater is a Zephyrion 4000.")
+        seen = ask(agent, "alice", "Which greenhouse heater do we have?")
+        print("alice's memory reached the model:", any("Zephyrion" in t for t in seen))
+        seen = ask(agent, "bob", "Which greenhouse heater do we have?")
+        print("bob's model saw alice's memory:", any("Zephyrion" in t for t in seen))
+
+        history = [ChatMessage.from_user("Which greenhouse heater do we have?")]
+        for follow_up in ("How much power does it draw?", "Where is it installed?"):
+            result = agent.run(messages=history, hook_context={"user_id": "alice"})
+            history = result["messages"] + [ChatMessage.from_user(follow_up)]
+        agent.run(messages=history, hook_context={"user_id": "alice"})
+        blocks = sum(1 for t in SEEN[-1] if "## Memory" in t or "## Continuity" in t)
+        print(f"memory messages in the last model call: {blocks}")
+        kept = sum(1 for m in history if (m.meta or {}).get("anneal_memory"))
+        print(f"memory messages in the returned history: {kept}")
+
+        alice = store.scoped({"user": "alice"})
+        print(f"alice: {alice.status().total_episodes} episodes, {alice.status().total_wraps} wraps; "
+              f"bob: {store.scoped({'user': 'bob'}).status().total_wraps} wraps")
 
 
 if __name__ == "__main__":

@@ -2,9 +2,12 @@
 
 Run: ``python examples/llamaindex/example.py [path/to/memory.db]``
 
-Two runs of a real FunctionAgent with ``AnnealMemory``: the first calls a tool and answers,
-the second gets what the first left in memory through the anneal memory block. Then the
-wrap writes the continuity with the agent's own (scripted) LLM.
+Two conversations of alice with a real FunctionAgent, each with a fresh ``AnnealMemory``
+(as after a restart: LlamaIndex's own chat history starts empty): the first calls a tool
+and answers, the second gets what the first left only through the anneal memory block.
+Bob, on the same store, does not. The agent is run the native way,
+``agent.run(user_msg=..., memory=memory)``; the wrap then writes alice's continuity with
+that agent's own (scripted) LLM.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.tools import FunctionTool
 
 from anneal_memory import Store
-from anneal_memory.adapters.llamaindex import AnnealMemory, AnnealToolRecorder
+from anneal_memory.adapters.llamaindex import AnnealMemory
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 
@@ -46,20 +49,28 @@ def scripted(messages: list[ChatMessage], **kwargs) -> ChatMessage:
 
 async def main(db_path: Path) -> None:
     with Store(db_path, project_name="Gardener") as store:
-        memory = AnnealMemory.from_store(store)  # wrap_on_end=False: we wrap explicitly below
         agent = FunctionAgent(tools=[FunctionTool.from_defaults(soil_moisture)],
                               llm=MockFunctionCallingLLM(response_generator=scripted))
-        with AnnealToolRecorder(memory.session).attached():
-            print("run 1:", await memory.arun(agent, "Does the north bed need water?"))
-            for ep in store.recall(limit=20).episodes:
-                print(f"  recorded {ep.type.value:<8} trust={ep.trust:<6} {ep.content[:60]!r}")
-            SEEN.clear()
-            print("run 2:", await memory.arun(agent, "What did the north bed moisture reading say?"))
+        # session_id names whose memory it is; wrap_on_end=False: we wrap explicitly below
+        memory = AnnealMemory.from_store(store, session_id="alice")
+        print("run 1:", await agent.run(user_msg="Does the north bed need water?", memory=memory))
+        for ep in store.scoped({"user": "alice"}).recall(limit=20).episodes:
+            print(f"  recorded {ep.type.value:<8} trust={ep.trust:<6} {ep.content[:60]!r}")
+
+        SEEN.clear()
+        memory = AnnealMemory.from_store(store, session_id="alice")  # a new conversation
+        print("run 2:", await agent.run(user_msg="What did the north bed moisture reading say?",
+                                        memory=memory))
         print("  recalled memory in the model's input:", any("18% moisture" in s for s in SEEN))
 
-        outcome = await memory.awrap()  # the agent's own LLM
+        SEEN.clear()
+        bob = AnnealMemory.from_store(store, session_id="bob")
+        await agent.run(user_msg="What did the north bed moisture reading say?", memory=bob)
+        print("  bob's model saw alice's reading:", any("18% moisture" in s for s in SEEN))
+
+        outcome = await memory.awrap()  # the LLM of the agent that used this memory
         print("wrap:", outcome.status, "-", outcome.message)
-        continuity = store.load_continuity() or ""
+        continuity = memory.scope().store.load_continuity() or ""
         print("continuity starts with:", continuity.splitlines()[0] if continuity else "(none)")
 
 

@@ -2,8 +2,9 @@
 
 Run: ``python examples/smolagents/example.py [path/to/memory.db]``
 
-Two runs of a real ToolCallingAgent: the first calls a tool and answers, the second is
-given what the first one left in memory; then the wrap writes the continuity.
+Two runs of a real ToolCallingAgent for alice: the first calls a tool and answers, the
+second is given what the first one left in memory; bob, on the same store, is not; then
+the wrap writes alice's continuity.
 """
 
 from __future__ import annotations
@@ -66,22 +67,29 @@ class ScriptedModel(Model):
 
 def main(db_path: Path) -> None:
     with Store(db_path, project_name="Gardener") as store:
-        memory = AnnealMemory(store)  # wrap_on_end=False: we wrap explicitly below
+        # wrap_on_end=False: we wrap explicitly below
+        memory = AnnealMemory(store, namespace={"user": "alice"})
         model = ScriptedModel()
-        agent = ToolCallingAgent(tools=[soil_moisture], model=model,
-                                 step_callbacks=memory.step_callbacks, verbosity_level=LogLevel.OFF)
+        agent = memory.attach(ToolCallingAgent(tools=[soil_moisture], model=model,
+                                               verbosity_level=LogLevel.OFF))
 
-        print("run 1:", memory.run(agent, "Does the north bed need water?"))
-        for ep in store.recall(limit=20).episodes:
+        print("run 1:", agent.run("Does the north bed need water?"))
+        for ep in store.scoped({"user": "alice"}).recall(limit=20).episodes:
             print(f"  recorded {ep.type.value:<8} trust={ep.trust:<6} {ep.content[:60]!r}")
 
-        print("run 2:", memory.run(agent, "What did the north bed moisture reading say?"))
+        print("run 2:", agent.run("What did the north bed moisture reading say?"))
         seen = "18% moisture" in model.last_system_prompt
         print("  recalled memory in the model's system prompt:", seen)
 
+        bob_model = ScriptedModel()
+        bob = AnnealMemory(store, namespace={"user": "bob"}).attach(
+            ToolCallingAgent(tools=[soil_moisture], model=bob_model, verbosity_level=LogLevel.OFF))
+        bob.run("What did the north bed moisture reading say?")
+        print("  bob's system prompt holds alice's reading:", "18% moisture" in bob_model.last_system_prompt)
+
         outcome = memory.wrap(agent)
         print("wrap:", outcome.status, "-", outcome.message)
-        continuity = store.load_continuity() or ""
+        continuity = memory.session_of(agent).store.load_continuity() or ""
         print("continuity starts with:", continuity.splitlines()[0] if continuity else "(none)")
 
 

@@ -142,6 +142,16 @@ def test_a_state_key_in_a_project_does_not_supersede_the_users_fact(store: Store
     assert [e.id for e in other.recall(keyword="home city").episodes] == [fact.id]
 
 
+def test_an_explicit_supersession_inside_a_namespace(store: Store) -> None:
+    alice = store.scoped({"user": "alice"})
+    old = alice.record("alice's seed tin is blue", "context")
+    new = alice.record("alice's seed tin is green now", "context", supersedes=[old.id])
+    assert alice.get(old.id).superseded_by == new.id
+    bob = store.scoped({"user": "bob"})
+    with pytest.raises(SupersessionError, match="no episode"):
+        bob.record("bob's seed tin is green now", "context", supersedes=[new.id])
+
+
 def test_relayed_content_cannot_take_an_operators_state_key(store: Store) -> None:
     store_op = Store(store.path, trust_ceiling="operator")
     try:

@@ -26,6 +26,7 @@ class RecordingClient:
         self.fake = fake
         self.fail_wrap = fail_wrap
         self.inputs: list[str] = []
+        self.wrap_prompts = 0
         self._wrap_reply: str | None = None
 
     def create(self, **params: Any) -> Any:
@@ -33,6 +34,7 @@ class RecordingClient:
         self.inputs.extend(str(m.get("content") or "") for m in messages)
         last = str(messages[-1].get("content") or "") if messages else ""
         if is_wrap_prompt(last):
+            self.wrap_prompts += 1
             self._wrap_reply = "not a continuity" if self.fail_wrap else scripted_compress(last)
             return self._wrap_reply
         self._wrap_reply = None
@@ -47,9 +49,13 @@ class RecordingClient:
         return getattr(self.fake, name)
 
 
-def make_pair() -> tuple[ConversableAgent, ConversableAgent]:
-    assistant = ConversableAgent("assistant", llm_config=LLM_CONFIG, human_input_mode="NEVER")
-    user = ConversableAgent("user", llm_config=False, human_input_mode="NEVER",
+def make_pair(user_name: str = "user", assistant: ConversableAgent | None = None
+              ) -> tuple[ConversableAgent, ConversableAgent]:
+    """An assistant (new unless given) and a user agent named ``user_name`` that executes
+    the assistant's ``lookup`` calls."""
+    assistant = assistant or ConversableAgent("assistant", llm_config=LLM_CONFIG,
+                                              human_input_mode="NEVER")
+    user = ConversableAgent(user_name, llm_config=False, human_input_mode="NEVER",
                             code_execution_config=False,
                             is_termination_msg=lambda m: "TERMINATE" in str(m.get("content") or ""))
     register_function(lookup, caller=assistant, executor=user, description="Look up a measurement")

@@ -8,4 +8,7 @@ from contract import run_example_and_check
 
 
 def test_example_runs_offline(tmp_path: Path) -> None:
-    run_example_and_check("autogen", tmp_path, "wrap: saved", "Zephyrion")
+    # a new agent each turn: only the adapter's recall can bring the heater back
+    run_example_and_check("autogen", tmp_path, "recalled memory reached alice's model: True",
+                          "bob's model saw alice's memory: False", "wrap: saved",
+                          "alice's episodes: 4, wraps: 1")

@@ -8,4 +8,5 @@ from contract import run_example_and_check
 
 
 def test_example_runs_offline(tmp_path: Path) -> None:
-    run_example_and_check("camel", tmp_path, "episodes stored: 4, wraps: 2", "Zephyrion")
+    run_example_and_check("camel", tmp_path, "alice's memory reached the model: True",
+                          "bob's model saw alice's memory: False", "alice: 4 episodes, 2 wraps")

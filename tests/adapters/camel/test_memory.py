@@ -20,9 +20,14 @@ from camel.types import ModelType
 from camel_scripted import LOOKUP, ScriptedModel, _completion
 
 from anneal_memory import Store
-from anneal_memory.adapters.camel import MEMORY_MARK, AnnealAgentMemory, AnnealWorkforceCallback
+from anneal_memory.adapters.camel import (
+    MEMORY_MARK,
+    AnnealAgentMemory,
+    AnnealKeyValueStorage,
+    AnnealWorkforceCallback,
+)
 from anneal_memory.errors import ValidationError
-from anneal_memory.testing import scripted_compress
+from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 
 @pytest.fixture
@@ -124,10 +129,12 @@ def test_custom_inner_memory_and_failure_logging(store: Store, caplog, monkeypat
 def test_configuration_errors(store: Store) -> None:
     with pytest.raises(ValidationError, match="working window"):
         AnnealAgentMemory(store)
-    with pytest.raises(ValidationError, match="wrap_on_end"):
-        AnnealAgentMemory(store, context_creator=object(), wrap_on_end=True)
+    with pytest.raises(ValidationError, match="nickname"):
+        AnnealAgentMemory(store, model=ScriptedModel(), namespace={"nickname": "x"})
     with pytest.raises(ValidationError, match="compress"):
-        AnnealWorkforceCallback(store, wrap_on_end=True)
+        AnnealWorkforceCallback(store, compress="not callable")
+    with pytest.raises(ValidationError, match="fixed namespace"):
+        AnnealKeyValueStorage(store, namespace=lambda ctx: {"user": "x"})
 
 
 def test_agents_and_workforce_share_one_session_over_a_path(tmp_path) -> None:
@@ -149,6 +156,8 @@ class Responder(StubModel):
 
     def _reply(self, messages: list[dict[str, Any]]) -> Any:
         text = "\n".join(str(m.get("content") or "") for m in messages)
+        if is_wrap_prompt(str(messages[-1].get("content") or "")):
+            return _completion(scripted_compress(str(messages[-1]["content"])))
         if "assignee_id" in text:
             worker = re.findall(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", text)[0]
             return _completion(json.dumps({"assignments": [
@@ -163,7 +172,7 @@ class Responder(StubModel):
 
 
 def test_workforce_callback_records_tasks_and_wraps(store: Store) -> None:
-    callback = AnnealWorkforceCallback(store, compress=scripted_compress, wrap_on_end=True)
+    callback = AnnealWorkforceCallback(store, wrap_on_end=True)  # the coordinator's model wraps
     workforce = Workforce("garden team", coordinator_agent=ChatAgent("coord", model=Responder()),
                           task_agent=ChatAgent("tasks", model=Responder()), callbacks=[callback],
                           mode=WorkforceMode.PIPELINE)
@@ -174,5 +183,79 @@ def test_workforce_callback_records_tasks_and_wraps(store: Store) -> None:
     episodes = store.recall(limit=100).episodes
     assert [e.content for e in episodes if e.type.value == "context"] == ["Care for the garden"]
     assert [e.content for e in episodes if e.type.value == "outcome"] == ["watered: 12 plants"]
-    assert callback.session.last_wrap is not None and callback.session.last_wrap.status == "saved"
+    assert callback.session_of().last_wrap is not None and callback.session_of().last_wrap.saved
     assert "## State" in (store.load_continuity() or "")
+
+
+# --- identity, the storage seam -----------------------------------------------------------
+
+def test_agent_id_names_whose_memory_it_is(store: Store) -> None:
+    def step(agent_id: str | None, text: str) -> ScriptedModel:
+        model = ScriptedModel()
+        _agent_with_id(AnnealAgentMemory(store, model=model), model, agent_id).step(text)
+        return model
+
+    step("alice-helper", "My locker code is 4417 Quasar")
+    step("bob-helper", "My locker code is 9902 Nebula")
+    alice, bob = step("alice-helper", "What is my code?"), step("bob-helper", "What is my code?")
+    assert any("Quasar" in t for t in alice.inputs) and not any("Nebula" in t for t in alice.inputs)
+    assert any("Nebula" in t for t in bob.inputs) and not any("Quasar" in t for t in bob.inputs)
+    assert store.scoped({"agent": "alice-helper"}).status().total_episodes == 4
+    # an agent without an id of yours (CAMEL makes a random one) uses the store's memory
+    step(None, "The shed key is under the blue pot")
+    assert step(None, "Where is the shed key?").inputs and any(
+        "blue pot" in t for t in step(None, "Where is the shed key again?").inputs)
+
+
+def _agent_with_id(memory: AnnealAgentMemory, model: ScriptedModel, agent_id: str | None) -> ChatAgent:
+    return ChatAgent("You are a careful gardener.", model=model, memory=memory, tools=[LOOKUP],
+                     agent_id=agent_id)
+
+
+def test_namespace_option_and_callable_of_the_agent_id(store: Store) -> None:
+    model = ScriptedModel()
+    _agent_with_id(AnnealAgentMemory(store, model=model, namespace={"user": "carol"}), model,
+                   "ignored").step("Carol sows beans")
+    assert store.scoped({"user": "carol"}).status().total_episodes == 2
+    seen: list[str] = []
+
+    def per_tenant(agent_id: str) -> dict:
+        seen.append(agent_id)
+        return {"tenant": "acme", "agent": agent_id}
+
+    _agent_with_id(AnnealAgentMemory(store, model=model, namespace=per_tenant), model,
+                   "dana").step("Dana sows peas")
+    assert "dana" in seen
+    assert store.scoped({"tenant": "acme", "agent": "dana"}).status().total_episodes == 2
+
+
+def test_the_agents_own_model_writes_the_continuity(store: Store) -> None:
+    model = ScriptedModel(answer="Prune in March.")
+    creator = AnnealAgentMemory(store, model=model).get_context_creator()
+    memory = AnnealAgentMemory(store, context_creator=creator, wrap_on_end=True)  # no model=
+    _agent_with_id(memory, model, "erin").step("Decide when to prune the roses")
+    assert memory.scope().last_wrap is not None and memory.scope().last_wrap.saved
+    assert "## State" in (store.scoped({"agent": "erin"}).load_continuity() or "")
+
+
+def test_key_value_storage_behaves_as_camels_own(store: Store) -> None:
+    from camel.memories.context_creators.score_based import ScoreBasedContextCreator
+    from camel.storages.key_value_storages import InMemoryKeyValueStorage
+
+    model = ScriptedModel()
+    ours = AnnealKeyValueStorage(store, namespace={"user": "alice"})
+    reference = InMemoryKeyValueStorage()
+    for storage in (ours, reference):
+        history = ChatHistoryMemory(ScoreBasedContextCreator(model.token_counter, 4096),
+                                    storage=storage)
+        ChatAgent("You are a careful gardener.", model=model, memory=history).step(
+            "Note the shed key is under the pot")
+    mine, theirs = ours.load(), reference.load()
+    assert [r["message"]["content"] for r in mine] == [r["message"]["content"] for r in theirs]
+    assert [r["role_at_backend"] for r in mine] == [r["role_at_backend"] for r in theirs]
+    assert AnnealKeyValueStorage(store, namespace={"user": "bob"}).load() == []
+    reopened = AnnealKeyValueStorage(store, namespace={"user": "alice"})  # durable
+    assert [r["uuid"] for r in reopened.load()] == [r["uuid"] for r in mine]
+    reopened.clear()
+    assert ours.load() == [] and store.status().total_episodes == 0
+

@@ -48,3 +48,9 @@ def read_gauge(gauge: str) -> str:
 
 def react_program() -> dspy.ReAct:
     return dspy.ReAct(with_memory_field("question -> answer"), tools=[read_gauge], max_iters=4)
+
+
+def plain_react() -> dspy.ReAct:
+    """A ReAct whose signature declares no memory field."""
+    return dspy.ReAct("question -> answer", tools=[read_gauge], max_iters=4)
+

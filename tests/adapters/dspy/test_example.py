@@ -10,4 +10,6 @@ from contract import run_example_and_check
 
 def test_example_runs_offline(tmp_path: Path) -> None:
     run_example_and_check("dspy", tmp_path, "wrap: saved", "trust=tool",
+                          "bob's prompt held alice's reading: False",
+                          "episodes the evaluation recorded: 0",
                           re.compile(r"^recalled memory in the .*: True$", re.M))

@@ -37,6 +37,8 @@ class Scripted:
         self.call_tool = call_tool
         self.fail_wrap = fail_wrap
         self.inputs: list[str] = []
+        #: the messages of each model call (wrap prompts aside)
+        self.seen: list[list[ChatMessage]] = []
         self.calls = 0
         self.generator = MockChatGenerator(response_fn=self.respond)
 
@@ -48,6 +50,7 @@ class Scripted:
             if self.fail_wrap:
                 return "not a continuity"
             return scripted_compress(last)
+        self.seen.append(list(messages))
         used_tool = any(m.role == ChatRole.TOOL for m in messages)
         if self.call_tool and not used_tool:
             return ChatMessage.from_assistant(

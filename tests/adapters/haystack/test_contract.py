@@ -18,10 +18,27 @@ class TestHaystackContract(AdapterContract):
     def build(self, memory: Any, **options: Any) -> Any:
         return AnnealMemory(memory, **options)
 
-    def run(self, store: Store, user_input: str, *, wrap: bool = False,
-            call_tool: bool = False) -> RunTrace:
+    def _agent(self, store: Store, wrap: bool, call_tool: bool,
+               user: str | None) -> tuple[Agent, Scripted, dict[str, Any]]:
         scripted = Scripted(call_tool=call_tool)
-        memory = AnnealMemory(store, chat_generator=scripted.generator, wrap_on_end=wrap)
+        if user is None:
+            memory = AnnealMemory(store, chat_generator=scripted.generator, wrap_on_end=wrap)
+            return (Agent(chat_generator=scripted.generator, tools=[LOOKUP], hooks=memory.hooks()),
+                    scripted, {})
+        # one memory serves every user; Haystack's own per-request identity names the user
+        memory = self.shared((id(store), wrap), lambda: AnnealMemory(
+            store, chat_generator=Scripted().generator, wrap_on_end=wrap))
         agent = Agent(chat_generator=scripted.generator, tools=[LOOKUP], hooks=memory.hooks())
-        result = agent.run(messages=[ChatMessage.from_user(user_input)])
+        return agent, scripted, {"hook_context": {"user_id": user}}
+
+    def run(self, store: Store, user_input: str, *, wrap: bool = False,
+            call_tool: bool = False, user: str | None = None) -> RunTrace:
+        agent, scripted, extra = self._agent(store, wrap, call_tool, user)
+        result = agent.run(messages=[ChatMessage.from_user(user_input)], **extra)
+        return RunTrace(output=result["last_message"].text or "", model_inputs=scripted.inputs)
+
+    async def arun(self, store: Store, user_input: str, *, wrap: bool = False,
+                   user: str | None = None) -> RunTrace:
+        agent, scripted, extra = self._agent(store, wrap, False, user)
+        result = await agent.run_async(messages=[ChatMessage.from_user(user_input)], **extra)
         return RunTrace(output=result["last_message"].text or "", model_inputs=scripted.inputs)

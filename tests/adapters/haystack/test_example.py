@@ -8,4 +8,7 @@ from contract import run_example_and_check
 
 
 def test_example_runs_offline(tmp_path: Path) -> None:
-    run_example_and_check("haystack", tmp_path, "episodes stored: 4, wraps: 2", "Zephyrion")
+    run_example_and_check("haystack", tmp_path, "alice's memory reached the model: True",
+                          "bob's model saw alice's memory: False",
+                          "memory messages in the last model call: 1",
+                          "memory messages in the returned history: 0")

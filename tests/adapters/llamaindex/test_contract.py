@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
+from async_contract import AsyncLoopContract
 from li_scripted import Script, make_agent
 
 from anneal_memory import Store
-from anneal_memory.adapters.llamaindex import AnnealMemory, AnnealToolRecorder
+from anneal_memory.adapters.llamaindex import AnnealMemory
 
-from contract import AdapterContract, RunTrace
+from contract import RunTrace
 
 
-class TestLlamaIndexContract(AdapterContract):
+class TestLlamaIndexContract(AsyncLoopContract):
     def build(self, memory: Any, **options: Any) -> Any:
         return AnnealMemory.from_store(memory, **options)
 
-    def run(self, store: Store, user_input: str, *, wrap: bool = False,
-            call_tool: bool = False) -> RunTrace:
+    async def _run(self, store: Store, user_input: str, *, wrap: bool = False,
+                   call_tool: bool = False, user: str | None = None) -> RunTrace:
         script = Script(answer="Noted and done.",
                         call=("read_gauge", {"name": "pump"}) if call_tool else None)
-        memory = AnnealMemory.from_store(store, wrap_on_end=wrap)
-        with AnnealToolRecorder(memory.session).attached():
-            result = asyncio.run(memory.arun(make_agent(script), user_input))
+        # LlamaIndex's identity is the memory's session_id; a fresh Memory per run, so its
+        # own chat history carries nothing from run to run (only anneal's recall does)
+        memory = AnnealMemory.from_store(store, session_id=user, wrap_on_end=wrap)
+        # the native call, as LlamaIndex documents memory
+        result = await make_agent(script).run(user_msg=user_input, memory=memory)
         return RunTrace(output=str(result), model_inputs=script.inputs)

@@ -9,4 +9,6 @@ from contract import run_example_and_check
 
 def test_example_runs_offline(tmp_path: Path) -> None:
     run_example_and_check("llamaindex", tmp_path, "recalled memory in the model's input: True",
+                          "bob's model saw alice's reading: False",
+                          "continuity starts with: # Continuity",
                           "wrap: saved", "trust=tool")

@@ -49,6 +49,8 @@ class ScriptedModel(Model):
         self.call_tool = call_tool
         self.plan = plan
         self.inputs: list[str] = []
+        #: the system prompt of each model call (wrap prompts aside)
+        self.systems: list[str] = []
 
     def generate(self, messages: list[Any], stop_sequences: Any = None, response_format: Any = None,
                  tools_to_call_from: Any = None, **kwargs: Any) -> ChatMessage:
@@ -62,6 +64,7 @@ class ScriptedModel(Model):
         self.inputs.append("\n".join(texts))
         if is_wrap_prompt(texts[-1]):
             return ChatMessage(role=MessageRole.ASSISTANT, content=scripted_compress(texts[-1]))
+        self.systems.append(texts[0] if messages[0].role == MessageRole.SYSTEM else "")
         if stop_sequences and "<end_plan>" in stop_sequences:  # a planning step
             return ChatMessage(role=MessageRole.ASSISTANT, content=self.plan or "No plan.")
         tool_done = any(m.role == MessageRole.TOOL_RESPONSE for m in messages)
@@ -84,8 +87,8 @@ class ScriptedModel(Model):
 
 
 def make_agent(model: ScriptedModel, memory: Any = None, **kwargs: Any) -> Any:
-    """A real ToolCallingAgent or CodeAgent (by ``model.code``) with memory's callbacks."""
+    """A real ToolCallingAgent or CodeAgent (by ``model.code``), attached to ``memory``."""
     cls = CodeAgent if model.code else ToolCallingAgent
-    callbacks = memory.step_callbacks if memory is not None else None
-    return cls(tools=[read_gauge], model=model, step_callbacks=callbacks,
-               verbosity_level=LogLevel.OFF, max_steps=4, **kwargs)
+    agent = cls(tools=[read_gauge], model=model, verbosity_level=LogLevel.OFF, max_steps=4,
+                **kwargs)
+    return memory.attach(agent) if memory is not None else agent

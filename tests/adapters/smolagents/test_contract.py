@@ -12,6 +12,11 @@ from anneal_memory.adapters.smolagents import AnnealMemory
 from contract import AdapterContract, RunTrace
 
 
+def _user_of(run: Any) -> dict[str, str]:
+    # smolagents carries no user identity: the app passes it with the run
+    return {"user": run.additional_args["user_id"]}
+
+
 class _SmolagentsContract(AdapterContract):
     code = False
 
@@ -19,11 +24,16 @@ class _SmolagentsContract(AdapterContract):
         return AnnealMemory(memory, **options)
 
     def run(self, store: Store, user_input: str, *, wrap: bool = False,
-            call_tool: bool = False) -> RunTrace:
+            call_tool: bool = False, user: str | None = None) -> RunTrace:
         model = ScriptedModel(code=self.code, answer="Noted and done.", call_tool=call_tool)
-        memory = AnnealMemory(store, wrap_on_end=wrap)
-        agent = make_agent(model, memory)
-        output = memory.run(agent, user_input)
+        if user is None:
+            memory = AnnealMemory(store, wrap_on_end=wrap)
+            output = memory.run(make_agent(model), user_input)
+        else:  # one memory serves every user, as in a server
+            memory = self.shared((id(store), wrap), lambda: AnnealMemory(
+                store, namespace=_user_of, wrap_on_end=wrap))
+            output = make_agent(model, memory).run(user_input,
+                                                   additional_args={"user_id": user})
         return RunTrace(output=str(output), model_inputs=model.inputs)
 
 

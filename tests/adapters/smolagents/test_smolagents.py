@@ -6,11 +6,20 @@ import logging
 from pathlib import Path
 
 import pytest
-from smol_scripted import ScriptedModel, make_agent
+from smol_scripted import ScriptedModel, make_agent, message_text, read_gauge
+from smolagents import ToolCallingAgent
 from smolagents.memory import ActionStep, FinalAnswerStep, PlanningStep
+from smolagents.models import ChatMessage
+from smolagents.monitoring import LogLevel
 
 from anneal_memory import Store
-from anneal_memory.adapters.smolagents import LOGGER_NAME, AnnealMemory, model_compressor
+from anneal_memory.adapters.smolagents import (
+    LOGGER_NAME,
+    AnnealMemory,
+    RunContext,
+    model_compressor,
+)
+from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 
 
@@ -61,23 +70,178 @@ def test_memory_goes_into_system_prompt_after_own_instructions(store: Store) -> 
     memory = AnnealMemory(store)
     model = ScriptedModel(answer="ok")
     agent = make_agent(model, memory, instructions="Answer in one sentence.")
-    memory.run(agent, "The compost bin is behind the blue shed")
-    memory.run(agent, "Where is the compost bin?")
-    system_prompt = agent.memory.system_prompt.system_prompt
+    agent.run("The compost bin is behind the blue shed")
+    agent.run("Where is the compost bin?")
+    system_prompt = model.systems[-1]
     assert "Answer in one sentence." in system_prompt
     assert "blue shed" in system_prompt
-    # each run replaces the block instead of stacking a new one on the last
-    memory.run(agent, "Where is the compost bin again?")
-    assert agent.instructions.count("Answer in one sentence.") == 1
-    assert agent.instructions.startswith("Answer in one sentence.")
+    assert system_prompt.index("Answer in one sentence.") < system_prompt.index("blue shed")
+    # the agent's own instructions are never left changed by memory
+    assert agent.instructions == "Answer in one sentence."
 
 
-def test_prepare_does_not_recall_the_task_back_to_itself(store: Store) -> None:
+def test_the_users_later_instructions_hold(store: Store) -> None:
     memory = AnnealMemory(store)
-    agent = make_agent(ScriptedModel(), memory)
-    block = memory.prepare(agent, "Zanzibar seedlings need shade")
-    assert "Zanzibar" not in block
-    assert any("Zanzibar" in e.content for e in _episodes(store))
+    model = ScriptedModel(answer="ok")
+    agent = make_agent(model, memory, instructions="Answer in French.")
+    agent.run("The compost bin is behind the blue shed")
+    agent.instructions = "Answer in German."
+    agent.run("Where is the compost bin?")
+    assert "Answer in German." in model.systems[-1]
+    assert "Answer in French." not in model.systems[-1]
+    assert "blue shed" in model.systems[-1]
+    assert agent.instructions == "Answer in German."
+    agent.instructions = None
+    agent.run("Where is the compost bin again?")
+    assert agent.instructions is None and "blue shed" in model.systems[-1]
+
+
+def test_plain_agent_run_recalls_and_records(store: Store) -> None:
+    """The path GradioUI and managed agents take: agent.run, no memory.run around it."""
+    memory = AnnealMemory(store)
+    model = ScriptedModel(answer="Noted.")
+    agent = make_agent(model, memory)
+    agent.run("The greenhouse heater is a Zephyrion 4000")
+    assert [e.content for e in _episodes(store) if e.type.value == "context"] == [
+        "The greenhouse heater is a Zephyrion 4000"]
+    agent.run("Which greenhouse heater do we have?")
+    assert "Zephyrion" in model.systems[-1]
+    # the run's own request is not recalled back into its own prompt
+    assert "Which greenhouse heater do we have?" not in model.systems[-1]
+
+
+def test_streamed_plain_run_as_gradio_does(store: Store) -> None:
+    memory = AnnealMemory(store, wrap_on_end=True)
+    model = ScriptedModel(answer="Noted.")
+    agent = make_agent(model, memory)
+    list(agent.run("The greenhouse heater is a Zephyrion 4000", stream=True, reset=False))
+    steps = list(agent.run("Which heater?", stream=True, reset=False))
+    assert isinstance(steps[-1], FinalAnswerStep)
+    assert "Zephyrion" in model.systems[-1]
+    assert store.status().total_wraps == 2
+    assert {e.content for e in _episodes(store) if e.type.value == "context"} == {
+        "The greenhouse heater is a Zephyrion 4000", "Which heater?"}
+
+
+def test_managed_agent_runs_through_its_manager_get_memory(store: Store) -> None:
+    store.record("The pump gauge was recalibrated by Ottoline", "observation")
+    memory = AnnealMemory(store)
+    worker_model = ScriptedModel(answer="Ottoline did.")
+    worker = memory.attach(ToolCallingAgent(
+        tools=[], model=worker_model, name="gauge_expert", description="Knows the gauges.",
+        verbosity_level=LogLevel.OFF, max_steps=3))
+    manager_model = _ManagerModel()
+    manager = ToolCallingAgent(tools=[], model=manager_model, managed_agents=[worker],
+                               verbosity_level=LogLevel.OFF, max_steps=3)
+    assert "Ottoline did." in str(manager.run("Who recalibrated the pump gauge?"))
+    assert any("Ottoline" in s for s in worker_model.systems)
+    outcomes = [e.content for e in _episodes(store) if e.type.value == "outcome"]
+    assert "Ottoline did." in outcomes
+
+
+class _ManagerModel(ScriptedModel):
+    """Delegates to the managed agent once, then answers with its report."""
+
+    def _reply(self, messages, stop_sequences, tools_to_call_from):
+        texts = [message_text(m if isinstance(m, ChatMessage) else ChatMessage.from_dict(m))
+                 for m in messages]
+        report = next((t for t in texts if "Ottoline did." in t), None)
+        if report is None:
+            return self._call("gauge_expert", {"task": "Who recalibrated the pump gauge?",
+                                               "additional_args": {}})
+        return self._call("final_answer", {"answer": "Ottoline did."})
+
+
+def test_callbacks_alone_wire_the_run_from_the_second_run_on(store: Store) -> None:
+    memory = AnnealMemory(store)
+    model = ScriptedModel(answer="Noted.")
+    agent = ToolCallingAgent(tools=[read_gauge], model=model, step_callbacks=memory.step_callbacks,
+                             verbosity_level=LogLevel.OFF, max_steps=3)
+    agent.run("The greenhouse heater is a Zephyrion 4000")
+    assert "The greenhouse heater is a Zephyrion 4000" in [e.content for e in _episodes(store)]
+    agent.run("Which greenhouse heater do we have?")
+    assert "Zephyrion" in model.systems[-1]
+
+
+def test_two_users_on_one_store_never_see_each_other(store: Store) -> None:
+    alice = AnnealMemory(store, namespace={"user": "alice"})
+    bob = AnnealMemory(store, namespace={"user": "bob"})
+    a_model, b_model = ScriptedModel(answer="ok"), ScriptedModel(answer="ok")
+    a_agent, b_agent = make_agent(a_model, alice), make_agent(b_model, bob)
+    a_agent.run("My locker code is 4417 Quasar")
+    b_agent.run("My locker code is 9902 Nebula")
+    a_agent.run("What is my locker code?")
+    b_agent.run("What is my locker code?")
+    assert "Quasar" in a_model.systems[-1] and "Nebula" in b_model.systems[-1]
+    assert not any("Nebula" in t for t in a_model.inputs)
+    assert not any("Quasar" in t for t in b_model.inputs)
+    assert alice.session_of(a_agent).namespace.user == "alice"
+
+
+def test_namespace_callable_gets_the_run(store: Store) -> None:
+    seen: list[RunContext] = []
+
+    def who(run: RunContext) -> dict:
+        seen.append(run)
+        return {"user": run.additional_args["user_id"]}
+
+    memory = AnnealMemory(store, namespace=who)
+    model = ScriptedModel(answer="ok")
+    agent = make_agent(model, memory)
+    agent.run("My locker code is 4417 Quasar", additional_args={"user_id": "alice"})
+    agent.run("What is my locker code?", additional_args={"user_id": "bob"})
+    assert "Quasar" not in model.systems[-1]
+    agent.run("What is my locker code?", additional_args={"user_id": "alice"})
+    assert "Quasar" in model.systems[-1]
+    assert seen[0].agent is agent and seen[0].task == "My locker code is 4417 Quasar"
+
+
+def test_namespace_callable_returning_none_is_refused_not_global(store: Store, caplog) -> None:
+    store.record("Root secret Zephyrion", "observation")
+    memory = AnnealMemory(store, namespace=lambda run: None)
+    model = ScriptedModel(answer="still answered")
+    with caplog.at_level(logging.WARNING, logger=LOGGER_NAME):
+        assert make_agent(model, memory).run("What is the secret?") == "still answered"
+    assert not any("Zephyrion" in t for t in model.inputs)
+    assert any("returned None" in r.getMessage() for r in caplog.records)
+
+
+def test_bad_namespace_raises_at_construction(store: Store) -> None:
+    with pytest.raises(ValidationError, match="nickname"):
+        AnnealMemory(store, namespace={"nickname": "al"})
+    with pytest.raises(ValidationError, match="already one namespace"):
+        AnnealMemory(MemorySession(store, namespace={"user": "a"}), namespace={"user": "b"})
+
+
+def test_concurrent_runs_of_two_users_both_wrap(store: Store) -> None:
+    import threading
+
+    errors: list[BaseException] = []
+
+    def one(user: str) -> None:
+        try:
+            memory = AnnealMemory(store, namespace={"user": user}, wrap_on_end=True)
+            make_agent(ScriptedModel(answer=f"done for {user}"), memory).run(
+                f"Decide the watering plan of {user}")
+            assert memory.session_of().last_wrap.status == "saved"
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(u,)) for u in ("alice", "bob")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for user in ("alice", "bob"):
+        view = store.scoped({"user": user})
+        assert view.status().total_wraps == 1 and user in (view.load_continuity() or "")
+
+
+def test_an_agent_belongs_to_one_memory(store: Store) -> None:
+    agent = make_agent(ScriptedModel(), AnnealMemory(store))
+    with pytest.raises(ValidationError, match="another AnnealMemory"):
+        AnnealMemory(store).attach(agent)
 
 
 def test_failing_memory_is_logged_and_the_run_goes_on(tmp_path: Path, caplog) -> None:
@@ -122,8 +286,7 @@ def test_failed_compress_keeps_episodes_for_the_next_wrap(store: Store) -> None:
     memory.run(agent, "Decide how to keep the beds moist")
     assert store.load_continuity() is None
     assert store.status().episodes_since_wrap >= 2
-    memory.compress = None  # fall back to the agent's own model
-    assert memory.wrap(agent).status == "saved"
+    assert memory.wrap(agent, compress=model_compressor(model)).status == "saved"
     assert store.status().total_wraps == 1
 
 
@@ -131,6 +294,7 @@ def test_streamed_run_wraps_once_exhausted(store: Store) -> None:
     memory = AnnealMemory(store, wrap_on_end=True)
     agent = make_agent(ScriptedModel(answer="streamed"), memory)
     steps = list(memory.run(agent, "Stream the watering plan", stream=True))
+    assert store.status().total_wraps == 1  # once the generator is exhausted
     assert isinstance(steps[-1], FinalAnswerStep) and steps[-1].output == "streamed"
     assert store.status().total_wraps == 1
 

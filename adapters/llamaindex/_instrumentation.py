@@ -28,7 +28,8 @@ from anneal_memory.adapters import hook_guard
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 
-from .block import LOGGER_NAME
+from ._block import LOGGER_NAME
+from ._memory import RECALL_TOOL_NAME
 
 _safe = hook_guard(LOGGER_NAME)
 
@@ -36,26 +37,29 @@ _safe = hook_guard(LOGGER_NAME)
 class AnnealToolRecorder(BaseSpanHandler[SimpleSpan]):
     """Span handler: every ``ToolOutput`` a span returns becomes a tool episode.
 
-    It keeps no spans (``new_span`` returns None), so it holds nothing between calls.
+    ``memory`` is a :class:`MemorySession`, or an ``AnnealMemory`` (then its namespace's
+    session; an ``AnnealMemory`` also records the tool results it is given, once). It keeps
+    no spans (``new_span`` returns None), so it holds nothing between calls.
     """
 
-    _session: MemorySession = PrivateAttr()
+    _memory: Any = PrivateAttr()
     _record_errors: bool = PrivateAttr(default=True)
 
-    def __init__(self, session: MemorySession, *, record_errors: bool = True) -> None:
-        if not isinstance(session, MemorySession):
+    def __init__(self, memory: Any, *, record_errors: bool = True) -> None:
+        if not isinstance(memory, MemorySession) and not callable(getattr(memory, "scope", None)):
             raise ValidationError(
-                f"session must be an anneal_memory MemorySession, not {type(session).__name__}: "
-                "pass AnnealMemory(...).session or MemorySession(store)"
+                f"memory must be an anneal_memory MemorySession or an AnnealMemory, not "
+                f"{type(memory).__name__}: pass AnnealMemory.from_store(...) or MemorySession(store)"
             )
         super().__init__(open_spans={}, completed_spans=[], dropped_spans=[], current_span_ids={})
-        self._session = session
+        self._memory = memory
         self._record_errors = record_errors
 
     @property
     def session(self) -> MemorySession:
         """The session tool outputs are recorded into."""
-        return self._session
+        memory = self._memory
+        return memory if isinstance(memory, MemorySession) else memory.scope()
 
     @classmethod
     def class_name(cls) -> str:
@@ -69,15 +73,16 @@ class AnnealToolRecorder(BaseSpanHandler[SimpleSpan]):
     def prepare_to_exit_span(self, id_: str, bound_args: inspect.BoundArguments,
                              instance: Any | None = None, result: Any | None = None,
                              **kwargs: Any) -> SimpleSpan | None:
-        if isinstance(result, ToolOutput) and (self._record_errors or not result.is_error):
+        if isinstance(result, ToolOutput) and (self._record_errors or not result.is_error) \
+                and result.tool_name != RECALL_TOOL_NAME:
             self._record(result)
         return None
 
     @_safe
     def _record(self, result: ToolOutput) -> None:
         metadata = {"is_error": True} if result.is_error else None
-        self._session.record_tool_output(result.tool_name, result.content,
-                                         arguments=result.raw_input, metadata=metadata)
+        self.session.record_tool_output(result.tool_name, result.content,
+                                        arguments=result.raw_input, metadata=metadata)
 
     def prepare_to_drop_span(self, id_: str, bound_args: inspect.BoundArguments,
                              instance: Any | None = None, err: BaseException | None = None,
