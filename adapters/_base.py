@@ -213,9 +213,11 @@ class MemoryAdapter:
         except Exception:
             session.close()
             raise
-        object.__setattr__(self, "_anneal", AdapterMemory(
+        # a plain setattr: a pydantic adapter that declares ``_anneal`` as a PrivateAttr
+        # keeps it among its private attributes (out of copies of its fields)
+        self._anneal = AdapterMemory(
             session=session, namespace=namespace, pinned=pinned, compress=checked,
-            wrap_on_end=wrap_on_end, memory_role=role))
+            wrap_on_end=wrap_on_end, memory_role=role)
         return session
 
     # ------------------------------------------------------------------ what it owns
