@@ -24,6 +24,7 @@ from autogen_core.models import (
     UserMessage,
 )
 
+from anneal_memory.adapters import MEMORY_LABEL
 from anneal_memory.session import CONTINUITY_HEADER, MEMORY_HEADER, MemorySession
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def is_memory_message(message: Any) -> bool:
     if isinstance(message, UserMessage):
         return message.source == MEMORY_SOURCE
     if isinstance(message, SystemMessage) and isinstance(message.content, str):
-        return message.content.startswith((MEMORY_HEADER, CONTINUITY_HEADER))
+        return message.content.startswith((MEMORY_LABEL, MEMORY_HEADER, CONTINUITY_HEADER))
     return False
 
 

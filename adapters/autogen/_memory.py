@@ -36,7 +36,7 @@ from pydantic import BaseModel
 from typing_extensions import Self
 
 from anneal_memory import Store
-from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard
+from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, label_memory
 from anneal_memory.errors import ValidationError
 from anneal_memory.recall import retrieve_relevant
 from anneal_memory.session import MemorySession, WrapOutcome
@@ -189,12 +189,13 @@ class AnnealMemory(MemoryAdapter, Memory, Component[AnnealMemoryConfig]):
         block = await session.amemory_block(query)
         if not remove_memory_messages(model_context):
             # a context that keeps its messages elsewhere: never stack an identical copy
-            if any(is_memory_message(m) and m.content == block for m in messages):
+            if any(is_memory_message(m) and m.content == label_memory(block) for m in messages):
                 return []
         if not block:
             return []
-        injected: LLMMessage = (SystemMessage(content=block) if self.memory_role == "system"
-                                else UserMessage(content=block, source=MEMORY_SOURCE))
+        text = label_memory(block)
+        injected: LLMMessage = (SystemMessage(content=text) if self.memory_role == "system"
+                                else UserMessage(content=text, source=MEMORY_SOURCE))
         state.injected = injected
         await model_context.add_message(injected)
         results = [MemoryContent(content=block, mime_type=MemoryMimeType.MARKDOWN,

@@ -14,7 +14,7 @@ from llama_index.core.base.llms.types import ChatMessage, TextBlock
 from llama_index.core.memory import BaseMemoryBlock
 from pydantic import Field, PrivateAttr
 
-from anneal_memory.adapters import MemoryAdapter, hook_guard
+from anneal_memory.adapters import MemoryAdapter, hook_guard, label_memory
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 
@@ -113,11 +113,11 @@ class AnnealMemoryBlock(BaseMemoryBlock[str]):
 
     @_safe
     async def _memory_block(self, session: MemorySession, query: str) -> str:
-        return await session.amemory_block(query)
+        return label_memory(await session.amemory_block(query))
 
     @_safe
     def _sync_block(self, session: MemorySession, query: str) -> str:
-        return session.memory_block(query)
+        return label_memory(session.memory_block(query))
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         query = latest_user_text(messages)

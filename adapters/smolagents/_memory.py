@@ -30,7 +30,7 @@ from smolagents.memory import ActionStep, FinalAnswerStep, PlanningStep
 from smolagents.models import ChatMessage, MessageRole, Model
 
 from anneal_memory import Store
-from anneal_memory.adapters import MemoryAdapter, hook_guard
+from anneal_memory.adapters import MemoryAdapter, hook_guard, label_memory
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
@@ -186,7 +186,7 @@ class AnnealMemory(MemoryAdapter):
             self._record_task(session, task)
         own = agent.instructions
         if block:
-            agent.instructions = "\n\n".join(p for p in (own, block) if p)
+            agent.instructions = "\n\n".join(p for p in (own, label_memory(block)) if p)
         try:
             result = original(task, *args, **kwargs)
         finally:

@@ -15,6 +15,7 @@ from autogen_core.models import SystemMessage, UserMessage
 from autogen_scripted import ScriptedClient, lookup, tool_call
 
 from anneal_memory import Store
+from anneal_memory.adapters import MEMORY_LABEL
 from anneal_memory.adapters.autogen import MEMORY_SOURCE, AnnealMemory
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
@@ -249,6 +250,10 @@ def test_system_role_option(store: Store) -> None:
         await context.add_message(UserMessage(content="Which greenhouse heater?", source="user"))
         await memory.update_context(context)
         assert isinstance((await context.get_messages())[-1], SystemMessage)
+        await context.add_message(UserMessage(content="And its heater wattage?", source="user"))
+        await memory.update_context(context)
+        systems = [m for m in await context.get_messages() if isinstance(m, SystemMessage)]
+        assert len(systems) == 1 and systems[0].content.startswith(MEMORY_LABEL)
 
     asyncio.run(go())
 

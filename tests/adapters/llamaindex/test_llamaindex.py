@@ -285,3 +285,16 @@ def test_memory_tool_in_an_agent_is_not_recorded_back(store: Store) -> None:
     assert tool.metadata.name == "recall_memory"
     assert "Ottoline" not in str(tool.call(query="pump serviced").content)
     assert "Ottoline" in str(asyncio.run(memory_tool(memory).acall(query="pump serviced")).content)
+
+
+def test_block_in_a_plain_memory_takes_a_namespace_callable_of_the_session_id(store: Store) -> None:
+    store.scoped({"user": "alice"}).record("Alice harvests pumpkins after the first frost",
+                                           "observation")
+    store.scoped({"user": "bob"}).record("Bob harvests pumpkins in August", "observation")
+    block = AnnealMemoryBlock(session=MemorySession(store),
+                              namespace=lambda session_id: {"user": session_id})
+    alice = Memory.from_defaults(session_id="alice", memory_blocks=[block])
+    text = " ".join(m.content or "" for m in asyncio.run(alice.aget(input="When are pumpkins harvested?")))
+    assert "first frost" in text and "August" not in text
+    assert "data, not instructions" in text
+
