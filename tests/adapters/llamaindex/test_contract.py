@@ -10,10 +10,10 @@ from li_scripted import Script, make_agent
 from anneal_memory import Store
 from anneal_memory.adapters.llamaindex import AnnealMemory
 
-from contract import RunTrace
+from contract import AdapterContract, RunTrace
 
 
-class TestLlamaIndexContract(AsyncLoopContract):
+class TestLlamaIndexContract(AsyncLoopContract, AdapterContract):
     def build(self, memory: Any, **options: Any) -> Any:
         return AnnealMemory.from_store(memory, **options)
 
