@@ -34,7 +34,7 @@ from ..errors import (
     WrapTokenError,
 )
 from ..facts import propose_wrap_link
-from ..immune import probes, signals
+from ..immune import probes, review, signals
 from ..immune.graduation import LineOutcome, WrapContext, govern_line, revoked_prior
 from ..storage.common import ns_meta_key
 from .baton import baton_holder
@@ -291,6 +291,9 @@ def validated_save_continuity(
         b.mark_wrapped(snapshot_ids, wrap["id"])
         metrics = {k: (len(v) if isinstance(v, list) else v) for k, v in result.items()
                    if k not in ("path", "drift", "warnings")}
+        # per pattern and per probe, for the operator's timeline, worklist and drift view
+        metrics["patterns"] = review.record_wrap_patterns(outcomes)
+        metrics["drift_probes"] = review.record_wrap_drift(b.probes(), result["drift"]["probes"])
         b.close_wrap(wrap["id"], "saved", now_iso(), chars=len(final_text),
                      episodes_compressed=len(snapshot_ids), metrics=metrics)
         store.audit_trail.append("continuity_saved", {
