@@ -67,7 +67,7 @@ def record_wrap_patterns(outcomes: Iterable[LineOutcome]) -> list[dict[str, Any]
         "level": o.final_level, "prior": o.prior_level, "events": _events(o),
         "cited": [c.episode_id for c in o.line.citations], "grounding": list(o.grounding_ids),
         "contradicts": list(o.line.contradicts), "no_contradicts": o.line.no_contradicts,
-        "cap_reason": o.cap_reason,
+        "cap_reason": o.cap_reason, "line": o.new_text,
     } for key, o in best.items()]
 
 
@@ -161,6 +161,7 @@ class WorklistItem:
     no_contradicts: bool
     current_level: int | None = None
     events: list[str] = field(default_factory=list)
+    line: str | None = None  # the line as that save wrote it
 
     @property
     def stance(self) -> str:
@@ -210,7 +211,7 @@ def review_worklist(store: Store, *, since_wrap: int | None = None) -> list[Work
         out.append(WorklistItem(int(w["id"]), str(w["wrapped_at"]), p["name"], int(p["level"]),
                                 p.get("prior"), cited, list(p.get("contradicts") or []),
                                 bool(p.get("no_contradicts")), now_levels.get(p["key"]),
-                                list(p.get("events") or [])))
+                                list(p.get("events") or []), p.get("line")))
     return out
 
 
