@@ -419,7 +419,7 @@ def test_login_token_works_once_and_sets_a_strict_cookie(console: Console) -> No
 
 
 def test_requests_naming_another_host_are_refused(client: Client, console: Console) -> None:
-    for host in ("evil.example:%d" % console.port, "127.0.0.1", f"127.0.0.1:{console.port + 1}",
+    for host in (f"evil.example:{console.port}", "127.0.0.1", f"127.0.0.1:{console.port + 1}",
                  f"attacker.test.127.0.0.1.nip.io:{console.port}", ""):
         r = client.get("/", host=host)
         assert r.status == 403 and "Wrong host" in r.body, host
