@@ -45,24 +45,36 @@ def _p95(xs: list[float]) -> float:
     return xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))]
 
 
-def one_user_cost(users: int, per_user: int, folder: Path, queries: int) -> dict[str, float]:
-    with Store(folder / f"users{users}.db") as store:
-        _fill(store, users, per_user)
-        me = store.scoped({"user": "u00000"})
-        times = []
+def one_user_costs(sizes: list[int], per_user: int, folder: Path,
+                   queries: int) -> dict[int, dict[str, float]]:
+    """Every store built first, then the queries run round-robin across them, so each
+    store's figures see the same machine (a noisy neighbour hits them all alike)."""
+    stores = {n: Store(folder / f"users{n}.db") for n in sizes}
+    try:
+        for n, store in stores.items():
+            _fill(store, n, per_user)
+        views = {n: s.scoped({"user": "u00000"}) for n, s in stores.items()}
+        times: dict[int, list[float]] = {n: [] for n in sizes}
+        wraps: dict[int, list[float]] = {n: [] for n in sizes}
         for q in range(queries):
-            t = time.perf_counter()
-            res = me.recall(keyword=f"{WORDS[q % 8]} {WORDS[(q + 3) % 8]}", limit=10)
-            times.append(time.perf_counter() - t)
-            assert all(e.content.startswith("u00000") for e in res.episodes)
-        wraps = []
+            kw = f"{WORDS[q % 8]} {WORDS[(q + 3) % 8]}"
+            for n, me in views.items():
+                t = time.perf_counter()
+                res = me.recall(keyword=kw, limit=10)
+                times[n].append(time.perf_counter() - t)
+                assert all(e.content.startswith("u00000") for e in res.episodes)
         for _ in range(max(5, queries // 20)):
-            t = time.perf_counter()
-            w = prepare_wrap(me)
-            wraps.append(time.perf_counter() - t)
-            me.wrap_cancelled(wrap_token=w["wrap_token"])
-        return {"recall_p95_ms": _p95(times) * 1e3, "recall_p50_ms": statistics.median(times) * 1e3,
-                "prepare_wrap_ms": statistics.median(wraps) * 1e3}
+            for n, me in views.items():
+                t = time.perf_counter()
+                w = prepare_wrap(me)
+                wraps[n].append(time.perf_counter() - t)
+                me.wrap_cancelled(wrap_token=w["wrap_token"])
+        return {n: {"recall_p95_ms": _p95(times[n]) * 1e3,
+                    "recall_p50_ms": statistics.median(times[n]) * 1e3,
+                    "prepare_wrap_ms": statistics.median(wraps[n]) * 1e3} for n in sizes}
+    finally:
+        for s in stores.values():
+            s.close()
 
 
 def _compress(prompt: str) -> str:
@@ -158,6 +170,40 @@ def loop_stall(folder: Path) -> dict[str, float]:
     return out
 
 
+def concurrent_writers(folder: Path, writers: int = 50, each: int = 40) -> dict[str, float]:
+    """Durable record() throughput: one sequential writer against ``writers`` threads on
+    one Store (group commit), with the p99 latency of one call."""
+    with Store(folder / "seq-writer.db") as s:
+        t = time.perf_counter()
+        for i in range(writers * each // 4):
+            s.record(f"sequential note {i} about the queue", "observation")
+        seq_rate = (writers * each // 4) / (time.perf_counter() - t)
+    lat: list[float] = []
+    lock = threading.Lock()
+    with Store(folder / "group-writers.db") as s:
+        def run(w: int) -> None:
+            mine = []
+            for i in range(each):
+                t0 = time.perf_counter()
+                s.record(f"writer {w} note {i} about the queue", "observation")
+                mine.append(time.perf_counter() - t0)
+            with lock:
+                lat.extend(mine)
+        threads = [threading.Thread(target=run, args=(w,)) for w in range(writers)]
+        t = time.perf_counter()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        rate = writers * each / (time.perf_counter() - t)
+        commits = s._group.commits
+    lat.sort()
+    return {"sequential_records_per_s": round(seq_rate), "concurrent_records_per_s": round(rate),
+            "ratio": round(rate / seq_rate, 2), "writers": writers,
+            "p99_latency_ms": round(lat[int(0.99 * (len(lat) - 1))] * 1e3, 2),
+            "records_per_commit": round(writers * each / max(commits, 1), 1)}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--users", default="1,100,10000")
@@ -167,22 +213,26 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="anneal-many-users-"))
     res: dict[str, Any] = {"per_user": args.per_user, "users": {}}
-    for n in (int(x) for x in args.users.split(",")):
-        res["users"][n] = one_user_cost(n, args.per_user, folder, args.queries)
-        print(f"{n:>6} users: {res['users'][n]}", flush=True)
+    res["users"] = one_user_costs([int(x) for x in args.users.split(",")], args.per_user,
+                                  folder, args.queries)
+    for n, r in res["users"].items():
+        print(f"{n:>6} users: {r}", flush=True)
     base = res["users"][min(res["users"])]
     res["ratios"] = {n: {k: round(v / base[k], 2) for k, v in r.items()} for n, r in res["users"].items()}
     res["concurrent_wraps"] = concurrent_wraps(folder)
     c = res["concurrent_wraps"]
     c["threads_vs_sequential"] = round(c["threads_s"] / c["sequential_s"], 2)
     c["processes_vs_sequential"] = round(c["processes_s"] / c["sequential_s"], 2)
+    res["concurrent_writers"] = concurrent_writers(folder)
+    print(f"concurrent writers: {res['concurrent_writers']}", flush=True)
     res["loop_stall"] = loop_stall(folder)
     ls = res["loop_stall"]
     ls["ratio"] = round(ls["async_twins_max_gap_ms"] / ls["sync_inline_max_gap_ms"], 3)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "many_users.json").write_text(json.dumps(res, indent=2) + "\n", "utf-8")
-    print(json.dumps({"ratios": res["ratios"], "concurrent_wraps": c, "loop_stall": ls}, indent=2))
+    print(json.dumps({"ratios": res["ratios"], "concurrent_wraps": c, "loop_stall": ls,
+                      "concurrent_writers": res["concurrent_writers"]}, indent=2))
     return 0
 
 

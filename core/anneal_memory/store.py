@@ -25,6 +25,7 @@ from .errors import (
     TrustError,
     ValidationError,
 )
+from .group_commit import GroupCommit
 from .storage.base import ROOT, Backend, EpisodeRow, Scope
 from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.sqlite import SQLiteBackend
@@ -137,6 +138,8 @@ class Store(ContinuityMixin):
             self._backend = SQLiteBackend(db, read_only=read_only)
         self._closed = False
         self._lock = threading.RLock()
+        self._tx_owner = threading.local()  # this thread's write depth (joins its batch)
+        self._group = GroupCommit()
         if not read_only:
             with self._backend.transaction():
                 if self._backend.get_meta("store_id") is None:
@@ -238,6 +241,7 @@ class Store(ContinuityMixin):
         """
         with self._lock:
             outer = not self._backend.in_transaction
+            self._tx_owner.depth = getattr(self._tx_owner, "depth", 0) + 1
             try:
                 with self._backend.transaction():
                     yield
@@ -245,6 +249,8 @@ class Store(ContinuityMixin):
                 if outer:
                     self._audit.discard_pending()
                 raise
+            finally:
+                self._tx_owner.depth -= 1
             if outer:
                 self._audit.after_commit()
 
@@ -292,8 +298,13 @@ class Store(ContinuityMixin):
         """
         prepared = self._prepare_record(content, episode_type, source, metadata, timestamp,
                                         supersedes, state_key, trust, derived_from)
-        with self._write():
-            return self._insert_prepared(prepared)
+        if self._in_own_write():  # inside this thread's batch(): join it
+            with self._write():
+                return self._insert_prepared(prepared)
+        return self._group.record(self, prepared, Store._insert_prepared)  # type: ignore[no-any-return]
+
+    def _in_own_write(self) -> bool:
+        return getattr(self._tx_owner, "depth", 0) > 0
 
     def record_many(self, items: Iterable[Mapping[str, Any]]) -> list[Episode]:
         """Record many episodes in one transaction: all of them, or none on a refusal.

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from anneal_memory import (
+    AuditTrail,
     EpisodeNotFoundError,
     MemorySession,
     Store,
@@ -343,3 +344,44 @@ def test_a_users_recall_in_a_crowded_store_matches_their_store_alone(tmp_path: P
     finally:
         crowded.close()
         alone.close()
+
+
+def test_concurrent_writers_share_commits_and_lose_nothing(db: Path) -> None:
+    store = Store(db)
+    base = store.record("the base fact about the cache", "observation")
+    errors: list[BaseException] = []
+    ids: list[str] = []
+    lock = threading.Lock()
+
+    def writer(w: int) -> None:
+        view = store.scoped({"user": f"writer{w % 5}"}) if w % 2 else store
+        for i in range(40):
+            try:
+                if i % 10 == 9:  # a refused record: rolls back alone
+                    view.record(f"w{w} bad {i}", "observation", supersedes=["nosuchid"])
+                else:
+                    ep = view.record(f"w{w} note {i} about the cache", "observation")
+                    with lock:
+                        ids.append(ep.id)
+            except SupersessionError as exc:
+                with lock:
+                    errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert len(errors) == 50 * 4 and len(ids) == 50 * 36 == len(set(ids))
+        assert store.status().total_episodes == 1 + 50 * 36
+        assert all(store.get(i) is not None for i in ids[:50])
+        records = [e for e in store.backend.audit_entries() if e["event"] == "record"]
+        assert len(records) == 1 + 50 * 36  # no audit entry of a refused record survived
+        assert store._group.commits < store._group.records  # fsyncs were shared
+        assert store.get(base.id).superseded_by is None
+    finally:
+        store.close()
+    assert AuditTrail.verify(db).valid
+    with Store(db) as s:
+        assert s.status().total_episodes == 1 + 50 * 36

@@ -50,7 +50,8 @@ CREATE TABLE IF NOT EXISTS episodes (
     state_key TEXT,
     wrap_id INTEGER,
     ns_owner TEXT,
-    ns_project TEXT
+    ns_project TEXT,
+    ns_tag TEXT GENERATED ALWAYS AS (NS_TAG_SQL) VIRTUAL
 );
 CREATE INDEX IF NOT EXISTS ix_episodes_ts ON episodes(timestamp);
 CREATE INDEX IF NOT EXISTS ix_episodes_type_ts ON episodes(type, timestamp);
@@ -146,33 +147,51 @@ CREATE TABLE IF NOT EXISTS audit_log (
     hash TEXT NOT NULL
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS episodes_words USING fts5(
-    content, type, content='episodes', content_rowid='rowid',
+    content, type, ns_tag, content='episodes', content_rowid='rowid',
     tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS episodes_tri USING fts5(
     content, type, content='episodes', content_rowid='rowid', tokenize='trigram'
 );
 CREATE TRIGGER IF NOT EXISTS episodes_ai AFTER INSERT ON episodes BEGIN
-    INSERT INTO episodes_words(rowid, content, type) VALUES (new.rowid, new.content, new.type);
+    INSERT INTO episodes_words(rowid, content, type, ns_tag) VALUES (new.rowid, new.content, new.type, new.ns_tag);
     INSERT INTO episodes_tri(rowid, content, type) VALUES (new.rowid, new.content, new.type);
 END;
 CREATE TRIGGER IF NOT EXISTS episodes_ad AFTER DELETE ON episodes BEGIN
-    INSERT INTO episodes_words(episodes_words, rowid, content, type) VALUES ('delete', old.rowid, old.content, old.type);
+    INSERT INTO episodes_words(episodes_words, rowid, content, type, ns_tag) VALUES ('delete', old.rowid, old.content, old.type, old.ns_tag);
     INSERT INTO episodes_tri(episodes_tri, rowid, content, type) VALUES ('delete', old.rowid, old.content, old.type);
 END;
 CREATE TRIGGER IF NOT EXISTS episodes_au AFTER UPDATE OF content, type ON episodes BEGIN
-    INSERT INTO episodes_words(episodes_words, rowid, content, type) VALUES ('delete', old.rowid, old.content, old.type);
+    INSERT INTO episodes_words(episodes_words, rowid, content, type, ns_tag) VALUES ('delete', old.rowid, old.content, old.type, old.ns_tag);
     INSERT INTO episodes_tri(episodes_tri, rowid, content, type) VALUES ('delete', old.rowid, old.content, old.type);
-    INSERT INTO episodes_words(rowid, content, type) VALUES (new.rowid, new.content, new.type);
+    INSERT INTO episodes_words(rowid, content, type, ns_tag) VALUES (new.rowid, new.content, new.type, new.ns_tag);
     INSERT INTO episodes_tri(rowid, content, type) VALUES (new.rowid, new.content, new.type);
 END;
 """
+# The namespace as one word of the word index, so a namespace's ranked search is
+# intersected inside the index: "u" + hex(owner) for a user-level episode, "p" +
+# hex(owner, project) for a project's (the SQL filter on the columns stays the rule).
+NS_TAG_SQL = ("CASE WHEN ns_owner IS NULL THEN '' WHEN ns_project IS NULL THEN "
+              "'u' || hex(ns_owner) ELSE 'p' || hex(ns_owner || char(31) || ns_project) END")
+_SCHEMA = _SCHEMA.replace("NS_TAG_SQL", NS_TAG_SQL)
 
-def _with_type(expr: str, filters: SearchFilters) -> str:
+
+def ns_words_query(scope: Any) -> str | None:
+    """The word-index condition for the episodes ``scope`` may read (None at the root)."""
+    if scope.owner is None:
+        return None
+    tags = ["u" + scope.owner.encode("utf-8").hex().upper()]
+    if scope.project is not None:
+        tags.append("p" + f"{scope.owner}\x1f{scope.project}".encode("utf-8").hex().upper())
+    return "ns_tag : (" + " OR ".join(fts_quote(t) for t in tags) + ")"
+
+
+def _with_type(expr: str, filters: SearchFilters, *, ns: bool = False) -> str:
     """Add the episode-type filter inside the full-text query, so the index does it."""
     if filters.episode_type:
-        return f"({expr}) AND type : {fts_quote(filters.episode_type)}"
-    return expr
+        expr = f"({expr}) AND type : {fts_quote(filters.episode_type)}"
+    cond = ns_words_query(filters.scope) if ns else None
+    return expr if cond is None else f"({expr}) AND {cond}"
 
 
 def _fold(text: Any) -> Any:
@@ -523,13 +542,12 @@ class SQLiteBackend(SQLBackend):
                 order_sql = "e.timestamp DESC, e.rowid DESC"
         elif words:
             fts = "episodes_words"
-            src = (("FROM episodes e CROSS JOIN episodes_words w ON w.rowid = e.rowid " if small
-                    else "FROM episodes_words w CROSS JOIN episodes e ON e.rowid = w.rowid ")
-                   + "WHERE episodes_words MATCH ? AND ")
+            src = ("FROM episodes_words w CROSS JOIN episodes e ON e.rowid = w.rowid "
+                   "WHERE episodes_words MATCH ? AND ")
             mparams = [_with_type("content : (" + " OR ".join(fts_quote(w) for w in words) + ")",
-                                  filters)]
-            score = "-bm25(episodes_words, 1.0, 0.0)"
-            order_sql = "bm25(episodes_words, 1.0, 0.0) ASC, e.timestamp DESC"
+                                  filters, ns=True)]
+            score = "-bm25(episodes_words, 1.0, 0.0, 0.0)"
+            order_sql = "bm25(episodes_words, 1.0, 0.0, 0.0) ASC, e.timestamp DESC"
         else:
             src = "FROM episodes e WHERE "
             mparams = []

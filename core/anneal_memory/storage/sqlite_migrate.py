@@ -1,7 +1,7 @@
 """Schema upgrades of an existing SQLite store, run once in one transaction on open.
 
 Version 2 makes the namespace first-class: ``ns_owner`` / ``ns_project`` columns on
-episodes and tombstones (filled from the ``_anneal_ns`` metadata stamp that scoped views
+episodes and tombstones (and the namespace as a word of the word index, which is rebuilt) (filled from the ``_anneal_ns`` metadata stamp that scoped views
 of version 1 wrote, which is then removed), ``ns_key`` on wraps, pattern history and
 drift probes, one open wrap per namespace, and the item collections table.
 """
@@ -49,9 +49,20 @@ def _to_v2(conn: Any, schema: list[str]) -> None:
                      "gov_episode_removed r WHERE r.id = tombstones.id), ns_project = (SELECT "
                      "r.ns_project FROM gov_episode_removed r WHERE r.id = tombstones.id) "
                      "WHERE id IN (SELECT id FROM gov_episode_removed)")
-    for stmt in schema:  # new tables and indexes (all IF NOT EXISTS)
-        if stmt.lstrip().upper().startswith(("CREATE TABLE", "CREATE INDEX", "CREATE UNIQUE")):
+    if "ns_tag" not in _columns(conn, "episodes"):
+        from .sqlite import NS_TAG_SQL
+
+        conn.execute(f"ALTER TABLE episodes ADD COLUMN ns_tag TEXT GENERATED ALWAYS AS "
+                     f"({NS_TAG_SQL}) VIRTUAL")
+    # the word index gains the namespace word: recreate it (and the triggers feeding it)
+    for trig in ("episodes_ai", "episodes_ad", "episodes_au"):
+        conn.execute(f"DROP TRIGGER IF EXISTS {trig}")
+    conn.execute("DROP TABLE IF EXISTS episodes_words")
+    for stmt in schema:  # new tables, indexes, the word index, triggers (IF NOT EXISTS)
+        if stmt.lstrip().upper().startswith(("CREATE TABLE", "CREATE INDEX", "CREATE UNIQUE",
+                                             "CREATE VIRTUAL", "CREATE TRIGGER")):
             conn.execute(stmt)
+    conn.execute("INSERT INTO episodes_words(episodes_words) VALUES ('rebuild')")
 
 
 _STEPS = {2: _to_v2}
