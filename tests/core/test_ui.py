@@ -537,24 +537,48 @@ def test_cli_ui_refusals_are_one_line(tmp_path: Path) -> None:
     assert r.returncode == 1 and "operator-only" in r.stderr
 
 
+def _start_cli(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "anneal_memory", "ui", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+
+
+def _line_with(proc: subprocess.Popen[str], needle: str) -> str:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if needle in line:
+            return line.strip()
+    raise AssertionError(f"the console printed no line with {needle!r}")
+
+
 def test_cli_ui_serves_the_console(seeded: tuple) -> None:
     db, _ids = seeded
-    proc = subprocess.Popen([sys.executable, "-m", "anneal_memory", "ui", "--db", str(db),
-                             "--port", "0", "--read-only"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    proc = _start_cli("--db", str(db), "--port", "0", "--read-only")
     try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 30
-        url = None
-        while url is None and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if "?token=" in line:
-                url = line.strip()
-        assert url and url.startswith("http://127.0.0.1:"), url
+        url = _line_with(proc, "?token=")
+        assert url.startswith("http://127.0.0.1:"), url
         client = Client(url.split("?")[0])
         assert client.login(url).status == 303
         page = client.get("/continuity")
         assert page.status == 200 and "cache misses" in page.body and "read-only" in page.body
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert proc.stderr is not None and "token=" not in proc.stderr.read()
+
+
+def test_cli_ui_json_prints_one_line_to_start_from(seeded: tuple) -> None:
+    db, _ids = seeded
+    proc = _start_cli("--db", str(db), "--port", "0", "--json")
+    try:
+        doc = json.loads(_line_with(proc, "login_url"))
+        assert doc["store"] == str(db) and doc["read_only"] is False and not doc["operator"]
+        client = Client(doc["url"])
+        assert client.login(doc["login_url"]).status == 303
+        assert client.get("/").status == 200
+        assert Client(doc["url"]).login(doc["login_url"]).status == 403  # used once
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -6,12 +6,12 @@ import argparse
 from typing import Any
 
 from ..errors import ValidationError
-from .common import operator_gate, require_store
+from .common import command, operator_gate, require_store
 
 
 def register(sub: Any) -> None:
-    text = "serve the operator console in a browser (127.0.0.1; prints a one-time login link)"
-    p = sub.add_parser("ui", help=text, description=text[:1].upper() + text[1:] + ".")
+    p = command(sub, "ui", "serve the operator console in a browser (127.0.0.1; prints a "
+                "one-time login link; --json: as one JSON line)", cmd_ui)
     p.add_argument("--host", default="127.0.0.1",
                    help="the address to listen on (default 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=8765, metavar="N",
@@ -28,7 +28,6 @@ def register(sub: Any) -> None:
     p.add_argument("--reviewer", metavar="NAME",
                    help="the name governed review decisions are recorded under (default: "
                         "your login name)")
-    p.set_defaults(func=cmd_ui)
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
@@ -41,4 +40,4 @@ def cmd_ui(args: argparse.Namespace) -> int:
         if args.operator else None
     return serve(loc, host=args.host, port=args.port, read_only=args.read_only,
                  operator_via=via, anchor=args.anchor, reviewer=args.reviewer,
-                 project_name=args.project_name)
+                 project_name=args.project_name, as_json=args.json)

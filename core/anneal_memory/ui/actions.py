@@ -66,8 +66,9 @@ def trust(a: Act) -> str:
             from ..errors import TrustError
 
             raise TrustError(f"raising the trust of {eid} from {current} to {level} is "
-                             "operator-only: restart the console with --operator (it asks "
-                             "on the terminal, or reads ANNEAL_OPERATOR=1); nothing changed")
+                             "operator-only: restart the console in operator mode (the ui "
+                             "command's operator option asks on the terminal, or reads "
+                             "ANNEAL_OPERATOR=1); nothing changed")
         res = a.store.set_trust(eid, level, via=f"ui-{a.operator_via}")
     else:
         res = a.store.set_trust(eid, level, via="ui")

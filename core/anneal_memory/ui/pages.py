@@ -390,7 +390,8 @@ def audit(v: View) -> str:
     typed = v.arg("anchor")
     if typed and not ANCHOR_RE.match(typed):
         raise ValidationError("the anchor must be a 64-hex hash or SEQ:HASH (the output of "
-                              "'anneal-memory audit head'); a file is for --anchor only")
+                              "'anneal-memory audit head'); an anchor file can only be named "
+                              "when the console starts")
     anchor = typed or v.anchor
     try:
         res = AuditTrail.verify(loc, anchor=anchor)

@@ -9,6 +9,7 @@ the session check; nothing is changed without the session's CSRF token.
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import sys
 import threading
@@ -92,7 +93,7 @@ class Console:
             if self._owns:
                 self.store.close()
             raise ValidationError(f"cannot listen on {self.host}:{port} ({exc.strerror or exc}): "
-                                  "pass another --port (0 picks a free one)") from None
+                                  "choose another port (0 picks a free one)") from None
         self.port = int(self.httpd.server_address[1])
         self.allowed = allowed_hosts(self.host, self.port)
 
@@ -318,17 +319,23 @@ def _handler(console: Console) -> type[BaseHTTPRequestHandler]:
 
 
 def serve(store: Store | str | os.PathLike[str], *, out: TextIO | None = None,
-          **options: Any) -> int:
-    """Run the console until interrupted, printing its one-time login link to ``out``."""
+          as_json: bool = False, **options: Any) -> int:
+    """Run the console until interrupted, printing its one-time login link to ``out``
+    (``as_json``: one JSON line with ``login_url``, ``url``, ``store``, ``read_only``)."""
     out = out or sys.stdout
     console = Console(store, log=options.pop("log", sys.stderr), **options)
     try:
         where = redact(console.store.dsn) if console.store.dsn else str(console.store.path)
-        mode = " (read-only)" if console.read_only else ""
-        out.write(f"anneal-memory console for {where}{mode}\n"
-                  f"open this link (it works once; the browser then keeps a session):\n"
-                  f"  {console.login_url()}\n"
-                  "press Ctrl-C to stop\n")
+        if as_json:
+            out.write(json.dumps({"login_url": console.login_url(), "url": console.url,
+                                  "store": where, "read_only": console.read_only,
+                                  "operator": console.operator_via is not None}) + "\n")
+        else:
+            mode = " (read-only)" if console.read_only else ""
+            out.write(f"anneal-memory console for {where}{mode}\n"
+                      f"open this link (it works once; the browser then keeps a session):\n"
+                      f"  {console.login_url()}\n"
+                      "press Ctrl-C to stop\n")
         out.flush()
         console.serve_forever()
     except KeyboardInterrupt:
