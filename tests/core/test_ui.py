@@ -582,3 +582,51 @@ def test_cli_ui_json_prints_one_line_to_start_from(seeded: tuple) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_login_redirect_never_leaves_the_console(console: Console) -> None:
+    client = Client(console.url)
+    r = client.get("//evil.example/?" + console.login_url().split("?")[1])
+    assert r.status == 303 and r.headers["location"] == "/"
+
+
+def test_hand_edits_are_refused_while_a_wrap_is_open(client: Client, seeded: tuple) -> None:
+    from anneal_memory import prepare_wrap
+
+    with Store(seeded[0]) as s:
+        s.record("one more", "observation")
+        assert prepare_wrap(s)["status"] == "ready"
+    r = post(client, "/act/demote", {"name": "cache misses", "level": "1"})
+    assert r.status == 400 and "a wrap is open" in text_of(r.body)
+    assert events(seeded[0], "pattern_demoted") == []
+
+
+def test_a_store_without_governed_memory(tmp_path: Path) -> None:
+    from anneal_memory.storage.governance_sql import has_schema
+
+    db = tmp_path / "plain.db"
+    with Store(db) as s:
+        s.record("plain note", "observation")
+    with Console(db, port=0) as c:
+        client = logged_in(c)
+        assert "No governed memory" in text_of(client.get("/governed").body)
+        assert "No continuity yet" in text_of(client.get("/continuity").body)
+        assert "No wrap has recorded" in text_of(client.get("/patterns").body)
+        assert "Nothing to review" in text_of(client.get("/worklist").body)
+        assert "no namespaces" in text_of(client.get("/namespaces").body)
+        assert not has_schema(c.store.backend)  # looking created nothing
+
+
+def test_many_namespaces_are_paged(tmp_path: Path) -> None:
+    db = tmp_path / "crowd.db"
+    with Store(db) as s, s.batch():
+        for i in range(230):
+            s.scoped({"user": f"u{i:03d}"}).record(f"note of user {i}", "observation")
+    with Console(db, port=0) as c:
+        client = logged_in(c)
+        first = client.get("/namespaces").body
+        assert first.count('href="/?ns=') == 200 and "230 namespace(s)" in text_of(first)
+        second = client.get("/namespaces?offset=200").body
+        assert second.count('href="/?ns=') == 30 and "default/u229/*/default" in text_of(second)
+        picker = client.get("/episodes").body
+        assert picker.count("<option") - 7 - 5 - 1 == 100  # types, trusts, the root and "130 more" in text_of(picker)

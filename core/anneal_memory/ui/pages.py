@@ -36,6 +36,10 @@ from .render import (
 #: an anchor typed into the audit page: a hash or SEQ:HASH (a file is for --anchor only)
 ANCHOR_RE = re.compile(r"^(\d{1,12}:)?[0-9a-fA-F]{64}$")
 MAX_LIMIT = 500
+#: namespaces offered in the episode filter (the Namespaces page lists them all, paged)
+PICK_MAX = 100
+#: namespaces per page of the Namespaces page
+NS_PAGE = 200
 
 
 class NotFound(AnnealMemoryError):
@@ -321,9 +325,15 @@ def episodes(v: View) -> str:
                          include_superseded=superseded)
     types = [("", "any type")] + [(t.value, t.value) for t in EpisodeType]
     trusts = [("", "any trust")] + [(t, t) for t in TRUST_LEVELS]
+    every = v.root.namespaces()
     names = [("", "root (every namespace)")] + [
-        (ns_token(n["namespace"]), n["namespace"].label()) for n in v.root.namespaces()]
-    ns_pick = f'<label>namespace <select name="ns">{options(names, f.ns)}</select></label>'
+        (ns_token(n["namespace"]), n["namespace"].label()) for n in every[:PICK_MAX]]
+    if v.namespace is not None and f.ns not in {t for t, _l in names}:
+        names.append((f.ns or "", v.namespace.label()))
+    more = (f' <a class="small" href="{f.link("/namespaces")}">{len(every) - PICK_MAX} more'
+            "</a>" if len(every) > PICK_MAX else "")
+    ns_pick = (f'<label>namespace <select name="ns">{options(names, f.ns)}</select></label>'
+               + more)
     form = (f'<form method="get" action="/episodes" class="filters card">'
             f'<label>search <input name="q" value="{esc(q)}" size="28"></label>'
             f'<label>type <select name="type">{options(types, etype)}</select></label>'
@@ -470,11 +480,18 @@ def _hidden_ns(f: Frame) -> str:
 
 def namespaces(v: View) -> str:
     f = v.frame
+    offset = v.number("offset", 0, 10**9)
+    every = v.root.namespaces()
     rows = [[f'<a href="{esc("/?ns=" + ns_token(n["namespace"]))}">{esc(n["namespace"].label())}</a>',
              esc(n["namespace"].tenant), esc(n["namespace"].user),
              esc(n["namespace"].project or "(user level)"), esc(n["namespace"].agent),
              esc(n["episodes"]), esc(n["wraps"]), esc(n["records"]), esc(n["pending_reviews"])]
-            for n in v.root.namespaces()]
+            for n in every[offset:offset + NS_PAGE]]
+    pager = " · ".join(
+        [f'<a href="{f.link("/namespaces", offset=max(0, offset - NS_PAGE))}">previous</a>']
+        * (offset > 0)
+        + [f'<a href="{f.link("/namespaces", offset=offset + NS_PAGE)}">next</a>']
+        * (offset + NS_PAGE < len(every)))
     st = v.root.status()
     intro = (f'<p>The root store: {st.total_episodes} episode(s) in all, {st.total_wraps} wrap(s) '
              f'of its own. <a href="/">Open the root view</a>.</p>'
@@ -484,7 +501,8 @@ def namespaces(v: View) -> str:
     return f.page("Namespaces", "/namespaces", intro + table(
         ("namespace (tenant/user/project/agent)", "tenant", "user", "project", "agent",
          "episodes", "wraps", "governed records", "pending reviews"), rows,
-        empty="no namespaces: every episode was written without one"))
+        empty="no namespaces: every episode was written without one")
+        + f'<p class="small muted">{len(every)} namespace(s) {pager}</p>')
 
 
 def governed(v: View) -> str:

@@ -256,8 +256,9 @@ def _handler(console: Console) -> type[BaseHTTPRequestHandler]:
                                  "for a new one, or use the browser that opened it first")
                     return
                 rest = urlencode(query)
+                target = path if path in pages.PAGES else "/"  # never a path like //elsewhere
                 self._send(303, "", headers={
-                    "Location": path + (f"?{rest}" if rest else ""),
+                    "Location": target + (f"?{rest}" if rest else ""),
                     "Set-Cookie": f"{cookie}={sid}; HttpOnly; SameSite=Strict; Path=/"})
                 return
             session = console.sessions.get(read_cookie(self.headers.get("Cookie"), cookie))
