@@ -117,6 +117,18 @@ def test_timeline_shows_graduation_cap_and_demotion(store: Store) -> None:
     assert "demoted" in points[3].events and points[2]["claimed"] == 7
 
 
+def test_timeline_marks_a_revoked_rung(store: Store) -> None:
+    graduate(store)
+    rung = store.pattern_grounding()["queue backlog"][-1]["ids"][0]
+    store.set_trust(rung, "external")
+    store.record("note", "observation")
+    with pytest.warns(UserWarning):
+        wrap(store, doc(patterns="- queue backlog | 2x"))
+    last = pattern_timeline(store)["queue backlog"][-1]
+    assert last.level == 1 and last.events[0] == "revoked"
+    assert last.cap_reason == "revoked: grounding lowered"
+
+
 def test_drift_verdicts_are_kept_per_wrap(store: Store) -> None:
     graduate(store)
     pid = store.add_drift_probe(pattern="queue backlog")
