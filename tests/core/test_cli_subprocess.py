@@ -85,6 +85,9 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
             "- PostgreSQL database chosen\n\n## Context\n- none\n")
     saved = go("save-continuity", "-", "--wrap-token", prep["wrap_token"], stdin=text.encode())
     assert saved["drift"]["counts"] == {"held": 1}
+    assert go("worklist")["count"] == 0
+    assert go("worklist", "--mark-reviewed")["through_wrap"] == saved["wrap_id"]
+    assert go("pattern", "retire", "db")["lines_removed"] == 1
     go("set-schema", "partnership")
     go("baton", "claim", "seat")
     assert go("status")["total_wraps"] == 1

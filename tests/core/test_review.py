@@ -261,3 +261,38 @@ def test_operator_sees_every_namespace_review_queue(store: Store) -> None:
         "alice prefers tea"]
     counts = {n["namespace"].user: n["pending_reviews"] for n in store.namespaces()}
     assert counts == {"alice": 1, "bob": 1}
+
+
+# ---------------------------------------------------------------------- the CLI commands
+
+def run_cli(capsys: pytest.CaptureFixture[str], db: Path, *argv: str) -> tuple[int, str, str]:
+    from anneal_memory.cli import main
+
+    code = main(["--db", str(db), *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_worklist_pattern_and_probe_status(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    with Store(db) as s:
+        graduate(s)
+        cited = review_worklist(s)[0].cited[0]
+    code, out, _ = run_cli(capsys, db, "worklist")
+    assert code == 0 and "queue backlog 1x -> 2x (declared no contradiction)" in out
+    assert f"[{cited.id}] {cited.content}" in out
+    code, out, _ = run_cli(capsys, db, "probe", "status", "--json")
+    assert code == 0 and json.loads(out)["worklist"][0]["name"] == "queue backlog"
+    code, out, _ = run_cli(capsys, db, "worklist", "--mark-reviewed", "--json")
+    assert json.loads(out)["items"] == 1
+    assert json.loads(run_cli(capsys, db, "worklist", "--json")[1])["count"] == 0
+    code, out, _ = run_cli(capsys, db, "pattern", "demote", "queue backlog")
+    assert code == 0 and "queue backlog: 2x -> 1x" in out
+    code, _out, err = run_cli(capsys, db, "pattern", "demote", "queue backlog")
+    assert code == 1 and "lowest" in err and "Traceback" not in err
+    code, out, _ = run_cli(capsys, db, "pattern", "retire", "queue backlog", "--json")
+    assert code == 0 and json.loads(out)["lines_removed"] == 1
+    with Store(db) as s:
+        assert [e["event"] for e in events(s, "pattern_demoted")] == ["pattern_demoted"]
+        assert events(s, "pattern_retired") and events(s, "worklist_reviewed")

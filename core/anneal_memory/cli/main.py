@@ -71,9 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Living, governed memory for AI agents.")
     _global_options(p)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    from . import admin, audit, commands, console, episodes, tiers, wrap
+    from . import admin, audit, commands, console, episodes, review, tiers, wrap
 
-    for module in (episodes, wrap, audit, admin, tiers, commands, console):
+    for module in (episodes, wrap, audit, admin, tiers, commands, review, console):
         module.register(sub)
     todo = _subparsers(p)
     while todo:
