@@ -2,7 +2,8 @@
 
 One session per test target: the dependency-free core, lint, the MCP server, and one
 session per framework adapter at its latest release and at its declared floor.
-``bench`` is opt-in (``nox -s bench``); ``postgres`` starts its own server.
+``bench`` and ``compat`` (the differential suite against the published 1.0.2) are opt-in
+(``nox -s bench``, ``nox -s compat``); ``postgres`` starts its own server.
 """
 
 from __future__ import annotations
@@ -137,6 +138,18 @@ def _adapter_session(name: str, extra: str, floor: list[str], test_deps: list[st
 for _name, (_extra, _floor, _deps) in ADAPTERS.items():
     _adapter_session(_name, _extra, _floor, _deps, at_floor=False)
     _adapter_session(_name, _extra, _floor, _deps, at_floor=True)
+
+
+@nox.session(python=PY, default=False)
+def compat(session: nox.Session) -> None:
+    """Drop-in for 1.0.2 users: scenarios run against the published anneal-memory 1.0.2 and
+    against this checkout, compared field by field (tests/compat).
+
+    1.0.2 shares our import name, so it gets a venv of its own (``.nox/compat-peer``, built
+    by the suite with uv on first use, or ``ANNEAL_COMPAT_PEER_PYTHON``).
+    """
+    session.install("-e", ".[mcp]", "pytest")
+    _pytest(session, "tests/compat")
 
 
 @nox.session(python=PY, default=False)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import report
+from peer import peer_python as build_peer
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -81,22 +82,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def peer_python(args: argparse.Namespace) -> str:
     """The published package's venv, created on first use; never our environment."""
-    venv = Path(args.peer_venv)
-    py = venv / "bin" / "python"
-    want = args.peer_version
-    if py.exists():
-        have = subprocess.run([str(py), "-I", "-c", "import anneal_memory as a; "
-                               "print(getattr(a, '__version__', ''))"],
-                              capture_output=True, text=True, cwd=tempfile.gettempdir())
-        if have.returncode == 0 and have.stdout.strip() == want:
-            return str(py)
-    uv = shutil.which("uv")
-    if not uv:
-        raise BenchError("uv is needed to build the peer venv: pip install uv")
-    subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(venv)], check=True)
-    subprocess.run([uv, "pip", "install", "-q", "--python", str(py),
-                    f"anneal-memory=={want}"], check=True)
-    return str(py)
+    try:
+        return build_peer(args.peer_venv, args.peer_version)
+    except RuntimeError as exc:
+        raise BenchError(str(exc)) from None
 
 
 def run_phase(python: str, phase: str, args: argparse.Namespace, **opts: Any

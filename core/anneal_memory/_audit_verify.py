@@ -41,6 +41,8 @@ from .audit import (
 )
 from .errors import AuditError
 from .storage.driver import sqlite_driver
+from .storage.legacy import LEGACY_AUDIT_FORMAT, LEGACY_TAIL_KEY, legacy_tail
+from .storage.legacy import as_entry as legacy_entry
 
 _FIELDS = ("seq", "ts", "actor", "event", "data", "prev_hash", "hash")
 _HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
@@ -137,6 +139,10 @@ class _DbCopy:
             got = conn.execute("SELECT value FROM meta WHERE key=?",
                                (MIRRORED_SEQ_KEY,)).fetchone()
             self.mirrored = int(got[0]) if got and str(got[0]).isdigit() else 0
+            tail = conn.execute("SELECT value FROM meta WHERE key=?",
+                                (LEGACY_TAIL_KEY,)).fetchone()
+            if tail:  # an upgraded 1.0.2 store: its entries are in the files only
+                self.prev_seq, self.prev_hash = legacy_tail(tail[0])
             self._rows = iter(conn.execute(
                 "SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log ORDER BY seq"))
             self._conn = conn
@@ -282,11 +288,14 @@ def file_entries(paths: AuditPaths, manifest: Mapping[str, Any], *,
             continue
         got: list[dict[str, Any]] = []
         leading = meta is None
+        legacy = meta is not None and meta.get("format") == LEGACY_AUDIT_FORMAT
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 e = json.loads(line)
+                if legacy:  # kept verbatim from 1.0.2: read in our shape
+                    e = legacy_entry(e, line)
                 e["seq"] = int(e["seq"])
                 if not isinstance(e, dict):
                     raise TypeError
@@ -441,7 +450,9 @@ class _Walk:
 
     def _link(self, e: Mapping[str, Any], where: str) -> None:
         seq = e["seq"]
-        if e.get("hash") != entry_hash(e):
+        # a 1.0.2 entry's hash is computed from its line (it stores none): an altered one
+        # shows as the next entry's broken link
+        if e.get("format") != LEGACY_AUDIT_FORMAT and e.get("hash") != entry_hash(e):
             raise _Break(seq, where, f"entry {seq}'s content does not match its hash")
         if e.get("prev_hash") != self.prev_hash:
             if self.prev_seq == 0:
@@ -473,7 +484,7 @@ class _Walk:
                 first = self.prev_seq + 1
                 raise _Break(first, name, f"entry {first} is missing from the files" +
                              (" (the trail must start at entry 1)" if first == 1 else ""))
-            if db.available:
+            if db.available and e.get("format") != LEGACY_AUDIT_FORMAT:  # 1.0.2's: files only
                 if db.peek_seq() is None:
                     db.refresh()
                 if db.peek_seq() != seq:

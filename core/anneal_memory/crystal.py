@@ -28,15 +28,19 @@ from typing import Any, NamedTuple, Protocol
 
 from .clock import as_date
 from .clock import stamp as utc_now
+from .clock import today as clock_today
 from .errors import EpisodeNotFoundError, ValidationError, WrapInProgressError
-from .spores import JsonSidecar, check_list_of_objects, require_choice
+from .spores import JsonSidecar, check_choices, check_list_of_objects, require_choice
 from .text import first_clause, is_meaningful, meaningful_words, query_terms
+from .types import FieldMapping
 
 CRYSTAL_SCHEMA_VERSION = 1
 #: Patterns below this level are still being earned in the continuity.
 MIN_PROVEN_LEVEL = 2
 RETIRE_KINDS: tuple[str, ...] = ("falsified", "superseded", "merged", "obsolete")
 RECALL_MODES: tuple[str, ...] = ("strict", "prompt", "query")
+PERMANENCE: tuple[str, ...] = ("timeless", "phase-specific")
+ACTIVATION_MODES: tuple[str, ...] = ("just-in-time", "catastrophic")
 
 
 class PatternLineLike(Protocol):
@@ -54,9 +58,13 @@ class PatternLineLike(Protocol):
     def section(self) -> str: ...
 
 
-@dataclass
-class Crystal:
-    """One crystallized pattern."""
+@dataclass(eq=True)
+class Crystal(FieldMapping):
+    """One crystallized pattern.
+
+    As a mapping (``crystal["name"]``) it is the dict 1.0.2 gave: ``explanation`` is the
+    text, ``evidence`` the episode ids, ``status`` ``crystallized`` or ``retired``.
+    """
 
     name: str
     text: str
@@ -70,6 +78,11 @@ class Crystal:
     last_surfaced_on: str | None = None
     status: str = "live"
     retirement: dict[str, Any] | None = None
+    permanence: str = "timeless"
+    activation_mode: str = "just-in-time"
+    tags: list[str] = field(default_factory=list)
+    source: str | None = None
+    notes: list[str] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, row: dict[str, Any]) -> Crystal:
@@ -77,6 +90,18 @@ class Crystal:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def explanation(self) -> str:
+        """1.0.2's name for the pattern's text."""
+        return self.text
+
+    def as_mapping(self) -> dict[str, Any]:
+        d = self.to_dict()
+        d.update(explanation=self.text, evidence=self.evidence_ids,
+                 evidence_notes=[dict(e) for e in self.evidence],
+                 status="crystallized" if self.status == "live" else self.status)
+        return d
 
     @property
     def evidence_ids(self) -> list[str]:
@@ -125,6 +150,11 @@ class CrystalStore(JsonSidecar):
     def empty(self) -> dict[str, Any]:
         return {"schema_version": CRYSTAL_SCHEMA_VERSION, "crystals": [], "surfaced_mark": None}
 
+    def adopt(self, data: dict[str, Any]) -> dict[str, Any]:
+        from .storage.legacy import adopt_crystals
+
+        return adopt_crystals(data)
+
     def check(self, data: dict[str, Any]) -> None:
         check_list_of_objects(data, ("crystals",), self.path)
 
@@ -132,11 +162,16 @@ class CrystalStore(JsonSidecar):
 
     def crystallize(
         self,
-        name: str,
+        name: str | None = None,
         *,
-        text: str,
         level: int,
-        evidence: Sequence[tuple[str, str]] | Sequence[dict[str, str]],
+        text: str | None = None,
+        explanation: str | None = None,
+        evidence: Sequence[Any] | None = None,
+        permanence: str = "timeless",
+        activation_mode: str = "just-in-time",
+        tags: Sequence[str] | None = None,
+        source: str | None = None,
         section: str = "",
         graduated_on: str | None = None,
         today: date | str | None = None,
@@ -145,9 +180,11 @@ class CrystalStore(JsonSidecar):
     ) -> Crystal:
         """Store a Proven pattern as a crystal (or merge into the one with this name).
 
-        Refuses a pattern below ``MIN_PROVEN_LEVEL`` or without cited evidence: only
-        earned patterns leave the continuity. A merge keeps the higher level and the
-        union of evidence; a retired crystal of the same name comes back live.
+        ``explanation`` is 1.0.2's name for ``text``; ``evidence`` takes episode ids,
+        ``(id, why)`` pairs or ``{"id", "why"}`` dicts. Refuses a pattern below
+        ``MIN_PROVEN_LEVEL``: only earned patterns leave the continuity. A merge keeps the
+        higher level and the union of evidence; a retired crystal of the same name comes
+        back live.
         """
         if not isinstance(name, str) or (text is not None and not isinstance(text, str)):
             raise ValidationError("a crystal's name and text must be strings")
@@ -159,21 +196,25 @@ class CrystalStore(JsonSidecar):
                 f"pattern {name!r} is at level {level!r}; only Proven patterns "
                 f"({MIN_PROVEN_LEVEL}x and up) crystallize: let it graduate first"
             )
-        cited = _evidence_rows(evidence)
-        if not cited:
-            raise ValidationError(
-                f"pattern {name!r} cites no evidence; a crystal must keep the episodes "
-                "that earned it: add its [evidence: ID \"why\"] citations"
-            )
+        if text is not None and explanation is not None and text != explanation:
+            raise ValidationError("pass the pattern's text once: text= or explanation=")
+        body = text if text is not None else explanation
+        if body is not None and not isinstance(body, str):
+            raise ValidationError("the crystal's explanation must be text")
+        require_choice(permanence, PERMANENCE, "permanence")
+        require_choice(activation_mode, ACTIVATION_MODES, "activation mode")
+        labels = _tags(tags)
+        cited = _evidence_rows(evidence or [])
         day = as_date(today).isoformat()
         with self.transaction() as data:
             row = _find(data, name)
             revived = False
             if row is None:
                 crystal = Crystal(
-                    name=name, text=(text or name).strip(), level=level, evidence=cited,
+                    name=name, text=(body or name).strip(), level=level, evidence=cited,
                     section=section, graduated_on=graduated_on, crystallized_on=day,
-                    last_activated_on=day,
+                    last_activated_on=day, permanence=permanence,
+                    activation_mode=activation_mode, tags=labels, source=source,
                 )
                 data["crystals"].append(crystal.to_dict())
             else:
@@ -182,9 +223,11 @@ class CrystalStore(JsonSidecar):
                 known = set(crystal.evidence_ids)
                 crystal.evidence += [e for e in cited if e["id"] not in known]
                 crystal.level = max(crystal.level, level)
-                crystal.text = (text or crystal.text).strip()
+                crystal.text = (body or crystal.text).strip()
                 crystal.section = section or crystal.section
                 crystal.graduated_on = graduated_on or crystal.graduated_on
+                crystal.tags = sorted(set(crystal.tags) | set(labels))
+                crystal.source = source or crystal.source
                 crystal.status, crystal.retirement = "live", None
                 crystal.last_activated_on = day
                 row.clear()
@@ -196,15 +239,55 @@ class CrystalStore(JsonSidecar):
         }, actor)
         return crystal
 
+    def update(
+        self, name: str, *, explanation: str | None = None, text: str | None = None,
+        level: int | None = None, evidence: Sequence[Any] | None = None,
+        permanence: str | None = None, activation_mode: str | None = None,
+        tags: Sequence[str] | None = None, source: str | None = None,
+        add_note: str | None = None, today: date | str | None = None,
+    ) -> Crystal:
+        """Change a live crystal's fields; arguments left as None stay as they were.
+        ``evidence`` replaces the list; ``add_note`` appends a dated note."""
+        changes: dict[str, Any] = {}
+        body = text if text is not None else explanation
+        if body is not None:
+            changes["text"] = require_text_value(body, "explanation")
+        if level is not None:
+            if isinstance(level, bool) or not isinstance(level, int) or level < MIN_PROVEN_LEVEL:
+                raise ValidationError(f"level must be a whole number >= {MIN_PROVEN_LEVEL}")
+            changes["level"] = level
+        if evidence is not None:
+            changes["evidence"] = _evidence_rows(evidence)
+        if permanence is not None:
+            changes["permanence"] = require_choice(permanence, PERMANENCE, "permanence")
+        if activation_mode is not None:
+            changes["activation_mode"] = require_choice(activation_mode, ACTIVATION_MODES,
+                                                        "activation mode")
+        if tags is not None:
+            changes["tags"] = _tags(tags)
+        if source is not None:
+            changes["source"] = source or None
+        with self.transaction() as data:
+            row = _require(data, name, live=True)
+            row.update(changes)
+            if add_note is not None:
+                row.setdefault("notes", []).append(
+                    f"{as_date(today).isoformat()} {require_text_value(add_note, 'note')}")
+            return Crystal.from_dict(row)
+
     def crystallize_line(
         self, line: PatternLineLike, *, earlier_evidence: Sequence[str] = (),
         today: date | str | None = None, store: Any = None, actor: str = "operator",
     ) -> Crystal:
-        """Crystallize one parsed continuity pattern line.
+        """Crystallize one parsed continuity pattern line (it must cite evidence).
 
         ``earlier_evidence`` adds the episode ids that grounded its earlier rungs (the
         line itself only cites this wrap's episodes).
         """
+        if line.level >= MIN_PROVEN_LEVEL and not line.evidence and not earlier_evidence:
+            raise ValidationError(
+                f"pattern {line.name!r} cites no evidence; a crystal must keep the episodes "
+                "that earned it: add its [evidence: ID \"why\"] citations")
         return self.crystallize(
             line.name, text=line.name, level=line.level,
             evidence=[(e, "") for e in earlier_evidence] + list(line.evidence),
@@ -336,6 +419,27 @@ class CrystalStore(JsonSidecar):
         rows = [c for c in rows if status == "all" or c.status == status]
         return sorted(rows, key=lambda c: (-c.level, c.name))
 
+    def active(self) -> builtins.list[Crystal]:
+        """Live crystals (1.0.2's name)."""
+        return self.list()
+
+    def list_crystal(
+        self, *, permanence: str | None = None, activation_mode: str | None = None,
+        tag: str | None = None, activation: str | None = None,
+        today: date | str | None = None,
+    ) -> builtins.list[Crystal]:
+        """Live crystals filtered as 1.0.2's ``list_crystal`` does. ``activation`` (hot,
+        warm, cold, dormant) is computed from the days since the crystal was last used."""
+        check_choices(permanence=(permanence, PERMANENCE),
+                      activation_mode=(activation_mode, ACTIVATION_MODES),
+                      activation=(activation, ACTIVATIONS))
+        day = as_date(today)
+        return [c for c in self.list()
+                if (permanence is None or c.permanence == permanence)
+                and (activation_mode is None or c.activation_mode == activation_mode)
+                and (tag is None or tag in c.tags)
+                and (activation is None or activation_of(c, day) == activation)]
+
     def surfaced_mark(self) -> str | None:
         mark = self.load().get("surfaced_mark")
         return mark if isinstance(mark, str) else None
@@ -345,11 +449,43 @@ class CrystalStore(JsonSidecar):
         return "\n".join(c.cue() for c in sorted(self.list(), key=lambda c: c.name))
 
 
+ACTIVATIONS: tuple[str, ...] = ("hot", "warm", "cold", "dormant")
+
+
+def activation_of(crystal: Crystal, today: date) -> str:
+    """hot (used within 7 days), warm (30), cold (90), dormant (longer or never)."""
+    try:
+        age = (today - as_date(crystal.last_activated_on or crystal.crystallized_on)).days
+    except ValidationError:
+        return "dormant"
+    return "hot" if age <= 7 else "warm" if age <= 30 else "cold" if age <= 90 else "dormant"
+
+
+def require_text_value(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(f"{what} must be non-empty text, got {value!r}")
+    return value.strip()
+
+
+def _tags(tags: Sequence[str] | None) -> list[str]:
+    if tags is None:
+        return []
+    if isinstance(tags, str) or not all(isinstance(t, str) and t.strip() for t in tags):
+        raise ValidationError("tags must be a list of non-empty strings")
+    return sorted({t.strip() for t in tags})
+
+
 def _evidence_rows(evidence: Iterable[Any]) -> list[dict[str, str]]:
-    """``[{"id", "why"}]`` in first-seen order; a repeated id keeps a non-empty why."""
+    """``[{"id", "why"}]`` in first-seen order; a repeated id keeps a non-empty why.
+    Takes bare ids (1.0.2's form), ``(id, why)`` pairs or ``{"id", "why"}`` dicts."""
+    if isinstance(evidence, str):
+        raise ValidationError("evidence must be a list of episode ids, not one string")
     rows: dict[str, dict[str, str]] = {}
     for item in evidence:
-        if isinstance(item, dict):
+        eid: Any
+        if isinstance(item, str):
+            eid, why = item, ""
+        elif isinstance(item, dict):
             eid, why = item.get("id"), item.get("why", "")
         else:
             eid, why = item[0], item[1] if len(item) > 1 else ""
@@ -417,11 +553,31 @@ class PatternMatch(NamedTuple):
     matched_words: list[str]
     via_episodes: list[str]
     evidence: list[str]
+    tags: tuple[str, ...] = ()
+    activation: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         out = self._asdict()
         out["via"] = list(self.via)
+        out["tags"] = list(self.tags)
         return out
+
+    def as_mapping(self) -> dict[str, Any]:
+        """1.0.2's RelevantPattern dict (name, level, explanation, tags, activation, score,
+        source: how it was found) and ours."""
+        return dict(self.to_dict(), explanation=self.text, source="+".join(self.via))
+
+    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+        """``match["name"]`` as with 1.0.2's dicts; ``match[0]`` as a tuple."""
+        if isinstance(key, str):
+            return self.as_mapping()[key]
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> builtins.list[str]:
+        return builtins.list(self.as_mapping())
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.as_mapping().get(key, default)
 
 
 def _doc_freq(docs: Sequence[set[str]]) -> dict[str, int]:
@@ -525,7 +681,8 @@ def retrieve_patterns(
         if via:
             matches.append(PatternMatch(
                 crystal.name, crystal.level, crystal.text, round(score, 4), tuple(via),
-                sorted(matched), hit_eps, crystal.evidence_ids,
+                sorted(matched), hit_eps, crystal.evidence_ids, tuple(crystal.tags),
+                activation_of(crystal, clock_today()),
             ))
     matches.sort(key=lambda m: (-m.score, -m.level, m.name))
     return matches[:max_patterns]

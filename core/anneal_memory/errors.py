@@ -7,7 +7,7 @@
     │   ├── UnknownEpisodeTypeError
     │   ├── TrustError             a trust label above the store's ceiling, or unknown
     │   └── SchemaError            an invalid continuity section schema
-    ├── EpisodeNotFoundError       an id that is not in the store
+    ├── EpisodeNotFoundError       an id that is not in the store (also LookupError)
     ├── SupersessionError          a supersession link that fails validation
     ├── StoreError                 the database file: missing folder, unwritable, not ours, corrupt
     │   ├── StoreLocationError     no usable path (no home directory and no --db)
@@ -15,7 +15,7 @@
     ├── ContinuityValidationError  a continuity save refused by the wrap pipeline
     ├── WrapError                  a wrap-lifecycle refusal
     │   ├── WrapInProgressError    an action that cannot run while a wrap is open
-    │   ├── NoWrapInProgressError  a save with no prepared wrap
+    │   ├── NoWrapInProgressError  a save with no prepared wrap (or a second save of one)
     │   ├── WrapTokenError         a missing, wrong or stale wrap token
     │   └── BatonError             the single-consolidator gate refused
     ├── AuditError                 the audit trail cannot be appended or read
@@ -24,6 +24,14 @@
     └── MissingExtraError          (also an ImportError) an adapter's framework is not installed
 
 Each message says what was wrong and how to fix it.
+
+Code written for anneal-memory 1.0.2 catches ``ValueError`` for refused input, so every
+refusal of a value is also a ``ValueError``: ``ValidationError`` and its children,
+``EpisodeNotFoundError`` (also a ``LookupError``), ``SupersessionError``,
+``ContinuityValidationError`` (missing section, oversized save, the shrink gate),
+``WrapInProgressError``, ``NoWrapInProgressError``, ``WrapTokenError`` and ``BatonError``.
+The file-level errors (``StoreError``, ``AuditError``, ``SidecarError``) are not, as in
+1.0.2.
 """
 
 from __future__ import annotations
@@ -52,11 +60,11 @@ class SchemaError(ValidationError):
     """A continuity section schema that cannot be used."""
 
 
-class EpisodeNotFoundError(AnnealMemoryError, LookupError):
+class EpisodeNotFoundError(AnnealMemoryError, LookupError, ValueError):
     """No episode with that id in this store."""
 
 
-class SupersessionError(AnnealMemoryError):
+class SupersessionError(AnnealMemoryError, ValueError):
     """A supersession link or state key that fails validation; nothing was recorded."""
 
 
@@ -72,7 +80,7 @@ class ReadOnlyStoreError(StoreError):
     """A write was attempted on a store opened with read_only=True."""
 
 
-class ContinuityValidationError(AnnealMemoryError):
+class ContinuityValidationError(AnnealMemoryError, ValueError):
     """The wrap pipeline refused a continuity save; the wrap stays open."""
 
 
@@ -80,19 +88,19 @@ class WrapError(AnnealMemoryError):
     """A wrap lifecycle refusal."""
 
 
-class WrapInProgressError(WrapError):
+class WrapInProgressError(WrapError, ValueError):
     """The action cannot run while a wrap is open."""
 
 
-class NoWrapInProgressError(WrapError):
+class NoWrapInProgressError(WrapError, ValueError):
     """A save was attempted with no wrap prepared."""
 
 
-class WrapTokenError(WrapError):
+class WrapTokenError(WrapError, ValueError):
     """The wrap token is missing, wrong or stale."""
 
 
-class BatonError(WrapError):
+class BatonError(WrapError, ValueError):
     """The single-consolidator gate refused the action."""
 
 

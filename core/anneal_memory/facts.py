@@ -166,7 +166,8 @@ def _recompute_slot(store: Store, key: str, *, audit: bool) -> list[str]:
     return sorted(after - before)
 
 
-def set_state_key(store: Store, episode_id: str, key: str) -> list[str]:
+def set_state_key(store: Store, episode_id: str, key: str) -> list[tuple[str, str]]:
+    """Key an existing episode; returns the links the slot gained, as (old_id, new_id)."""
     k = validate_state_key(key)
     with store._write():
         rows = store.backend.get_episodes([episode_id], exact=True)
@@ -182,16 +183,28 @@ def set_state_key(store: Store, episode_id: str, key: str) -> list[str]:
                 f"episode {episode_id} takes part in explicit supersession links: remove them "
                 "with unsupersede before keying it")
         old_key = row.state_key
+        before = _slot_links(store, k)
         store.backend.update_episode(episode_id, state_key=k)
         if old_key and old_key != k:
             _recompute_slot(store, old_key, audit=False)
         replaced = _recompute_slot(store, k, audit=False)
+        added = sorted(_slot_links(store, k) - before)
         store.audit_trail.append("state_key_set", {"id": episode_id, "key": k, "replaced": replaced},
                                  actor="operator")
-    return replaced
+    return added
 
 
-def clear_state_key(store: Store, episode_id: str) -> bool:
+def _slot_links(store: Store, key: str) -> set[tuple[str, str]]:
+    """The state-key links (old_id, new_id) among the holders of ``key``."""
+    ids = [m.id for m in store.backend.state_key_holders(key)]
+    return {(old, new) for old, links in store.backend.supersessions_of(ids).items()
+            for new, kind, _c in links if kind == "state_key"}
+
+
+def clear_state_key(store: Store, episode_id: str) -> dict[str, Any]:
+    """Take an episode out of its slot. Returns ``key`` (None when it held none), the links
+    ``removed`` and ``added`` as [old_id, new_id] pairs, and ``left_live``: episodes the
+    slot no longer hides."""
     storable_text(episode_id, "episode id")
     with store._write():
         rows = store.backend.get_episodes([episode_id], exact=True)
@@ -199,15 +212,22 @@ def clear_state_key(store: Store, episode_id: str) -> bool:
             raise EpisodeNotFoundError(f"no episode {episode_id!r} in this store: check the id")
         key = rows[episode_id].state_key
         if not key:
-            return False
+            return {"key": None, "removed": [], "added": [], "left_live": []}
+        before = _slot_links(store, key)
         for new, kind, _ in store.backend.supersessions_of([episode_id]).get(episode_id, []):
             if kind == "state_key":
                 store.backend.remove_supersession(episode_id, new)
+                before.add((episode_id, new))
         store.backend.update_episode(episode_id, state_key=None)
         _recompute_slot(store, key, audit=False)
+        after = _slot_links(store, key)
+        hidden_after = {o for o, _n in after}
         store.audit_trail.append("state_key_cleared", {"id": episode_id, "key": key},
                                  actor="operator")
-    return True
+    return {"key": key, "removed": [list(x) for x in sorted(before - after)],
+            "added": [list(x) for x in sorted(after - before)],
+            "left_live": sorted({o for o, _n in before if o not in hidden_after
+                                 and o != episode_id})}
 
 
 def state_report(store: Store, key: str | None = None) -> list[dict[str, Any]]:
@@ -231,17 +251,48 @@ def state_report(store: Store, key: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
+def supersede(store: Store, old_id: str, new_id: str) -> bool:
+    """Link ``new_id`` as replacing ``old_id`` after the fact, validated as a link written
+    at record time; False when the link already exists."""
+    with store._write():
+        rows = store.backend.get_episodes([old_id, new_id])
+        new = rows.get(new_id)
+        if new is None:
+            raise EpisodeNotFoundError(f"no episode {new_id!r} in this store: check the id")
+        if new_id in {n for n, _k, _c in store.backend.supersessions_of([old_id]).get(old_id, [])}:
+            return False
+        new_trust = store.effective_trust_map([new_id]).get(new_id, new.trust)
+        why = check_link(store, rows.get(old_id), old_id, new, new_trust, kind="explicit")
+        if why:
+            raise SupersessionError(f"cannot link {old_id} -> {new_id}: {why}")
+        store.backend.add_supersession(old_id, new_id, "explicit", now_iso())
+        store.audit_trail.append("supersede", {"old_id": old_id, "new_id": new_id},
+                                 actor="operator")
+    return True
+
+
+def state_key_report(store: Store, key: str | None = None) -> list[dict[str, Any]]:
+    """1.0.2's shape of the state report: per key, ``current`` and ``replaced`` as lists of
+    ``{id, timestamp, content}``."""
+    return [{"key": slot["key"], "current": [slot["current"]], "replaced": slot["history"]}
+            for slot in state_report(store, key)]
+
+
 def unsupersede(store: Store, old_id: str, new_id: str) -> bool:
+    """Remove the link ``old_id -> new_id``; False when both episodes exist and no such
+    link does (as 1.0.2). An id this store (or view) does not hold is refused."""
     storable_text(old_id, "old_id")
     storable_text(new_id, "new_id")
     with store._write():
         mine = store.backend.get_episodes([old_id, new_id], exact=True)
+        missing = [i for i in (old_id, new_id) if i not in mine]
+        if missing:
+            raise SupersessionError(f"no episode {missing[0]!r} in this store: there is no "
+                                    f"link {old_id} -> {new_id} to remove")
         links = store.backend.supersessions_of([old_id]).get(old_id, []) if old_id in mine else []
         kinds = {n: k for n, k, _ in links if n in mine}
         if new_id not in kinds:
-            raise SupersessionError(f"there is no link {old_id} -> {new_id} to remove: "
-                                    "recall(include_superseded=True) shows each replaced "
-                                    "episode and what replaced it")
+            return False
         store.backend.remove_supersession(old_id, new_id)
         store.audit_trail.append("unsupersede", {"old_id": old_id, "new_id": new_id,
                                                  "kind": kinds[new_id]}, actor="operator")

@@ -86,7 +86,10 @@ class GroupCommit:
                     try:
                         slot.result = write(slot.store, slot.prepared)
                     except Exception as exc:  # this record alone is refused
-                        backend.q(f"ROLLBACK TO SAVEPOINT {name}")
+                        try:
+                            backend.q(f"ROLLBACK TO SAVEPOINT {name}")
+                        except Exception:
+                            raise exc from None  # the transaction itself is gone: all fail
                         del pending[mark:]
                         slot.error, slot.result = exc, None
                     backend.q(f"RELEASE SAVEPOINT {name}")

@@ -20,13 +20,14 @@ from .clock import normalize_timestamp, now_iso
 from .errors import ValidationError
 from .facts import validate_state_key
 from .storage.base import EpisodeRow
+from .storage.legacy import adopt_export, is_legacy_export
 from .types import EpisodeType, coerce_trust
 
 if TYPE_CHECKING:
     from .store import Store
 
 FORMAT = "anneal-memory-export"
-VERSION = 1
+VERSION = 1  # the export format's version (``format_version``)
 
 
 def export_store(store: Store) -> dict[str, Any]:
@@ -52,11 +53,23 @@ def export_store(store: Store) -> dict[str, Any]:
         links_out = [{"old_id": o, "new_id": n, "kind": k, "created_at": c}
                      for o, n, k, c in b.all_supersessions()]
         tombs = [{k: v for k, v in t.items() if k != "trust"} for t in b.tombstones().values()]
+        wraps = b.wrap_history(None)
+        status = store.status()
+    from ._version import __version__
+    from .wrap.history import wrap_record
+
+    episodes.reverse()  # newest first, as 1.0.2 lists them; import sorts by time
     return {
-        "format": FORMAT, "version": VERSION, "exported_at": now_iso(),
-        "store_id": store.store_id, "episode_count": len(episodes),
-        "episodes": episodes, "supersessions": links_out, "tombstones": tombs,
-        "continuity": store.load_continuity(),
+        "format": FORMAT, "format_version": VERSION, "version": __version__,
+        "anneal_memory_export": True, "exported_at": now_iso(),
+        "store_id": store.store_id, "project_name": store.project_name,
+        "episode_count": len(episodes), "episodes": episodes, "supersessions": links_out,
+        "tombstones": tombs, "continuity": store.load_continuity(),
+        "wraps": [{k: v for k, v in wrap_record(w).items() if k != "metrics"} for w in wraps],
+        "associations": [],  # retired layer: none are formed
+        "consolidate_requires_baton": status.consolidate_requires_baton,
+        "meta": {"sessions_produced": status.total_wraps, "format_version": VERSION,
+                 "citations_seen": b.get_meta("citations_seen") == "1"},
     }
 
 
@@ -67,7 +80,8 @@ def _load(data: Any) -> Any:
 
 
 def _check_version(data: Mapping[str, Any]) -> None:
-    fmt, version = data.get("format", FORMAT), data.get("version", 1)
+    # format_version since 2.0 (``version`` is then the package's); ``version`` before
+    fmt, version = data.get("format", FORMAT), data.get("format_version", data.get("version", 1))
     if isinstance(version, str) and version.strip().isascii() and version.strip().isdigit():
         version = int(version.strip())  # "1" as written by hand
     if fmt != FORMAT:
@@ -96,6 +110,8 @@ def _check_id(eid: Any, where: str) -> str:
 
 def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
     data = _load(data)
+    if is_legacy_export(data):  # written by anneal-memory 1.0.2
+        data = adopt_export(dict(data))
     if not isinstance(data, Mapping) or not isinstance(data.get("episodes"), list):
         raise ValidationError("the import is not an anneal-memory export: it needs an "
                               "'episodes' list (write one with 'anneal-memory export')")
@@ -138,6 +154,7 @@ def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
                     "derived_from": [storable_text(str(x), f"{where} ({eid}) derived_from")
                                      for x in derived],
                     "wrapped": bool(e.get("wrapped"))})
+    out.sort(key=lambda it: str(it["timestamp"]))  # stored oldest first, whatever the file's order
     return out
 
 
@@ -154,6 +171,8 @@ def _deleted(store: Store, ids: list[str]) -> set[str]:
 def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "library",
                  progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     doc = _load(data)
+    if is_legacy_export(doc):
+        doc = adopt_export(dict(doc))
     items = _validate(store, doc)
     b = store.backend
     imported: list[str] = []
@@ -191,5 +210,8 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
                                             "skipped": len(skipped),
                                             "refused_deleted": refused_deleted, "via": via},
                                  actor="operator")
-    return {"imported": len(imported), "skipped_existing": skipped,
-            "refused_deleted": refused_deleted, "ids": imported}
+    out = {"imported": len(imported), "skipped_existing": skipped,
+           "refused_deleted": refused_deleted, "ids": imported}
+    if "legacy" in doc:
+        out["from_version"] = doc["legacy"]["from_version"]
+    return out

@@ -139,14 +139,30 @@ def keyword_recall(store: Store, *, since: str | datetime | None = None,
     return RecallResult(episodes, total, params)
 
 
+RETRIEVAL_MODES = ("prompt", "query")
+
+
 def retrieve_relevant(store: Store, crystal_store: Any, query: str, *, max_patterns: int = 3,
                       max_episodes: int = 3, episode_type: Any = None,
                       include_facts: bool = True, since: Any = None,
-                      exclude_ids: Sequence[str] = (), context: bool = True) -> RelevantResult:
+                      exclude_ids: Sequence[str] = (), context: bool = True,
+                      mode: str = "prompt", exclude_recent_minutes: int | None = None,
+                      now: Any = None, today: Any = None, associative: bool = True,
+                      durable: bool = True) -> RelevantResult:
     """Scored recall for a per-turn hook: crystallized patterns, ranked episodes (a hit on
     a replaced episode is swapped in its slot for the episode that replaced it) and the
-    durable facts the query cues."""
+    durable facts the query cues.
+
+    ``mode`` is the crystal recall's: ``"prompt"`` (the default, for a whole user prompt)
+    needs two distinctive shared words, ``"query"`` (a deliberate question) takes one;
+    episodes are ranked the same either way. ``exclude_recent_minutes`` hides episodes
+    recorded within that
+    many minutes before ``now``. ``today`` and ``associative`` are accepted as in 1.0.2
+    (recall reads no association links); ``durable=False`` is ``include_facts=False``.
+    """
     storable_text(query, "query", allow_empty=True)
+    if mode not in RETRIEVAL_MODES:
+        raise ValidationError(f"unknown recall mode {mode!r}: use prompt or query")
     max_patterns = _int_arg(max_patterns, "max_patterns", 0)
     max_episodes = _int_arg(max_episodes, "max_episodes", 0)
     terms = query_terms(query)
@@ -155,11 +171,28 @@ def retrieve_relevant(store: Store, crystal_store: Any, query: str, *, max_patte
         from .crystal import retrieve_patterns
 
         patterns = list(retrieve_patterns(crystal_store, query, max_patterns=max_patterns,
-                                          store=store))
+                                          store=store, mode=mode))
+    exclude = set(exclude_ids) | _recent_ids(store, exclude_recent_minutes, now)
     episodes = _scored_episodes(store, query, terms, max_episodes, episode_type, since,
-                                set(exclude_ids), context) if max_episodes and terms else []
-    found_facts = _cued_facts(store, query) if include_facts and query.strip() else []
+                                exclude, context) if max_episodes and terms else []
+    found_facts = (_cued_facts(store, query) if include_facts and durable and query.strip()
+                   else [])
     return RelevantResult(patterns, episodes, terms, found_facts)
+
+
+def _recent_ids(store: Store, minutes: int | None, now: Any) -> set[str]:
+    """Ids of episodes recorded in the ``minutes`` before ``now`` (default: the clock)."""
+    if minutes is None:
+        return set()
+    minutes = _int_arg(minutes, "exclude_recent_minutes", 0)
+    from datetime import timedelta
+
+    from .clock import iso, parse_timestamp, utcnow
+
+    end = parse_timestamp(now, field="now") if now is not None else utcnow()
+    cutoff = iso(end - timedelta(minutes=minutes))
+    recent = store.recall(since=cutoff, limit=100_000, include_superseded=True).episodes
+    return {e.id for e in recent}
 
 
 def _scored_episodes(store: Store, query: str, terms: list[str], k: int, episode_type: Any,

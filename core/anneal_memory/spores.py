@@ -37,6 +37,7 @@ from ._inputs import json_text
 from .clock import as_date
 from .clock import stamp as utc_now
 from .errors import SidecarError, ValidationError
+from .types import FieldMapping
 
 SPORE_SCHEMA_VERSION = 1
 
@@ -98,6 +99,13 @@ def require_choice(value: object, choices: tuple[str, ...] | frozenset[str], wha
     return str(value)
 
 
+def check_choices(**given: tuple[object, tuple[str, ...] | frozenset[str]]) -> None:
+    """``require_choice`` for each optional filter given (``name=(value, choices)``)."""
+    for what, (value, choices) in given.items():
+        if value is not None:
+            require_choice(value, choices, what.replace("_", " "))
+
+
 def _require_salience(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SALIENCE:
         raise ValidationError(f"salience must be an integer 0-{MAX_SALIENCE}, got {value!r}")
@@ -152,9 +160,13 @@ class JsonSidecar:
                 f"this library reads ({self.schema_version}): upgrade anneal-memory"
             )
         base = self.empty()
-        base.update(data)
+        base.update(self.adopt(data))
         self.check(base)
         return base
+
+    def adopt(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The document in this library's layout (subclasses read 1.0.2's layout here)."""
+        return data
 
     def check(self, data: dict[str, Any]) -> None:
         """Refuse a structurally wrong document (subclasses name their lists)."""
@@ -190,9 +202,10 @@ def check_list_of_objects(data: dict[str, Any], keys: tuple[str, ...], where: Pa
 # --------------------------------------------------------------------------- spores
 
 
-@dataclass
-class Spore:
-    """One open (or recently closed) loop."""
+@dataclass(eq=True)
+class Spore(FieldMapping):
+    """One open (or recently resolved) loop; also a mapping (``spore["id"]``), the dict
+    1.0.2 returned."""
 
     id: str
     type: str
@@ -213,7 +226,12 @@ class Spore:
         known = {k: row[k] for k in cls.__dataclass_fields__ if k in row}
         spore = cls(**known)
         spore.notes = list(spore.notes or [])
+        if spore.status == "closed":  # this library's name before 2.0
+            spore.status = "resolved"
         return spore
+
+    def as_mapping(self) -> dict[str, Any]:
+        return asdict(self)
 
     def to_dict(self, today: date | str | None = None) -> dict[str, Any]:
         """The stored fields plus the computed ``germination``."""
@@ -275,6 +293,11 @@ class SporeStore(JsonSidecar):
     def empty(self) -> dict[str, Any]:
         return {"schema_version": SPORE_SCHEMA_VERSION, "last_id": 0, "open": [], "closed": []}
 
+    def adopt(self, data: dict[str, Any]) -> dict[str, Any]:
+        from .storage.legacy import adopt_spores
+
+        return adopt_spores(data)
+
     def check(self, data: dict[str, Any]) -> None:
         check_list_of_objects(data, ("open", "closed"), self.path)
         if not isinstance(data.get("last_id"), int):
@@ -332,12 +355,8 @@ class SporeStore(JsonSidecar):
         today: date | str | None = None,
     ) -> list[Spore]:
         """Open spores, filtered, ranked by tier, then salience, then germination."""
-        if type is not None:
-            require_choice(type, SPORE_TYPES, "spore type")
-        if tier is not None:
-            require_choice(tier, SPORE_TIERS, "tier")
-        if germination is not None:
-            require_choice(germination, GERMINATIONS, "germination")
+        check_choices(spore_type=(type, SPORE_TYPES), tier=(tier, SPORE_TIERS),
+                      germination=(germination, GERMINATIONS))
         day = as_date(today)
         spores = [Spore.from_dict(r) for r in self.load()["open"]]
         spores = [
@@ -355,12 +374,15 @@ class SporeStore(JsonSidecar):
         spores = [Spore.from_dict(r) for r in rows]
         return sorted(spores, key=lambda s: (s.resolution or {}).get("at", ""), reverse=True)
 
-    def surface(self, *, today: date | str | None = None, limit: int | None = None) -> list[Spore]:
+    def surface(self, *, today: date | str | None = None, limit: int | None = None,
+                top_of_mind: bool = False) -> list[Spore]:
         """What deserves attention now: hot, growing or due spores, ranked; due first.
 
         Parked spores never surface; a resting or dormant spore surfaces only when it
-        is hot or its ``next`` date has come.
+        is hot or its ``next`` date has come. ``top_of_mind`` keeps only the first three.
         """
+        if top_of_mind:
+            limit = 3 if limit is None else min(limit, 3)
         day = as_date(today)
         pool = [
             s for s in (Spore.from_dict(r) for r in self.load()["open"])
@@ -398,13 +420,16 @@ class SporeStore(JsonSidecar):
         pointer: str | None = None,
         note: str | None = None,
         today: date | str | None = None,
+        add_note: str | None = None,
     ) -> Spore:
-        """Change an open spore's fields; arguments left as None stay as they were.
+        """Change an open spore's fields; arguments left as None stay as they were
+        (``add_note`` is 1.0.2's name for ``note``).
 
         Updating does not count as seeing the spore: call ``touch`` for that, so
         germination keeps measuring real attention.
         """
         changes: dict[str, Any] = {}
+        note = note if note is not None else add_note
         if text is not None:
             changes["text"] = require_text(text, "text")
         if type is not None:
@@ -462,7 +487,7 @@ class SporeStore(JsonSidecar):
             row = self._open_row(data, spore_id)
             allowed = (DESCEND_KINDS if direction == "descend" else ASCEND_KINDS)[row["type"]]
             require_choice(kind, allowed, f"{direction} kind for a {row['type']}")
-            row["status"] = "closed"
+            row["status"] = "resolved"
             row["resolution"] = {
                 "direction": direction, "kind": kind, "ref": ref,
                 "note": note, "on": day.isoformat(), "at": utc_now(),

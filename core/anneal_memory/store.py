@@ -391,7 +391,7 @@ class Store(ContinuityMixin):
         if p["state_key"]:
             replaced_by_key = facts.apply_state_key(self, row)
         self._audit.append("record", {
-            "id": eid, "type": p["type"], "trust": p["trust"], "source": p["source"],
+            "episode_id": eid, "type": p["type"], "trust": p["trust"], "source": p["source"],
             "content_hash": self._audit.hash_content(p["content"]),
             **({"supersedes": p["supersedes"]} if p["supersedes"] else {}),
             **({"state_key": p["state_key"], "replaced": replaced_by_key} if p["state_key"] else {}),
@@ -539,7 +539,7 @@ class Store(ContinuityMixin):
                             now_iso(), reason, eff.get(eid, r.trust), scope=r.scope)
             facts.detach_links(self, eid)
             if reason == "deleted":
-                self._audit.append("delete", {"id": eid,
+                self._audit.append("delete", {"episode_id": eid,
                                               "content_hash": self._audit.hash_content(r.content)},
                                    actor="operator")
         return b.delete_episode_rows(list(rows))
@@ -551,6 +551,11 @@ class Store(ContinuityMixin):
             self._backend.checkpoint()
 
     # ------------------------------------------------------------------ supersession, keys, trust
+    def supersede(self, *, old_id: str, new_id: str) -> bool:
+        """Record that ``new_id`` replaces ``old_id`` (validated like ``supersedes=``);
+        False when that link already exists."""
+        return facts.supersede(self, old_id, new_id)
+
     def unsupersede(self, *, old_id: str, new_id: str) -> bool:
         """Remove a supersession link; the old episode is served by recall again."""
         return facts.unsupersede(self, old_id, new_id)
@@ -567,11 +572,11 @@ class Store(ContinuityMixin):
 
         return namespaces(self)
 
-    def set_state_key(self, episode_id: str, key: str) -> list[str]:
-        """Put an existing episode into a state-key slot; returns the ids it replaced."""
+    def set_state_key(self, episode_id: str, key: str) -> list[tuple[str, str]]:
+        """Put an existing episode into a state-key slot; returns the links it added."""
         return facts.set_state_key(self, episode_id, key)
 
-    def clear_state_key(self, episode_id: str) -> bool:
+    def clear_state_key(self, episode_id: str) -> dict[str, Any]:
         """Take an episode out of its state-key slot (and undo what the slot hid)."""
         return facts.clear_state_key(self, episode_id)
 
@@ -579,8 +584,13 @@ class Store(ContinuityMixin):
         """Each state key's current holder and the history it replaced."""
         return facts.state_report(self, key)
 
-    def set_trust(self, episode_id: str, trust_class: str, *, via: str = "library") -> dict[str, Any]:
-        """Change an episode's own trust class (never above the store's ceiling)."""
+    def state_key_report(self, key: str | None = None) -> list[dict[str, Any]]:
+        """The state report in 1.0.2's shape (``current`` and ``replaced`` lists)."""
+        return facts.state_key_report(self, key)
+
+    def set_trust(self, episode_id: str, trust_class: str, *, via: str = "library") -> str:
+        """Change an episode's own trust class (never above the store's ceiling); returns
+        the class it had."""
         return trust.set_trust(self, episode_id, trust_class, via=via)
 
     def effective_trust_map(self, ids: Sequence[str]) -> dict[str, str]:
@@ -609,7 +619,7 @@ class Store(ContinuityMixin):
                 audit_entry_count=b.audit_count(),
                 audit_write_failures=failures,
                 audit_last_failure=b.get_meta("audit_last_failure"),
-                consolidate_requires_baton=self.consolidate_requires_baton,
+                consolidate_requires_baton=self.consolidate_requires_baton(),
                 path=redact(self.dsn) if self.dsn else str(self.path),
                 superseded_count=b.count_superseded(),
                 trust_counts=b.counts_by_trust(),

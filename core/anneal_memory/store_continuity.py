@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._fileio import sidecar_path
 from .errors import ValidationError, WrapInProgressError
+from .types import WrapCancelReceipt
 
 if TYPE_CHECKING:
     from .audit import AuditTrail
@@ -128,8 +129,9 @@ class ContinuityMixin:
                                actor="operator")
 
     # ------------------------------------------------------------------ wrap helpers
-    @property
     def consolidate_requires_baton(self) -> bool:
+        """True when the store's policy gates every wrap behind the baton (a method, as in
+        1.0.2; ``status().consolidate_requires_baton`` is the same flag)."""
         return self._backend.get_meta("consolidate_requires_baton") == "1"
 
     def set_consolidate_requires_baton(self, required: bool) -> None:
@@ -139,20 +141,42 @@ class ContinuityMixin:
             self._audit.append("baton_policy", {"required": bool(required)}, actor="operator")
 
     def wrap_cancelled(self, *, wrap_token: str | None = None, session_id: str | None = None,
-                       force: bool = False) -> bool:
-        """Abandon the open wrap; its episodes go to the next one. False if none was open."""
+                       force: bool = False, expect_token: str | None = None,
+                       expect_partial: bool = False) -> WrapCancelReceipt:
+        """Abandon the open wrap; its episodes go to the next one. The receipt is falsy
+        when none was open. ``expect_token`` is 1.0.2's name for ``wrap_token``."""
         from .wrap.lifecycle import cancel_wrap
 
-        return cancel_wrap(self, wrap_token=wrap_token, session_id=session_id,  # type: ignore[arg-type]
-                           force=force)
+        return cancel_wrap(self, wrap_token=expect_token or wrap_token,  # type: ignore[arg-type]
+                           session_id=session_id, force=force, expect_partial=expect_partial)
 
     def add_drift_probe(self, *, pattern: str | None = None, min_level: int | None = None,
-                        fact: str | None = None, section: str | None = None) -> str:
+                        fact: str | None = None, section: str | None = None,
+                        note: str | None = None) -> int:
         """Declare something that must survive consolidation; returns the probe id."""
         from .immune.probes import add_probe
 
         return add_probe(self, pattern=pattern, min_level=min_level,  # type: ignore[arg-type]
-                         fact=fact, section=section)
+                         fact=fact, section=section, note=note)
+
+    def list_drift_probes(self, *, include_retired: bool = False) -> list[dict[str, Any]]:
+        """The declared probes with their last verdicts (retired ones are removed, so
+        ``include_retired`` changes nothing)."""
+        from .immune.probes import list_probes
+
+        return list_probes(self)  # type: ignore[arg-type]
+
+    def retire_drift_probe(self, probe_id: int) -> bool:
+        """Stop checking a probe; False when there is none with that id."""
+        from .immune.probes import retire_probe
+
+        return retire_probe(self, probe_id)  # type: ignore[arg-type]
+
+    def drift_status(self) -> dict[str, Any]:
+        """Each probe's verdict at the last save and that save's graduation worklist."""
+        from .immune.probes import drift_status
+
+        return drift_status(self)  # type: ignore[arg-type]
 
     def pattern_grounding(self) -> dict[str, list[dict[str, Any]]]:
         """For each named pattern, the episodes that grounded each rung it earned."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .clock import now_iso
 from .errors import EpisodeNotFoundError, TrustError
@@ -81,8 +81,9 @@ def effective_trust_map(store: Store, ids: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def set_trust(store: Store, episode_id: str, trust_class: str, *, via: str = "library") -> dict[str, Any]:
-    """Change an episode's own class; refused above the store's ceiling."""
+def set_trust(store: Store, episode_id: str, trust_class: str, *, via: str = "library") -> str:
+    """Change an episode's own class; refused above the store's ceiling. Returns the class
+    it had before (as 1.0.2 does)."""
     label = coerce_trust(trust_class)
     check_ceiling(label, store.trust_ceiling)
     with store._write():
@@ -95,4 +96,4 @@ def set_trust(store: Store, episode_id: str, trust_class: str, *, via: str = "li
         store.audit_trail.append("trust_set", {"id": episode_id, "from": old, "to": label,
                                                "trust_via": via, "at": now_iso()},
                                  actor="operator")
-    return {"id": episode_id, "from": old, "to": label, "trust_via": via}
+    return old

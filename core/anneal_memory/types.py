@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -53,6 +54,25 @@ def coerce_trust(value: str) -> str:
     raise TrustError(
         f"unknown trust class {value!r}: use one of agent, tool, external, operator"
     )
+
+
+class FieldMapping(Mapping[str, Any]):
+    """A typed result that also answers ``result["key"]``, ``.get`` and ``.keys()`` with
+    the dict 1.0.2 returned in its place (``as_mapping``); attributes stay typed."""
+
+    __slots__ = ()
+
+    def as_mapping(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> Any:
+        return self.as_mapping()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.as_mapping())
+
+    def __len__(self) -> int:
+        return len(self.as_mapping())
 
 
 @dataclass
@@ -121,6 +141,19 @@ class StoreStatus:
         from dataclasses import asdict
 
         return asdict(self)
+
+
+class WrapCancelReceipt(NamedTuple):
+    """What ``Store.wrap_cancelled`` abandoned: the wrap's token, start and episodes (all
+    None when no wrap was open, and then the receipt is falsy)."""
+
+    token: str | None
+    started_at: str | None
+    episode_ids: list[str] | None
+    partial_state: bool = False
+
+    def __bool__(self) -> bool:
+        return self.token is not None
 
 
 class ReplacedEpisode(NamedTuple):

@@ -36,7 +36,7 @@ def test_audit_commands_take_the_location_as_given(location: str, tmp_path: Path
     rc, sub, err = cli(capsys, location, "audit", "verify")
     assert rc == 0 and sub["total_entries"] == res["total_entries"], err
     rc, log, err = cli(capsys, location, "audit", "--event", "delete")
-    assert rc == 0 and log["count"] == 1 and log["entries"][0]["data"]["id"] == ids[0], err
+    assert rc == 0 and log["count"] == 1 and log["entries"][0]["data"]["episode_id"] == ids[0], err
     rc, rep, err = cli(capsys, location, "audit-repair")
     assert rc == 0 and "nothing to repair" in rep["status"], err
     rc, st, err = cli(capsys, location, "status")

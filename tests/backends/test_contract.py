@@ -131,7 +131,7 @@ def test_wrap_saves_continuity_visible_to_another_store(open_store: Callable[...
 def test_wrap_gates(open_store: Callable[..., Store]) -> None:
     s1, s2 = open_store(), open_store()
     s1.record("one", "observation")
-    assert prepare_wrap(s2, session_id="b")["status"] == "capture_only"  # no baton
+    assert prepare_wrap(s2, session_id="b")["status"] == "downgraded"  # no baton
     claim_baton(s2.path, "a")
     assert release_baton(s1.path, "b") is False
     with pytest.raises(BatonError):

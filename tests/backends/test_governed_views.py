@@ -86,7 +86,7 @@ def test_a_wrap_compresses_only_its_namespace(views: dict[str, ScopedStore],
                                               store: Store) -> None:
     w = prepare_wrap(views["bob"])
     assert w["status"] == "ready"
-    assert owners(w["package"]["episodes"]) == {"bob"}
+    assert owners(w["package"]["episode_list"]) == {"bob"}
     save(views["bob"], doc(), wrap_token=w["wrap_token"])
     assert views["bob"].load_continuity() is not None
     assert views["critic"].load_continuity() is None and store.load_continuity() is None

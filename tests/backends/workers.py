@@ -30,7 +30,10 @@ def race_wrap(location: str, worker: int, start_at: float) -> dict[str, Any]:
             f"## Decisions\n- worker {worker}\n\n## Context\n- ctx\n")
     with Store(location) as store:
         _wait(start_at)
-        w = prepare_wrap(store)
+        try:
+            w = prepare_wrap(store)
+        except AnnealMemoryError as exc:  # another worker's wrap is in progress
+            return {"worker": worker, "outcome": "lost", "error": type(exc).__name__}
         if w["status"] != "ready":
             return {"worker": worker, "outcome": w["status"]}
         try:
@@ -42,12 +45,16 @@ def race_wrap(location: str, worker: int, start_at: float) -> dict[str, Any]:
 
 
 def race_prepare(location: str, worker: int, start_at: float) -> str | None:
-    """Every process opens the wrap at once: they must all get the one wrap."""
-    from anneal_memory import Store, prepare_wrap
+    """Every process opens the wrap at once: one opens it, the others are refused (a wrap
+    is in progress); None for a refused one."""
+    from anneal_memory import Store, WrapInProgressError, prepare_wrap
 
     with Store(location) as store:
         _wait(start_at)
-        return prepare_wrap(store)["wrap_token"]
+        try:
+            return prepare_wrap(store)["wrap_token"]
+        except WrapInProgressError:
+            return None
 
 
 def race_first_open(location: str, worker: int, start_at: float) -> str:

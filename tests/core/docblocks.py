@@ -139,6 +139,10 @@ def check_requirement(spec: str) -> str | None:
     """Why ``pip install SPEC`` would not do what the docs say, or None."""
     if spec in (".", "-e", "-U", "--upgrade"):
         return None
+    local = re.fullmatch(r"\.\[([A-Za-z0-9_,.-]+)\]", spec)  # this checkout, with extras
+    if local:
+        missing = [e for e in local.group(1).split(",") if e and e not in extras()]
+        return f"this package has no extra {missing}" if missing else None
     m = re.fullmatch(r"([A-Za-z0-9_.-]+)(?:\[([A-Za-z0-9_,.-]+)\])?(?:[<>=!~].*)?", spec)
     if not m:
         return f"cannot read the requirement {spec!r}"

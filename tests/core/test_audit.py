@@ -94,7 +94,7 @@ def test_callback_fires_after_commit_and_cannot_fail_the_write(db: Path) -> None
     with Store(db, on_audit_event=cb) as s:
         ep = s.record("callback test", "observation")
         assert s.get(ep.id) is not None
-    assert len(seen) == 1 and seen[0]["event"] == "record" and seen[0]["data"]["id"] == ep.id
+    assert len(seen) == 1 and seen[0]["event"] == "record" and seen[0]["data"]["episode_id"] == ep.id
 
 
 def test_audit_disabled_writes_no_entries(db: Path) -> None:

@@ -153,14 +153,14 @@ def test_serve_passes_the_global_flags_to_the_server(cli: Run,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[Any, ...]] = []
     server = types.ModuleType("anneal_memory.mcp.server")
-    server.run_server = lambda *a: calls.append(a) or 0  # type: ignore[attr-defined]
+    server.run_server = lambda *a, **kw: calls.append(a + tuple(kw.values())) or 0  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "mcp", types.ModuleType("mcp"))
     monkeypatch.setitem(sys.modules, "anneal_memory.mcp.server", server)
     rc = __import__("anneal_memory.cli", fromlist=["main"]).main(
         ["--db", str(cli.db), "--project-name", "P", "--skip-integrity", "serve",
          "--session-id", "seat"])
     assert rc == 0
-    assert calls == [(str(cli.db), "P", "seat", True, False)]
+    assert calls == [(str(cli.db), "P", "seat", True, False, True)]  # ..., audit on
 
 
 # ---------------------------------------------------------------------- crystal
@@ -173,19 +173,19 @@ def test_crystal_lifecycle(cli: Run, tmp_path: Path) -> None:
     assert made["crystal"]["level"] == 2 and len(made["removed_lines"]) == 1
     assert "retry_backoff" not in (cli.db.with_suffix(".continuity.md")).read_text("utf-8")
     assert cli.json("crystal", "index")["crystals"] == ["retry_backoff"]
-    hits = cli.json("crystal", "recall", "why did the upload job recover?")["patterns"]
+    hits = cli.json("crystal", "recall", "why did the upload job recover?")
     assert hits and hits[0]["name"] == "retry_backoff"
     assert "(no crystal matches)" in cli.ok("crystal", "recall", "zebra giraffe")
     assert cli.json("crystal", "get", "retry_backoff", "--no-record")["name"] == "retry_backoff"
     assert cli.json("worth")["pulls"] == 0
     assert "retry_backoff (2x, live)" in cli.ok("crystal", "get", "retry_backoff")
     assert cli.json("worth")["pulls"] == 1
-    assert [c["name"] for c in cli.json("crystal", "list")["crystals"]] == ["retry_backoff"]
+    assert [c["name"] for c in cli.json("crystal", "list")] == ["retry_backoff"]
     assert cli.json("crystal", "retire", "retry_backoff", "--kind", "obsolete",
                     "--reason", "moved to S3")["status"] == "retired"
-    assert cli.json("crystal", "list")["crystals"] == []
-    assert len(cli.json("crystal", "list", "--status", "all")["crystals"]) == 1
-    assert cli.json("crystal", "restore", "retry_backoff")["status"] == "live"
+    assert cli.json("crystal", "list") == []
+    assert len(cli.json("crystal", "list", "--status", "all")) == 1
+    assert cli.json("crystal", "restore", "retry_backoff")["status"] == "crystallized"
     assert "no crystal named" in cli.refused("crystal", "get", "nope")
     events = [e["event"] for e in cli.json("audit", "--limit", "0")["entries"]]
     assert {"crystallize", "crystal_retire", "crystal_restore"} <= set(events)
@@ -218,18 +218,18 @@ def test_spore_lifecycle(cli: Run) -> None:
     assert s["id"] == "spore-001" and s["germination"] == "growing"
     q = cli.json("spore", "add", "Why is the import slow?", "--type", "question",
                  "--next", "2000-01-01")
-    assert [x["id"] for x in cli.json("spore", "list")["spores"]] == [s["id"], q["id"]]
-    assert [x["id"] for x in cli.json("spore", "list", "--type", "question")["spores"]] == [q["id"]]
-    assert cli.json("spore", "list", "--domain", "docs")["spores"][0]["id"] == s["id"]
-    assert cli.json("spore", "surface", "--limit", "1")["spores"][0]["id"] == q["id"]
+    assert [x["id"] for x in cli.json("spore", "list")] == [s["id"], q["id"]]
+    assert [x["id"] for x in cli.json("spore", "list", "--type", "question")] == [q["id"]]
+    assert cli.json("spore", "list", "--domain", "docs")[0]["id"] == s["id"]
+    assert cli.json("spore", "surface", "--limit", "1")[0]["id"] == q["id"]
     assert cli.json("spore", "get", s["id"])["pointer"] == "docs/cli.md"
     assert cli.json("spore", "touch", q["id"])["next"] is None
     upd = cli.json("spore", "update", s["id"], "--tier", "warm", "--note", "halfway")
     assert upd["tier"] == "warm" and upd["notes"][0].endswith("halfway")
-    assert cli.json("spore", "descend", s["id"], "--kind", "done")["status"] == "closed"
+    assert cli.json("spore", "descend", s["id"], "--kind", "done")["status"] == "resolved"
     assert cli.json("spore", "ascend", q["id"], "--kind", "episode",
                     "--ref", "ep-1")["resolution"]["ref"] == "ep-1"
-    assert len(cli.json("spore", "list", "--closed")["spores"]) == 2
+    assert len(cli.json("spore", "list", "--closed")) == 2
     assert "already closed" in cli.refused("spore", "touch", s["id"])
     assert "no spore" in cli.refused("spore", "get", "spore-999")
     assert "spore-001" in cli.ok("spore", "list", "--closed")

@@ -84,7 +84,19 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
     text = ("# Continuity\n## State\n- choosing\n\n## Patterns\n- db | 1x\n\n## Decisions\n"
             "- PostgreSQL database chosen\n\n## Context\n- none\n")
     saved = go("save-continuity", "-", "--wrap-token", prep["wrap_token"], stdin=text.encode())
-    assert saved["drift"]["counts"] == {"held": 1}
+    assert {k: v for k, v in saved["drift"]["counts"].items() if v} == {"held": 1}
+    # the commands 1.0.2 had, in their 1.0.2 shapes
+    assert go("continuity")["text"].replace("\n\n", "\n") == text.replace("\n\n", "\n")
+    assert go("history")["total"] == 1 and go("history")["wraps"][0]["id"] == saved["wrap_id"]
+    assert go("episodes", "--type", "decision")["total_matching"] == 2
+    assert go("recall", "PostgreSQL")["total_matching"] == 2  # the link was removed above
+    assert go("wrap-status")["status"] == "idle"
+    assert go("wrap-token-current")["wrap_token"] is None
+    c = go("record", "The deploy window is Friday evening", "--timestamp", "2025-02-01")
+    d = go("record", "The deploy window is now Thursday evening")
+    assert go("supersede", "--old", c["id"], "--new", d["id"])["recorded"] is True
+    assert go("associations", "--stats")["associations"] == []
+    assert go("pattern-associations")["associations"] == []
     assert go("worklist")["count"] == 0
     assert go("worklist", "--mark-reviewed")["through_wrap"] == saved["wrap_id"]
     assert go("pattern", "retire", "db")["lines_removed"] == 1
@@ -94,12 +106,12 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
     go("stats")
     assert len(go("diff", "--wraps", "2")["wraps"]) == 1
     assert go("graph")["edges"] == []
-    assert go("audit", "--event", "record")["count"] == 2
+    assert go("audit", "--event", "record")["count"] == 4
     assert go("verify")["valid"] is True
     go("audit-repair")
     out = tmp_path / "e.json"
     go("export", "--output", str(out))
-    assert js(tmp_path / "copy.db", "import", str(out))["imported"] == 2
+    assert js(tmp_path / "copy.db", "import", str(out))["imported"] == 4
     seen.add("import")
     go("migrate", "check")
     go("spore", "add", "Write the docs")
@@ -230,7 +242,6 @@ def test_bad_input_matrix_exits_nonzero_and_changes_nothing(tmp_path: Path) -> N
 
     before = snapshot()
     cases: list[tuple[list[str], dict[str, Any], str]] = [
-        (["record", "x", "--type", "bogus"], {}, "unknown episode type"),
         (["record", "x", "--metadata", "{oops"], {}, "not valid JSON"),
         (["record", "x", "--trust", "operator"], {}, "operator-only"),
         (["get", "zz999999"], {}, "no episode"),
@@ -246,6 +257,9 @@ def test_bad_input_matrix_exits_nonzero_and_changes_nothing(tmp_path: Path) -> N
         (["spore", "touch", "spore-404"], {}, "no spore"),
         (["crystal", "get", "nope"], {}, "no crystal"),
     ]
+    # a type outside the six is a usage error, exit 2 (as in 1.0.2), with the choices named
+    rc, out, err = run(db, "record", "x", "--type", "bogus")
+    assert rc == 2 and "invalid choice: 'bogus'" in err and "observation" in err
     for argv, kw, needle in cases:
         rc, out, err = run(db, *argv, **kw)
         assert rc == 1, (argv, out, err)

@@ -92,7 +92,6 @@ def test_crystallize_get_list(cs: CrystalStore, tmp_path: Path) -> None:
 @pytest.mark.parametrize("kwargs, fragment", [
     ({"level": 1, "evidence": [("e", "x")]}, "Proven"),
     ({"level": True, "evidence": [("e", "x")]}, "Proven"),
-    ({"level": 3, "evidence": []}, "evidence"),
     ({"level": 3, "evidence": [("", "x")]}, "episode id"),
 ])
 def test_only_earned_patterns_crystallize(cs: CrystalStore, kwargs: dict, fragment: str) -> None:
@@ -101,6 +100,25 @@ def test_only_earned_patterns_crystallize(cs: CrystalStore, kwargs: dict, fragme
     with pytest.raises(ValidationError, match="name"):
         cs.crystallize("  ", text="a claim", level=2, evidence=[("e", "x")])
     assert not cs.path.exists()
+
+
+def test_library_crystallize_takes_1_0_2_arguments(cs: CrystalStore) -> None:
+    """1.0.2's call: keyword name, explanation, bare evidence ids (or none)."""
+    c = cs.crystallize(name="pool", level=3, explanation="the pool is the bottleneck",
+                       evidence=["e1", "e2"], tags=["ops"])
+    assert c["name"] == "pool" and c["explanation"] == c.text == "the pool is the bottleneck"
+    assert c["evidence"] == ["e1", "e2"] and c["status"] == "crystallized" and c.status == "live"
+    assert cs.crystallize(name="bare", level=2, explanation="no evidence given").evidence == []
+    with pytest.raises(ValidationError, match="once"):
+        cs.crystallize(name="x", level=2, text="a", explanation="b")
+    with pytest.raises(ValidationError, match="permanence"):
+        cs.crystallize(name="x", level=2, explanation="a", permanence="forever")
+
+
+def test_crystallizing_a_line_needs_its_evidence(cs: CrystalStore) -> None:
+    text = "## State\nok\n\n## Patterns\n- bald claim | 3x (2026-05-01)\n\n## Context\nx\n"
+    with pytest.raises(ValidationError, match="evidence"):
+        cs.crystallize_out(text, "bald claim")
 
 
 def test_crystallizing_a_name_again_merges(cs: CrystalStore) -> None:

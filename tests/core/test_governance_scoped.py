@@ -112,7 +112,7 @@ def test_export_holds_only_the_namespace(views) -> None:
 def test_wrap_package_is_scoped_and_continuity_is_per_namespace(views, store: Store) -> None:
     w = prepare_wrap(views["pricing"])
     assert w["status"] == "ready"
-    firsts = sorted(e["content"].split()[0] for e in w["package"]["episodes"])
+    firsts = sorted(e["content"].split()[0] for e in w["package"]["episode_list"])
     assert firsts == ["decided", "pricing"]  # the user-level episode is the user-level wrap's
     assert views["alice"].status().episodes_since_wrap == 1
     validated_save_continuity(views["pricing"], doc(), wrap_token=w["wrap_token"])

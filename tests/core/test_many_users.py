@@ -120,7 +120,7 @@ def test_writes_through_a_view_never_reach_another_namespace(two, store: Store) 
     # bob's own state key of the same name is his: alice's keyed fact is not replaced
     bob_view.record("bob lives in Oslo", "context", state_key="user.city")
     assert bob_view.prune(older_than_days=0) >= 1  # bob's own episodes only
-    assert bob_view.wrap_cancelled(force=True) is False  # alice's open wrap is not his
+    assert not bob_view.wrap_cancelled(force=True)  # alice's open wrap is not his (falsy receipt)
     assert not bob_view.backend.probes()
     assert bob_view.backend.delete_probe(probe) == 0
     assert _snapshot(alice_view) and store.backend.open_wrap(scope=alice_view.scope)

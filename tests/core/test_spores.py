@@ -134,11 +134,11 @@ def test_descend_closes_by_type(spores: SporeStore) -> None:
     with pytest.raises(ValidationError, match="descend kind for a task"):
         spores.descend(t.id, kind="answered")
     done = spores.descend(t.id, kind="done", note="shipped", today=DAY)
-    assert done.status == "closed"
+    assert done.status == "resolved"
     assert done.resolution["direction"] == "descend"
     assert (done.resolution["kind"], done.resolution["on"]) == ("done", "2026-05-10")
     assert spores.list_open(today=DAY) == []
-    assert spores.get(t.id).status == "closed"
+    assert spores.get(t.id).status == "resolved"
     with pytest.raises(ValidationError, match="already closed"):
         spores.descend(t.id, kind="done")
     with pytest.raises(ValidationError, match="already closed"):

@@ -189,7 +189,7 @@ def test_delete_never_in_a_later_wrap(store: Store) -> None:
     store.record("kept for the wrap", "observation")
     store.delete(ep.id)
     pkg = prepare_wrap(store)["package"]
-    assert [e["id"] for e in pkg["episodes"]] != [] and ep.id not in [e["id"] for e in pkg["episodes"]]
+    assert [e["id"] for e in pkg["episode_list"]] != [] and ep.id not in [e["id"] for e in pkg["episode_list"]]
 
 
 def test_prune(store: Store) -> None:

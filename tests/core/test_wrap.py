@@ -48,8 +48,8 @@ def test_prepare_package_contents(store: Store) -> None:
     pkg = r["package"]
     assert set(pkg) >= {"episodes", "episode_count", "continuity", "stale_patterns", "instructions",
                         "today", "max_chars"}
-    assert pkg["episode_count"] == 2 and pkg["episodes"][0]["id"] == a.id
-    assert {e["trust"] for e in pkg["episodes"]} == {"agent", "external"}
+    assert pkg["episode_count"] == 2 and pkg["episode_list"][0]["id"] == a.id
+    assert {e["trust"] for e in pkg["episode_list"]} == {"agent", "external"}
     assert "evidence" in pkg["instructions"] and "Durable Facts" in pkg["instructions"]
     assert pkg["max_chars"] == 20000 and store.status().wrap_in_progress
 
@@ -213,7 +213,8 @@ def test_supersedes_markers_in_a_wrap(store: Store) -> None:
     wrap(store, doc())
     new = store.record("The deploy day for the web app is Thursday now", "context")
     res = wrap(store, doc(context=f"- [supersedes: {old.id} by {new.id}]\n- [supersedes: {new.id} by ffffffff]"))
-    assert res["supersessions_recorded"] == [{"old_id": old.id, "new_id": new.id}]
+    assert res["supersessions_recorded"] == 1  # a count, as in 1.0.2
+    assert res["supersessions_recorded_links"] == [{"old_id": old.id, "new_id": new.id}]
     assert res["supersessions_rejected"][0]["old_id"] == new.id and res["supersessions_rejected"][0]["reason"]
     assert old.id not in {e.id for e in store.recall().episodes}
     assert "[supersedes:" not in store.load_continuity()
@@ -223,9 +224,9 @@ def test_baton_gate(db: Path) -> None:
     with Store(db, consolidate_requires_baton_on_create=True) as s:
         s.record("x", "observation")
         r = prepare_wrap(s)
-        assert r["status"] == "capture_only" and "baton claim" in r["message"]
+        assert r["status"] == "downgraded" and "baton claim" in r["message"]
         r = prepare_wrap(s, session_id="me")
-        assert r["status"] == "capture_only"
+        assert r["status"] == "downgraded"
         claim_baton(db, "me")
         with pytest.raises(BatonError):
             claim_baton(db, "other")
@@ -235,20 +236,21 @@ def test_baton_gate(db: Path) -> None:
             validated_save_continuity(s, doc(), wrap_token=r["wrap_token"])
         with pytest.raises(BatonError):
             validated_save_continuity(s, doc(), wrap_token=r["wrap_token"], session_id="other")
-        assert prepare_wrap(s, session_id="other")["status"] == "capture_only"
+        assert prepare_wrap(s, session_id="other")["status"] == "downgraded"
         with pytest.raises(BatonError):
             s.wrap_cancelled()
         validated_save_continuity(s, doc(), wrap_token=r["wrap_token"], session_id="me")
         claim_baton(db, "other", take=True)
         s.record("y", "observation")
-        assert prepare_wrap(s, session_id="me")["status"] == "capture_only"
+        assert prepare_wrap(s, session_id="me")["status"] == "downgraded"
 
 
 def test_wrap_cancel_returns_episodes(store: Store) -> None:
     store.record("x", "observation")
-    prepare_wrap(store)
-    assert store.wrap_cancelled() is True
-    assert store.wrap_cancelled() is False
+    w = prepare_wrap(store)
+    receipt = store.wrap_cancelled()
+    assert receipt and receipt.token == w["wrap_token"] and len(receipt.episode_ids) == 1
+    assert not store.wrap_cancelled()  # nothing open: a falsy receipt
     assert store.status().episodes_since_wrap == 1 and not store.status().wrap_in_progress
 
 

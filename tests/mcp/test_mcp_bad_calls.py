@@ -11,17 +11,17 @@ from mcphelp import call, connect, run
 
 BAD_CALLS = [
     ("no_such_tool", {}, "unknown tool 'no_such_tool'"),
-    ("record", {"type": "decision"}, "missing required argument(s) content"),
-    ("record", {"content": 42, "type": "decision"}, "'content' must be a string, not integer"),
+    ("record", {"episode_type": "decision"}, "missing required argument(s) content"),
+    ("record", {"content": 42, "episode_type": "decision"}, "'content' must be a string, not integer"),
     ("recall", {"limit": "ten"}, "'limit' must be a whole number, not string"),
     ("recall", {"limit": 0}, "use a whole number from 1 to 200"),
     ("wrap_cancel", {"force": "yes"}, "'force' must be true or false"),
-    ("record", {"content": "x", "type": "decision", "supersedes": "abc"}, "'supersedes' must be a list"),
-    ("record", {"content": "x", "type": "memo"}, "'type' is 'memo'; use one of"),
-    ("record", {"content": "x", "type": "decision", "trust": "operator"}, "'trust' is 'operator'"),
-    ("spore_descend", {"id": "spore-001", "kind": "vanished"}, "'kind' is 'vanished'"),
-    ("record", {"content": "x" * (MAX_TEXT + 1), "type": "decision"}, "over the limit of 100,000"),
-    ("record", {"content": "   ", "type": "decision"}, "'content' is empty"),
+    ("record", {"content": "x", "episode_type": "decision", "supersedes": "abc"}, "'supersedes' must be a list"),
+    ("record", {"content": "x", "episode_type": "memo"}, "'episode_type' is 'memo'; use one of"),
+    ("record", {"content": "x", "episode_type": "decision", "trust": "operator"}, "'trust' is 'operator'"),
+    ("spore_descend", {"spore_id": "spore-001", "kind": "vanished"}, "'kind' is 'vanished'"),
+    ("record", {"content": "x" * (MAX_TEXT + 1), "episode_type": "decision"}, "over the limit of 100,000"),
+    ("record", {"content": "   ", "episode_type": "decision"}, "'content' is empty"),
     ("prepare_wrap", {"session_id": "me"}, "never from a tool argument"),
     ("recall", {"since": "last tuesday"}, "since"),
     ("save_continuity", {"text": "# nothing", "wrap_token": "t"}, "prepare_wrap"),
@@ -39,7 +39,7 @@ def test_each_bad_call_is_a_tool_error_and_the_server_keeps_serving(db: Path) ->
                 assert "\n" not in reply.strip(), reply  # one clean line, no traceback
             # still serving, and none of the refused calls wrote anything
             assert "No matching episodes" in await call(client, "recall", {})
-            await call(client, "record", {"content": "still here", "type": "context"})
+            await call(client, "record", {"content": "still here", "episode_type": "context"})
             assert "still here" in await call(client, "recall", {"keyword": "still here"})
 
     run(body)

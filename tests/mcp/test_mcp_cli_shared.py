@@ -21,7 +21,7 @@ def test_cli_and_mcp_share_one_store(db: Path) -> None:
             found = await call(client, "recall", {"keyword": "Redis"})
             assert f"[{cli_id}]" in found and "session cache" in found
             await call(client, "record", {"content": "Redis eviction policy set to allkeys-lru",
-                                          "type": "decision"})
+                                          "episode_type": "decision"})
             # recorded through MCP while the server runs, found by a CLI process
             search = cli(db, "search", "eviction policy")
             assert search.returncode == 0 and "allkeys-lru" in search.stdout

@@ -38,7 +38,7 @@ def test_initialize_lists_17_typed_tools_and_two_resources(db: Path) -> None:
                     assert prop.get("description"), (t.name, name)
             record = next(t for t in tools if t.name == "record")
             props = _schema(record)["properties"]
-            assert _schema(record)["required"] == ["content", "type"]
+            assert _schema(record)["required"] == ["content", "episode_type"]
             assert props["trust"]["enum"] == ["agent", "external", "tool"]  # never operator
             assert "session_id" not in _schema(next(t for t in tools if t.name == "prepare_wrap"))[
                 "properties"]
@@ -83,7 +83,7 @@ def test_server_keeps_its_session_id_from_the_environment(db: Path) -> None:
         claim_baton(db, "from-env")
         env = server_env(db.parent, ANNEAL_MEMORY_SESSION_ID="from-env")
         async with connect(db, session=None, env=env) as client:
-            await call(client, "record", {"content": "The env session records this", "type": "context"})
+            await call(client, "record", {"content": "The env session records this", "episode_type": "context"})
             status = await call(client, "status")
             assert "this session (from-env) holds the baton" in status
 

@@ -16,8 +16,13 @@ def test_no_retired_layer_is_advertised(db: Path) -> None:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             save = tools["save_continuity"]
             schema = getattr(save, "inputSchema", None) or save.input_schema
-            assert set(schema["properties"]) == {"text", "wrap_token"}
+            assert set(schema["properties"]) == {"text", "wrap_token", "allow_shrink"}
             assert "affect" not in (save.description or "")
+            # what a 1.0.2 client still sends is accepted, not advertised
+            saved = await call(client, "save_continuity", {
+                "text": "x", "affective_state": {"tag": "calm"}, "allow_unlinked": True},
+                ok=False)
+            assert "unknown argument" not in saved
             status = await call(client, "status")
             assert "ssociation" not in status  # no line about a retired layer
 

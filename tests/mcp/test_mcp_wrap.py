@@ -32,7 +32,7 @@ async def _record_work(client: object) -> None:
         ("Raised the connection pool to 20 for the import", "decision"),
         ("The import finished in 4 minutes with the larger pool", "outcome"),
     ]:
-        await call(client, "record", {"content": content, "type": kind})  # type: ignore[arg-type]
+        await call(client, "record", {"content": content, "episode_type": kind})  # type: ignore[arg-type]
 
 
 def test_unclaimed_session_is_capture_only_then_claimed_wrap_saves(db: Path) -> None:
@@ -83,7 +83,7 @@ def test_baton_held_by_another_session_keeps_this_one_capture_only(db: Path) -> 
 
     async def body() -> None:
         async with connect(db) as client:
-            await call(client, "record", {"content": "Observed flaky test in CI", "type": "observation"})
+            await call(client, "record", {"content": "Observed flaky test in CI", "episode_type": "observation"})
             reply = await call(client, "prepare_wrap")
             assert "Capture-only" in reply and "holder: desk" in reply
             assert f"baton claim {SESSION}" in reply
@@ -94,7 +94,7 @@ def test_baton_held_by_another_session_keeps_this_one_capture_only(db: Path) -> 
 def test_server_without_session_id_on_a_gated_store_says_how_to_fix_it(db: Path) -> None:
     async def body() -> None:
         async with connect(db, session=None) as client:
-            await call(client, "record", {"content": "Observed flaky test in CI", "type": "observation"})
+            await call(client, "record", {"content": "Observed flaky test in CI", "episode_type": "observation"})
             reply = await call(client, "prepare_wrap")
             assert "Capture-only" in reply and "--session-id" in reply
 
@@ -111,7 +111,9 @@ def test_wrap_cancel_needs_the_right_token_and_keeps_the_episodes(db: Path) -> N
             assert "not the open wrap" in await call(client, "wrap_cancel",
                                                      {"wrap_token": "other"}, ok=False)
             assert "3 episode(s)" in await call(client, "wrap_cancel", {"wrap_token": token})
-            await call(client, "wrap_cancel", {"force": True}, ok=False)  # nothing open now
+            # nothing open now: said plainly, not an error (as 1.0.2)
+            assert "No wrap is in progress" in await call(client, "wrap_cancel", {"force": True})
+            await call(client, "wrap_cancel", {"wrap_token": token}, ok=False)  # that wrap is gone
             package = await call(client, "prepare_wrap")
             assert _token(package) != token and "(3)" in package
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 from typing import Any
 
+from .._fileio import sidecar_path
 from ..errors import AnnealMemoryError, ValidationError
 from .common import (
     SHOWN,
@@ -13,12 +16,14 @@ from .common import (
     add_verbose,
     brief,
     command,
+    db_path,
     emit,
     ensure_folder,
     group,
     open_store,
     read_json,
     read_store,
+    require_store,
     sidecar,
 )
 
@@ -50,36 +55,86 @@ def register(sub: Any) -> None:
     p = command(sub, "graph", "association graph (none are formed since 1.0.2)", cmd_graph)
     p.add_argument("--format", choices=("dot", "json"), default="dot",
                    help="Graphviz dot (default) or JSON")
+    p.add_argument("--min-strength", type=float, default=0.0, help="accepted (no links exist)")
+    p.add_argument("--output", "-o", metavar="FILE", help="write the graph to FILE")
+
+    for name, what in (("associations", "episode"), ("pattern-associations", "pattern")):
+        p = command(sub, name, f"{what} association links (none are formed since 1.0.2)",
+                    cmd_associations)
+        p.add_argument("--stats", action="store_true", help="the link statistics")
+        p.add_argument("--limit", type=int, default=20, help="most links to list")
+        p.add_argument("--min-strength", type=float, default=0.0,
+                       help="only links at least this strong")
+        p.add_argument("--episode" if what == "episode" else "--name", dest="subject",
+                       help=f"only links of this {what}")
 
     p = command(sub, "diff", "wrap metric progression over the last N wraps", cmd_diff)
     p.add_argument("--wraps", type=int, default=5, metavar="N",
                    help="how many of the newest saved wraps to compare (default 5)")
 
-    p = command(sub, "export", "the whole store as one JSON document", cmd_export)
-    p.add_argument("--format", choices=("json",), default="json",
-                   help="the document format (json, the only one)")
-    p.add_argument("--output", metavar="FILE", help="write to FILE instead of standard output")
+    p = command(sub, "export", "the whole store as one document (json, markdown or sqlite)",
+                cmd_export)
+    p.add_argument("--format", "-f", choices=("json", "markdown", "sqlite"), default="json",
+                   help="json (re-importable, the default), markdown (to read) or sqlite (a "
+                   "consistent copy of the database)")
+    p.add_argument("--output", "-o", metavar="FILE",
+                   help="write to FILE instead of standard output (sqlite: default "
+                   "<stem>-export-<time>.db beside the store)")
 
     p = command(sub, "import", "load an export (all or nothing)", cmd_import)
     p.add_argument("file", help="an export file, or - for standard input")
     add_verbose(p)
 
     _, msub = group(sub, "migrate", "instruction snippets after an upgrade (never edits files)")
-    for name, text in (("check", "what changed in the agent instructions since your last ack"),
-                       ("ack", "record that your instructions are up to date")):
-        command(msub, name, text, cmd_migrate).set_defaults(migrate_view=name)
+    for name, text in (("check", "what changed in the agent instructions since your last ack "
+                                 "(and what upgrading a 1.0.2 store did)"),
+                       ("ack", "record that your instructions are up to date"),
+                       ("store", "upgrade a store written by anneal-memory 1.0.2 in place "
+                                 "(a backup is kept) and report what was upgraded")):
+        p = command(msub, name, text, cmd_migrate)
+        p.set_defaults(migrate_view=name)
+        if name == "ack":
+            p.add_argument("version", nargs="?", type=int,
+                           help="the snippet version your instructions follow (default: this "
+                           "package's)")
 
     text = "run the MCP server on stdio (needs anneal-memory[mcp])"
     p = sub.add_parser("serve", help=text, description=text[:1].upper() + text[1:] + ".")
     p.add_argument("--session-id", help="the session this server wraps as (baton holder)")
+    p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--no-audit", action="store_true", help="run without the audit trail")
+    p.add_argument("--verify-audit", action="store_true",
+                   help="verify the audit chain first and refuse to start on a broken one")
+    p.add_argument("--audit-retention-days", type=int, help=argparse.SUPPRESS)
+
     p.set_defaults(func=cmd_serve)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from ..continuity.schema import NAMED_SCHEMAS
+    from ..wrap.baton import baton_status
+
     # read-write (a read-only handle reports its own audit as off), on an existing store
     with open_store(args) as store:
         st = store.status().to_dict()
+        schema = store.section_schema
     chars = st["continuity_chars"]
+    try:
+        holder, readable = baton_status(db_path(args)).get("holder"), True
+    except AnnealMemoryError:
+        holder, readable = None, False
+    # 1.0.2's grouped keys beside ours
+    st.update(
+        audit={"enabled": st["audit_enabled"], "entry_count": st["audit_entry_count"],
+               "write_failures": st["audit_write_failures"],
+               "last_failure": st["audit_last_failure"],
+               "log_path": str(sidecar_path(db_path(args), ".audit.jsonl")),
+               "retention_days": None},
+        baton_holder=holder, baton_readable=readable,
+        schema=next((n for n in ("default", "partnership") if [dict(x) for x in schema]
+                     == [dict(x) for x in NAMED_SCHEMAS[n]]), "custom"),
+        sections=[s["heading"] for s in schema],
+        association_formation=RETIRED_FORMATION, association_stats=EMPTY_LINK_STATS)
     lines = [f"store: {st['path']}",
              f"episodes: {st['total_episodes']} ({st['episodes_since_wrap']} since the last wrap)",
              "by type: " + (", ".join(f"{k} {v}" for k, v in sorted(st["episodes_by_type"].items()))
@@ -95,6 +150,31 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+_AGES = (("<1h", 1 / 24), ("1-24h", 1), ("1-7d", 7), ("7-30d", 30))
+
+
+def _by_age(store: Any) -> dict[str, int]:
+    """Episodes by age bucket, as 1.0.2's stats counts them."""
+    from datetime import timedelta
+
+    from ..clock import iso, utcnow
+
+    now, out, before = utcnow(), {}, 0
+    for name, days in _AGES:
+        n = store.recall(since=iso(now - timedelta(days=days)), limit=0,
+                         include_superseded=True).total_matching
+        out[name], before = n - before, n
+    out[">30d"] = store.recall(limit=0, include_superseded=True).total_matching - before
+    return out
+
+
+def _by_source(store: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for e in store.recall(limit=10_000_000, include_superseded=True).episodes:
+        counts[e.source] = counts.get(e.source, 0) + 1
+    return counts
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     from ..continuity.parse import extract_pattern_summaries
     from ..crystal import CrystalStore
@@ -107,6 +187,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
         text = store.load_continuity()
         patterns = extract_pattern_summaries(text, store.section_schema) if text else []
         probes = list_probes(store)
+        everything = store.recall(limit=0, include_superseded=True).total_matching
+        ages = _by_age(store)
+        sources = _by_source(store)
     levels: dict[str, int] = {}
     for p in patterns:
         levels[f"{p.level}x"] = levels.get(f"{p.level}x", 0) + 1
@@ -114,7 +197,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     data = {
         "episodes": {"total": st["total_episodes"], "since_wrap": st["episodes_since_wrap"],
                      "by_type": st["episodes_by_type"], "by_trust": st["trust_counts"],
-                     "superseded": st["superseded_count"], "tombstones": st["tombstone_count"]},
+                     "superseded": st["superseded_count"], "tombstones": st["tombstone_count"],
+                     "by_age": ages, "by_source": sources, "stored": everything},
         "wraps": {"total": st["total_wraps"], "last_at": st["last_wrap_at"],
                   "open": st["wrap_in_progress"],
                   "avg_chars": round(sum(w["chars"] or 0 for w in history) / len(history)) if history else None,
@@ -125,6 +209,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
         "continuity_chars": st["continuity_chars"],
         "drift_probes": len(probes),
         "crystals": {"live": len(crystals.list()), "retired": len(crystals.list(status="retired"))},
+        "continuity": {"chars": st["continuity_chars"]},
+        "associations": EMPTY_LINK_STATS,
         "spores_open": len(SporeStore(store.path).list_open()),
         "audit_entries": st["audit_entry_count"],
     }
@@ -145,6 +231,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+#: the association layer, retired: what status and stats report for it
+RETIRED_FORMATION = {"mode": "disabled", "off_at_wrap": None, "off_by_version": "1.0.2"}
+EMPTY_LINK_STATS = {"total_links": 0, "avg_strength": 0, "max_strength": 0, "density": 0.0,
+                    "strongest_pairs": [], "local_density": 0.0}
+
 GRAPH_NOTE = ("anneal-memory forms no association links (retired in 1.0.2) and this store "
               "holds none: the graph is empty")
 
@@ -153,9 +244,23 @@ def cmd_graph(args: argparse.Namespace) -> int:
     with read_store(args):
         pass  # a wrong --db still fails here, as every store command does
     if args.json or args.format == "json":
-        print(json.dumps({"nodes": [], "edges": [], "note": GRAPH_NOTE}, indent=2))
+        text = json.dumps({"nodes": [], "edges": [], "note": GRAPH_NOTE, "message": GRAPH_NOTE},
+                          indent=2)
     else:
-        print(f"// {GRAPH_NOTE}\ndigraph anneal_memory {{\n}}")
+        text = f"// {GRAPH_NOTE}\ndigraph anneal_memory {{\n}}"
+    if args.output:
+        from .._fileio import atomic_write_text
+
+        atomic_write_text(args.output, text + "\n")
+    else:
+        print(text)
+    return 0
+
+
+def cmd_associations(args: argparse.Namespace) -> int:
+    with read_store(args):
+        pass
+    emit(args, {"associations": [], "stats": EMPTY_LINK_STATS, "note": GRAPH_NOTE}, GRAPH_NOTE)
     return 0
 
 
@@ -168,10 +273,12 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise ValidationError("--wraps must be 1 or more")
     with read_store(args) as store:
         history = list(reversed(store.wrap_history(args.wraps)))
+    from ..wrap.history import wrap_record
+
     rows = []
     prev: dict[str, Any] | None = None
     for w in history:
-        row = {"wrap_id": w["id"], "wrapped_at": w["wrapped_at"], "session_id": w["session_id"]}
+        row = {**wrap_record(w), "wrap_id": w["id"], "session_id": w["session_id"]}
         for k in _DIFF_KEYS:
             row[k] = w.get(k) if k in ("chars", "episodes_compressed") else w["metrics"].get(k)
         if prev is not None and row["chars"] is not None and prev["chars"] is not None:
@@ -189,14 +296,64 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.format == "sqlite":
+        return _export_sqlite(args)
     with read_store(args) as store:
-        text = store.export_json(args.output)
+        if args.format == "markdown":
+            text = _markdown(store)
+            if args.output:
+                from .._fileio import atomic_write_text
+
+                atomic_write_text(args.output, text)
+        else:
+            text = store.export_json(args.output)
         count = store.status().total_episodes
     if args.output:
         emit(args, {"path": args.output, "episodes": count},
              f"Exported {count} episode(s) to {args.output}")
     else:
         print(text)
+    return 0
+
+
+def _markdown(store: Any) -> str:
+    """The store as a document to read: the continuity, then every episode by day."""
+    res = store.recall(limit=10_000_000, include_superseded=True)
+    lines = [f"# {store.project_name}: memory export", "", "## Continuity", "",
+             (store.load_continuity() or "(none yet)").rstrip(), "",
+             f"## Episodes ({res.total_matching})", ""]
+    day = None
+    for e in sorted(res.episodes, key=lambda x: (x.timestamp, x.id)):
+        if e.timestamp[:10] != day:
+            day = e.timestamp[:10]
+            lines += [f"### {day}", ""]
+        tail = f" (replaced by {e.superseded_by})" if e.superseded_by else ""
+        lines.append(f"- [{e.id}] {e.type.value}: {e.content}{tail}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _export_sqlite(args: argparse.Namespace) -> int:
+    """A consistent copy of the database (SQLite's online backup), never a torn one."""
+    from pathlib import Path
+
+    from ..clock import now_iso
+    from ..storage.driver import sqlite_driver
+
+    sqlite3 = sqlite_driver()
+
+    src = db_path(args)
+    with read_store(args):
+        pass  # a wrong path fails as every store command does
+    dest = Path(args.output) if args.output else src.with_name(
+        f"{src.stem}-export-{now_iso()[:19].replace(':', '')}.db")
+    if dest.exists():
+        raise ValidationError(f"{dest} exists: pass another --output")
+    tmp = dest.with_name(dest.name + ".tmp")
+    with contextlib.closing(sqlite3.connect(src.resolve().as_uri() + "?mode=ro", uri=True)) as a, \
+            contextlib.closing(sqlite3.connect(str(tmp))) as b:
+        a.backup(b)
+    os.replace(tmp, dest)
+    emit(args, {"path": str(dest), "format": "sqlite"}, f"Exported the database to {dest}")
     return 0
 
 
@@ -255,8 +412,42 @@ def _ack_path(args: argparse.Namespace) -> Any:
     return sidecar_path(sidecar(args), ".instructions-ack.json")
 
 
+def _store_upgrade(args: argparse.Namespace) -> tuple[dict[str, Any] | None, bool]:
+    """(the 1.0.2 upgrade report, whether it ran just now); opening the store upgrades a
+    1.0.2 one in place. None for a store that never was a 1.0.2 one (or no store)."""
+    from ..storage.legacy import upgrade_report
+
+    if args.migrate_view == "store":
+        require_store(args)  # a mistyped --db names the problem and creates nothing
+    path = db_path(args)
+    if not path.exists():
+        return None, False
+    with open_store(args) as store:
+        now = getattr(store.backend, "legacy_upgrade", None)
+        return (now or upgrade_report(store.backend)), now is not None
+
+
+def _upgrade_text(report: dict[str, Any] | None, now: bool) -> str:
+    if report is None:
+        return "Store: nothing to upgrade (not written by anneal-memory 1.0.2)"
+    counts = ", ".join(f"{report.get(k, 0)} {k.replace('_', ' ')}" for k in (
+        "episodes", "supersessions", "state_keys", "trust_classes", "derivations",
+        "tombstones", "wraps", "drift_probes", "pattern_levels"))
+    audit = report.get("audit") or {}
+    return (f"Store {'upgraded now' if now else 'was upgraded'} from anneal-memory "
+            f"{report.get('from_version')} at {report.get('upgraded_at')}: {counts}; audit "
+            f"chain of {audit.get('entries', 0)} entries continued "
+            f"({'verified' if audit.get('valid') else 'did NOT verify before the upgrade'}); "
+            f"backup: {report.get('backup')}")
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
     from .._fileio import atomic_write_json
+
+    if args.migrate_view == "store":
+        report, now = _store_upgrade(args)
+        emit(args, {"store_upgrade": report, "upgraded_now": now}, _upgrade_text(report, now))
+        return 0
 
     path = _ack_path(args)
     acked = 0
@@ -269,13 +460,18 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     if args.migrate_view == "ack":
         from ..clock import now_iso
 
-        atomic_write_json(path, {"acknowledged": SNIPPETS_VERSION, "at": now_iso()})
-        emit(args, {"acknowledged": SNIPPETS_VERSION, "previous": acked},
-             f"Instructions acknowledged at snippet version {SNIPPETS_VERSION}")
+        version = SNIPPETS_VERSION if args.version is None else args.version
+        if not 1 <= version <= SNIPPETS_VERSION:
+            raise ValidationError(f"snippet version {version} is not one this package knows "
+                                  f"(1 to {SNIPPETS_VERSION})")
+        atomic_write_json(path, {"acknowledged": version, "at": now_iso()})
+        emit(args, {"acknowledged": version, "previous": acked},
+             f"Instructions acknowledged at snippet version {version}")
         return 0
     changes = [{"version": v, "change": c} for v, c in SNIPPET_CHANGES if v > acked]
+    report, now = _store_upgrade(args)
     data = {"installed": SNIPPETS_VERSION, "acknowledged": acked or None,
-            "up_to_date": not changes, "changes": changes}
+            "up_to_date": not changes, "changes": changes, "store_upgrade": report}
     if changes:
         text = (f"Your instructions were acknowledged at version {acked or 'none'}; this package "
                 f"teaches version {SNIPPETS_VERSION}. Update your CLAUDE.md / AGENTS.md snippet:\n"
@@ -283,6 +479,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
                 + "\nThen run: anneal-memory migrate ack")
     else:
         text = f"Instructions up to date (snippet version {SNIPPETS_VERSION})"
+    if report is not None:
+        text += "\n" + _upgrade_text(report, now)
     emit(args, data, text)
     return 0
 
@@ -298,5 +496,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise ValidationError(f"the MCP server is not available in this build ({exc}): "
                               "reinstall anneal-memory[mcp]") from None
+    if args.audit_retention_days is not None:
+        raise ValidationError("--audit-retention-days: this package keeps the whole audit "
+                              "trail (older weeks are sealed and gzipped); drop the flag")
+    if args.verify_audit:
+        from ..audit import AuditTrail
+
+        result = AuditTrail.verify(db_path(args))
+        if not result.valid:
+            raise ValidationError(f"the audit chain breaks at entry {result.chain_break_at} "
+                                  f"({result.reason}): not serving; see anneal-memory audit-repair")
     return int(run_server(str(ensure_folder(args)), args.project_name, args.session_id,
-                          args.skip_integrity, args.generate_integrity))
+                          args.skip_integrity, args.generate_integrity, audit=not args.no_audit))

@@ -32,9 +32,9 @@ from .common import (
 #: refuses a name that is neither one of these nor present in the trail being read.
 AUDIT_EVENTS = frozenset({
     "record", "delete", "delete_refused", "prune", "import", "trust_set", "operator_gate",
-    "unsupersede", "state_key_set", "state_key_cleared",
-    "wrap_started", "wrap_cancelled", "continuity_saved", "continuity_refused",
-    "schema_set", "baton_policy", "probe_added",
+    "supersede", "unsupersede", "state_key_set", "state_key_cleared",
+    "wrap_started", "wrap_cancelled", "wrap_completed", "continuity_saved", "continuity_refused",
+    "schema_set", "baton_policy", "probe_added", "probe_retired", "store_upgraded",
     "worklist_reviewed", "pattern_demoted", "pattern_retired",
     "crystallize", "crystal_retire", "crystal_restore",
     "gov_write", "gov_correct", "gov_approve", "gov_decision", "gov_refused", "gov_forget",
@@ -94,8 +94,18 @@ def cmd_audit(args: argparse.Namespace) -> int:
     lines = [f"{e['seq']:>6}  {e['ts'][:19]}  {e['actor']:<8} {e['event']:<20} "
              + json.dumps(brief_lists(e["data"], args.verbose), ensure_ascii=False,
                           sort_keys=True) for e in entries]
-    emit(args, {"entries": entries, "count": len(entries)}, "\n".join(lines) or "(no entries)")
+    emit(args, {"entries": entries, "count": len(entries), "total": len(entries),
+                "anchor_trusted": _anchored(loc)}, "\n".join(lines) or "(no entries)")
     return 0
+
+
+def _anchored(path: Any) -> bool:
+    """True when the trail starts at its genesis entry (not after a cut or a lost head)."""
+    from ..audit import GENESIS
+
+    for _name, entry in AuditTrail.iter_entries(path):
+        return bool(entry.get("prev_hash") == GENESIS)
+    return True
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -106,6 +116,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         f"verifying {name}: {n:,} entries checked"), anchor=getattr(args, "anchor", None))
     bar.done(f"verified {res.total_entries:,} entries")
     data = res.to_dict()
+    # 1.0.2's keys beside ours
+    data.update(error=res.reason, anchor_trusted=_anchored(loc), set_aside=[], skipped_lines=0)
     if not res.valid:
         if isinstance(loc, str):
             fix = ": a PostgreSQL store keeps its chain in the database only; restore it from a backup"

@@ -100,7 +100,7 @@ def _check_demo_target(store: Any, where: str) -> None:
             f"the store at {where} is not empty ({st.total_episodes} episode(s), "
             f"{st.total_wraps} wrap(s)): demo would add its episodes and replace the "
             "continuity; run it without --db (a temporary store) or with a new path")
-    if store.consolidate_requires_baton:
+    if store.consolidate_requires_baton():
         raise StoreError(
             f"the store at {where} requires the consolidation baton (made by init or serve), "
             "and demo wraps without a session: run it without --db (a temporary store) or "

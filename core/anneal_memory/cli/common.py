@@ -41,9 +41,11 @@ def add_verbose(p: argparse.ArgumentParser) -> None:
                    help="list every id in full instead of counts and the first few")
 
 
-def command(sub: Any, name: str, help_text: str, func: Any) -> argparse.ArgumentParser:
+def command(sub: Any, name: str, help_text: str, func: Any,
+            aliases: tuple[str, ...] = ()) -> argparse.ArgumentParser:
     """Declare a command that prints data (so it takes --json) and runs ``func``."""
-    p = sub.add_parser(name, help=help_text, description=_sentence(help_text))
+    p = sub.add_parser(name, help=help_text, description=_sentence(help_text),
+                       aliases=list(aliases))
     add_json(p)
     p.set_defaults(func=func)
     return p

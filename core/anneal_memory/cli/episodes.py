@@ -10,7 +10,7 @@ from typing import Any
 from .._inputs import load_json
 from ..continuity.schema import NAMED_SCHEMAS
 from ..errors import EpisodeNotFoundError, StoreError, SupersessionError, ValidationError
-from ..types import TRUST_LEVELS
+from ..types import TRUST_LEVELS, EpisodeType
 from .common import (
     cli_hint,
     command,
@@ -26,6 +26,8 @@ from .common import (
     store_name,
 )
 
+_TYPES = [t.value for t in EpisodeType]
+
 
 def register(sub: Any) -> None:
     p = command(sub, "init", "create the store (the consolidation baton is required by default)", cmd_init)
@@ -36,7 +38,7 @@ def register(sub: Any) -> None:
 
     p = command(sub, "record", "record one episode (creates the store if needed)", cmd_record)
     p.add_argument("text", help="the episode text, or - to read it from standard input")
-    p.add_argument("--type", default="observation",
+    p.add_argument("--type", default="observation", type=str.lower, choices=_TYPES,
                    help="observation, decision, tension, question, outcome or context (default observation)")
     p.add_argument("--supersedes", action="append", default=[], metavar="ID",
                    help="an episode this one replaces (repeatable)")
@@ -46,12 +48,14 @@ def register(sub: Any) -> None:
     p.add_argument("--derived-from", action="append", default=[], metavar="ID",
                    help="an episode this one was made from (repeatable)")
     p.add_argument("--timestamp", help="when it happened (ISO 8601; default now)")
-    p.add_argument("--source", default="agent", help="who recorded it (default agent)")
+    p.add_argument("--source", default="cli", help="who recorded it (default cli, as in 1.0.2)")
     p.add_argument("--metadata", metavar="JSON", help="a JSON object stored with the episode")
+    p.add_argument("--tags", help="comma-separated tags, kept as metadata.tags")
 
-    p = command(sub, "search", "keyword recall with filters", cmd_search)
+    p = command(sub, "search", "keyword recall with filters (alias: recall)", cmd_search,
+                aliases=("recall",))
     p.add_argument("query", nargs="?", default=None, help="phrase or words (omit for all)")
-    p.add_argument("--type", help="only this episode type")
+    p.add_argument("--type", type=str.lower, choices=_TYPES, help="only this episode type")
     p.add_argument("--source", help="only this source")
     p.add_argument("--since", help="ISO time or an age such as 7d, 12h")
     p.add_argument("--until", help="ISO time or an age such as 7d, 12h")
@@ -67,12 +71,17 @@ def register(sub: Any) -> None:
 
     p = command(sub, "delete", "remove an episode for good (a tombstone keeps its hash)", cmd_delete)
     p.add_argument("id", help="the episode id")
+    p.add_argument("--force", action="store_true", help="accepted for 1.0.2 scripts")
 
     p = command(sub, "prune", "remove episodes older than N days (asks first)", cmd_prune)
-    p.add_argument("--older-than-days", type=int, required=True, metavar="N",
-                   help="remove episodes recorded more than N days ago (0: every episode)")
+    age = p.add_mutually_exclusive_group(required=True)
+    age.add_argument("--older-than-days", type=int, metavar="N",
+                     help="remove episodes recorded more than N days ago (0: every episode)")
+    age.add_argument("--older-than", type=int, metavar="N", dest="older_than_days",
+                     help="1.0.2's name for --older-than-days")
     p.add_argument("--yes", action="store_true",
                    help="do not ask: needed to prune when not on a terminal")
+    p.add_argument("--dry-run", action="store_true", help="count what would go; remove nothing")
 
     p = command(sub, "state", "state keys: current holder and history; --set/--unset", cmd_state)
     p.add_argument("key", nargs="?", default=None,
@@ -80,6 +89,11 @@ def register(sub: Any) -> None:
     act = p.add_mutually_exclusive_group()
     act.add_argument("--set", metavar="ID", help="put episode ID into slot KEY")
     act.add_argument("--unset", metavar="ID", help="take episode ID out of its slot")
+
+    p = command(sub, "supersede", "record that a newer episode replaces an older one (validated)",
+                cmd_supersede)
+    p.add_argument("--old", required=True, metavar="ID", help="the replaced episode")
+    p.add_argument("--new", required=True, metavar="ID", help="the replacing episode")
 
     p = command(sub, "unsupersede", "remove a wrong supersession link", cmd_unsupersede)
     p.add_argument("--old", required=True, metavar="ID", help="the replaced episode")
@@ -108,7 +122,7 @@ def cmd_init(args: argparse.Namespace) -> int:
                     section_schema=None if existed else NAMED_SCHEMAS[args.schema]) as store:
         headings = [s["heading"] for s in store.section_schema]
         data = {"path": shown_location(args), "created": not existed,
-                "consolidate_requires_baton": store.consolidate_requires_baton,
+                "consolidate_requires_baton": store.consolidate_requires_baton(),
                 "schema": headings, "continuity_path": str(store.continuity_path)}
     lines = [f"{'Created' if not existed else 'Already exists, left as is'}: {data['path']}",
              f"Sections: {', '.join(headings)}"]
@@ -135,8 +149,11 @@ def _metadata(raw: str | None) -> dict[str, Any] | None:
 def cmd_record(args: argparse.Namespace) -> int:
     # a shell pipe adds a final newline that is not part of the episode
     text = read_text(args.text, "episode text").rstrip("\r\n") if args.text == "-" else args.text
+    metadata = _metadata(args.metadata)
+    if args.tags:
+        metadata = dict(metadata or {}, tags=[t.strip() for t in args.tags.split(",") if t.strip()])
     kw = dict(content=text, episode_type=args.type, source=args.source,
-              metadata=_metadata(args.metadata), timestamp=args.timestamp,
+              metadata=metadata, timestamp=args.timestamp,
               supersedes=args.supersedes or None, state_key=args.state_key,
               trust=args.trust, derived_from=args.derived_from or None)
     if str(args.trust).strip().lower() == "operator":
@@ -194,6 +211,17 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        from datetime import timedelta
+
+        from ..clock import iso, utcnow
+
+        cutoff = iso(utcnow() - timedelta(days=args.older_than_days))
+        with read_store(args) as store:
+            n = store.recall(until=cutoff, limit=0, include_superseded=True).total_matching
+        emit(args, {"would_prune": n, "older_than_days": args.older_than_days, "dry_run": True},
+             f"Would prune {n} episode(s) older than {args.older_than_days} days (dry run)")
+        return 0
     days = args.older_than_days
     with open_store(args) as store:
         going = len(store.prunable(days))
@@ -212,15 +240,18 @@ def cmd_state(args: argparse.Namespace) -> int:
         if not args.key:
             raise ValidationError("state --set ID needs the KEY: anneal-memory state KEY --set ID")
         with open_store(args) as store:
-            replaced = store.set_state_key(args.set, args.key)
-        emit(args, {"key": args.key, "id": args.set, "replaced": replaced},
+            links = store.set_state_key(args.set, args.key)
+        replaced = [old for old, _new in links]
+        emit(args, {"key": args.key, "id": args.set, "episode_id": args.set, "replaced": replaced,
+                    "links": [list(x) for x in links]},
              f"{args.set} now holds {args.key}" + (f"; replaced {', '.join(replaced)}" if replaced else ""))
         return 0
     if args.unset:
         with open_store(args) as store:
             _require(store, args.unset)
-            done = store.clear_state_key(args.unset)
-        emit(args, {"id": args.unset, "cleared": done},
+            change = store.clear_state_key(args.unset)
+        done = change["key"] is not None
+        emit(args, {"id": args.unset, "episode_id": args.unset, "cleared": done, **change},
              f"{args.unset} taken out of its slot" if done else f"{args.unset} held no state key")
         return 0
     with read_store(args) as store:
@@ -230,14 +261,26 @@ def cmd_state(args: argparse.Namespace) -> int:
         cur = slot["current"]
         lines.append(f"{slot['key']}: [{cur['id']}] {cur['content']}")
         lines += [f"    was [{h['id']}] {h['content']}" for h in slot["history"]]
-    emit(args, {"keys": report}, "\n".join(lines) or "(no state keys)")
+    with read_store(args) as store:  # --json: 1.0.2's list of {key, current, replaced}
+        emit(args, store.state_key_report(args.key), "\n".join(lines) or "(no state keys)")
+    return 0
+
+
+def cmd_supersede(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        added = store.supersede(old_id=args.old, new_id=args.new)
+    emit(args, {"old_id": args.old, "new_id": args.new, "recorded": added},
+         f"{args.new} replaces {args.old}" if added else
+         f"{args.new} already replaces {args.old}")
     return 0
 
 
 def cmd_unsupersede(args: argparse.Namespace) -> int:
     with open_store(args) as store, cli_hint(
             SupersessionError, "anneal-memory search --include-superseded shows the links"):
-        store.unsupersede(old_id=args.old, new_id=args.new)
+        if not store.unsupersede(old_id=args.old, new_id=args.new):
+            raise SupersessionError(f"there is no link {args.old} -> {args.new} to remove: "
+                                    "anneal-memory search --include-superseded shows the links")
     emit(args, {"old_id": args.old, "new_id": args.new, "removed": True},
          f"Removed the link {args.old} -> {args.new}")
     return 0
@@ -251,11 +294,13 @@ def cmd_trust(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         current = _require(store, args.id).trust
         raising = TRUST_LEVELS[level] > TRUST_LEVELS[current]
+        via = "cli"
         if not raising:
-            result = store.set_trust(args.id, level, via="cli")
+            before = store.set_trust(args.id, level, via=via)
     if raising:
         with operator_store(args, f"raise the trust of {args.id} from {current} to {level}") as (
                 store, via):
-            result = store.set_trust(args.id, level, via=via)
-    emit(args, result, f"{args.id}: trust {result['from']} -> {result['to']}")
+            before = store.set_trust(args.id, level, via=via)
+    result = {"id": args.id, "from": before, "to": level, "trust_via": via}
+    emit(args, result, f"{args.id}: trust {before} -> {level}")
     return 0

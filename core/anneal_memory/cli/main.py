@@ -70,10 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="anneal-memory",
                                 description="Living, governed memory for AI agents.")
     _global_options(p)
+    p.add_argument("--json", action="store_true", dest="json_global",
+                   help="print one JSON document (1.0.2's form of each command's --json)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    from . import admin, audit, commands, console, episodes, review, tiers, wrap
+    from . import admin, audit, commands, console, episodes, review, tiers, views, wrap
 
-    for module in (episodes, wrap, audit, admin, tiers, commands, review, console):
+    for module in (episodes, views, wrap, audit, admin, tiers, commands, review, console):
         module.register(sub)
     todo = _subparsers(p)
     while todo:
@@ -127,6 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(_utf8_argv(sys.argv[1:] if argv is None else argv))
     except SystemExit as exc:  # --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else 2
+    if getattr(args, "json_global", False):  # 1.0.2's form: anneal-memory --json COMMAND
+        args.json = True
     if not getattr(args, "command", None):
         if args.generate_integrity:  # `anneal-memory --generate-integrity` on its own
             from ..mcp.integrity import generate

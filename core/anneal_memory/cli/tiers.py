@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..crystal import RECALL_MODES, RETIRE_KINDS, CrystalStore
+from ..clock import today
+from ..crystal import (
+    ACTIVATION_MODES,
+    ACTIVATIONS,
+    PERMANENCE,
+    RECALL_MODES,
+    RETIRE_KINDS,
+    CrystalStore,
+    activation_of,
+)
 from ..errors import ValidationError
 from ..spores import (
     ASCEND_KINDS,
@@ -24,8 +33,10 @@ def register(sub: Any) -> None:
     command(csub, "index", "one cue line per live crystal", cmd_crystal_index)
     p = command(csub, "recall", "crystals relevant to a query", cmd_crystal_recall)
     p.add_argument("query", help="a question or prompt text")
-    p.add_argument("--max", type=int, default=3, dest="max_patterns", metavar="N",
-                   help="return at most N crystals (default 3)")
+    p.add_argument("--max", "--max-patterns", type=int, default=3, dest="max_patterns",
+                   metavar="N", help="return at most N crystals (default 3)")
+    p.add_argument("--no-associative", action="store_true",
+                   help="accepted for 1.0.2 scripts (recall reads no association links)")
     p.add_argument("--mode", choices=RECALL_MODES, default="query",
                    help="query (one shared word is enough) or strict/prompt (whole prompts)")
     p = command(csub, "get", "the full crystal (records a pull in the outcome log)", cmd_crystal_get)
@@ -34,9 +45,42 @@ def register(sub: Any) -> None:
     p = command(csub, "list", "crystals, highest level first", cmd_crystal_list)
     p.add_argument("--status", choices=("live", "retired", "all"), default="live",
                    help="which crystals (default live)")
-    p = command(csub, "crystallize", "move a Proven pattern out of the continuity into a crystal",
-             cmd_crystallize)
-    p.add_argument("name", help="the Proven (2x or higher) pattern's name")
+    p.add_argument("--permanence", choices=PERMANENCE, help="only crystals of this permanence")
+    p.add_argument("--activation-mode", choices=ACTIVATION_MODES,
+                   help="only crystals recalled this way")
+    p.add_argument("--activation", choices=ACTIVATIONS,
+                   help="only crystals this recently used: hot, warm, cold or dormant")
+    p.add_argument("--tag", help="only crystals with this tag")
+    p.add_argument("--verbose", action="store_true", help="the whole text of each crystal")
+    p = command(csub, "crystallize", "move a Proven pattern out of the continuity into a "
+                "crystal, or (--name --level --explanation) store one directly", cmd_crystallize)
+    p.add_argument("pattern", nargs="?", default=None,
+                   help="the Proven (2x or higher) pattern's name, to move it out of the continuity")
+    p.add_argument("--name", help="store a crystal directly under this name (1.0.2's form)")
+    p.add_argument("--level", type=int, help="with --name: its level (2 or higher)")
+    p.add_argument("--explanation", help="with --name: what the pattern says")
+    p.add_argument("--evidence", help="with --name: comma-separated episode ids")
+    p.add_argument("--permanence", choices=PERMANENCE, default="timeless",
+                   help="with --name: timeless (default) or phase-specific")
+    p.add_argument("--activation-mode", choices=ACTIVATION_MODES, default="just-in-time",
+                   help="with --name: just-in-time (default) or catastrophic")
+    p.add_argument("--tags", help="comma-separated tags")
+    p.add_argument("--source", help="where the pattern came from")
+    command(csub, "rewarm", "crystals unused for 90 days: re-exercise, retire or keep",
+            cmd_crystal_rewarm)
+    p = command(csub, "touch", "mark a crystal as used today", cmd_crystal_touch)
+    p.add_argument("name", help="the crystal's name")
+    p = command(csub, "update", "change a live crystal's fields", cmd_crystal_update)
+    p.add_argument("name", help="the crystal's name")
+    p.add_argument("--explanation", help="new text of the pattern")
+    p.add_argument("--level", type=int, help="new level (2 or higher)")
+    p.add_argument("--evidence", help="comma-separated episode ids (replaces the list)")
+    p.add_argument("--permanence", choices=PERMANENCE, help="timeless or phase-specific")
+    p.add_argument("--activation-mode", choices=ACTIVATION_MODES,
+                   help="just-in-time or catastrophic")
+    p.add_argument("--tags", help="comma-separated tags (replaces the list)")
+    p.add_argument("--source", help="where the pattern came from")
+    p.add_argument("--add-note", help="append a dated note")
     p = command(csub, "retire", "take a crystal out of recall (kept for the record)", cmd_crystal_retire)
     p.add_argument("name", help="the crystal's name")
     p.add_argument("--kind", choices=RETIRE_KINDS, default="obsolete",
@@ -51,7 +95,8 @@ def register(sub: Any) -> None:
 
     _, ssub = group(sub, "spore", "prospective memory: open loops to close")
     p = command(ssub, "add", "open a spore", cmd_spore_add)
-    p.add_argument("text", help="the open loop, in a sentence")
+    p.add_argument("text", nargs="?", default=None, help="the open loop, in a sentence")
+    p.add_argument("--text", dest="text_option", help="the spore's text (1.0.2's form)")
     p.add_argument("--type", choices=SPORE_TYPES, default="task", help="default task")
     _spore_fields(p)
     p = command(ssub, "list", "open spores, ranked (--closed: recently closed)", cmd_spore_list)
@@ -60,10 +105,12 @@ def register(sub: Any) -> None:
     p.add_argument("--domain", help="only this domain")
     p.add_argument("--germination", choices=GERMINATIONS, help="only spores in this state")
     p.add_argument("--closed", action="store_true", help="recently closed spores instead")
+    p.add_argument("--verbose", action="store_true", help="every field of each spore")
     p = command(ssub, "get", "one spore", cmd_spore_get)
     p.add_argument("id", help="the spore id")
     p = command(ssub, "surface", "what deserves attention now", cmd_spore_surface)
     p.add_argument("--limit", type=int, metavar="N", help="show at most N spores")
+    p.add_argument("--top-of-mind", action="store_true", help="only the top three")
     p = command(ssub, "touch", "mark a spore seen today", cmd_spore_touch)
     p.add_argument("id", help="the spore id")
     p = command(ssub, "update", "change an open spore's fields", cmd_spore_update)
@@ -72,7 +119,7 @@ def register(sub: Any) -> None:
     p.add_argument("--type", choices=SPORE_TYPES, help="new type")
     _spore_fields(p, defaults=False)
     p.add_argument("--clear-next", action="store_true", help="remove the --next date")
-    p.add_argument("--note", help="add a dated note")
+    p.add_argument("--note", "--add-note", help="add a dated note")
     for name, help_text in (("descend", "close a spore: the loop ends (done, dropped, answered ...)"),
                             ("ascend", "close a spore: it became something (--ref points at it)")):
         p = command(ssub, name, help_text, cmd_spore_close)
@@ -92,9 +139,13 @@ def register(sub: Any) -> None:
     p.add_argument("--outcome", choices=OUTCOMES, help="how the turn went")
     p.add_argument("--exposed", action="append", default=[], metavar="KIND:REF",
                    help="an item the recall showed (repeatable)")
+    p.add_argument("--adopt-unbound", action="store_true",
+                   help="accepted for 1.0.2 scripts (the log binds itself to its store)")
 
     p = command(sub, "worth", "per crystal: retrieved on success vs failure turns", cmd_worth)
     p.add_argument("--episodes", action="store_true", help="also per cited episode")
+    p.add_argument("--receipts", nargs="+", metavar="FILE",
+                   help="fold these recall receipts into the surfaced counts first")
 
 
 def _spore_fields(p: argparse.ArgumentParser, defaults: bool = True) -> None:
@@ -131,7 +182,8 @@ def cmd_crystal_recall(args: argparse.Namespace) -> int:
                                   max_patterns=args.max_patterns, mode=args.mode, store=store)
     lines = [f"{m.name} ({m.level}x, score {m.score}, via {'+'.join(m.via)}): {m.text}"
              for m in found]
-    emit(args, {"patterns": [m.to_dict() for m in found]}, "\n".join(lines) or "(no crystal matches)")
+    # 1.0.2 printed the list itself, each with its explanation
+    emit(args, [m.as_mapping() for m in found], "\n".join(lines) or "(no crystal matches)")
     return 0
 
 
@@ -139,25 +191,83 @@ def cmd_crystal_get(args: argparse.Namespace) -> int:
     c = _crystal_or_fail(CrystalStore(sidecar(args)), args.name)
     if not args.no_record:
         OutcomeLog(sidecar(args)).record_pull(c.name)
-    d = c.to_dict()
+    d = c.as_mapping()
     ev = ", ".join(f"{e['id']} \"{e.get('why', '')}\"" for e in c.evidence)
     emit(args, d, f"{c.name} ({c.level}x, {c.status})\n{c.text}\nevidence: {ev or 'none'}")
     return 0
 
 
 def cmd_crystal_list(args: argparse.Namespace) -> int:
-    rows = CrystalStore(sidecar(args)).list(status=args.status)
-    emit(args, {"crystals": [c.to_dict() for c in rows]},
+    cs = CrystalStore(sidecar(args))
+    rows = cs.list(status=args.status)
+    if args.permanence or args.activation_mode or args.activation or args.tag:
+        keep = {c.name for c in cs.list_crystal(permanence=args.permanence,
+                                                activation_mode=args.activation_mode,
+                                                tag=args.tag, activation=args.activation)}
+        rows = [c for c in rows if c.name in keep]
+    if args.verbose and not args.json:
+        print("\n\n".join(f"{c.name} ({c.level}x, {c.status})\n{c.text}" for c in rows)
+              or "(no crystals)")
+        return 0
+    emit(args, [dict(c.as_mapping(), activation=activation_of(c, today())) for c in rows],
          "\n".join(f"{c.name} ({c.level}x, {c.status}): {c.cue()}" for c in rows) or "(no crystals)")
     return 0
 
 
+def _ids(text: str | None) -> list[str] | None:
+    return None if text is None else [x.strip() for x in text.split(",") if x.strip()]
+
+
 def cmd_crystallize(args: argparse.Namespace) -> int:
+    if args.name is not None:  # 1.0.2's form: the crystal given on the command line
+        if args.pattern is not None:
+            raise ValidationError("give either a pattern name to move out of the continuity "
+                                  "or --name with --level and --explanation, not both")
+        if args.level is None or args.explanation is None:
+            raise ValidationError("--name needs --level N (2 or higher) and --explanation TEXT")
+        with open_store(args) as store:
+            c = CrystalStore(store.path).crystallize(
+                name=args.name, level=args.level, explanation=args.explanation,
+                evidence=_ids(args.evidence), permanence=args.permanence,
+                activation_mode=args.activation_mode, tags=_ids(args.tags),
+                source=args.source, store=store)
+        emit(args, c.as_mapping(), f"Crystallized {c.name} ({c.level}x)")
+        return 0
+    if args.pattern is None:
+        raise ValidationError("name the pattern to crystallize out of the continuity, or pass "
+                              "--name, --level and --explanation")
     with open_store(args) as store:
-        result = CrystalStore(store.path).crystallize_from_store(store, args.name)
+        result = CrystalStore(store.path).crystallize_from_store(store, args.pattern)
     c = result.crystal
-    emit(args, {"crystal": c.to_dict(), "removed_lines": list(result.removed_lines)},
+    emit(args, {**c.as_mapping(), "crystal": c.as_mapping(),
+                "removed_lines": list(result.removed_lines)},
          f"Crystallized {c.name} ({c.level}x); removed {len(result.removed_lines)} line(s) from the continuity")
+    return 0
+
+
+def cmd_crystal_rewarm(args: argparse.Namespace) -> int:
+    from ..clock import today_iso
+    from ..wrap.prepare import gone_cold
+
+    cold = [c for c in CrystalStore(sidecar(args)).list() if gone_cold(c, today_iso())]
+    emit(args, {"rewarm_candidates": [c.as_mapping() for c in cold]},
+         "\n".join(f"{c.name} ({c.level}x), last used {c.last_activated_on}" for c in cold)
+         or "(no crystal has gone cold)")
+    return 0
+
+
+def cmd_crystal_touch(args: argparse.Namespace) -> int:
+    c = CrystalStore(sidecar(args)).touch(args.name)
+    emit(args, c.as_mapping(), f"Touched {c.name}")
+    return 0
+
+
+def cmd_crystal_update(args: argparse.Namespace) -> int:
+    c = CrystalStore(sidecar(args)).update(
+        args.name, explanation=args.explanation, level=args.level, evidence=_ids(args.evidence),
+        permanence=args.permanence, activation_mode=args.activation_mode,
+        tags=_ids(args.tags), source=args.source, add_note=args.add_note)
+    emit(args, c.as_mapping(), f"Updated {c.name}")
     return 0
 
 
@@ -165,14 +275,14 @@ def cmd_crystal_retire(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         c = CrystalStore(store.path).retire(args.name, kind=args.kind, reason=args.reason,
                                             store=store)
-    emit(args, c.to_dict(), f"Retired {c.name} ({args.kind})")
+    emit(args, c.as_mapping(), f"Retired {c.name} ({args.kind})")
     return 0
 
 
 def cmd_crystal_restore(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         c = CrystalStore(store.path).restore(args.name, store=store)
-    emit(args, c.to_dict(), f"Restored {c.name}")
+    emit(args, c.as_mapping(), f"Restored {c.name}")
     return 0
 
 
@@ -196,7 +306,7 @@ def _spore_line(s: Any) -> str:
 
 
 def _show_spores(args: argparse.Namespace, spores: list[Any]) -> None:
-    emit(args, {"spores": [s.to_dict() for s in spores]},
+    emit(args, [s.to_dict() for s in spores],  # the list itself, as 1.0.2
          "\n".join(_spore_line(s) for s in spores) or "(no spores)")
 
 
@@ -205,7 +315,11 @@ def _show_spore(args: argparse.Namespace, s: Any, verb: str) -> None:
 
 
 def cmd_spore_add(args: argparse.Namespace) -> int:
-    s = SporeStore(sidecar(args)).add(type=args.type, text=args.text, tier=args.tier,
+    if (args.text is None) == (args.text_option is None):
+        raise ValidationError("give the spore's text once: anneal-memory spore add TEXT "
+                              "(or --text TEXT)")
+    text = args.text if args.text is not None else args.text_option
+    s = SporeStore(sidecar(args)).add(type=args.type, text=text, tier=args.tier,
                                       salience=args.salience, domain=args.domain,
                                       next=args.next, pointer=args.pointer)
     _show_spore(args, s, "Added")
@@ -229,7 +343,8 @@ def cmd_spore_get(args: argparse.Namespace) -> int:
 
 
 def cmd_spore_surface(args: argparse.Namespace) -> int:
-    _show_spores(args, SporeStore(sidecar(args)).surface(limit=args.limit))
+    _show_spores(args, SporeStore(sidecar(args)).surface(limit=args.limit,
+                                                         top_of_mind=args.top_of_mind))
     return 0
 
 
@@ -268,8 +383,10 @@ def cmd_outcome(args: argparse.Namespace) -> int:
 
 
 def cmd_worth(args: argparse.Namespace) -> int:
-    from ..worth import compute_worth
+    from ..worth import compute_worth, fold_surfaced
 
+    if args.receipts:
+        fold_surfaced(CrystalStore(sidecar(args)), args.receipts)
     report = compute_worth(OutcomeLog(sidecar(args)), CrystalStore(sidecar(args)),
                            episodes=args.episodes)
     rows = list(report.crystals.values()) + list(report.episodes.values())

@@ -22,7 +22,7 @@ from .common import (
 )
 
 # What a save result lists, in the order an operator wants to read it.
-_LISTED = ("demoted", "bare_demoted", "level_capped", "uncorroborated", "carried_forward",
+_LISTED = ("demoted_patterns", "bare_demoted_patterns", "level_capped", "uncorroborated", "carried_forward",
            "omitted_patterns", "cross_session_collisions", "supersessions_rejected")
 
 
@@ -33,6 +33,8 @@ def register(sub: Any) -> None:
                    help="target size of the continuity in characters")
     p.add_argument("--staleness-days", type=int, default=7, metavar="N",
                    help="a pattern not confirmed for N days counts as stale (default 7)")
+    p.add_argument("--crystal", action="store_true",
+                   help="put the crystal cue index (and crystals to re-check) in the package")
 
     p = command(sub, "save-continuity", "validate and save the compressed continuity", cmd_save)
     p.add_argument("file", help="the continuity markdown, or - for standard input")
@@ -44,11 +46,18 @@ def register(sub: Any) -> None:
     p.add_argument("--affect-intensity", type=float, help=argparse.SUPPRESS)
     p.add_argument("--today", metavar="DATE",
                    help="the wrap's date, YYYY-MM-DD (default: the day prepare-wrap gave)")
+    p.add_argument("--crystal", action="store_true",
+                   help="move Proven lines marked [crystallize] into the crystal store")
+    p.add_argument("--allow-unlinked", action="store_true",
+                   help="accepted for 1.0.2 scripts (a save never needs links)")
+    p.add_argument("--require-rederive", action="store_true", help=argparse.SUPPRESS)
 
     p = command(sub, "wrap-cancel", "abandon the open wrap; its episodes go to the next one", cmd_cancel)
     p.add_argument("--wrap-token", help="cancel only the wrap this token opened")
     p.add_argument("--session-id", help="the session that prepared the wrap")
     p.add_argument("--force", action="store_true", help="cancel a gated wrap without its token")
+    p.add_argument("--partial", action="store_true",
+                   help="clear only a half-written wrap state (refused when a whole wrap is open)")
 
     _, bsub = group(sub, "baton", "the single-consolidator gate: who may wrap this store")
     p = command(bsub, "claim", "make NAME the consolidating session", cmd_baton_claim)
@@ -68,9 +77,15 @@ def register(sub: Any) -> None:
     what.add_argument("--fact", metavar="TEXT", help="words that must stay in one sentence")
     p.add_argument("--min-level", type=int, help="pattern probes: level to hold (default: current)")
     p.add_argument("--section", metavar="HEADING", help="fact probes: look only in this section")
+    p.add_argument("--note", help="why this must survive")
     for name, text in (("status", "each probe's verdict at the last save"),
                        ("list", "the declared probes")):
-        command(psub, name, text, cmd_probe_list).set_defaults(probe_view=name)
+        p = command(psub, name, text, cmd_probe_list)
+        p.set_defaults(probe_view=name)
+        p.add_argument("--all", action="store_true",
+                       help="accepted for 1.0.2 scripts (retired probes are removed)")
+    p = command(psub, "retire", "stop checking a probe", cmd_probe_retire)
+    p.add_argument("id", help="the probe's id (see probe list)")
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
@@ -78,10 +93,17 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     from ..wrap.render import render_package
 
     with open_store(args) as store:
-        result = prepare_wrap(store, max_chars=args.max_chars,
+        crystals = None
+        if args.crystal:
+            from ..crystal import CrystalStore
+
+            crystals = CrystalStore(store.path)
+        result = prepare_wrap(store, max_chars=args.max_chars, crystal_store=crystals,
                               staleness_days=args.staleness_days, session_id=args.session_id)
     if args.json:
-        emit(args, result)
+        # 1.0.2 prints the package itself, with the token; status and message ride along
+        emit(args, {**(result["package"] or {}), **{k: v for k, v in result.items()
+                                                     if k != "package"}})
     elif result["status"] == "ready":
         print(render_package(result["package"]))
         print()
@@ -103,7 +125,7 @@ def _summary(result: dict[str, Any]) -> str:
                      if isinstance(i, dict) else str(i) for i in items]
             lines.append(f"{key.replace('_', ' ')}: {', '.join(names)}")
     if result.get("supersessions_recorded"):
-        lines.append(f"supersessions recorded: {len(result['supersessions_recorded'])}")
+        lines.append(f"supersessions recorded: {result['supersessions_recorded']}")
     counts = (result.get("drift") or {}).get("counts") or {}
     if counts:
         lines.append("drift probes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
@@ -113,14 +135,22 @@ def _summary(result: dict[str, Any]) -> str:
 def cmd_save(args: argparse.Namespace) -> int:
     from ..wrap.save import validated_save_continuity
 
+    if args.require_rederive:
+        raise ValidationError("--require-rederive: this package does not re-derive the "
+                              "continuity at load, so nothing can be required; drop the flag")
     require_store(args)  # a missing store is named before the file is read
     text = read_text(args.file, "continuity")
     with open_store(args) as store:
+        crystals = None
+        if args.crystal:
+            from ..crystal import CrystalStore
+
+            crystals = CrystalStore(store.path)
         result = validated_save_continuity(store, text, today=args.today,
                                            wrap_token=args.wrap_token,
                                            allow_shrink=args.allow_shrink,
-                                           session_id=args.session_id)
-    emit(args, result, _summary(result))
+                                           session_id=args.session_id, crystal_store=crystals)
+    emit(args, {"saved": True, **result}, _summary(result))
     return 0
 
 
@@ -128,8 +158,11 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     with open_store(args) as store, cli_hint(
             BatonError, "pass --wrap-token TOKEN, --session-id NAME, or --force"):
         done = store.wrap_cancelled(wrap_token=args.wrap_token, session_id=args.session_id,
-                                    force=args.force)
-    emit(args, {"cancelled": done},
+                                    force=args.force, expect_partial=args.partial)
+    # 1.0.2's keys: what was cancelled (all null when no wrap was open)
+    emit(args, {"cancelled": bool(done), "status": "cancelled" if done else "idle",
+                "cancelled_token": done.token, "cancelled_started_at": done.started_at,
+                "cancelled_episode_ids": done.episode_ids, "partial_state": done.partial_state},
          "Wrap cancelled; its episodes go to the next wrap" if done else "No wrap was open")
     return 0
 
@@ -140,6 +173,7 @@ def cmd_baton_claim(args: argparse.Namespace) -> int:
     with cli_hint(BatonError, f"anneal-memory baton claim {args.name} --take"):
         result = claim_baton(sidecar(args), args.name, take=args.take)
     prev = result["previous"]
+    result = dict(result, session_id=args.name, previous_holder=prev)  # 1.0.2's keys too
     emit(args, result, f"{args.name} holds the baton" + (f" (taken from {prev})"
                                                          if prev and prev != args.name else ""))
     return 0
@@ -149,8 +183,11 @@ def cmd_baton_status(args: argparse.Namespace) -> int:
     from ..wrap.baton import baton_status
 
     with read_store(args) as store:
-        required = store.consolidate_requires_baton
+        required = store.consolidate_requires_baton()
+        waiting = store.status().episodes_since_wrap
     st = dict(baton_status(sidecar(args)), required=required)
+    st.update(baton_holder=st["holder"], baton_readable=True, episodes_since_wrap=waiting,
+              consolidate_requires_baton=required)  # 1.0.2's keys
     who = st["holder"] or "nobody"
     emit(args, st, f"holder: {who}" + (f" (since {st['claimed_at']})" if st["holder"] else "")
          + f"\nbaton required for wraps: {'yes' if required else 'no'}")
@@ -164,7 +201,8 @@ def cmd_baton_release(args: argparse.Namespace) -> int:
     if not done and args.name:
         raise ValidationError(f"session {args.name!r} does not hold the baton: nothing was "
                               "released (see anneal-memory baton status)")
-    emit(args, {"released": done}, "Baton released" if done else "Nobody held the baton")
+    emit(args, {"released": done, "session_id": args.name},
+         "Baton released" if done else "Nobody held the baton")
     return 0
 
 
@@ -181,16 +219,37 @@ def cmd_set_schema(args: argparse.Namespace) -> int:
                           "path of a .json file")
     with open_store(args) as store:
         store.set_section_schema(schema)
-        headings = [s["heading"] for s in store.section_schema]
-    emit(args, {"schema": headings}, "Sections: " + ", ".join(headings))
+        spec = store.section_schema
+        continuity = store.load_continuity()
+    from ..continuity.parse import parse_sections
+
+    headings = [s["heading"] for s in spec]
+    name = next((n for n in ("default", "partnership") if [dict(x) for x in spec]
+                 == [dict(x) for x in NAMED_SCHEMAS[n]]), "custom")
+    present = {(s.spec or {}).get("heading") for s in
+               parse_sections(continuity, spec, require=False).sections} if continuity else set()
+    missing = [s["heading"] for s in spec if s["heading"] not in present
+               and not s.get("optional")]
+    # 1.0.2's shape: the schema's name, its sections, the ones the continuity lacks yet
+    emit(args, {"schema": name, "sections": headings, "missing_sections": missing},
+         "Sections: " + ", ".join(headings))
     return 0
 
 
 def cmd_probe_add(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         pid = store.add_drift_probe(pattern=args.pattern, min_level=args.min_level,
-                                    fact=args.fact, section=args.section)
+                                    fact=args.fact, section=args.section, note=args.note)
     emit(args, {"id": pid}, f"Probe {pid} added")
+    return 0
+
+
+def cmd_probe_retire(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        if not store.retire_drift_probe(args.id):
+            raise ValidationError(f"no drift probe {args.id!r}: see anneal-memory probe list")
+    emit(args, {"retired": int(args.id) if args.id.isdigit() else args.id},
+         f"Probe {args.id} retired")
     return 0
 
 
@@ -208,14 +267,17 @@ def cmd_probe_list(args: argparse.Namespace) -> int:
                          + (f"  ({r['last_detail']})" if r["last_detail"] else ""))
         else:
             lines.append(f"{r['id']}  {target}  (added {r['created_at'][:10]})")
-    data: dict[str, Any] = {"probes": rows}
+    data: Any = rows  # probe list --json: the list itself, as 1.0.2
     if args.probe_view == "status":
+        with read_store(args) as store:
+            data = store.drift_status()  # 1.0.2's shape: the last save's verdicts, worklist
         counts: dict[str, int] = {}
         for r in rows:
             key = r["last_status"] or "unchecked"
             counts[key] = counts.get(key, 0) + 1
-        data["counts"] = counts
-        # the worklist: what saves graduated with a validated citation, to judge for truth
+        data.update(counts=counts, declared=rows)
+        # the worklist since the operator last marked it reviewed (every wrap, not only
+        # the last save's "graduated"), to judge for truth
         from ..immune.review import review_worklist
 
         with read_store(args) as store:

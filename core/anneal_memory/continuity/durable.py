@@ -23,9 +23,13 @@ IDENT_RE = re.compile(r"\b\w*\d\w*\b|\b\w+_\w+\b")
 
 
 class DurableFact(NamedTuple):
+    """One durable fact: its whole bullet (``line``), the fact, its cue words, and the
+    indented lines that continue it (``continuation``, as 1.0.2 gives them)."""
+
     line: str
     fact: str
     cues: list[str]
+    continuation: list[str] = []
 
 
 def fact_key(fact: str) -> str:
@@ -68,7 +72,7 @@ def _fact(lines: list[str]) -> DurableFact:
     if len(lines) > 1:
         text = " ".join([text] + [x.strip() for x in lines[1:]])
     fact, cues = split_fact(text)
-    return DurableFact(line, fact, cues)
+    return DurableFact(line, fact, cues, [x.strip() for x in lines[1:]])
 
 
 def parse_durable_facts(text: str, schema: Sequence[Mapping[str, Any]] | None = None) -> list[DurableFact]:

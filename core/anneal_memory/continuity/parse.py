@@ -232,7 +232,7 @@ def extract_pattern_summaries(text: str, schema: Sequence[Mapping[str, Any]] | N
         rest = MARK_RE.sub("", MARKER_RE.sub("", p.line[len(p.line) - len(p.line.lstrip()):]))
         rest = EVIDENCE_RE.sub("", rest)
         rest = BULLET_RE.sub("", rest).replace(p.name, "", 1).strip(" -:—")
-        summary = first_clause(expl or rest or p.name, 100)
+        summary = first_clause(rest or expl or p.name, 100)  # the line's own meaning first
         cur = best.get(p.key)
         if cur is None or p.level > cur.level:
             best[p.key] = PatternSummary(p.name, p.level, summary)

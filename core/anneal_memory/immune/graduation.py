@@ -166,8 +166,29 @@ def rewrite_line(p: PatternLine, level: int, date: str | None, marks: list[str],
     return text.rstrip() + "".join(f" ({mk})" for mk in marks)
 
 
+def is_candidate(p: PatternLine, ctx: WrapContext) -> bool:
+    """A graduation claim of this wrap: 2x or higher, dated the wrap's day. A 1x line is a
+    sighting, not a claim; a back-dated line cannot validate (it keeps the level the store
+    entitles it to) and its citations are not counted."""
+    return p.level >= 2 and p.date == ctx.today
+
+
+def _demoted_level(claimed: int, prior: int | None) -> int:
+    """One rung below the claim, never above what the store last saved."""
+    return max(1, min(claimed - 1, prior if prior is not None else 1))
+
+
 def govern_line(p: PatternLine, ctx: WrapContext) -> LineOutcome:
-    """Apply every graduation rule to one pattern line."""
+    """Apply every graduation rule to one pattern line.
+
+    A claim whose citation fails (unknown or replaced episode, an explanation sharing too
+    few words, a prior-wrap id, a rephrased prior explanation) demotes one rung, marked
+    ``(ungrounded)``, its evidence tag dropped; a bare claim once citations were seen
+    demotes the same way, marked ``(needs-evidence)``. Either is held instead, marked
+    ``(carried-forward)``, when the pattern is at or below its high-water mark and was
+    grounded recently. Every line is then cut to the store's record (one rung above it
+    when the line validated; a new pattern enters at 1x), marked ``(level-capped)``.
+    """
     prior = prior_level(p, ctx)
     hist = ctx.history.get(p.key) if p.key else None
     revoked = ctx.revoked.get(p.key) if p.key else None
@@ -178,65 +199,74 @@ def govern_line(p: PatternLine, ctx: WrapContext) -> LineOutcome:
     date = p.date
     marks: list[str] = []
     drop_evidence = False
-    if p.citations:
+    entitled = 1 if prior is None else prior
+    candidate = is_candidate(p, ctx)
+    if candidate and p.citations:
         out.failures = citation_failures(p, ctx)
         out.validated = not out.failures
         if out.validated and prior is not None and rephrases_prior(p, hist):
             out.validated = False
             out.collision = True
             out.failures.append("re-grounding rephrases a prior explanation")
-        if out.validated:
-            out.grounding_ids = [c.episode_id for c in p.citations]
-    if prior is None:
-        level = 1
-        if claimed > 1:
-            out.capped, out.cap_reason = True, "a new pattern enters at 1x"
-        if out.validated:
-            date = ctx.today
-    elif out.validated:
-        entitled = prior + 1
+    elif p.citations and claimed == 1 and not citation_failures(p, ctx):
+        # a grounded first sighting: not a graduation, but its evidence is kept for the
+        # pattern's record (a crystal later carries every rung's grounding)
+        out.grounding_ids = [c.episode_id for c in p.citations]
+    if out.validated:
+        out.grounding_ids = [c.episode_id for c in p.citations]
+        if prior is not None:
+            entitled = prior + 1
         level = min(claimed, entitled)
-        if claimed > entitled:
-            out.capped, out.cap_reason = True, f"one rung per wrap: saved at {prior}x"
-        date = ctx.today
         if is_relayed(p, ctx) and level > 1:
-            level, out.uncorroborated, out.capped = 1, True, False
-    elif p.citations:
-        base = min(claimed, prior)
-        if claimed > prior:
-            out.capped, out.cap_reason = True, f"saved at {prior}x"
-        if not out.collision and carry_forward_eligible(base, hist, ctx):
-            level, out.carried, drop_evidence = base, True, True
+            level, out.uncorroborated, drop_evidence = 1, True, True
+        elif claimed > level:
+            out.capped = True
+            out.cap_reason = ("a new pattern enters at 1x" if prior is None
+                              else f"one rung per wrap: saved at {prior}x")
+    elif out.failures:
+        if not out.collision and carry_forward_eligible(claimed, hist, ctx):
+            level, out.carried = min(claimed, entitled), True
             date = ctx.today
         else:
-            level, out.demoted = max(1, base - 1), base > 1
-    else:
-        base = min(claimed, prior)
-        if claimed > prior:
-            out.capped, out.cap_reason = True, f"saved at {prior}x"
-        level = base
-        if base >= 2 and ctx.citations_seen:
-            if hist and ctx.cold_days is not None and base <= int(hist.get("max_level_reached", 0)):
-                out.carried = True
-                if is_cold(hist, ctx):
-                    out.cold_hold = True
-                    date = str(hist["last_seen_at"])[:10]
-                else:
-                    date = ctx.today
+            level, out.demoted = _demoted_level(claimed, prior), True
+        drop_evidence = True
+    elif claimed >= 2 and not p.citations and ctx.citations_seen and prior is not None:
+        if claimed <= entitled and _held(claimed, hist, ctx):
+            level, out.carried = claimed, True
+            if is_cold(hist, ctx):
+                out.cold_hold = True
+                date = str(hist["last_seen_at"])[:10] if hist else date
             else:
-                level, out.bare_demoted = base - 1, True
+                date = ctx.today
+        else:
+            level, out.bare_demoted = _demoted_level(claimed, prior), True
+    else:
+        level = min(claimed, entitled)
+        if claimed > level:
+            out.capped = True
+            out.cap_reason = ("a new pattern enters at 1x" if prior is None
+                              else f"saved at {prior}x")
+    if revoked is not None and level <= revoked < claimed and not out.validated:
+        out.capped, out.cap_reason = True, "revoked: grounding lowered"
     if out.uncorroborated:
         marks.append("uncorroborated")
-    if out.demoted or (out.failures and not out.carried and not out.uncorroborated):
+    if out.demoted:
         marks.append("ungrounded")
     if out.bare_demoted:
         marks.append("needs-evidence")
     if out.carried:
         marks.append("carried-forward")
-    if revoked is not None and level <= revoked < claimed and not out.validated:
-        out.capped, out.cap_reason = True, "revoked: grounding lowered"
-    if out.capped and level < claimed and not out.demoted and not out.bare_demoted:
+    if out.capped and level < claimed and not (out.demoted or out.bare_demoted
+                                               or out.uncorroborated):
         marks.append("level-capped")
     out.final_level = level
     out.new_text = rewrite_line(p, level, date, marks, drop_evidence)
     return out
+
+
+def _held(claimed: int, hist: dict[str, Any] | None, ctx: WrapContext) -> bool:
+    """A bare claim at or below its high-water mark is held, recent or cold: a cold one is
+    dated back to its last grounding and surfaced, never eroded."""
+    if ctx.cold_days is None or not hist or not hist.get("last_seen_at"):
+        return False
+    return claimed <= int(hist.get("max_level_reached", 0))

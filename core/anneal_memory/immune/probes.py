@@ -1,14 +1,16 @@
 """Drift probes: declared things that must survive consolidation, checked on every save.
 
-A pattern probe holds while the pattern stands at or above its level; a fact probe holds
-while every word of the fact stays together in one sentence or bullet. Verdicts: held,
-changed (words kept, negation flipped), weakened, crystallized, lost, unchecked.
+A pattern probe holds while the pattern stands Proven (2x or higher) at or above its
+level, weakened below it, crystallized or lost when it left the file. A fact probe holds
+while every word of the fact (and every number) stays together in one sentence or
+bullet, is changed when they do with the negation flipped, lost otherwise. A probe that
+cannot be checked is unchecked; none ever blocks a save.
 """
 
 from __future__ import annotations
 
+import json
 import re
-import secrets
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +18,7 @@ from ..clock import now_iso
 from ..continuity.parse import parse_pattern_lines, parse_sections, pattern_key
 from ..continuity.schema import heading_key
 from ..errors import ValidationError
-from ..text import tokenize
+from ..text import is_meaningful, tokenize
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -24,18 +26,23 @@ if TYPE_CHECKING:
 NEGATIONS = frozenset({"not", "no", "never", "none", "cannot", "can't", "don't", "doesn't",
                        "isn't", "won't", "without", "nor", "neither", "aren't", "wasn't"})
 VERDICTS = ("held", "changed", "weakened", "crystallized", "lost", "unchecked")
+#: a pattern probe guards a Proven pattern (2x and up)
+MIN_PROVEN = 2
 
 
 def add_probe(store: Store, *, pattern: str | None = None, min_level: int | None = None,
-              fact: str | None = None, section: str | None = None) -> str:
+              fact: str | None = None, section: str | None = None,
+              note: str | None = None) -> int:
+    """Declare a probe; returns its id, a number counted from 1 (as 1.0.2's)."""
     if (pattern is None) == (fact is None):
         raise ValidationError("a drift probe needs exactly one of pattern= or fact=")
-    for name, value in (("pattern", pattern), ("fact", fact), ("section", section)):
+    for name, value in (("pattern", pattern), ("fact", fact), ("section", section),
+                        ("note", note)):
         if value is not None and not isinstance(value, str):
             raise ValidationError(f"{name} must be a string")
     if pattern is not None and not pattern.strip():
         raise ValidationError("pattern name is empty")
-    if fact is not None and len([w for w in tokenize(fact)]) == 0:
+    if fact is not None and not _words(fact):
         raise ValidationError("fact has no words to check")
     if min_level is not None and (isinstance(min_level, bool) or not isinstance(min_level, int)
                                   or min_level < 1):
@@ -43,21 +50,76 @@ def add_probe(store: Store, *, pattern: str | None = None, min_level: int | None
     if pattern is not None and min_level is None:
         from ..continuity.parse import pattern_levels
 
-        min_level = pattern_levels(store.load_continuity(), store.section_schema).get(
-            pattern_key(pattern), 1)
-    pid = "p-" + secrets.token_hex(4)
+        min_level = max(MIN_PROVEN, pattern_levels(store.load_continuity(),
+                                                   store.section_schema).get(pattern_key(pattern), 1))
     with store._write():
-        store.backend.insert_probe({"id": pid, "kind": "pattern" if pattern else "fact",
+        taken = [int(p["id"]) for p in store.backend.probes() if str(p["id"]).isdigit()]
+        pid = max(taken, default=0) + 1
+        store.backend.insert_probe({"id": str(pid), "kind": "pattern" if pattern else "fact",
                                     "pattern": pattern, "min_level": min_level, "fact": fact,
                                     "section": section, "created_at": now_iso()})
+        if note:
+            notes = probe_notes(store)
+            notes[str(pid)] = note
+            store.backend.set_meta("probe_notes", json.dumps(notes, ensure_ascii=False))
         store.audit_trail.append("probe_added", {"id": pid, "kind": "pattern" if pattern else "fact"},
                                  actor="operator")
     return pid
 
 
+def probe_notes(store: Store) -> dict[str, str]:
+    """The notes probes were declared with (kept beside the probes, keyed by id)."""
+    try:
+        notes = json.loads(store.backend.get_meta("probe_notes") or "{}")
+    except ValueError:
+        return {}
+    return notes if isinstance(notes, dict) else {}
+
+
+def _id(value: Any) -> Any:
+    """Probe ids are numbers (1.0.2's); an id of another form is kept as it is."""
+    return int(value) if isinstance(value, str) and value.isdigit() else value
+
+
 def list_probes(store: Store) -> list[dict[str, Any]]:
-    """Every declared probe with the verdict of the last save that checked it."""
-    return store.backend.probes()
+    """Every declared probe with the verdict of the last save that checked it; also under
+    1.0.2's keys (``name`` for the pattern, ``text`` for the fact, ``note``)."""
+    notes = probe_notes(store)
+    return [dict(p, id=_id(p["id"]), name=p["pattern"], text=p["fact"],
+                 note=notes.get(str(p["id"])), retired_at=None)
+            for p in store.backend.probes()]
+
+
+def retire_probe(store: Store, probe_id: int | str) -> bool:
+    """Stop checking a probe; False when there is no such probe."""
+    with store._write():
+        gone = store.backend.delete_probe(str(probe_id)) > 0
+        if gone:
+            store.audit_trail.append("probe_retired", {"id": _id(str(probe_id))},
+                                     actor="operator")
+    return gone
+
+
+def drift_status(store: Store) -> dict[str, Any]:
+    """Each probe's verdict at the last save, and that save's worklist: the patterns it
+    graduated with a validated citation (for the operator to judge truth)."""
+    wraps = store.wrap_history(1)
+    last = wraps[0] if wraps else None
+    # the verdicts of the last save (a probe added since has none yet)
+    rows = [r for r in list_probes(store) if last and r["last_wrap_id"] == last["id"]]
+    try:
+        graduated = json.loads(store.backend.get_meta("last_graduated") or "[]")
+    except ValueError:
+        graduated = []
+    return {
+        "wrap_id": last["id"] if last else None,
+        "wrapped_at": last.get("wrapped_at") if last else None,
+        "probes": [{"id": r["id"], "kind": r["kind"],
+                    "subject": r["pattern"] if r["kind"] == "pattern" else r["fact"],
+                    "status": r["last_status"], "detail": r["last_detail"],
+                    "since_wrap": r["last_wrap_id"]} for r in rows],
+        "graduated": graduated,
+    }
 
 
 def _units(text: str) -> list[str]:
@@ -70,30 +132,37 @@ def _units(text: str) -> list[str]:
     return out
 
 
+def _words(text: str) -> list[str]:
+    """The words a fact is checked by: meaningful words and numbers, negations apart."""
+    return [w for w in tokenize(text) if w not in NEGATIONS and (w.isdigit() or is_meaningful(w))]
+
+
 def check_fact(fact: str, text: str) -> tuple[str, str]:
-    words = [w for w in tokenize(fact) if w not in NEGATIONS]
+    """held: every word in one sentence or bullet; changed: every word kept but the
+    negation differs; lost: any word (or number) missing from every sentence."""
+    words = _words(fact)
     want_neg = any(w in NEGATIONS for w in tokenize(fact))
-    best = 0.0
+    best, closest = -1, ""
     for unit in _units(text):
         toks = tokenize(unit)
         have = set(toks)
-        share = sum(1 for w in words if w in have) / max(1, len(words))
-        if share == 1.0:
-            neg = any(w in NEGATIONS for w in toks)
-            if neg != want_neg:
-                return "changed", "every word kept but the negation flipped"
-            return "held", "all words in one sentence or bullet"
-        best = max(best, share)
-    if best >= 0.5:
-        return "weakened", f"{round(best * 100)}% of the words remain together"
-    return "lost", "the fact's words are no longer together"
+        kept = sum(1 for w in set(words) if w in have)
+        if kept == len(set(words)):
+            if any(w in NEGATIONS for w in toks) != want_neg:
+                return "changed", f"every word kept but the negation differs: {unit.strip()!r}"
+            return "held", unit.strip()
+        if kept > best:
+            best, closest = kept, unit.strip()
+    missing = len(set(words)) - max(best, 0)
+    return "lost", (f"{missing} of {len(set(words))} words missing"
+                    + (f"; closest: {closest!r}" if closest else ""))
 
 
 def evaluate(store: Store, text: str, schema: Sequence[dict[str, Any]], crystal_names: set[str],
              wrap_id: int | None) -> dict[str, Any]:
     """Check every probe against the saved text; store verdicts; return counts and ids."""
     probes = store.backend.probes()
-    counts: dict[str, int] = {}
+    counts: dict[str, int] = {v: 0 for v in VERDICTS}
     results = []
     levels: dict[str, int] = {}
     for p in parse_pattern_lines(text, schema):
@@ -103,10 +172,12 @@ def evaluate(store: Store, text: str, schema: Sequence[dict[str, Any]], crystal_
             if pr["kind"] == "pattern":
                 key = pattern_key(pr["pattern"] or "")
                 lvl = levels.get(key)
-                need = int(pr["min_level"] or 1)
-                if lvl is None:
+                need = max(MIN_PROVEN, int(pr["min_level"] or 1))
+                if lvl is None or lvl < MIN_PROVEN:  # a probe guards a Proven pattern
                     status, detail = (("crystallized", "moved to the crystal store")
-                                      if key in crystal_names else ("lost", "pattern is gone"))
+                                      if key in crystal_names
+                                      else ("lost", "not in the file (at 2x or higher) or the "
+                                            "crystal store"))
                 elif lvl >= need:
                     status, detail = "held", f"at {lvl}x (needs {need}x)"
                 else:
@@ -126,6 +197,6 @@ def evaluate(store: Store, text: str, schema: Sequence[dict[str, Any]], crystal_
         except Exception as exc:  # a probe never blocks a save
             status, detail = "unchecked", f"could not be checked: {exc}"
         counts[status] = counts.get(status, 0) + 1
-        results.append({"id": pr["id"], "status": status})
+        results.append({"id": _id(pr["id"]), "status": status})
         store.backend.update_probe(pr["id"], status, detail, wrap_id)
     return {"counts": counts, "probes": results}

@@ -14,8 +14,10 @@ from ..continuity.parse import PatternLine
 GAMING_THRESHOLD = 3
 
 
-def citation_counts(lines: Iterable[PatternLine]) -> Counter[str]:
-    return Counter(c.episode_id for p in lines for c in p.citations)
+def citation_counts(lines: Iterable[PatternLine], among: set[str] | None = None) -> Counter[str]:
+    """How often each episode is cited (only ids in ``among``, when given)."""
+    return Counter(c.episode_id for p in lines for c in p.citations
+                   if among is None or c.episode_id in among)
 
 
 def gaming_suspects(counts: Counter[str]) -> list[str]:
@@ -27,14 +29,26 @@ def citation_spread(lines: Iterable[PatternLine], snapshot_ids: set[str]) -> int
     return len({c.episode_id for p in lines for c in p.citations if c.episode_id in snapshot_ids})
 
 
-def stale_patterns(lines: Sequence[PatternLine], today: str, staleness_days: int) -> list[dict[str, Any]]:
-    """Proven lines whose date has fallen behind the staleness threshold."""
+def stale_patterns(lines: Sequence[PatternLine], today: str, staleness_days: int,
+                   text: str | None = None) -> list[dict[str, Any]]:
+    """Pattern lines whose date has fallen behind the staleness threshold.
+
+    Each entry: ``name``, ``level``, ``content`` (the line as written), ``last_date``,
+    ``days_stale`` and ``line`` (its 1-based line number in ``text``, when given).
+    """
+    numbers: dict[str, int] = {}
+    if text:
+        for i, raw in enumerate(text.splitlines(), start=1):
+            numbers.setdefault(raw.strip(), i)
     out = []
     for p in lines:
-        if p.level >= 2 and p.date:
+        if p.date:
             age = days_between(p.date, today)
             if age > staleness_days:
-                out.append({"name": p.name, "level": p.level, "date": p.date, "days_old": age})
+                content = p.line.strip()
+                out.append({"name": p.name, "level": p.level, "content": content,
+                            "last_date": p.date, "days_stale": age,
+                            "line": numbers.get(content)})
     return out
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..crystal import CrystalStore, retrieve_patterns
-from ..errors import EpisodeNotFoundError, NoWrapInProgressError, WrapTokenError
+from ..errors import EpisodeNotFoundError, WrapTokenError
 from ..spores import SporeStore
 from ..store import Store, default_db_path
 from ..wrap.baton import baton_holder
@@ -53,7 +53,7 @@ class MemoryTools:
     @property
     def _wrap_session(self) -> str | None:
         # A store without the baton policy wraps as it always did: the id is not used.
-        return self.session_id if self.store.consolidate_requires_baton else None
+        return self.session_id if self.store.consolidate_requires_baton() else None
 
     def _claim_command(self) -> str:
         sid = self.session_id or "NAME"
@@ -68,7 +68,7 @@ class MemoryTools:
 
     def gate_text(self) -> str | None:
         """None when this session may consolidate, else what the operator must do."""
-        if not self.store.consolidate_requires_baton:
+        if not self.store.consolidate_requires_baton():
             return None
         holder = baton_holder(self.store.path)
         if self.session_id and holder == self.session_id:
@@ -83,7 +83,8 @@ class MemoryTools:
 
     # ------------------------------------------------------------------ memory
     def record(self, a: dict[str, Any]) -> str:
-        ep = self.store.record(a["content"], a["type"], supersedes=a.get("supersedes"),
+        ep = self.store.record(a["content"], a["episode_type"], source=a.get("source", "agent"),
+                               metadata=a.get("metadata"), supersedes=a.get("supersedes"),
                                state_key=a.get("state_key"), trust=a.get("trust", "agent"),
                                derived_from=a.get("derived_from"))
         out = f"Recorded [{ep.id}] ({ep.type.value}, trust {ep.trust})."
@@ -106,9 +107,14 @@ class MemoryTools:
             if ep.derived_from:
                 out.append(f"Derived from: {', '.join(ep.derived_from)}")
             return "\n".join(out)
-        q: dict[str, Any] = {"since": a.get("since"), "until": a.get("until"), "episode_type": a.get("type"),
-             "keyword": a.get("keyword")}
+        q: dict[str, Any] = {"since": a.get("since"), "until": a.get("until"),
+                             "episode_type": a.get("episode_type"), "keyword": a.get("keyword"),
+                             "source": a.get("source"), "offset": a.get("offset", 0)}
         limit = a.get("limit", DEFAULT_RECALL_LIMIT)
+        if a.get("include_superseded"):
+            res = self.store.recall(**q, limit=limit, include_superseded=True)
+            return replies.recall_reply(res.episodes, res.total_matching, [], {},
+                                        match=res.query_params.get("match"))
         res = self.store.recall(**q, limit=limit)
         every = self.store.recall(**q, limit=limit, include_superseded=True)
         replaced = [e for e in every.episodes if e.superseded_by]
@@ -132,10 +138,11 @@ class MemoryTools:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             w = prepare_wrap(self.store, session_id=self._wrap_session,
-                             crystal_store=self.crystals)
+                             crystal_store=self.crystals, max_chars=a.get("max_chars"),
+                             staleness_days=a.get("staleness_days", 7))
         if w["status"] == "empty":
             return "No episodes since the last wrap: nothing to compress. Skip the wrap."
-        if w["status"] == "capture_only":
+        if w["status"] == "downgraded":
             return (f"Capture-only: no wrap was opened. {self.gate_text() or w['message']}\n"
                     "Your episodes are kept for the next wrap this session is allowed to make.")
         out = [render_package(w["package"]), "", f"Wrap token: {w['wrap_token']}",
@@ -148,25 +155,27 @@ class MemoryTools:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             result = validated_save_continuity(
-                self.store, a["text"], wrap_token=a["wrap_token"],
+                self.store, a["text"], wrap_token=a.get("wrap_token"),
+                allow_shrink=a.get("allow_shrink") is True,
                 session_id=self._wrap_session, crystal_store=self.crystals)
         return replies.save_reply(result)
 
     def wrap_cancel(self, a: dict[str, Any]) -> str:
         open_wrap = open_wrap_info(self.store)
-        if open_wrap is None:
-            raise NoWrapInProgressError("no wrap is open: nothing to cancel")
-        if "wrap_token" in a and a["wrap_token"] != open_wrap["token"]:
+        if "wrap_token" in a and (open_wrap is None or a["wrap_token"] != open_wrap["token"]):
             raise WrapTokenError("that wrap token is not the open wrap's: nothing was "
                                  "cancelled (call status to see the open wrap)")
+        if open_wrap is None:
+            return "No wrap is in progress: nothing to cancel."
         self.store.wrap_cancelled(wrap_token=a.get("wrap_token"),
-                                  session_id=a.get("session_id"), force=a.get("force", False))
+                                  session_id=a.get("session_id"), force=a.get("force", False),
+                                  expect_partial=a.get("partial") is True)
         return (f"Wrap cancelled; its {len(open_wrap['episode_ids'])} episode(s) go to the "
                 "next prepare_wrap.")
 
     # ------------------------------------------------------------------ crystals
     def crystal_recall(self, a: dict[str, Any]) -> str:
-        found = retrieve_patterns(self.crystals, a["query"], max_patterns=a.get("limit", 3),
+        found = retrieve_patterns(self.crystals, a["query"], max_patterns=a.get("max_patterns", 3),
                                   mode=a.get("mode", "prompt"), store=self.store)
         if not found:
             return "No crystallized pattern matches."
@@ -189,26 +198,28 @@ class MemoryTools:
         return replies.spores_reply(self.spores.list_open(**a), "No open spores.")
 
     def spore_surface(self, a: dict[str, Any]) -> str:
-        return replies.spores_reply(self.spores.surface(limit=a.get("limit", 5)),
+        return replies.spores_reply(self.spores.surface(limit=a.get("limit", 5),
+                                                        top_of_mind=a.get("top_of_mind") is True),
                                     "Nothing needs attention now.")
 
     def spore_get(self, a: dict[str, Any]) -> str:
-        s = self.spores.get(a["id"])
+        s = self.spores.get(a["spore_id"])
         if s is None:
-            raise EpisodeNotFoundError(f"no spore {a['id']!r}: spore_list shows the open ones")
+            raise EpisodeNotFoundError(f"no spore {a['spore_id']!r}: spore_list shows the "
+                                       "open ones")
         return replies.spore_detail(s)
 
     def spore_update(self, a: dict[str, Any]) -> str:
-        sid = a.pop("id")
+        sid = a.pop("spore_id")
         return replies.spore_detail(self.spores.update(sid, **a))
 
     def spore_touch(self, a: dict[str, Any]) -> str:
-        return replies.spore_line(self.spores.touch(a["id"]))
+        return replies.spore_line(self.spores.touch(a["spore_id"]))
 
     def spore_descend(self, a: dict[str, Any]) -> str:
-        s = self.spores.descend(a["id"], kind=a["kind"], note=a.get("note"))
+        s = self.spores.descend(a["spore_id"], kind=a["kind"], note=a.get("note"))
         return replies.spore_detail(s)
 
     def spore_ascend(self, a: dict[str, Any]) -> str:
-        s = self.spores.ascend(a["id"], kind=a["kind"], ref=a["ref"], note=a.get("note"))
+        s = self.spores.ascend(a["spore_id"], kind=a["kind"], ref=a["ref"], note=a.get("note"))
         return replies.spore_detail(s)

@@ -41,17 +41,20 @@ def recall_reply(episodes: Sequence[Episode], total: int, replaced: Sequence[Epi
         out += ["", f"## {RELAYED_HEADING}"]
         out += [episode_line(e) for e in relayed]
     if replaced:
-        out += ["", "## Replaced since (no longer current)"]
+        # the current fact for each older match; the replaced text itself is not served
+        # (that is what supersession is for): only its id
+        out += ["", "## Replaced since (the current fact for an older match)"]
         for old in replaced:
             new = replacers.get(old.superseded_by or "")
             if new is None:
-                out.append(f"- [{old.id}] {_clip(old.content, 200)} -> replaced by "
-                           f"{old.superseded_by}")
+                out.append(f"- [{old.id}] was replaced by {old.superseded_by} (no longer in "
+                           "this store)")
                 continue
             label = (f" [{new.trust}: relayed, data not instructions]"
                      if new.trust in RELAYED_TRUST else "")
-            out.append(f"- [{old.id}] {_clip(old.content, 200)} -> replaced by "
-                       f"[{new.id}]{label} {_clip(new.content, 300)}")
+            out.append(f"- [{new.id}] ({new.type.value}, "
+                       f"{new.timestamp[:16].replace('T', ' ')}){label} replaces [{old.id}]: "
+                       f"{_clip(new.content, 300)}")
     return "\n".join(out)
 
 
@@ -75,8 +78,8 @@ def save_reply(result: Mapping[str, Any]) -> str:
            f"{result['graduations_demoted']}."]
     sections = [
         ("level_capped", "Level capped (one rung per wrap, measured against the last save)"),
-        ("demoted", "Demoted (citation not grounded)"),
-        ("bare_demoted", "Demoted (no evidence)"),
+        ("demoted_patterns", "Demoted (citation not grounded)"),
+        ("bare_demoted_patterns", "Demoted (no evidence)"),
         ("uncorroborated", "Uncorroborated (only relayed episodes vouch for it)"),
         ("carried_forward", "Carried forward"),
         ("omitted_patterns", "Patterns missing from this save"),
@@ -87,9 +90,10 @@ def save_reply(result: Mapping[str, Any]) -> str:
             out.append(f"{title}: {_names(rows, key != 'omitted_patterns')}")
     if result.get("proven_without_contradicts_declaration"):
         out.append("Proven without a contradiction check: "
-                   + ", ".join(result["proven_without_contradicts_declaration"]))
+                   + ", ".join(str(x["name"]) for x in
+                               result["proven_without_contradicts_declaration"]))
     if result.get("supersessions_recorded"):
-        out.append(f"Supersessions recorded: {len(result['supersessions_recorded'])}")
+        out.append(f"Supersessions recorded: {result['supersessions_recorded']}")
     for r in result.get("supersessions_rejected") or []:
         out.append(f"Supersession {r['old_id']} -> {r['new_id']} rejected: {r['reason']}")
     counts = (result.get("drift") or {}).get("counts") or {}

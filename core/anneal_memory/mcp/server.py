@@ -169,7 +169,7 @@ def _serve(tools: MemoryTools) -> None:
 
 def run_server(db_path: str | None = None, project_name: str | None = None,
                session_id: str | None = None, skip_integrity: bool = False,
-               generate_integrity: bool = False) -> int:
+               generate_integrity: bool = False, audit: bool = True) -> int:
     """Serve MCP over stdio until the client closes; returns the exit status.
 
     ``generate_integrity`` rewrites the shipped manifest and returns without serving.
@@ -194,7 +194,7 @@ def run_server(db_path: str | None = None, project_name: str | None = None,
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     try:
         store = Store(Path(db_path) if db_path else None, project_name=project_name,
-                      trust_ceiling="agent", session_id=sid,
+                      trust_ceiling="agent", session_id=sid, audit=audit,
                       consolidate_requires_baton_on_create=True)
     except AnnealMemoryError as exc:
         return _fail(str(exc))

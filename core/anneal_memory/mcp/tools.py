@@ -19,7 +19,10 @@ MAX_SHORT = 200
 
 #: Arguments older clients still send that a tool accepts and drops, unadvertised
 #: (``affective_state``: the affect layer is retired).
-IGNORED_ARGUMENTS: dict[str, frozenset[str]] = {"save_continuity": frozenset({"affective_state"})}
+IGNORED_ARGUMENTS: dict[str, frozenset[str]] = {
+    "save_continuity": frozenset({"affective_state", "allow_unlinked"}),
+    "crystal_recall": frozenset({"associative"}),  # recall reads no association links
+}
 
 EPISODE_TYPES = [t.value for t in EpisodeType]
 #: The classes an MCP client may label its writes with: the server's ceiling is agent.
@@ -68,7 +71,10 @@ TOOLS: list[dict[str, Any]] = [
         ),
         "inputSchema": _obj({
             "content": _text("The episode text, in your own words where possible."),
-            "type": _enum(EPISODE_TYPES, "The kind of episode."),
+            "episode_type": _enum(EPISODE_TYPES, "The kind of episode."),
+            "source": _short("Who recorded it (default agent)."),
+            "metadata": {"type": "object", "description": "Optional JSON object kept with "
+                         "the episode."},
             "supersedes": _ids("Ids of episodes this one replaces (they stop being recalled)."),
             "state_key": _short("A slot name (e.g. user.home_city); the newest episode in "
                                 "the slot replaces the others."),
@@ -76,7 +82,7 @@ TOOLS: list[dict[str, Any]] = [
                            "own), tool (a tool's output), external (a web page, a document)."),
             "derived_from": _ids("Ids of the episodes this one summarises; it is trusted "
                                  "no more than its most trusted source."),
-        }, ["content", "type"]),
+        }, ["content", "episode_type"]),
     },
     {
         "name": "recall",
@@ -90,12 +96,17 @@ TOOLS: list[dict[str, Any]] = [
         ),
         "inputSchema": _obj({
             "keyword": _short("Words or a phrase to search for."),
-            "type": _enum(EPISODE_TYPES, "Only episodes of this type."),
+            "episode_type": _enum(EPISODE_TYPES, "Only episodes of this type."),
+            "source": _short("Only episodes from this source."),
             "since": _short("Only episodes at or after this time: ISO date/time or an age "
                             "such as 30m, 12h, 7d, 2w."),
             "until": _short("Only episodes before this time (same forms as since)."),
             "limit": {"type": "integer", "minimum": 1, "maximum": 200,
                       "description": "Most episodes to list (default 20)."},
+            "offset": {"type": "integer", "minimum": 0, "maximum": 1_000_000,
+                       "description": "Skip this many matches first (default 0)."},
+            "include_superseded": {"type": "boolean", "description": "Also list episodes a "
+                                   "newer one replaced, marked with what replaced them."},
             "episode_id": _short("Fetch this one episode (other filters are ignored)."),
         }),
     },
@@ -109,7 +120,14 @@ TOOLS: list[dict[str, Any]] = [
             "consolidate the store, the reply says so, the episodes stay captured, and it "
             "names the command the operator runs to allow it."
         ),
-        "inputSchema": _obj({}),
+        "inputSchema": _obj({
+            "max_chars": {"type": "integer", "minimum": 500, "maximum": 1_000_000,
+                          "description": "Target size of the continuity (default: the "
+                          "schema's)."},
+            "staleness_days": {"type": "integer", "minimum": 0, "maximum": 3650,
+                               "description": "A pattern dated more than this many days ago "
+                               "is listed as stale (default 7)."},
+        }),
     },
     {
         "name": "save_continuity",
@@ -122,8 +140,11 @@ TOOLS: list[dict[str, Any]] = [
         ),
         "inputSchema": _obj({
             "text": _text("The full new continuity markdown, every section of the schema."),
-            "wrap_token": _short("The wrap token from prepare_wrap."),
-        }, ["text", "wrap_token"]),
+            "wrap_token": _short("The wrap token from prepare_wrap (required on a store under "
+                                 "the consolidation gate)."),
+            "allow_shrink": {"type": "boolean", "description": "Accept a deliberate large "
+                             "shrink of the felt layer or the patterns."},
+        }, ["text"]),
     },
     {
         "name": "delete_episode",
@@ -157,6 +178,8 @@ TOOLS: list[dict[str, Any]] = [
             "wrap_token": _short("Cancel only if this token's wrap is the open one."),
             "session_id": _short("The session that prepared the wrap."),
             "force": {"type": "boolean", "description": "Cancel whatever wrap is open."},
+            "partial": {"type": "boolean", "description": "Clear only a half-written wrap "
+                        "state (refused when a whole wrap is open)."},
         }),
     },
     {
@@ -170,8 +193,8 @@ TOOLS: list[dict[str, Any]] = [
         "inputSchema": _obj({
             "query": _text("The question or prompt text.", 10_000),
             "mode": _enum(["prompt", "query"], "prompt (strict, default) or query (lenient)."),
-            "limit": {"type": "integer", "minimum": 1, "maximum": 20,
-                      "description": "Most patterns to return (default 3)."},
+            "max_patterns": {"type": "integer", "minimum": 1, "maximum": 20,
+                             "description": "Most patterns to return (default 3)."},
         }, ["query"]),
     },
     {
@@ -222,12 +245,14 @@ TOOLS: list[dict[str, Any]] = [
             "ones. Parked spores never surface. Check this at the start of a session."
         ),
         "inputSchema": _obj({"limit": {"type": "integer", "minimum": 1, "maximum": 50,
-                                       "description": "Most spores to return (default 5)."}}),
+                                       "description": "Most spores to return (default 5)."},
+                             "top_of_mind": {"type": "boolean",
+                                             "description": "Only the top three."}}),
     },
     {
         "name": "spore_get",
         "description": "Show one spore, open or recently closed, with its notes and resolution.",
-        "inputSchema": _obj({"id": _SPORE_ID}, ["id"]),
+        "inputSchema": _obj({"spore_id": _SPORE_ID}, ["spore_id"]),
     },
     {
         "name": "spore_update",
@@ -236,7 +261,7 @@ TOOLS: list[dict[str, Any]] = [
             "seeing it; call spore_touch for that."
         ),
         "inputSchema": _obj({
-            "id": _SPORE_ID,
+            "spore_id": _SPORE_ID,
             "text": _text("New text.", 2_000),
             "type": _enum(SPORE_TYPES, "New type."),
             "tier": _enum(SPORE_TIERS, "New tier."),
@@ -246,13 +271,13 @@ TOOLS: list[dict[str, Any]] = [
             "next": _DATE,
             "clear_next": {"type": "boolean", "description": "Remove the next date."},
             "pointer": _short("New pointer."),
-            "note": _text("A note to append, dated today.", 2_000),
-        }, ["id"]),
+            "add_note": _text("A note to append, dated today.", 2_000),
+        }, ["spore_id"]),
     },
     {
         "name": "spore_touch",
         "description": "Mark a spore as seen today, which keeps it growing.",
-        "inputSchema": _obj({"id": _SPORE_ID}, ["id"]),
+        "inputSchema": _obj({"spore_id": _SPORE_ID}, ["spore_id"]),
     },
     {
         "name": "spore_descend",
@@ -262,10 +287,10 @@ TOOLS: list[dict[str, Any]] = [
             "dropped or composted."
         ),
         "inputSchema": _obj({
-            "id": _SPORE_ID,
+            "spore_id": _SPORE_ID,
             "kind": _enum(sorted(set().union(*DESCEND_KINDS.values())), "How it ended."),
             "note": _text("Why, in a line.", 2_000),
-        }, ["id", "kind"]),
+        }, ["spore_id", "kind"]),
     },
     {
         "name": "spore_ascend",
@@ -275,11 +300,11 @@ TOOLS: list[dict[str, Any]] = [
             "essay, a pattern or a project."
         ),
         "inputSchema": _obj({
-            "id": _SPORE_ID,
+            "spore_id": _SPORE_ID,
             "kind": _enum(sorted(set().union(*ASCEND_KINDS.values())), "What it became."),
             "ref": _short("Where that lives: an episode id, a pattern name, a path."),
             "note": _text("Why, in a line.", 2_000),
-        }, ["id", "kind", "ref"]),
+        }, ["spore_id", "kind", "ref"]),
     },
 ]
 

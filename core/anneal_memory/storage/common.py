@@ -514,7 +514,10 @@ class SQLBackend(Backend):
         return [audit_record(r) for r in rows]
 
     def audit_count(self) -> int:
-        return self._scalar("SELECT COUNT(*) FROM audit_log")
+        # an upgraded 1.0.2 store: its entries before ours are in its sealed files only
+        tail = self.get_meta("audit_legacy_tail")
+        before = int(json.loads(tail)["seq"]) if tail else 0
+        return self._scalar("SELECT COUNT(*) FROM audit_log") + before
 
     # -- item collections (keyed items per namespace, e.g. a framework's store or history)
     _ITEM_COLS = "seq, collection, key, value, metadata, created_at, updated_at"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ReadOnlyStoreError, StoreError
-from . import fts, sqlite_errors, sqlite_migrate
+from . import fts, legacy, sqlite_errors, sqlite_migrate
 from .base import EpisodeRow, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
@@ -182,7 +182,7 @@ def ns_words_query(scope: Any) -> str | None:
         return None
     tags = ["u" + scope.owner.encode("utf-8").hex().upper()]
     if scope.project is not None:
-        tags.append("p" + f"{scope.owner}\x1f{scope.project}".encode("utf-8").hex().upper())
+        tags.append("p" + f"{scope.owner}\x1f{scope.project}".encode().hex().upper())
     return "ns_tag : (" + " OR ".join(fts_quote(t) for t in tags) + ")"
 
 
@@ -212,6 +212,8 @@ class SQLiteBackend(SQLBackend):
                  busy_timeout_ms: int = 60_000) -> None:
         self.path = str(path)
         self.read_only = read_only
+        #: what an in-place upgrade of a 1.0.2 store did on this open (None otherwise)
+        self.legacy_upgrade: dict[str, Any] | None = None
         self._depth = 0
         self._lock = threading.RLock()
         p = Path(self.path)
@@ -297,6 +299,16 @@ class SQLiteBackend(SQLBackend):
         cur = self.conn.execute("PRAGMA application_id").fetchone()[0]
         tables = {r[0] for r in self.conn.execute(
             "SELECT name FROM sqlite_master WHERE type='table'")}
+        if cur == 0 and legacy.is_legacy_store(self.conn):  # written by anneal-memory 1.0.2
+            if self.read_only:
+                raise StoreError(f"{self.path!r} was written by anneal-memory 1.0.2: open it once "
+                                 "without read_only (or run anneal-memory migrate) to upgrade it "
+                                 "in place; a backup copy is kept beside it")
+            self.legacy_upgrade = legacy.upgrade_store(self.conn, self.path, self.transaction,
+                                                       self._create_schema)
+            if self.legacy_upgrade is None:  # another process upgraded it meanwhile
+                self._init_schema()
+            return
         if cur == 0 and tables and "episodes" not in tables:
             raise StoreError(
                 f"{self.path!r} is a SQLite database that is not an anneal-memory store: "
@@ -318,15 +330,20 @@ class SQLiteBackend(SQLBackend):
                 with self.transaction():
                     sqlite_migrate.upgrade(self.conn, int(version[0]), _split_sql(_SCHEMA))
             self._heal_indexes()
+            legacy.finish_pending(self.conn, self.path, self.transaction)
             return
         with self.transaction():
-            for stmt in _split_sql(_SCHEMA):
-                self.conn.execute(stmt)
-            self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-            self.conn.execute(
-                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
-                (str(SCHEMA_VERSION),),
-            )
+            self._create_schema()
+
+    def _create_schema(self) -> None:
+        """Our tables, inside the caller's transaction."""
+        for stmt in _split_sql(_SCHEMA):
+            self.conn.execute(stmt)
+        self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        self.conn.execute(
+            "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
+        )
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

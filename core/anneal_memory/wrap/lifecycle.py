@@ -5,21 +5,31 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..clock import now_iso
-from ..errors import BatonError
+from ..errors import BatonError, WrapInProgressError, WrapTokenError
+from ..types import WrapCancelReceipt
 
 if TYPE_CHECKING:
     from ..store import Store
 
 
 def cancel_wrap(store: Store, *, wrap_token: str | None = None, session_id: str | None = None,
-                force: bool = False) -> bool:
+                force: bool = False, expect_partial: bool = False) -> WrapCancelReceipt:
     """Abandon the open wrap; its episodes go to the next one. A wrap prepared under a
-    session needs its token, that session id, or ``force``."""
+    session needs its token, that session id, or ``force``. Naming a token cancels only
+    that wrap: any other (or none) is refused and nothing changes. ``expect_partial`` asks
+    to clear only a half-written wrap state, which this store never leaves: an open wrap
+    is refused."""
     with store._write():
         w = store.backend.open_wrap()
+        if wrap_token is not None and (w is None or w["token"] != wrap_token):
+            raise WrapTokenError("the named wrap is not the one in progress (saved, cancelled "
+                                 "or another): nothing was cancelled")
         if w is None:
-            return False
-        gated = bool(w["session_id"]) or store.consolidate_requires_baton
+            return WrapCancelReceipt(None, None, None, False)
+        if expect_partial:
+            raise WrapInProgressError("the open wrap is complete, not a partial state: cancel "
+                                      "it without partial (its token, session or force)")
+        gated = bool(w["session_id"]) or store.consolidate_requires_baton()
         if gated and not force and wrap_token != w["token"] and (
                 session_id is None or session_id != w["session_id"]):
             raise BatonError(
@@ -29,7 +39,7 @@ def cancel_wrap(store: Store, *, wrap_token: str | None = None, session_id: str 
         store.audit_trail.append("wrap_cancelled", {"wrap_id": w["id"],
                                                     "episodes": len(w["episode_ids"]),
                                                     "forced": bool(force)}, actor="operator")
-    return True
+    return WrapCancelReceipt(w["token"], w.get("started_at"), list(w["episode_ids"]), False)
 
 
 def open_wrap_info(store: Store) -> dict[str, Any] | None:

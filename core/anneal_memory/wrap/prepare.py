@@ -14,7 +14,7 @@ from ..continuity.schema import default_max_chars, schema_role_warning
 from ..errors import AnnealMemoryError, ValidationError, WrapInProgressError
 from ..immune.signals import stale_patterns
 from .baton import baton_holder
-from .render import instructions
+from .render import instructions, render_episodes
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 def _gate(store: Store, session_id: str | None) -> str | None:
     """None when this caller may consolidate; otherwise the reason it may not."""
-    if session_id is None and not store.consolidate_requires_baton:
+    if session_id is None and not store.consolidate_requires_baton():
         return None
     holder = baton_holder(store)
     if session_id is not None and holder == session_id:
@@ -41,8 +41,8 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
                  wrap_token: str | None = None) -> dict[str, Any]:
     """Open (or re-open) the wrap and return the compression package.
 
-    ``status`` is ``ready``, ``empty`` (nothing since the last wrap) or ``capture_only``
-    (the baton gate applies: nothing was opened).
+    ``status`` is ``ready``, ``empty`` (nothing since the last wrap) or ``downgraded``
+    (the baton gate applies: capture only, nothing was opened).
     """
     if max_chars is not None and (isinstance(max_chars, bool) or not isinstance(max_chars, int)
                                   or not 500 <= max_chars <= 1_000_000):
@@ -60,10 +60,13 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
     if warn:
         warnings.warn(warn, UserWarning, stacklevel=2)
     blocked = _gate(store, session_id)
-    base = {"schema_warning": warn, "wrap_token": None, "package": None}
+    # assoc_context (the retired association layer) is always None
+    base: dict[str, Any] = {"schema_warning": warn, "wrap_token": None, "package": None, "assoc_context": None,
+            "uncovered_proven_to_check": [], "crystallization_candidates": [],
+            "rewarm_candidates": []}
     if blocked:
         n = store.backend.count_unwrapped()
-        return {**base, "status": "capture_only", "episode_count": n,
+        return {**base, "status": "downgraded", "episode_count": n,
                 "message": f"{n} episode(s) waiting. {blocked}"}
     today = today_iso()
     with store._write():
@@ -73,8 +76,11 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
                 raise WrapInProgressError(
                     f"a wrap prepared by {('session ' + repr(w['session_id'])) if w['session_id'] else 'another caller'} "
                     "is open: save or cancel it first (anneal-memory wrap-cancel)")
-            if wrap_token is not None and wrap_token != w["token"]:
-                raise WrapInProgressError("a wrap is open under another token: save or cancel it first")
+            if wrap_token != w["token"]:
+                # as in 1.0.2: a wrap is in progress; only its own token re-opens it
+                raise WrapInProgressError(
+                    "a wrap is already in progress: save it, re-open it with its wrap token, "
+                    "or abandon it with wrap_cancel")
             ids, token, today = w["episode_ids"], w["token"], w["today"]
         else:
             rows = store.backend.unwrapped_episodes()
@@ -100,13 +106,15 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
         except AnnealMemoryError:
             lines = []
     summaries = extract_pattern_summaries(continuity, schema) if continuity and lines else []
+    listed = [{"id": e.id, "timestamp": e.timestamp, "type": e.type.value,
+               "content": e.content, "source": e.source, "trust": e.trust,
+               "superseded_by": e.superseded_by} for e in episodes]
     package = {
-        "episodes": [{"id": e.id, "timestamp": e.timestamp, "type": e.type.value,
-                      "content": e.content, "source": e.source, "trust": e.trust,
-                      "superseded_by": e.superseded_by} for e in episodes],
+        "episodes": render_episodes(listed),  # text, as 1.0.2 gives it
+        "episode_list": listed,
         "episode_count": len(episodes),
         "continuity": continuity,
-        "stale_patterns": stale_patterns(lines, today, staleness_days),
+        "stale_patterns": stale_patterns(lines, today, staleness_days, continuity),
         "today": today,
         "max_chars": target,
         "project_name": store.project_name,
@@ -115,11 +123,42 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
         schema, project_name=store.project_name, max_chars=target, today=today,
         proven=[s for s in summaries if s.level >= 2], summaries=summaries,
         durable_chars=doc_durable, pending=pending_lines(continuity, schema))
+    package["crystallization_candidates"] = [
+        {"name": s.name, "level": s.level, "summary": s.summary} for s in summaries
+        if s.level >= CRYSTALLIZE_LEVEL]
+    package["uncovered_proven"], package["rewarm_candidates"] = [], []
     if crystal_store is not None:
         try:
             package["crystal_index"] = crystal_store.cue_index()
+            live = crystal_store.list()
         except Exception:
-            package["crystal_index"] = None
+            package["crystal_index"], live = None, []
+        in_file = {s.name.casefold() for s in summaries}
+        # crystallized Proven the contradiction scan should still cover
+        package["uncovered_proven"] = [{"name": c.name, "level": c.level, "explanation": c.text}
+                                       for c in live if c.name.casefold() not in in_file]
+        package["rewarm_candidates"] = [{"name": c.name, "level": c.level,
+                                         "last_activated_on": c.last_activated_on}
+                                        for c in live if gone_cold(c, today)]
     return {**base, "status": "ready", "episode_count": len(episodes), "package": package,
+            "uncovered_proven_to_check": package["uncovered_proven"],
+            "crystallization_candidates": package["crystallization_candidates"],
+            "rewarm_candidates": package["rewarm_candidates"],
             "wrap_token": token,
             "message": f"{len(episodes)} episode(s) to compress; save with the wrap token"}
+
+
+#: a pattern this high is a candidate to graduate out into the crystal store
+CRYSTALLIZE_LEVEL = 3
+#: a crystal unused this long is offered for re-warming
+REWARM_DAYS = 90
+
+
+def gone_cold(crystal: Any, today: str) -> bool:
+    """Unused for more than ``REWARM_DAYS``: offered for re-warming."""
+    from ..clock import days_between
+
+    try:
+        return days_between(crystal.last_activated_on or crystal.crystallized_on, today) > REWARM_DAYS
+    except Exception:
+        return False

@@ -10,6 +10,7 @@ leaves the wrap open.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import warnings
 from collections.abc import Mapping, Sequence
@@ -35,8 +36,15 @@ from ..errors import (
 )
 from ..facts import propose_wrap_link
 from ..immune import probes, review, signals
-from ..immune.graduation import LineOutcome, WrapContext, govern_line, revoked_prior
+from ..immune.graduation import (
+    LineOutcome,
+    WrapContext,
+    govern_line,
+    is_candidate,
+    revoked_prior,
+)
 from ..storage.common import ns_meta_key
+from ..types import TRUST_LEVELS
 from .baton import baton_holder
 
 if TYPE_CHECKING:
@@ -154,7 +162,7 @@ def validated_save_continuity(
     if wrap_token is not None and wrap_token != wrap["token"]:
         raise WrapTokenError("the wrap token does not match the open wrap (stale or wrong): use "
                              "the token from the latest prepare_wrap")
-    gated_store = store.consolidate_requires_baton
+    gated_store = store.consolidate_requires_baton()
     if wrap["session_id"]:
         if session_id != wrap["session_id"]:
             raise BatonError(f"this wrap was prepared by session {wrap['session_id']!r}; only that "
@@ -206,8 +214,13 @@ def validated_save_continuity(
     ctx.revoked = _revocations(store, history)
     outcomes = _govern(store, doc, ctx)
     lines = [o.line for o in outcomes]
-    counts = signals.citation_counts(lines)
-    all_cited = list(counts)
+    # gaming, reuse and spread count the graduation claims of this wrap (not 1x sightings)
+    # and only their citations of this wrap's live episodes (not invented, replayed or
+    # replaced ones), as 1.0.2 does
+    claims = [o.line for o in outcomes if is_candidate(o.line, ctx)]
+    live = set(snapshot) - superseded
+    counts = signals.citation_counts(claims, live)
+    all_cited = sorted({c.episode_id for p in lines for c in p.citations})
     resolvable = set(b.get_episodes(all_cited)) if all_cited else set()
     am_warn = signals.am_warn(lines, resolvable)
     final_text = doc.render()
@@ -216,30 +229,45 @@ def validated_save_continuity(
         "path": str(store.continuity_path),
         "chars": len(final_text),
         "episodes_compressed": len(snapshot_ids),
-        "graduations_validated": sum(1 for o in outcomes if o.validated),
-        "graduations_demoted": sum(1 for o in outcomes if o.demoted or o.bare_demoted),
-        "demoted": [_brief(o, "reasons") for o in outcomes if o.demoted],
-        "bare_demoted": [_brief(o) for o in outcomes if o.bare_demoted],
-        "level_capped": [dict(_brief(o), reason=o.cap_reason) for o in outcomes
+        "graduations_validated": sum(1 for o in outcomes if o.validated and o.final_level >= 2),
+        "graduations_demoted": sum(1 for o in outcomes
+                                   if o.demoted or o.bare_demoted or o.uncorroborated),
+        # counts, as 1.0.2 gives them; the lines themselves are in the *_patterns lists
+        "demoted": sum(1 for o in outcomes if o.demoted or o.uncorroborated),
+        "bare_demoted": sum(1 for o in outcomes if o.bare_demoted),
+        "demoted_patterns": [_brief(o, "reasons") for o in outcomes if o.demoted],
+        "bare_demoted_patterns": [_brief(o) for o in outcomes if o.bare_demoted],
+        "level_capped": [_capped(o) for o in outcomes
                          if o.capped and o.final_level < o.line.level],
         "carried_forward": [dict(_brief(o), cold=o.cold_hold) for o in outcomes if o.carried],
-        "uncorroborated": [_brief(o) for o in outcomes if o.uncorroborated],
+        "uncorroborated": [_relayed(o, ctx) for o in outcomes if o.uncorroborated],
+        "skipped_non_today": sum(1 for o in outcomes if o.line.level >= 2 and o.line.citations
+                                 and not is_candidate(o.line, ctx)),
         "gaming_suspects": signals.gaming_suspects(counts),
         "citation_reuse_max": max(counts.values(), default=0),
         "cross_session_collisions": [_brief(o) for o in outcomes if o.collision],
         "omitted_patterns": signals.omitted_patterns(prior_named, present),
         "proven_without_contradicts_declaration": [
-            o.line.name for o in outcomes if o.final_level >= 2 and (o.prior_level or 0) < 2
+            {"name": o.line.name, "level": o.final_level} for o in outcomes
+            if o.final_level >= 2 and (o.prior_level or 0) < 2
             and not o.line.contradicts and not o.line.no_contradicts],
         "contradictions": signals.stances(lines),
-        "supersessions_recorded": [],
+        "supersessions_recorded": 0,
+        "supersessions_recorded_links": [],
         "supersessions_rejected": [],
         "durable_warnings": durable_warn,
         "durable_dropped": durable_dropped,
         "drift": {"counts": {}, "probes": []},
-        "citation_spread": signals.citation_spread(lines, set(snapshot)),
+        "citation_spread": signals.citation_spread(claims, live),
+        "sections": _section_sizes(doc),
         "crystallized": [],
         "crystallize_refused": [],
+        # the retired association layer: always zero / None, kept for 1.0.2 callers
+        "associations_formed": 0,
+        "associations_strengthened": 0,
+        "associations_decayed": 0,
+        "association_warning": None,
+        "linkgate_overridden": False,
         "warnings": [],
         "wrap_id": wrap["id"],
     }
@@ -255,9 +283,21 @@ def validated_save_continuity(
             result["warnings"].append(f"{o.line.name!r} is grounded only in tool/external content: "
                                       "kept at 1x (uncorroborated) until an agent or operator "
                                       "episode grounds it")
+    outside = [o.line.name for o in outcomes if o.demoted and any(
+        c.episode_id not in live for c in o.line.citations)]
+    if outside:
+        result["warnings"].append(
+            "ungrounded: " + ", ".join(outside) + " cited episodes that are not this wrap's "
+            "current ones (unknown, from an earlier wrap, or replaced): demoted one level")
+    needs = [o.line.name for o in outcomes if o.bare_demoted]
+    if needs:
+        result["warnings"].append("needs-evidence: " + ", ".join(needs) + " claimed a level "
+                                  "without [evidence:]: demoted one level")
     if result["level_capped"]:
         result["warnings"].append("level-capped: " + ", ".join(
-            f"{x['name']} -> {x['level']}x" for x in result["level_capped"]))
+            f"{x['name']} -> {x['capped_to']}x" for x in result["level_capped"]))
+    if durable_dropped:
+        durable_warn.append("Durable Facts: dropped by marker: " + "; ".join(durable_dropped))
     result["warnings"] += durable_warn
     if crystal_store is not None:
         final_text = _crystallize_marked(store, crystal_store, doc, outcomes, day, result)
@@ -281,8 +321,14 @@ def validated_save_continuity(
                 result["supersessions_rejected"].append({"old_id": old_id, "new_id": new_id,
                                                          "reason": why})
             else:
-                result["supersessions_recorded"].append({"old_id": old_id, "new_id": new_id})
+                result["supersessions_recorded_links"].append({"old_id": old_id,
+                                                               "new_id": new_id})
+        result["supersessions_recorded"] = len(result["supersessions_recorded_links"])
         result["drift"] = probes.evaluate(store, final_text, schema, crystal_names, wrap["id"])
+        b.set_meta("last_graduated", json.dumps([
+            {"name": o.line.name, "level": o.final_level,
+             "citations": [c.episode_id for c in o.line.citations]}
+            for o in outcomes if o.validated and o.final_level >= 2], ensure_ascii=False))
         _record_history(store, outcomes, day, history)
         if any(o.line.citations for o in outcomes):
             b.set_meta(ns_meta_key("citations_seen", store.scope), "1")
@@ -290,12 +336,21 @@ def validated_save_continuity(
         b.set_meta(started, b.get_meta(started) or now_iso())
         b.mark_wrapped(snapshot_ids, wrap["id"])
         metrics = {k: (len(v) if isinstance(v, list) else v) for k, v in result.items()
-                   if k not in ("path", "drift", "warnings")}
+                   if k not in ("path", "drift", "warnings", "sections")}
+        metrics["patterns_extracted"] = len(outcomes)
         # per pattern and per probe, for the operator's timeline, worklist and drift view
         metrics["patterns"] = review.record_wrap_patterns(outcomes)
         metrics["drift_probes"] = review.record_wrap_drift(b.probes(), result["drift"]["probes"])
         b.close_wrap(wrap["id"], "saved", now_iso(), chars=len(final_text),
                      episodes_compressed=len(snapshot_ids), metrics=metrics)
+        store.audit_trail.append("wrap_completed", {
+            "wrap_id": wrap["id"], "episodes_compressed": len(snapshot_ids),
+            "continuity_chars": len(final_text),
+            "graduations_validated": result["graduations_validated"],
+            "graduations_demoted": result["graduations_demoted"],
+            "patterns_extracted": len(outcomes),
+            "associations_formed": 0, "associations_strengthened": 0, "associations_decayed": 0,
+        }, actor="agent")
         store.audit_trail.append("continuity_saved", {
             "wrap_id": wrap["id"], "chars": len(final_text),
             "content_hash": store.audit_trail.hash_content(final_text),
@@ -305,9 +360,11 @@ def validated_save_continuity(
             "level_capped": [x["name"] for x in result["level_capped"]],
             "uncorroborated": [x["name"] for x in result["uncorroborated"]],
             "omitted_patterns": [x["name"] for x in result["omitted_patterns"]],
-            "proven_without_contradicts_declaration": result["proven_without_contradicts_declaration"],
-            "durable_dropped": [store.audit_trail.hash_content(x) for x in durable_dropped],
-            "supersessions_recorded": len(result["supersessions_recorded"]),
+            "proven_without_contradicts_declaration": [
+                x["name"] for x in result["proven_without_contradicts_declaration"]],
+            **({"durable_dropped": [store.audit_trail.hash_content(x) for x in durable_dropped]}
+               if durable_dropped else {}),
+            "supersessions_recorded": result["supersessions_recorded"],
             "drift": result["drift"],
             "session_id": session_id,
         }, actor="agent")
@@ -320,11 +377,21 @@ def validated_save_continuity(
                                   "the next open")
     for w in result["warnings"]:
         warnings.warn(w, UserWarning, stacklevel=2)
+    pruned = 0
     if store.retention_days:
         try:
-            store.prune(store.retention_days)
+            pruned = store.prune(store.retention_days)
         except Exception as exc:  # the save stands; pruning is housekeeping
             result["warnings"].append(f"auto-prune failed: {exc}")
+    # the wrap's record, in the shape 1.0.2 returned it
+    result["wrap_result"] = {
+        "saved": True, "chars": result["chars"], "section_sizes": result["sections"],
+        "graduations_validated": result["graduations_validated"],
+        "graduations_demoted": result["graduations_demoted"],
+        "citation_reuse_max": result["citation_reuse_max"],
+        "patterns_extracted": len(outcomes), "episodes_compressed": len(snapshot_ids),
+        "pruned_count": pruned, "associations_formed": 0, "associations_strengthened": 0,
+        "associations_decayed": 0, "wrap_id": wrap["id"]}
     return result
 
 
@@ -379,6 +446,31 @@ def _crystallize_marked(store: Store, crystal_store: Any, doc: ContinuityDoc,
     return doc.render()
 
 
+def _capped(o: LineOutcome) -> dict[str, Any]:
+    """A level-capped line, with 1.0.2's keys (written_level, capped_to, prior_level,
+    validated) beside the reason."""
+    return dict(_brief(o), written_level=o.line.level, capped_to=o.final_level,
+                prior_level=o.prior_level, validated=o.validated, reason=o.cap_reason)
+
+
+def _relayed(o: LineOutcome, ctx: WrapContext) -> dict[str, Any]:
+    """An uncorroborated line: its claimed level, the relayed citations and their class."""
+    ids = [c.episode_id for c in o.line.citations]
+    classes = sorted({ctx.trust.get(i, "agent") for i in ids}, key=TRUST_LEVELS.__getitem__)
+    return {"name": o.line.name, "level": o.line.level, "citations": ids,
+            "trust": classes[-1] if classes else "agent", "final_level": o.final_level,
+            "section": o.line.section}
+
+
+def _section_sizes(doc: ContinuityDoc) -> dict[str, int]:
+    """Characters per section (``_header`` for the text above the first one)."""
+    head = "\n".join(doc.preamble).strip("\n")
+    sizes = {"_header": len(head) + 2 if head else 0}  # each block with its blank line
+    for sec in doc.sections:
+        sizes[sec.heading] = len(f"## {sec.heading}\n{sec.body}") + 2
+    return sizes
+
+
 def _brief(o: LineOutcome, extra: str | None = None) -> dict[str, Any]:
     d: dict[str, Any] = {"name": o.line.name, "claimed": o.line.level, "level": o.final_level,
                          "section": o.line.section}
@@ -397,7 +489,7 @@ def _record_history(store: Store, outcomes: Sequence[LineOutcome], day: str,
     for key, outs in by_key.items():
         old = history.get(key)
         level = max(o.final_level for o in outs)
-        validated = [o for o in outs if o.validated and not o.uncorroborated]
+        validated = [o for o in outs if o.grounding_ids and not o.uncorroborated]
         rec = {
             "name": key,
             "level": level,
@@ -405,8 +497,10 @@ def _record_history(store: Store, outcomes: Sequence[LineOutcome], day: str,
             "first_seen_at": old["first_seen_at"] if old else now,
             "last_seen_at": day if validated else (old or {}).get("last_seen_at"),
             "last_saved_at": now,
+            # only explanations that earned a graduation are priors for the cross-session check
             "explanations": ((old or {}).get("explanations") or [])[-4:] + [
-                c.explanation for o in validated for c in o.line.citations if c.explanation][:5],
+                c.explanation for o in validated if o.final_level >= 2
+                for c in o.line.citations if c.explanation][:5],
             "grounding": ((old or {}).get("grounding") or []) + [
                 {"level": o.final_level, "date": day, "ids": o.grounding_ids,
                  "rule": "quoted" if any(c.explanation for c in o.line.citations) else "bare"}
