@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from anneal_memory import Store, prepare_wrap, validated_save_continuity
+from anneal_memory.clock import today_iso
 from anneal_memory.governance import MemoryCandidate, MemoryNamespace, MemoryRuntime, SourceRef
 
 #: hostile memory text: each must show as text and never run or link
@@ -29,7 +30,14 @@ def _doc(patterns: str) -> str:
             f"{patterns}\n\n## Decisions\n- keep retries bounded\n\n## Context\n- {SCRIPT}\n")
 
 
+def _dated(patterns: str) -> str:
+    # a claim of 2x or more is dated the wrap's day (else it is no graduation claim)
+    return re.sub(r"\|\s*(\d+)x\b(?!\s*\()", lambda m: f"| {m.group(1)}x ({today_iso()})"
+                  if int(m.group(1)) >= 2 else m.group(0), patterns)
+
+
 def _wrap(store: Store, patterns: str, **kw: Any) -> dict[str, Any]:
+    patterns = _dated(patterns)
     w = prepare_wrap(store)
     assert w["status"] == "ready", w
     return validated_save_continuity(store, _doc(patterns), wrap_token=w["wrap_token"], **kw)
@@ -70,13 +78,16 @@ def seed(path: Path) -> dict[str, Any]:
         g = s.record("Cache misses doubled checkout time in the load test", "observation")
         w = s.record("Vendor API docs say it never goes down, per their page", "observation",
                      trust="tool")
+        n = s.record("Nightly export finished early after the index rebuild", "observation")
         ids["third"] = g.id
         _wrap(s, f'- cache misses | 3x [evidence: {g.id} "doubled time load test"] '
                  "[no-contradicts]\n"
                  f'- {EVIL_NAME} | 2x [evidence: abcdef12 "made up entirely here"]\n'
                  "- jitter retries | 2x\n"
                  f'- vendor uptime | 2x [evidence: {w.id} "api docs say"]\n'
-                 "- brand new claim | 5x", carryforward_cold_days=None)
+                 f'- brand new claim | 5x [evidence: {n.id} "nightly export index rebuild"]\n'
+                 '- odd sighting | 1x [evidence: abcdef12 "seen once somewhere"]',
+              carryforward_cold_days=None)
         old = s.record("The user lives in Paris with family", "context", state_key="user.city")
         new = s.record("The user lives in Lyon with family", "context", state_key="user.city")
         ids["old_city"], ids["new_city"] = old.id, new.id

@@ -24,7 +24,7 @@ SHOTS = [
     ("/continuity", "ui-continuity.png", ["cache misses", "ungrounded", "uncorroborated"]),
     ("/worklist", "ui-worklist.png", ["declared: contradicts nothing", "Cited episodes"]),
     ("/patterns", "ui-patterns.png", ["Pattern history", "a new pattern enters at 1x"]),
-    ("/episodes", "ui-episodes.png", ["data, not instructions", "13 matching"]),
+    ("/episodes", "ui-episodes.png", ["data, not instructions", "14 matching"]),
     ("/audit", "ui-audit.png", ["chain valid", "Event stream"]),
     ("/governed", "ui-governed.png", ["model_inferred_needs_review", "Approve"]),
 ]

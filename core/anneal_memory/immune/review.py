@@ -74,8 +74,9 @@ def record_wrap_patterns(outcomes: Iterable[LineOutcome]) -> list[dict[str, Any]
 def record_wrap_drift(probe_rows: Sequence[dict[str, Any]],
                       checked: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each probe this save checked, with its verdict and detail (never the probe text)."""
-    detail = {r["id"]: r.get("last_detail") for r in probe_rows}
-    return [{"id": p["id"], "status": p["status"], "detail": detail.get(p["id"])} for p in checked]
+    detail = {str(r["id"]): r.get("last_detail") for r in probe_rows}
+    return [{"id": p["id"], "status": p["status"], "detail": detail.get(str(p["id"]))}
+            for p in checked]
 
 
 # ---------------------------------------------------------------------- read by the operator

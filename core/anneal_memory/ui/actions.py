@@ -69,10 +69,10 @@ def trust(a: Act) -> str:
                              "operator-only: restart the console in operator mode (the ui "
                              "command's operator option asks on the terminal, or reads "
                              "ANNEAL_OPERATOR=1); nothing changed")
-        res = a.store.set_trust(eid, level, via=f"ui-{a.operator_via}")
+        was = a.store.set_trust(eid, level, via=f"ui-{a.operator_via}")
     else:
-        res = a.store.set_trust(eid, level, via="ui")
-    return f"{eid}: trust {res['from']} -> {res['to']}"
+        was = a.store.set_trust(eid, level, via="ui")
+    return f"{eid}: trust {was} -> {level}"
 
 
 def demote(a: Act) -> str:
