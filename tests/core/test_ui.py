@@ -134,7 +134,10 @@ def test_continuity_shows_levels_marks_and_cited_episodes(client: Client, ids: d
                   body, re.S)
     assert m and "Cache misses doubled checkout time" in m.group(0)
     assert f'href="/episode?id={ids["third"]}"' in m.group(0)
-    assert "not in this store" in t  # the fabricated abcdef12 citation
+    assert "not in this store" in t  # the fabricated abcdef12 citation of a 1x sighting
+    assert "<details open>" not in body
+    opened = client.get("/continuity?open=1").body
+    assert opened.count("<details open><summary>evidence") == 3
 
 
 def test_pattern_history_draws_each_pattern_across_wraps(client: Client) -> None:

@@ -21,7 +21,7 @@ from uihelp import EVIL_NAME, HOSTILE, SCRIPT, seed
 
 #: the page, the file its screenshot goes to, and text its DOM must hold
 SHOTS = [
-    ("/continuity", "ui-continuity.png", ["cache misses", "ungrounded", "uncorroborated"]),
+    ("/continuity?open=1", "ui-continuity.png", ["cache misses", "ungrounded", "Cache misses doubled"]),
     ("/worklist", "ui-worklist.png", ["declared: contradicts nothing", "Cited episodes"]),
     ("/patterns", "ui-patterns.png", ["Pattern history", "a new pattern enters at 1x"]),
     ("/episodes", "ui-episodes.png", ["data, not instructions", "14 matching"]),

@@ -136,8 +136,9 @@ def pattern_html(v: View, line: Any, eps: Mapping[str, Episode], *, hand: bool =
         inner = (episode_card(v, e) if e is not None else
                  '<p class="muted">not in this store (deleted, pruned, or another '
                  "namespace's id)</p>")
-        cites.append(f"<details><summary>evidence <code>{esc(c.episode_id)}</code>{esc(said)}"
-                     f"</summary>{inner}</details>")
+        shown = " open" if v.arg("open") == "1" else ""
+        cites.append(f"<details{shown}><summary>evidence <code>{esc(c.episode_id)}</code>"
+                     f"{esc(said)}</summary>{inner}</details>")
     forms = ""
     if hand and line.key and not f.read_only:
         if line.level > 1:
@@ -194,7 +195,10 @@ def continuity(v: View) -> str:
         return f.page("Continuity", "/continuity", f'<p class="flash error">{esc(exc)}</p>'
                       + content_block(text))
     eps = _cited(v, [c.episode_id for p in lines for c in p.citations])
-    out = [f'<p class="muted small">{len(text)} characters · {len(lines)} pattern line(s)</p>']
+    expand = (f'<a href="{f.link("/continuity")}">fold the evidence</a>' if v.arg("open") == "1"
+              else f'<a href="{f.link("/continuity", open="1")}">show all evidence</a>')
+    out = [f'<p class="muted small">{len(text)} characters · {len(lines)} pattern line(s) · '
+           f"{expand}</p>"]
     if any(x.strip() for x in doc.preamble):
         out.append(content_block("\n".join(doc.preamble).strip("\n")))
     for s in doc.sections:

@@ -108,8 +108,11 @@ class Console:
         return is_loopback(self.host)
 
     def login_url(self, path: str = "/") -> str:
-        """A fresh login link: it works once, then the browser holds a session cookie."""
-        return f"{self.url.rstrip('/')}{path}?{urlencode({'token': self.sessions.new_login()})}"
+        """A fresh login link to ``path`` (a page, with its query if any): it works once,
+        then the browser holds a session cookie."""
+        sep = "&" if "?" in path else "?"
+        return (f"{self.url.rstrip('/')}{path}{sep}"
+                f"{urlencode({'token': self.sessions.new_login()})}")
 
     def serve_forever(self) -> None:
         self.httpd.serve_forever(poll_interval=0.2)
