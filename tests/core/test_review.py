@@ -4,7 +4,6 @@ chains, the trust filter, every namespace's review queue)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +23,12 @@ from anneal_memory import (
     retire_pattern,
     review_worklist,
 )
-from anneal_memory.clock import today_iso
 from anneal_memory.continuity.parse import pattern_levels
 from anneal_memory.governance import MemoryCandidate, MemoryNamespace, MemoryRuntime, SourceRef
 
+from uihelp import dated
 from wraphelp import doc as plain_doc
 from wraphelp import wrap
-
-
-def dated(patterns: str) -> str:
-    """Each claim of 2x or more dated the wrap's day (an undated or back-dated line is not
-    a graduation claim)."""
-    return re.sub(r"\|\s*(\d+)x\b(?!\s*\()", lambda m: f"| {m.group(1)}x ({today_iso()})"
-                  if int(m.group(1)) >= 2 else m.group(0), patterns)
 
 
 def doc(patterns: str, **kw: Any) -> str:

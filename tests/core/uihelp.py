@@ -30,14 +30,15 @@ def _doc(patterns: str) -> str:
             f"{patterns}\n\n## Decisions\n- keep retries bounded\n\n## Context\n- {SCRIPT}\n")
 
 
-def _dated(patterns: str) -> str:
-    # a claim of 2x or more is dated the wrap's day (else it is no graduation claim)
+def dated(patterns: str) -> str:
+    """Each claim of 2x or more dated the wrap's day (an undated or back-dated line is not
+    a graduation claim)."""
     return re.sub(r"\|\s*(\d+)x\b(?!\s*\()", lambda m: f"| {m.group(1)}x ({today_iso()})"
                   if int(m.group(1)) >= 2 else m.group(0), patterns)
 
 
 def _wrap(store: Store, patterns: str, **kw: Any) -> dict[str, Any]:
-    patterns = _dated(patterns)
+    patterns = dated(patterns)
     w = prepare_wrap(store)
     assert w["status"] == "ready", w
     return validated_save_continuity(store, _doc(patterns), wrap_token=w["wrap_token"], **kw)

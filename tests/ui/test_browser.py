@@ -41,7 +41,8 @@ def chromium() -> str:
 def browse(url: str, workdir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """One headless chromium run on ``url`` with its own empty profile."""
     profile = workdir / f"profile-{len(list(workdir.glob('profile-*')))}"
-    cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+    cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+           "--hide-scrollbars",
            "--no-first-run", "--disable-extensions", "--disable-background-networking",
            f"--user-data-dir={profile}", "--virtual-time-budget=3000", *extra, url]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120,
