@@ -60,6 +60,7 @@ details summary { cursor:pointer; color:var(--accent); }
 a { color:var(--accent); }
 svg.chart { background:#fff; border:1px solid var(--line); }
 .legend-item { margin-right:12px; }
+.ts { white-space:nowrap; }
 """
 
 NAV = (("/", "Overview"), ("/continuity", "Continuity"), ("/patterns", "Pattern history"),
@@ -165,4 +166,6 @@ def options(values: Iterable[tuple[str, str]], chosen: str | None) -> str:
 
 
 def ago(ts: Any) -> str:
-    return esc(str(ts or "")[:19].replace("T", " "))
+    """A timestamp to the second, kept on one line."""
+    shown = str(ts or "")[:19].replace("T", " ")
+    return f'<span class="ts">{esc(shown)}</span>' if shown else ""
