@@ -49,7 +49,7 @@ def ids(seeded: tuple[Path, dict[str, Any]]) -> dict[str, Any]:
 def logged_in(c: Console) -> Client:
     client = Client(c.url)
     r = client.login(c.login_url())
-    assert r.status == 303 and client.cookie
+    assert r.status == 200 and client.cookie
     return client
 
 
@@ -407,12 +407,14 @@ def test_nothing_is_served_without_a_session(console: Console) -> None:
 def test_login_token_works_once_and_sets_a_strict_cookie(console: Console) -> None:
     url = console.login_url("/worklist")
     first = Client(console.url)
-    r = first.login(url + "&q=1")
-    assert r.status == 303 and r.headers["location"] == "/worklist?q=1"
+    r = first.login(url)
+    assert r.status == 200 and "Review worklist" in text_of(r.body)  # the page itself
     cookie = r.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
     assert cookie.startswith(f"anneal_console_{console.port}=")
     assert first.get("/worklist").status == 200
+    # a reload of the spent link in the browser that used it: the cookie is what counts
+    assert first.login(url).status == 200 and "set-cookie" not in first.history[-1].headers
     second = Client(console.url)
     again = second.login(url)
     assert again.status == 403 and "already used" in text_of(again.body)
@@ -510,7 +512,7 @@ def test_the_log_never_holds_the_login_token(seeded: tuple) -> None:
         client.get("/episodes?q=secret")
     token = url.split("token=")[1]
     assert token not in log.getvalue() and "secret" not in log.getvalue()
-    assert "GET / 303" in log.getvalue() and "GET /episodes 200" in log.getvalue()
+    assert "GET / 200" in log.getvalue() and "GET /episodes 200" in log.getvalue()
 
 
 def test_console_refuses_to_listen_on_every_interface(seeded: tuple) -> None:
@@ -563,7 +565,7 @@ def test_cli_ui_serves_the_console(seeded: tuple) -> None:
         url = _line_with(proc, "?token=")
         assert url.startswith("http://127.0.0.1:"), url
         client = Client(url.split("?")[0])
-        assert client.login(url).status == 303
+        assert client.login(url).status == 200
         page = client.get("/continuity")
         assert page.status == 200 and "cache misses" in page.body and "read-only" in page.body
     finally:
@@ -579,7 +581,7 @@ def test_cli_ui_json_prints_one_line_to_start_from(seeded: tuple) -> None:
         doc = json.loads(_line_with(proc, "login_url"))
         assert doc["store"] == str(db) and doc["read_only"] is False and not doc["operator"]
         client = Client(doc["url"])
-        assert client.login(doc["login_url"]).status == 303
+        assert client.login(doc["login_url"]).status == 200
         assert client.get("/").status == 200
         assert Client(doc["url"]).login(doc["login_url"]).status == 403  # used once
     finally:
@@ -587,10 +589,18 @@ def test_cli_ui_json_prints_one_line_to_start_from(seeded: tuple) -> None:
         proc.wait(timeout=10)
 
 
-def test_login_redirect_never_leaves_the_console(console: Console) -> None:
+def test_login_link_to_no_page_still_logs_in_and_never_redirects(console: Console) -> None:
     client = Client(console.url)
     r = client.get("//evil.example/?" + console.login_url().split("?")[1])
-    assert r.status == 303 and r.headers["location"] == "/"
+    assert r.status == 404 and "location" not in r.headers and client.cookie
+    assert client.get("/").status == 200
+
+
+def test_a_plain_http_client_follows_the_printed_link(console: Console) -> None:
+    import urllib.request
+
+    with urllib.request.urlopen(console.login_url("/continuity"), timeout=30) as r:
+        assert r.status == 200 and "cache misses" in r.read().decode("utf-8")
 
 
 def test_hand_edits_are_refused_while_a_wrap_is_open(client: Client, seeded: tuple) -> None:

@@ -1,8 +1,9 @@
 """The console's HTTP server (standard library ``http.server``): checks who is asking
 (``security``), serves the pages (``pages``) and runs the actions (``actions``).
 
-A GET renders one page; a POST runs one action and redirects back (303) with a message,
-or answers 400 with the library's refusal. Nothing is served before the Host check and
+A GET renders one page (the first one, opened by the login link, also sets the session
+cookie); a POST runs one action and redirects back (303) with a message, or answers 400
+with the library's refusal. Nothing is served before the Host check and
 the session check; nothing is changed without the session's CSRF token.
 """
 
@@ -203,7 +204,8 @@ def _handler(console: Console) -> type[BaseHTTPRequestHandler]:
                   headers: Mapping[str, str] | None = None) -> None:
             data = body.encode("utf-8") if isinstance(body, str) else body
             self.send_response(status)
-            for k, v in {**HEADERS, **(headers or {})}.items():
+            # a login request's session cookie rides on whatever answers it, a refusal too
+            for k, v in {**HEADERS, **self._cookie, **(headers or {})}.items():
                 self.send_header(k, v)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(data)))
@@ -224,7 +226,10 @@ def _handler(console: Console) -> type[BaseHTTPRequestHandler]:
             self._refuse(405, "Not allowed", "use GET")
 
         # -------------------------------------------------------------- one request
+        _cookie: dict[str, str] = {}
+
         def _handle(self) -> None:
+            self._cookie = {}
             try:
                 self._route()
             except pages.NotFound as exc:
@@ -251,20 +256,19 @@ def _handler(console: Console) -> type[BaseHTTPRequestHandler]:
                 return
             query = _first(url.query)
             cookie = cookie_name(console.port)
-            if self.command == "GET" and "token" in query:
-                sid = console.sessions.redeem(query.pop("token"))
+            token = query.pop("token", None) if self.command == "GET" else None
+            session = console.sessions.get(read_cookie(self.headers.get("Cookie"), cookie))
+            if session is None and token is not None:
+                # the login link: used up here, the page served with the session cookie (a
+                # browser holding the cookie ignores the spent token on a reload)
+                sid = console.sessions.redeem(token)
                 if sid is None:
                     self._refuse(403, "Login link used", "this login link is not valid or was "
                                  "already used: each link works once; restart anneal-memory ui "
                                  "for a new one, or use the browser that opened it first")
                     return
-                rest = urlencode(query)
-                target = path if path in pages.PAGES else "/"  # never a path like //elsewhere
-                self._send(303, "", headers={
-                    "Location": target + (f"?{rest}" if rest else ""),
-                    "Set-Cookie": f"{cookie}={sid}; HttpOnly; SameSite=Strict; Path=/"})
-                return
-            session = console.sessions.get(read_cookie(self.headers.get("Cookie"), cookie))
+                session = console.sessions.get(sid)
+                self._cookie = {"Set-Cookie": f"{cookie}={sid}; HttpOnly; SameSite=Strict; Path=/"}
             if session is None:
                 self._refuse(403, "Log in first", "open the login link anneal-memory ui printed "
                              "when it started (each link works once)")
