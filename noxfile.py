@@ -41,7 +41,7 @@ OFFLINE_ENV = {
 # declared minimum in pyproject.toml.
 ADAPTERS: dict[str, tuple[str, list[str], list[str]]] = {
     "langgraph": ("langgraph", ["langgraph==1.0.0", "langchain==1.0.0"], []),
-    "langchain": ("langchain", ["langchain-core==1.0.0"], []),
+    "langchain": ("langchain", ["langchain-core==1.0.0"], ["langchain-tests"]),
     "openai_agents": ("openai-agents", ["openai-agents==0.21.0"], []),
     "crewai": ("crewai", ["crewai==1.13.0"], []),
     "google_adk": ("google-adk", ["google-adk==1.21.0"], []),
@@ -124,9 +124,8 @@ def _adapter_session(name: str, extra: str, floor: list[str], test_deps: list[st
 
     @nox.session(name=session_name, python=PY, default=True)
     def _run(session: nox.Session) -> None:
-        session.install("-e", f".[{extra}]", "pytest", *test_deps)
-        if at_floor:
-            session.install(*floor)
+        # one resolution: test deps (langchain-tests...) pick releases that fit the floor
+        session.install("-e", f".[{extra}]", "pytest", *test_deps, *(floor if at_floor else []))
         tmp_home = session.create_tmp()
         env = dict(OFFLINE_ENV)
         env.update({"HOME": tmp_home, "CREWAI_STORAGE_DIR": tmp_home})

@@ -10,21 +10,19 @@
                             plugins=[AnnealMemoryPlugin(memory, wrap_on_end=True)]),
                     session_service=InMemorySessionService(), memory_service=memory)
 
-Install with ``pip install 'anneal-memory[google-adk]'``.
+Each ``(app_name, user_id)`` is its own memory. Install with
+``pip install 'anneal-memory[google-adk]'``.
 """
 
 from __future__ import annotations
 
-from anneal_memory.errors import MissingExtraError
+from anneal_memory.adapters import require_extra
 
-try:
-    import google.adk.memory.base_memory_service  # noqa: F401
-    import google.adk.plugins.base_plugin  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingExtraError("google-adk", "google-adk") from exc
+require_extra("google-adk", "google-adk", "google.adk.memory.base_memory_service",
+              "google.adk.plugins.base_plugin")
 
-from .plugin import AnnealMemoryPlugin, model_compressor
-from .service import LOGGER_NAME, AnnealMemoryService, scope_source
+from ._plugin import AnnealMemoryPlugin, model_compressor  # noqa: E402
+from ._service import EVENTS, LOGGER_NAME, AdkUser, AnnealMemoryService, matched_words  # noqa: E402
 
-__all__ = ["LOGGER_NAME", "AnnealMemoryPlugin", "AnnealMemoryService", "model_compressor",
-           "scope_source"]
+__all__ = ["EVENTS", "LOGGER_NAME", "AdkUser", "AnnealMemoryPlugin", "AnnealMemoryService",
+           "matched_words", "model_compressor"]

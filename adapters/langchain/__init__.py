@@ -2,30 +2,39 @@
 
 Three native LangChain extension points, built on ``langchain-core`` only:
 
+- :class:`AnnealRetriever`: a ``BaseRetriever`` over scored recall (and the continuity),
+  with :func:`format_memory_documents` to put its documents in a prompt as labelled data.
 - :class:`AnnealCallbackHandler`: records the root run's input and answer, tool results
   (``trust="tool"``) and, optionally, every model step; it can wrap at the end.
-- :class:`AnnealChatMessageHistory`: a ``BaseChatMessageHistory`` whose messages are episodes.
-- :class:`AnnealRetriever`: a ``BaseRetriever`` over scored recall, for any LCEL chain.
+- :class:`AnnealChatMessageHistory`: a ``BaseChatMessageHistory`` whose transcript lives
+  in the store's database and whose messages become memory through the core session.
+
+Each takes the run's identity (``user_id`` ... in the run's metadata or configurable, or
+``namespace=``) so one user's memory never answers another's run.
 """
 
 from __future__ import annotations
 
-from anneal_memory.errors import MissingExtraError
+from anneal_memory.adapters import require_extra
 
-try:
-    import langchain_core  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingExtraError("langchain", "langchain") from exc
+require_extra("langchain", "langchain", "langchain_core")
 
-from .callbacks import AnnealCallbackHandler
-from .history import AnnealChatMessageHistory
-from .messages import chat_model_compress, message_text
-from .retriever import AnnealRetriever
+from ._callbacks import LOGGER_NAME, AnnealCallbackHandler  # noqa: E402
+from ._history import COLLECTION, AnnealChatMessageHistory  # noqa: E402
+from ._identity import from_tuple, identity_of  # noqa: E402
+from ._messages import message_text, model_acompressor, model_compressor  # noqa: E402
+from ._retriever import AnnealRetriever, format_memory_documents  # noqa: E402
 
 __all__ = [
+    "COLLECTION",
+    "LOGGER_NAME",
     "AnnealCallbackHandler",
     "AnnealChatMessageHistory",
     "AnnealRetriever",
-    "chat_model_compress",
+    "format_memory_documents",
+    "from_tuple",
+    "identity_of",
     "message_text",
+    "model_acompressor",
+    "model_compressor",
 ]

@@ -2,23 +2,24 @@
 
 - :class:`AnnealMiddleware`: an ``AgentMiddleware`` for ``langchain.agents.create_agent``:
   continuity + recall injected into each model request (never into saved state), the
-  user's request, model steps, tool results and the final answer recorded, and the wrap
-  through the agent's own model.
-- :class:`AnnealStore`: a LangGraph ``BaseStore`` over the episodic store, so
-  ``create_agent(store=...)``, ``compile(store=...)`` and ``runtime.store`` get anneal memory.
+  user's request, model steps, tool results and the final answer recorded in the run's
+  own memory (its namespace from the run context), and the wrap through the agent's model.
+- :class:`AnnealStore`: a LangGraph ``BaseStore`` over the store's item collections, so
+  ``create_agent(store=...)``, ``compile(store=...)`` and ``runtime.store`` keep their
+  items in the same database.
 """
 
 from __future__ import annotations
 
-from anneal_memory.errors import MissingExtraError
+from anneal_memory.adapters import require_extra
 
-try:
-    import langchain.agents.middleware  # noqa: F401
-    import langgraph.store.base  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingExtraError("langgraph", "langgraph") from exc
+require_extra("langgraph", "langgraph", "langchain.agents.middleware", "langgraph.store.base")
 
-from .middleware import AnnealMiddleware
-from .store import AnnealStore
+from anneal_memory.adapters.langchain._identity import from_tuple, identity_of  # noqa: E402
+from anneal_memory.adapters.langchain._messages import model_compressor  # noqa: E402
 
-__all__ = ["AnnealMiddleware", "AnnealStore"]
+from ._middleware import LOGGER_NAME, AnnealMiddleware  # noqa: E402
+from ._store import COLLECTION, AnnealStore, matches  # noqa: E402
+
+__all__ = ["COLLECTION", "LOGGER_NAME", "AnnealMiddleware", "AnnealStore", "from_tuple",
+           "identity_of", "matches", "model_compressor"]

@@ -5,21 +5,18 @@
     from anneal_memory import Store
     from anneal_memory.adapters.pydantic_ai import AnnealMemory
 
-    memory = AnnealMemory(Store("memory.db"), wrap_on_end=True)
-    agent = Agent(model, capabilities=[memory])
+    memory = AnnealMemory(Store("memory.db"), namespace=lambda ctx: {"user": ctx.deps.user_id})
+    agent = Agent(model, deps_type=Deps, capabilities=[memory])
 
 Install with ``pip install 'anneal-memory[pydantic-ai]'``.
 """
 
 from __future__ import annotations
 
-from anneal_memory.errors import MissingExtraError
+from anneal_memory.adapters import require_extra
 
-try:
-    import pydantic_ai.capabilities  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingExtraError("pydantic-ai", "pydantic-ai") from exc
+require_extra("pydantic-ai", "pydantic-ai", "pydantic_ai.capabilities")
 
-from .capability import AnnealMemory, model_compressor
+from ._capability import LOGGER_NAME, AnnealMemory, model_compressor  # noqa: E402
 
-__all__ = ["AnnealMemory", "model_compressor"]
+__all__ = ["LOGGER_NAME", "AnnealMemory", "model_compressor"]

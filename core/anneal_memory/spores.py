@@ -124,7 +124,15 @@ class JsonSidecar:
     kind = "sidecar"
     schema_version = 1
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: Any) -> None:
+        from . import tiers_db
+
+        #: the Store (or scoped view) whose database holds the document, else None
+        self.store = path if tiers_db.is_store(path) else None
+        if self.store is not None:
+            self.path = tiers_db.sidecar_of(self.store, self.suffix)
+            tiers_db.import_sidecar(self.store, self.suffix, self._load_file)
+            return
         p = Path(path)
         # A database path gets its sidecar beside it; a sidecar path is used as is.
         self.path = p if p.name.endswith(self.suffix) else sidecar_path(p, self.suffix)
@@ -137,13 +145,27 @@ class JsonSidecar:
         return {"schema_version": self.schema_version}
 
     def load(self) -> dict[str, Any]:
-        """The current document (an empty one when the file does not exist)."""
+        """The current document (an empty one when there is none yet)."""
+        if self.store is not None:
+            from . import tiers_db
+
+            doc = tiers_db.load_doc(self.store, self.suffix)
+            return self.empty() if doc is None else self._checked(doc)
         try:
             raw = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return self.empty()
         except OSError as exc:
             raise SidecarError(f"cannot read the {self.kind} file {self.path}: {exc}") from exc
+        return self._parse(raw)
+
+    def _load_file(self, path: Path) -> dict[str, Any]:
+        try:
+            return self._parse(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise SidecarError(f"cannot read the {self.kind} file {path}: {exc}") from exc
+
+    def _parse(self, raw: str) -> dict[str, Any]:
         try:
             data = json.loads(raw)
         except ValueError as exc:
@@ -153,6 +175,9 @@ class JsonSidecar:
             ) from exc
         if not isinstance(data, dict):
             raise SidecarError(f"the {self.kind} file {self.path} must hold a JSON object")
+        return self._checked(data)
+
+    def _checked(self, data: dict[str, Any]) -> dict[str, Any]:
         version = data.get("schema_version", self.schema_version)
         if not isinstance(version, int) or version > self.schema_version:
             raise SidecarError(
@@ -175,8 +200,21 @@ class JsonSidecar:
     def transaction(self) -> Iterator[dict[str, Any]]:
         """Load, let the caller change, and write back, all under the file lock.
 
-        An exception inside the block writes nothing. Not re-entrant.
+        An exception inside the block writes nothing. Not re-entrant. A tier kept in the
+        store's database changes inside one of its write transactions instead.
         """
+        if self.store is not None:
+            from . import tiers_db
+
+            with self.store._write():
+                data = self.load()
+                before = json.dumps(data, sort_keys=True)
+                yield data
+                data["schema_version"] = self.schema_version
+                if json.dumps(data, sort_keys=True) != before:
+                    json_text(data, f"the {self.kind} update")
+                    tiers_db.save_doc(self.store, self.suffix, data)
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with file_lock(self.lock_path):
             data = self.load()
@@ -284,7 +322,7 @@ class SporeStore(JsonSidecar):
     kind = "spore"
     schema_version = SPORE_SCHEMA_VERSION
 
-    def __init__(self, path: str | Path, *, keep_closed_days: int = 30) -> None:
+    def __init__(self, path: Any, *, keep_closed_days: int = 30) -> None:
         super().__init__(path)
         if keep_closed_days < 0:
             raise ValidationError("keep_closed_days must be 0 or more")

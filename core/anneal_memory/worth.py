@@ -105,7 +105,16 @@ class OutcomeLog:
     """The append-only outcome log. Appends hold a cross-process lock and are fsynced;
     reads skip (and count) a malformed or torn line instead of failing."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: Any) -> None:
+        from . import tiers_db
+
+        #: the Store (or scoped view) whose database holds the log, else None
+        self.store = path if tiers_db.is_store(path) else None
+        if self.store is not None:
+            self.path = outcome_log_path(self.store.path)
+            if self.path.is_file():
+                tiers_db.import_outcome_log(self.store, self.path, self._read_file()[0])
+            return
         p = Path(path)
         self.path = p if p.name.endswith(".jsonl") else outcome_log_path(p)
 
@@ -150,6 +159,11 @@ class OutcomeLog:
                            pull=True, ts=ts)
 
     def _append(self, line: str) -> None:
+        if self.store is not None:
+            from .tiers_db import OUTCOMES
+
+            self.store.items(OUTCOMES).append(json.loads(line))
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         data = line.encode("utf-8")
         with file_lock(self.path.with_name(self.path.name + ".lock")):
@@ -166,6 +180,13 @@ class OutcomeLog:
 
     def read(self) -> tuple[list[dict[str, Any]], int]:
         """Every well-formed record in file order, and how many lines were skipped."""
+        if self.store is not None:
+            from .tiers_db import OUTCOMES
+
+            return [dict(i.value) for i in self.store.items(OUTCOMES).list()], 0
+        return self._read_file()
+
+    def _read_file(self) -> tuple[list[dict[str, Any]], int]:
         try:
             text = self.path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:

@@ -1,7 +1,11 @@
-"""Anneal memory on a CrewAI crew, offline (a scripted BaseLLM, no API key, no telemetry).
+"""Anneal memory on a CrewAI crew serving two users, offline (a scripted BaseLLM, no API
+key, no telemetry).
 
 Run: python examples/crewai/example.py [memory.db]
-Kickoff 1 uses a tool and wraps; kickoff 2's task prompt carries the recalled memories.
+One memory, one store; each user's crew works in their own scope (``memory.scope``).
+Alice's kickoff uses a tool and wraps her memory; Bob's task prompt carries none of it;
+Alice's next kickoff's task prompt carries her recalled memories (never the task's own
+request).
 """
 
 from __future__ import annotations
@@ -34,12 +38,14 @@ class ScriptedLLM(BaseLLM):
             str(m.get("content", "")) for m in messages)
         if is_wrap_prompt(text):
             return scripted_compress(text)
-        if "Relevant memories" in text:
-            print("  the task prompt carries memories:",
-                  text[text.index("Relevant memories"):][:300].replace("\n", " | "))
-        if "Zephyrion" not in text:
-            return "Thought: look it up.\nAction: heater_model\nAction Input: {}"
-        return "Thought: I know.\nFinal Answer: The heater is a Zephyrion 4000."
+        memories = text[text.index("Relevant memories"):] if "Relevant memories" in text else ""
+        print("  the task prompt carries memories:",
+              memories[:300].replace("\n", " | ") or "(none)")
+        if "Zephyrion" in text:
+            return "Thought: I know.\nFinal Answer: The heater is a Zephyrion 4000."
+        if "Remind" in text:  # nothing in memory: say so
+            return "Thought: I do not know.\nFinal Answer: I do not know your heater."
+        return "Thought: look it up.\nAction: heater_model\nAction Input: {}"
 
     def supports_function_calling(self):
         return False
@@ -51,7 +57,7 @@ def heater_model() -> str:
     return "Zephyrion 4000"
 
 
-def kickoff(memory: AnnealCrewMemory, llm: BaseLLM, request: str) -> str:
+def kickoff(memory, llm: BaseLLM, request: str) -> str:
     agent = Agent(role="Gardener", goal="Help", backstory="Careful.", llm=llm,
                   tools=[heater_model], allow_delegation=False)
     task = Task(description=request, expected_output="One sentence", agent=agent)
@@ -64,13 +70,17 @@ def main(db_path: Path) -> None:
     llm = ScriptedLLM(model="scripted")
     with Store(db_path, project_name="Gardener") as store:
         memory = AnnealCrewMemory(store, llm=llm, wrap_on_end=True)
-        listener = AnnealEventListener(memory.session)
+        alice, bob = memory.scope("/user/alice"), memory.scope("/user/bob")
+        listener = AnnealEventListener(memory)
         try:
-            print("kickoff 1:", kickoff(memory, llm, "Find the greenhouse heater model"))
+            print("alice, kickoff 1:", kickoff(alice, llm, "Find the greenhouse heater model"))
             crewai_event_bus.flush(timeout=30.0)
-            print(f"  episodes: {[(e.type.value, e.trust, e.content[:40]) for e in store.recall(limit=20).episodes]}")
-            print(f"  continuity saved: {store.load_continuity() is not None}")
-            print("kickoff 2:", kickoff(memory, llm, "Remind me which greenhouse heater we have"))
+            mine = store.scoped({"user": "alice"})
+            print(f"  alice's episodes: {[(e.type.value, e.trust, e.content[:40]) for e in mine.recall(limit=20).episodes]}")
+            print(f"  continuity saved: {'Zephyrion' in (mine.load_continuity() or '')}")
+            print("bob, kickoff 1:", kickoff(bob, llm, "Remind me which greenhouse heater we have"))
+            crewai_event_bus.flush(timeout=30.0)
+            print("alice, kickoff 2:", kickoff(alice, llm, "Remind me which greenhouse heater we have"))
             crewai_event_bus.flush(timeout=30.0)
         finally:
             listener.close()

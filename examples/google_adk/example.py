@@ -2,9 +2,10 @@
 
 Run: ``python examples/google_adk/example.py [path/to/memory.db]``
 
-Two sessions of one user through a real ADK Runner: the first calls a tool and answers;
-the plugin saves the session to the anneal store. The second session gets that memory
-(recall, scoped to the user) before its model call. Then the wrap writes the continuity.
+One Runner, one memory service, two users (ADK's own ``user_id``). Alice's session calls a
+tool and answers; the plugin saves it to her memory and wraps her continuity. Bob's session
+sees nothing of hers. Alice's next session gets her memory (continuity and recall) before
+its model call.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class ScriptedLlm(BaseLlm):
         system = llm_request.config.system_instruction if llm_request.config else None
         self.seen.append("\n".join([str(system or ""), *texts]))  # older ADK preloads into it
         answered = any(p.function_response for c in llm_request.contents for p in (c.parts or []))
-        if answered or "What did" in texts[0]:
+        if answered or "What did" in texts[-1]:
             part = types.Part(text="Water the north bed tonight.")
         else:
             part = types.Part(function_call=types.FunctionCall(name="soil_moisture",
@@ -57,11 +58,11 @@ class ScriptedLlm(BaseLlm):
         yield LlmResponse(content=types.Content(role="model", parts=[part]))
 
 
-async def turn(runner: Runner, text: str) -> str:
-    session = await runner.session_service.create_session(app_name="garden", user_id="alice")
+async def turn(runner: Runner, user: str, text: str) -> str:
+    session = await runner.session_service.create_session(app_name="garden", user_id=user)
     final = ""
     async for event in runner.run_async(
-            user_id="alice", session_id=session.id,
+            user_id=user, session_id=session.id,
             new_message=types.Content(role="user", parts=[types.Part(text=text)]),
             run_config=RunConfig(max_llm_calls=5)):
         if event.is_final_response() and event.content and event.content.parts:
@@ -72,24 +73,25 @@ async def turn(runner: Runner, text: str) -> str:
 async def main(db_path: Path) -> None:
     with Store(db_path, project_name="Gardener") as store:
         memory = AnnealMemoryService(store)
-        plugin = AnnealMemoryPlugin(memory)  # wrap_on_end=False: we wrap explicitly below
+        plugin = AnnealMemoryPlugin(memory, wrap_on_end=True)  # each user's run wraps theirs
         llm = ScriptedLlm()
         agent = LlmAgent(name="gardener", model=llm, tools=[soil_moisture])
         runner = Runner(app=App(name="garden", root_agent=agent, plugins=[plugin]),
                         session_service=InMemorySessionService(), memory_service=memory)
 
-        print("session 1:", await turn(runner, "Does the north bed need water?"))
-        for ep in store.recall(limit=20).episodes:
+        print("alice, session 1:", await turn(runner, "alice", "Does the north bed need water?"))
+        alice = store.scoped({"project": "garden", "user": "alice"})
+        for ep in alice.recall(limit=20).episodes:
             print(f"  recorded {ep.type.value:<8} trust={ep.trust:<6} {ep.content[:60]!r}")
+        print("  wrap:", "saved" if "18% moisture" in (alice.load_continuity() or "") else "none")
 
         llm.seen.clear()
-        print("session 2:", await turn(runner, "What did the north bed moisture reading say?"))
-        print("  recalled memory in the model's input:", any("18% moisture" in s for s in llm.seen))
+        print("bob, session 1:", await turn(runner, "bob", "What did the north bed moisture reading say?"))
+        print("  alice's memory in bob's model input:", any("18% moisture" in s for s in llm.seen))
 
-        outcome = await plugin.wrap()
-        print("wrap:", outcome.status, "-", outcome.message)
-        continuity = store.load_continuity() or ""
-        print("continuity starts with:", continuity.splitlines()[0] if continuity else "(none)")
+        llm.seen.clear()
+        print("alice, session 2:", await turn(runner, "alice", "What did the north bed moisture reading say?"))
+        print("  recalled memory in the model's input:", any("18% moisture" in s for s in llm.seen))
 
 
 if __name__ == "__main__":

@@ -1,17 +1,19 @@
-"""anneal-memory with LangGraph, offline: LangChain's fake chat model stands in for the LLM.
+"""anneal-memory with LangGraph, offline, for two users: LangChain's fake chat model stands
+in for the LLM.
 
 Run: ``python examples/langgraph/example.py [path/to/memory.db]``
 
-Two runs of a real ``create_agent`` agent with ``AnnealMiddleware``: the first calls a
-tool and answers, the second is given what the first left in memory; then the wrap
-writes the continuity through the agent's own model. A tool also writes through
-``AnnealStore``, the LangGraph ``BaseStore`` backed by the same memory.
+One ``create_agent`` agent with ``AnnealMiddleware``, one store, two users told apart by the
+run's ``context`` (``context_schema``). Alice's run calls a tool (which also writes through
+``AnnealStore``, the LangGraph ``BaseStore`` over the same database) and wraps her memory;
+Bob's run sees none of it; Alice's next run gets her memory as a labelled message.
 """
 
 from __future__ import annotations
 
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +28,23 @@ from anneal_memory.adapters.langgraph import AnnealMiddleware, AnnealStore
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 
+@dataclass
+class Context:
+    user_id: str
+
+
 @tool
 def soil_moisture(bed: str, runtime: ToolRuntime) -> str:
     """Read the soil moisture sensor of a garden bed, and note the reading."""
     reading = f"bed {bed}: 18% moisture, below the 25% target"
-    runtime.store.put(("garden", "readings"), bed, {"text": reading})
+    runtime.store.put(("users", runtime.context.user_id, "readings"), bed, {"text": reading})
     return reading
 
 
 class ScriptedModel(GenericFakeChatModel):
     """Replays its script; answers a wrap prompt with a valid continuity."""
 
-    last_system_prompt: str = ""
+    last_input: str = ""
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:
         return self  # the fake model has no tool binding; create_agent asks for it
@@ -47,38 +54,41 @@ class ScriptedModel(GenericFakeChatModel):
         if is_wrap_prompt(messages[-1].text):
             reply = AIMessage(content=scripted_compress(messages[-1].text))
             return ChatResult(generations=[ChatGeneration(message=reply)])
-        self.last_system_prompt = messages[0].text if messages[0].type == "system" else ""
+        self.last_input = "\n".join(m.text for m in messages)
         return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
 
 
 def main(db_path: str) -> None:
     with Store(db_path, project_name="Garden") as store:
-        long_term = AnnealStore(store)
-        first = ScriptedModel(messages=iter([
+        memory = AnnealMiddleware(store, wrap_on_end=True)
+        items = AnnealStore(store)
+        model = ScriptedModel(messages=iter([
             AIMessage(content="", tool_calls=[{"name": "soil_moisture", "args": {"bed": "north"},
                                                "id": "call_1", "type": "tool_call"}]),
             AIMessage(content="The north bed is dry (18%): water it this evening."),
+            AIMessage(content="I have no reading of your beds."),
+            AIMessage(content="Yes: it read 18% earlier."),
         ]))
-        memory = AnnealMiddleware(store)
-        agent = create_agent(first, tools=[soil_moisture], middleware=[memory], store=long_term)
-        out = agent.invoke({"messages": [{"role": "user", "content": "Check the north bed"}]})
-        print("run 1 answer:", out["messages"][-1].text)
+        agent = create_agent(model, tools=[soil_moisture], middleware=[memory], store=items,
+                             context_schema=Context)
 
-        second = ScriptedModel(messages=iter([AIMessage(content="Yes: it read 18% earlier.")]))
-        agent2 = create_agent(second, tools=[soil_moisture], middleware=[memory], store=long_term)
-        out = agent2.invoke({"messages": [{"role": "user", "content": "Was the north bed dry?"}]})
-        print("run 2 answer:", out["messages"][-1].text)
-        print("recalled memory in the model's system prompt:", "18%" in second.last_system_prompt)
+        def ask(user: str, text: str) -> str:
+            out = agent.invoke({"messages": [{"role": "user", "content": text}]},
+                               context=Context(user_id=user))
+            return out["messages"][-1].text
 
-        print("episodes recorded:")
-        for ep in reversed(store.recall(limit=20).episodes):
+        print("alice, run 1:", ask("alice", "Check the north bed"))
+        alice = store.scoped({"user": "alice"})
+        print("continuity saved:", "18%" in (alice.load_continuity() or ""))
+        print("bob, run 1:", ask("bob", "Was the north bed dry?"))
+        print("bob's model saw alice's memory:", "18%" in model.last_input)
+        print("alice, run 2:", ask("alice", "Was the north bed dry?"))
+        print("recalled memory in the model's input:", "18%" in model.last_input)
+        print("alice's episodes:")
+        for ep in reversed(alice.recall(limit=20).episodes):
             print(f"  [{ep.type.value}] trust={ep.trust} {ep.content[:70]}")
-        item = long_term.get(("garden", "readings"), "north")
-        print("BaseStore item:", item.value if item else None)
-
-        outcome = memory.wrap()  # the session ends: compress with the agent's own model
-        print("wrap:", outcome.status)
-        print("continuity starts:", (store.load_continuity() or "").splitlines()[:1])
+        item = items.get(("users", "alice", "readings"), "north")
+        print("BaseStore item (state, not memory):", item.value if item else None)
 
 
 if __name__ == "__main__":

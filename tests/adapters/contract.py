@@ -7,16 +7,29 @@ what a user cares about: episodes land with the right type and trust, recalled m
 reaches the model on the next run, the session end saves a continuity, and a broken
 store inside a hook never stops the run. Through :meth:`build` it also checks that every
 adapter takes a Store, a store path or a MemorySession the same way.
+
+Many users: with ``user=`` the run is that user's (the adapter's test maps the user to the
+framework's own identity where it has one: ADK's ``user_id``, a LangGraph run context, an
+OpenAI Agents session, a Pydantic AI ``deps``...). Two users interleaved through the real
+loop each recall their own fact and never see the other's text in any model input; two
+concurrent async runs of different users both wrap, each in its own memory.
+
+Every contract test also checks that recall reached the model through the adapter: a
+harness that calls the session's recall itself (``session.memory_block`` in a test's own
+loop) fails the test, because a retriever returning nothing would then pass it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import inspect
 import re
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -24,30 +37,98 @@ from anneal_memory import Store
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 
+T = TypeVar("T")
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TESTS = Path(__file__).resolve().parent
+_SESSION_FILE = inspect.getsourcefile(MemorySession)
+
+#: The session's recall paths: what reaches a model as memory.
+RECALL_METHODS = ("start", "context_for", "recall", "recall_items", "memory_block",
+                  "astart", "acontext_for", "arecall", "arecall_items", "amemory_block")
+
+#: Code run before an example to turn the core session's recall off (every recall path of
+#: MemorySession answers nothing). An adapter whose recall goes another way passes its own.
+RECALL_OFF = """
+from anneal_memory.session import MemorySession
+MemorySession.start = lambda self, *a, **k: ""
+MemorySession.context_for = lambda self, *a, **k: ""
+MemorySession.memory_block = lambda self, *a, **k: ""
+MemorySession.recall = lambda self, *a, **k: []
+MemorySession.recall_items = lambda self, *a, **k: []
+"""
+
+_RUNNER = """
+import runpy, sys
+exec(sys.argv[1])
+path = sys.argv[2]
+sys.argv = [path, *sys.argv[3:]]
+runpy.run_path(path, run_name="__main__")
+"""
+
+
+def _run_example(framework: str, db: Path, prelude: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", _RUNNER, prelude,
+                           str(EXAMPLES / framework / "example.py"), str(db)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def _missing(out: str, markers: tuple[str | re.Pattern[str], ...],
+             line: tuple[str, str] | None) -> list[str]:
+    missing = [getattr(m, "pattern", m) for m in markers
+               if not (m.search(out) if isinstance(m, re.Pattern) else m in out)]
+    if line is not None:
+        label, text = line
+        shown = [x for x in out.splitlines() if label in x]
+        if not (shown and text in shown[-1]):
+            missing.append(f"{label} ... {text}")
+    return [str(m) for m in missing]
 
 
 def run_example_and_check(framework: str, tmp_path: Path, *markers: str | re.Pattern[str],
-                          line: tuple[str, str] | None = None) -> str:
+                          line: tuple[str, str] | None = None,
+                          recall_off: str | None = RECALL_OFF) -> str:
     """Run ``examples/<framework>/example.py`` offline on a fresh store and check its report.
 
     Each marker must appear in the output (a string as text, a compiled pattern by
     ``search``); ``line=(label, text)``: the last line holding ``label`` also holds ``text``.
-    Returns the output.
+    Then the example runs again on another fresh store with the adapter's recall turned
+    off (``recall_off``: code run first, by default :data:`RECALL_OFF`): it must fail or
+    miss a marker, so the markers prove memory reached the model through the adapter
+    (not through the framework's own history or a printed line). Returns the output.
     """
-    done = subprocess.run([sys.executable, str(EXAMPLES / framework / "example.py"),
-                           str(tmp_path / "memory.db")],
-                          capture_output=True, text=True, timeout=300)
+    done = _run_example(framework, tmp_path / "memory.db")
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
-    for marker in markers:
-        found = marker.search(out) if isinstance(marker, re.Pattern) else marker in out
-        assert found, f"{getattr(marker, 'pattern', marker)!r} not in the example's output:\n{out}"
-    if line is not None:
-        label, text = line
-        shown = [x for x in out.splitlines() if label in x]
-        assert shown and text in shown[-1], out
+    missing = _missing(out, markers, line)
+    assert not missing, f"{missing!r} not in the example's output:\n{out}"
+    if recall_off is not None:
+        off = _run_example(framework, tmp_path / "recall-off.db", recall_off)
+        assert off.returncode != 0 or _missing(off.stdout, markers, line), (
+            "the example shows the same with the adapter's recall turned off: its markers do "
+            f"not prove memory reached the model:\n{off.stdout}")
     return out
+
+
+GUIDES = EXAMPLES.parent / "docs" / "integrations"
+
+
+def guide_blocks(framework: str) -> list[str]:
+    """The Python blocks of ``docs/integrations/<framework>.md``, in order."""
+    text = (GUIDES / f"{framework}.md").read_text("utf-8")
+    return re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
+
+
+def run_guide_blocks(framework: str, tmp_path: Path) -> None:
+    """Run every Python block of the guide as written, each in its own process, in order,
+    in one fresh folder (a block may use a file an earlier one made)."""
+    blocks = guide_blocks(framework)
+    assert blocks, f"the {framework} guide has no Python block"
+    for number, code in enumerate(blocks, 1):
+        done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, (f"block {number} of docs/integrations/{framework}.md "
+                                      f"failed:\n{code}\n{done.stderr[-3000:]}")
 
 
 @dataclasses.dataclass
@@ -60,11 +141,12 @@ class RunTrace:
 
 
 class AdapterContract:
-    """Subclass and implement :meth:`run`."""
+    """Subclass and implement :meth:`run` and :meth:`build` (and :meth:`arun`,
+    :meth:`memory_of` where the defaults do not fit)."""
 
     # --- to implement -------------------------------------------------------------
     def run(self, store: Store, user_input: str, *, wrap: bool = False,
-            call_tool: bool = False) -> RunTrace:
+            call_tool: bool = False, user: str | None = None) -> RunTrace:
         """Run the framework's real agent loop once, with the adapter wired in.
 
         ``call_tool``: the scripted model first calls a tool (any tool of the test's
@@ -72,8 +154,31 @@ class AdapterContract:
         the adapter's wrap, using the framework's own (scripted) model as compressor;
         the scripted model answers a wrap prompt with
         ``anneal_memory.testing.scripted_compress(prompt)``.
+
+        ``user``: the run is this user's, told to the adapter the way an app serving many
+        users would: through the framework's own identity where it has one, else through
+        ``namespace=`` (a callable of the run context). Runs with a user should share one
+        adapter per ``(store, wrap)`` (:meth:`shared`), as one server serves every user.
         """
         raise NotImplementedError
+
+    async def arun(self, store: Store, user_input: str, *, wrap: bool = False,
+                   user: str | None = None) -> RunTrace:
+        """One run on the framework's async path (default: :meth:`run` in a worker
+        thread, for frameworks that have no async loop)."""
+        return await asyncio.to_thread(self.run, store, user_input, wrap=wrap, user=user)
+
+    def memory_of(self, store: Store, user: str) -> Any:
+        """The memory (a namespace view of ``store``) that runs with ``user`` use."""
+        return store.scoped({"user": user})
+
+    def shared(self, key: Any, make: Callable[[], T]) -> T:
+        """One object per ``key`` for the whole test (pytest makes a new test instance
+        per test, so nothing is shared between tests)."""
+        cache: dict[Any, Any] = self.__dict__.setdefault("_shared_objects", {})
+        if key not in cache:
+            cache[key] = make()
+        return cache[key]
 
     def build(self, memory: Any, **options: Any) -> Any:
         """Construct the adapter's main object over ``memory`` (a Store, a store path or a
@@ -87,6 +192,18 @@ class AdapterContract:
         s = Store(tmp_path / "memory.db", project_name="ContractTest")
         yield s
         s.close()
+
+    @pytest.fixture(autouse=True)
+    def _recall_through_the_adapter(self, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+        """Fail a test whose harness (code under tests/) calls the session's recall
+        itself: memory must reach the model through the adapter."""
+        calls: list[str] = []
+        for name in RECALL_METHODS:
+            monkeypatch.setattr(MemorySession, name, _spy(getattr(MemorySession, name), name,
+                                                          calls))
+        yield
+        assert not calls, ("the test's own code called the session's recall (memory must "
+                           f"reach the model through the adapter): {calls}")
 
     # --- the contract ---------------------------------------------------------------
     def test_records_user_input_and_final_answer(self, store: Store) -> None:
@@ -133,6 +250,41 @@ class AdapterContract:
         finally:
             owned.close()
 
+    def test_two_users_interleaved_never_see_each_other(self, store: Store) -> None:
+        alice1 = self.run(store, "Remember that my locker code is Quasar-1711", user="alice")
+        bob1 = self.run(store, "Remember that my locker code is Nebulon-2298", user="bob",
+                        wrap=True)
+        alice2 = self.run(store, "What is my locker code?", user="alice")
+        bob2 = self.run(store, "What is my locker code?", user="bob")
+        assert "Quasar" in _joined(alice2), "alice's own fact was not recalled in her run 2"
+        assert "Nebulon" in _joined(bob2), "bob's own fact was not recalled in his run 2"
+        for trace in (alice1, alice2):
+            assert "Nebulon" not in _joined(trace), "bob's text reached alice's model"
+        for trace in (bob1, bob2):
+            assert "Quasar" not in _joined(trace), "alice's text reached bob's model"
+        bob = self.memory_of(store, "bob")
+        assert bob.status().total_wraps == 1 and "Nebulon" in (bob.load_continuity() or "")
+        alice = self.memory_of(store, "alice")
+        assert alice.status().total_wraps == 0 and alice.load_continuity() is None
+        mine = " ".join(e.content for e in alice.recall(limit=1000).episodes)
+        assert "Quasar" in mine and "Nebulon" not in mine
+
+    def test_concurrent_async_runs_of_two_users_both_wrap(self, store: Store) -> None:
+        async def both() -> list[RunTrace]:
+            return list(await asyncio.gather(
+                self.arun(store, "Decide to prune the roses in March", user="carol", wrap=True),
+                self.arun(store, "Decide to repot the ferns in May", user="dave", wrap=True)))
+
+        carol_run, dave_run = asyncio.run(both())
+        for user, own, other, trace in (("carol", "roses", "ferns", carol_run),
+                                        ("dave", "ferns", "roses", dave_run)):
+            view = self.memory_of(store, user)
+            text = view.load_continuity()
+            assert text is not None and own in text, f"{user}'s run did not wrap their memory"
+            assert other not in text, f"{user}'s continuity holds the other user's text"
+            assert view.status().total_wraps == 1
+            assert other not in _joined(trace), f"the other user's text reached {user}'s model"
+
     def test_bad_memory_or_options_raise_at_construction(self, store: Store) -> None:
         with pytest.raises(ValidationError):
             self.build(42)
@@ -140,3 +292,21 @@ class AdapterContract:
             self.build(MemorySession(store), recall_limit=2)
         with pytest.raises(ValidationError, match="compress"):
             self.build(store, compress="not callable")
+
+
+def _joined(trace: RunTrace) -> str:
+    return "\n".join(trace.model_inputs)
+
+
+def _spy(method: Any, name: str, calls: list[str]) -> Any:
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        frame = sys._getframe(1)
+        while frame is not None and (frame.f_code.co_filename == _SESSION_FILE
+                                     or frame.f_code is spy.__code__):
+            frame = frame.f_back  # the session calling its own methods
+        if frame is not None:
+            where = Path(frame.f_code.co_filename).resolve()
+            if where.is_relative_to(TESTS):
+                calls.append(f"{name} from {where.name}:{frame.f_lineno}")
+        return method(*args, **kwargs)
+    return spy

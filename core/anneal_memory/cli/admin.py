@@ -25,6 +25,7 @@ from .common import (
     read_store,
     require_store,
     sidecar,
+    tier_home,
 )
 
 
@@ -193,7 +194,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     levels: dict[str, int] = {}
     for p in patterns:
         levels[f"{p.level}x"] = levels.get(f"{p.level}x", 0) + 1
-    crystals = CrystalStore(store.path)
+    crystals = CrystalStore(tier_home(args))
     data = {
         "episodes": {"total": st["total_episodes"], "since_wrap": st["episodes_since_wrap"],
                      "by_type": st["episodes_by_type"], "by_trust": st["trust_counts"],
@@ -211,7 +212,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         "crystals": {"live": len(crystals.list()), "retired": len(crystals.list(status="retired"))},
         "continuity": {"chars": st["continuity_chars"]},
         "associations": EMPTY_LINK_STATS,
-        "spores_open": len(SporeStore(store.path).list_open()),
+        "spores_open": len(SporeStore(crystals.store).list_open()),
         "audit_entries": st["audit_entry_count"],
     }
     lines = [

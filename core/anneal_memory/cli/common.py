@@ -4,6 +4,7 @@ input, confirmations and the operator gate."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -246,6 +247,24 @@ def sidecar(args: argparse.Namespace) -> Path:
     """The base path for a tier's sidecar files, after checking the store exists."""
     require_store(args)
     return db_path(args)
+
+
+#: stores opened by tier_home for the command being run; main() closes them
+OPEN_STORES: list[Any] = []
+
+
+def tier_home(args: argparse.Namespace) -> Any:
+    """The open store whose database holds the long-term tiers (crystals, spores, the
+    outcome log), closed when the command ends."""
+    store = open_store(args)
+    OPEN_STORES.append(store)
+    return store
+
+
+def close_open_stores() -> None:
+    while OPEN_STORES:
+        with contextlib.suppress(Exception):
+            OPEN_STORES.pop().close()
 
 
 # ---------------------------------------------------------------------- input

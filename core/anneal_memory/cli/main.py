@@ -121,6 +121,15 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"anneal-memory: warning: {w.message}", file=sys.stderr)
 
 
+def _run_closing(args: argparse.Namespace) -> int:
+    from .common import close_open_stores
+
+    try:
+        return _run(args)
+    finally:
+        close_open_stores()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status (never raises, never a traceback)."""
     _utf8_streams()
@@ -143,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.parser.print_help(sys.stderr)
         return 2
     try:
-        return _run(args)
+        return _run_closing(args)
     except AnnealMemoryError as exc:
         message = _cli_message(exc)
         if getattr(args, "json", False):  # --json promises one document on stdout

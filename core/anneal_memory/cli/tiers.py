@@ -25,7 +25,7 @@ from ..spores import (
     SporeStore,
 )
 from ..worth import OUTCOMES, OutcomeLog
-from .common import command, emit, group, open_store, read_store, sidecar
+from .common import command, emit, group, open_store, read_store, tier_home
 
 
 def register(sub: Any) -> None:
@@ -168,7 +168,7 @@ def _crystal_or_fail(cs: CrystalStore, name: str) -> Any:
 
 
 def cmd_crystal_index(args: argparse.Namespace) -> int:
-    cs = CrystalStore(sidecar(args))
+    cs = CrystalStore(tier_home(args))
     index = cs.cue_index()
     emit(args, {"index": index, "crystals": [c.name for c in cs.list()]}, index or "(no crystals)")
     return 0
@@ -178,7 +178,7 @@ def cmd_crystal_recall(args: argparse.Namespace) -> int:
     from ..crystal import retrieve_patterns
 
     with read_store(args) as store:
-        found = retrieve_patterns(CrystalStore(store.path), args.query,
+        found = retrieve_patterns(CrystalStore(store), args.query,
                                   max_patterns=args.max_patterns, mode=args.mode, store=store)
     lines = [f"{m.name} ({m.level}x, score {m.score}, via {'+'.join(m.via)}): {m.text}"
              for m in found]
@@ -188,9 +188,9 @@ def cmd_crystal_recall(args: argparse.Namespace) -> int:
 
 
 def cmd_crystal_get(args: argparse.Namespace) -> int:
-    c = _crystal_or_fail(CrystalStore(sidecar(args)), args.name)
+    c = _crystal_or_fail(CrystalStore(tier_home(args)), args.name)
     if not args.no_record:
-        OutcomeLog(sidecar(args)).record_pull(c.name)
+        OutcomeLog(tier_home(args)).record_pull(c.name)
     d = c.as_mapping()
     ev = ", ".join(f"{e['id']} \"{e.get('why', '')}\"" for e in c.evidence)
     emit(args, d, f"{c.name} ({c.level}x, {c.status})\n{c.text}\nevidence: {ev or 'none'}")
@@ -198,7 +198,7 @@ def cmd_crystal_get(args: argparse.Namespace) -> int:
 
 
 def cmd_crystal_list(args: argparse.Namespace) -> int:
-    cs = CrystalStore(sidecar(args))
+    cs = CrystalStore(tier_home(args))
     rows = cs.list(status=args.status)
     if args.permanence or args.activation_mode or args.activation or args.tag:
         keep = {c.name for c in cs.list_crystal(permanence=args.permanence,
@@ -226,7 +226,7 @@ def cmd_crystallize(args: argparse.Namespace) -> int:
         if args.level is None or args.explanation is None:
             raise ValidationError("--name needs --level N (2 or higher) and --explanation TEXT")
         with open_store(args) as store:
-            c = CrystalStore(store.path).crystallize(
+            c = CrystalStore(store).crystallize(
                 name=args.name, level=args.level, explanation=args.explanation,
                 evidence=_ids(args.evidence), permanence=args.permanence,
                 activation_mode=args.activation_mode, tags=_ids(args.tags),
@@ -237,7 +237,7 @@ def cmd_crystallize(args: argparse.Namespace) -> int:
         raise ValidationError("name the pattern to crystallize out of the continuity, or pass "
                               "--name, --level and --explanation")
     with open_store(args) as store:
-        result = CrystalStore(store.path).crystallize_from_store(store, args.pattern)
+        result = CrystalStore(store).crystallize_from_store(store, args.pattern)
     c = result.crystal
     emit(args, {**c.as_mapping(), "crystal": c.as_mapping(),
                 "removed_lines": list(result.removed_lines)},
@@ -249,7 +249,7 @@ def cmd_crystal_rewarm(args: argparse.Namespace) -> int:
     from ..clock import today_iso
     from ..wrap.prepare import gone_cold
 
-    cold = [c for c in CrystalStore(sidecar(args)).list() if gone_cold(c, today_iso())]
+    cold = [c for c in CrystalStore(tier_home(args)).list() if gone_cold(c, today_iso())]
     emit(args, {"rewarm_candidates": [c.as_mapping() for c in cold]},
          "\n".join(f"{c.name} ({c.level}x), last used {c.last_activated_on}" for c in cold)
          or "(no crystal has gone cold)")
@@ -257,13 +257,13 @@ def cmd_crystal_rewarm(args: argparse.Namespace) -> int:
 
 
 def cmd_crystal_touch(args: argparse.Namespace) -> int:
-    c = CrystalStore(sidecar(args)).touch(args.name)
+    c = CrystalStore(tier_home(args)).touch(args.name)
     emit(args, c.as_mapping(), f"Touched {c.name}")
     return 0
 
 
 def cmd_crystal_update(args: argparse.Namespace) -> int:
-    c = CrystalStore(sidecar(args)).update(
+    c = CrystalStore(tier_home(args)).update(
         args.name, explanation=args.explanation, level=args.level, evidence=_ids(args.evidence),
         permanence=args.permanence, activation_mode=args.activation_mode,
         tags=_ids(args.tags), source=args.source, add_note=args.add_note)
@@ -273,7 +273,7 @@ def cmd_crystal_update(args: argparse.Namespace) -> int:
 
 def cmd_crystal_retire(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        c = CrystalStore(store.path).retire(args.name, kind=args.kind, reason=args.reason,
+        c = CrystalStore(store).retire(args.name, kind=args.kind, reason=args.reason,
                                             store=store)
     emit(args, c.as_mapping(), f"Retired {c.name} ({args.kind})")
     return 0
@@ -281,7 +281,7 @@ def cmd_crystal_retire(args: argparse.Namespace) -> int:
 
 def cmd_crystal_restore(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        c = CrystalStore(store.path).restore(args.name, store=store)
+        c = CrystalStore(store).restore(args.name, store=store)
     emit(args, c.as_mapping(), f"Restored {c.name}")
     return 0
 
@@ -291,7 +291,7 @@ def cmd_fold_surfaced(args: argparse.Namespace) -> int:
 
     from ..worth import fold_surfaced
 
-    res = fold_surfaced(CrystalStore(sidecar(args)), args.receipts)
+    res = fold_surfaced(CrystalStore(tier_home(args)), args.receipts)
     emit(args, asdict(res), f"Folded {res.receipts_folded} receipt(s): "
          + (", ".join(f"{k} +{v}" for k, v in sorted(res.counts.items())) or "no live crystal surfaced")
          + (f"; unknown names: {', '.join(sorted(res.unknown_names))}" if res.unknown_names else ""))
@@ -319,7 +319,7 @@ def cmd_spore_add(args: argparse.Namespace) -> int:
         raise ValidationError("give the spore's text once: anneal-memory spore add TEXT "
                               "(or --text TEXT)")
     text = args.text if args.text is not None else args.text_option
-    s = SporeStore(sidecar(args)).add(type=args.type, text=text, tier=args.tier,
+    s = SporeStore(tier_home(args)).add(type=args.type, text=text, tier=args.tier,
                                       salience=args.salience, domain=args.domain,
                                       next=args.next, pointer=args.pointer)
     _show_spore(args, s, "Added")
@@ -327,7 +327,7 @@ def cmd_spore_add(args: argparse.Namespace) -> int:
 
 
 def cmd_spore_list(args: argparse.Namespace) -> int:
-    ss = SporeStore(sidecar(args))
+    ss = SporeStore(tier_home(args))
     spores = ss.list_closed() if args.closed else ss.list_open(
         type=args.type, tier=args.tier, domain=args.domain, germination=args.germination)
     _show_spores(args, spores)
@@ -335,7 +335,7 @@ def cmd_spore_list(args: argparse.Namespace) -> int:
 
 
 def cmd_spore_get(args: argparse.Namespace) -> int:
-    s = SporeStore(sidecar(args)).get(args.id)
+    s = SporeStore(tier_home(args)).get(args.id)
     if s is None:
         raise ValidationError(f"no spore {args.id!r}: see anneal-memory spore list")
     _show_spore(args, s, "")
@@ -343,18 +343,18 @@ def cmd_spore_get(args: argparse.Namespace) -> int:
 
 
 def cmd_spore_surface(args: argparse.Namespace) -> int:
-    _show_spores(args, SporeStore(sidecar(args)).surface(limit=args.limit,
+    _show_spores(args, SporeStore(tier_home(args)).surface(limit=args.limit,
                                                          top_of_mind=args.top_of_mind))
     return 0
 
 
 def cmd_spore_touch(args: argparse.Namespace) -> int:
-    _show_spore(args, SporeStore(sidecar(args)).touch(args.id), "Touched")
+    _show_spore(args, SporeStore(tier_home(args)).touch(args.id), "Touched")
     return 0
 
 
 def cmd_spore_update(args: argparse.Namespace) -> int:
-    s = SporeStore(sidecar(args)).update(
+    s = SporeStore(tier_home(args)).update(
         args.id, text=args.text, type=args.type, tier=args.tier, salience=args.salience,
         domain=args.domain, next=args.next, clear_next=args.clear_next, pointer=args.pointer,
         note=args.note)
@@ -363,7 +363,7 @@ def cmd_spore_update(args: argparse.Namespace) -> int:
 
 
 def cmd_spore_close(args: argparse.Namespace) -> int:
-    ss = SporeStore(sidecar(args))
+    ss = SporeStore(tier_home(args))
     if args.direction == "ascend":
         s = ss.ascend(args.id, kind=args.kind, ref=args.ref, note=args.note)
     else:
@@ -375,7 +375,7 @@ def cmd_spore_close(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- outcomes, worth
 
 def cmd_outcome(args: argparse.Namespace) -> int:
-    rec = OutcomeLog(sidecar(args)).record(args.exposure_id, args.item, outcome=args.outcome,
+    rec = OutcomeLog(tier_home(args)).record(args.exposure_id, args.item, outcome=args.outcome,
                                            exposed=args.exposed)
     emit(args, rec, f"Recorded outcome for exposure {rec['exposure_id']}: "
          f"{len(rec['items'])} labelled item(s), outcome {rec['outcome'] or 'not given'}")
@@ -386,8 +386,8 @@ def cmd_worth(args: argparse.Namespace) -> int:
     from ..worth import compute_worth, fold_surfaced
 
     if args.receipts:
-        fold_surfaced(CrystalStore(sidecar(args)), args.receipts)
-    report = compute_worth(OutcomeLog(sidecar(args)), CrystalStore(sidecar(args)),
+        fold_surfaced(CrystalStore(tier_home(args)), args.receipts)
+    report = compute_worth(OutcomeLog(tier_home(args)), CrystalStore(tier_home(args)),
                            episodes=args.episodes)
     rows = list(report.crystals.values()) + list(report.episodes.values())
     head = f"{'kind':<8} {'ref':<28} {'succ':>5} {'fail':>5} {'fol':>4} {'unlab':>6} {'pull':>5}"

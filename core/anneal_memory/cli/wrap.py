@@ -97,7 +97,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
         if args.crystal:
             from ..crystal import CrystalStore
 
-            crystals = CrystalStore(store.path)
+            crystals = CrystalStore(store)
         result = prepare_wrap(store, max_chars=args.max_chars, crystal_store=crystals,
                               staleness_days=args.staleness_days, session_id=args.session_id)
     if args.json:
@@ -145,7 +145,7 @@ def cmd_save(args: argparse.Namespace) -> int:
         if args.crystal:
             from ..crystal import CrystalStore
 
-            crystals = CrystalStore(store.path)
+            crystals = CrystalStore(store)
         result = validated_save_continuity(store, text, today=args.today,
                                            wrap_token=args.wrap_token,
                                            allow_shrink=args.allow_shrink,

@@ -31,8 +31,8 @@ class MemoryTools:
     def __init__(self, store: Store, session_id: str | None = None) -> None:
         self.store = store
         self.session_id = session_id
-        self.crystals = CrystalStore(store.path)
-        self.spores = SporeStore(store.path)
+        self.crystals = CrystalStore(store)
+        self.spores = SporeStore(store)
         self._table: dict[str, Callable[[dict[str, Any]], str]] = {
             "record": self.record, "recall": self.recall, "prepare_wrap": self.prepare_wrap,
             "save_continuity": self.save_continuity, "delete_episode": self.delete_episode,

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cas_scripted import LOOKUP, run, scripted_compressor
+from cas_scripted import LOOKUP, arun, run, scripted_compressor
 
 from anneal_memory import Store
 from anneal_memory.adapters.claude_agent_sdk import AnnealMemory, project_namespace
@@ -22,12 +22,34 @@ class TestClaudeAgentSDKContract(AdapterContract):
     def build(self, memory: Any, **options: Any) -> Any:
         return AnnealMemory(memory, **options)
 
+    def _cwd_of(self, user: str | None) -> Path:
+        # a user works in their own project: the SDK's identity the adapter takes by default
+        if user is None:
+            return self.cwd
+        path = self.cwd / f"project-of-{user}"
+        path.mkdir(exist_ok=True)
+        return path
+
+    def _memory(self, store: Store, wrap: bool) -> AnnealMemory:
+        return self.shared((id(store), wrap), lambda: AnnealMemory(
+            store, compress=scripted_compressor() if wrap else None))
+
     def run(self, store: Store, user_input: str, *, wrap: bool = False,
-            call_tool: bool = False) -> RunTrace:
-        memory = AnnealMemory(store, compress=scripted_compressor() if wrap else None)
+            call_tool: bool = False, user: str | None = None) -> RunTrace:
+        memory = self._memory(store, wrap) if user else AnnealMemory(
+            store, compress=scripted_compressor() if wrap else None)
         steps = ([LOOKUP] if call_tool else []) + ["Done: noted for the garden."]
-        result = run(memory, user_input, steps, cwd=self.cwd)
+        result = run(memory, user_input, steps, cwd=self._cwd_of(user))
         return RunTrace(output=result.output, model_inputs=result.model_inputs)
+
+    async def arun(self, store: Store, user_input: str, *, wrap: bool = False,
+                   user: str | None = None) -> RunTrace:
+        result = await arun(self._memory(store, wrap), user_input,
+                            ["Done: noted for the garden."], cwd=self._cwd_of(user))
+        return RunTrace(output=result.output, model_inputs=result.model_inputs)
+
+    def memory_of(self, store: Store, user: str) -> Any:
+        return store.scoped(project_namespace(str(self._cwd_of(user))))
 
     def test_wrap_saves_continuity(self, store: Store) -> None:
         # the contract's check, in the memory the default identity picks: the project of

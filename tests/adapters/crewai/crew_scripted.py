@@ -9,7 +9,7 @@ from crewai.events import crewai_event_bus
 from crewai.llms.base_llm import BaseLLM
 from crewai.tools import tool
 
-from anneal_memory.adapters.crewai import AnnealCrewMemory, AnnealEventListener
+from anneal_memory.adapters.crewai import AnnealEventListener
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 
@@ -47,8 +47,9 @@ def lookup(query: str) -> str:
     return f"toolresult: {query} runs at 42 psi"
 
 
-def run_crew(memory: AnnealCrewMemory, llm: ScriptedLLM, request: str) -> Any:
-    """Kick off a one-agent, one-task crew wired to ``memory``; flush the bus after."""
+def run_crew(memory: Any, llm: ScriptedLLM, request: str) -> Any:
+    """Kick off a one-agent, one-task crew wired to ``memory`` (an AnnealCrewMemory or a
+    ``memory.scope(...)`` view of one); flush the bus after."""
     agent = Agent(role="Gardener", goal="Help with the garden", backstory="A careful gardener.",
                   llm=llm, tools=[lookup], allow_delegation=False)
     task = Task(description=request, expected_output="A short answer", agent=agent)

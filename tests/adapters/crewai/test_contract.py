@@ -1,4 +1,5 @@
-"""The shared adapter contract, on a real ``Crew.kickoff`` with a scripted LLM."""
+"""The shared adapter contract, on a real ``Crew.kickoff`` with a scripted LLM. A user is
+CrewAI's own scope tree: the crew's memory is ``memory.scope("/user/<name>")``."""
 
 from __future__ import annotations
 
@@ -17,12 +18,18 @@ class TestCrewAIContract(AdapterContract):
         return AnnealCrewMemory(memory, llm=scripted_llm(), **options)
 
     def run(self, store: Store, user_input: str, *, wrap: bool = False,
-            call_tool: bool = False) -> RunTrace:
+            call_tool: bool = False, user: str | None = None) -> RunTrace:
         llm = scripted_llm(call_tool=call_tool)
-        memory = AnnealCrewMemory(store, llm=llm, wrap_on_end=wrap)
-        listener = AnnealEventListener(memory.session)
+        if user is None:
+            memory = AnnealCrewMemory(store, llm=llm, wrap_on_end=wrap)
+            crew_memory: Any = memory
+        else:  # one memory serves every user; each crew works in its user's scope
+            memory = self.shared((id(store), wrap), lambda: AnnealCrewMemory(
+                store, llm=scripted_llm(), wrap_on_end=wrap))
+            crew_memory = memory.scope(f"/user/{user}")
+        listener = AnnealEventListener(memory)
         try:
-            output = run_crew(memory, llm, user_input)
+            output = run_crew(crew_memory, llm, user_input)
         finally:
             listener.close()
         return RunTrace(output=str(output.raw), model_inputs=list(llm.inputs))

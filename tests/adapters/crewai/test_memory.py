@@ -86,15 +86,6 @@ def test_recall_puts_continuity_first_and_labels_relayed(mem_store: Store) -> No
     assert kinds == sorted(kinds), "relayed items come last"
 
 
-def test_recall_leaves_out_the_tasks_own_request(mem_store: Store) -> None:
-    memory = _memory(mem_store)
-    memory.session.record_user_input("Plan the valve replacement")
-    memory.session.record_decision("The valve replacement is planned for May")
-    contents = [m.record.content for m in memory.recall("Plan the valve replacement")]
-    assert any("planned for May" in c for c in contents)
-    assert not any(c.endswith("Plan the valve replacement") for c in contents)
-
-
 def test_async_variants(mem_store: Store) -> None:
     memory = _memory(mem_store)
 
@@ -136,16 +127,16 @@ def test_failed_wrap_keeps_episodes(mem_store: Store) -> None:
     assert memory.wrap(scripted_compress).status == "saved"
 
 
-def test_listener_records_tool_and_task_then_unregisters(mem_store: Store) -> None:
+def test_listener_records_tools_then_unregisters(mem_store: Store) -> None:
     llm = scripted_llm(call_tool=True)
     memory = AnnealCrewMemory(mem_store, llm=llm)
-    listener = AnnealEventListener(memory.session)
+    listener = AnnealEventListener(memory)
     run_crew(memory, llm, "Check the pump pressure")
     listener.close()
     episodes = mem_store.recall(limit=100).episodes
     assert any(e.trust == "tool" and "toolresult" in e.content for e in episodes)
-    assert any(e.type.value == "context" and e.content == "Check the pump pressure"
-               for e in episodes)
+    assert [e.content for e in episodes if e.type.value == "context"] == [
+        "Check the pump pressure"]  # the memory recorded it, once
     run_crew(AnnealCrewMemory(mem_store, llm=llm, read_only=True), llm, "Another request here")
     after = mem_store.recall(limit=100).episodes
     assert not any(e.content == "Another request here" for e in after), "listener still active"
@@ -161,4 +152,112 @@ def test_store_path_opens_a_store_the_memory_owns(tmp_path) -> None:
     memory.remember("Keep the seed order list", scope="garden")
     assert memory.session.owns_store
     assert [r.content for r in memory.list_records()] == ["Keep the seed order list"]
-    memory.session.close()
+    memory.close()
+
+
+# ---------------------------------------------------------------------- the defects
+def _memories_section(prompt: str) -> str:
+    """The part of a task prompt CrewAI filled from memory."""
+    if "Relevant memories:" not in prompt:
+        return ""
+    return prompt.split("Relevant memories:", 1)[1].split("IMPORTANT", 1)[0]
+
+
+def test_a_task_is_never_recalled_into_its_own_prompt(mem_store: Store) -> None:
+    memory = AnnealCrewMemory(mem_store, llm=scripted_llm())
+    listener = AnnealEventListener(memory, record_tasks=False)
+    try:
+        for request in ("Check the compost heap temperature", "Check the compost bin lid",
+                        "Check the compost moisture"):
+            llm = scripted_llm()
+            run_crew(memory, llm, request)
+            assert request not in _memories_section(llm.inputs[0]), llm.inputs[0]
+    finally:
+        listener.close()
+    # ...and each earlier request is memory for the later ones
+    assert "compost heap temperature" in _memories_section(llm.inputs[0])
+
+
+def test_each_task_result_is_stored_once(mem_store: Store) -> None:
+    llm = scripted_llm(call_tool=True)
+    memory = AnnealCrewMemory(mem_store, llm=llm, wrap_on_end=False)
+    listener = AnnealEventListener(memory)
+    try:
+        run_crew(memory, llm, "Look up the pump pressure")
+    finally:
+        listener.close()
+    episodes = mem_store.recall(limit=100).episodes
+    outcomes = [e for e in episodes if e.type.value == "outcome"]
+    assert [e.content for e in outcomes] == ["Done: noted."]
+    assert len([e for e in episodes if e.type.value == "context"]) == 1
+    assert [r.content for r in memory.list_records()] == ["Done: noted."]
+
+
+def test_scope_views_are_separate_memories(mem_store: Store) -> None:
+    memory = AnnealCrewMemory(mem_store, llm=scripted_llm())
+    alice, bob = memory.scope("/user/alice"), memory.scope("/user/bob")
+    alice.remember("alice's locker code is 1234")
+    bob.remember("bob's locker code is 9999")
+    assert [m.record.content for m in bob.recall("locker code")][-1].endswith(
+        "bob's locker code is 9999")
+    assert not any("1234" in m.record.content for m in bob.recall("locker code"))
+    assert [r.content for r in bob.list_records()] == ["bob's locker code is 9999"]
+    assert memory.info("/user").child_scopes == ["/user/alice", "/user/bob"]
+    # each user's episodes are their namespace's
+    assert [e.content for e in mem_store.scoped({"user": "bob"}).recall().episodes] == [
+        "bob's locker code is 9999"]
+    # the whole tree (the root) still sees both, as CrewAI's scope "/" does
+    assert len([m for m in memory.recall("locker code") if "code is" in m.record.content]) == 2
+    # "/user/bob" holds "/user/bob/notes", never "/user/bobby"
+    memory.remember("bobby's locker code is 5555", scope="/user/bobby")
+    memory.remember("bob's notes say 42", scope="/user/bob/notes")
+    assert {r.content for r in bob.list_records()} == {"bob's locker code is 9999",
+                                                      "bob's notes say 42"}
+
+
+def test_recall_honours_categories_source_and_private(mem_store: Store) -> None:
+    memory = AnnealCrewMemory(mem_store, llm=scripted_llm())
+    memory.remember("the hose leaks (ops)", scope="/team", categories=["ops"])
+    memory.remember("the hose is green (look)", scope="/team", categories=["looks"])
+    memory.remember("the hose key is 777", scope="/team", private=True, source="keeper")
+    texts = lambda **kw: [m.record.content for m in memory.recall("hose", **kw)]  # noqa: E731
+    assert [t for t in texts(categories=["ops"]) if "hose" in t][-1].endswith("(ops)")
+    assert not any("777" in t for t in texts())
+    assert not any("777" in t for t in texts(source="someone-else"))
+    assert any("777" in t for t in texts(source="keeper"))
+    assert any("777" in t for t in texts(include_private=True))
+    assert len([t for t in texts(categories=[]) if "hose" in t]) == 2  # [] is no filter
+
+
+def test_storage_normalises_scope_prefixes_as_crewai_does(mem_store: Store) -> None:
+    memory = AnnealCrewMemory(mem_store, llm=scripted_llm())
+    memory.remember("app fact", scope="app")
+    memory.remember("tenant fact", scope="tenant1/notes/")
+    storage = memory._storage
+    assert [r.content for r in storage.list_records("app")] == ["app fact"]
+    assert [r.content for r in storage.list_records("tenant1/")] == ["tenant fact"]
+    assert storage.count("/tenant1") == 1 and storage.count("") == 2
+    assert storage.list_scopes("tenant1") == ["/tenant1/notes"]
+    assert [r.content for r, _ in storage.search([0.1], scope_prefix="app", categories=[],
+                                                 metadata_filter={})] == ["app fact"]
+    assert storage.delete(scope_prefix="tenant1/", categories=[]) == 1
+
+
+def test_storage_reads_only_the_scopes_items(mem_store: Store, monkeypatch) -> None:
+    from anneal_memory.items import ItemCollection
+
+    memory = AnnealCrewMemory(mem_store, llm=scripted_llm())
+    for n in range(30):
+        memory.remember(f"note {n}", scope=f"/user/u{n}")
+    calls: list[dict] = []
+    real = ItemCollection.list
+
+    def spy(self, **kwargs):
+        rows = real(self, **kwargs)
+        calls.append({"prefix": kwargs.get("prefix"), "rows": len(rows)})
+        return rows
+
+    monkeypatch.setattr(ItemCollection, "list", spy)
+    assert [r.content for r in memory.list_records(scope="/user/u7")] == ["note 7"]
+    assert memory.info("/user/u7").record_count == 1
+    assert calls and all(c["prefix"] == "/user/u7/" and c["rows"] <= 1 for c in calls)

@@ -1,11 +1,12 @@
-"""The shared adapter contract, driven through a real ADK Runner with a scripted model."""
+"""The shared adapter contract, driven through a real ADK Runner with a scripted model.
+A user is ADK's own ``user_id`` (the memory is ``(app_name, user_id)``'s by default)."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from adk_scripted import ScriptedLlm, make_runner, read_gauge, run_turn
+from adk_scripted import APP, ScriptedLlm, make_runner, read_gauge, run_turn
 from google.adk.agents import LlmAgent
 
 from anneal_memory import Store
@@ -19,14 +20,39 @@ class TestGoogleAdkContract(AdapterContract):
         compress = options.pop("compress", None)  # a plugin option; the rest go to the service
         return AnnealMemoryPlugin(AnnealMemoryService(memory, **options), compress=compress)
 
-    def run(self, store: Store, user_input: str, *, wrap: bool = False,
-            call_tool: bool = False) -> RunTrace:
-        llm = ScriptedLlm(answer="Noted and done.", inputs=[],
-                          call=("read_gauge", {"name": "pump"}) if call_tool else None)
-        service = AnnealMemoryService(store)
+    def memory_of(self, store: Store, user: str) -> Any:
+        return store.scoped({"project": APP, "user": user})
+
+    def _runner(self, store: Store, wrap: bool, llm: ScriptedLlm, shared: bool) -> Any:
+        def make() -> tuple[AnnealMemoryService, AnnealMemoryPlugin]:
+            service = AnnealMemoryService(store)
+            return service, AnnealMemoryPlugin(service, wrap_on_end=wrap)
+        service, plugin = self.shared((id(store), wrap), make) if shared else make()
         agent = LlmAgent(name="gardener", model=llm, tools=[read_gauge],
                          instruction="You look after the garden.")
-        runner = make_runner(agent, plugins=[AnnealMemoryPlugin(service, wrap_on_end=wrap)],
-                             memory_service=service)
-        output = asyncio.run(run_turn(runner, "u1", user_input))
+        return make_runner(agent, plugins=[plugin], memory_service=service)
+
+    def run(self, store: Store, user_input: str, *, wrap: bool = False,
+            call_tool: bool = False, user: str | None = None) -> RunTrace:
+        llm = ScriptedLlm(answer="Noted and done.", inputs=[],
+                          call=("read_gauge", {"name": "pump"}) if call_tool else None)
+        runner = self._runner(store, wrap, llm, user is not None)
+        output = asyncio.run(run_turn(runner, user or "u1", user_input))
         return RunTrace(output=output, model_inputs=llm.inputs)
+
+    async def arun(self, store: Store, user_input: str, *, wrap: bool = False,
+                   user: str | None = None) -> RunTrace:
+        llm = ScriptedLlm(answer="Noted and done.", inputs=[])
+        runner = self._runner(store, wrap, llm, True)
+        output = await run_turn(runner, user or "u1", user_input)
+        return RunTrace(output=output, model_inputs=llm.inputs)
+
+    # the single-user checks, in the memory ADK's identity picks: (garden, u1)
+    def test_wrap_saves_continuity(self, store: Store) -> None:
+        view = self.memory_of(store, "u1")
+        assert view.load_continuity() is None
+        self.run(store, "Decide to water the tomatoes at dawn", wrap=True)
+        text = view.load_continuity()
+        assert text is not None and "## State" in text
+        assert view.status().total_wraps == 1
+        assert store.load_continuity() is None  # never the store's shared continuity

@@ -62,7 +62,7 @@ def test_run_saves_typed_episodes_scoped_to_app_and_user(store: Store) -> None:
     eps = store.recall(limit=100).episodes
     kinds = {(e.type.value, e.trust) for e in eps}
     assert ("context", "agent") in kinds and ("outcome", "agent") in kinds and ("observation", "tool") in kinds
-    assert {e.source for e in eps} == {"adk:garden/alice"}
+    assert store.scoped({"project": APP, "user": "alice"}).recall(limit=100).total_matching == len(eps)
 
     async def searches():
         own = await service.search_memory(app_name=APP, user_id="alice", query="irrigation pump")
@@ -204,10 +204,12 @@ def test_sync_runner_run_path(store: Store) -> None:
 def test_wrap_is_off_by_default_then_explicit_wrap_uses_agent_model(store: Store) -> None:
     _, _, plugin, runner = _setup(store, answer="Water at dawn.")
     asyncio.run(run_turn(runner, "alice", "Decide when to water the tomatoes"))
-    assert store.load_continuity() is None
-    outcome = asyncio.run(plugin.wrap())
+    alice = store.scoped({"project": APP, "user": "alice"})
+    assert alice.load_continuity() is None
+    outcome = asyncio.run(plugin.awrap(app_name=APP, user_id="alice"))
     assert outcome.status == "saved", outcome.message
-    assert "## State" in (store.load_continuity() or "")
+    assert "## State" in (alice.load_continuity() or "")
+    assert store.load_continuity() is None
 
 
 def test_failed_compress_keeps_episodes(store: Store) -> None:
@@ -216,9 +218,11 @@ def test_failed_compress_keeps_episodes(store: Store) -> None:
 
     _, _, plugin, runner = _setup(store, plugin_kwargs={"wrap_on_end": True, "compress": broken})
     asyncio.run(run_turn(runner, "alice", "Decide to mulch the beds"))
-    assert plugin.session.last_wrap is not None and plugin.session.last_wrap.status != "saved"
-    assert store.load_continuity() is None and store.status().episodes_since_wrap >= 2
-    assert asyncio.run(plugin.wrap(model_compressor(ScriptedLlm()))).status == "saved"
+    alice = plugin.session_for(namespace={"project": APP, "user": "alice"})
+    assert alice.last_wrap is not None and alice.last_wrap.status != "saved"
+    assert alice.store.load_continuity() is None and alice.store.status().episodes_since_wrap >= 2
+    assert plugin.wrap(model_compressor(ScriptedLlm()), app_name=APP,
+                       user_id="alice").status == "saved"
 
 
 def test_hook_failures_are_logged_on_the_adapter_logger(tmp_path: Path, caplog) -> None:
@@ -247,7 +251,7 @@ def test_strict_session_lets_hook_failures_through(tmp_path: Path) -> None:
 
 def test_each_scope_session_copies_the_services_options(tmp_path: Path) -> None:
     service = AnnealMemoryService(tmp_path / "p.db", recall_limit=2, max_content_chars=200)
-    scoped = service.session_for(APP, "alice")
+    scoped = service.memory_for(APP, "alice")
     assert scoped.recall_limit == 2 and scoped.max_content_chars == 200
     asyncio.run(service.add_memory(app_name=APP, user_id="alice", memories=[
         MemoryEntry(content=types.Content(parts=[types.Part(text="Beans by the fence " * 40)]))]))
@@ -263,3 +267,156 @@ def test_configuration_errors_raise_at_construction(store: Store) -> None:
         AnnealMemoryService(store, search_limit=0)
     with pytest.raises(ValidationError):
         AnnealMemoryPlugin(store)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------- per user
+def test_each_user_has_their_own_continuity_and_wrap(store: Store) -> None:
+    llm, _, _, runner = _setup(store, plugin_kwargs={"wrap_on_end": True})
+    asyncio.run(run_turn(runner, "alice", "My locker code is Quasar-1711"))
+    alice = store.scoped({"project": APP, "user": "alice"})
+    assert "Quasar" in (alice.load_continuity() or "")
+    llm.inputs.clear()
+    asyncio.run(run_turn(runner, "bob", "What is my locker code?"))
+    assert "Quasar" not in "\n".join(llm.inputs)  # neither her continuity nor her recall
+    bob = store.scoped({"project": APP, "user": "bob"})
+    assert bob.status().total_wraps == 1 and "Quasar" not in (bob.load_continuity() or "")
+    assert alice.status().total_wraps == 1 and store.load_continuity() is None
+    llm.inputs.clear()
+    asyncio.run(run_turn(runner, "alice", "Remind me what my locker code is"))
+    assert "Quasar" in "\n".join(llm.inputs)
+
+
+class _Seen(ScriptedLlm):
+    requests: list = []
+
+    async def generate_content_async(self, llm_request, stream: bool = False):
+        type(self).requests.append(llm_request)
+        async for response in super().generate_content_async(llm_request, stream):
+            yield response
+
+
+def test_continuity_is_a_labelled_user_turn_or_the_system_instruction(store: Store) -> None:
+    from anneal_memory.adapters import MEMORY_LABEL
+
+    service = AnnealMemoryService(store)
+    alice = service.memory_for(APP, "alice")
+    alice.record_decision("Decide to sow leeks in March")
+    assert service.memory_for(APP, "alice").wrap(
+        __import__("anneal_memory.testing", fromlist=["x"]).scripted_compress).saved
+    for role in ("user", "system"):
+        _Seen.requests = []
+        llm = _Seen(answer="ok", inputs=[])
+        agent = LlmAgent(name="gardener", model=llm, tools=[], instruction="Rules.")
+        plugin = AnnealMemoryPlugin(service, memory_role=role, inject_recall=False)
+        asyncio.run(run_turn(make_runner(agent, plugins=[plugin], memory_service=service),
+                             "alice", "What did we decide?"))
+        request = _Seen.requests[0]
+        system = str(request.config.system_instruction or "")
+        turns = [" ".join(p.text for p in c.parts if p.text) for c in request.contents]
+        if role == "user":
+            assert "leeks" not in system
+            assert turns[-2].startswith(MEMORY_LABEL) and "leeks" in turns[-2]
+            assert turns[-1] == "What did we decide?"
+        else:
+            assert "leeks" in system and turns == ["What did we decide?"]
+
+
+def _scripted_events() -> list[Event]:
+    texts = ["The pump needs oil", "Oil the pump and the mower", "The mower needs a blade",
+             "日本語のテキストです", "私はPythonを使う", "한국어 텍스트", "Café au lait",
+             "nothing in common", "the", "pump pump pump"]
+    return [_event("user", t) for t in texts]
+
+
+# InMemoryMemoryService's answers (google-adk 2.13), asserted on every version tested; where
+# the installed ADK's reference has the same interface, its answers are compared too
+EXPECTED: dict[str, list[str]] = {
+    "pump oil": ["The pump needs oil", "Oil the pump and the mower", "pump pump pump"],
+    "mower": ["Oil the pump and the mower", "The mower needs a blade"],
+    "": [],
+    "   ": [],
+    "Python": ["私はPythonを使う"],
+    "テキスト": ["日本語のテキストです"],
+    "한국어": ["한국어 텍스트"],
+    "caf\u0065\u0301": ["Café au lait"],  # an NFD query finds NFC text
+    "the pump": ["The pump needs oil", "Oil the pump and the mower",
+                 "The mower needs a blade", "the", "pump pump pump"],
+    "zebra": [],
+}
+
+
+@pytest.mark.parametrize("query", list(EXPECTED))
+def test_search_answers_as_in_memory_memory_service(store: Store, query: str) -> None:
+    ours = AnnealMemoryService(store)
+    events = _scripted_events()
+
+    async def search() -> list[str]:
+        await ours.add_events_to_memory(app_name=APP, user_id="u", events=events, session_id="s1")
+        return _texts(await ours.search_memory(app_name=APP, user_id="u", query=query))
+
+    got = asyncio.run(search())
+    assert got == EXPECTED[query]
+    reference = InMemoryMemoryService()
+    if hasattr(reference, "add_events_to_memory"):  # google-adk >= 1.2x
+        async def theirs() -> list[str]:
+            await reference.add_events_to_memory(app_name=APP, user_id="u", events=events,
+                                                 session_id="s1")
+            return _texts(await reference.search_memory(app_name=APP, user_id="u", query=query))
+        assert got == asyncio.run(theirs())
+
+
+def test_nfd_text_is_found_by_an_nfc_query(store: Store) -> None:
+    import unicodedata
+
+    service = AnnealMemoryService(store)
+    nfd = unicodedata.normalize("NFD", "한국어 메모와 ガーデン")
+    asyncio.run(service.add_events_to_memory(app_name=APP, user_id="u",
+                                             events=[_event("user", nfd)]))
+    found = asyncio.run(service.search_memory(
+        app_name=APP, user_id="u", query=unicodedata.normalize("NFC", "메모와")))
+    assert len(found.memories) == 1
+
+
+def test_at_most_ten_and_the_best_matches_first(store: Store) -> None:
+    service = AnnealMemoryService(store)
+    events = [_event("user", f"note {n} about the hedge") for n in range(15)]
+    events.append(_event("user", "the hedge needs trimming note"))
+    asyncio.run(service.add_events_to_memory(app_name=APP, user_id="u", events=events))
+    found = _texts(asyncio.run(service.search_memory(app_name=APP, user_id="u",
+                                                     query="hedge trimming")))
+    assert len(found) == 10 and found[0] == "the hedge needs trimming note"
+
+
+def test_a_deleted_memory_is_not_added_back_even_by_a_new_process(store: Store,
+                                                                  tmp_path: Path) -> None:
+    path = tmp_path / "persist.db"
+    events = [_event("user", "The gate code is 8080"), _event("user", "Feed the fish")]
+
+    async def first() -> None:
+        service = AnnealMemoryService(path)
+        await service.add_events_to_memory(app_name=APP, user_id="u", events=events)
+        (gate,) = (await service.search_memory(app_name=APP, user_id="u", query="gate")).memories
+        await service.delete_memory(app_name=APP, user_id="u", memory_id=gate.id)
+        service.close()
+
+    async def second() -> list[str]:
+        service = AnnealMemoryService(path)  # another process: nothing remembered in memory
+        await service.add_events_to_memory(app_name=APP, user_id="u", events=events)
+        texts = [m.content.parts[0].text for m in await service.list_memories(
+            app_name=APP, user_id="u")]
+        service.close()
+        return texts
+
+    asyncio.run(first())
+    assert asyncio.run(second()) == ["Feed the fish"]
+
+
+def test_namespace_option_and_callable(store: Store) -> None:
+    shared = AnnealMemoryService(store, namespace=lambda who: {"user": who.user_id})
+    asyncio.run(shared.add_memory(app_name="garden", user_id="u", memories=[
+        MemoryEntry(content=types.Content(parts=[types.Part(text="Roses by the wall")]))]))
+    found = asyncio.run(shared.search_memory(app_name="orchard", user_id="u", query="roses"))
+    assert len(found.memories) == 1  # one memory per user across apps, as asked
+    assert store.scoped({"user": "u"}).recall(keyword="Roses").episodes
+    with pytest.raises(ValidationError, match="namespace"):
+        AnnealMemoryService(store, namespace=42)

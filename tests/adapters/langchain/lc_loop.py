@@ -1,8 +1,10 @@
-"""A small LCEL agent: memory block -> prompt -> scripted model -> tools -> model.
+"""A small LCEL agent: the adapter's retriever -> labelled memory -> prompt -> scripted
+model -> tools -> model.
 
 langchain-core has no agent executor of its own, so the loop is a RunnableLambda that
 passes its config on: every model and tool run is a child of the root chain run, the
-way LangChain's own agents nest them.
+way LangChain's own agents nest them. Memory reaches the prompt only through the
+retriever (and its formatter): the loop never asks the session itself.
 """
 
 from __future__ import annotations
@@ -14,14 +16,17 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnablePassthrough
 from langchain_core.tools import BaseTool
 
-from anneal_memory.session import MemorySession
+from anneal_memory.adapters.langchain import AnnealRetriever, format_memory_documents
 
 PROMPT = ChatPromptTemplate.from_messages(
-    [("system", "You are the garden agent.\n\n{memory}"), ("human", "{input}")]
+    [("system", "You are the garden agent."), ("human", "{memory}"), ("human", "{input}")]
 )
 
 
-def agent_chain(session: MemorySession, model: Any, tools: list[BaseTool]) -> Runnable:
+def agent_chain(memory: Any, model: Any, tools: list[BaseTool]) -> Runnable:
+    """``memory``: an AnnealRetriever, or what one takes (a Store, a path, a session)."""
+    retriever = memory if isinstance(memory, AnnealRetriever) else AnnealRetriever(
+        memory=memory, include_continuity=True)
     by_name = {t.name: t for t in tools}
 
     def loop(inputs: dict[str, Any], config: RunnableConfig) -> str:
@@ -34,5 +39,5 @@ def agent_chain(session: MemorySession, model: Any, tools: list[BaseTool]) -> Ru
             for call in reply.tool_calls:
                 messages.append(by_name[call["name"]].invoke(call, config))
 
-    memory = RunnableLambda(lambda x: session.memory_block(x["input"]))
-    return RunnablePassthrough.assign(memory=memory) | RunnableLambda(loop)
+    recalled = (lambda x: x["input"]) | retriever | format_memory_documents
+    return RunnablePassthrough.assign(memory=recalled) | RunnableLambda(loop)

@@ -10,7 +10,7 @@ from lc_loop import agent_chain
 from lc_scripted import read_gauge, scripted
 
 from anneal_memory import Store
-from anneal_memory.adapters.langchain import AnnealCallbackHandler, chat_model_compress
+from anneal_memory.adapters.langchain import AnnealCallbackHandler, model_compressor
 from anneal_memory.errors import ValidationError
 
 
@@ -60,7 +60,7 @@ def test_explicit_wrap_does_not_record_its_own_prompt(store: Store) -> None:
     handler = AnnealCallbackHandler(store)
     model.invoke("We chose drip irrigation", config={"callbacks": [handler]})
     before = store.status().total_episodes
-    assert handler.wrap(chat_model_compress(model)).status == "saved"
+    assert handler.wrap(model_compressor(model)).status == "saved"
     assert "## State" in (store.load_continuity() or "")
     assert store.status().total_episodes == before
 
@@ -93,4 +93,4 @@ def test_store_path_opens_a_store_the_handler_owns(tmp_path) -> None:
     assert handler.session.owns_store
     scripted("noted").invoke("Store the seed order", config={"callbacks": [handler]})
     assert any("seed order" in e.content for e in handler.session.store.recall(limit=10).episodes)
-    handler.session.close()
+    handler.close()

@@ -1,7 +1,10 @@
-"""The shared adapter contract, driven through create_agent's real loop."""
+"""The shared adapter contract, driven through create_agent's real loop. A user is the
+run's ``context`` (``context_schema`` with a ``user_id``): the identity the middleware
+takes by default."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from langchain.agents import create_agent
@@ -13,14 +16,34 @@ from anneal_memory.adapters.langgraph import AnnealMiddleware
 from contract import AdapterContract, RunTrace
 
 
+@dataclass
+class Ctx:
+    user_id: str
+
+
 class TestLangGraphContract(AdapterContract):
     def build(self, memory: Any, **options: Any) -> Any:
         return AnnealMiddleware(memory, **options)
 
+    def _agent(self, store: Store, wrap: bool, user: str | None, model: Any) -> tuple[Any, dict]:
+        if user is None:
+            memory = AnnealMiddleware(store, wrap_on_end=wrap)
+            return create_agent(model, tools=[read_gauge], middleware=[memory]), {}
+        memory = self.shared((id(store), wrap), lambda: AnnealMiddleware(store, wrap_on_end=wrap))
+        agent = create_agent(model, tools=[read_gauge], middleware=[memory], context_schema=Ctx)
+        return agent, {"context": Ctx(user_id=user)}
+
     def run(self, store: Store, user_input: str, *, wrap: bool = False,
-            call_tool: bool = False) -> RunTrace:
+            call_tool: bool = False, user: str | None = None) -> RunTrace:
         model = scripted("Done: noted and answered.", call_tool=call_tool)
-        memory = AnnealMiddleware(store, wrap_on_end=wrap)
-        agent = create_agent(model, tools=[read_gauge], middleware=[memory])
-        result = agent.invoke({"messages": [{"role": "user", "content": user_input}]})
+        agent, extra = self._agent(store, wrap, user, model)
+        result = agent.invoke({"messages": [{"role": "user", "content": user_input}]}, **extra)
+        return RunTrace(output=result["messages"][-1].text, model_inputs=list(model.seen))
+
+    async def arun(self, store: Store, user_input: str, *, wrap: bool = False,
+                   user: str | None = None) -> RunTrace:
+        model = scripted("Done: noted and answered.")
+        agent, extra = self._agent(store, wrap, user, model)
+        result = await agent.ainvoke({"messages": [{"role": "user", "content": user_input}]},
+                                     **extra)
         return RunTrace(output=result["messages"][-1].text, model_inputs=list(model.seen))

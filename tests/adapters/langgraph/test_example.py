@@ -1,4 +1,4 @@
-"""The offline example runs end to end and shows memory at work."""
+"""The offline example runs end to end and shows memory at work, for the right user only."""
 
 from __future__ import annotations
 
@@ -9,5 +9,6 @@ from contract import run_example_and_check
 
 
 def test_example_runs_offline(tmp_path: Path) -> None:
-    run_example_and_check("langgraph", tmp_path, "wrap: saved", "trust=tool",
+    run_example_and_check("langgraph", tmp_path, "continuity saved: True", "trust=tool",
+                          "bob's model saw alice's memory: False",
                           re.compile(r"^recalled memory in the .*: True$", re.M))

@@ -108,3 +108,136 @@ def test_broken_store_logs_and_run_goes_on(tmp_path, caplog) -> None:
     assert out["messages"][-1].text == "Still fine."
     assert any(r.name == "anneal_memory.adapters.langgraph" for r in caplog.records)
 
+
+
+# ---------------------------------------------------------------------- many users
+from dataclasses import dataclass  # noqa: E402
+
+import pytest  # noqa: E402
+from langchain_core.messages import HumanMessage  # noqa: E402
+
+from anneal_memory.adapters import MEMORY_LABEL  # noqa: E402
+from anneal_memory.adapters.langgraph import AnnealStore  # noqa: E402
+
+
+@dataclass
+class Ctx:
+    user_id: str
+
+
+def _ask(text: str) -> dict:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+class Seen(type(scripted("x"))):  # the scripted model, keeping the messages themselves
+    calls: list = []
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        type(self).calls.append(list(messages))
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+def test_memory_is_a_labelled_user_message_before_the_request(store: Store) -> None:
+    _seed(store)
+    Seen.calls = []
+    model = Seen(messages=iter([AIMessage(content="ok")]))
+    create_agent(model, tools=[], system_prompt="Rules.",
+                 middleware=[AnnealMiddleware(store)]).invoke(ASK)
+    messages = Seen.calls[0]
+    assert messages[0].type == "system" and "Ottoline" not in messages[0].text
+    memory, request = messages[-2:]
+    assert isinstance(memory, HumanMessage) and memory.text.startswith(MEMORY_LABEL)
+    assert "Ottoline" in memory.text and request.text == ASK["messages"][0]["content"]
+
+
+def test_memory_role_system_appends_to_the_system_message(store: Store) -> None:
+    _seed(store)
+    Seen.calls = []
+    model = Seen(messages=iter([AIMessage(content="ok")]))
+    create_agent(model, tools=[], system_prompt="Rules.",
+                 middleware=[AnnealMiddleware(store, memory_role="system")]).invoke(ASK)
+    messages = Seen.calls[0]
+    assert messages[0].text.startswith("Rules.") and "Ottoline" in messages[0].text
+    assert [m.type for m in messages[1:]] == ["human"]
+
+
+def _two_users(make_agent, invoke) -> tuple[list[str], list[str]]:
+    first = scripted("Noted.")
+    invoke(make_agent(first), "My shed padlock code is 5150", "ann")
+    bob = scripted("I cannot say.")
+    invoke(make_agent(bob), "What is my shed padlock code?", "ben")
+    ann = scripted("It is 5150.")
+    invoke(make_agent(ann), "What is my shed padlock code?", "ann")
+    return bob.seen, ann.seen
+
+
+def test_identity_from_the_runtime_context(store: Store) -> None:
+    memory = AnnealMiddleware(store)
+    bob, ann = _two_users(
+        lambda m: create_agent(m, tools=[], middleware=[memory], context_schema=Ctx),
+        lambda agent, text, user: agent.invoke(_ask(text), context=Ctx(user_id=user)))
+    assert "5150" not in "\n".join(bob) and "padlock code is 5150" in "\n".join(ann)
+    assert not store.scoped({"user": "ben"}).recall(keyword="5150").episodes
+
+
+def test_identity_from_the_configurable(store: Store) -> None:
+    memory = AnnealMiddleware(store)
+    bob, ann = _two_users(
+        lambda m: create_agent(m, tools=[], middleware=[memory]),
+        lambda agent, text, user: agent.invoke(
+            _ask(text), {"configurable": {"user_id": user, "thread_id": f"t-{user}"}}))
+    assert "5150" not in "\n".join(bob) and "padlock code is 5150" in "\n".join(ann)
+    episode = store.scoped({"user": "ann"}).recall(keyword="5150").episodes[0]
+    assert episode.metadata["thread_id"] == "t-ann"
+
+
+def test_identity_from_a_namespace_tuple_and_a_callable(store: Store) -> None:
+    by_tuple = AnnealMiddleware(store, namespace=("tenants", "{org}", "users", "{user_id}"))
+    agent = create_agent(scripted("ok"), tools=[], middleware=[by_tuple])
+    agent.invoke(_ask("Our hedge is privet"), {"configurable": {"org": "acme", "user_id": "cy"}})
+    assert store.scoped({"tenant": "acme", "user": "cy"}).recall(keyword="privet").episodes
+    by_callable = AnnealMiddleware(store, namespace=lambda runtime: {
+        "user": runtime.context.user_id, "agent": "gardener"})
+    agent = create_agent(scripted("ok"), tools=[], middleware=[by_callable], context_schema=Ctx)
+    agent.invoke(_ask("Our lawn is fescue"), context=Ctx(user_id="di"))
+    assert store.scoped({"user": "di", "agent": "gardener"}).recall(keyword="fescue").episodes
+
+
+def test_a_run_without_its_template_value_gets_no_memory(store: Store, caplog) -> None:
+    memory = AnnealMiddleware(store, namespace=("users", "{user_id}"))
+    model = scripted("ok")
+    with caplog.at_level(logging.WARNING):
+        out = create_agent(model, tools=[], middleware=[memory]).invoke(_ask("Prune the yew"))
+    assert out["messages"][-1].text == "ok"
+    assert store.recall(limit=10).episodes == []  # nobody's memory, not everyone's
+    assert "user_id" in caplog.text
+
+
+def test_store_items_are_not_recalled_into_another_users_run(store: Store) -> None:
+    lg = AnnealStore(store)
+    lg.put(("users", "ann", "notes"), "alarm", {"text": "the alarm code is 4455"})
+    memory = AnnealMiddleware(store)
+    model = scripted("I cannot say.")
+    create_agent(model, tools=[], middleware=[memory], store=lg, context_schema=Ctx).invoke(
+        _ask("What is the alarm code?"), context=Ctx(user_id="ben"))
+    assert "4455" not in "\n".join(model.seen)
+
+
+def test_explicit_wrap_names_the_memory(store: Store) -> None:
+    memory = AnnealMiddleware(store)
+    create_agent(scripted("Noted."), tools=[], middleware=[memory], context_schema=Ctx).invoke(
+        _ask("Decide to net the brassicas"), context=Ctx(user_id="ed"))
+    assert memory.wrap(namespace={"user": "ed"}).saved
+    assert "brassicas" in store.scoped({"user": "ed"}).load_continuity()
+    assert store.load_continuity() is None
+    outcome = asyncio.run(memory.awrap(namespace={"user": "ed"}))
+    assert outcome.status == "empty"
+
+
+def test_bad_options_raise_at_construction(store: Store) -> None:
+    from anneal_memory.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="memory_role"):
+        AnnealMiddleware(store, memory_role="assistant")
+    with pytest.raises(ValidationError, match="namespace"):
+        AnnealMiddleware(store, namespace=42)

@@ -1,4 +1,4 @@
-"""The offline example runs end to end and shows memory at work."""
+"""The offline example runs end to end and shows memory at work, for the right user only."""
 
 from __future__ import annotations
 
@@ -8,5 +8,8 @@ from contract import run_example_and_check
 
 
 def test_example_runs_offline(tmp_path: Path) -> None:
-    run_example_and_check("openai_agents", tmp_path, "continuity saved: True",
-                          line=("instructions seen:", "Zephyrion"))
+    out = run_example_and_check("openai_agents", tmp_path, "continuity saved: True",
+                                "transcript items (not memory): 4",
+                                line=("alice's model input:", "Zephyrion"))
+    bob = [line for line in out.splitlines() if "bob's model input:" in line]
+    assert bob and "Zephyrion" not in bob[0]

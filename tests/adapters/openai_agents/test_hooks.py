@@ -75,7 +75,7 @@ def test_explicit_wrap_uses_the_agents_model(mem_store: Store) -> None:
     agent = Agent(name="a", model=model, hooks=memory.agent_hooks)
     Runner.run_sync(agent, "Decide to prune the roses in March")
     assert mem_store.load_continuity() is None
-    outcome = asyncio.run(memory.wrap())
+    outcome = memory.wrap()
     assert outcome.status == "saved", outcome.message
     assert is_wrap_prompt(model_inputs(model)[-1])
     assert "## State" in (mem_store.load_continuity() or "")
@@ -97,7 +97,7 @@ def test_compress_callable_and_failed_wrap(mem_store: Store) -> None:
         prompts.append(prompt)
         return scripted_compress(prompt)
 
-    outcome = asyncio.run(memory.wrap(compress))
+    outcome = asyncio.run(memory.awrap(compress))
     assert outcome.status == "saved" and "fertilise" in prompts[0]
 
 
@@ -125,4 +125,4 @@ def test_store_path_opens_a_store_the_memory_owns(tmp_path) -> None:
     Runner.run_sync(agent, "Keep the seed order list")
     assert memory.session.owns_store
     assert "Keep the seed order list" in [e.content for e in _episodes(memory.session.store)]
-    memory.session.close()
+    memory.close()

@@ -1,4 +1,4 @@
-"""The offline example runs end to end and shows memory at work."""
+"""The offline example runs end to end and shows memory at work, for the right user only."""
 
 from __future__ import annotations
 
@@ -8,5 +8,7 @@ from contract import run_example_and_check
 
 
 def test_example_runs_offline(tmp_path: Path) -> None:
-    run_example_and_check("pydantic_ai", tmp_path, "continuity saved: True",
-                          line=("model instructions:", "Zephyrion"))
+    out = run_example_and_check("pydantic_ai", tmp_path, "continuity saved: True",
+                                line=("model input:", "Zephyrion"))
+    bob = out.split("bob, run 1")[1].split("alice, run 2")[0]
+    assert "model input:" in bob and "Zephyrion" not in bob

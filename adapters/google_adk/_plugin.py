@@ -2,13 +2,16 @@
 
 Hook map (plugins are app-wide and run before each agent's own callbacks):
 
-- ``before_model_callback``: the continuity (the store's session-start block) is appended
-  to the system instruction, and recall for the user's message is inserted the way ADK's own
+- ``before_model_callback``: the continuity of the run's user (``app_name``, ``user_id``)
+  goes to the model, read once per run: as a labelled user turn before the user's message
+  (``memory_role="user"``, the default) or appended to the system instruction
+  (``"system"``). Recall for the user's message is inserted the way ADK's own
   ``PreloadMemoryTool`` does it: a transient user turn listing past memories, read through
   the runner's memory service with the run's ``app_name`` / ``user_id``, so one user never
   sees another's. Relayed (tool) memories say so in their author line.
-- ``after_run_callback``: the session is saved to memory (ADK never does that by itself),
-  then, with ``wrap_on_end=True``, the wrap runs with ``compress`` or the root agent's model.
+- ``after_run_callback``: the session is saved to that user's memory (ADK never does that
+  by itself), then, with ``wrap_on_end=True``, that user's memory wraps with ``compress``
+  or the root agent's model.
 
 Every hook logs its own failures (logger ``anneal_memory.adapters.google_adk``) and the run
 goes on, unless the service's session is ``strict``.
@@ -16,7 +19,7 @@ goes on, unless the service's session is ``strict``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections import OrderedDict
 from typing import Any
 
 from google.adk.models.base_llm import BaseLlm
@@ -25,16 +28,13 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.preload_memory_tool import PreloadMemoryTool
 from google.genai import types
 
-from anneal_memory.adapters import hook_guard
+from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, label_memory
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
-from .service import LOGGER_NAME, AnnealMemoryService
+from ._service import LOGGER_NAME, AdkUser, AnnealMemoryService
 
 _safe = hook_guard(LOGGER_NAME)
-
-#: prompt -> continuity markdown, sync or async
-Compress = Callable[[str], "str | Awaitable[str]"]
 
 
 def model_compressor(llm: BaseLlm) -> Compress:
@@ -66,15 +66,28 @@ def _tool_context(callback_context: Any) -> Any:
     return ToolContext(callback_context._invocation_context)
 
 
-class AnnealMemoryPlugin(BasePlugin):
+def _user_of(context: Any) -> AdkUser:
+    """The (app_name, user_id) of a callback or invocation context."""
+    session = getattr(context, "session", None)
+    if session is None:
+        session = getattr(getattr(context, "_invocation_context", None), "session", None)
+    return AdkUser(str(session.app_name), str(session.user_id))
+
+
+class AnnealMemoryPlugin(MemoryAdapter, BasePlugin):
     """Memory for every agent of an ADK app: continuity + recall in, session and wrap out.
 
     ``memory`` is the :class:`AnnealMemoryService` (also pass it as the runner's
     ``memory_service`` so that recall, ``PreloadMemoryTool`` and ``load_memory`` read it).
-    ``wrap_on_end`` (default ``False``) wraps after every run; otherwise ``await
-    plugin.wrap()`` when the conversation ends. ``inject_recall=False`` when the agent
-    already has ``PreloadMemoryTool`` (it would add the same memories twice).
+    ``wrap_on_end`` (default ``False``) wraps the run's user's memory after every run;
+    otherwise ``await plugin.awrap(app_name=..., user_id=...)`` when a conversation ends.
+    ``inject_recall=False`` when the agent already has ``PreloadMemoryTool`` (it would add
+    the same memories twice).
     """
+
+    framework = "google-adk"
+    extra = "google-adk"
+    logger_name = LOGGER_NAME
 
     def __init__(
         self,
@@ -83,6 +96,7 @@ class AnnealMemoryPlugin(BasePlugin):
         name: str = "anneal_memory",
         wrap_on_end: bool = False,
         compress: Compress | None = None,
+        memory_role: str | None = None,
         inject_continuity: bool = True,
         inject_recall: bool = True,
         save_session: bool = True,
@@ -93,37 +107,48 @@ class AnnealMemoryPlugin(BasePlugin):
                 "pass AnnealMemoryService(Store('memory.db'))"
             )
         super().__init__(name=name)
+        self._init_memory(memory.session, compress=compress, wrap_on_end=wrap_on_end,
+                          memory_role=memory_role)
         self.memory = memory
-        self.wrap_on_end = wrap_on_end
-        self.compress = MemorySession.check_compress(compress)
         self.inject_continuity = inject_continuity
         self.inject_recall = inject_recall
         self.save_session = save_session
         self._preload = PreloadMemoryTool()
-        self._continuity: dict[str, str] = {}  # invocation id -> block, read once per run
+        self._continuity: OrderedDict[str, str] = OrderedDict()  # invocation id -> block
         self._last_model: BaseLlm | None = None
 
-    @property
-    def session(self) -> MemorySession:
-        """The service's session: its ``strict`` decides whether hook failures raise, and
-        its ``last_wrap`` holds the last wrap's outcome."""
-        return self.memory.session
+    def session_for(self, context: Any = None, *, namespace: Any = None) -> MemorySession:
+        """The service's memory of ``context`` (an :class:`AdkUser` or an ADK context)."""
+        if namespace is not None or context is None:
+            return self.memory.session_for(context, namespace=namespace)
+        user = context if isinstance(context, AdkUser) else _user_of(context)
+        return self.memory.memory_for(user.app_name, user.user_id)
 
     # --- before each model call ----------------------------------------------------------
     async def before_model_callback(self, *, callback_context: Any, llm_request: LlmRequest) -> None:
         if self.inject_continuity:
-            self._inject_continuity(callback_context, llm_request)
+            await self._inject_continuity(callback_context, llm_request)
         if self.inject_recall:
             await self._inject_recall(callback_context, llm_request)
         return None
 
     @_safe
-    def _inject_continuity(self, callback_context: Any, llm_request: LlmRequest) -> None:
+    async def _inject_continuity(self, callback_context: Any, llm_request: LlmRequest) -> None:
         key = callback_context.invocation_id
         if key not in self._continuity:
-            self._continuity[key] = self.session.start() or ""
-        if self._continuity[key]:
-            llm_request.append_instructions([self._continuity[key]])
+            self._continuity[key] = await self.session_for(callback_context).astart() or ""
+            while len(self._continuity) > 1024:
+                self._continuity.popitem(last=False)
+        block = self._continuity[key]
+        if not block:
+            return
+        if self.memory_role == "system":
+            llm_request.append_instructions([label_memory(block)])
+            return
+        contents = llm_request.contents
+        at = next((i for i in range(len(contents) - 1, -1, -1) if contents[i].role == "user"
+                   and any(p.text for p in contents[i].parts or [])), len(contents))
+        contents.insert(at, types.Content(role="user", parts=[types.Part(text=label_memory(block))]))
 
     @_safe
     async def _inject_recall(self, callback_context: Any, llm_request: LlmRequest) -> None:
@@ -143,12 +168,15 @@ class AnnealMemoryPlugin(BasePlugin):
                 services.append(runner_service)
             for service in services:
                 await self._save(service, invocation_context.session)
-        if self.wrap_on_end:
-            await self.wrap()
+        await self._end(invocation_context, model)
 
     @_safe  # a failing service does not keep the session out of the others
     async def _save(self, service: Any, session: Any) -> None:
         await service.add_session_to_memory(session)
+
+    @_safe
+    async def _end(self, invocation_context: Any, model: BaseLlm | None) -> None:
+        await self.aend_run(self.session_for(_user_of(invocation_context)), model)
 
     @staticmethod
     def _model_of(agent: Any) -> BaseLlm | None:
@@ -159,13 +187,33 @@ class AnnealMemoryPlugin(BasePlugin):
         return model if isinstance(model, BaseLlm) else None
 
     # --- session end ---------------------------------------------------------------------
-    async def wrap(self, compress: Compress | None = None) -> WrapOutcome:
-        """Compress the episodes since the last wrap into the continuity.
+    def framework_compressor(self, context: Any = None) -> Compress | None:
+        """The run's root agent's model, else the last one a run used."""
+        model = context if isinstance(context, BaseLlm) else self._last_model
+        return model_compressor(model) if model is not None else None
 
-        Uses ``compress``, else the plugin's ``compress``, else the model of the last run's
-        root agent. A failed or refused wrap keeps every episode for the next one; the
-        outcome is also kept on ``plugin.session.last_wrap``.
-        """
-        model = self._last_model
-        return await self.session.awrap_first(compress, self.compress,
-                                              model_compressor(model) if model else None)
+    def _whose(self, app_name: str | None, user_id: str | None, context: Any,
+               namespace: Any) -> Any:
+        if app_name is not None or user_id is not None:
+            context = AdkUser(str(app_name or ""), str(user_id or ""))
+        if context is None and namespace is None:
+            raise ValidationError("say whose memory to wrap: app_name= and user_id= (or "
+                                  "namespace=)")
+        return context
+
+    async def awrap(self, compress: Compress | None = None, *, app_name: str | None = None,
+                    user_id: str | None = None, context: Any = None,
+                    namespace: Any = None) -> WrapOutcome:
+        """Compress one user's episodes since their last wrap into their continuity: the
+        user of ``app_name`` / ``user_id`` (or ``namespace=``). Uses ``compress``, else the
+        plugin's ``compress``, else the model of the last run's root agent. A failed or
+        refused wrap keeps every episode for the next one."""
+        context = self._whose(app_name, user_id, context, namespace)
+        return await super().awrap(compress, context=context, namespace=namespace)
+
+    def wrap(self, compress: Compress | None = None, *, app_name: str | None = None,
+             user_id: str | None = None, context: Any = None,
+             namespace: Any = None) -> WrapOutcome:
+        """:meth:`awrap` outside an event loop."""
+        context = self._whose(app_name, user_id, context, namespace)
+        return super().wrap(compress, context=context, namespace=namespace)

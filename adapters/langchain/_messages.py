@@ -77,7 +77,7 @@ def payload_text(payload: Any, *, prefer: type[BaseMessage] = HumanMessage) -> s
     return message_text(getattr(payload, "content", "")) if hasattr(payload, "content") else ""
 
 
-def chat_model_compress(model: BaseChatModel) -> Callable[[str], str]:
+def model_compressor(model: BaseChatModel) -> Callable[[str], str]:
     """A wrap compressor that asks ``model`` (the agent's own model) for the continuity."""
 
     def compress(prompt: str) -> str:
@@ -86,8 +86,8 @@ def chat_model_compress(model: BaseChatModel) -> Callable[[str], str]:
     return compress
 
 
-def chat_model_acompress(model: BaseChatModel) -> Callable[[str], Awaitable[str]]:
-    """The async twin of :func:`chat_model_compress`."""
+def model_acompressor(model: BaseChatModel) -> Callable[[str], Awaitable[str]]:
+    """The async twin of :func:`model_compressor`."""
 
     async def compress(prompt: str) -> str:
         return message_text(await model.ainvoke([HumanMessage(content=prompt)]))

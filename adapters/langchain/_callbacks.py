@@ -8,7 +8,6 @@ but cannot change inputs, so this handler only records (recall goes in through
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -17,21 +16,27 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import LLMResult
 
 from anneal_memory import Store
-from anneal_memory.adapters import attach_memory, hook_guard
+from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
-from .messages import last_message_text, message_text, payload_text
+from ._identity import identity_of
+from ._messages import last_message_text, message_text, payload_text
 
 LOGGER_NAME = "anneal_memory.adapters.langchain"
 
 _safe = hook_guard(LOGGER_NAME)
 
 
-class AnnealCallbackHandler(BaseCallbackHandler):
+class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
     """Records the root run's input (context) and answer (outcome) when the root run
     ends, and every tool result as it arrives (observation, ``trust="tool"``).
     ``store`` is a Store, a store path or a :class:`MemorySession`.
+
+    Identity: each run's events go to ``namespace`` (a mapping, a ``MemoryNamespace`` or a
+    callable of the run's metadata), else to the ids in the run's metadata (``user_id``,
+    ``tenant_id``, ``project_id``, ``agent_id``, from ``config={"metadata": ...}`` or
+    ``config={"configurable": ...}``), else to the store as it is.
 
     Pass it as ``config={"callbacks": [handler]}`` to any runnable: a chat model, an LCEL
     chain, a LangGraph graph. The root run is the one with no parent; nested chain and
@@ -44,45 +49,61 @@ class AnnealCallbackHandler(BaseCallbackHandler):
     raise_error = False
     # Inline so episodes land in the order the events happened, also under ainvoke.
     run_inline = True
+    framework = "langchain"
+    extra = "langchain"
+    logger_name = LOGGER_NAME
 
     def __init__(
         self,
         store: Store | MemorySession | str | os.PathLike[str],
         *,
+        namespace: Any = None,
         session_id: str | None = None,
         record_inputs: bool = True,
         record_outputs: bool = True,
         record_tools: bool = True,
         record_llm_steps: bool = False,
         wrap_on_end: bool = False,
-        compress: Callable[[str], str] | None = None,
+        compress: Compress | None = None,
         recall_limit: int | None = None,
         max_content_chars: int | None = None,
+        strict: bool | None = None,
     ) -> None:
         if wrap_on_end and compress is None:
             raise ValidationError(
                 "wrap_on_end=True needs compress=: a callback handler cannot reach the model; "
-                "pass compress=chat_model_compress(model)"
+                "pass compress=model_compressor(model)"
             )
-        attach_memory(self, store, LOGGER_NAME, compress=compress, wrap_on_end=wrap_on_end,
-                      session_id=session_id, recall_limit=recall_limit,
-                      max_content_chars=max_content_chars)
+        self._init_memory(store, namespace=namespace, compress=compress,
+                          wrap_on_end=wrap_on_end, session_id=session_id,
+                          recall_limit=recall_limit, max_content_chars=max_content_chars,
+                          strict=strict)
         self.record_inputs = record_inputs
         self.record_outputs = record_outputs
         self.record_tools = record_tools
         self.record_llm_steps = record_llm_steps
-        # root run id -> its input text, recorded when the run ends (a failed run's too)
-        self._roots: dict[UUID, str] = {}
-        self._tools: dict[UUID, tuple[str, Any]] = {}
+        # root run id -> (its input text, its memory), recorded when the run ends (a
+        # failed run's too); tool and model runs -> what their end needs
+        self._roots: dict[UUID, tuple[str, MemorySession]] = {}
+        self._tools: dict[UUID, tuple[str, Any, MemorySession]] = {}
+        self._steps: dict[UUID, MemorySession] = {}
         # True while the wrap's own model call runs: its events are not the user's run.
         self._wrapping = False
 
     # -- root runs -------------------------------------------------------------------
+    def default_namespace(self, context: Any) -> Any:
+        """The ids in the run's metadata."""
+        return identity_of(context)
+
+    def _memory_of(self, kwargs: dict[str, Any]) -> MemorySession:
+        return self.session_for(dict(kwargs.get("metadata") or {}))
+
     @_safe
     def on_chain_start(self, serialized: dict[str, Any] | None, inputs: dict[str, Any] | Any, *,
                        run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         if parent_run_id is None and not self._wrapping:
-            self._roots[run_id] = payload_text(inputs, prefer=HumanMessage)
+            self._roots[run_id] = (payload_text(inputs, prefer=HumanMessage),
+                                   self._memory_of(kwargs))
 
     @_safe
     def on_chain_end(self, outputs: dict[str, Any] | Any, *, run_id: UUID,
@@ -98,26 +119,37 @@ class AnnealCallbackHandler(BaseCallbackHandler):
     def on_chat_model_start(self, serialized: dict[str, Any] | None,
                             messages: list[list[BaseMessage]], *, run_id: UUID,
                             parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        if parent_run_id is None and not self._wrapping:
-            self._roots[run_id] = last_message_text(messages[0], HumanMessage) if messages else ""
+        if self._wrapping:
+            return
+        if parent_run_id is None:
+            self._roots[run_id] = (last_message_text(messages[0], HumanMessage)
+                                   if messages else "", self._memory_of(kwargs))
+        elif self.record_llm_steps:
+            self._steps[run_id] = self._memory_of(kwargs)
 
     @_safe
     def on_llm_start(self, serialized: dict[str, Any] | None, prompts: list[str], *,
                      run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        if parent_run_id is None and not self._wrapping:
-            self._roots[run_id] = prompts[-1] if prompts else ""
+        if self._wrapping:
+            return
+        if parent_run_id is None:
+            self._roots[run_id] = (prompts[-1] if prompts else "", self._memory_of(kwargs))
+        elif self.record_llm_steps:
+            self._steps[run_id] = self._memory_of(kwargs)
 
     @_safe
     def on_llm_end(self, response: LLMResult, *, run_id: UUID,
                    parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         text = _generation_text(response)
+        step = self._steps.pop(run_id, None)
         if run_id in self._roots:
             self._end_root(run_id, text)
-        elif self.record_llm_steps and text and not self._wrapping:
-            self.session.record_observation(text, metadata={"event": "llm_step"})
+        elif step is not None and text and not self._wrapping:
+            step.record_observation(text, metadata={"event": "llm_step"})
 
     @_safe
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._steps.pop(run_id, None)
         self._fail_root(run_id)
 
     # -- tools -----------------------------------------------------------------------
@@ -126,34 +158,38 @@ class AnnealCallbackHandler(BaseCallbackHandler):
                       run_id: UUID, inputs: dict[str, Any] | None = None,
                       **kwargs: Any) -> None:
         name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
-        self._tools[run_id] = (str(name), inputs if inputs is not None else input_str)
+        self._tools[run_id] = (str(name), inputs if inputs is not None else input_str,
+                               self._memory_of(kwargs))
 
     @_safe
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        name, arguments = self._tools.pop(run_id, (kwargs.get("name") or "tool", None))
-        if self.record_tools:
+        started = self._tools.pop(run_id, None)
+        if self.record_tools and started is not None:
+            name, arguments, memory = started
             text = message_text(getattr(output, "content", output))
-            self.session.record_tool_output(name, text, arguments=_as_dict(arguments))
+            memory.record_tool_output(name, text, arguments=_as_dict(arguments))
 
     @_safe
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self._tools.pop(run_id, None)
 
     # -- the wrap --------------------------------------------------------------------
-    def wrap(self, compress: Callable[[str], str] | None = None) -> WrapOutcome:
-        """Wrap now (session end) with ``compress`` or the one given at construction (a
-        handler cannot reach the model: without either the outcome is ``failed``). The
-        outcome is also kept on ``session.last_wrap``."""
+    def wrap(self, compress: Compress | None = None, *, context: Any = None,
+             namespace: Any = None) -> WrapOutcome:
+        """Wrap one memory now (a session's end): ``namespace`` (or the run metadata
+        ``context``) names it; ``compress`` or the one given at construction compresses
+        (a handler cannot reach the model: without either the outcome is ``failed``)."""
         self._wrapping = True
         try:
-            return self.session.wrap_first(compress, self.compress)
+            return super().wrap(compress, context=context, namespace=namespace)
         finally:
             self._wrapping = False
 
-    def _record_input(self, run_id: UUID) -> None:
-        text = self._roots.pop(run_id, "")
-        if self.record_inputs and text:
-            self.session.record_user_input(text)
+    def _record_input(self, run_id: UUID) -> MemorySession | None:
+        text, memory = self._roots.pop(run_id, ("", None))
+        if memory is not None and self.record_inputs and text:
+            memory.record_user_input(text)
+        return memory
 
     def _fail_root(self, run_id: UUID) -> None:
         # The request still happened; keep it even though the run failed.
@@ -161,11 +197,16 @@ class AnnealCallbackHandler(BaseCallbackHandler):
             self._record_input(run_id)
 
     def _end_root(self, run_id: UUID, answer: str) -> None:
-        self._record_input(run_id)
+        memory = self._record_input(run_id)
+        if memory is None:
+            return
         if self.record_outputs and answer:
-            self.session.record_outcome(answer)
-        if self.wrap_on_end:
-            self.wrap()
+            memory.record_outcome(answer)
+        self._wrapping = True
+        try:
+            self.end_run(memory)
+        finally:
+            self._wrapping = False
 
 
 def _generation_text(response: LLMResult) -> str:

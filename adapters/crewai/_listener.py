@@ -1,13 +1,13 @@
-"""``AnnealEventListener``: records a crew's task and tool events as episodes.
+"""``AnnealEventListener``: records a crew's tool results (and, if asked, task events).
 
 CrewAI's event bus runs handlers on a thread pool, after the fact: they can record but never
-change a prompt (recall goes through :class:`AnnealCrewMemory`). Call
-``crewai_event_bus.flush()`` before reading what they recorded, or before a wrap (the
-memory's ``after_kickoff`` does).
-
-- ``TaskStartedEvent``: the task's description (the request the crew works on), as user input.
-- ``ToolUsageFinishedEvent``: the tool's output, ``trust="tool"``.
-- ``TaskCompletedEvent``: the task's output, as an outcome.
+change a prompt, and their order against the agent loop is not fixed. So the request and
+the result of each task are recorded by :class:`AnnealCrewMemory` itself, in the loop's own
+thread; the listener adds what the memory cannot see, the tools' output (``trust="tool"``),
+into the memory of the scope the tool's crew works in. ``record_tasks`` /
+``record_outcomes`` (off by default) also record task starts and results, for crews whose
+memory is not an :class:`AnnealCrewMemory`. Call ``crewai_event_bus.flush()`` before reading
+what it recorded, or before a wrap (the memory's ``after_kickoff`` does).
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from crewai.events import (
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, guard_hook
 
+from ._scope import scope_of_agent
+
 # A handler must never raise into the bus: log and go on.
 _safe = guard_hook("anneal_memory.adapters.crewai")
 
@@ -32,17 +34,25 @@ _safe = guard_hook("anneal_memory.adapters.crewai")
 class AnnealEventListener(BaseEventListener):
     """Registers on CrewAI's global event bus when created; :meth:`close` unregisters.
 
-    ``session`` is the :class:`MemorySession` to record into (use the memory's,
-    ``AnnealEventListener(memory.session)``, so that both share de-duplication).
+    ``memory`` is the :class:`AnnealCrewMemory` (each event goes to the memory of its
+    crew's scope) or a :class:`MemorySession` (every event goes to it).
     """
 
-    def __init__(self, session: MemorySession, *, record_tasks: bool = True,
-                 record_tools: bool = True, record_outcomes: bool = True) -> None:
-        if not isinstance(session, MemorySession):
+    def __init__(self, memory: Any, *, record_tasks: bool = False,
+                 record_tools: bool = True, record_outcomes: bool = False) -> None:
+        from ._memory import AnnealCrewMemory
+
+        if isinstance(memory, AnnealCrewMemory):
+            self._session_of: Callable[[Any], MemorySession] = \
+                lambda agent: memory.session_for(scope_of_agent(agent) or memory._last_scope)
+            self.session = memory.session
+        elif isinstance(memory, MemorySession):
+            self._session_of = lambda agent: memory
+            self.session = memory
+        else:
             raise ValidationError(
-                f"AnnealEventListener needs a MemorySession, got {type(session).__name__}: "
-                "pass AnnealCrewMemory(...).session or MemorySession(store)")
-        self.session = session
+                f"AnnealEventListener needs an AnnealCrewMemory or a MemorySession, got "
+                f"{type(memory).__name__}")
         self.record_tasks = record_tasks
         self.record_tools = record_tools
         self.record_outcomes = record_outcomes
@@ -53,16 +63,19 @@ class AnnealEventListener(BaseEventListener):
         def on_task_started(source: Any, event: TaskStartedEvent) -> None:
             description = getattr(event.task, "description", None)
             if self.record_tasks and description:
-                self.session.record_user_input(str(description))
+                self._session_of(getattr(event.task, "agent", None)).record_user_input(
+                    str(description))
 
         def on_tool_finished(source: Any, event: ToolUsageFinishedEvent) -> None:
             if self.record_tools:
-                self.session.record_tool_output(event.tool_name, str(event.output),
-                                                arguments=_as_dict(event.tool_args))
+                agent = getattr(event, "from_agent", None) or getattr(event, "agent", None)
+                self._session_of(agent).record_tool_output(
+                    event.tool_name, str(event.output), arguments=_as_dict(event.tool_args))
 
         def on_task_completed(source: Any, event: TaskCompletedEvent) -> None:
             if self.record_outcomes and event.output is not None:
-                self.session.record_outcome(str(event.output.raw))
+                self._session_of(getattr(event.task, "agent", None)).record_outcome(
+                    str(event.output.raw))
 
         for event_type, handler in ((TaskStartedEvent, on_task_started),
                                     (ToolUsageFinishedEvent, on_tool_finished),

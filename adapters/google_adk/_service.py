@@ -1,0 +1,284 @@
+"""An ADK ``BaseMemoryService`` backed by an anneal-memory store.
+
+A drop-in for ``InMemoryMemoryService`` / ``VertexAiMemoryBankService``: pass it as
+``Runner(memory_service=...)`` and ADK's ``PreloadMemoryTool``, ``load_memory`` and
+``callback_context.search_memory`` read from the store.
+
+Identity: every call names its ``(app_name, user_id)``: that pair is the memory (by default
+the namespace ``{"project": app_name, "user": user_id}``; ``namespace=`` takes a mapping,
+a ``MemoryNamespace`` or a callable of an :class:`AdkUser`). Each user's episodes,
+continuity and wraps are that namespace's alone, so one service serves any number of users.
+
+Search answers as ``InMemoryMemoryService`` does: the query's words (Unicode-normalised,
+lowercase) against each memory's words, memories sharing no word left out, the ten sharing
+the most first (ties in the order they were recorded), an empty query finding nothing.
+The ids of the events a memory came from are kept in the namespace's ``google_adk.events``
+item collection, so a session added again (in this process or the next) adds only what is
+new, and a deleted memory is not added back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
+from google.adk.memory.memory_entry import MemoryEntry
+from google.genai import types
+
+from anneal_memory import EpisodeType, Store
+from anneal_memory.adapters import MemoryAdapter, hook_guard
+from anneal_memory.errors import ValidationError
+from anneal_memory.session import MemorySession
+from anneal_memory.types import Episode
+
+LOGGER_NAME = "anneal_memory.adapters.google_adk"
+EVENTS = "google_adk.events"
+_safe = hook_guard(LOGGER_NAME)
+_MAX_RESULTS = 10
+_PAGE = 500
+
+
+@dataclass(frozen=True)
+class AdkUser:
+    """The identity ADK gives every memory call: what a ``namespace`` callable receives."""
+
+    app_name: str
+    user_id: str
+
+
+def _text_of(content: types.Content | None) -> str:
+    if content is None or not content.parts:
+        return ""
+    return "\n".join(p.text for p in content.parts if p.text and not getattr(p, "thought", False))
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"\w+", unicodedata.normalize("NFC", text))}
+
+
+def _is_latin(c: str) -> bool:
+    if c.isascii():
+        return c.isalnum() or c == "_"
+    return unicodedata.name(c, "").startswith("LATIN")
+
+
+def _searchable(text: str) -> set[str]:
+    """A memory's words, plus the single-script runs of mixed Latin / non-Latin tokens
+    (Japanese and Chinese write without spaces)."""
+    words = _words(text)
+    for word in list(words):
+        if not word.isascii():
+            words.update("".join(g) for _, g in itertools.groupby(word, _is_latin))
+    return words
+
+
+def matched_words(query: str, text: str) -> int:
+    """How many of the query's words a memory's text holds (InMemoryMemoryService's score)."""
+    in_text = _searchable(text)
+    lowered = unicodedata.normalize("NFC", text).lower()
+    return sum(1 for w in _words(query)
+               if w in in_text or (not w.isascii() and w in lowered))
+
+
+class AnnealMemoryService(MemoryAdapter, BaseMemoryService):
+    """ADK memory service over an anneal :class:`~anneal_memory.Store`.
+
+    ``memory`` is a Store, a store path, or a :class:`MemorySession` (then the session
+    options go to it). Each ``(app_name, user_id)`` is its own memory (see the module).
+    ``search_limit`` caps the memories one search returns (ADK puts them all in the
+    prompt; ``InMemoryMemoryService`` returns ten). ``record_intermediate`` also records
+    model text that is not a final response.
+    """
+
+    framework = "google-adk"
+    extra = "google-adk"
+    logger_name = LOGGER_NAME
+
+    def __init__(
+        self,
+        memory: Store | MemorySession | str | os.PathLike[str],
+        *,
+        namespace: Any = None,
+        search_limit: int = _MAX_RESULTS,
+        recall_limit: int | None = None,
+        max_content_chars: int | None = None,
+        record_intermediate: bool = False,
+        strict: bool | None = None,
+    ) -> None:
+        if isinstance(search_limit, bool) or not isinstance(search_limit, int) or search_limit < 1:
+            raise ValidationError(f"search_limit must be a positive int, got {search_limit!r}")
+        self._init_memory(memory, namespace=namespace, recall_limit=recall_limit,
+                          max_content_chars=max_content_chars, strict=strict)
+        self.store = self.session.store
+        self.search_limit = search_limit
+        self.record_intermediate = record_intermediate
+
+    # --- identity ------------------------------------------------------------------------
+    def default_namespace(self, context: Any) -> Any:
+        """``{"project": app_name, "user": user_id}`` of an :class:`AdkUser`."""
+        if isinstance(context, AdkUser):
+            return {"project": context.app_name, "user": context.user_id}
+        return None
+
+    def memory_for(self, app_name: str, user_id: str) -> MemorySession:
+        """The memory session of one ADK user (their episodes, continuity and wraps)."""
+        if not isinstance(app_name, str) or not app_name or not isinstance(user_id, str) \
+                or not user_id:
+            raise ValidationError("ADK memory calls need a non-empty app_name and user_id")
+        return self.session_for(AdkUser(app_name, user_id))
+
+    # --- writes --------------------------------------------------------------------------
+    async def add_session_to_memory(self, session: Any) -> None:
+        """Record a session's events (repeat calls add only what is new)."""
+        await self.add_events_to_memory(app_name=session.app_name, user_id=session.user_id,
+                                        events=session.events, session_id=session.id)
+
+    async def add_events_to_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        events: Sequence[Any],
+        session_id: str | None = None,
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        """Record events: user text (context), tool responses (observation, trust tool),
+        final responses (outcome), other model text when ``record_intermediate``."""
+        memory = self.memory_for(app_name, user_id)
+        await asyncio.to_thread(self._record_events, memory, list(events), session_id,
+                                dict(custom_metadata or {}))
+
+    def _record_events(self, memory: MemorySession, events: list[Any], session_id: str | None,
+                       custom_metadata: dict[str, Any]) -> None:
+        seen = memory.store.items(EVENTS)
+        for event in events:
+            if getattr(event, "id", None) and seen.get(str(event.id)) is not None:
+                continue  # added before (or deleted since): nothing new
+            ids = self._record_event(memory, event, session_id, custom_metadata)
+            if ids is not None and getattr(event, "id", None):
+                seen.put(str(event.id), {"episodes": ids})
+
+    @_safe  # one bad event does not keep the others out
+    def _record_event(self, memory: MemorySession, event: Any, session_id: str | None,
+                      custom_metadata: Mapping[str, object]) -> list[str] | None:
+        if event.content is None or not event.content.parts or getattr(event, "partial", False):
+            return None
+        meta: dict[str, Any] = {"adk_event_id": event.id, "author": event.author,
+                                **dict(custom_metadata)}
+        if session_id:
+            meta["adk_session_id"] = session_id
+        recorded = []
+        for response in event.get_function_responses():
+            recorded.append(memory.record_tool_output(response.name, response.response,
+                                                      metadata=meta))
+        text = _text_of(event.content)
+        if text:
+            if event.author == "user":
+                recorded.append(memory.record_user_input(text, meta))
+            elif event.is_final_response():
+                recorded.append(memory.record_outcome(text, meta))
+            elif self.record_intermediate:
+                recorded.append(memory.record_observation(text, meta))
+        return [e.id for e in recorded if e is not None]
+
+    async def add_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        memories: Sequence[MemoryEntry],
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        """Record explicit memories. ``custom_metadata["episode_type"]`` (or the entry's own)
+        picks the episode type (default observation)."""
+        memory = self.memory_for(app_name, user_id)
+        for entry in memories:
+            meta = {**dict(custom_metadata or {}), **(entry.custom_metadata or {})}
+            episode_type = str(meta.pop("episode_type", EpisodeType.OBSERVATION.value))
+            if entry.author:
+                meta["author"] = entry.author
+            text = _text_of(entry.content)
+            if text:
+                await memory.arecord(text, episode_type, metadata=meta)
+
+    # --- reads ---------------------------------------------------------------------------
+    async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
+        """The user's memories sharing the most words with ``query`` (at most
+        ``search_limit``); a failure answers no memories."""
+        return SearchMemoryResponse(memories=await self._search(app_name, user_id, query) or [])
+
+    @_safe
+    async def _search(self, app_name: str, user_id: str, query: str) -> list[MemoryEntry]:
+        if not isinstance(query, str) or not _words(query):
+            return []
+        memory = self.memory_for(app_name, user_id)
+        episodes = await asyncio.to_thread(_all_episodes, memory.store)
+        scored = [(n, e) for e in episodes if (n := matched_words(query, e.content))]
+        scored.sort(key=lambda pair: -pair[0])  # stable: ties stay in recorded order
+        return [self.to_entry(e) for _, e in scored[: self.search_limit]]
+
+    async def list_memories(self, *, app_name: str, user_id: str, limit: int = 100) -> list[MemoryEntry]:
+        """Every memory of one ADK user, newest first (not part of ADK's interface)."""
+        memory = self.memory_for(app_name, user_id)
+        result = await asyncio.to_thread(memory.store.recall, limit=limit)
+        return [self.to_entry(ep) for ep in result.episodes]
+
+    @staticmethod
+    def to_entry(episode: Episode) -> MemoryEntry:
+        """One episode as an ADK ``MemoryEntry``; relayed (tool) content says so in its author."""
+        meta = dict(episode.metadata or {})
+        author = str(meta.get("author") or episode.source)
+        if episode.trust in ("tool", "external"):
+            author = f"{episode.trust} output (relayed, not instructions)"
+        role = "user" if meta.get("author") == "user" else "model"
+        return MemoryEntry(
+            id=episode.id,
+            content=types.Content(role=role, parts=[types.Part(text=episode.content)]),
+            author=author,
+            timestamp=episode.timestamp,
+            custom_metadata={"episode_type": str(getattr(episode.type, "value", episode.type)),
+                             "trust": episode.trust,
+                             **{k: v for k, v in meta.items() if k.startswith("adk_")}},
+        )
+
+    # --- delete --------------------------------------------------------------------------
+    async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
+        """Delete one memory by the id ``search_memory`` gave; ids of another user are left
+        alone (they are unknown in this user's memory). A deleted memory is not added back
+        when its session is added again."""
+        if not memory_id:
+            return
+        memory = self.memory_for(app_name, user_id)
+        await asyncio.to_thread(self._delete, memory, memory_id)
+
+    @staticmethod
+    def _delete(memory: MemorySession, memory_id: str) -> None:
+        episode = memory.store.get(memory_id)
+        if episode is None:
+            return
+        event_id = (episode.metadata or {}).get("adk_event_id")
+        memory.store.delete(memory_id)
+        if event_id:  # keep the event marked as added, so it is not added back
+            seen = memory.store.items(EVENTS)
+            if seen.get(str(event_id)) is None:
+                seen.put(str(event_id), {"episodes": [], "deleted": [memory_id]})
+
+
+def _all_episodes(store: Store) -> list[Episode]:
+    """A namespace's current episodes, oldest first."""
+    found: list[Episode] = []
+    offset = 0
+    while True:
+        page = store.recall(limit=_PAGE, offset=offset)
+        found.extend(page.episodes)
+        offset += _PAGE
+        if offset >= page.total_matching or not page.episodes:
+            break
+    return sorted(found, key=lambda e: e.timestamp)

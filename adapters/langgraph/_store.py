@@ -1,0 +1,292 @@
+"""``AnnealStore``: a LangGraph ``BaseStore`` over an item collection of the store.
+
+A BaseStore's items are framework state the graph reads and writes (profiles, notes,
+whatever a node or tool puts there): they live in the ``langgraph.store`` item collection
+of the memory given (the store, or one namespace of it), keyed by the LangGraph namespace
+tuple and key, and are never recalled, wrapped or audited as memory (the middleware
+records episodes for that). Lookups, prefix and filter search and paging run in SQL
+through the core item API (``store.items``).
+
+Semantics follow LangGraph's ``InMemoryStore`` where both define them: ``put`` replaces
+(``value=None`` deletes), ``search`` takes a namespace prefix, a ``filter`` (equality per
+key, nested dicts match partially, dotted keys are paths, ``$eq $ne $gt $gte $lt $lte``
+operators) and ``limit`` / ``offset``; ``query`` without a vector index ranks nothing and
+filters nothing (as ``InMemoryStore`` without ``index``): results come in the order
+items were first put, with ``score=None``. ``list_namespaces`` lists the namespaces that
+hold items. ``abatch`` runs off the event loop. TTLs are not supported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from anneal_memory import Store, clock
+from anneal_memory.adapters import MemoryAdapter
+from anneal_memory.errors import ValidationError
+from anneal_memory.items import ItemCollection
+from anneal_memory.session import MemorySession
+
+COLLECTION = "langgraph.store"
+NAMESPACES = "langgraph.store.namespaces"
+_SEP = "\x1f"       # between the namespace part and the key of an item's key
+_FIELD = "v:"       # metadata fields holding the value's string leaves (for SQL filters)
+_MAX_LEAF = 500     # longer strings are checked in Python, not indexed
+_PAGE = 200
+
+
+def _ns_part(namespace: tuple[str, ...]) -> str:
+    # labels cannot hold "." (LangGraph refuses them), so "a.b." is unambiguous and the
+    # items under a prefix share the key prefix "a." ...
+    return "".join(f"{label}." for label in namespace)
+
+
+def _item_key(namespace: tuple[str, ...], key: str) -> str:
+    return f"{_ns_part(namespace)}{_SEP}{key}"
+
+
+def _leaves(value: Any, path: str = "", depth: int = 0) -> dict[str, str]:
+    """The string leaves of a value, by dotted path (what SQL filters can match)."""
+    out: dict[str, str] = {}
+    if isinstance(value, Mapping) and depth < 8:
+        for k, v in value.items():
+            if isinstance(k, str) and '"' not in k and "\x00" not in k:
+                out.update(_leaves(v, f"{path}.{k}" if path else k, depth + 1))
+    elif isinstance(value, str) and path and len(value) <= _MAX_LEAF:
+        out[_FIELD + path] = value
+    return out
+
+
+def _sql_conditions(flt: Mapping[str, Any] | None) -> tuple[dict[str, str], bool]:
+    """(metadata equality conditions SQL can apply, whether they are the whole filter)."""
+    where: dict[str, str] = {}
+    whole = True
+
+    def walk(path: str, expected: Any) -> None:
+        nonlocal whole
+        if isinstance(expected, Mapping) and any(str(k).startswith("$") for k in expected):
+            if set(expected) == {"$eq"} and _pushable(path, expected["$eq"]):
+                where[_FIELD + path] = expected["$eq"]
+            else:
+                whole = False
+        elif isinstance(expected, Mapping) and expected:
+            for k, v in expected.items():
+                walk(f"{path}.{k}", v)
+        elif _pushable(path, expected):
+            where[_FIELD + path] = expected
+        else:
+            whole = False
+    for key, expected in (flt or {}).items():
+        walk(str(key), expected)
+    return where, whole
+
+
+def _pushable(path: str, value: Any) -> bool:
+    return isinstance(value, str) and len(value) <= _MAX_LEAF and '"' not in path \
+        and "\x00" not in path
+
+
+def _resolve(value: Any, key: str) -> Any:
+    """A filter key's value: the top-level key, else the dotted path."""
+    if not isinstance(value, Mapping):
+        return None
+    if key in value or "." not in key:
+        return value.get(key)
+    for part in key.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _compare(actual: Any, expected: Any) -> bool:
+    """InMemoryStore's matching: nested dicts partially, lists exactly, $-operators."""
+    if isinstance(expected, Mapping):
+        if any(str(k).startswith("$") for k in expected):
+            return all(_operator(actual, op, v) for op, v in expected.items())
+        if not isinstance(actual, Mapping):
+            return False
+        return all(_compare(actual.get(k), v) for k, v in expected.items())
+    if isinstance(expected, (list, tuple)):
+        return isinstance(actual, (list, tuple)) and len(actual) == len(expected) and all(
+            _compare(a, e) for a, e in zip(actual, expected, strict=True))
+    return bool(actual == expected)
+
+
+_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+
+
+def check_filter(flt: Any) -> None:
+    """Refuse a filter LangGraph's stores do not understand, before any row is read."""
+    if flt is None:
+        return
+    if not isinstance(flt, Mapping):
+        raise ValidationError(f"a search filter is a dict of field -> value, not {flt!r:.60}")
+
+    def walk(expected: Any) -> None:
+        if isinstance(expected, Mapping):
+            for k, v in expected.items():
+                if str(k).startswith("$") and k not in _OPERATORS:
+                    raise ValidationError(f"unsupported filter operator {k!r}: use "
+                                          "$eq $ne $gt $gte $lt $lte")
+                walk(v)
+    walk(flt)
+
+
+def _operator(actual: Any, op: str, expected: Any) -> bool:
+    if op == "$eq":
+        return bool(actual == expected)
+    if op == "$ne":
+        return bool(actual != expected)
+    if op not in ("$gt", "$gte", "$lt", "$lte"):
+        raise ValidationError(f"unsupported filter operator {op!r}: use $eq $ne $gt $gte $lt $lte")
+    try:
+        a, e = float(actual), float(expected)
+    except (TypeError, ValueError):
+        return False
+    return {"$gt": a > e, "$gte": a >= e, "$lt": a < e, "$lte": a <= e}[op]
+
+
+def matches(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
+    """Whether an item's value passes a LangGraph ``filter``."""
+    return all(_compare(_resolve(value, str(k)), v) for k, v in (flt or {}).items())
+
+
+def _match(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
+    path = tuple(condition.path)
+    if not path:
+        return True
+    if len(path) > len(namespace):
+        return False
+    part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[-len(path):]
+    return all(p == "*" or p == n for p, n in zip(path, part, strict=True))
+
+
+class AnnealStore(MemoryAdapter, BaseStore):
+    """``BaseStore`` over an anneal store's item collection.
+
+    ``AnnealStore(memory)``: a :class:`~anneal_memory.Store`, a store path (opened and
+    owned: :meth:`close` closes it) or a :class:`MemorySession`; ``namespace`` (a mapping
+    or ``MemoryNamespace``) keeps the items in that namespace of the store. Pass it to
+    ``create_agent(..., store=...)`` or ``graph.compile(store=...)``.
+    """
+
+    framework = "langgraph"
+    extra = "langgraph"
+    logger_name = "anneal_memory.adapters.langgraph"
+    supports_ttl = False
+
+    def __init__(self, memory: Store | MemorySession | str | os.PathLike[str], *,
+                 namespace: Any = None, collection: str = COLLECTION) -> None:
+        if callable(namespace):
+            raise ValidationError("AnnealStore keeps its items in one memory: pass a mapping "
+                                  "or a MemoryNamespace as namespace (graphs scope items by "
+                                  "their own namespace tuples)")
+        self._init_memory(memory, namespace=namespace)
+        view = self.session_for().store
+        self.store = view
+        self._items = ItemCollection(view, collection)
+        self._namespaces = ItemCollection(view, f"{collection}.namespaces")
+
+    # -- the two abstract methods ------------------------------------------------------
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        results: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(self._get(tuple(op.namespace), op.key))
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op))
+            elif isinstance(op, PutOp):
+                self._put(op)
+                results.append(None)
+            else:
+                raise ValidationError(f"unknown store operation {type(op).__name__}")
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    # -- operations ------------------------------------------------------------------
+    def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
+        found = self._items.get(_item_key(namespace, key))
+        return _to_item(found) if found is not None else None
+
+    def _put(self, op: PutOp) -> None:
+        namespace = tuple(op.namespace)
+        key = _item_key(namespace, op.key)
+        ns_key = _ns_part(namespace)
+        if op.value is None:
+            if self._items.delete(key) and not self._items.count(prefix=ns_key + _SEP):
+                self._namespaces.delete(ns_key)
+            return
+        value = dict(op.value)
+        self._items.put(key, value, metadata={"ns": list(namespace), "key": op.key,
+                                              **_leaves(value)})
+        if self._namespaces.get(ns_key) is None:
+            self._namespaces.put(ns_key, list(namespace))
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        check_filter(op.filter)
+        prefix = _ns_part(tuple(op.namespace_prefix)) or None
+        where, whole = _sql_conditions(op.filter)
+        if whole:  # the filter is all SQL: page there
+            rows = self._items.list(prefix=prefix, where=where or None, limit=op.limit,
+                                    offset=op.offset)
+            return [_to_item(r, search=True) for r in rows]
+        found: list[SearchItem] = []
+        skip, offset = op.offset, 0
+        while len(found) < op.limit:
+            rows = self._items.list(prefix=prefix, where=where or None, limit=_PAGE,
+                                    offset=offset)
+            for row in rows:
+                if matches(row.value, op.filter):
+                    if skip:
+                        skip -= 1
+                    elif len(found) < op.limit:
+                        found.append(_to_item(row, search=True))
+            if len(rows) < _PAGE:
+                break
+            offset += _PAGE
+        return found
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        # a condition's literal prefix narrows in SQL; "*" and suffixes are checked here
+        literal: list[str] = []
+        for condition in op.match_conditions or ():
+            if condition.match_type == "prefix":
+                for label in condition.path:
+                    if label == "*":
+                        break
+                    literal.append(label)
+                break
+        rows = self._namespaces.list(prefix=_ns_part(tuple(literal)) or None)
+        selected = {tuple(r.value) for r in rows
+                    if all(_match(tuple(r.value), c) for c in (op.match_conditions or ()))}
+        if op.max_depth is not None:
+            selected = {ns[: op.max_depth] for ns in selected}
+        return sorted(selected)[op.offset: op.offset + op.limit]
+
+
+def _to_item(row: Any, *, search: bool = False) -> Any:
+    fields = dict(namespace=tuple(row.metadata["ns"]), key=row.metadata["key"],
+                  value=dict(row.value),
+                  created_at=clock.parse_timestamp(row.created_at, field="created_at"),
+                  updated_at=clock.parse_timestamp(row.updated_at, field="updated_at"))
+    return SearchItem(**fields, score=None) if search else Item(**fields)

@@ -1,0 +1,11 @@
+"""Every Python block of docs/integrations/langgraph.md runs as written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from contract import run_guide_blocks
+
+
+def test_guide_blocks_run(tmp_path: Path) -> None:
+    run_guide_blocks("langgraph", tmp_path)

@@ -1,0 +1,181 @@
+"""The adapters' base class (anneal_memory.adapters._base): it needs no framework, so it
+is tested with the core."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from anneal_memory import MemoryNamespace, MissingExtraError, Store, ValidationError
+from anneal_memory.adapters import (
+    MemoryAdapter,
+    check_memory_role,
+    check_namespace,
+    hook_guard,
+    require_extra,
+)
+from anneal_memory.session import MemorySession
+from anneal_memory.testing import scripted_compress
+
+
+class Adapter(MemoryAdapter):
+    """The smallest adapter: its framework's identity is ``context["who"]``."""
+
+    logger_name = "anneal_memory.adapters.test"
+
+    def __init__(self, memory: Any, **options: Any) -> None:
+        self._init_memory(memory, **options)
+
+    def default_namespace(self, context: Any) -> Any:
+        if isinstance(context, dict) and "who" in context:
+            return {"user": context["who"]}
+        return None
+
+    @hook_guard("anneal_memory.adapters.test")
+    def hook(self, fail: bool) -> str:
+        if fail:
+            raise RuntimeError("boom")
+        return "ran"
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = Store(tmp_path / "memory.db", project_name="BaseTest")
+    yield s
+    s.close()
+
+
+def test_import_guard_names_the_extra() -> None:
+    require_extra("json", "json")  # present: nothing happens
+    with pytest.raises(MissingExtraError, match=r"anneal-memory\[no-such\]") as caught:
+        require_extra("nosuchframework", "no-such", "nosuchframework.sub")
+    assert isinstance(caught.value, ImportError)
+
+
+def test_option_checks() -> None:
+    assert check_memory_role("user") == "user"
+    with pytest.raises(ValidationError, match="memory_role"):
+        check_memory_role("assistant")
+    with pytest.raises(ValidationError, match="unknown namespace key"):
+        check_namespace({"usr": "alice"})
+    with pytest.raises(ValidationError, match="namespace must be"):
+        check_namespace(42)
+    fn = lambda ctx: {"user": "x"}  # noqa: E731
+    assert check_namespace(fn) is fn
+
+
+def test_store_path_or_session(store: Store, tmp_path: Path) -> None:
+    assert Adapter(store).session.store is store
+    mine = MemorySession(store)
+    assert Adapter(mine).session is mine
+    owned = Adapter(tmp_path / "owned.db", recall_limit=2)
+    assert owned.session.owns_store and owned.session.recall_limit == 2
+    assert owned.session.log.name == "anneal_memory.adapters.test"
+    owned.close()
+    with pytest.raises(Exception):
+        owned.session.store.record("after close", "observation")
+
+
+def test_construction_errors_change_nothing(store: Store, tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="compress"):
+        Adapter(store, compress="nope")
+    with pytest.raises(ValidationError, match="wrap_on_end"):
+        Adapter(store, wrap_on_end="yes")
+    with pytest.raises(ValidationError, match="memory_role"):
+        Adapter(store, memory_role="assistant")
+    with pytest.raises(ValidationError, match="unknown namespace key"):
+        Adapter(tmp_path / "x.db", namespace={"team": "a"})
+    with pytest.raises(ValidationError, match="already one namespace"):
+        Adapter(MemorySession(store.scoped({"user": "a"})), namespace={"user": "b"})
+
+
+def test_fixed_namespace_is_its_own_memory(store: Store) -> None:
+    alice = Adapter(store, namespace={"user": "alice"})
+    bob = Adapter(store, namespace=MemoryNamespace("default", "bob", "default"))
+    alice.session_for().record_observation("alice likes basil")
+    bob.session_for().record_observation("bob likes thyme")
+    assert [e.content for e in store.scoped({"user": "alice"}).recall().episodes] == [
+        "alice likes basil"]
+    assert "basil" not in bob.session_for().context_for("what do I like basil thyme")
+    assert store.load_continuity() is None
+
+
+def test_callable_gets_the_run_context_and_none_is_refused(store: Store) -> None:
+    seen: list[Any] = []
+
+    def pick(ctx: Any) -> Any:
+        seen.append(ctx)
+        return {"user": ctx["user"]} if ctx.get("user") else None
+
+    adapter = Adapter(store, namespace=pick)
+    s1 = adapter.session_for({"user": "carol"})
+    assert s1.namespace.user == "carol" and seen == [{"user": "carol"}]
+    assert adapter.session_for({"user": "carol"}) is s1  # one session per namespace
+    with pytest.raises(ValidationError, match="returned None"):
+        adapter.session_for({})
+    with pytest.raises(ValidationError, match="outside a run"):
+        adapter.wrap()
+
+
+def test_default_identity_and_explicit_namespace(store: Store) -> None:
+    adapter = Adapter(store)
+    assert adapter.session_for({"who": "dave"}).namespace.user == "dave"
+    assert adapter.session_for({}) is adapter.session  # no identity: the store as it is
+    assert adapter.session_for(namespace={"user": "erin"}).namespace.user == "erin"
+    # a namespace option wins over the framework's identity
+    fixed = Adapter(store, namespace={"user": "frank"})
+    assert fixed.session_for({"who": "dave"}).namespace.user == "frank"
+
+
+def test_a_view_pins_the_memory(store: Store) -> None:
+    view = store.scoped({"user": "gina"})
+    adapter = Adapter(MemorySession(view))
+    assert adapter.session_for({"who": "harry"}).store is view  # the identity cannot escape
+    with pytest.raises(ValidationError, match="one namespace view"):
+        adapter.session_for(namespace={"user": "harry"})
+
+
+def test_wrap_is_per_namespace(store: Store) -> None:
+    adapter = Adapter(store, compress=scripted_compress)
+    adapter.session_for({"who": "ivy"}).record_decision("Decide to mulch the beds")
+    outcome = adapter.wrap(context={"who": "ivy"})
+    assert outcome.saved, outcome.message
+    assert "mulch" in (store.scoped({"user": "ivy"}).load_continuity() or "")
+    assert store.load_continuity() is None
+    assert adapter.wrap(namespace={"user": "jack"}).status == "empty"
+    no_model = Adapter(store)
+    assert no_model.wrap().status == "failed"  # no compressor anywhere: said, not raised
+
+
+def test_concurrent_awraps_of_two_namespaces(store: Store) -> None:
+    adapter = Adapter(store, compress=scripted_compress, wrap_on_end=True)
+    for who, text in (("kim", "Decide to stake the beans"), ("lee", "Decide to net the kale")):
+        adapter.session_for({"who": who}).record_decision(text)
+
+    async def both() -> list[Any]:
+        return list(await asyncio.gather(
+            adapter.aend_run(adapter.session_for({"who": "kim"})),
+            adapter.aend_run(adapter.session_for({"who": "lee"}))))
+
+    outcomes = asyncio.run(both())
+    assert [o.status for o in outcomes] == ["saved", "saved"]
+    assert "beans" in store.scoped({"user": "kim"}).load_continuity()
+    assert "kale" in store.scoped({"user": "lee"}).load_continuity()
+    assert Adapter(store).end_run(adapter.session) is None  # wrap_on_end off: no wrap
+
+
+def test_hook_guard_logs_unless_strict(store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    assert Adapter(store).hook(True) is None
+    assert "boom" in caplog.text
+    with pytest.raises(RuntimeError):
+        Adapter(store, strict=True).hook(True)
+    assert Adapter(store).hook(False) == "ran"
+
+
+def test_memory_role_default_and_choice(store: Store) -> None:
+    assert Adapter(store).memory_role == "user"
+    assert Adapter(store, memory_role="system").memory_role == "system"
+
