@@ -192,3 +192,21 @@ def postgres(session: nox.Session) -> None:
         session.run("python", "scripts/pg_server.py", "run", base, "--", *cmd, env=env)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@nox.session(python=PY, default=True)
+def ui(session: nox.Session) -> None:
+    """The operator console in a real browser: Debian's chromium, headless.
+
+    Installed with apt-get when missing (as root, else through sudo), as .ci/run does
+    for PostgreSQL. ``ANNEAL_UI_SCREENSHOTS=docs/img nox -s ui`` refreshes the
+    screenshots docs/ui.md shows.
+    """
+    import shutil
+
+    if not (shutil.which("chromium") or shutil.which("chromium-browser")):
+        sudo = [] if os.geteuid() == 0 else ["sudo"]
+        session.run(*sudo, "apt-get", "update", external=True)
+        session.run(*sudo, "apt-get", "install", "-y", "chromium", external=True)
+    session.install("-e", ".", "pytest")
+    _pytest(session, "tests/ui", env={"HOME": session.create_tmp()})

@@ -61,6 +61,14 @@ if _TYPE_CHECKING:  # the names for type checkers; at run time they load on firs
         WriteResult,
         scoped,
     )
+    from .immune.review import (
+        demote_pattern,
+        drift_by_wrap,
+        mark_worklist_reviewed,
+        pattern_timeline,
+        retire_pattern,
+        review_worklist,
+    )
     from .items import Item, ItemCollection
     from .recall import retrieve_relevant
     from .session import MemorySession, WrapOutcome
@@ -141,6 +149,12 @@ _LAZY: dict[str, str] = {
     "schema_role_warning": ".continuity.schema",
     "validate_schema": ".continuity.schema",
     "validated_save_continuity": ".wrap.save",
+    "demote_pattern": ".immune.review",
+    "drift_by_wrap": ".immune.review",
+    "mark_worklist_reviewed": ".immune.review",
+    "pattern_timeline": ".immune.review",
+    "retire_pattern": ".immune.review",
+    "review_worklist": ".immune.review",
     "MemoryRuntime": ".governance",
     "MemoryNamespace": ".governance",
     "MemoryCandidate": ".governance",
@@ -240,4 +254,10 @@ __all__ = [
     "scoped",
     "validate_schema",
     "validated_save_continuity",
+    "demote_pattern",
+    "drift_by_wrap",
+    "mark_worklist_reviewed",
+    "pattern_timeline",
+    "retire_pattern",
+    "review_worklist",
 ]

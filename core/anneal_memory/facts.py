@@ -350,3 +350,40 @@ def link_chain_head(store: Store, eid: str) -> tuple[str | None, bool]:
             return None, False
         seen.add(new)
         cur = new
+
+
+#: how far ``supersession_chain`` walks each way (a chain longer than this is cut)
+CHAIN_LIMIT = 100
+
+
+def supersession_chain(store: Store, episode_id: str) -> list[dict[str, Any]]:
+    """The replacement chain through an episode, oldest first: each link ``{"old_id",
+    "new_id", "kind", "created_at"}`` (kind ``explicit``, ``state_key``, ``wrap`` or
+    ``rewired``), walking back through what it replaced and on through what replaced it.
+    Only episodes this store (or view) can see are followed."""
+    storable_text(episode_id, "episode id")
+    b = store.backend
+    if episode_id not in b.get_episodes([episode_id]):
+        raise EpisodeNotFoundError(f"no episode {episode_id!r} in this store: check the id "
+                                   "(anneal-memory search)")
+    links: dict[tuple[str, str], dict[str, Any]] = {}
+    todo, seen = [episode_id], {episode_id}
+    while todo and len(seen) <= CHAIN_LIMIT:
+        cur = todo.pop()
+        found: list[tuple[str, str, str, str | None]] = [
+            (cur, n, k, c) for n, k, c in b.supersessions_of([cur]).get(cur, [])]
+        found += [(o, cur, k, None) for o, k in b.superseded_by_new(cur)]
+        visible = b.get_episodes([x for f in found for x in f[:2]])
+        for old, new, kind, created in found:
+            if old not in visible or new not in visible:
+                continue
+            rec = links.setdefault((old, new), {"old_id": old, "new_id": new, "kind": kind,
+                                                "created_at": created})
+            rec["created_at"] = rec["created_at"] or created
+            for nxt in (old, new):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+    stamps = {i: r.timestamp for i, r in b.get_episodes(list(seen)).items()}
+    return sorted(links.values(), key=lambda x: (stamps.get(x["old_id"], ""),
+                                                 stamps.get(x["new_id"], "")))

@@ -20,6 +20,7 @@ from .types import (
     RelevantResult,
     ReplacedEpisode,
     ScoredEpisode,
+    coerce_trust,
 )
 
 if TYPE_CHECKING:
@@ -33,13 +34,15 @@ def _int_arg(value: Any, name: str, minimum: int) -> int:
 
 
 def build_filters(since: Any = None, until: Any = None, episode_type: Any = None,
-                  source: Any = None, include_superseded: bool = False) -> SearchFilters:
+                  source: Any = None, include_superseded: bool = False,
+                  trust: Any = None) -> SearchFilters:
     return SearchFilters(
         since=parse_since(since, field="since") if since is not None else None,
         until=parse_since(until, field="until") if until is not None else None,
         episode_type=EpisodeType.coerce(episode_type).value if episode_type is not None else None,
         source=storable_text(source, "source") if source else None,
         include_superseded=bool(include_superseded),
+        trust=coerce_trust(trust) if trust is not None else None,
     )
 
 
@@ -99,16 +102,17 @@ def keyword_recall(store: Store, *, since: str | datetime | None = None,
                    until: str | datetime | None = None, episode_type: Any = None,
                    source: str | None = None, keyword: str | None = None, limit: int = 100,
                    offset: int = 0, include_superseded: bool = False,
-                   context: bool = True) -> RecallResult:
+                   context: bool = True, trust: str | None = None) -> RecallResult:
     limit = _int_arg(limit, "limit", 0)
     offset = _int_arg(offset, "offset", 0)
     if keyword is not None:
         storable_text(keyword, "keyword", allow_empty=True)
-    filters = build_filters(since, until, episode_type, source, include_superseded)
+    filters = build_filters(since, until, episode_type, source, include_superseded, trust)
     params: dict[str, Any] = {
         "since": filters.since, "until": filters.until, "episode_type": filters.episode_type,
         "source": source, "keyword": keyword, "limit": limit, "offset": offset,
         "include_superseded": bool(include_superseded), "match": None,
+        **({"trust": filters.trust} if trust is not None else {}),
     }
     b = store.backend
     kw = keyword.strip() if keyword else ""

@@ -445,16 +445,19 @@ class Store(ContinuityMixin):
         include_superseded: bool = False,
         *,
         context: bool = True,
+        trust: str | None = None,
     ) -> RecallResult:
         """Filtered episodes. A keyword matches first as an exact phrase (substring, any
         case); if the phrase matches nothing, by its words, ranked by relevance, with the
         episodes recorded right next to a match as context (``context=False`` for stores
-        of unrelated items, where neighbours in time mean nothing)."""
+        of unrelated items, where neighbours in time mean nothing). ``trust``: only
+        episodes whose own trust class is this one."""
         from .recall import keyword_recall
 
         return keyword_recall(self, since=since, until=until, episode_type=episode_type,
                               source=source, keyword=keyword, limit=limit, offset=offset,
-                              include_superseded=include_superseded, context=context)
+                              include_superseded=include_superseded, context=context,
+                              trust=trust)
 
     def episodes_since_wrap(self) -> list[Episode]:
         """Episodes no saved wrap has compressed yet, oldest first."""
@@ -559,6 +562,18 @@ class Store(ContinuityMixin):
     def unsupersede(self, *, old_id: str, new_id: str) -> bool:
         """Remove a supersession link; the old episode is served by recall again."""
         return facts.unsupersede(self, old_id, new_id)
+
+    def supersession_chain(self, episode_id: str) -> list[dict[str, Any]]:
+        """The links replacing and replaced by an episode, oldest first (see
+        ``facts.supersession_chain``): for an operator reading what changed."""
+        return facts.supersession_chain(self, episode_id)
+
+    def namespaces(self) -> list[dict[str, Any]]:
+        """The namespaces holding memory in this store, with counts; open one with
+        ``store.scoped(entry["namespace"])``. The root store only."""
+        from .governance.scoped import namespaces
+
+        return namespaces(self)
 
     def set_state_key(self, episode_id: str, key: str) -> list[tuple[str, str]]:
         """Put an existing episode into a state-key slot; returns the links it added."""

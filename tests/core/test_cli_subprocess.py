@@ -97,6 +97,9 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
     assert go("supersede", "--old", c["id"], "--new", d["id"])["recorded"] is True
     assert go("associations", "--stats")["associations"] == []
     assert go("pattern-associations")["associations"] == []
+    assert go("worklist")["count"] == 0
+    assert go("worklist", "--mark-reviewed")["through_wrap"] == saved["wrap_id"]
+    assert go("pattern", "retire", "db")["lines_removed"] == 1
     go("set-schema", "partnership")
     go("baton", "claim", "seat")
     assert go("status")["total_wraps"] == 1
@@ -142,6 +145,17 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
     assert p.returncode == 1
     assert "pip install 'anneal-memory[mcp]'" in one_error_line(p.stderr.decode())
     seen.add("serve")
+    # ui serves until stopped: started for real, its JSON line read, then stopped
+    ui = subprocess.Popen([sys.executable, "-m", "anneal_memory", "ui", "--db", str(db),
+                           "--port", "0", "--json"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=base_env(), stdin=subprocess.DEVNULL)
+    try:
+        assert ui.stdout is not None
+        assert "token=" in json.loads(ui.stdout.readline())["login_url"]
+    finally:
+        ui.terminate()
+        ui.wait(timeout=10)
+    seen.add("ui")
     assert seen == top_level_commands()
 
 

@@ -24,7 +24,11 @@ def test_adapter_has_guide_example_tests_and_sessions(name: str) -> None:
     assert (ROOT / "examples" / name / "example.py").exists()
     tests = ROOT / "tests" / "adapters" / name
     assert (tests / "test_contract.py").exists()
-    assert "AdapterContract" in (tests / "test_contract.py").read_text("utf-8")
+    # the shared contract, directly or through its async-loop mixin (tests/adapters)
+    text = (tests / "test_contract.py").read_text("utf-8")
+    assert "AdapterContract" in text or "AsyncLoopContract" in text
+    async_mixin = (ROOT / "tests" / "adapters" / "async_contract.py").read_text("utf-8")
+    assert "class AsyncLoopContract(AdapterContract)" in async_mixin
     noxfile = (ROOT / "noxfile.py").read_text("utf-8")
     assert re.search(rf'^\s+"{name}": \(', noxfile, re.M), f"{name} missing from ADAPTERS in noxfile"
     init = (adapter := ROOT / "adapters" / name / "__init__.py").read_text("utf-8")

@@ -35,6 +35,7 @@ AUDIT_EVENTS = frozenset({
     "supersede", "unsupersede", "state_key_set", "state_key_cleared",
     "wrap_started", "wrap_cancelled", "wrap_completed", "continuity_saved", "continuity_refused",
     "schema_set", "baton_policy", "probe_added", "probe_retired", "store_upgraded",
+    "worklist_reviewed", "pattern_demoted", "pattern_retired",
     "crystallize", "crystal_retire", "crystal_restore",
     "gov_write", "gov_correct", "gov_approve", "gov_decision", "gov_refused", "gov_forget",
     "gov_hide", "gov_rebuild", "gov_review_queued", "gov_review_decided",

@@ -276,5 +276,16 @@ def cmd_probe_list(args: argparse.Namespace) -> int:
             key = r["last_status"] or "unchecked"
             counts[key] = counts.get(key, 0) + 1
         data.update(counts=counts, declared=rows)
+        # the worklist since the operator last marked it reviewed (every wrap, not only
+        # the last save's "graduated"), to judge for truth
+        from ..immune.review import review_worklist
+
+        with read_store(args) as store:
+            items = review_worklist(store)
+        data["worklist"] = [it.to_dict() for it in items]
+        lines.append(f"worklist: {len(items)} graduation(s) to judge"
+                     + (": " + ", ".join(f"{it.name} {it.level}x (wrap {it.wrap_id})"
+                                         for it in items) if items else "")
+                     + (" (anneal-memory worklist)" if items else ""))
     emit(args, data, "\n".join(lines) or "(no drift probes)")
     return 0

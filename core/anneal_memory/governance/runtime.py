@@ -103,8 +103,15 @@ class MemoryRuntime:
         return WriteResult("review", reason, c.memory_id, review_id=review_id)
 
     # ------------------------------------------------------------------ review queue
-    def pending_reviews(self, namespace: MemoryNamespace | dict[str, Any]) -> list[dict[str, Any]]:
-        """Review items waiting in the namespace (with their candidates)."""
+    def pending_reviews(self, namespace: MemoryNamespace | dict[str, Any] | None = None
+                        ) -> list[dict[str, Any]]:
+        """Review items waiting in the namespace (with their candidates). Without one: the
+        runtime's scoped store's namespace, or on a root Store every namespace's items
+        (the operator's queue)."""
+        if namespace is None:
+            namespace = getattr(self.store, "namespace", None)
+            if namespace is None:
+                return sql.all_reviews(self.store.backend)
         ns = coerce_namespace(namespace)
         return sql.reviews(self.store.backend, ns.owner, ns.project)
 

@@ -90,3 +90,38 @@ class ScopedStore(Store):
 def scoped(store: Store, namespace: MemoryNamespace | Mapping[str, Any]) -> ScopedStore:
     """``ScopedStore(store, namespace)``."""
     return ScopedStore(store, namespace)
+
+
+def namespaces(store: Store) -> list[dict[str, Any]]:
+    """Every namespace that holds episodes, saved wraps, governed records or pending
+    reviews in ``store``: ``{"namespace": MemoryNamespace, "episodes", "wraps",
+    "records", "pending_reviews"}``, ordered by tenant, user, project, agent. Episodes
+    written without a namespace (the root's) are not listed."""
+    import json
+
+    from ..storage import governance_sql as sql
+
+    if isinstance(store, ScopedStore):
+        raise ValidationError("list namespaces on the parent Store, not a scoped view")
+    counts: dict[tuple[str, str | None], dict[str, int]] = {}
+
+    def slot(owner: str, project: str | None) -> dict[str, int]:
+        return counts.setdefault((owner, project), {"episodes": 0, "wraps": 0, "records": 0,
+                                                    "pending_reviews": 0})
+
+    with store.backend.read():
+        for owner, project, eps, wraps in store.backend.namespace_counts():
+            slot(owner, project).update(episodes=eps, wraps=wraps)
+        if sql.has_schema(store.backend):
+            for owner, project, records, pending in sql.namespace_counts(store.backend):
+                slot(owner, project).update(records=records, pending_reviews=pending)
+    out = []
+    for (owner, project), n in counts.items():
+        try:
+            tenant, user, agent = json.loads(owner)
+            ns = MemoryNamespace(tenant=tenant, user=user, agent=agent, project=project)
+        except (ValueError, TypeError, ValidationError):
+            continue  # not a namespace this version writes
+        out.append({"namespace": ns, **n})
+    return sorted(out, key=lambda d: (d["namespace"].tenant, d["namespace"].user,
+                                      d["namespace"].project or "", d["namespace"].agent))

@@ -73,6 +73,7 @@ class SearchFilters:
     source: str | None = None
     include_superseded: bool = False
     only_unwrapped: bool = False
+    trust: str | None = None  # the episode's own class
     ids: Sequence[str] | None = None
     scope: Scope = ROOT
 
@@ -167,6 +168,9 @@ class Backend(abc.ABC):
     def counts_by_type(self, *, scope: Scope = ROOT) -> dict[str, int]: ...
     @abc.abstractmethod
     def counts_by_trust(self, *, scope: Scope = ROOT) -> dict[str, int]: ...
+    @abc.abstractmethod
+    def namespace_counts(self) -> list[tuple[str, str | None, int, int]]:
+        """(owner, project, episodes, saved wraps) of every namespace holding either."""
 
     # -- keyword search
     @abc.abstractmethod
@@ -231,6 +235,8 @@ class Backend(abc.ABC):
     def pattern_history(self, *, scope: Scope = ROOT) -> dict[str, dict[str, Any]]: ...
     @abc.abstractmethod
     def upsert_pattern(self, rec: dict[str, Any], *, scope: Scope = ROOT) -> None: ...
+    @abc.abstractmethod
+    def delete_pattern(self, name: str, *, scope: Scope = ROOT) -> int: ...
     @abc.abstractmethod
     def has_pattern_history(self, *, scope: Scope = ROOT) -> bool: ...
     @abc.abstractmethod

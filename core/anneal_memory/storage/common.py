@@ -173,7 +173,8 @@ class SQLBackend(Backend):
         for cond, value in ((f"{alias}.timestamp >= ?", f.since),
                             (f"{alias}.timestamp <= ?", f.until),
                             (f"{alias}.type = ?", f.episode_type),
-                            (f"{alias}.source = ?", f.source)):
+                            (f"{alias}.source = ?", f.source),
+                            (f"{alias}.trust = ?", f.trust)):
             if value:
                 where.append(cond)
                 params.append(value)
@@ -290,6 +291,19 @@ class SQLBackend(Backend):
 
     def counts_by_type(self, *, scope: Scope = ROOT) -> dict[str, int]:
         return self._counts_by("type", scope)
+
+    def namespace_counts(self) -> list[tuple[str, str | None, int, int]]:
+        counts: dict[tuple[str, str | None], list[int]] = {}
+        for owner, project, n in self.q(
+                "SELECT ns_owner, ns_project, COUNT(*) FROM episodes WHERE ns_owner IS NOT NULL "
+                "GROUP BY ns_owner, ns_project"):
+            counts.setdefault((owner, project), [0, 0])[0] = int(n)
+        for key, n in self.q("SELECT ns_key, COUNT(*) FROM wraps WHERE status='saved' AND "
+                             "ns_key <> '' GROUP BY ns_key"):
+            owner, _, project = str(key).partition("\x1f")  # Scope.key
+            counts.setdefault((owner, project or None), [0, 0])[1] = int(n)
+        return [(o, p, e, w) for (o, p), (e, w) in sorted(
+            counts.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))]
 
     def counts_by_trust(self, *, scope: Scope = ROOT) -> dict[str, int]:
         return self._counts_by("trust", scope)
@@ -450,6 +464,10 @@ class SQLBackend(Backend):
                       rec["first_seen_at"], rec.get("last_seen_at"), rec["last_saved_at"],
                       json.dumps(rec.get("explanations") or []),
                       json.dumps(rec.get("grounding") or [])))
+
+    def delete_pattern(self, name: str, *, scope: Scope = ROOT) -> int:
+        return self._rowcount("DELETE FROM pattern_history WHERE ns_key=? AND name=?",
+                              (scope.key, name))
 
     def has_pattern_history(self, *, scope: Scope = ROOT) -> bool:
         return self.get_meta(ns_meta_key("pattern_history_started", scope)) is not None

@@ -349,6 +349,29 @@ def reviews(b: Any, owner: str, project: str | None,
     return [_review(r) for r in b.q(sql + " ORDER BY created_at, review_id", params)]
 
 
+def all_reviews(b: Any, status: str | None = "pending") -> list[dict[str, Any]]:
+    """Review items of every namespace: the operator's queue, never an agent's."""
+    sql = f"SELECT {', '.join(_REVIEW_COLS)} FROM gov_reviews"
+    params: list[Any] = []
+    if status is not None:
+        sql += " WHERE status=?"
+        params.append(status)
+    return [_review(r) for r in b.q(sql + " ORDER BY created_at, review_id", params)]
+
+
+def namespace_counts(b: Any) -> list[tuple[str, str | None, int, int]]:
+    """(owner, project, active governed records, pending reviews) per namespace."""
+    counts: dict[tuple[str, str | None], list[int]] = {}
+    for i, sql in enumerate((
+            "SELECT ns_owner, ns_project, COUNT(*) FROM gov_current WHERE state='active' "
+            "GROUP BY ns_owner, ns_project",
+            "SELECT ns_owner, ns_project, COUNT(*) FROM gov_reviews WHERE status='pending' "
+            "GROUP BY ns_owner, ns_project")):
+        for owner, project, n in b.q(sql):
+            counts.setdefault((owner, project), [0, 0])[i] = int(n)
+    return [(o, p, r, q) for (o, p), (r, q) in counts.items()]
+
+
 def cancel_reviews(b: Any, memory_id: str, *, decided_at: str) -> int:
     """Close every pending review of a forgotten memory so no approval can revive it."""
     return len(b.q(

@@ -83,6 +83,11 @@ class ScopedBackend:
     def counts_by_trust(self, **_: Any) -> dict[str, int]:
         return self._inner.counts_by_trust(scope=self.scope)
 
+    def namespace_counts(self) -> list[tuple[str, str | None, int, int]]:
+        """Refused: it lists every namespace, which no view may see."""
+        raise AttributeError("namespace_counts lists every namespace: call it on the root "
+                             "Store's backend, not through a namespace-scoped view")
+
     # -- search
     def _scoped(self, filters: SearchFilters) -> SearchFilters:
         return replace(filters, scope=self.scope)
@@ -133,6 +138,9 @@ class ScopedBackend:
 
     def upsert_pattern(self, rec: dict[str, Any], **_: Any) -> None:
         self._inner.upsert_pattern(rec, scope=self.scope)
+
+    def delete_pattern(self, name: str, **_: Any) -> int:
+        return self._inner.delete_pattern(name, scope=self.scope)
 
     def has_pattern_history(self, **_: Any) -> bool:
         return self._inner.has_pattern_history(scope=self.scope)

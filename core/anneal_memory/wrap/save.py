@@ -35,7 +35,7 @@ from ..errors import (
     WrapTokenError,
 )
 from ..facts import propose_wrap_link
-from ..immune import probes, signals
+from ..immune import probes, review, signals
 from ..immune.graduation import (
     LineOutcome,
     WrapContext,
@@ -338,6 +338,9 @@ def validated_save_continuity(
         metrics = {k: (len(v) if isinstance(v, list) else v) for k, v in result.items()
                    if k not in ("path", "drift", "warnings", "sections")}
         metrics["patterns_extracted"] = len(outcomes)
+        # per pattern and per probe, for the operator's timeline, worklist and drift view
+        metrics["patterns"] = review.record_wrap_patterns(outcomes)
+        metrics["drift_probes"] = review.record_wrap_drift(b.probes(), result["drift"]["probes"])
         b.close_wrap(wrap["id"], "saved", now_iso(), chars=len(final_text),
                      episodes_compressed=len(snapshot_ids), metrics=metrics)
         store.audit_trail.append("wrap_completed", {
