@@ -7,12 +7,11 @@ import asyncio
 
 from anneal_memory import Store
 
-from contract import RunTrace
+from contract import AdapterContract, RunTrace
 
 
-class AsyncLoopContract:
-    """A mixin before ``AdapterContract``: implement ``async _run(store, user_input, *,
-    wrap, call_tool, user)``."""
+class AsyncLoopContract(AdapterContract):
+    """Implement ``async _run(store, user_input, *, wrap, call_tool, user)``."""
 
     async def _run(self, store: Store, user_input: str, *, wrap: bool = False,
                    call_tool: bool = False, user: str | None = None) -> RunTrace:

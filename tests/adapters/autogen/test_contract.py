@@ -12,10 +12,10 @@ from autogen_scripted import ScriptedClient, lookup, tool_call
 from anneal_memory import Store
 from anneal_memory.adapters.autogen import AnnealMemory
 
-from contract import AdapterContract, RunTrace
+from contract import RunTrace
 
 
-class TestAutoGenContract(AsyncLoopContract, AdapterContract):
+class TestAutoGenContract(AsyncLoopContract):
     def build(self, memory: Any, **options: Any) -> Any:
         return AnnealMemory(memory, **options)
 

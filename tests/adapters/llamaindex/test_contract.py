@@ -10,10 +10,10 @@ from li_scripted import Script, make_agent
 from anneal_memory import Store
 from anneal_memory.adapters.llamaindex import AnnealMemory
 
-from contract import AdapterContract, RunTrace
+from contract import RunTrace
 
 
-class TestLlamaIndexContract(AsyncLoopContract, AdapterContract):
+class TestLlamaIndexContract(AsyncLoopContract):
     def build(self, memory: Any, **options: Any) -> Any:
         return AnnealMemory.from_store(memory, **options)
 
