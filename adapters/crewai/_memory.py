@@ -125,6 +125,9 @@ class AnnealCrewMemory(MemoryAdapter, Memory):
             session.close()
             raise
         self._episode_type = episode_type
+        # CrewAI's root scope recalls its whole scope tree (its sub-scopes are the
+        # namespaces of /user/... paths): that one session reads every namespace
+        session.reads_all_namespaces = True
 
     # --- identity -------------------------------------------------------------------------
     def default_namespace(self, context: Any) -> Any:

@@ -64,6 +64,11 @@ class MemorySession:
                 or max_content_chars < 100:
             raise ValidationError("max_content_chars must be a whole number >= 100")
         self.store = store
+        #: a session without a namespace recalls only the episodes written without one
+        #: (never one user's memory in a shared store); True reads every namespace, as a
+        #: framework's root scope whose recall covers its sub-scopes does (CrewAI)
+        self.reads_all_namespaces = False
+        self._unscoped: Store | None = None
         self.session_id = session_id
         self.crystal_store = crystal_store
         self.recall_limit = recall_limit
@@ -79,6 +84,18 @@ class MemorySession:
         self._options = {"session_id": session_id, "crystal_store": crystal_store,
                          "recall_limit": recall_limit, "max_content_chars": max_content_chars,
                          "strict": strict, "logger": self.log}
+
+    @property
+    def _reader(self) -> Store:
+        """The store recall reads (see ``reads_all_namespaces``)."""
+        if (self.reads_all_namespaces or getattr(self.store, "namespace", None) is not None
+                or hasattr(self.store, "parent")):
+            return self.store
+        if self._unscoped is None:
+            from .governance.scoped import UnscopedView
+
+            self._unscoped = UnscopedView(self.store)
+        return self._unscoped
 
     @property
     def namespace(self) -> Any:
@@ -168,7 +185,7 @@ class MemorySession:
         """Scored recall for ``query`` (``context=False`` for stores of unrelated items)."""
         k = self.recall_limit if limit is None else limit
         return self._guard("recall", lambda: list(retrieve_relevant(
-            self.store, self.crystal_store, query or "", max_episodes=k,
+            self._reader, self.crystal_store, query or "", max_episodes=k,
             max_patterns=3 if self.crystal_store is not None else 0,
             context=context).episodes), [])
 
@@ -179,7 +196,7 @@ class MemorySession:
 
         def run() -> str:
             k = self.recall_limit if limit is None else limit
-            rel = retrieve_relevant(self.store, self.crystal_store, query, max_episodes=k,
+            rel = retrieve_relevant(self._reader, self.crystal_store, query, max_episodes=k,
                                     max_patterns=3 if self.crystal_store is not None else 0,
                                     exclude_ids=self._echo_ids(query))
             return format_memory(rel.episodes, rel.patterns, rel.facts)
@@ -193,7 +210,7 @@ class MemorySession:
         k = self.recall_limit if limit is None else limit
 
         def run() -> list[str]:
-            rel = retrieve_relevant(self.store, self.crystal_store, query, max_episodes=k,
+            rel = retrieve_relevant(self._reader, self.crystal_store, query, max_episodes=k,
                                     max_patterns=0, exclude_ids=self._echo_ids(query))
             own, relayed = split_relayed(rel.episodes)
             return [render_item(e) for e in own + relayed]

@@ -395,3 +395,20 @@ def test_concurrent_writers_share_commits_and_lose_nothing(db: Path) -> None:
     assert AuditTrail.verify(db).valid
     with Store(db) as s:
         assert s.status().total_episodes == 1 + 50 * 36
+
+
+def test_a_session_that_names_nobody_never_reads_a_users_memory(store: Store) -> None:
+    alice = MemorySession(store, namespace=ALICE)
+    alice.record_observation("alice's vault PIN is 4242")
+    anon = MemorySession(store)  # a run without an identity, on the same store
+    anon.record_observation("the shared vault has a PIN policy")
+    for text in (anon.context_for("vault PIN"), "\n".join(anon.recall_items("vault PIN")),
+                 json.dumps([e.content for e in anon.recall("vault PIN")])):
+        assert "4242" not in text and "shared vault" in text
+    assert "4242" not in json.dumps(prepare_wrap(anon.store)["package"], default=str)
+    assert anon.store is store  # the session's store is still the one given
+    # the operator's own view of the store still sees everything
+    assert store.recall(keyword="vault").total_matching == 2
+    assert anon.for_namespace(ALICE).context_for("vault PIN").count("4242") == 1
+    anon.reads_all_namespaces = True  # a framework's root scope over its scope tree
+    assert "4242" in anon.context_for("vault PIN")

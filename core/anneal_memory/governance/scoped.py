@@ -87,6 +87,31 @@ class ScopedStore(Store):
                               "export's namespaces are its own")
 
 
+class UnscopedView(Store):
+    """The root store as a model served from it reads it: only the episodes written
+    without a namespace. What a ``MemorySession`` without a namespace recalls through,
+    so one user's memory in a shared store never reaches a run that named nobody."""
+
+    namespace = None
+
+    def __init__(self, store: Store) -> None:
+        if isinstance(store, (ScopedStore, UnscopedView)):
+            raise ValidationError("build the view over the parent Store")
+        self.__dict__.update(copy.copy(store.__dict__))
+        self.parent = store
+        self.scope = Scope(None, None, unscoped_only=True)
+        self._backend = ScopedBackend(store.backend, self.scope)  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"UnscopedView({str(self.path)!r})"
+
+    def scoped(self, namespace: MemoryNamespace | Mapping[str, Any]) -> ScopedStore:
+        return ScopedStore(self.parent, namespace)
+
+    def close(self) -> None:
+        """A view owns nothing: closing it leaves the parent Store open."""
+
+
 def scoped(store: Store, namespace: MemoryNamespace | Mapping[str, Any]) -> ScopedStore:
     """``ScopedStore(store, namespace)``."""
     return ScopedStore(store, namespace)

@@ -28,6 +28,9 @@ class Scope:
 
     owner: str | None = None
     project: str | None = None
+    #: at the root: read only the episodes written without a namespace (what a model
+    #: served from the root store sees), not the operator's view of every namespace
+    unscoped_only: bool = False
 
     @property
     def root(self) -> bool:

@@ -40,9 +40,10 @@ def episode_row(r: Sequence[Any]) -> EpisodeRow:
 
 
 def visible_sql(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
-    """``AND ...``: rows a reader in ``scope`` may see (every row at the root)."""
+    """``AND ...``: rows a reader in ``scope`` may see (every row at the root, unless
+    the root reads only its own)."""
     if scope.owner is None:
-        return "", []
+        return own_sql(scope, alias) if scope.unscoped_only else ("", [])
     p = f"{alias}." if alias else ""
     return (f" AND {p}ns_owner = ? AND ({p}ns_project IS NULL OR {p}ns_project = ?)",
             [scope.owner, scope.project or ""])
@@ -60,7 +61,7 @@ def own_sql(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
 def reach_sql(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
     """``AND ...``: rows a mutation through ``scope`` may touch: everything at the root
     (the operator), exactly its own namespace's rows through a view."""
-    return ("", []) if scope.owner is None else own_sql(scope, alias)
+    return ("", []) if scope.owner is None and not scope.unscoped_only else own_sql(scope, alias)
 
 
 def ns_meta_key(key: str, scope: Scope) -> str:
