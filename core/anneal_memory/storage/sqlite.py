@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import ReadOnlyStoreError, StoreError
 from . import fts, legacy, sqlite_errors, sqlite_migrate
-from .base import EpisodeRow, RankedHit, SearchFilters
+from .base import EpisodeRow, EstimatedCount, RankedHit, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
 from .common import SQLBackend, like_pattern
@@ -564,9 +564,11 @@ class SQLiteBackend(SQLBackend):
             src, mparams = self._phrase_src(filters, phrase)
             score = "0.0"
             # newest first; while no episode was backdated, recording order is time order
-            # and the row id yields it without a sort
-            order_sql = ("e.rowid DESC" if self.get_meta("backdated_episodes") is None
-                         else "e.timestamp DESC, e.rowid DESC")
+            # and the row id yields it without a sort (the trigram index, or the table read
+            # backwards); a scan of one type reads it in time order from the type index
+            by_rowid = self.get_meta("backdated_episodes") is None and (
+                len(mparams) == 2 or not filters.episode_type)
+            order_sql = "e.rowid DESC" if by_rowid else "e.timestamp DESC, e.rowid DESC"
         elif words:
             fts = "episodes_words"
             src, mparams = self._words_src(filters, words)
@@ -585,8 +587,12 @@ class SQLiteBackend(SQLBackend):
                 [*mparams, *params, int(limit), int(offset)],
             )
         # a page that is not full from the first row holds every match: no count needed
-        total = (len(rows) if limit and offset == 0 and len(rows) < limit
-                 else self._match_count(fts, mparams, src, where, params, filters))
+        if limit and offset == 0 and len(rows) < limit:
+            total = len(rows)
+        elif phrase is not None:
+            total = self._phrase_count(mparams, src, where, params, filters)
+        else:
+            total = self._match_count(fts, mparams, src, where, params, filters)
         return [(_row(r[:13]), float(r[13] or 0.0)) for r in rows], total
 
     def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
@@ -624,7 +630,7 @@ class SQLiteBackend(SQLBackend):
         else:
             test, needle = "instr(am_fold(e.content), ?) > 0", folded
         grams = trigrams(phrase)
-        if not grams or self._small_scope(filters):
+        if not grams or self._few_rows(filters):
             return f"FROM episodes e WHERE {test} AND ", [needle]
         return ("FROM episodes_tri t CROSS JOIN episodes e ON e.rowid = t.rowid "
                 f"WHERE episodes_tri MATCH ? AND {test} AND ",
@@ -639,19 +645,56 @@ class SQLiteBackend(SQLBackend):
     #: a namespace is searched from its own rows while it holds fewer than 1/SCOPE_SHARE
     #: of the store's episodes (its rows then cost less than the index's matches)
     SCOPE_SHARE = 50
+    #: up to this many rows, checking each row (in time order, stopping at a full page)
+    #: costs less than the trigram lookups: a small store never pays a large one's plan
+    SCAN_ROWS = 2000
 
-    def _small_scope(self, filters: SearchFilters) -> bool:
-        scope = filters.scope
-        if scope.owner is None:
-            return False
+    def _few_rows(self, filters: SearchFilters) -> bool:
+        """Whether the rows ``filters`` allow are few enough to check one by one: a small
+        store, a rare episode type, or a namespace holding a small share of the store."""
         top = self.q1("SELECT MAX(rowid) FROM episodes")
-        cap = int(top[0] or 0) // self.SCOPE_SHARE if top else 0
-        if cap < 1:
-            return False
-        r = self.q1("SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE ns_owner = ? AND "
-                    "(ns_project IS NULL OR ns_project = ?) LIMIT ?)",
-                    (scope.owner, scope.project or "", cap))
-        return r is not None and int(r[0]) < cap
+        size = int(top[0] or 0) if top else 0
+        if size <= self.SCAN_ROWS // 2:  # unfiltered, a row costs more than a typed one
+            return True
+        scope = filters.scope
+        if scope.owner is not None:
+            cap = size // self.SCOPE_SHARE
+            r = self.q1("SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE ns_owner = ? AND "
+                        "(ns_project IS NULL OR ns_project = ?) LIMIT ?)",
+                        (scope.owner, scope.project or "", cap))
+            if r is not None and int(r[0]) < cap:
+                return True
+        if filters.episode_type:
+            r = self.q1("SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE type = ? LIMIT ?)",
+                        (filters.episode_type, self.SCAN_ROWS + 1))
+            return r is not None and int(r[0]) <= self.SCAN_ROWS
+        return False
+
+    #: a substring search counts its matches exactly up to this many (each is checked on
+    #: its row); past it an unfiltered search estimates the rest from the trigram index
+    EXACT_COUNT = 5000
+
+    def _phrase_count(self, mparams: list[Any], src: str, where: str, params: list[Any],
+                      filters: SearchFilters) -> int:
+        """How many episodes contain the phrase: exact up to EXACT_COUNT, then (with no
+        filter but type and superseded) the index's candidates times the share of them
+        that matched among the first ones, returned as an :class:`EstimatedCount`."""
+        cap = self.EXACT_COUNT
+        n = self._scalar(f"SELECT COUNT(*) FROM (SELECT 1 {src}{where} LIMIT ?)",
+                         [*mparams, *params, cap + 1])
+        bare, _ = SQLiteBackend._filter_sql(self, SearchFilters(
+            include_superseded=filters.include_superseded, episode_type=filters.episode_type))
+        if n <= cap or len(mparams) != 2 or where != bare:
+            return n if n <= cap else self._scalar(f"SELECT COUNT(*) {src}{where}",
+                                                   [*mparams, *params])
+        grams = mparams[0]
+        edge = self.q1(f"SELECT e.rowid {src}{where} ORDER BY e.rowid LIMIT 1 OFFSET ?",
+                       [*mparams, *params, cap])
+        seen = self._scalar("SELECT COUNT(*) FROM episodes_tri WHERE episodes_tri MATCH ? "
+                            "AND rowid <= ?", [grams, edge[0] if edge else 0])
+        every = self._scalar("SELECT COUNT(*) FROM episodes_tri WHERE episodes_tri MATCH ?",
+                             [grams])
+        return EstimatedCount(max(cap + 1, round(every * (cap + 1) / max(seen, 1))))
 
     def _match_count(self, fts: str | None, mparams: list[Any], src: str, where: str,
                params: list[Any], filters: SearchFilters) -> int:
