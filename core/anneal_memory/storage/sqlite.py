@@ -639,6 +639,9 @@ class SQLiteBackend(SQLBackend):
     def _words_src(self, filters: SearchFilters, words: Sequence[str]) -> tuple[str, list[Any]]:
         """FROM/WHERE head of a ranked word search (type and namespace inside the index)."""
         expr = "content : (" + " OR ".join(fts_quote(w) for w in words) + ")"
+        if self._small_scope(filters):  # the namespace's own rows, one index seek each
+            return ("FROM episodes e CROSS JOIN episodes_words w ON w.rowid = e.rowid "
+                    "WHERE episodes_words MATCH ? AND ", [_with_type(expr, filters)])
         return ("FROM episodes_words w CROSS JOIN episodes e ON e.rowid = w.rowid "
                 "WHERE episodes_words MATCH ? AND ", [_with_type(expr, filters, ns=True)])
 
@@ -649,6 +652,22 @@ class SQLiteBackend(SQLBackend):
     #: costs less than the trigram lookups: a small store never pays a large one's plan
     SCAN_ROWS = 2000
 
+    def _small_scope(self, filters: SearchFilters, size: int | None = None) -> bool:
+        """Whether ``filters`` name a namespace holding under 1/SCOPE_SHARE of the store."""
+        scope = filters.scope
+        if scope.owner is None:
+            return False
+        if size is None:
+            top = self.q1("SELECT MAX(rowid) FROM episodes")
+            size = int(top[0] or 0) if top else 0
+        cap = size // self.SCOPE_SHARE
+        if cap < 1:
+            return False
+        r = self.q1("SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE ns_owner = ? AND "
+                    "(ns_project IS NULL OR ns_project = ?) LIMIT ?)",
+                    (scope.owner, scope.project or "", cap))
+        return r is not None and int(r[0]) < cap
+
     def _few_rows(self, filters: SearchFilters) -> bool:
         """Whether the rows ``filters`` allow are few enough to check one by one: a small
         store, a rare episode type, or a namespace holding a small share of the store."""
@@ -656,14 +675,8 @@ class SQLiteBackend(SQLBackend):
         size = int(top[0] or 0) if top else 0
         if size <= self.SCAN_ROWS // 2:  # unfiltered, a row costs more than a typed one
             return True
-        scope = filters.scope
-        if scope.owner is not None:
-            cap = size // self.SCOPE_SHARE
-            r = self.q1("SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE ns_owner = ? AND "
-                        "(ns_project IS NULL OR ns_project = ?) LIMIT ?)",
-                        (scope.owner, scope.project or "", cap))
-            if r is not None and int(r[0]) < cap:
-                return True
+        if self._small_scope(filters, size):
+            return True
         if filters.episode_type:
             r = self.q1("SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE type = ? LIMIT ?)",
                         (filters.episode_type, self.SCAN_ROWS + 1))
@@ -680,18 +693,18 @@ class SQLiteBackend(SQLBackend):
         filter but type and superseded) the index's candidates times the share of them
         that matched among the first ones, returned as an :class:`EstimatedCount`."""
         cap = self.EXACT_COUNT
-        n = self._scalar(f"SELECT COUNT(*) FROM (SELECT 1 {src}{where} LIMIT ?)",
-                         [*mparams, *params, cap + 1])
+        # the first cap + 1 matches in row order: how many, and the row id reached
+        head = self.q1(f"SELECT COUNT(*), MAX(r) FROM (SELECT e.rowid AS r {src}{where} "
+                       "ORDER BY e.rowid LIMIT ?)", [*mparams, *params, cap + 1])
+        n, edge = (int(head[0]), head[1]) if head else (0, None)
         bare, _ = SQLiteBackend._filter_sql(self, SearchFilters(
             include_superseded=filters.include_superseded, episode_type=filters.episode_type))
         if n <= cap or len(mparams) != 2 or where != bare:
             return n if n <= cap else self._scalar(f"SELECT COUNT(*) {src}{where}",
                                                    [*mparams, *params])
         grams = mparams[0]
-        edge = self.q1(f"SELECT e.rowid {src}{where} ORDER BY e.rowid LIMIT 1 OFFSET ?",
-                       [*mparams, *params, cap])
         seen = self._scalar("SELECT COUNT(*) FROM episodes_tri WHERE episodes_tri MATCH ? "
-                            "AND rowid <= ?", [grams, edge[0] if edge else 0])
+                            "AND rowid <= ?", [grams, edge or 0])
         every = self._scalar("SELECT COUNT(*) FROM episodes_tri WHERE episodes_tri MATCH ?",
                              [grams])
         return EstimatedCount(max(cap + 1, round(every * (cap + 1) / max(seen, 1))))
