@@ -218,6 +218,12 @@ def trigrams(phrase: str) -> list[str]:
     return list(grams.values())
 
 
+def _rowid_col(phrase_params: list[Any]) -> str:
+    """The row id a substring search walks: the trigram index's (two parameters: the
+    trigrams and the needle) or the table's."""
+    return "t.rowid" if len(phrase_params) == 2 else "e.rowid"
+
+
 def _epoch_sql(alias: str) -> str:
     """An episode's timestamp as epoch seconds (NULL when it is not a date SQLite reads)."""
     return f"(julianday({alias}.timestamp) - 2440587.5) * 86400.0"
@@ -568,7 +574,9 @@ class SQLiteBackend(SQLBackend):
             # backwards); a scan of one type reads it in time order from the type index
             by_rowid = self.get_meta("backdated_episodes") is None and (
                 len(mparams) == 2 or not filters.episode_type)
-            order_sql = "e.rowid DESC" if by_rowid else "e.timestamp DESC, e.rowid DESC"
+            # the index's own row id: ordered by e.rowid, SQLite would sort every match
+            order_sql = (f"{_rowid_col(mparams)} DESC" if by_rowid
+                         else "e.timestamp DESC, e.rowid DESC")
         elif words:
             fts = "episodes_words"
             src, mparams = self._words_src(filters, words)
@@ -694,8 +702,9 @@ class SQLiteBackend(SQLBackend):
         that matched among the first ones, returned as an :class:`EstimatedCount`."""
         cap = self.EXACT_COUNT
         # the first cap + 1 matches in row order: how many, and the row id reached
-        head = self.q1(f"SELECT COUNT(*), MAX(r) FROM (SELECT e.rowid AS r {src}{where} "
-                       "ORDER BY e.rowid LIMIT ?)", [*mparams, *params, cap + 1])
+        col = _rowid_col(mparams)
+        head = self.q1(f"SELECT COUNT(*), MAX(r) FROM (SELECT {col} AS r {src}{where} "
+                       f"ORDER BY {col} LIMIT ?)", [*mparams, *params, cap + 1])
         n, edge = (int(head[0]), head[1]) if head else (0, None)
         bare, _ = SQLiteBackend._filter_sql(self, SearchFilters(
             include_superseded=filters.include_superseded, episode_type=filters.episode_type))
