@@ -174,3 +174,27 @@ def test_phrase_totals_past_the_exact_bound_are_estimated(store: Store, monkeypa
     monkeypatch.setattr(SQLiteBackend, "EXACT_COUNT", 5000)
     exact = store.recall(keyword="alphabet", limit=5)
     assert exact.total_matching == 300 and "total_estimated" not in exact.query_params
+
+
+def test_indexed_substring_search_never_sorts_its_matches(store: Store, monkeypatch) -> None:
+    # a page of the newest matches must come straight off the index: a sort would read
+    # every match first (hundreds of milliseconds for a common word in a large store)
+    monkeypatch.setattr(SQLiteBackend, "SCAN_ROWS", 0)
+    for i in range(40):
+        store.record(f"thanks again {i}", "observation")
+    b = store.backend
+    plans: list[str] = []
+    b.conn.set_trace_callback(None)
+    real_q = b.q
+
+    def spy(sql, params=()):
+        if sql.lstrip().upper().startswith("SELECT") and "episodes_tri" in sql:
+            plans.extend(str(r[-1]) for r in b.conn.execute("EXPLAIN QUERY PLAN " + sql,
+                                                            tuple(params)))
+        return real_q(sql, params)
+
+    monkeypatch.setattr(b, "q", spy)
+    monkeypatch.setattr(b, "q1", lambda sql, params=(): (spy(sql, params) or [None])[0])
+    r = store.recall(keyword="thanks again", limit=5)
+    assert len(r.episodes) == 5 and r.total_matching == 40
+    assert plans and not [p for p in plans if "TEMP B-TREE" in p], plans
