@@ -692,31 +692,29 @@ class SQLiteBackend(SQLBackend):
         return False
 
     #: a substring search counts its matches exactly up to this many (each is checked on
-    #: its row); past it an unfiltered search estimates the rest from the trigram index
-    EXACT_COUNT = 5000
+    #: its row); past it an unfiltered search estimates the rest
+    EXACT_COUNT = 1000
 
     def _phrase_count(self, mparams: list[Any], src: str, where: str, params: list[Any],
                       filters: SearchFilters) -> int:
-        """How many episodes contain the phrase: exact up to EXACT_COUNT, then (with no
-        filter but type and superseded) the index's candidates times the share of them
-        that matched among the first ones, returned as an :class:`EstimatedCount`."""
+        """How many episodes contain the phrase: exact up to EXACT_COUNT; past it, on a
+        search with no filter but type and superseded, estimated as an
+        :class:`EstimatedCount` from how far into the store (by row id, oldest first) the
+        first EXACT_COUNT + 1 matches reach."""
         cap = self.EXACT_COUNT
-        # the first cap + 1 matches in row order: how many, and the row id reached
         col = _rowid_col(mparams)
         head = self.q1(f"SELECT COUNT(*), MAX(r) FROM (SELECT {col} AS r {src}{where} "
                        f"ORDER BY {col} LIMIT ?)", [*mparams, *params, cap + 1])
         n, edge = (int(head[0]), head[1]) if head else (0, None)
+        if n <= cap:
+            return n
         bare, _ = SQLiteBackend._filter_sql(self, SearchFilters(
             include_superseded=filters.include_superseded, episode_type=filters.episode_type))
-        if n <= cap or len(mparams) != 2 or where != bare:
-            return n if n <= cap else self._scalar(f"SELECT COUNT(*) {src}{where}",
-                                                   [*mparams, *params])
-        grams = mparams[0]
-        seen = self._scalar("SELECT COUNT(*) FROM episodes_tri WHERE episodes_tri MATCH ? "
-                            "AND rowid <= ?", [grams, edge or 0])
-        every = self._scalar("SELECT COUNT(*) FROM episodes_tri WHERE episodes_tri MATCH ?",
-                             [grams])
-        return EstimatedCount(max(cap + 1, round(every * (cap + 1) / max(seen, 1))))
+        if where != bare or not edge:  # a time or source filter is not spread evenly
+            return self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])
+        top = self.q1("SELECT MAX(rowid) FROM episodes")
+        last = int(top[0]) if top and top[0] else int(edge)
+        return EstimatedCount(max(cap + 1, round((cap + 1) * last / int(edge))))
 
     def _match_count(self, fts: str | None, mparams: list[Any], src: str, where: str,
                params: list[Any], filters: SearchFilters) -> int:
