@@ -200,11 +200,26 @@ def _with_type(expr: str, filters: SearchFilters, *, ns: bool = False) -> str:
 MAX_TRIGRAMS = 6
 
 
+#: Latin letters from most to least frequent in written English (and most European
+#: text): a trigram of rare letters has a short row list, so it narrows the most
+_LETTERS_BY_FREQUENCY = "etaoinshrdlcumwfgypbvkjxqz"
+
+
+def _rarity(ch: str) -> int:
+    """How much a character narrows a trigram: spaces and punctuation least, then Latin
+    letters by their frequency, digits, and any other script's letters most."""
+    low = ch.lower()
+    if low in _LETTERS_BY_FREQUENCY:
+        return 1 + _LETTERS_BY_FREQUENCY.index(low)
+    if ch.isdigit():
+        return 20
+    return 27 if ch.isalnum() else 0
+
+
 def trigrams(phrase: str) -> list[str]:
     """The trigrams that narrow a substring search for ``phrase``: up to MAX_TRIGRAMS,
-    one from each stretch of the phrase, preferring letters and digits over spaces and
-    punctuation (they are rarer, so they narrow more); without repeats. Empty when the
-    phrase is shorter than a trigram."""
+    the rarest-looking one of each stretch of the phrase (see :func:`_rarity`), without
+    repeats. Empty when the phrase is shorter than a trigram."""
     n = len(phrase) - 2
     if n < 1:
         return []
@@ -212,10 +227,18 @@ def trigrams(phrase: str) -> list[str]:
     grams: dict[str, str] = {}
     for k in range(parts):
         stretch = range(k * n // parts, (k + 1) * n // parts)
-        best = max(stretch, key=lambda i: sum(ch.isalnum() for ch in phrase[i:i + 3]))
+        best = max(stretch, key=lambda i: sum(_rarity(ch) for ch in phrase[i:i + 3]))
         gram = phrase[best:best + 3]
         grams.setdefault(gram.lower(), gram)  # the tokenizer folds case itself
     return list(grams.values())
+
+
+def _contains_test(phrase: str) -> tuple[str, str]:
+    """The row check of a substring search (case-insensitive) and its parameter."""
+    folded = phrase.lower()
+    if folded.isascii():  # LIKE folds ASCII case as lower() does, without a copy
+        return "e.content LIKE ? ESCAPE '\\'", like_pattern(folded)
+    return "instr(am_fold(e.content), ?) > 0", folded
 
 
 def _rowid_col(phrase_params: list[Any]) -> str:
@@ -598,7 +621,7 @@ class SQLiteBackend(SQLBackend):
         if limit and offset == 0 and len(rows) < limit:
             total = len(rows)
         elif phrase is not None:
-            total = self._phrase_count(mparams, src, where, params, filters)
+            total = self._phrase_count(phrase, mparams, src, where, params, filters)
         else:
             total = self._match_count(fts, mparams, src, where, params, filters)
         return [(_row(r[:13]), float(r[13] or 0.0)) for r in rows], total
@@ -617,26 +640,53 @@ class SQLiteBackend(SQLBackend):
             nwhere, nparams = self._filter_sql(filters, alias)
             near.append((f"(SELECT {_epoch_sql(alias)} FROM episodes {alias} WHERE "
                          f"{alias}.rowid = h.rowid {step} AND {nwhere})", nparams))
+        slack = self._index_only_slack(filters, where)
+        if slack is not None:
+            # type and namespace are in the index: rank there alone, then drop the few
+            # replaced episodes (at most ``slack`` of the best) on their rows
+            ranked = ("SELECT w.rowid AS rowid, -bm25(episodes_words, 1.0, 0.0, 0.0) AS score "
+                      "FROM episodes_words w WHERE episodes_words MATCH ? ORDER BY "
+                      "bm25(episodes_words, 1.0, 0.0, 0.0) ASC, w.rowid DESC LIMIT ?")
+            inner = (f"SELECT e.rowid AS rowid, {_epoch_sql('e')} AS t, c.score AS score "
+                     f"FROM ({ranked}) c CROSS JOIN episodes e ON e.rowid = c.rowid "
+                     f"WHERE {where} ORDER BY c.score DESC, e.rowid DESC LIMIT ?")
+            iparams = [*mparams, int(pool) + slack, *params, int(pool)]
+        else:
+            inner = (f"SELECT e.rowid AS rowid, {_epoch_sql('e')} AS t, "
+                     f"-bm25(episodes_words, 1.0, 0.0, 0.0) AS score {src}{where} "
+                     "ORDER BY bm25(episodes_words, 1.0, 0.0, 0.0) ASC, e.timestamp DESC LIMIT ?")
+            iparams = [*mparams, *params, int(pool)]
         rows = self.q(
-            f"SELECT h.rowid, h.t, h.score, {near[0][0]}, {near[1][0]} FROM ("
-            f"SELECT e.rowid AS rowid, {_epoch_sql('e')} AS t, "
-            f"-bm25(episodes_words, 1.0, 0.0, 0.0) AS score {src}{where} "
-            "ORDER BY bm25(episodes_words, 1.0, 0.0, 0.0) ASC, e.timestamp DESC LIMIT ?) h "
-            "ORDER BY h.score DESC, h.rowid DESC",
-            [*near[0][1], *near[1][1], *mparams, *params, int(pool)])
+            f"SELECT h.rowid, h.t, h.score, {near[0][0]}, {near[1][0]} FROM ({inner}) h "
+            "ORDER BY h.score DESC, h.rowid DESC", [*near[0][1], *near[1][1], *iparams])
         total = (len(rows) if len(rows) < pool
                  else self._match_count("episodes_words", mparams, src, where, params, filters))
         return [RankedHit(int(r[0]), r[1], float(r[2] or 0.0), r[3], r[4]) for r in rows], total
+
+    #: past this many replaced episodes, ranked words are filtered on every match's row
+    INDEX_ONLY_SLACK = 1000
+
+    def _index_only_slack(self, filters: SearchFilters, where: str) -> int | None:
+        """How many extra index hits cover the replaced episodes a ranking must skip, when
+        the index can rank alone (no filter but type, namespace and superseded); None when
+        every match must be filtered on its row first."""
+        if filters.scope.owner is not None or filters.scope.unscoped_only:
+            return None
+        bare, _ = SQLiteBackend._filter_sql(self, SearchFilters(
+            include_superseded=filters.include_superseded, episode_type=filters.episode_type))
+        if where != bare:
+            return None
+        if filters.include_superseded:
+            return 0
+        n = self._scalar("SELECT COUNT(*) FROM (SELECT 1 FROM supersessions LIMIT ?)",
+                         [self.INDEX_ONLY_SLACK + 1])
+        return n if n <= self.INDEX_ONLY_SLACK else None
 
     def _phrase_src(self, filters: SearchFilters, phrase: str) -> tuple[str, list[Any]]:
         """FROM/WHERE head of a substring search. The trigram index (row ids per trigram)
         narrows the rows, the row itself decides; a namespace holding few episodes, or a
         phrase too short for a trigram, is searched from its rows alone."""
-        folded = phrase.lower()
-        if folded.isascii():  # LIKE folds ASCII case as lower() does, without a copy
-            test, needle = "e.content LIKE ? ESCAPE '\\'", like_pattern(folded)
-        else:
-            test, needle = "instr(am_fold(e.content), ?) > 0", folded
+        test, needle = _contains_test(phrase)
         grams = trigrams(phrase)
         if not grams or self._few_rows(filters):
             return f"FROM episodes e WHERE {test} AND ", [needle]
@@ -691,30 +741,34 @@ class SQLiteBackend(SQLBackend):
             return r is not None and int(r[0]) <= self.SCAN_ROWS
         return False
 
-    #: a substring search counts its matches exactly up to this many (each is checked on
-    #: its row); past it an unfiltered search estimates the rest
-    EXACT_COUNT = 1000
+    #: a substring search counts its matches exactly while the trigram index offers at
+    #: most this many rows (each is checked on its row); past it an unfiltered search
+    #: checks the first SAMPLE_ROWS of them and scales
+    EXACT_COUNT = 10_000
+    SAMPLE_ROWS = 1000
 
-    def _phrase_count(self, mparams: list[Any], src: str, where: str, params: list[Any],
-                      filters: SearchFilters) -> int:
-        """How many episodes contain the phrase: exact up to EXACT_COUNT; past it, on a
-        search with no filter but type and superseded, estimated as an
-        :class:`EstimatedCount` from how far into the store (by row id, oldest first) the
-        first EXACT_COUNT + 1 matches reach."""
-        cap = self.EXACT_COUNT
-        col = _rowid_col(mparams)
-        head = self.q1(f"SELECT COUNT(*), MAX(r) FROM (SELECT {col} AS r {src}{where} "
-                       f"ORDER BY {col} LIMIT ?)", [*mparams, *params, cap + 1])
-        n, edge = (int(head[0]), head[1]) if head else (0, None)
-        if n <= cap:
-            return n
+    def _phrase_count(self, phrase: str, mparams: list[Any], src: str, where: str,
+                      params: list[Any], filters: SearchFilters) -> int:
+        """How many episodes contain the phrase. Exact, unless the trigram index offers
+        more than EXACT_COUNT rows to a search with no filter but type and superseded:
+        then the share of matches among the first SAMPLE_ROWS of them, times their number,
+        returned as an :class:`EstimatedCount`."""
         bare, _ = SQLiteBackend._filter_sql(self, SearchFilters(
             include_superseded=filters.include_superseded, episode_type=filters.episode_type))
-        if where != bare or not edge:  # a time or source filter is not spread evenly
-            return self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])
-        top = self.q1("SELECT MAX(rowid) FROM episodes")
-        last = int(top[0]) if top and top[0] else int(edge)
-        return EstimatedCount(max(cap + 1, round((cap + 1) * last / int(edge))))
+        if len(mparams) == 2 and where == bare:
+            grams = mparams[0]
+            offered = self._scalar("SELECT COUNT(*) FROM episodes_tri WHERE episodes_tri "
+                                   "MATCH ?", [grams])
+            if offered > self.EXACT_COUNT:
+                test, _needle = _contains_test(phrase)
+                r = self.q1(f"SELECT COUNT(*), SUM(CASE WHEN {test} AND {where} THEN 1 ELSE 0 END) "
+                            "FROM (SELECT t.rowid AS rowid FROM episodes_tri t WHERE "
+                            "episodes_tri MATCH ? ORDER BY t.rowid LIMIT ?) c CROSS JOIN "
+                            "episodes e ON e.rowid = c.rowid",
+                            [mparams[1], *params, grams, self.SAMPLE_ROWS])
+                seen, hit = (int(r[0]), int(r[1] or 0)) if r else (0, 0)
+                return EstimatedCount(round(offered * hit / seen) if seen else 0)
+        return self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])
 
     def _match_count(self, fts: str | None, mparams: list[Any], src: str, where: str,
                params: list[Any], filters: SearchFilters) -> int:
