@@ -169,7 +169,7 @@ class Store(ContinuityMixin):
     def _reconcile_files(self) -> None:
         """After a crash: write continuity texts that committed but whose file was not
         written, and remove temporary copies a killed writer left beside the store."""
-        from .store_continuity import flush_pending_blobs
+        from .store_continuity import flush_pending_blobs, staged_files
 
         try:
             flush_pending_blobs(self._backend)
@@ -179,10 +179,11 @@ class Store(ContinuityMixin):
         if self.dsn:
             return
         cutoff = utcnow().timestamp() - 60  # a writer still at work renames its copy within moments
+        keep = staged_files(self._backend)  # committed saves still waiting for their file
         with contextlib.suppress(OSError):
             for p in self.path.parent.glob(f".{self.path.stem}.*.tmp"):
                 with contextlib.suppress(OSError):
-                    if p.is_file() and p.stat().st_mtime < cutoff:
+                    if p.is_file() and p.name not in keep and p.stat().st_mtime < cutoff:
                         p.unlink()
 
     # ------------------------------------------------------------------ lifecycle

@@ -332,7 +332,7 @@ def validated_save_continuity(
         except Exception:
             crystal_names = set()
 
-    with store._write():
+    with store._staging() as staged, store._write():
         current = b.open_wrap()
         if current is None or current["id"] != wrap["id"]:
             raise NoWrapInProgressError("the wrap was saved or cancelled by another process "
@@ -390,12 +390,12 @@ def validated_save_continuity(
             "drift": result["drift"],
             "session_id": session_id,
         }, actor="agent")
-        store._stage_continuity(final_text)
+        staged.append(store._stage_continuity(final_text))
     try:
-        store._flush_continuity()
-    except OSError as exc:  # committed: the file is written when the store is next opened
-        result["warnings"].append(f"the continuity file could not be written yet ({exc}); "
-                                  "the saved text is kept in the database and written on "
+        store._flush_continuity(*staged)
+    except OSError as exc:  # committed: the file is put in place when the store is next opened
+        result["warnings"].append(f"the continuity file could not be put in place yet ({exc}); "
+                                  "the saved text waits beside it and is put in place on "
                                   "the next open")
     for w in result["warnings"]:
         warnings.warn(w, UserWarning, stacklevel=2)
