@@ -419,13 +419,21 @@ class Store(ContinuityMixin):
         eps = self._to_episodes(list(rows.values()))
         return {e.id: e for e in eps}
 
-    def _to_episodes(self, rows: Sequence[EpisodeRow]) -> list[Episode]:
+    def _episode_links(self, rows: Sequence[EpisodeRow]) -> tuple[
+            dict[str, list[tuple[str, str, str]]], dict[str, list[tuple[str, str | None]]],
+            dict[str, str]]:
+        """For rows read from the backend: their replacement links, their sources, and
+        the effective trust of the derived ones (the others keep their own class)."""
         ids = [r.id for r in rows]
         sup = self._backend.supersessions_of(ids) if ids else {}
         der = self._backend.derivations_of(ids) if ids else {}
         # only derived episodes can differ from their own class
         derived = [i for i in ids if i in der]
         eff = trust.effective_trust_map(self, derived) if derived else {}
+        return sup, der, eff
+
+    def _to_episodes(self, rows: Sequence[EpisodeRow]) -> list[Episode]:
+        sup, der, eff = self._episode_links(rows)
         out = []
         for r in rows:
             links = sup.get(r.id)

@@ -94,9 +94,10 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
             wid = store.backend.insert_wrap(now_iso(), token, session_id, ids, today)
             store.audit_trail.append("wrap_started", {"wrap_id": wid, "episodes": len(ids),
                                                       "session_id": session_id}, actor="agent")
-    # the rows read to open the wrap are its episodes: no second read of them
-    episodes = store._to_episodes(rows)
-    episodes.sort(key=lambda e: (e.timestamp, e.id))
+    # the rows read to open the wrap are its episodes: no second read of them, and the
+    # package is built from the rows (no Episode objects it would only take apart)
+    sup, _sources, eff = store._episode_links(rows)
+    rows.sort(key=lambda r: (r.timestamp, r.id))
     continuity = store.load_continuity()
     target = max_chars or default_max_chars(schema)
     lines = []
@@ -110,13 +111,13 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
         except AnnealMemoryError:
             lines = []
     summaries = pattern_summaries(lines) if lines else []
-    listed = [{"id": e.id, "timestamp": e.timestamp, "type": e.type.value,
-               "content": e.content, "source": e.source, "trust": e.trust,
-               "superseded_by": e.superseded_by} for e in episodes]
+    listed = [{"id": r.id, "timestamp": r.timestamp, "type": r.type, "content": r.content,
+               "source": r.source, "trust": eff.get(r.id) or r.trust,
+               "superseded_by": sup[r.id][-1][0] if r.id in sup else None} for r in rows]
     package = {
         "episodes": render_episodes(listed),  # text, as 1.0.2 gives it
         "episode_list": listed,
-        "episode_count": len(episodes),
+        "episode_count": len(listed),
         "continuity": continuity,
         "stale_patterns": stale_patterns(lines, today, staleness_days, continuity),
         "today": today,
@@ -144,12 +145,12 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
         package["rewarm_candidates"] = [{"name": c.name, "level": c.level,
                                          "last_activated_on": c.last_activated_on}
                                         for c in live if gone_cold(c, today)]
-    return {**base, "status": "ready", "episode_count": len(episodes), "package": package,
+    return {**base, "status": "ready", "episode_count": len(listed), "package": package,
             "uncovered_proven_to_check": package["uncovered_proven"],
             "crystallization_candidates": package["crystallization_candidates"],
             "rewarm_candidates": package["rewarm_candidates"],
             "wrap_token": token,
-            "message": f"{len(episodes)} episode(s) to compress; save with the wrap token"}
+            "message": f"{len(listed)} episode(s) to compress; save with the wrap token"}
 
 
 #: a pattern this high is a candidate to graduate out into the crystal store
