@@ -13,7 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from anneal_memory import Store, StoreError, prepare_wrap, validated_save_continuity
+from anneal_memory import (
+    Store,
+    StoreError,
+    prepare_wrap,
+    store_continuity,
+    validated_save_continuity,
+)
 from anneal_memory import store as store_mod
 
 from wraphelp import doc, wrap
@@ -67,6 +73,11 @@ def test_a_failed_rename_keeps_the_save_and_the_next_open_finishes_it(
         assert len(staged) == 1
     for p in staged:  # old enough for the leftover sweep: still kept, a save points at it
         os.utime(p, (time.time() - 3600, time.time() - 3600))
+    monkeypatch.setattr(store_continuity, "publish_staged", refuse)  # nor can the next open
+    with pytest.warns(UserWarning, match="could not be written"), Store(db) as s:
+        assert s.load_continuity() == doc(context="- new")
+    monkeypatch.undo()
+    assert _staged(db.parent) == staged
     with Store(db) as s:
         assert s.continuity_path.read_text("utf-8") == doc(context="- new")
         assert s.load_continuity() == doc(context="- new")
@@ -139,8 +150,12 @@ def test_a_pending_copy_left_by_an_earlier_build_is_written_at_open(db: Path) ->
     with Store(db) as s:
         assert s.continuity_path.read_text("utf-8") == doc(context="- pending")
         assert s.backend.get_meta("pending_blob:.continuity.md") is None
+        with s.backend.transaction():  # one more, still there when the next save runs
+            s.backend.set_meta("pending_blob:.continuity.md", doc(context="- stale"))
         s.record("the next episode", "observation")
-        wrap(s, doc(context="- next"))  # a new save drops such a copy in its transaction
+        wrap(s, doc(context="- next"))  # the save drops such a copy in its transaction
+        assert s.load_continuity() == doc(context="- next")
+    with Store(db) as s:
         assert s.load_continuity() == doc(context="- next")
 
 
