@@ -4,11 +4,9 @@ a failed rename, a slower writer, a raw save or an operator's hand edit leaves."
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +20,7 @@ from anneal_memory import (
 )
 from anneal_memory import store as store_mod
 
-from wraphelp import doc, wrap
+from wraphelp import doc, fail_commits, wrap
 
 
 def _commits(store: Store) -> list[str]:
@@ -163,18 +161,7 @@ def test_a_failed_commit_leaves_no_staged_file(store: Store, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     store.record("an episode", "observation")
     w = prepare_wrap(store)
-    backend = store.backend
-    real = backend.transaction
-
-    @contextlib.contextmanager
-    def commit_fails() -> Iterator[None]:
-        outer = not backend.in_transaction
-        with real():
-            yield
-            if outer:  # the body ran (the file is staged): the commit is refused
-                raise StoreError("the commit failed: disk I/O error")
-
-    monkeypatch.setattr(backend, "transaction", commit_fails)
+    fail_commits(store, monkeypatch)
     with pytest.raises(StoreError):
         validated_save_continuity(store, doc(), wrap_token=w["wrap_token"])
     monkeypatch.undo()

@@ -3,14 +3,13 @@ transaction: a save that does not commit changes neither, and no copy is left ov
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
 from anneal_memory import Store, StoreError, prepare_wrap, validated_save_continuity
 
-from wraphelp import doc, wrap
+from wraphelp import doc, fail_commits, wrap
 
 
 def test_the_continuity_commits_with_the_save(open_store: Callable[..., Store],
@@ -20,18 +19,7 @@ def test_the_continuity_commits_with_the_save(open_store: Callable[..., Store],
     wrap(s1, doc(context="- old"))
     s1.record("the second session chose a pool", "decision")
     w = prepare_wrap(s1)
-    backend = s1.backend
-    real = backend.transaction
-
-    @contextlib.contextmanager
-    def commit_fails() -> Iterator[None]:
-        outer = not backend.in_transaction
-        with real():
-            yield
-            if outer:  # everything written, the commit refused: all of it rolls back
-                raise StoreError("the commit failed")
-
-    monkeypatch.setattr(backend, "transaction", commit_fails)
+    fail_commits(s1, monkeypatch)
     with pytest.raises(StoreError):
         validated_save_continuity(s1, doc(context="- new"), wrap_token=w["wrap_token"])
     monkeypatch.undo()
