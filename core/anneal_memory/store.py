@@ -425,8 +425,10 @@ class Store(ContinuityMixin):
         """For rows read from the backend: their replacement links, their sources, and
         the effective trust of the derived ones (the others keep their own class)."""
         ids = [r.id for r in rows]
-        sup = self._backend.supersessions_of(ids) if ids else {}
-        der = self._backend.derivations_of(ids) if ids else {}
+        b = self._backend
+        # a store without any link (or derivation) skips looking each id up in an empty table
+        sup = b.supersessions_of(ids) if ids and b.q1("SELECT 1 FROM supersessions LIMIT 1") else {}
+        der = b.derivations_of(ids) if ids and b.q1("SELECT 1 FROM derivations LIMIT 1") else {}
         # only derived episodes can differ from their own class
         derived = [i for i in ids if i in der]
         eff = trust.effective_trust_map(self, derived) if derived else {}
