@@ -98,8 +98,11 @@ def _check_size(store: Store, doc: ContinuityDoc, schema: Sequence[Mapping[str, 
     return chars
 
 
-def _check_shrink(store: Store, doc: ContinuityDoc, old: ContinuityDoc | None, prior: str | None,
-                  schema: Sequence[Mapping[str, Any]], allow_shrink: Any) -> None:
+def _check_shrink(store: Store, doc: ContinuityDoc, prior: str | None,
+                  old: ContinuityDoc | None, schema: Sequence[Mapping[str, Any]],
+                  allow_shrink: Any) -> None:
+    """Refuse a save that collapses a felt store's protected sections or whole file;
+    ``old`` is ``prior`` parsed (None when it does not parse: no gate then)."""
     if allow_shrink is True or not prior or old is None or not has_felt_layer(schema):
         return
     for role in ("narrative-timeless", "graduating"):
@@ -195,7 +198,7 @@ def validated_save_continuity(
     for s in doc.sections:
         s.lines = [ln for ln in s.lines if not _marker_only(ln)]
     _check_size(store, doc, schema)
-    _check_shrink(store, doc, prior_doc, prior_text, schema, allow_shrink)
+    _check_shrink(store, doc, prior_text, prior_doc, schema, allow_shrink)
     if sum(len(s.body) for s in doc.by_role("durable")) > durable_budget(schema):
         durable_warn.append(f"Durable Facts is over its budget of {durable_budget(schema)} "
                             "characters: every line was kept; consider consolidating")
