@@ -45,11 +45,14 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
     publish_staged(stage_bytes(target, data), target)
 
 
-def stage_bytes(path: Path | str, data: bytes, *, suffix: str = ".tmp") -> Path:
+def stage_bytes(path: Path | str, data: bytes, *, suffix: str = ".tmp",
+                durable_name: bool = False) -> Path:
     """The first half of an atomic replace: ``data`` in a new, uniquely named file
-    beside ``path``, fsynced (durable) but not yet visible as ``path``. Returns the
-    staged file; ``publish_staged`` completes the replace. Splitting the two lets a
-    caller commit a record of the staged file between them."""
+    beside ``path``, fsynced but not yet visible as ``path``. Returns the staged file;
+    ``publish_staged`` completes the replace. Splitting the two lets a caller commit a
+    record of the staged file between them; ``durable_name`` then fsyncs the folder too,
+    so the staged file is found under its name after a crash (a file's fsync alone does
+    not promise its folder entry)."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=str(target.parent))
     try:
@@ -57,6 +60,8 @@ def stage_bytes(path: Path | str, data: bytes, *, suffix: str = ".tmp") -> Path:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        if durable_name:
+            fsync_dir(target.parent)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -64,10 +69,11 @@ def stage_bytes(path: Path | str, data: bytes, *, suffix: str = ".tmp") -> Path:
     return Path(tmp)
 
 
-def publish_staged(staged: Path | str, path: Path | str) -> None:
-    """The second half: rename the staged file over ``path`` and fsync the folder, so
-    the rename survives a crash. A reader sees the old file or the new one, never a
-    torn one. The staged file is removed if the rename fails."""
+def publish_staged(staged: Path | str, path: Path | str, *, sync_dir: bool = True) -> None:
+    """The second half: rename the staged file over ``path`` and (``sync_dir``) fsync
+    the folder, so the rename survives a crash. A reader sees the old file or the new
+    one, never a torn one. The staged file is removed if the rename fails. A caller
+    whose committed record of the staged file redoes a lost rename may skip the sync."""
     target = Path(path)
     try:
         os.replace(staged, target)
@@ -75,7 +81,8 @@ def publish_staged(staged: Path | str, path: Path | str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(staged)
         raise
-    fsync_dir(target.parent)
+    if sync_dir:
+        fsync_dir(target.parent)
 
 
 def atomic_write_text(path: Path | str, text: str) -> None:

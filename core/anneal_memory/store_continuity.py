@@ -75,8 +75,8 @@ def publish_blob(backend: Backend, db_path: str | Path, name: str, *,
                 own.unlink()  # a newer save committed after ours: it is the one to publish
         if staged is None or (staged != own and _staged_text(path, record) is None):
             return False  # nothing waiting (or not whole: a save never committed it)
-        try:
-            publish_staged(staged, path)
+        try:  # no folder sync: until the rename is on disk the record redoes it at open
+            publish_staged(staged, path, sync_dir=False)
         except FileNotFoundError:  # another process opening the store put it in place
             return False
         return True
@@ -156,17 +156,19 @@ class ContinuityMixin:
 
     def _stage_continuity(self, text: str) -> Path | None:
         """Inside the save's transaction, its last write. Beside a SQLite database the
-        new file is staged (written and fsynced, not yet visible) and the transaction
-        records it, so the file costs no second commit: ``_flush_continuity`` renames it
-        into place after the commit, or the next open does after a crash. A PostgreSQL
-        store's text is a row that commits with the save. Returns the staged file."""
+        new file is staged (written and fsynced with its folder entry, not yet visible)
+        and the transaction records it, so the file costs no second commit:
+        ``_flush_continuity`` renames it into place after the commit, and the next open
+        redoes that rename if a crash lost it. Durable when the commit is: the text is
+        on disk under a name the committed record holds. A PostgreSQL store's text is a
+        row that commits with the save. Returns the staged file."""
         name = self._continuity_blob()
         self._backend.set_meta(PENDING_BLOB + name, None)
         if self.dsn is not None:
             self._backend.write_blob(name, text, lock=CONTINUITY_LOCK)
             return None
         data = text.encode("utf-8")
-        staged = stage_bytes(self.continuity_path, data, suffix=_STAGED_SUFFIX)
+        staged = stage_bytes(self.continuity_path, data, suffix=_STAGED_SUFFIX, durable_name=True)
         try:
             self._backend.set_meta(STAGED_BLOB + name, f"{_sha(data)} {staged.name}")
         except BaseException:

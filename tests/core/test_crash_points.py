@@ -46,7 +46,7 @@ CHILD = textwrap.dedent("""
             die_before(store_mod.Store, "_flush_continuity")
         elif point == "temp-written":    # committed, the staged file about to be renamed
             die_before(os, "replace")
-        elif point == "file-written":    # renamed into place, its folder not yet fsynced
+        elif point == "file-written":    # renamed into place (the record still names it)
             die_after(os, "replace")
         validated_save_continuity(s, new_text, wrap_token=w["wrap_token"])
     print("saved")

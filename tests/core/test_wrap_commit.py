@@ -5,6 +5,7 @@ a failed rename, a slower writer, a raw save or an operator's hand edit leaves."
 from __future__ import annotations
 
 import os
+import stat
 import time
 import warnings
 from pathlib import Path
@@ -48,6 +49,26 @@ def test_prepare_and_save_each_commit_once(store: Store, tmp_path: Path) -> None
     assert _staged(tmp_path) == []
 
 
+def test_the_save_makes_its_file_durable_before_its_commit(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.record("an episode about the cache layer", "observation")
+    w = prepare_wrap(store)
+    order: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        order.append("folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    store.backend.conn.set_trace_callback(
+        lambda sql: order.append("commit") if sql.strip().upper() == "COMMIT" else None)
+    validated_save_continuity(store, doc(), wrap_token=w["wrap_token"])
+    # the text and its name are on disk before the commit that points at them; the
+    # rename after it needs no sync of its own (the next open redoes a lost one)
+    assert order == ["file", "folder", "commit"]
+
+
 def test_a_failed_rename_keeps_the_save_and_the_next_open_finishes_it(
         db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with Store(db) as s:
@@ -79,6 +100,28 @@ def test_a_failed_rename_keeps_the_save_and_the_next_open_finishes_it(
     with Store(db) as s:
         assert s.continuity_path.read_text("utf-8") == doc(context="- new")
         assert s.load_continuity() == doc(context="- new")
+    assert _staged(db.parent) == []
+
+
+def test_a_rename_a_crash_lost_is_redone_at_the_next_open(db: Path) -> None:
+    with Store(db) as s:
+        s.record("the first session chose SQLite", "decision")
+        wrap(s, doc(context="- old"))
+        s.record("the second session chose WAL", "decision")
+        wrap(s, doc(context="- new"))
+        path = s.continuity_path
+        record = s.backend.get_meta("staged_blob:.continuity.md")
+    assert record is not None
+    # what the disk holds when a crash came after the commit but before the folder held
+    # the rename: the new text under its staged name, the old one in place
+    os.replace(path, path.with_name(record.split(" ", 1)[1]))
+    path.write_text(doc(context="- old"), "utf-8")
+    with Store(db, read_only=True) as s:  # a reader that changes nothing sees the save
+        assert s.load_continuity() == doc(context="- new")
+    with Store(db) as s:
+        assert path.read_text("utf-8") == doc(context="- new")
+        assert s.load_continuity() == doc(context="- new")
+        assert s.status().total_wraps == 2
     assert _staged(db.parent) == []
 
 
