@@ -48,7 +48,7 @@ def _staged_text(path: Path, record: tuple[str, str] | None) -> str | None:
         return None
     try:
         data = path.with_name(record[1]).read_bytes()
-    except OSError:
+    except OSError:  # published (renamed away), or never written
         return None
     return data.decode("utf-8") if _sha(data) == record[0] else None
 
@@ -143,12 +143,10 @@ class ContinuityMixin:
         if pending is not None:
             return pending
         text = self._backend.read_blob(name)
-        if self.dsn is None:
-            record = _staged_record(self._backend, name)
-            if record is not None and (text is None or _sha(text.encode("utf-8")) != record[0]):
-                waiting = _staged_text(self.continuity_path, record)
-                if waiting is not None:
-                    return waiting
+        if self.dsn is None:  # the last save's staged file is gone once it is in place
+            waiting = _staged_text(self.continuity_path, _staged_record(self._backend, name))
+            if waiting is not None:
+                return waiting
         return text
 
     def _write_continuity_file(self, text: str) -> None:
