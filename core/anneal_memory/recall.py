@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import facts
+from . import facts, ranking
 from ._inputs import storable_text, whole_number
-from .clock import parse_since, seconds_between
+from .clock import parse_since
 from .errors import ValidationError
 from .storage.base import SearchFilters
-from .text import meaningful_words, query_terms
+from .text import meaningful_words, query_terms, word_forms
 from .types import (
     RELAYED_TRUST,
     EpisodeType,
@@ -46,56 +46,32 @@ def build_filters(since: Any = None, until: Any = None, episode_type: Any = None
     )
 
 
-#: how much of a matching episode's score its neighbours in time inherit: the turn after a
-#: match (often the answer to it) and the turn before (often the question it answers)
-CONTEXT_NEXT = 0.5
-CONTEXT_PREV = 0.3
-#: neighbours further apart than this in time are not context
-CONTEXT_WINDOW_SECONDS = 3600
-
-
 def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
-                 pool: int, *, context: bool = True) -> tuple[list[tuple[Any, float]], int]:
-    """Word matches ranked by BM25, with conversational context: the episodes recorded
-    right before and after a match (within an hour) inherit part of its score, so the
-    reply that answers a matching turn ranks even when it repeats none of its words.
+                 pool: int, *, context: bool = True, query: str | None = None
+                 ) -> tuple[list[tuple[Any, float]], int]:
+    """Word matches ranked by :mod:`.ranking`: the index's pool of matches for the terms
+    and their other forms, scored by BM25 with rare words weighing more, then the
+    episodes recorded right before and after a match (within an hour) inherit part of
+    its score (so the reply that answers a matching turn ranks even when it repeats
+    none of its words), and episodes recorded on a date ``query`` names rank higher.
 
     Returns (rows with scores, best first) and the number of word matches.
     """
     b = store.backend
-    rows, total = b.search(filters, words=list(terms), limit=pool)
-    if not rows or not context:
+    words = word_forms(list(terms))
+    rows, total = b.search(filters, words=words, limit=pool)
+    if not rows:
         return rows, total
-    score: dict[int, float] = {}
-    by_rowid: dict[int, Any] = {}
-    for r, sc in rows:
-        score[r.rowid] = score.get(r.rowid, 0.0) + sc
-        by_rowid[r.rowid] = r
-    for r, sc in rows:
-        score[r.rowid + 1] = score.get(r.rowid + 1, 0.0) + CONTEXT_NEXT * sc
-        score[r.rowid - 1] = score.get(r.rowid - 1, 0.0) + CONTEXT_PREV * sc
-    missing = [rid for rid in score if rid not in by_rowid]
-    extra = b.rows_by_rowid(missing, filters) if missing else {}
-    out = []
-    for rid, sc in score.items():
-        row = by_rowid.get(rid) or extra.get(rid)
-        if row is None:
-            continue
-        if rid not in by_rowid:
-            near = [by_rowid[n] for n in (rid - 1, rid + 1) if n in by_rowid]
-            if not any(_seconds_apart(row.timestamp, n.timestamp) <= CONTEXT_WINDOW_SECONDS
-                       for n in near):
-                continue
-        out.append((row, sc))
-    out.sort(key=lambda x: (-x[1], -x[0].rowid))
-    return out, total
-
-
-def _seconds_apart(a: str, b: str) -> float:
-    try:
-        return seconds_between(a, b)
-    except ValidationError:
-        return float("inf")
+    episodes, counts = b.word_counts(filters, words, ranking.COUNT_CAP)
+    weights = ranking.word_weights(episodes, counts)
+    if weights:
+        rows = ranking.score_pool(rows, weights)
+    if context:
+        rows = ranking.spread_context(rows, lambda ids: b.rows_by_rowid(ids, filters))
+    periods = ranking.dated_periods(query) if query else []
+    if periods:
+        rows = ranking.boost_dated(rows, periods)
+    return rows, total
 
 
 def keyword_recall(store: Store, *, since: str | datetime | None = None,
@@ -127,7 +103,7 @@ def keyword_recall(store: Store, *, since: str | datetime | None = None,
                 if terms:
                     ranked, matches = ranked_words(store, filters, terms,
                                                    pool=max(200, 2 * (offset + limit)),
-                                                   context=context)
+                                                   context=context, query=kw)
                     params["word_matches"] = matches
                     total = max(matches, len(ranked))
                     rows = ranked[offset:offset + limit]
@@ -200,7 +176,8 @@ def _scored_episodes(store: Store, query: str, terms: list[str], k: int, episode
     b = store.backend
     filters = build_filters(since, None, episode_type, None, include_superseded=True)
     with b.read():
-        rows, _total = ranked_words(store, filters, terms, pool=max(200, k * 20), context=context)
+        rows, _total = ranked_words(store, filters, terms, pool=max(200, k * 20),
+                                    context=context, query=query)
         phrase_rows: list[Any] = []
         if len(query.strip()) >= 3:
             phrase_rows, _ = b.search(filters, phrase=query.strip(), limit=k)

@@ -182,6 +182,12 @@ class Backend(abc.ABC):
                order: str = "recent") -> tuple[list[tuple[EpisodeRow, float]], int]: ...
     @abc.abstractmethod
     def rows_by_rowid(self, rowids: Sequence[int], filters: SearchFilters) -> dict[int, EpisodeRow]: ...
+    def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
+                    ) -> tuple[int, dict[str, int]]:
+        """(episodes, how many of them hold each word, counted up to ``cap``) in the
+        filters' namespace (the whole store at the root): the document frequencies ranked
+        word recall weighs words by. (0, {}) when a backend keeps none: plain ranking."""
+        return 0, {}
 
     # -- supersession, derivation, tombstones
     @abc.abstractmethod

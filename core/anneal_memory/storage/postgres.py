@@ -21,7 +21,7 @@ from ..clock import now_iso
 from ..errors import ReadOnlyStoreError, StoreError
 from . import pg_schema
 from .base import EpisodeRow, SearchFilters
-from .common import EP_COLS, SQLBackend, episode_row, qmark_to_format
+from .common import EP_COLS, SQLBackend, episode_row, qmark_to_format, visible_sql
 from .pg_location import redact
 
 try:
@@ -295,6 +295,24 @@ class PostgresBackend(SQLBackend):
         rows = self.q(f"SELECT {_E_COLS} FROM episodes e WHERE e.rowid = ANY(?) AND {where}",
                       [list(rowids), *params])
         return {int(r[0]): episode_row(r) for r in rows}
+
+    def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
+                    ) -> tuple[int, dict[str, int]]:
+        """(episodes, how many hold each word up to ``cap``): the namespace's when the
+        filters have one, else the whole store; each word stemmed as ``search`` stems it."""
+        scope = filters.scope
+        if scope.owner is None:
+            total = self._scalar("SELECT COALESCE(MAX(rowid), 0) FROM episodes")
+        else:
+            total = self.count_episodes(scope=scope)
+        extra, params = visible_sql(scope) if scope.owner is not None else ("", [])
+        counts: dict[str, int] = {}
+        for word in words:
+            counts[word] = self._scalar(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE content_tsv @@ "
+                f"phraseto_tsquery('anneal_words'::regconfig, ?){extra} LIMIT ?) s",
+                [word, *params, int(cap)])
+        return total, counts
 
     def integrity_check(self) -> str:
         """``ok``, or what is wrong: schema version, or a gap in the audit sequence."""

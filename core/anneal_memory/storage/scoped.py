@@ -98,6 +98,10 @@ class ScopedBackend:
     def rows_by_rowid(self, rowids: Sequence[int], filters: SearchFilters) -> dict[int, EpisodeRow]:
         return self._inner.rows_by_rowid(rowids, self._scoped(filters))
 
+    def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
+                    ) -> tuple[int, dict[str, int]]:
+        return self._inner.word_counts(self._scoped(filters), words, cap)
+
     # -- links and tombstones
     def all_supersessions(self, **_: Any) -> list[tuple[str, str, str, str]]:
         return self._inner.all_supersessions(scope=self.scope)

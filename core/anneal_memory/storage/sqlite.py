@@ -626,6 +626,25 @@ class SQLiteBackend(SQLBackend):
                 out[int(r[0])] = _row(r)
         return out
 
+    def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
+                    ) -> tuple[int, dict[str, int]]:
+        """(episodes, how many hold each word up to ``cap``), in the word index: the
+        namespace's when the filters have one, else the whole store (as FTS5's BM25)."""
+        scope = filters.scope
+        if scope.owner is None:
+            top = self.q1("SELECT MAX(rowid) FROM episodes")
+            total = int(top[0] or 0) if top else 0
+        else:
+            total = self.count_episodes(scope=scope)
+        bare = SearchFilters(scope=scope)
+        counts: dict[str, int] = {}
+        for word in words:
+            r = self.q1("SELECT COUNT(*) FROM (SELECT 1 FROM episodes_words WHERE "
+                        "episodes_words MATCH ? LIMIT ?)",
+                        (_with_type(f"content : {fts_quote(word)}", bare, ns=True), int(cap)))
+            counts[word] = int(r[0]) if r else 0
+        return total, counts
+
     def integrity_check(self) -> str:
         return str(self.q1("PRAGMA integrity_check")[0])  # type: ignore[index]
 
