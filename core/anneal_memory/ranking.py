@@ -21,12 +21,12 @@ conversations held out from its development (bench/locomo_split.py).
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 from .clock import parse_timestamp
@@ -71,13 +71,32 @@ def word_weights(episodes: int, counts: Mapping[str, int]) -> dict[str, float]:
     return out
 
 
-@lru_cache(maxsize=256)
-def _candidates(prefixes: tuple[str, ...]) -> re.Pattern[str]:
-    # A Porter stem is a prefix of its word but for the last letter (happy -> happi,
-    # hoping -> hope), so a token can only stem to a query stem if it starts with the
-    # stem less its last letter: only those tokens are stemmed.
-    alts = "|".join(sorted({re.escape(p) for p in prefixes}, key=len, reverse=True))
-    return re.compile(rf"(?<![^\W_])(?:{alts})[^\W_]*")
+def _tokens_from(texts: Sequence[str], prefixes: Iterable[str]) -> list[list[str]]:
+    """Per text, its tokens that start with one of ``prefixes``.
+
+    A Porter stem is a prefix of its word but for the last letter (happy -> happi,
+    hoping -> hope), so only tokens starting with a query stem less its last letter can
+    stem to it: those are found by plain substring search over the texts joined, which
+    costs far less than tokenising every text.
+    """
+    lows = [t.lower() for t in texts]
+    joined = "\n".join(lows)
+    starts = [0]
+    for t in lows[:-1]:
+        starts.append(starts[-1] + len(t) + 1)
+    found: dict[int, str] = {}
+    for prefix in prefixes:
+        pos = joined.find(prefix)
+        while pos != -1:
+            if pos not in found and (pos == 0 or not joined[pos - 1].isalnum()):
+                m = _TOKEN.match(joined, pos)
+                if m:
+                    found[pos] = m.group()
+            pos = joined.find(prefix, pos + 1)
+    out: list[list[str]] = [[] for _ in texts]
+    for pos in sorted(found):
+        out[bisect_right(starts, pos) - 1].append(found[pos])
+    return out
 
 
 def score_pool(rows: Sequence[tuple[Any, float]], weights: Mapping[str, float]
@@ -91,35 +110,44 @@ def score_pool(rows: Sequence[tuple[Any, float]], weights: Mapping[str, float]
     """
     if not rows:
         return []
-    keys: dict[str, tuple[str, ...]] = {}
-    for word in weights:
+    single: dict[str, float] = {}  # stem -> weight, for one-token words (nearly all)
+    phrases: list[tuple[tuple[str, ...], float]] = []
+    for word, weight in weights.items():
         k = word_keys(word)
-        if k:
-            keys[word] = k
-    by_token: dict[str, list[str]] = {}
-    for word, k in keys.items():
-        for token in set(k):
-            by_token.setdefault(token, []).append(word)
-    if not by_token:
+        if len(k) == 1:
+            single[k[0]] = single.get(k[0], 0.0) + weight
+        elif k:
+            phrases.append((k, weight))
+    wanted = set(single) | {t for k, _w in phrases for t in k}
+    if not wanted:
         return list(rows)
-    pattern = _candidates(tuple(t[:-1] if len(t) > 3 else t for t in by_token))
-    lengths = [r.content.count(" ") + 1 for r, _s in rows]
-    avg = sum(lengths) / len(lengths)
+    texts = [r.content for r, _s in rows]
+    found = _tokens_from(texts, {t[:-1] if len(t) > 3 else t for t in wanted})
+    lengths = [t.count(" ") + 1 for t in texts]
+    c1, c2 = BM25_K1 * (1 - BM25_B), BM25_K1 * BM25_B * len(lengths) / sum(lengths)
+    k1 = BM25_K1 + 1
     scored: list[tuple[Any, float]] = []
     unseen: list[tuple[Any, float]] = []
-    for (row, native), length in zip(rows, lengths):
+    for (row, native), tokens, length in zip(rows, found, lengths):
         tf: dict[str, int] = {}
-        for token in pattern.findall(row.content.lower()):
+        for token in tokens:
             key = _fold(token)
-            if key in by_token:
+            if key in wanted:
                 tf[key] = tf.get(key, 0) + 1
+        norm = c1 + c2 * length
         score = 0.0
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avg)
-        for word, k in keys.items():
+        for key, f in tf.items():
+            w = single.get(key)
+            if w:
+                score += w * f * k1 / (f + norm)
+        for k, w in phrases:
             f = min(tf.get(t, 0) for t in k)  # a phrase word: its rarest token
             if f:
-                score += weights[word] * f * (BM25_K1 + 1) / (f + norm)
-        (scored if score > 0 else unseen).append((row, score if score > 0 else native))
+                score += w * f * k1 / (f + norm)
+        if score > 0:
+            scored.append((row, score))
+        else:
+            unseen.append((row, native))
     scored.sort(key=lambda x: (-x[1], -x[0].rowid))
     if unseen:
         floor = min((s for _r, s in scored), default=1.0)
@@ -137,6 +165,9 @@ CONTEXT_SHARES: Mapping[int, float] = {1: 0.8, -1: 0.4, 2: 0.3, -2: 0.2, 3: 0.1,
 #: of it to the next episode, where its answer is
 QUESTION_SHARE = 0.8
 ANSWER_SHARE = 1.0
+#: only the best this many matches pass score to their neighbours (a share of a weaker
+#: match's score cannot lift a neighbour into the results)
+CONTEXT_SOURCES = 50
 #: neighbours further apart than this in time from the match are not its context
 CONTEXT_WINDOW_SECONDS = 3600
 
@@ -161,29 +192,30 @@ def spread_context(rows: Sequence[tuple[Any, float]],
     that the search's filters allow (others are no one's context).
     """
     by_rowid = {r.rowid: r for r, _s in rows}
-    wanted = {r.rowid + d for r, _s in rows for d in CONTEXT_SHARES} - by_rowid.keys()
-    extra = fetch(sorted(wanted)) if wanted else {}
-    when: dict[int, float] = {}
-
-    def at(row: Any) -> float:
-        t = when.get(row.rowid)
-        if t is None:
-            t = when[row.rowid] = _epoch(row.timestamp)
-        return t
-
+    spreading = rows[:CONTEXT_SOURCES]
+    wanted = {r.rowid + d for r, _s in spreading for d in CONTEXT_SHARES} - by_rowid.keys()
+    if wanted:
+        by_rowid.update(fetch(sorted(wanted)))
+    when = {rid: _epoch(r.timestamp) for rid, r in by_rowid.items()}
+    window = CONTEXT_WINDOW_SECONDS
+    shares = list(CONTEXT_SHARES.items())
     score: dict[int, float] = {}
-    for row, sc in rows:
+    get = score.get
+    for i, (row, sc) in enumerate(rows):
+        rid = row.rowid
         asks = "?" in row.content
-        score[row.rowid] = score.get(row.rowid, 0.0) + sc * (QUESTION_SHARE if asks else 1.0)
-        for d, share in CONTEXT_SHARES.items():
-            near = by_rowid.get(row.rowid + d) or extra.get(row.rowid + d)
+        score[rid] = get(rid, 0.0) + (sc * QUESTION_SHARE if asks else sc)
+        if i >= CONTEXT_SOURCES:
+            continue
+        t = when[rid]
+        for d, share in shares:
+            n = rid + d
+            tn = when.get(n)
             # (NaN compares false: an unreadable time is no one's neighbour)
-            if near is None or not abs(at(row) - at(near)) <= CONTEXT_WINDOW_SECONDS:
+            if tn is None or not abs(t - tn) <= window:
                 continue
-            if d == 1 and asks:
-                share = ANSWER_SHARE
-            score[near.rowid] = score.get(near.rowid, 0.0) + share * sc
-    out = [(by_rowid.get(rid) or extra[rid], sc) for rid, sc in score.items()]
+            score[n] = get(n, 0.0) + (ANSWER_SHARE if d == 1 and asks else share) * sc
+    out = [(by_rowid[rid], sc) for rid, sc in score.items()]
     out.sort(key=lambda x: (-x[1], -x[0].rowid))
     return out
 
