@@ -21,17 +21,16 @@ conversations held out from its development (bench/locomo_split.py).
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 import re
+from bisect import bisect_right
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, timezone
 from typing import Any
 
-from .clock import parse_timestamp
-from .errors import ValidationError
 from .stem import stem
+from .storage.base import RankedHit
 
 # ---------------------------------------------------------------------------- words
 
@@ -99,17 +98,14 @@ def _tokens_from(texts: Sequence[str], prefixes: Iterable[str]) -> list[list[str
     return out
 
 
-def score_pool(rows: Sequence[tuple[Any, float]], weights: Mapping[str, float]
-               ) -> list[tuple[Any, float]]:
-    """BM25 of each pooled episode with the given word weights, best first.
+def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float]) -> list[RankedHit]:
+    """The index's matches rescored by BM25 with the given word weights, best first.
 
-    Term frequencies come from the episode's own text, stemmed as the index stems it;
-    lengths are counted in words against the pool's mean. An episode the index matched
-    in a way this cannot see (another stemmer, another script) keeps its place after
-    the scored ones, in the index's order.
+    Term frequencies come from each episode's text, stemmed as the index stems it;
+    lengths are counted in words against the pool's mean. A match whose words this
+    cannot see (another stemmer, another script) keeps its place after the scored ones,
+    in the index's order. Without weights the index's own ranking stands.
     """
-    if not rows:
-        return []
     single: dict[str, float] = {}  # stem -> weight, for one-token words (nearly all)
     phrases: list[tuple[tuple[str, ...], float]] = []
     for word, weight in weights.items():
@@ -119,16 +115,16 @@ def score_pool(rows: Sequence[tuple[Any, float]], weights: Mapping[str, float]
         elif k:
             phrases.append((k, weight))
     wanted = set(single) | {t for k, _w in phrases for t in k}
-    if not wanted:
-        return list(rows)
-    texts = [r.content for r, _s in rows]
+    if not hits or not wanted:
+        return list(hits)
+    texts = [h.content for h in hits]
     found = _tokens_from(texts, {t[:-1] if len(t) > 3 else t for t in wanted})
     lengths = [t.count(" ") + 1 for t in texts]
     c1, c2 = BM25_K1 * (1 - BM25_B), BM25_K1 * BM25_B * len(lengths) / sum(lengths)
     k1 = BM25_K1 + 1
-    scored: list[tuple[Any, float]] = []
-    unseen: list[tuple[Any, float]] = []
-    for (row, native), tokens, length in zip(rows, found, lengths):
+    scored: list[RankedHit] = []
+    unseen: list[RankedHit] = []
+    for hit, tokens, length in zip(hits, found, lengths):
         tf: dict[str, int] = {}
         for token in tokens:
             key = _fold(token)
@@ -145,14 +141,14 @@ def score_pool(rows: Sequence[tuple[Any, float]], weights: Mapping[str, float]
             if f:
                 score += w * f * k1 / (f + norm)
         if score > 0:
-            scored.append((row, score))
+            scored.append(hit._replace(score=score))
         else:
-            unseen.append((row, native))
-    scored.sort(key=lambda x: (-x[1], -x[0].rowid))
+            unseen.append(hit)
+    scored.sort(key=lambda h: (-h.score, -h.rowid))
     if unseen:
-        floor = min((s for _r, s in scored), default=1.0)
-        top = max(s for _r, s in unseen) or 1.0
-        scored += [(r, floor * 0.5 * max(s, 0.0) / top) for r, s in unseen]
+        floor = min((h.score for h in scored), default=1.0)
+        top = max(h.score for h in unseen) or 1.0
+        scored += [h._replace(score=floor * 0.5 * max(h.score, 0.0) / top) for h in unseen]
     return scored
 
 
@@ -167,57 +163,49 @@ QUESTION_SHARE = 0.8
 ANSWER_SHARE = 1.0
 #: only the best this many matches pass score to their neighbours (a share of a weaker
 #: match's score cannot lift a neighbour into the results)
-CONTEXT_SOURCES = 50
+CONTEXT_SOURCES = 100
 #: neighbours further apart than this in time from the match are not its context
 CONTEXT_WINDOW_SECONDS = 3600
 
 
-def _epoch(timestamp: str) -> float:
-    """Seconds of an ISO timestamp (NaN when unreadable: never near anything)."""
-    try:
-        return datetime.fromisoformat(timestamp).timestamp()
-    except (TypeError, ValueError):
-        try:
-            return parse_timestamp(timestamp, field="timestamp").timestamp()
-        except ValidationError:
-            return math.nan
+def spread_context(hits: Sequence[RankedHit],
+                   fetch_times: Callable[[list[int]], Mapping[int, float | None]]
+                   ) -> tuple[list[tuple[int, float]], dict[int, float | None]]:
+    """Matches plus the neighbours that inherit from them, as (row id, score) best
+    first, and the time of every row id ranked.
 
-
-def spread_context(rows: Sequence[tuple[Any, float]],
-                   fetch: Callable[[list[int]], Mapping[int, Any]]
-                   ) -> list[tuple[Any, float]]:
-    """Matches plus the neighbours that inherit from them, best first.
-
-    ``rows`` are scored matches; ``fetch(rowids)`` returns the episodes at those row ids
-    that the search's filters allow (others are no one's context).
+    ``hits`` are scored matches (best first) carrying the times of the rows just before
+    and after them; ``fetch_times(rowids)`` gives the times of rows further out that the
+    search's filters let through (the others are no one's context).
     """
-    by_rowid = {r.rowid: r for r, _s in rows}
-    spreading = rows[:CONTEXT_SOURCES]
-    wanted = {r.rowid + d for r, _s in spreading for d in CONTEXT_SHARES} - by_rowid.keys()
-    if wanted:
-        by_rowid.update(fetch(sorted(wanted)))
-    when = {rid: _epoch(r.timestamp) for rid, r in by_rowid.items()}
+    when: dict[int, float | None] = {}
+    for h in hits:
+        when.setdefault(h.rowid - 1, h.prev_t)
+        when.setdefault(h.rowid + 1, h.next_t)
+    for h in hits:
+        when[h.rowid] = h.t
+    far = {h.rowid + d for h in hits[:CONTEXT_SOURCES] for d in CONTEXT_SHARES} - when.keys()
+    if far:
+        when.update(fetch_times(sorted(far)))
     window = CONTEXT_WINDOW_SECONDS
     shares = list(CONTEXT_SHARES.items())
     score: dict[int, float] = {}
     get = score.get
-    for i, (row, sc) in enumerate(rows):
-        rid = row.rowid
-        asks = "?" in row.content
+    for i, h in enumerate(hits):
+        rid, sc = h.rowid, h.score
+        asks = "?" in h.content
         score[rid] = get(rid, 0.0) + (sc * QUESTION_SHARE if asks else sc)
-        if i >= CONTEXT_SOURCES:
+        t = h.t
+        if i >= CONTEXT_SOURCES or t is None:
             continue
-        t = when[rid]
         for d, share in shares:
             n = rid + d
             tn = when.get(n)
-            # (NaN compares false: an unreadable time is no one's neighbour)
-            if tn is None or not abs(t - tn) <= window:
+            if tn is None or abs(t - tn) > window:
                 continue
             score[n] = get(n, 0.0) + (ANSWER_SHARE if d == 1 and asks else share) * sc
-    out = [(by_rowid[rid], sc) for rid, sc in score.items()]
-    out.sort(key=lambda x: (-x[1], -x[0].rowid))
-    return out
+    out = sorted(score.items(), key=lambda x: (-x[1], -x[0]))
+    return out, when
 
 
 # ---------------------------------------------------------------------------- dates
@@ -265,14 +253,11 @@ class Period:
     month: int | None = None
     day: int | None = None
 
-    def holds(self, timestamp: str) -> bool:
-        """Whether an ISO timestamp (``YYYY-MM-DD...``) falls in the period."""
-        try:
-            y, m, d = int(timestamp[0:4]), int(timestamp[5:7]), int(timestamp[8:10])
-        except (ValueError, IndexError):
-            return False
-        return ((self.year is None or y == self.year) and (self.month is None or m == self.month)
-                and (self.day is None or d == self.day))
+    def holds(self, day: date) -> bool:
+        """Whether a (UTC) day falls in the period."""
+        return ((self.year is None or day.year == self.year)
+                and (self.month is None or day.month == self.month)
+                and (self.day is None or day.day == self.day))
 
 
 def _month(text: str) -> int | None:
@@ -301,12 +286,17 @@ def dated_periods(query: str) -> list[Period]:
     return out
 
 
-def boost_dated(rows: Iterable[tuple[Any, float]], periods: Sequence[Period]
-                ) -> list[tuple[Any, float]]:
-    """``rows`` with the score of each episode recorded in one of ``periods`` raised by
-    DATED_BOOST, best first."""
-    out = [(r, s * DATED_BOOST if any(p.holds(r.timestamp) for p in periods) else s)
-           for r, s in rows]
-    if periods:
-        out.sort(key=lambda x: (-x[1], -x[0].rowid))
+def boost_dated(ranked: Iterable[tuple[int, float]], times: Mapping[int, float | None],
+                periods: Sequence[Period]) -> list[tuple[int, float]]:
+    """``ranked`` (row id, score) with the score of each episode recorded in one of
+    ``periods`` (``times``: epoch seconds by row id) raised by DATED_BOOST, best first."""
+    out = []
+    for rid, sc in ranked:
+        t = times.get(rid)
+        if t is not None and periods:
+            day = datetime.fromtimestamp(t, timezone.utc).date()
+            if any(p.holds(day) for p in periods):
+                sc *= DATED_BOOST
+        out.append((rid, sc))
+    out.sort(key=lambda x: (-x[1], -x[0]))
     return out

@@ -48,30 +48,38 @@ def build_filters(since: Any = None, until: Any = None, episode_type: Any = None
 
 def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
                  pool: int, *, context: bool = True, query: str | None = None
-                 ) -> tuple[list[tuple[Any, float]], int]:
+                 ) -> tuple[list[tuple[int, float]], int]:
     """Word matches ranked by :mod:`.ranking`: the index's pool of matches for the terms
-    and their other forms, scored by BM25 with rare words weighing more, then the
+    and their other forms, scored by BM25 with rare words weighing more; then the
     episodes recorded right before and after a match (within an hour) inherit part of
     its score (so the reply that answers a matching turn ranks even when it repeats
     none of its words), and episodes recorded on a date ``query`` names rank higher.
 
-    Returns (rows with scores, best first) and the number of word matches.
+    Returns (row ids with scores, best first) and the number of word matches; ranking
+    reads ids, times and scores only, and the caller loads the rows it shows.
     """
     b = store.backend
     words = word_forms(list(terms))
-    rows, total = b.search(filters, words=words, limit=pool)
-    if not rows:
-        return rows, total
+    hits, total = b.ranked_ids(filters, words, pool)
+    if not hits:
+        return [], total
     episodes, counts = b.word_counts(filters, words, ranking.COUNT_CAP)
-    weights = ranking.word_weights(episodes, counts)
-    if weights:
-        rows = ranking.score_pool(rows, weights)
+    hits = ranking.score_hits(hits, ranking.word_weights(episodes, counts))
     if context:
-        rows = ranking.spread_context(rows, lambda ids: b.rows_by_rowid(ids, filters))
+        ranked, times = ranking.spread_context(hits, lambda ids: b.times_by_rowid(ids, filters))
+    else:
+        ranked, times = [(h.rowid, h.score) for h in hits], {h.rowid: h.t for h in hits}
     periods = ranking.dated_periods(query) if query else []
     if periods:
-        rows = ranking.boost_dated(rows, periods)
-    return rows, total
+        ranked = ranking.boost_dated(ranked, times, periods)
+    return ranked, total
+
+
+def load_ranked(store: Store, ranked: Sequence[tuple[int, float]], filters: SearchFilters
+                ) -> list[tuple[Any, float]]:
+    """The rows of ranked row ids, in rank order (ids the filters hide are left out)."""
+    rows = store.backend.rows_by_rowid([rid for rid, _s in ranked], filters) if ranked else {}
+    return [(rows[rid], sc) for rid, sc in ranked if rid in rows]
 
 
 def keyword_recall(store: Store, *, since: str | datetime | None = None,
@@ -106,7 +114,7 @@ def keyword_recall(store: Store, *, since: str | datetime | None = None,
                                                    context=context, query=kw)
                     params["word_matches"] = matches
                     total = max(matches, len(ranked))
-                    rows = ranked[offset:offset + limit]
+                    rows = load_ranked(store, ranked[offset:offset + limit], filters)
                 else:
                     rows, total = [], 0
         else:
@@ -176,46 +184,25 @@ def _scored_episodes(store: Store, query: str, terms: list[str], k: int, episode
     b = store.backend
     filters = build_filters(since, None, episode_type, None, include_superseded=True)
     with b.read():
-        rows, _total = ranked_words(store, filters, terms, pool=max(200, k * 20),
-                                    context=context, query=query)
+        ranked_ids, _total = ranked_words(store, filters, terms, pool=max(200, k * 20),
+                                          context=context, query=query)
         phrase_rows: list[Any] = []
         if len(query.strip()) >= 3:
             phrase_rows, _ = b.search(filters, phrase=query.strip(), limit=k)
-        superseded = b.supersessions_of([r.id for r, _ in rows + phrase_rows])
-        ranked: list[tuple[Any, float]] = []
-        seen_ids: set[str] = set()
-        top = max((s for _r, s in rows), default=1.0) or 1.0
-        for r, _s in phrase_rows:  # an exact phrase hit outranks any word hit
-            ranked.append((r, top * 2.0))
-            seen_ids.add(r.id)
-        for r, s in rows:
-            if r.id not in seen_ids:
-                ranked.append((r, s))
-                seen_ids.add(r.id)
+        top = max((s for _r, s in ranked_ids), default=1.0) or 1.0
         results: dict[str, dict[str, Any]] = {}
         order: list[str] = []
-        for r, score in ranked:
+        seen_ids: set[str] = set()
+        # an exact phrase hit outranks any word hit; word rows load in slices, since
+        # most calls fill k slots from the first few candidates
+        step = max(4 * k, 40)
+        batches = [[(r, top * 2.0) for r, _s in phrase_rows]]
+        batches += [ranked_ids[i:i + step] for i in range(0, len(ranked_ids), step)]
+        for n, batch in enumerate(batches):
             if len(order) >= k:
                 break
-            if r.id in exclude:
-                continue
-            if r.id in superseded:
-                head, swappable = facts.link_chain_head(store, r.id)
-                if head is None or not swappable:
-                    continue
-                if head in results:
-                    results[head]["replaces"].append(r)
-                    continue
-                heads = b.get_episodes([head])
-                if head not in heads:
-                    continue
-                results[head] = {"row": heads[head], "score": score, "replaces": [r]}
-                order.append(head)
-            else:
-                if r.id in results:
-                    continue
-                results[r.id] = {"row": r, "score": score, "replaces": []}
-                order.append(r.id)
+            rows = batch if n == 0 else load_ranked(store, batch, filters)
+            _take(store, rows, k, exclude, seen_ids, results, order)
         all_ids = order + [x.id for v in results.values() for x in v["replaces"]]
         eff = store.effective_trust_map(all_ids)
     out = []
@@ -229,6 +216,36 @@ def _scored_episodes(store: Store, query: str, terms: list[str], k: int, episode
                       for x in v["replaces"]],
             trust=eff.get(row.id, row.trust)))
     return out
+
+
+def _take(store: Store, ranked: list[tuple[Any, float]], k: int, exclude: set[str],
+          seen_ids: set[str], results: dict[str, dict[str, Any]], order: list[str]) -> None:
+    """Fill ``results`` / ``order`` up to ``k`` from ranked rows: a replaced hit takes
+    its slot for the episode that replaced it (its chain's head)."""
+    b = store.backend
+    fresh = [(r, s) for r, s in ranked if r.id not in seen_ids]
+    seen_ids.update(r.id for r, _s in fresh)
+    superseded = b.supersessions_of([r.id for r, _ in fresh])
+    for r, score in fresh:
+        if len(order) >= k:
+            break
+        if r.id in exclude:
+            continue
+        if r.id in superseded:
+            head, swappable = facts.link_chain_head(store, r.id)
+            if head is None or not swappable:
+                continue
+            if head in results:
+                results[head]["replaces"].append(r)
+                continue
+            heads = b.get_episodes([head])
+            if head not in heads:
+                continue
+            results[head] = {"row": heads[head], "score": score, "replaces": [r]}
+            order.append(head)
+        elif r.id not in results:
+            results[r.id] = {"row": r, "score": score, "replaces": []}
+            order.append(r.id)
 
 
 def _cued_facts(store: Store, query: str) -> list[DurableFact]:

@@ -4,6 +4,10 @@ Version 2 makes the namespace first-class: ``ns_owner`` / ``ns_project`` columns
 episodes and tombstones (and the namespace as a word of the word index, which is rebuilt) (filled from the ``_anneal_ns`` metadata stamp that scoped views
 of version 1 wrote, which is then removed), ``ns_key`` on wraps, pattern history and
 drift probes, one open wrap per namespace, and the item collections table.
+
+Version 3 rebuilds the trigram index with ``detail='none'`` (row ids per trigram, no
+positions: a third of the disk); phrase search intersects the trigrams and checks the
+substring on the row itself.
 """
 
 from __future__ import annotations
@@ -55,17 +59,27 @@ def _to_v2(conn: Any, schema: list[str]) -> None:
         conn.execute(f"ALTER TABLE episodes ADD COLUMN ns_tag TEXT GENERATED ALWAYS AS "
                      f"({NS_TAG_SQL}) VIRTUAL")
     # the word index gains the namespace word: recreate it (and the triggers feeding it)
+    _recreate_index(conn, schema, "episodes_words")
+
+
+def _recreate_index(conn: Any, schema: list[str], table: str) -> None:
+    """Drop ``table`` and the triggers feeding the indexes, recreate both from the
+    current schema and rebuild ``table`` from the episodes."""
     for trig in ("episodes_ai", "episodes_ad", "episodes_au"):
         conn.execute(f"DROP TRIGGER IF EXISTS {trig}")
-    conn.execute("DROP TABLE IF EXISTS episodes_words")
-    for stmt in schema:  # new tables, indexes, the word index, triggers (IF NOT EXISTS)
+    conn.execute(f"DROP TABLE IF EXISTS {table}")
+    for stmt in schema:  # new tables, indexes, the dropped index, triggers (IF NOT EXISTS)
         if stmt.lstrip().upper().startswith(("CREATE TABLE", "CREATE INDEX", "CREATE UNIQUE",
                                              "CREATE VIRTUAL", "CREATE TRIGGER")):
             conn.execute(stmt)
-    conn.execute("INSERT INTO episodes_words(episodes_words) VALUES ('rebuild')")
+    conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
 
 
-_STEPS = {2: _to_v2}
+def _to_v3(conn: Any, schema: list[str]) -> None:
+    _recreate_index(conn, schema, "episodes_tri")
+
+
+_STEPS = {2: _to_v2, 3: _to_v3}
 
 
 def upgrade(conn: Any, current: int, schema: list[str]) -> None:
