@@ -11,6 +11,8 @@ rank); this module scores that pool:
 * **Conversational context** (:func:`spread_context`): the episodes recorded just before
   and after a match (within an hour) inherit part of its score, the reply most, and a
   matching question passes its whole score to the reply that answers it.
+* **Questions asking when** (:func:`boost_when`): a match that says when something
+  happened ("yesterday", "last week", "in May") ranks higher.
 * **Dates in the query** (:func:`boost_dated`): an episode recorded on a day, month or
   year the query names ("on 13 October, 2023", "in June", "in 2023") ranks higher.
 
@@ -150,6 +152,35 @@ def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float]) -> list[
         top = max(h.score for h in unseen) or 1.0
         scored += [h._replace(score=floor * 0.5 * max(h.score, 0.0) / top) for h in unseen]
     return scored
+
+
+# ---------------------------------------------------------------------------- answer type
+
+#: a match that says when something happened, for a question asking when, has its
+#: score multiplied by this
+WHEN_BOOST = 1.5
+
+_ASKS_WHEN = re.compile(r"^\W*(?:when\b|what\s+(?:time|day|date|year|month)\b|how\s+long\s+ago\b)",
+                        re.IGNORECASE)
+_SAYS_WHEN = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|ago|last|next|recently|lately|earlier|since|"
+    r"weeks?|weekends?|months?|years?|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|"
+    r"january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|(?:1[89]|2\d)\d\d)\b", re.IGNORECASE)
+
+
+def asks_when(query: str) -> bool:
+    """Whether a query asks for a time ("When did...", "What year...", "How long ago...")."""
+    return bool(_ASKS_WHEN.search(query))
+
+
+def boost_when(hits: Sequence[RankedHit]) -> list[RankedHit]:
+    """For a question asking when: matches that say when (yesterday, last week, a month,
+    a year...) raised by WHEN_BOOST, best first."""
+    out = [h._replace(score=h.score * WHEN_BOOST) if _SAYS_WHEN.search(h.content) else h
+           for h in hits]
+    out.sort(key=lambda h: (-h.score, -h.rowid))
+    return out
 
 
 # ---------------------------------------------------------------------------- context

@@ -53,7 +53,8 @@ def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
     and their other forms, scored by BM25 with rare words weighing more; then the
     episodes recorded right before and after a match (within an hour) inherit part of
     its score (so the reply that answers a matching turn ranks even when it repeats
-    none of its words), and episodes recorded on a date ``query`` names rank higher.
+    none of its words); for a ``query`` asking when, matches that say when rank higher,
+    and episodes recorded on a date ``query`` names rank higher.
 
     Returns (row ids with scores, best first) and the number of word matches; ranking
     reads ids, times and scores only, and the caller loads the rows it shows.
@@ -65,6 +66,8 @@ def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
         return [], total
     episodes, counts = b.word_counts(filters, words, ranking.COUNT_CAP)
     hits = ranking.score_hits(hits, ranking.word_weights(episodes, counts))
+    if query and ranking.asks_when(query):
+        hits = ranking.boost_when(hits)
     if context:
         ranked, times = ranking.spread_context(hits, lambda ids: b.times_by_rowid(ids, filters))
     else:
