@@ -34,7 +34,26 @@ def _pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
 
 
-def evaluate(locomo_dir: str, dev: set[str], passes: int) -> dict[str, Any]:
+def _pg_location(dsn: str, name: str) -> tuple[str, Any]:
+    """A fresh schema on the server ``dsn`` for one conversation, and its cleanup."""
+    import psycopg
+    from urllib.parse import quote
+
+    schema = f"locomo_{name}_{os.getpid()}"
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        c.execute(f"CREATE SCHEMA {schema}")
+
+    def drop() -> None:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+    sep = "&" if "?" in dsn else "?"
+    return f"{dsn}{sep}options={quote(f'-csearch_path={schema}')}", drop
+
+
+def evaluate(locomo_dir: str, dev: set[str], passes: int, pg_dsn: str | None = None
+             ) -> dict[str, Any]:
     """Score every question; time ``passes`` rounds of the keyword call."""
     import anneal_memory as am
 
@@ -44,7 +63,11 @@ def evaluate(locomo_dir: str, dev: set[str], passes: int) -> dict[str, Any]:
     for path in files:
         conv = locomo.load(path)
         with tempfile.TemporaryDirectory() as tmp:
-            store = am.Store(os.path.join(tmp, "locomo.db"), project_name="locomo")
+            drop = None
+            location = os.path.join(tmp, "locomo.db")
+            if pg_dsn:
+                location, drop = _pg_location(pg_dsn, conv.name)
+            store = am.Store(location, project_name="locomo")
             try:
                 to_dia: dict[str, str] = {}
                 with store.batch() if hasattr(store, "batch") else _null():
@@ -66,6 +89,8 @@ def evaluate(locomo_dir: str, dev: set[str], passes: int) -> dict[str, Any]:
                         lat.append(1000.0 * (time.perf_counter() - t0))
             finally:
                 store.close()
+                if drop is not None:
+                    drop()
     splits = {"dev": [p for p in per if p["conv"] in dev],
               "held-out": [p for p in per if p["conv"] not in dev], "all": per}
     out: dict[str, Any] = {"package": am.__file__, "dev": sorted(dev), "splits": {},
@@ -118,11 +143,12 @@ def main() -> None:
     p.add_argument("--passes", type=int, default=3, help="timing rounds per question")
     p.add_argument("--out", required=True)
     p.add_argument("--compare", help="PYTHONPATH of the 'before' package (its core dir)")
+    p.add_argument("--pg-dsn", help="run on this PostgreSQL server (a schema per conversation)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     dev = {s.strip() for s in args.dev.split(",") if s.strip()}
     if args.child:
-        res = evaluate(args.locomo_dir, dev, args.passes)
+        res = evaluate(args.locomo_dir, dev, args.passes, args.pg_dsn)
         Path(args.out).write_text(json.dumps(res), encoding="utf-8")
         return
     runs = {"after": None} if not args.compare else {"before": args.compare, "after": None}
@@ -135,7 +161,8 @@ def main() -> None:
             out = os.path.join(tmp, f"{label}.json")
             subprocess.run([sys.executable, __file__, "--child", "--locomo-dir",
                             args.locomo_dir, "--dev", args.dev, "--passes", str(args.passes),
-                            "--out", out], check=True, env=env)
+                            "--out", out, *(["--pg-dsn", args.pg_dsn] if args.pg_dsn else [])],
+                           check=True, env=env)
             results[label] = json.loads(Path(out).read_text(encoding="utf-8"))
     Path(args.out).write_text(json.dumps(results, indent=1), encoding="utf-8")
     for label, res in results.items():
