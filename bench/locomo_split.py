@@ -36,8 +36,9 @@ def _pct(values: list[float], q: float) -> float:
 
 def _pg_location(dsn: str, name: str) -> tuple[str, Any]:
     """A fresh schema on the server ``dsn`` for one conversation, and its cleanup."""
-    import psycopg
     from urllib.parse import quote
+
+    import psycopg
 
     schema = f"locomo_{name}_{os.getpid()}"
     with psycopg.connect(dsn, autocommit=True) as c:

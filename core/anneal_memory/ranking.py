@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_right
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
-from typing import Any
 
 from .stem import stem
 from .storage.base import RankedHit

@@ -13,20 +13,20 @@ from functools import lru_cache
 _VOWELS = frozenset("aeiou")
 _MAX_WORD = 64  # FTS5 leaves longer tokens unstemmed
 
-_STEP2 = (
+_STEP2: tuple[tuple[str, str], ...] = (
     ("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"),
     ("izer", "ize"), ("bli", "ble"), ("alli", "al"), ("entli", "ent"), ("eli", "e"),
     ("ousli", "ous"), ("ization", "ize"), ("ation", "ate"), ("ator", "ate"),
     ("alism", "al"), ("iveness", "ive"), ("fulness", "ful"), ("ousness", "ous"),
     ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"), ("logi", "log"),
 )
-_STEP3 = (
+_STEP3: tuple[tuple[str, str], ...] = (
     ("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"),
     ("ful", ""), ("ness", ""),
 )
 _STEP2 = tuple(sorted(_STEP2, key=lambda r: -len(r[0])))  # longest suffix first
 _STEP3 = tuple(sorted(_STEP3, key=lambda r: -len(r[0])))
-_STEP4 = (
+_STEP4: tuple[str, ...] = (
     "al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent",
     "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize",
 )
