@@ -142,7 +142,8 @@ def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float]) -> list[
             if f:
                 score += w * f * k1 / (f + norm)
         if score > 0:
-            scored.append(hit._replace(score=score))
+            scored.append(RankedHit(hit.rowid, hit.t, score, hit.prev_t, hit.next_t,
+                                    hit.content))
         else:
             unseen.append(hit)
     scored.sort(key=lambda h: (-h.score, -h.rowid))
@@ -162,10 +163,14 @@ WHEN_BOOST = 1.5
 _ASKS_WHEN = re.compile(r"^\W*(?:when\b|what\s+(?:time|day|date|year|month)\b|how\s+long\s+ago\b)",
                         re.IGNORECASE)
 _SAYS_WHEN = re.compile(
-    r"\b(?:yesterday|today|tonight|tomorrow|ago|last|next|recently|lately|earlier|since|"
+    r"\b(?:(?i:yesterday|today|tonight|tomorrow|ago|last|next|recently|lately|earlier|since|"
     r"weeks?|weekends?|months?|years?|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|"
-    r"january|february|march|april|may|june|july|august|september|october|november|"
-    r"december|(?:1[89]|2\d)\d\d)\b", re.IGNORECASE)
+    r"january|february|april|june|july|august|september|october|november|december)|"
+    r"May|March|(?:1[89]|2\d)\d\d)\b")  # "May" and "March" only capitalised
+_WHEN_HINTS = ("yesterday", "today", "tonight", "tomorrow", "ago", "last", "next", "recent",
+               "lately", "earlier", "since", "week", "month", "year", "day", "jan", "feb",
+               "march", "april", "may", "june", "july", "aug", "sept", "oct", "nov", "dec",
+               "18", "19", "20")
 
 
 def asks_when(query: str) -> bool:
@@ -173,11 +178,20 @@ def asks_when(query: str) -> bool:
     return bool(_ASKS_WHEN.search(query))
 
 
+def says_when(text: str) -> bool:
+    """Whether a text says when something happened (yesterday, last week, in May, 2023)."""
+    low = text.lower()
+    # a substring test first: the word pattern runs only on the few texts that may match
+    return any(w in low for w in _WHEN_HINTS) and bool(_SAYS_WHEN.search(text))
+
+
 def boost_when(hits: Sequence[RankedHit]) -> list[RankedHit]:
     """For a question asking when: matches that say when (yesterday, last week, a month,
     a year...) raised by WHEN_BOOST, best first."""
-    out = [h._replace(score=h.score * WHEN_BOOST) if _SAYS_WHEN.search(h.content) else h
-           for h in hits]
+    # only the best CONTEXT_SOURCES can reach the results by it; the rest stay as they are
+    head, tail = hits[:CONTEXT_SOURCES], hits[CONTEXT_SOURCES:]
+    out = [h._replace(score=h.score * WHEN_BOOST) if says_when(h.content) else h
+           for h in head] + list(tail)
     out.sort(key=lambda h: (-h.score, -h.rowid))
     return out
 

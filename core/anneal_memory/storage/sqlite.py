@@ -705,14 +705,16 @@ class SQLiteBackend(SQLBackend):
             total = int(top[0] or 0) if top else 0
         else:
             total = self.count_episodes(scope=scope)
+        if not words:
+            return total, {}
         bare = SearchFilters(scope=scope)
-        counts: dict[str, int] = {}
+        one = ("(SELECT COUNT(*) FROM (SELECT 1 FROM episodes_words WHERE episodes_words "
+               "MATCH ? LIMIT ?))")
+        params: list[Any] = []
         for word in words:
-            r = self.q1("SELECT COUNT(*) FROM (SELECT 1 FROM episodes_words WHERE "
-                        "episodes_words MATCH ? LIMIT ?)",
-                        (_with_type(f"content : {fts_quote(word)}", bare, ns=True), int(cap)))
-            counts[word] = int(r[0]) if r else 0
-        return total, counts
+            params += [_with_type(f"content : {fts_quote(word)}", bare, ns=True), int(cap)]
+        r = self.q1("SELECT " + ", ".join([one] * len(words)), params)
+        return total, {w: int(n or 0) for w, n in zip(words, r or ())}
 
     def integrity_check(self) -> str:
         return str(self.q1("PRAGMA integrity_check")[0])  # type: ignore[index]
