@@ -339,20 +339,19 @@ class PostgresBackend(SQLBackend):
     def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
                     ) -> tuple[int, dict[str, int]]:
         """(episodes, how many hold each word up to ``cap``): the namespace's when the
-        filters have one, else the whole store; each word stemmed as ``search`` stems it."""
+        filters have one, else the whole store; each word stemmed as ``search`` stems it.
+        One statement, one round trip."""
         scope = filters.scope
-        if scope.owner is None:
-            total = self._scalar("SELECT COALESCE(MAX(rowid), 0) FROM episodes")
-        else:
-            total = self.count_episodes(scope=scope)
         extra, params = visible_sql(scope) if scope.owner is not None else ("", [])
-        counts: dict[str, int] = {}
+        heads = [f"(SELECT COUNT(*) FROM episodes WHERE TRUE{extra})" if extra
+                 else "(SELECT COALESCE(MAX(rowid), 0) FROM episodes)"]
+        args: list[Any] = list(params)
         for word in words:
-            counts[word] = self._scalar(
-                "SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE content_tsv @@ "
-                f"phraseto_tsquery('anneal_words'::regconfig, ?){extra} LIMIT ?) s",
-                [word, *params, int(cap)])
-        return total, counts
+            heads.append("(SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE content_tsv @@ "
+                         f"phraseto_tsquery('anneal_words'::regconfig, ?){extra} LIMIT ?) s)")
+            args += [word, *params, int(cap)]
+        r = self.q1("SELECT " + ", ".join(heads), args) or (0,)
+        return int(r[0] or 0), {w: int(n or 0) for w, n in zip(words, r[1:])}
 
     def integrity_check(self) -> str:
         """``ok``, or what is wrong: schema version, or a gap in the audit sequence."""

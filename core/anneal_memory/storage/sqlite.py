@@ -22,7 +22,7 @@ from . import fts, legacy, sqlite_errors, sqlite_migrate
 from .base import EpisodeRow, RankedHit, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
-from .common import SQLBackend, like_pattern
+from .common import SQLBackend, like_pattern, visible_sql
 from .common import episode_row as _row
 from .driver import sqlite_driver
 
@@ -698,23 +698,21 @@ class SQLiteBackend(SQLBackend):
     def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
                     ) -> tuple[int, dict[str, int]]:
         """(episodes, how many hold each word up to ``cap``), in the word index: the
-        namespace's when the filters have one, else the whole store (as FTS5's BM25)."""
+        namespace's when the filters have one, else the whole store (as FTS5's BM25).
+        One statement."""
         scope = filters.scope
         if scope.owner is None:
-            top = self.q1("SELECT MAX(rowid) FROM episodes")
-            total = int(top[0] or 0) if top else 0
+            heads, args = ["(SELECT COALESCE(MAX(rowid), 0) FROM episodes)"], []
         else:
-            total = self.count_episodes(scope=scope)
-        if not words:
-            return total, {}
+            extra, vparams = visible_sql(scope)
+            heads, args = [f"(SELECT COUNT(*) FROM episodes WHERE 1{extra})"], list(vparams)
         bare = SearchFilters(scope=scope)
-        one = ("(SELECT COUNT(*) FROM (SELECT 1 FROM episodes_words WHERE episodes_words "
-               "MATCH ? LIMIT ?))")
-        params: list[Any] = []
         for word in words:
-            params += [_with_type(f"content : {fts_quote(word)}", bare, ns=True), int(cap)]
-        r = self.q1("SELECT " + ", ".join([one] * len(words)), params)
-        return total, {w: int(n or 0) for w, n in zip(words, r or ())}
+            heads.append("(SELECT COUNT(*) FROM (SELECT 1 FROM episodes_words WHERE "
+                         "episodes_words MATCH ? LIMIT ?))")
+            args += [_with_type(f"content : {fts_quote(word)}", bare, ns=True), int(cap)]
+        r = self.q1("SELECT " + ", ".join(heads), args) or (0,)
+        return int(r[0] or 0), {w: int(n or 0) for w, n in zip(words, r[1:])}
 
     def integrity_check(self) -> str:
         return str(self.q1("PRAGMA integrity_check")[0])  # type: ignore[index]
