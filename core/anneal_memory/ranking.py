@@ -43,10 +43,6 @@ BM25_B = 0.75
 #: it exactly would cost a large store what the ranking does not need
 COUNT_CAP = 20_000
 
-#: only the index's best this many matches are rescored: one it ranks lower does not
-#: reach the results by the rescoring, and each rescored match costs its text's words
-SCORE_DEPTH = 100
-
 _TOKEN = re.compile(r"[^\W_]+")
 
 
@@ -122,8 +118,6 @@ def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float]) -> list[
     wanted = set(single) | {t for k, _w in phrases for t in k}
     if not hits or not wanted:
         return list(hits)
-    rest = list(hits[SCORE_DEPTH:])
-    hits = hits[:SCORE_DEPTH]
     texts = [h.content for h in hits]
     found = _tokens_from(texts, {t[:-1] if len(t) > 3 else t for t in wanted})
     lengths = [t.count(" ") + 1 for t in texts]
@@ -153,7 +147,6 @@ def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float]) -> list[
         else:
             unseen.append(hit)
     scored.sort(key=lambda h: (-h.score, -h.rowid))
-    unseen += rest
     if unseen:
         floor = min((h.score for h in scored), default=1.0)
         top = max(h.score for h in unseen) or 1.0
