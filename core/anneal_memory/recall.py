@@ -107,6 +107,9 @@ def keyword_recall(store: Store, *, since: str | datetime | None = None,
         if kw:
             rows, total = b.search(filters, phrase=kw, limit=limit, offset=offset)
             params["match"] = "phrase"
+            if getattr(total, "estimated", False):  # past the exact bound of a count
+                params["total_estimated"] = True
+                total = int(total)
             if total == 0:
                 terms = query_terms(kw)
                 params["match"] = "words"

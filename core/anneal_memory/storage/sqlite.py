@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import ReadOnlyStoreError, StoreError
 from . import fts, legacy, sqlite_errors, sqlite_migrate
-from .base import EpisodeRow, RankedHit, SearchFilters
+from .base import EpisodeRow, EstimatedCount, RankedHit, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
 from .common import SQLBackend, like_pattern, visible_sql
@@ -216,6 +216,12 @@ def trigrams(phrase: str) -> list[str]:
         gram = phrase[best:best + 3]
         grams.setdefault(gram.lower(), gram)  # the tokenizer folds case itself
     return list(grams.values())
+
+
+def _rowid_col(phrase_params: list[Any]) -> str:
+    """The row id a substring search walks: the trigram index's (two parameters: the
+    trigrams and the needle) or the table's."""
+    return "t.rowid" if len(phrase_params) == 2 else "e.rowid"
 
 
 def _epoch_sql(alias: str) -> str:
@@ -564,8 +570,12 @@ class SQLiteBackend(SQLBackend):
             src, mparams = self._phrase_src(filters, phrase)
             score = "0.0"
             # newest first; while no episode was backdated, recording order is time order
-            # and the row id yields it without a sort
-            order_sql = ("e.rowid DESC" if self.get_meta("backdated_episodes") is None
+            # and the row id yields it without a sort (the trigram index, or the table read
+            # backwards); a scan of one type reads it in time order from the type index
+            by_rowid = self.get_meta("backdated_episodes") is None and (
+                len(mparams) == 2 or not filters.episode_type)
+            # the index's own row id: ordered by e.rowid, SQLite would sort every match
+            order_sql = (f"{_rowid_col(mparams)} DESC" if by_rowid
                          else "e.timestamp DESC, e.rowid DESC")
         elif words:
             fts = "episodes_words"
@@ -585,8 +595,12 @@ class SQLiteBackend(SQLBackend):
                 [*mparams, *params, int(limit), int(offset)],
             )
         # a page that is not full from the first row holds every match: no count needed
-        total = (len(rows) if limit and offset == 0 and len(rows) < limit
-                 else self._match_count(fts, mparams, src, where, params, filters))
+        if limit and offset == 0 and len(rows) < limit:
+            total = len(rows)
+        elif phrase is not None:
+            total = self._phrase_count(mparams, src, where, params, filters)
+        else:
+            total = self._match_count(fts, mparams, src, where, params, filters)
         return [(_row(r[:13]), float(r[13] or 0.0)) for r in rows], total
 
     def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
@@ -637,7 +651,7 @@ class SQLiteBackend(SQLBackend):
         else:
             test, needle = "instr(am_fold(e.content), ?) > 0", folded
         grams = trigrams(phrase)
-        if not grams or self._small_scope(filters):
+        if not grams or self._few_rows(filters):
             return f"FROM episodes e WHERE {test} AND ", [needle]
         return ("FROM episodes_tri t CROSS JOIN episodes e ON e.rowid = t.rowid "
                 f"WHERE episodes_tri MATCH ? AND {test} AND ",
@@ -646,25 +660,74 @@ class SQLiteBackend(SQLBackend):
     def _words_src(self, filters: SearchFilters, words: Sequence[str]) -> tuple[str, list[Any]]:
         """FROM/WHERE head of a ranked word search (type and namespace inside the index)."""
         expr = "content : (" + " OR ".join(fts_quote(w) for w in words) + ")"
+        if self._small_scope(filters):  # the namespace's own rows, one index seek each
+            return ("FROM episodes e CROSS JOIN episodes_words w ON w.rowid = e.rowid "
+                    "WHERE episodes_words MATCH ? AND ", [_with_type(expr, filters)])
         return ("FROM episodes_words w CROSS JOIN episodes e ON e.rowid = w.rowid "
                 "WHERE episodes_words MATCH ? AND ", [_with_type(expr, filters, ns=True)])
 
     #: a namespace is searched from its own rows while it holds fewer than 1/SCOPE_SHARE
     #: of the store's episodes (its rows then cost less than the index's matches)
     SCOPE_SHARE = 50
+    #: up to this many rows, checking each row (in time order, stopping at a full page)
+    #: costs less than the trigram lookups: a small store never pays a large one's plan
+    SCAN_ROWS = 2000
 
-    def _small_scope(self, filters: SearchFilters) -> bool:
+    def _small_scope(self, filters: SearchFilters, size: int | None = None) -> bool:
+        """Whether ``filters`` name a namespace holding under 1/SCOPE_SHARE of the store."""
         scope = filters.scope
         if scope.owner is None:
             return False
-        top = self.q1("SELECT MAX(rowid) FROM episodes")
-        cap = int(top[0] or 0) // self.SCOPE_SHARE if top else 0
+        if size is None:
+            top = self.q1("SELECT MAX(rowid) FROM episodes")
+            size = int(top[0] or 0) if top else 0
+        cap = size // self.SCOPE_SHARE
         if cap < 1:
             return False
         r = self.q1("SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE ns_owner = ? AND "
                     "(ns_project IS NULL OR ns_project = ?) LIMIT ?)",
                     (scope.owner, scope.project or "", cap))
         return r is not None and int(r[0]) < cap
+
+    def _few_rows(self, filters: SearchFilters) -> bool:
+        """Whether the rows ``filters`` allow are few enough to check one by one: a small
+        store, a rare episode type, or a namespace holding a small share of the store."""
+        top = self.q1("SELECT MAX(rowid) FROM episodes")
+        size = int(top[0] or 0) if top else 0
+        if size <= self.SCAN_ROWS // 2:  # unfiltered, a row costs more than a typed one
+            return True
+        if self._small_scope(filters, size):
+            return True
+        if filters.episode_type:
+            r = self.q1("SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE type = ? LIMIT ?)",
+                        (filters.episode_type, self.SCAN_ROWS + 1))
+            return r is not None and int(r[0]) <= self.SCAN_ROWS
+        return False
+
+    #: a substring search counts its matches exactly up to this many (each is checked on
+    #: its row); past it an unfiltered search estimates the rest
+    EXACT_COUNT = 1000
+
+    def _phrase_count(self, mparams: list[Any], src: str, where: str, params: list[Any],
+                      filters: SearchFilters) -> int:
+        """How many episodes contain the phrase: exact up to EXACT_COUNT; past it, on a
+        search with no filter but type and superseded, estimated as an
+        :class:`EstimatedCount` from how far into the store (by row id, oldest first) the
+        first EXACT_COUNT + 1 matches reach."""
+        cap = self.EXACT_COUNT
+        col = _rowid_col(mparams)
+        head = self.q1(f"SELECT COUNT(*), MAX(r) FROM (SELECT {col} AS r {src}{where} "
+                       f"ORDER BY {col} LIMIT ?)", [*mparams, *params, cap + 1])
+        n, edge = (int(head[0]), head[1]) if head else (0, None)
+        if n <= cap:
+            return n
+        bare, _ = SQLiteBackend._filter_sql(self, SearchFilters(
+            include_superseded=filters.include_superseded, episode_type=filters.episode_type))
+        if where != bare or not edge:  # a time or source filter is not spread evenly
+            return self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])
+        top = self.q1("SELECT MAX(rowid) FROM episodes")
+        last = int(top[0]) if top and top[0] else int(edge)
+        return EstimatedCount(max(cap + 1, round((cap + 1) * last / int(edge))))
 
     def _match_count(self, fts: str | None, mparams: list[Any], src: str, where: str,
                params: list[Any], filters: SearchFilters) -> int:
