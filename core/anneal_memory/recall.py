@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import facts
+from . import facts, ranking
 from ._inputs import storable_text, whole_number
 from .clock import parse_since
 from .errors import ValidationError
 from .storage.base import SearchFilters
-from .text import meaningful_words, query_terms
+from .text import meaningful_words, query_terms, word_forms
 from .types import (
     RELAYED_TRUST,
     EpisodeType,
@@ -46,43 +46,36 @@ def build_filters(since: Any = None, until: Any = None, episode_type: Any = None
     )
 
 
-#: how much of a matching episode's score its neighbours in time inherit: the turn after a
-#: match (often the answer to it) and the turn before (often the question it answers)
-CONTEXT_NEXT = 0.5
-CONTEXT_PREV = 0.3
-#: neighbours further apart than this in time are not context
-CONTEXT_WINDOW_SECONDS = 3600
-
-
 def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
-                 pool: int, *, context: bool = True) -> tuple[list[tuple[int, float]], int]:
-    """Word matches ranked by BM25, with conversational context: the episodes recorded
-    right before and after a match (within an hour) inherit part of its score, so the
-    reply that answers a matching turn ranks even when it repeats none of its words.
+                 pool: int, *, context: bool = True, query: str | None = None
+                 ) -> tuple[list[tuple[int, float]], int]:
+    """Word matches ranked by :mod:`.ranking`: the index's pool of matches for the terms
+    and their other forms, scored by BM25 with rare words weighing more; then the
+    episodes recorded right before and after a match (within an hour) inherit part of
+    its score (so the reply that answers a matching turn ranks even when it repeats
+    none of its words); for a ``query`` asking when, matches that say when rank higher,
+    and episodes recorded on a date ``query`` names rank higher.
 
     Returns (row ids with scores, best first) and the number of word matches; ranking
     reads ids, times and scores only, and the caller loads the rows it shows.
     """
-    hits, total = store.backend.ranked_ids(filters, list(terms), pool)
-    if not hits or not context:
-        return [(h.rowid, h.score) for h in hits], total
-    score: dict[int, float] = {}
-    matched = set()
-    near: set[int] = set()  # rows beside a match and within the window of one
-    window = CONTEXT_WINDOW_SECONDS
-    for rid, t, sc, prev_t, next_t in hits:
-        matched.add(rid)
-        score[rid] = score.get(rid, 0.0) + sc
-        score[rid + 1] = score.get(rid + 1, 0.0) + CONTEXT_NEXT * sc
-        score[rid - 1] = score.get(rid - 1, 0.0) + CONTEXT_PREV * sc
-        if t is not None:  # None: no such row, the filters hide it, or no readable time
-            if next_t is not None and abs(next_t - t) <= window:
-                near.add(rid + 1)
-            if prev_t is not None and abs(prev_t - t) <= window:
-                near.add(rid - 1)
-    out = [(rid, sc) for rid, sc in score.items() if rid in matched or rid in near]
-    out.sort(key=lambda x: (-x[1], -x[0]))
-    return out, total
+    b = store.backend
+    words = word_forms(list(terms))
+    hits, total = b.ranked_ids(filters, words, pool)
+    if not hits:
+        return [], total
+    episodes, counts = b.word_counts(filters, words, ranking.COUNT_CAP)
+    hits = ranking.score_hits(hits, ranking.word_weights(episodes, counts))
+    if query and ranking.asks_when(query):
+        hits = ranking.boost_when(hits)
+    if context:
+        ranked, times = ranking.spread_context(hits, lambda ids: b.times_by_rowid(ids, filters))
+    else:
+        ranked, times = [(h.rowid, h.score) for h in hits], {h.rowid: h.t for h in hits}
+    periods = ranking.dated_periods(query) if query else []
+    if periods:
+        ranked = ranking.boost_dated(ranked, times, periods)
+    return ranked, total
 
 
 def load_ranked(store: Store, ranked: Sequence[tuple[int, float]], filters: SearchFilters
@@ -124,7 +117,7 @@ def keyword_recall(store: Store, *, since: str | datetime | None = None,
                 if terms:
                     ranked, matches = ranked_words(store, filters, terms,
                                                    pool=max(200, 2 * (offset + limit)),
-                                                   context=context)
+                                                   context=context, query=kw)
                     params["word_matches"] = matches
                     total = max(matches, len(ranked))
                     rows = load_ranked(store, ranked[offset:offset + limit], filters)
@@ -198,7 +191,7 @@ def _scored_episodes(store: Store, query: str, terms: list[str], k: int, episode
     filters = build_filters(since, None, episode_type, None, include_superseded=True)
     with b.read():
         ranked_ids, _total = ranked_words(store, filters, terms, pool=max(200, k * 20),
-                                          context=context)
+                                          context=context, query=query)
         phrase_rows: list[Any] = []
         if len(query.strip()) >= 3:
             phrase_rows, _ = b.search(filters, phrase=query.strip(), limit=k)

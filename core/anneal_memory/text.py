@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from .stem import stem
+
 _WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 
@@ -100,3 +102,56 @@ def first_clause(text: str, limit: int = 120) -> str:
         clause = clause[: limit - 1].rstrip() + "…"
     return clause
 
+
+
+#: Irregular English verbs, base form first: a question asks in one form ("What did she
+#: draw?", "How did he feel?") and the memory says another ("I drew it", "I felt tiny"),
+#: which no suffix-stripping stemmer joins. One group per line.
+IRREGULAR_VERBS: tuple[tuple[str, ...], ...] = tuple(tuple(line.split()) for line in """
+    become became | begin began begun | break broke broken | bring brought | build built
+    buy bought | catch caught | choose chose chosen | come came | draw drew drawn
+    drink drank drunk | drive drove driven | eat ate eaten | fall fell fallen | feed fed
+    feel felt | fight fought | find found | fly flew flown | forget forgot forgotten
+    forgive forgave forgiven | freeze froze frozen | give gave given | go went gone
+    grow grew grown | hang hung | hear heard | hide hid hidden | hold held | keep kept
+    know knew known | lead led | leave left | lend lent | lose lost | make made
+    mean meant | meet met | pay paid | ride rode ridden | ring rang rung | rise rose risen
+    run ran | say said | see saw seen | seek sought | sell sold | send sent
+    shake shook shaken | shine shone | shoot shot | show showed shown | sing sang sung
+    sink sank sunk | sit sat | sleep slept | speak spoke spoken | spend spent
+    stand stood | steal stole stolen | stick stuck | strike struck | swear swore sworn
+    swim swam swum | take took taken | teach taught | tear tore torn | tell told
+    think thought | throw threw thrown | understand understood | wake woke woken
+    wear wore worn | win won | write wrote written
+    """.replace("|", "\n").strip().splitlines())
+
+# keyed by stem, so "drawing" and "feeling" find their verb as "draw" and "feel" do
+_VERB_FORMS: dict[str, tuple[str, ...]] = {
+    stem(form): group for group in IRREGULAR_VERBS for form in group}
+
+_POSSESSIVE = re.compile(r"^(.+?)['’]s$")
+
+
+def word_forms(terms: list[str]) -> list[str]:
+    """The words a ranked word search looks for: the query terms, a possessive by its
+    owner ("caroline's" -> "caroline", as the memory mostly names them bare), and the
+    other forms of an irregular verb ("drawing" -> "draw", "drew", "drawn"). In order,
+    no repeats.
+    """
+    out: dict[str, None] = {}
+    stems: set[str] = set()
+
+    def add(word: str) -> None:
+        key = stem(word)
+        if key not in stems:  # one spelling per stem: the index stems them alike
+            stems.add(key)
+            out.setdefault(word, None)
+
+    for term in terms:
+        m = _POSSESSIVE.match(term)
+        word = m.group(1) if m else term
+        add(word)
+        for form in _VERB_FORMS.get(stem(word), ()):
+            if form not in STOPWORDS and form not in QUESTION_WORDS:
+                add(form)
+    return list(out)

@@ -77,7 +77,8 @@ def test_word_context_respects_filters_and_time(store: Store) -> None:
     q = store.record("what did the vendor quote for the replica?", "question")
     a = store.record("forty two dollars a month", "observation")
     r = store.recall(keyword="vendor replica quote?", limit=5)
-    assert [e.id for e in r.episodes][:2] == [q.id, a.id]
+    # (the answer first: a matching question passes its score to its reply, ranking.py)
+    assert [e.id for e in r.episodes][:2] == [a.id, q.id]
     # the reply is hidden by the type filter: it is not pulled in as context
     r = store.recall(keyword="vendor replica quote?", episode_type="question", limit=5)
     assert [e.id for e in r.episodes] == [q.id]

@@ -97,6 +97,8 @@ class RankedHit(NamedTuple):
     score: float
     prev_t: float | None
     next_t: float | None
+    #: the episode's text: ranking reads which query words it holds (see ranking.py)
+    content: str = ""
 
 
 class Backend(abc.ABC):
@@ -204,6 +206,19 @@ class Backend(abc.ABC):
     def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
                    ) -> tuple[list[RankedHit], int]:
         """The ``pool`` best word matches (best first) and the number of matches."""
+
+    @abc.abstractmethod
+    def times_by_rowid(self, rowids: Sequence[int], filters: SearchFilters
+                       ) -> dict[int, float | None]:
+        """Epoch seconds of the episodes at these row ids that pass ``filters`` (None
+        for one without a readable time): the time of a match's wider context."""
+
+    def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
+                    ) -> tuple[int, dict[str, int]]:
+        """(episodes, how many of them hold each word, counted up to ``cap``) in the
+        filters' namespace (the whole store at the root): the document frequencies ranked
+        word recall weighs words by. (0, {}) when a backend keeps none: plain ranking."""
+        return 0, {}
 
     # -- supersession, derivation, tombstones
     @abc.abstractmethod

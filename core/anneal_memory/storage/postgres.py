@@ -21,7 +21,7 @@ from ..clock import now_iso
 from ..errors import ReadOnlyStoreError, StoreError
 from . import pg_schema
 from .base import EpisodeRow, RankedHit, SearchFilters
-from .common import EP_COLS, SQLBackend, episode_row, like_pattern, qmark_to_format
+from .common import EP_COLS, SQLBackend, episode_row, like_pattern, qmark_to_format, visible_sql
 from .pg_location import redact
 
 try:
@@ -314,15 +314,23 @@ class PostgresBackend(SQLBackend):
             near.append((f"(SELECT {_epoch_sql(alias)} FROM episodes {alias} WHERE "
                          f"{alias}.rowid = h.rowid {step} AND {nwhere})", nparams))
         rows = self.q(
-            f"SELECT h.rowid, h.t, h.score, {near[0][0]}, {near[1][0]} FROM ("
-            f"SELECT e.rowid AS rowid, {_epoch_sql('e')} AS t, {_WORDS_SCORE} AS score "
+            f"SELECT h.rowid, h.t, h.score, {near[0][0]}, {near[1][0]}, h.content FROM ("
+            f"SELECT e.rowid AS rowid, {_epoch_sql('e')} AS t, e.content AS content, "
+            f"{_WORDS_SCORE} AS score "
             f"{src}{where} ORDER BY {_WORDS_SCORE} DESC, e.timestamp DESC, e.rowid DESC "
             "LIMIT ?) h ORDER BY h.score DESC, h.rowid DESC",
             [*near[0][1], *near[1][1], *mparams, *params, int(pool)])
         total = (len(rows) if len(rows) < pool
                  else self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params]))
         return [RankedHit(int(r[0]), _float(r[1]), float(r[2] or 0.0), _float(r[3]),
-                          _float(r[4])) for r in rows], total
+                          _float(r[4]), r[5]) for r in rows], total
+
+    def times_by_rowid(self, rowids: Sequence[int], filters: SearchFilters
+                       ) -> dict[int, float | None]:
+        where, params = self._filter_sql(filters)
+        rows = self.q(f"SELECT e.rowid, {_epoch_sql('e')} FROM episodes e WHERE "
+                      f"e.rowid = ANY(?) AND {where}", [list(rowids), *params])
+        return {int(r[0]): _float(r[1]) for r in rows}
 
     def rows_by_rowid(self, rowids: Sequence[int], filters: SearchFilters) -> dict[int, EpisodeRow]:
         """Episodes at these row ids that pass ``filters``."""
@@ -330,6 +338,23 @@ class PostgresBackend(SQLBackend):
         rows = self.q(f"SELECT {_E_COLS} FROM episodes e WHERE e.rowid = ANY(?) AND {where}",
                       [list(rowids), *params])
         return {int(r[0]): episode_row(r) for r in rows}
+
+    def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
+                    ) -> tuple[int, dict[str, int]]:
+        """(episodes, how many hold each word up to ``cap``): the namespace's when the
+        filters have one, else the whole store; each word stemmed as ``search`` stems it.
+        One statement, one round trip."""
+        scope = filters.scope
+        extra, params = visible_sql(scope) if scope.owner is not None else ("", [])
+        heads = [f"(SELECT COUNT(*) FROM episodes WHERE TRUE{extra})" if extra
+                 else "(SELECT COALESCE(MAX(rowid), 0) FROM episodes)"]
+        args: list[Any] = list(params)
+        for word in words:
+            heads.append("(SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE content_tsv @@ "
+                         f"phraseto_tsquery('anneal_words'::regconfig, ?){extra} LIMIT ?) s)")
+            args += [word, *params, int(cap)]
+        r = self.q1("SELECT " + ", ".join(heads), args) or (0,)
+        return int(r[0] or 0), {w: int(n or 0) for w, n in zip(words, r[1:])}
 
     def integrity_check(self) -> str:
         """``ok``, or what is wrong: schema version, or a gap in the audit sequence."""

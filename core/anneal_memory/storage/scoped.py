@@ -102,6 +102,14 @@ class ScopedBackend:
                    ) -> tuple[list[RankedHit], int]:
         return self._inner.ranked_ids(self._scoped(filters), words, pool)
 
+    def times_by_rowid(self, rowids: Sequence[int], filters: SearchFilters
+                       ) -> dict[int, float | None]:
+        return self._inner.times_by_rowid(rowids, self._scoped(filters))
+
+    def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
+                    ) -> tuple[int, dict[str, int]]:
+        return self._inner.word_counts(self._scoped(filters), words, cap)
+
     # -- links and tombstones
     def all_supersessions(self, **_: Any) -> list[tuple[str, str, str, str]]:
         return self._inner.all_supersessions(scope=self.scope)

@@ -22,7 +22,7 @@ from . import fts, legacy, sqlite_errors, sqlite_migrate
 from .base import EpisodeRow, EstimatedCount, RankedHit, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
-from .common import SQLBackend, like_pattern
+from .common import SQLBackend, like_pattern, visible_sql
 from .common import episode_row as _row
 from .driver import sqlite_driver
 
@@ -657,11 +657,27 @@ class SQLiteBackend(SQLBackend):
                      "ORDER BY bm25(episodes_words, 1.0, 0.0, 0.0) ASC, e.timestamp DESC LIMIT ?")
             iparams = [*mparams, *params, int(pool)]
         rows = self.q(
-            f"SELECT h.rowid, h.t, h.score, {near[0][0]}, {near[1][0]} FROM ({inner}) h "
-            "ORDER BY h.score DESC, h.rowid DESC", [*near[0][1], *near[1][1], *iparams])
+            # the text of the pool's rows only (the scorer reads it), never in the sort
+            f"SELECT h.rowid, h.t, h.score, {near[0][0]}, {near[1][0]}, (SELECT x.content "
+            f"FROM episodes x WHERE x.rowid = h.rowid) FROM ({inner}) h "
+            "ORDER BY h.score DESC, h.rowid DESC",
+            [*near[0][1], *near[1][1], *iparams])
         total = (len(rows) if len(rows) < pool
                  else self._match_count("episodes_words", mparams, src, where, params, filters))
-        return [RankedHit(int(r[0]), r[1], float(r[2] or 0.0), r[3], r[4]) for r in rows], total
+        return [RankedHit(int(r[0]), r[1], float(r[2] or 0.0), r[3], r[4], r[5])
+                for r in rows], total
+
+    def times_by_rowid(self, rowids: Sequence[int], filters: SearchFilters
+                       ) -> dict[int, float | None]:
+        where, params = self._filter_sql(filters)
+        out: dict[int, float | None] = {}
+        rowids = list(rowids)
+        for i in range(0, len(rowids), self._IN_CHUNK):
+            chunk = rowids[i:i + self._IN_CHUNK]
+            for r in self.q(f"SELECT e.rowid, {_epoch_sql('e')} FROM episodes e WHERE e.rowid "
+                            f"IN ({','.join('?' * len(chunk))}) AND {where}", [*chunk, *params]):
+                out[int(r[0])] = r[1]
+        return out
 
     #: past this many replaced episodes, ranked words are filtered on every match's row
     INDEX_ONLY_SLACK = 1000
@@ -798,6 +814,25 @@ class SQLiteBackend(SQLBackend):
                             f"({','.join('?' * len(chunk))}) AND {where}", [*chunk, *params]):
                 out[int(r[0])] = _row(r)
         return out
+
+    def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
+                    ) -> tuple[int, dict[str, int]]:
+        """(episodes, how many hold each word up to ``cap``), in the word index: the
+        namespace's when the filters have one, else the whole store (as FTS5's BM25).
+        One statement."""
+        scope = filters.scope
+        if scope.owner is None:
+            heads, args = ["(SELECT COALESCE(MAX(rowid), 0) FROM episodes)"], []
+        else:
+            extra, vparams = visible_sql(scope)
+            heads, args = [f"(SELECT COUNT(*) FROM episodes WHERE 1{extra})"], list(vparams)
+        bare = SearchFilters(scope=scope)
+        for word in words:
+            heads.append("(SELECT COUNT(*) FROM (SELECT 1 FROM episodes_words WHERE "
+                         "episodes_words MATCH ? LIMIT ?))")
+            args += [_with_type(f"content : {fts_quote(word)}", bare, ns=True), int(cap)]
+        r = self.q1("SELECT " + ", ".join(heads), args) or (0,)
+        return int(r[0] or 0), {w: int(n or 0) for w, n in zip(words, r[1:])}
 
     def integrity_check(self) -> str:
         return str(self.q1("PRAGMA integrity_check")[0])  # type: ignore[index]

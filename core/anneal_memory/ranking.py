@@ -1,0 +1,346 @@
+"""How ranked word recall orders what the index found, the same on every backend.
+
+The backend's word index picks a pool of candidate episodes (any query word, by its own
+rank); this module scores that pool:
+
+* **Rare words weigh more** (:func:`score_pool`): BM25 over the pool with each word's
+  weight ``idf ** RARE_WORD_POWER``, from how many episodes hold the word. A question
+  names its subject with one or two rare words among common ones ("How did she *feel*
+  at the *meteor* *shower*?"); plain BM25 lets a turn that repeats the common words
+  outrank the one that shares the rare ones.
+* **Conversational context** (:func:`spread_context`): the episodes recorded just before
+  and after a match (within an hour) inherit part of its score, the reply most, and a
+  matching question passes its whole score to the reply that answers it.
+* **Questions asking when** (:func:`boost_when`): a match that says when something
+  happened ("yesterday", "last week", "in May") ranks higher.
+* **Dates in the query** (:func:`boost_dated`): an episode recorded on a day, month or
+  year the query names ("on 13 October, 2023", "in June", "in 2023") ranks higher.
+
+Each rule is general (no vocabulary of any data set) and measured on LoCoMo
+conversations held out from its development (bench/locomo_split.py).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+
+from .stem import stem
+from .storage.base import RankedHit
+
+# ---------------------------------------------------------------------------- words
+
+#: a word's weight is its BM25 idf raised to this power (1.0 is plain BM25)
+RARE_WORD_POWER = 1.5
+BM25_K1 = 1.2
+BM25_B = 0.75
+#: a word's episodes are counted up to this many: a word in more is common, and counting
+#: it exactly would cost a large store what the ranking does not need
+COUNT_CAP = 20_000
+
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+def _fold(token: str) -> str:
+    """A token as the word index keys it: lower case, diacritics removed, stemmed."""
+    if not token.isascii():
+        token = "".join(c for c in unicodedata.normalize("NFKD", token)
+                        if not unicodedata.combining(c))
+    return stem(token)
+
+
+def word_keys(word: str) -> tuple[str, ...]:
+    """The index tokens of one query word ("caroline's" is two: carolin, s)."""
+    return tuple(_fold(t) for t in _TOKEN.findall(word.lower()))
+
+
+def word_weights(episodes: int, counts: Mapping[str, int]) -> dict[str, float]:
+    """Each word's weight from the number of episodes and how many hold the word
+    (the idf FTS5's BM25 uses, floored as it floors it, raised to RARE_WORD_POWER)."""
+    out = {}
+    for word, n in counts.items():
+        if n <= 0:
+            continue
+        idf = math.log((episodes - n + 0.5) / (n + 0.5)) if episodes > n else 0.0
+        out[word] = max(idf, 1e-6) ** RARE_WORD_POWER
+    return out
+
+
+def _tokens_from(texts: Sequence[str], prefixes: Iterable[str]) -> list[list[str]]:
+    """Per text, its tokens that start with one of ``prefixes``.
+
+    A Porter stem is a prefix of its word but for the last letter (happy -> happi,
+    hoping -> hope), so only tokens starting with a query stem less its last letter can
+    stem to it: those are found by plain substring search over the texts joined, which
+    costs far less than tokenising every text.
+    """
+    lows = [t.lower() for t in texts]
+    joined = "\n".join(lows)
+    starts = [0]
+    for t in lows[:-1]:
+        starts.append(starts[-1] + len(t) + 1)
+    found: dict[int, str] = {}
+    for prefix in prefixes:
+        pos = joined.find(prefix)
+        while pos != -1:
+            if pos not in found and (pos == 0 or not joined[pos - 1].isalnum()):
+                m = _TOKEN.match(joined, pos)
+                if m:
+                    found[pos] = m.group()
+            pos = joined.find(prefix, pos + 1)
+    out: list[list[str]] = [[] for _ in texts]
+    for pos in sorted(found):
+        out[bisect_right(starts, pos) - 1].append(found[pos])
+    return out
+
+
+def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float]) -> list[RankedHit]:
+    """The index's matches rescored by BM25 with the given word weights, best first.
+
+    Term frequencies come from each episode's text, stemmed as the index stems it;
+    lengths are counted in words against the pool's mean. A match whose words this
+    cannot see (another stemmer, another script) keeps its place after the scored ones,
+    in the index's order. Without weights the index's own ranking stands.
+    """
+    single: dict[str, float] = {}  # stem -> weight, for one-token words (nearly all)
+    phrases: list[tuple[tuple[str, ...], float]] = []
+    for word, weight in weights.items():
+        k = word_keys(word)
+        if len(k) == 1:
+            single[k[0]] = single.get(k[0], 0.0) + weight
+        elif k:
+            phrases.append((k, weight))
+    wanted = set(single) | {t for k, _w in phrases for t in k}
+    if not hits or not wanted:
+        return list(hits)
+    texts = [h.content for h in hits]
+    found = _tokens_from(texts, {t[:-1] if len(t) > 3 else t for t in wanted})
+    lengths = [t.count(" ") + 1 for t in texts]
+    c1, c2 = BM25_K1 * (1 - BM25_B), BM25_K1 * BM25_B * len(lengths) / sum(lengths)
+    k1 = BM25_K1 + 1
+    scored: list[RankedHit] = []
+    unseen: list[RankedHit] = []
+    for hit, tokens, length in zip(hits, found, lengths):
+        tf: dict[str, int] = {}
+        for token in tokens:
+            key = _fold(token)
+            if key in wanted:
+                tf[key] = tf.get(key, 0) + 1
+        norm = c1 + c2 * length
+        score = 0.0
+        for key, f in tf.items():
+            w = single.get(key)
+            if w:
+                score += w * f * k1 / (f + norm)
+        for k, w in phrases:
+            f = min(tf.get(t, 0) for t in k)  # a phrase word: its rarest token
+            if f:
+                score += w * f * k1 / (f + norm)
+        if score > 0:
+            scored.append(RankedHit(hit.rowid, hit.t, score, hit.prev_t, hit.next_t,
+                                    hit.content))
+        else:
+            unseen.append(hit)
+    scored.sort(key=lambda h: (-h.score, -h.rowid))
+    if unseen:
+        floor = min((h.score for h in scored), default=1.0)
+        top = max(h.score for h in unseen) or 1.0
+        scored += [h._replace(score=floor * 0.5 * max(h.score, 0.0) / top) for h in unseen]
+    return scored
+
+
+# ---------------------------------------------------------------------------- answer type
+
+#: a match that says when something happened, for a question asking when, has its
+#: score multiplied by this
+WHEN_BOOST = 1.5
+
+_ASKS_WHEN = re.compile(r"^\W*(?:when\b|what\s+(?:time|day|date|year|month)\b|how\s+long\s+ago\b)",
+                        re.IGNORECASE)
+_SAYS_WHEN = re.compile(
+    r"\b(?:(?i:yesterday|today|tonight|tomorrow|ago|last|next|recently|lately|earlier|since|"
+    r"weeks?|weekends?|months?|years?|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|"
+    r"january|february|april|june|july|august|september|october|november|december)|"
+    r"May|March|(?:1[89]|2\d)\d\d)\b")  # "May" and "March" only capitalised
+_WHEN_HINTS = ("yesterday", "today", "tonight", "tomorrow", "ago", "last", "next", "recent",
+               "lately", "earlier", "since", "week", "month", "year", "day", "jan", "feb",
+               "march", "april", "may", "june", "july", "aug", "sept", "oct", "nov", "dec",
+               "18", "19", "20")
+
+
+def asks_when(query: str) -> bool:
+    """Whether a query asks for a time ("When did...", "What year...", "How long ago...")."""
+    return bool(_ASKS_WHEN.search(query))
+
+
+def says_when(text: str) -> bool:
+    """Whether a text says when something happened (yesterday, last week, in May, 2023)."""
+    low = text.lower()
+    # a substring test first: the word pattern runs only on the few texts that may match
+    return any(w in low for w in _WHEN_HINTS) and bool(_SAYS_WHEN.search(text))
+
+
+def boost_when(hits: Sequence[RankedHit]) -> list[RankedHit]:
+    """For a question asking when: matches that say when (yesterday, last week, a month,
+    a year...) raised by WHEN_BOOST, best first."""
+    # only the best CONTEXT_SOURCES can reach the results by it; the rest stay as they are
+    head, tail = hits[:CONTEXT_SOURCES], hits[CONTEXT_SOURCES:]
+    out = [h._replace(score=h.score * WHEN_BOOST) if says_when(h.content) else h
+           for h in head] + list(tail)
+    out.sort(key=lambda h: (-h.score, -h.rowid))
+    return out
+
+
+# ---------------------------------------------------------------------------- context
+
+#: share of a match's score that the episode ``offset`` rows away inherits: the reply
+#: most, then the turn it answers, fading over three turns each way
+CONTEXT_SHARES: Mapping[int, float] = {1: 0.8, -1: 0.4, 2: 0.3, -2: 0.2, 3: 0.1, -3: 0.1}
+#: a match that asks a question keeps this share of its score and passes ANSWER_SHARE
+#: of it to the next episode, where its answer is
+QUESTION_SHARE = 0.8
+ANSWER_SHARE = 1.0
+#: only the best this many matches pass score to their neighbours (a share of a weaker
+#: match's score cannot lift a neighbour into the results)
+CONTEXT_SOURCES = 100
+#: neighbours further apart than this in time from the match are not its context
+CONTEXT_WINDOW_SECONDS = 3600
+
+
+def spread_context(hits: Sequence[RankedHit],
+                   fetch_times: Callable[[list[int]], Mapping[int, float | None]]
+                   ) -> tuple[list[tuple[int, float]], dict[int, float | None]]:
+    """Matches plus the neighbours that inherit from them, as (row id, score) best
+    first, and the time of every row id ranked.
+
+    ``hits`` are scored matches (best first) carrying the times of the rows just before
+    and after them; ``fetch_times(rowids)`` gives the times of rows further out that the
+    search's filters let through (the others are no one's context).
+    """
+    when: dict[int, float | None] = {}
+    for h in hits:
+        when.setdefault(h.rowid - 1, h.prev_t)
+        when.setdefault(h.rowid + 1, h.next_t)
+    for h in hits:
+        when[h.rowid] = h.t
+    far = {h.rowid + d for h in hits[:CONTEXT_SOURCES] for d in CONTEXT_SHARES} - when.keys()
+    if far:
+        when.update(fetch_times(sorted(far)))
+    window = CONTEXT_WINDOW_SECONDS
+    shares = list(CONTEXT_SHARES.items())
+    score: dict[int, float] = {}
+    get = score.get
+    for i, h in enumerate(hits):
+        rid, sc = h.rowid, h.score
+        asks = "?" in h.content
+        score[rid] = get(rid, 0.0) + (sc * QUESTION_SHARE if asks else sc)
+        t = h.t
+        if i >= CONTEXT_SOURCES or t is None:
+            continue
+        for d, share in shares:
+            n = rid + d
+            tn = when.get(n)
+            if tn is None or abs(t - tn) > window:
+                continue
+            score[n] = get(n, 0.0) + (ANSWER_SHARE if d == 1 and asks else share) * sc
+    out = sorted(score.items(), key=lambda x: (-x[1], -x[0]))
+    return out, when
+
+
+# ---------------------------------------------------------------------------- dates
+
+#: an episode recorded in a period the query names has its score multiplied by this
+DATED_BOOST = 1.5
+
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+           "september", "october", "november", "december")
+_MONTH_NO = {**{m: i for i, m in enumerate(_MONTHS, 1)},
+             **{m[:3]: i for i, m in enumerate(_MONTHS, 1)}, "sept": 9}
+# "May" and "March" are months only when capitalised ("she may go", "they march")
+_MONTH = (r"(?P<{g}>(?i:january|february|april|june|july|august|september|october|november"
+          r"|december|jan|feb|apr|jun|jul|aug|sept|sep|oct|nov|dec)\.?|May|March|Mar\.?)"
+          r"(?![^\W\d_])")
+_DAY = r"(?P<{g}>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<{g}>(?:1[89]|2\d)\d\d)"
+
+
+def _p(template: str) -> str:
+    """Fill each placeholder group name (a pattern can name a group only once)."""
+    out = template
+    for kind, body in (("M", _MONTH), ("D", _DAY), ("Y", _YEAR)):
+        out = out.replace("{" + kind + "}", body.format(g=kind.lower()))
+    return out
+
+
+_DATE_PATTERNS = [re.compile(p) for p in (
+    _p(r"\b(?P<iso>(?P<y>(?:1[89]|2\d)\d\d)-(?P<mo>[01]?\d)-(?P<d>[0-3]?\d))\b"),
+    _p(r"\b{D}\s+(?:of\s+)?{M},?\s+{Y}\b"),
+    _p(r"\b{M}\s+{D},?\s+{Y}\b"),
+    _p(r"\b{D}\s+(?:of\s+)?{M}\b"),
+    _p(r"\b{M}\s+{D}\b"),
+    _p(r"\b{M},?\s+{Y}\b"),
+    _p(r"\b(?i:in|during|of|since|last|this|early|late|mid)\s+{M}\b"),
+    _p(r"\b(?i:in|during|of|since)\s+{Y}\b"),
+)]
+
+
+@dataclass(frozen=True)
+class Period:
+    """A calendar period a query names; None parts match any (June of any year)."""
+
+    year: int | None = None
+    month: int | None = None
+    day: int | None = None
+
+    def holds(self, day: date) -> bool:
+        """Whether a (UTC) day falls in the period."""
+        return ((self.year is None or day.year == self.year)
+                and (self.month is None or day.month == self.month)
+                and (self.day is None or day.day == self.day))
+
+
+def _month(text: str) -> int | None:
+    return _MONTH_NO.get(text.lower().rstrip(".")) or _MONTH_NO.get(text.lower()[:3])
+
+
+def dated_periods(query: str) -> list[Period]:
+    """The days, months and years a query names, most specific reading first
+    ("on 13 October, 2023" is that day, not also October and 2023)."""
+    taken: list[tuple[int, int]] = []
+    out: list[Period] = []
+    for pattern in _DATE_PATTERNS:
+        for m in pattern.finditer(query):
+            if any(a < m.end() and m.start() < b for a, b in taken):
+                continue
+            g = m.groupdict()
+            month = int(g["mo"]) if g.get("mo") else (_month(g["m"]) if g.get("m") else None)
+            day = int(g["d"]) if g.get("d") else None
+            year = int(g["y"]) if g.get("y") else None
+            if month is not None and not 1 <= month <= 12 or day is not None and not 1 <= day <= 31:
+                continue
+            taken.append((m.start(), m.end()))
+            period = Period(year, month, day)
+            if period not in out:
+                out.append(period)
+    return out
+
+
+def boost_dated(ranked: Iterable[tuple[int, float]], times: Mapping[int, float | None],
+                periods: Sequence[Period]) -> list[tuple[int, float]]:
+    """``ranked`` (row id, score) with the score of each episode recorded in one of
+    ``periods`` (``times``: epoch seconds by row id) raised by DATED_BOOST, best first."""
+    out = []
+    for rid, sc in ranked:
+        t = times.get(rid)
+        if t is not None and periods:
+            day = datetime.fromtimestamp(t, timezone.utc).date()
+            if any(p.holds(day) for p in periods):
+                sc *= DATED_BOOST
+        out.append((rid, sc))
+    out.sort(key=lambda x: (-x[1], -x[0]))
+    return out
