@@ -641,7 +641,14 @@ class SQLiteBackend(SQLBackend):
             near.append((f"(SELECT {_epoch_sql(alias)} FROM episodes {alias} WHERE "
                          f"{alias}.rowid = h.rowid {step} AND {nwhere})", nparams))
         slack = self._index_only_slack(filters, where)
-        if slack is not None:
+        if self._small_scope(filters, rows_at_most=pool):
+            # a namespace holding no more rows than the pool: every match is in it, so
+            # the index only finds them; BM25 in the index would read every user's
+            # rows for its word statistics, and the ranker rescores the pool anyway
+            inner = (f"SELECT e.rowid AS rowid, {_epoch_sql('e')} AS t, 1.0 AS score "
+                     f"{src}{where} ORDER BY e.rowid DESC LIMIT ?")
+            iparams = [*mparams, *params, int(pool)]
+        elif slack is not None:
             # type and namespace are in the index: rank there alone, then drop the few
             # replaced episodes (at most ``slack`` of the best) on their rows
             ranked = ("SELECT w.rowid AS rowid, -bm25(episodes_words, 1.0, 0.0, 0.0) AS score "
@@ -726,8 +733,10 @@ class SQLiteBackend(SQLBackend):
     #: costs less than the trigram lookups: a small store never pays a large one's plan
     SCAN_ROWS = 2000
 
-    def _small_scope(self, filters: SearchFilters, size: int | None = None) -> bool:
-        """Whether ``filters`` name a namespace holding under 1/SCOPE_SHARE of the store."""
+    def _small_scope(self, filters: SearchFilters, size: int | None = None, *,
+                     rows_at_most: int | None = None) -> bool:
+        """Whether ``filters`` name a namespace holding under 1/SCOPE_SHARE of the store
+        (and, with ``rows_at_most``, no more rows than that)."""
         scope = filters.scope
         if scope.owner is None:
             return False
@@ -735,6 +744,8 @@ class SQLiteBackend(SQLBackend):
             top = self.q1("SELECT MAX(rowid) FROM episodes")
             size = int(top[0] or 0) if top else 0
         cap = size // self.SCOPE_SHARE
+        if rows_at_most is not None:
+            cap = min(cap, rows_at_most + 1)
         if cap < 1:
             return False
         r = self.q1("SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE ns_owner = ? AND "
