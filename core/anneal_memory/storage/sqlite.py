@@ -22,11 +22,11 @@ from . import fts, legacy, sqlite_errors, sqlite_migrate
 from .base import EpisodeRow, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
-from .common import SQLBackend
 from .common import episode_row as _row
 from .driver import sqlite_driver
+from .sqlite_audit import SQLiteAudit
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def sqlite3() -> Any:
@@ -146,6 +146,10 @@ CREATE TABLE IF NOT EXISTS audit_log (
     prev_hash TEXT NOT NULL,
     hash TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS audit_hashes (
+    seq INTEGER PRIMARY KEY,
+    hash BLOB NOT NULL
+);
 CREATE VIRTUAL TABLE IF NOT EXISTS episodes_words USING fts5(
     content, type, ns_tag, content='episodes', content_rowid='rowid',
     tokenize='porter unicode61 remove_diacritics 2'
@@ -203,7 +207,7 @@ def fts_quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-class SQLiteBackend(SQLBackend):
+class SQLiteBackend(SQLiteAudit):
     """One connection per Store; one Store per thread."""
 
     _IN_CHUNK = 500  # bound parameters per statement stay far below SQLite's limit

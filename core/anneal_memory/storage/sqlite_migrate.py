@@ -4,6 +4,10 @@ Version 2 makes the namespace first-class: ``ns_owner`` / ``ns_project`` columns
 episodes and tombstones (and the namespace as a word of the word index, which is rebuilt) (filled from the ``_anneal_ns`` metadata stamp that scoped views
 of version 1 wrote, which is then removed), ``ns_key`` on wraps, pattern history and
 drift probes, one open wrap per namespace, and the item collections table.
+
+Version 3 adds ``audit_hashes``, where the audit chain's entries are kept as their
+hashes once the JSONL files hold them (see :mod:`.sqlite_audit`). The rows already there
+stay in full; the next mirror compacts those the files are found to hold.
 """
 
 from __future__ import annotations
@@ -65,7 +69,12 @@ def _to_v2(conn: Any, schema: list[str]) -> None:
     conn.execute("INSERT INTO episodes_words(episodes_words) VALUES ('rebuild')")
 
 
-_STEPS = {2: _to_v2}
+def _to_v3(conn: Any, schema: list[str]) -> None:
+    stmt = next(s for s in schema if "CREATE TABLE IF NOT EXISTS audit_hashes" in s)
+    conn.execute(stmt)  # IF NOT EXISTS: running it twice changes nothing
+
+
+_STEPS = {2: _to_v2, 3: _to_v3}
 
 
 def upgrade(conn: Any, current: int, schema: list[str]) -> None:
