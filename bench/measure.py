@@ -112,38 +112,73 @@ def phase_load(args: argparse.Namespace) -> dict[str, Any]:
             out["record_latency"] = wl.latency_summary(lat)
         if args.queries:
             out.update(_recall(store, vocab, count, args))
+        if args.tail_records:
+            out["tail_records"] = _tail_records(store, vocab, count, args.tail_records,
+                                                time.perf_counter() + args.max_seconds / 4)
         store.close()
         files = wl.dir_bytes(tmp)
         out["disk_bytes"] = sum(files.values())
         out["disk_files"] = files
-        out["bytes_per_episode"] = out["disk_bytes"] / count if count else None
+        stored = count + int(_get_n(out.get("tail_records")))
+        out["bytes_per_episode"] = out["disk_bytes"] / stored if stored else None
         return out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+#: query classes: (name, queries builder, recall call); every class gets p50/p95/p99
+def _query_classes(store: Any, vocab: wl.Vocabulary, size: int, args: argparse.Namespace
+                   ) -> list[tuple[str, list[str], Any]]:
+    spans = wl.queries(vocab, size, args.queries)
+    n = max(20, args.queries // 2)
+
+    def kw(**extra: Any) -> Any:
+        return lambda q: len(store.recall(keyword=q, limit=10, **extra).episodes)
+
+    return [
+        ("keyword", spans, kw()),  # a span of a stored episode: the phrase path
+        ("keyword_decision", spans, kw(episode_type="decision")),
+        ("keyword_words", wl.word_queries(vocab, size, n), kw()),  # ranked words
+        ("keyword_words_decision", wl.word_queries(vocab, size, n), kw(episode_type="decision")),
+        ("keyword_question", wl.locomo_questions(args.locomo_dir, n), kw()),
+        ("keyword_miss", wl.miss_queries(n), kw()),
+        # scored recall is costlier in both packages: a quarter of the queries
+        ("retrieve_relevant", spans[:max(20, len(spans) // 4)], lambda q: len(
+            am.retrieve_relevant(store, None, q, max_episodes=10).episodes)),
+    ]
+
+
 def _recall(store: Any, vocab: wl.Vocabulary, size: int, args: argparse.Namespace
             ) -> dict[str, Any]:
-    qs = wl.queries(vocab, size, args.queries)
-    for q in qs[:5]:  # warm the page cache and any lazy statements
+    classes = _query_classes(store, vocab, size, args)
+    for q in classes[0][1][:5]:  # warm the page cache and any lazy statements
         store.recall(keyword=q, limit=10)
     out: dict[str, Any] = {}
-    calls = {
-        "keyword": lambda q: len(store.recall(keyword=q, limit=10).episodes),
-        "keyword_decision": lambda q: len(
-            store.recall(keyword=q, episode_type="decision", limit=10).episodes),
-        "retrieve_relevant": lambda q: len(
-            am.retrieve_relevant(store, None, q, max_episodes=10).episodes),
-    }
-    for name, call in calls.items():
-        # Scored recall is costlier in both packages; a quarter of the queries keeps
-        # large runs bounded while still giving a stable p95.
-        subset = qs if name != "retrieve_relevant" else qs[:max(20, len(qs) // 4)]
-        # Each kind gets its own share of the bound, so one slow kind cannot starve the rest.
-        lat, hits = _time_calls(call, subset, time.perf_counter() + args.max_seconds / 3)
+    for name, qs, call in classes:
+        # Each class gets its own share of the bound, so one slow class cannot starve the rest.
+        lat, hits = _time_calls(call, qs, time.perf_counter() + args.max_seconds / len(classes))
         summary: dict[str, Any] = wl.latency_summary(lat)
         summary["mean_results"] = hits / len(lat)
         out[f"recall_{name}"] = summary
+    return out
+
+
+def _get_n(summary: Any) -> int:
+    return int(summary.get("n", 0)) if isinstance(summary, dict) else 0
+
+
+def _tail_records(store: Any, vocab: wl.Vocabulary, start: int, count: int,
+                  deadline: float) -> dict[str, Any]:
+    """Durable single records into the store as loaded: what a record costs at this size."""
+    lat: list[float] = []
+    for item in wl.episodes(vocab, count, start=start):
+        t0 = time.perf_counter()
+        store.record(**item)
+        lat.append(time.perf_counter() - t0)
+        if time.perf_counter() > deadline:
+            break
+    out: dict[str, Any] = wl.latency_summary(lat)
+    out["records_per_second"] = len(lat) / sum(lat)
     return out
 
 
@@ -258,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size", type=int, default=1000)
     p.add_argument("--mode", choices=("single", "batch"), default="single")
     p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--tail-records", type=int, default=0,
+                   help="after the load, time this many durable single records")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--max-seconds", type=float, default=600.0)
     p.add_argument("--locomo-dir", required=True)

@@ -69,48 +69,107 @@ def sizes_of(results: dict[str, Any]) -> list[str]:
     return sorted(found, key=int)
 
 
-def speed_rows(results: dict[str, Any]) -> list[Row]:
-    """Rows of the speed table, each with its goal (empty when the issue sets none)."""
-    ours, peer = results["packages"].get("ours", {}), results["packages"].get("peer", {})
-    rows: list[Row] = []
+#: recall query classes as measured by measure.py, with their labels
+RECALL_CLASSES = (
+    ("recall_keyword", "keyword recall (a stored phrase)"),
+    ("recall_keyword_decision", "keyword recall, type=decision"),
+    ("recall_keyword_words", "keyword recall, 2-3 words of different episodes"),
+    ("recall_keyword_words_decision", "keyword recall, words, type=decision"),
+    ("recall_keyword_question", "keyword recall, a LoCoMo question"),
+    ("recall_keyword_miss", "keyword recall, nothing matches"),
+    ("recall_retrieve_relevant", "retrieve_relevant"),
+)
+#: issue 25's goals (ours/peer), per metric key and size
+GOALS = {
+    ("recall_keyword", "1000"): "<= 0.5x", ("recall_keyword", "10000"): "<= 0.2x",
+    ("recall_keyword", "100000"): "<= 0.1x",
+    ("recall_keyword_decision", "1000"): "<= 0.5x",
+    ("recall_keyword_decision", "10000"): "<= 0.5x",
+}
 
-    def add(label: str, pick: Callable[[dict[str, Any]], Any], unit: str,
-            goal: str = "") -> None:
-        o, p = pick(ours), pick(peer)
-        # A size one package skipped still shows the other; a row neither has is noise.
-        if o is not None or p is not None:
-            rows.append((label, o, p, unit, goal))
+Pick = Callable[[dict[str, Any]], Any]
+SpeedRow = tuple[str, Pick, str, str]  # label, pick from a package, unit, goal
 
-    add("import, best of runs (ms)", lambda p: _get(p, "import", "best_ms"), "ms", "<= 0.5x")
-    add("fsync+fdatasync per record() (strace)",
-        lambda p: _get(p, "fsync", "per_record"), "")
+
+def speed_specs(results: dict[str, Any]) -> list[SpeedRow]:
+    """Every row of the speed table: label, how to read it from one package's results,
+    unit, goal (empty when the issue sets none)."""
+    rows: list[SpeedRow] = [
+        ("import, best of runs (ms)", lambda p: _get(p, "import", "best_ms"), "ms", "<= 0.5x"),
+        ("fsync+fdatasync per record() (strace)", lambda p: _get(p, "fsync", "per_record"),
+         "", ""),
+    ]
     for size in sizes_of(results):
         n = f"{int(size):,}"
-        add(f"durable record() @ {n} (records/s)",
-            lambda p, s=size: _get(p, "sizes", s, "single", "load_per_second"), "/s", ">= 2x")
+        rows.append((f"durable record() @ {n} (records/s)",
+                     lambda p, s=size: _get(p, "sizes", s, "single", "load_per_second"),
+                     "/s", ">= 2x"))
         for q in ("p50", "p95", "p99"):
-            add(f"record() {q} @ {n} (ms)",
-                lambda p, s=size, q=q: _get(p, "sizes", s, "single", "record_latency",
-                                             f"{q}_ms"), "ms")
-        add(f"batch load @ {n} (records/s)",
-            lambda p, s=size: _get(p, "sizes", s, "batch", "load_per_second")
-            or _get(p, "sizes", s, "single", "load_per_second"), "/s")
-        goal = {"10000": "<= 0.2x", "100000": "<= 0.1x"}.get(size, "")
-        for key, label in (("recall_keyword", "keyword recall"),
-                           ("recall_keyword_decision", "keyword recall, type=decision"),
-                           ("recall_retrieve_relevant", "retrieve_relevant")):
-            for q in ("p50", "p95"):
-                add(f"{label} {q} @ {n} (ms)",
-                    lambda p, s=size, k=key, q=q: _get(recall_run(p, s), k, f"{q}_ms"), "ms",
-                    goal if (key == "recall_keyword" and q == "p95") else "")
-        add(f"bytes on disk per episode @ {n}",
-            lambda p, s=size: _get(recall_run(p, s), "bytes_per_episode"), "B")
-        add(f"peak RSS, load + recall @ {n} (MB)",
-            lambda p, s=size: _get(recall_run(p, s), "peak_rss_mb"), "")
-    for size in sorted((ours.get("wrap") or peer.get("wrap") or {}), key=int):
-        add(f"wrap (prepare + save) @ {size} episodes (ms)",
-            lambda p, s=size: _get(p, "wrap", s, "total_ms"), "ms", "<= 1.0x")
+            rows.append((f"record() {q} @ {n} (ms)", lambda p, s=size, q=q: _get(
+                p, "sizes", s, "single", "record_latency", f"{q}_ms"), "ms", ""))
+        rows.append((f"batch load @ {n} (records/s)",
+                     lambda p, s=size: _get(p, "sizes", s, "batch", "load_per_second")
+                     or _get(p, "sizes", s, "single", "load_per_second"), "/s", ""))
+        rows.append((f"durable record() into the loaded store @ {n} (records/s)",
+                     lambda p, s=size: _get(p, "sizes", s, "batch", "tail_records",
+                                            "records_per_second"), "/s", ""))
+        for key, label in RECALL_CLASSES:
+            for q in ("p50", "p95", "p99"):
+                goal = GOALS.get((key, size), "") if q == "p95" else ""
+                rows.append((f"{label} {q} @ {n} (ms)", lambda p, s=size, k=key, q=q: _get(
+                    recall_run(p, s), k, f"{q}_ms"), "ms", goal))
+        rows.append((f"bytes on disk per episode @ {n}",
+                     lambda p, s=size: _get(recall_run(p, s), "bytes_per_episode"), "B",
+                     "<= 1.0x"))
+        rows.append((f"peak RSS, load + recall @ {n} (MB)",
+                     lambda p, s=size: _get(recall_run(p, s), "peak_rss_mb"), "", ""))
+    sizes = set()
+    for pkg in results["packages"].values():
+        sizes.update(pkg.get("wrap") or {})
+    for size in sorted(sizes, key=int):
+        rows.append((f"wrap (prepare + save) @ {size} episodes (ms)",
+                     lambda p, s=size: _get(p, "wrap", s, "total_ms"), "ms", "<= 0.5x"))
     return rows
+
+
+def speed_rows(results: dict[str, Any]) -> list[Row]:
+    """Rows of the speed table with both packages' values (rows neither has are left out)."""
+    ours, peer = results["packages"].get("ours", {}), results["packages"].get("peer", {})
+    rows: list[Row] = []
+    for label, pick, unit, goal in speed_specs(results):
+        o, p = pick(ours), pick(peer)
+        if o is not None or p is not None:
+            rows.append((label, o, p, unit, goal))
+    return rows
+
+
+def ratio_spread(results: dict[str, Any], pick: Pick) -> tuple[float, float] | None:
+    """(lowest, highest) ours/peer ratio over every run (None with fewer than two)."""
+    runs = [results["packages"], *results.get("repeats", [])]
+    vals = [r for run in runs
+            if (r := ratio(pick(run.get("ours", {})), pick(run.get("peer", {})))) is not None]
+    return (min(vals), max(vals)) if len(vals) >= 2 else None
+
+
+def scale_rows(results: dict[str, Any]) -> list[tuple[str, float | None, str]]:
+    """Ours at the largest size against ours at 10k: (label, ratio, goal)."""
+    ours = results["packages"].get("ours", {})
+    sizes = [s for s in sizes_of(results) if int(s) > 10_000]
+    if not sizes or "10000" not in sizes_of(results):
+        return []
+    big = sizes[-1]
+    base_rate = _get(ours, "sizes", "10000", "single", "load_per_second") or _get(
+        ours, "sizes", "10000", "batch", "tail_records", "records_per_second")
+    big_rate = _get(ours, "sizes", big, "batch", "tail_records", "records_per_second")
+    n = f"{int(big):,}"
+    out = [(f"durable record() time @ {n} vs @ 10,000",
+            ratio(base_rate, big_rate), "<= 1.5x")]
+    for key, label in RECALL_CLASSES:
+        out.append((f"{label} p95 @ {n} vs @ 10,000",
+                    ratio(_get(recall_run(ours, big), key, "p95_ms"),
+                          _get(recall_run(ours, "10000"), key, "p95_ms")),
+                    "<= 3.0x" if key == "recall_keyword" else ""))
+    return out
 
 
 METRICS = ("recall@5", "recall@10", "hit@10")
@@ -154,7 +213,8 @@ def markdown(results: dict[str, Any]) -> str:
     lines = [
         f"Measured {meta.get('date', '?')} on {meta.get('machine', '?')}, "
         f"Python {meta.get('python', '?')}, load average {meta.get('load_average', '?')} "
-        "at the start (a shared machine: one run, not a best of several); ours = this checkout "
+        f"at the start, {meta.get('load_average_end', '?')} at the end of the first run "
+        "(a shared machine: the first run, not a best of several); ours = this checkout "
         f"({_get(results, 'packages', 'ours', 'version') or '?'}), "
         f"peer = published anneal-memory {meta.get('peer_version', '?')}. "
         f"Reproduce: `{meta.get('command', 'nox -s bench')}`.",
@@ -162,13 +222,28 @@ def markdown(results: dict[str, Any]) -> str:
         "Both packages fsync on commit: every `record()` is durable before it returns "
         "(the strace row counts the sync calls per record).",
         "",
-        "| metric | ours | peer | ours/peer | goal |",
-        "|---|---:|---:|---:|---|",
+        f"| metric | ours | peer | ours/peer | spread over {1 + len(results.get('repeats', []))}"
+        " runs | goal |",
+        "|---|---:|---:|---:|---:|---|",
     ]
-    for label, o, p, unit, goal in speed_rows(results):
+    ours, peer = results["packages"].get("ours", {}), results["packages"].get("peer", {})
+    for label, pick, unit, goal in speed_specs(results):
+        o, p = pick(ours), pick(peer)
+        if o is None and p is None:
+            continue
         r = ratio(o, p)
+        sp = ratio_spread(results, pick)
+        spread = "" if sp is None else f"{sp[0]:.2f}x-{sp[1]:.2f}x"
         lines.append(f"| {label} | {_fmt(o, unit)} | {_fmt(p, unit)} | "
-                     f"{'n/a' if r is None else f'{r:.2f}x'} | {_goal_met(goal, r, None)} |")
+                     f"{'n/a' if r is None else f'{r:.2f}x'} | {spread} | "
+                     f"{_goal_met(goal, r, None)} |")
+    scale = scale_rows(results)
+    if scale:
+        lines += ["", "Scale (ours against ours at 10,000, same run):", "",
+                  "| figure | ratio | goal |", "|---|---:|---|"]
+        for label, r, goal in scale:
+            lines.append(f"| {label} | {'n/a' if r is None else f'{r:.2f}x'} | "
+                         f"{_goal_met(goal, r, None)} |")
     methods = {who: _get(results, "packages", who, "batch_method") for who in ("ours", "peer")}
     lines += ["", f"Batch load: ours = {methods['ours'] or 'n/a'}; "
                   f"peer = {methods['peer'] or 'n/a'}."]
@@ -192,7 +267,7 @@ def markdown(results: dict[str, Any]) -> str:
     for method, group, o, p in quality:
         goal = ""
         if method.startswith("recall(keyword") and group.startswith("overall"):
-            goal = _goal_met(">= 0.70", None, o[1]) + " (ours R@10)"
+            goal = _goal_met(">= 0.80", None, o[1]) + " (ours R@10)"
         cells = " | ".join(_fmt(v) for v in [*o, *p])
         lines.append(f"| {method} | {group} | {cells} | {goal} |")
     lines += ["", "Cost growth of recall p95 with store size "
@@ -239,6 +314,57 @@ def plot(results: dict[str, Any], path: str) -> None:
             ax.legend()
     fig.suptitle("Recall latency vs store size (ours vs published anneal-memory "
                  f"{_get(results, 'meta', 'peer_version') or ''})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_scaling(results: dict[str, Any], path: str) -> None:
+    """How each figure grows with store size, log-log: recall p95 per query class, record
+    rates, bytes per episode; ours solid, the published package dashed."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
+    styles = {"ours": "-", "peer": "--"}
+    sizes = sizes_of(results)
+
+    def series(pkg: dict[str, Any], pick: Any) -> list[tuple[int, float]]:
+        return [(int(s), v) for s in sizes if (v := pick(pkg, s))]
+
+    panels: list[tuple[str, str, list[tuple[str, Any]]]] = [
+        ("recall p95 (ms)", "recall p95 by query class", [
+            (label.replace("keyword recall", "kw").replace("retrieve_relevant", "scored"),
+             lambda p, s, k=key: _get(recall_run(p, s), k, "p95_ms"))
+            for key, label in RECALL_CLASSES]),
+        ("records/s", "durable record() rate", [
+            ("into a fresh store", lambda p, s: _get(p, "sizes", s, "single",
+                                                     "load_per_second")),
+            ("into the loaded store", lambda p, s: _get(p, "sizes", s, "batch",
+                                                        "tail_records", "records_per_second")),
+            ("batch load", lambda p, s: _get(p, "sizes", s, "batch", "load_per_second"))]),
+        ("bytes", "bytes on disk per episode", [
+            ("all files", lambda p, s: _get(recall_run(p, s), "bytes_per_episode"))]),
+    ]
+    for ax, (ylabel, title, lines) in zip(axes, panels, strict=True):
+        for i, (name, pick) in enumerate(lines):
+            colour = f"C{i}"
+            for who, pkg in results["packages"].items():
+                pts = series(pkg, pick)
+                if pts:
+                    ax.plot(*zip(*pts, strict=True), styles.get(who, ":"), marker="o",
+                            color=colour, label=f"{who}: {name}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("episodes in store")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6.5)
+    fig.suptitle("Growth with store size, log-log (ours solid, published anneal-memory "
+                 f"{_get(results, 'meta', 'peer_version') or ''} dashed)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -57,6 +57,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="largest size run against the peer (its batch load is a record loop)")
     p.add_argument("--max-seconds", type=float, default=900.0,
                    help="time bound of one load or recall loop; a run stops early past it")
+    p.add_argument("--tail-records", type=int, default=None,
+                   help="durable single records timed after each batch load (default 1000, "
+                        "300 with --quick)")
+    p.add_argument("--runs", type=int, default=1,
+                   help="measure everything this many times; the table shows the first run "
+                        "and the spread of the ratios over all of them")
     p.add_argument("--only", choices=("ours", "peer", "both"), default="both")
     p.add_argument("--peer-version", default="1.0.2")
     p.add_argument("--peer-venv", default=str(REPO / ".nox" / "bench-peer"))
@@ -74,6 +80,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.queries = 50 if args.quick else 200
     args.repeats = 3 if args.quick else 7
     args.import_runs = 5 if args.quick else 15
+    if args.tail_records is None:
+        args.tail_records = 300 if args.quick else 1000
     if not Path(args.locomo_dir).is_dir():
         p.error(f"LoCoMo folder {args.locomo_dir} not found: pass --locomo-dir or set "
                 "ANNEAL_BENCH_LOCOMO")
@@ -221,7 +229,8 @@ class Package:
             self.data["skipped"].append(f"{size:,} {mode} (needs ~{need / 1e9:.1f} GB, "
                                         f"{free / 1e9:.1f} GB free)")
             return
-        res = run_phase(self.python, "load", args, size=size, mode=mode, queries=queries)
+        res = run_phase(self.python, "load", args, size=size, mode=mode, queries=queries,
+                        tail_records=args.tail_records if mode == "batch" else 0)
         self.data["sizes"].setdefault(str(size), {})[mode] = res
 
 
@@ -259,6 +268,7 @@ def write_report(results: dict[str, Any], out: Path) -> str:
     table = report.markdown(results)
     (out / "latest.md").write_text(table)
     report.plot(results, str(out / "recall_latency.png"))
+    report.plot_scaling(results, str(out / "scaling.png"))
     return table
 
 
@@ -286,15 +296,21 @@ def main(argv: list[str] | None = None) -> int:
     for who, python in pythons.items():
         print(f"{who}: {python}", flush=True)
     results["packages"] = measure(pythons, args)
+    results["meta"]["load_average_end"] = os.getloadavg()[0]
+    results["repeats"] = []
+    for run in range(2, args.runs + 1):
+        print(f"run {run} of {args.runs}", flush=True)
+        results["repeats"].append(measure(pythons, args))
     results["meta"]["wall_seconds"] = time.perf_counter() - started
 
     out = Path(args.out_dir)
     table = write_report(results, out)
     print()
     print(table)
-    print(f"wrote {out}/latest.json, latest.md, recall_latency.png "
+    print(f"wrote {out}/latest.json, latest.md, recall_latency.png, scaling.png "
           f"in {results['meta']['wall_seconds']:.0f} s")
-    failed = [e for pkg in results["packages"].values() for e in pkg["errors"]]
+    failed = [e for run in [results["packages"], *results["repeats"]]
+              for pkg in run.values() for e in pkg["errors"]]
     return 1 if failed else 0
 
 

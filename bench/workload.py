@@ -114,6 +114,43 @@ def queries(vocab: Vocabulary, store_size: int, count: int, seed: int = SEED) ->
     return out
 
 
+def word_queries(vocab: Vocabulary, store_size: int, count: int, seed: int = SEED) -> list[str]:
+    """``count`` queries of 2-3 content words, each from a different stored episode, so
+    they are rarely a phrase of any one episode: the ranked-words path."""
+    rng = random.Random(seed + 104729 * store_size)
+    out: list[str] = []
+    while len(out) < count:
+        picked = []
+        for _ in range(rng.choice((2, 3))):
+            toks = [w for w in words(episode(vocab, rng.randrange(store_size), seed)["content"])
+                    if w not in QUERY_SKIP and len(w) > 2]
+            if toks:
+                picked.append(rng.choice(toks))
+        if len(picked) >= 2:
+            out.append(" ".join(picked))
+    return out
+
+
+def miss_queries(count: int, seed: int = SEED) -> list[str]:
+    """``count`` two-word queries of made-up words: nothing matches."""
+    rng = random.Random(seed + 31)
+    return [f"zqx{rng.randrange(10**6)}v qjw{rng.randrange(10**6)}k" for _ in range(count)]
+
+
+def locomo_questions(locomo_dir: str | os.PathLike[str], count: int, seed: int = SEED
+                     ) -> list[str]:
+    """``count`` real LoCoMo questions (a fixed sample): a user's whole question as the
+    keyword, the way a per-turn hook passes it."""
+    qs: list[str] = []
+    for path in sorted(Path(locomo_dir).glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        qs.extend(str(q["question"]) for q in data.get("qa", []) if q.get("question"))
+    if not qs:
+        raise FileNotFoundError(f"no LoCoMo questions under {locomo_dir}")
+    rng = random.Random(seed + 17)
+    return [rng.choice(qs) for _ in range(count)]
+
+
 def percentile(values: list[float], pct: float) -> float:
     """Nearest-rank percentile (``pct`` in 0..100) of a non-empty list."""
     if not values:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import facts
 from ._inputs import storable_text, whole_number
-from .clock import parse_since, seconds_between
+from .clock import parse_since
 from .errors import ValidationError
 from .storage.base import SearchFilters
 from .text import meaningful_words, query_terms
@@ -55,47 +55,49 @@ CONTEXT_WINDOW_SECONDS = 3600
 
 
 def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
-                 pool: int, *, context: bool = True) -> tuple[list[tuple[Any, float]], int]:
+                 pool: int, *, context: bool = True) -> tuple[list[tuple[int, float]], int]:
     """Word matches ranked by BM25, with conversational context: the episodes recorded
     right before and after a match (within an hour) inherit part of its score, so the
     reply that answers a matching turn ranks even when it repeats none of its words.
 
-    Returns (rows with scores, best first) and the number of word matches.
+    Returns (row ids with scores, best first) and the number of word matches; ranking
+    reads ids, times and scores only, and the caller loads the rows it shows.
     """
-    b = store.backend
-    rows, total = b.search(filters, words=list(terms), limit=pool)
-    if not rows or not context:
-        return rows, total
+    hits, total = store.backend.ranked_ids(filters, list(terms), pool)
+    if not hits or not context:
+        return [(h.rowid, h.score) for h in hits], total
     score: dict[int, float] = {}
-    by_rowid: dict[int, Any] = {}
-    for r, sc in rows:
-        score[r.rowid] = score.get(r.rowid, 0.0) + sc
-        by_rowid[r.rowid] = r
-    for r, sc in rows:
-        score[r.rowid + 1] = score.get(r.rowid + 1, 0.0) + CONTEXT_NEXT * sc
-        score[r.rowid - 1] = score.get(r.rowid - 1, 0.0) + CONTEXT_PREV * sc
-    missing = [rid for rid in score if rid not in by_rowid]
-    extra = b.rows_by_rowid(missing, filters) if missing else {}
+    times: dict[int, float | None] = {}
+    near: dict[int, float | None] = {}  # times of the rows beside a match
+    for h in hits:
+        score[h.rowid] = score.get(h.rowid, 0.0) + h.score
+        times[h.rowid] = h.t
+        score[h.rowid + 1] = score.get(h.rowid + 1, 0.0) + CONTEXT_NEXT * h.score
+        score[h.rowid - 1] = score.get(h.rowid - 1, 0.0) + CONTEXT_PREV * h.score
+        near[h.rowid - 1] = h.prev_t
+        near[h.rowid + 1] = h.next_t
     out = []
     for rid, sc in score.items():
-        row = by_rowid.get(rid) or extra.get(rid)
-        if row is None:
-            continue
-        if rid not in by_rowid:
-            near = [by_rowid[n] for n in (rid - 1, rid + 1) if n in by_rowid]
-            if not any(_seconds_apart(row.timestamp, n.timestamp) <= CONTEXT_WINDOW_SECONDS
-                       for n in near):
+        if rid not in times:
+            t = near.get(rid)  # None: no such row, the filters hide it, or no time
+            if t is None or not any(_within(t, times[n]) for n in (rid - 1, rid + 1)
+                                    if n in times):
                 continue
-        out.append((row, sc))
-    out.sort(key=lambda x: (-x[1], -x[0].rowid))
+        out.append((rid, sc))
+    out.sort(key=lambda x: (-x[1], -x[0]))
     return out, total
 
 
-def _seconds_apart(a: str, b: str) -> float:
-    try:
-        return seconds_between(a, b)
-    except ValidationError:
-        return float("inf")
+def _within(a: float | None, b: float | None) -> bool:
+    """Two episodes close enough in time to be each other's context."""
+    return a is not None and b is not None and abs(a - b) <= CONTEXT_WINDOW_SECONDS
+
+
+def load_ranked(store: Store, ranked: Sequence[tuple[int, float]], filters: SearchFilters
+                ) -> list[tuple[Any, float]]:
+    """The rows of ranked row ids, in rank order (ids the filters hide are left out)."""
+    rows = store.backend.rows_by_rowid([rid for rid, _s in ranked], filters) if ranked else {}
+    return [(rows[rid], sc) for rid, sc in ranked if rid in rows]
 
 
 def keyword_recall(store: Store, *, since: str | datetime | None = None,
@@ -130,7 +132,7 @@ def keyword_recall(store: Store, *, since: str | datetime | None = None,
                                                    context=context)
                     params["word_matches"] = matches
                     total = max(matches, len(ranked))
-                    rows = ranked[offset:offset + limit]
+                    rows = load_ranked(store, ranked[offset:offset + limit], filters)
                 else:
                     rows, total = [], 0
         else:
@@ -200,45 +202,25 @@ def _scored_episodes(store: Store, query: str, terms: list[str], k: int, episode
     b = store.backend
     filters = build_filters(since, None, episode_type, None, include_superseded=True)
     with b.read():
-        rows, _total = ranked_words(store, filters, terms, pool=max(200, k * 20), context=context)
+        ranked_ids, _total = ranked_words(store, filters, terms, pool=max(200, k * 20),
+                                          context=context)
         phrase_rows: list[Any] = []
         if len(query.strip()) >= 3:
             phrase_rows, _ = b.search(filters, phrase=query.strip(), limit=k)
-        superseded = b.supersessions_of([r.id for r, _ in rows + phrase_rows])
-        ranked: list[tuple[Any, float]] = []
-        seen_ids: set[str] = set()
-        top = max((s for _r, s in rows), default=1.0) or 1.0
-        for r, _s in phrase_rows:  # an exact phrase hit outranks any word hit
-            ranked.append((r, top * 2.0))
-            seen_ids.add(r.id)
-        for r, s in rows:
-            if r.id not in seen_ids:
-                ranked.append((r, s))
-                seen_ids.add(r.id)
+        top = max((s for _r, s in ranked_ids), default=1.0) or 1.0
         results: dict[str, dict[str, Any]] = {}
         order: list[str] = []
-        for r, score in ranked:
+        seen_ids: set[str] = set()
+        # an exact phrase hit outranks any word hit; word rows load in slices, since
+        # most calls fill k slots from the first few candidates
+        step = max(4 * k, 40)
+        batches = [[(r, top * 2.0) for r, _s in phrase_rows]]
+        batches += [ranked_ids[i:i + step] for i in range(0, len(ranked_ids), step)]
+        for n, batch in enumerate(batches):
             if len(order) >= k:
                 break
-            if r.id in exclude:
-                continue
-            if r.id in superseded:
-                head, swappable = facts.link_chain_head(store, r.id)
-                if head is None or not swappable:
-                    continue
-                if head in results:
-                    results[head]["replaces"].append(r)
-                    continue
-                heads = b.get_episodes([head])
-                if head not in heads:
-                    continue
-                results[head] = {"row": heads[head], "score": score, "replaces": [r]}
-                order.append(head)
-            else:
-                if r.id in results:
-                    continue
-                results[r.id] = {"row": r, "score": score, "replaces": []}
-                order.append(r.id)
+            rows = batch if n == 0 else load_ranked(store, batch, filters)
+            _take(store, rows, k, exclude, seen_ids, results, order)
         all_ids = order + [x.id for v in results.values() for x in v["replaces"]]
         eff = store.effective_trust_map(all_ids)
     out = []
@@ -252,6 +234,36 @@ def _scored_episodes(store: Store, query: str, terms: list[str], k: int, episode
                       for x in v["replaces"]],
             trust=eff.get(row.id, row.trust)))
     return out
+
+
+def _take(store: Store, ranked: list[tuple[Any, float]], k: int, exclude: set[str],
+          seen_ids: set[str], results: dict[str, dict[str, Any]], order: list[str]) -> None:
+    """Fill ``results`` / ``order`` up to ``k`` from ranked rows: a replaced hit takes
+    its slot for the episode that replaced it (its chain's head)."""
+    b = store.backend
+    fresh = [(r, s) for r, s in ranked if r.id not in seen_ids]
+    seen_ids.update(r.id for r, _s in fresh)
+    superseded = b.supersessions_of([r.id for r, _ in fresh])
+    for r, score in fresh:
+        if len(order) >= k:
+            break
+        if r.id in exclude:
+            continue
+        if r.id in superseded:
+            head, swappable = facts.link_chain_head(store, r.id)
+            if head is None or not swappable:
+                continue
+            if head in results:
+                results[head]["replaces"].append(r)
+                continue
+            heads = b.get_episodes([head])
+            if head not in heads:
+                continue
+            results[head] = {"row": heads[head], "score": score, "replaces": [r]}
+            order.append(head)
+        elif r.id not in results:
+            results[r.id] = {"row": r, "score": score, "replaces": []}
+            order.append(r.id)
 
 
 def _cued_facts(store: Store, query: str) -> list[DurableFact]:

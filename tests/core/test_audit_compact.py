@@ -255,7 +255,9 @@ def test_a_schema_2_store_verifies_as_it_is_and_is_compacted_on_open(db: Path) -
         assert ro.status().audit_entry_count == 8 and ro.backend.audit_entries() == entries
     with clock.frozen(W45 + timedelta(hours=1)), Store(db) as s:
         s.record("after the upgrade", "observation")
-    assert _q(db, "SELECT value FROM meta WHERE key='schema_version'") == [("3",)]
+    from anneal_memory.storage.sqlite import SCHEMA_VERSION
+
+    assert _q(db, "SELECT value FROM meta WHERE key='schema_version'") == [(str(SCHEMA_VERSION),)]
     assert _full_rows(db) == 0 and sorted(_kept_hashes(db)) == list(range(1, 10))
     lines = _lines(db)
     assert len(lines) == 9 and all(", " in x for x in lines[:8])  # old lines as they were

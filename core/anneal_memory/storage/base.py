@@ -12,7 +12,7 @@ import abc
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,18 @@ class SearchFilters:
     trust: str | None = None  # the episode's own class
     ids: Sequence[str] | None = None
     scope: Scope = ROOT
+
+
+class RankedHit(NamedTuple):
+    """One ranked word match: its row id, time (epoch seconds), score, and the times of
+    the rows recorded just before and after it when the same filters let them through
+    (None otherwise: missing, hidden, or no readable time)."""
+
+    rowid: int
+    t: float | None
+    score: float
+    prev_t: float | None
+    next_t: float | None
 
 
 class Backend(abc.ABC):
@@ -182,6 +194,10 @@ class Backend(abc.ABC):
                order: str = "recent") -> tuple[list[tuple[EpisodeRow, float]], int]: ...
     @abc.abstractmethod
     def rows_by_rowid(self, rowids: Sequence[int], filters: SearchFilters) -> dict[int, EpisodeRow]: ...
+    @abc.abstractmethod
+    def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
+                   ) -> tuple[list[RankedHit], int]:
+        """The ``pool`` best word matches (best first) and the number of matches."""
 
     # -- supersession, derivation, tombstones
     @abc.abstractmethod

@@ -30,6 +30,12 @@ _AUDIT_COLS = ("seq", "ts", "actor", "event", "data", "prev_hash", "hash")
 
 
 # ---------------------------------------------------------------------- rows -> values
+
+def like_pattern(text: str) -> str:
+    """``%text%`` for LIKE / ILIKE (escape character: backslash) with the pattern
+    characters escaped: user text is matched literally, never as a wildcard."""
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
 def episode_row(r: Sequence[Any]) -> EpisodeRow:
     """An ``EP_COLS`` row as an EpisodeRow."""
     return EpisodeRow(

@@ -171,9 +171,13 @@ def _copy(conn: Any, meta: dict[str, str], path: Path) -> dict[str, Any]:
     repaired = 0
     rows = q("SELECT id, timestamp, type, content, source, session_id, metadata, created_at "
              "FROM legacy102_episodes ORDER BY rowid").fetchall()
+    newest = ""
     for eid, ts, etype, content, source, session, metadata, created in rows:
         stamp, fixed = _ts(ts, created)
         repaired += fixed
+        if stamp < newest:  # recording order is not time order: recall must sort
+            q("INSERT OR REPLACE INTO meta(key, value) VALUES ('backdated_episodes', '1')")
+        newest = max(newest, stamp)
         wrap_id = int(session) if isinstance(session, str) and session.isdigit() \
             and int(session) in wrap_ids else None
         if wrap_id is not None:

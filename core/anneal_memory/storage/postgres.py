@@ -20,8 +20,8 @@ from typing import Any
 from ..clock import now_iso
 from ..errors import ReadOnlyStoreError, StoreError
 from . import pg_schema
-from .base import EpisodeRow, SearchFilters
-from .common import EP_COLS, SQLBackend, episode_row, qmark_to_format
+from .base import EpisodeRow, RankedHit, SearchFilters
+from .common import EP_COLS, SQLBackend, episode_row, like_pattern, qmark_to_format
 from .pg_location import redact
 
 try:
@@ -35,12 +35,6 @@ _E_COLS = ", ".join(f"e.{c.strip()}" for c in EP_COLS.split(","))
 
 _pools: dict[tuple[str, bool], list[Any]] = {}  # (dsn, read_only) -> [pool, users]
 _pools_lock = threading.Lock()
-
-
-def like_pattern(text: str) -> str:
-    """``%text%`` for ILIKE with the pattern characters escaped: user text is matched
-    literally, never as a wildcard."""
-    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def _read_only_session(conn: Any) -> None:
@@ -74,6 +68,24 @@ def _release_pool(dsn: str, read_only: bool) -> None:
             del _pools[(dsn, read_only)]
             entry[0].close()
 
+
+
+#: ranked word search: each word a bound parameter of ``phraseto_tsquery`` (no syntax)
+_WORDS_SCORE = "ts_rank_cd(e.content_tsv, tq.q, 1)"
+
+
+def _epoch_sql(alias: str) -> str:
+    """An episode's timestamp as epoch seconds."""
+    return f"EXTRACT(EPOCH FROM {alias}.timestamp::timestamptz)"
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _words_src(words: Sequence[str]) -> tuple[str, list[Any]]:
+    tsq = " || ".join(["phraseto_tsquery('anneal_words'::regconfig, ?)"] * len(words))
+    return f"FROM episodes e, (SELECT {tsq} AS q) tq WHERE e.content_tsv @@ tq.q AND ", list(words)
 
 class PostgresBackend(SQLBackend):
     """A Store's view of one PostgreSQL database (schema created on first connect)."""
@@ -275,10 +287,8 @@ class PostgresBackend(SQLBackend):
             mparams: list[Any] = [like_pattern(phrase)]
             score, order_sql = "1.0", "e.timestamp DESC, e.rowid DESC"
         elif words:
-            tsq = " || ".join(["phraseto_tsquery('anneal_words'::regconfig, ?)"] * len(words))
-            src = f"FROM episodes e, (SELECT {tsq} AS q) tq WHERE e.content_tsv @@ tq.q AND "
-            mparams = list(words)
-            score = "ts_rank_cd(e.content_tsv, tq.q, 1)"
+            src, mparams = _words_src(words)
+            score = _WORDS_SCORE
             order_sql = f"{score} DESC, e.timestamp DESC, e.rowid DESC"
         else:
             src, mparams, score = "FROM episodes e WHERE ", [], "0.0"
@@ -288,6 +298,28 @@ class PostgresBackend(SQLBackend):
         rows = self.q(f"SELECT {_E_COLS}, {score} {src}{where} ORDER BY {order_sql} "
                       "LIMIT ? OFFSET ?", [*mparams, *params, int(limit), int(offset)])
         return [(episode_row(r[:13]), float(r[13] or 0.0)) for r in rows], total
+
+    def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
+                   ) -> tuple[list[RankedHit], int]:
+        if not words:
+            return [], 0
+        where, params = self._filter_sql(filters)
+        src, mparams = _words_src(words)
+        near = []
+        for alias, step in (("p", "- 1"), ("n", "+ 1")):
+            nwhere, nparams = self._filter_sql(filters, alias)
+            near.append((f"(SELECT {_epoch_sql(alias)} FROM episodes {alias} WHERE "
+                         f"{alias}.rowid = h.rowid {step} AND {nwhere})", nparams))
+        rows = self.q(
+            f"SELECT h.rowid, h.t, h.score, {near[0][0]}, {near[1][0]} FROM ("
+            f"SELECT e.rowid AS rowid, {_epoch_sql('e')} AS t, {_WORDS_SCORE} AS score "
+            f"{src}{where} ORDER BY {_WORDS_SCORE} DESC, e.timestamp DESC, e.rowid DESC "
+            "LIMIT ?) h ORDER BY h.score DESC, h.rowid DESC",
+            [*near[0][1], *near[1][1], *mparams, *params, int(pool)])
+        total = (len(rows) if len(rows) < pool
+                 else self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params]))
+        return [RankedHit(int(r[0]), _float(r[1]), float(r[2] or 0.0), _float(r[3]),
+                          _float(r[4])) for r in rows], total
 
     def rows_by_rowid(self, rowids: Sequence[int], filters: SearchFilters) -> dict[int, EpisodeRow]:
         """Episodes at these row ids that pass ``filters``."""

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .base import Backend, EpisodeRow, Scope, SearchFilters
+from .base import Backend, EpisodeRow, RankedHit, Scope, SearchFilters
 
 #: Backend members a view forwards unchanged (each acts on ids or rows the view has
 #: already filtered, or on what is one per database: transactions, audit, metadata).
@@ -97,6 +97,10 @@ class ScopedBackend:
 
     def rows_by_rowid(self, rowids: Sequence[int], filters: SearchFilters) -> dict[int, EpisodeRow]:
         return self._inner.rows_by_rowid(rowids, self._scoped(filters))
+
+    def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
+                   ) -> tuple[list[RankedHit], int]:
+        return self._inner.ranked_ids(self._scoped(filters), words, pool)
 
     # -- links and tombstones
     def all_supersessions(self, **_: Any) -> list[tuple[str, str, str, str]]:

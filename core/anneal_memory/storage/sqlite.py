@@ -19,14 +19,15 @@ from typing import Any
 
 from ..errors import ReadOnlyStoreError, StoreError
 from . import fts, legacy, sqlite_errors, sqlite_migrate
-from .base import EpisodeRow, SearchFilters
+from .base import EpisodeRow, RankedHit, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
 from .common import episode_row as _row
+from .common import like_pattern
 from .driver import sqlite_driver
 from .sqlite_audit import SQLiteAudit
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def sqlite3() -> Any:
@@ -155,21 +156,22 @@ CREATE VIRTUAL TABLE IF NOT EXISTS episodes_words USING fts5(
     tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS episodes_tri USING fts5(
-    content, type, content='episodes', content_rowid='rowid', tokenize='trigram'
+    content, content='episodes', content_rowid='rowid', tokenize='trigram',
+    detail='none', columnsize=0
 );
 CREATE TRIGGER IF NOT EXISTS episodes_ai AFTER INSERT ON episodes BEGIN
     INSERT INTO episodes_words(rowid, content, type, ns_tag) VALUES (new.rowid, new.content, new.type, new.ns_tag);
-    INSERT INTO episodes_tri(rowid, content, type) VALUES (new.rowid, new.content, new.type);
+    INSERT INTO episodes_tri(rowid, content) VALUES (new.rowid, new.content);
 END;
 CREATE TRIGGER IF NOT EXISTS episodes_ad AFTER DELETE ON episodes BEGIN
     INSERT INTO episodes_words(episodes_words, rowid, content, type, ns_tag) VALUES ('delete', old.rowid, old.content, old.type, old.ns_tag);
-    INSERT INTO episodes_tri(episodes_tri, rowid, content, type) VALUES ('delete', old.rowid, old.content, old.type);
+    INSERT INTO episodes_tri(episodes_tri, rowid, content) VALUES ('delete', old.rowid, old.content);
 END;
 CREATE TRIGGER IF NOT EXISTS episodes_au AFTER UPDATE OF content, type ON episodes BEGIN
     INSERT INTO episodes_words(episodes_words, rowid, content, type, ns_tag) VALUES ('delete', old.rowid, old.content, old.type, old.ns_tag);
-    INSERT INTO episodes_tri(episodes_tri, rowid, content, type) VALUES ('delete', old.rowid, old.content, old.type);
+    INSERT INTO episodes_tri(episodes_tri, rowid, content) VALUES ('delete', old.rowid, old.content);
     INSERT INTO episodes_words(rowid, content, type, ns_tag) VALUES (new.rowid, new.content, new.type, new.ns_tag);
-    INSERT INTO episodes_tri(rowid, content, type) VALUES (new.rowid, new.content, new.type);
+    INSERT INTO episodes_tri(rowid, content) VALUES (new.rowid, new.content);
 END;
 """
 # The namespace as one word of the word index, so a namespace's ranked search is
@@ -196,6 +198,34 @@ def _with_type(expr: str, filters: SearchFilters, *, ns: bool = False) -> str:
         expr = f"({expr}) AND type : {fts_quote(filters.episode_type)}"
     cond = ns_words_query(filters.scope) if ns else None
     return expr if cond is None else f"({expr}) AND {cond}"
+
+
+#: at most this many trigrams narrow a substring search: each costs one lookup per index
+#: segment, and the row check makes the match exact whatever the trigrams let through
+MAX_TRIGRAMS = 6
+
+
+def trigrams(phrase: str) -> list[str]:
+    """The trigrams that narrow a substring search for ``phrase``: up to MAX_TRIGRAMS,
+    one from each stretch of the phrase, preferring letters and digits over spaces and
+    punctuation (they are rarer, so they narrow more); without repeats. Empty when the
+    phrase is shorter than a trigram."""
+    n = len(phrase) - 2
+    if n < 1:
+        return []
+    parts = min(MAX_TRIGRAMS, n)
+    grams: dict[str, str] = {}
+    for k in range(parts):
+        stretch = range(k * n // parts, (k + 1) * n // parts)
+        best = max(stretch, key=lambda i: sum(ch.isalnum() for ch in phrase[i:i + 3]))
+        gram = phrase[best:best + 3]
+        grams.setdefault(gram.lower(), gram)  # the tokenizer folds case itself
+    return list(grams.values())
+
+
+def _epoch_sql(alias: str) -> str:
+    """An episode's timestamp as epoch seconds (NULL when it is not a date SQLite reads)."""
+    return f"(julianday({alias}.timestamp) - 2440587.5) * 86400.0"
 
 
 def _fold(text: Any) -> Any:
@@ -535,38 +565,16 @@ class SQLiteBackend(SQLiteAudit):
         cols = ", ".join(f"e.{c.strip()}" for c in _EP_COLS.split(","))
         fts: str | None = None
         mparams: list[Any]
-        # A namespace holding few episodes is searched from its own rows (the namespace
-        # index, then one index seek per row), so one user's recall costs what their own
-        # episodes cost however many other users share the words.
-        small = self._small_scope(filters)
         if phrase is not None:
-            if small:
-                src = "FROM episodes e WHERE instr(am_fold(e.content), ?) > 0 AND "
-                mparams = [phrase.lower()]
-                score = "0.0"
-                order_sql = "e.timestamp DESC, e.rowid DESC"
-            elif len(phrase) >= 3:
-                fts = "episodes_tri"
-                src = (("FROM episodes e CROSS JOIN episodes_tri t ON t.rowid = e.rowid " if small
-                        else "FROM episodes_tri t CROSS JOIN episodes e ON e.rowid = t.rowid ")
-                       + "WHERE episodes_tri MATCH ? AND ")
-                mparams = [_with_type(f"content : {fts_quote(phrase)}", filters)]
-                score = "0.0"
-                # newest first; while no episode was backdated, recording order is time order
-                # and the index yields it without a sort
-                order_sql = ("t.rowid DESC" if self.get_meta("backdated_episodes") is None
-                             else "e.timestamp DESC, e.rowid DESC")
-            else:
-                src = "FROM episodes e WHERE instr(lower(e.content), lower(?)) > 0 AND "
-                mparams = [phrase]
-                score = "0.0"
-                order_sql = "e.timestamp DESC, e.rowid DESC"
+            src, mparams = self._phrase_src(filters, phrase)
+            score = "0.0"
+            # newest first; while no episode was backdated, recording order is time order
+            # and the row id yields it without a sort
+            order_sql = ("e.rowid DESC" if self.get_meta("backdated_episodes") is None
+                         else "e.timestamp DESC, e.rowid DESC")
         elif words:
             fts = "episodes_words"
-            src = ("FROM episodes_words w CROSS JOIN episodes e ON e.rowid = w.rowid "
-                   "WHERE episodes_words MATCH ? AND ")
-            mparams = [_with_type("content : (" + " OR ".join(fts_quote(w) for w in words) + ")",
-                                  filters, ns=True)]
+            src, mparams = self._words_src(filters, words)
             score = "-bm25(episodes_words, 1.0, 0.0, 0.0)"
             order_sql = "bm25(episodes_words, 1.0, 0.0, 0.0) ASC, e.timestamp DESC"
         else:
@@ -575,14 +583,63 @@ class SQLiteBackend(SQLiteAudit):
             score = "0.0"
             order_sql = ("e.timestamp DESC, e.rowid DESC" if order == "recent"
                          else "e.timestamp ASC, e.rowid ASC")
-        total = self._match_count(fts, mparams, src, where, params, filters)
-        if total == 0 or limit == 0:
-            return [], total
-        rows = self.q(
-            f"SELECT {cols}, {score} {src}{where} ORDER BY {order_sql} LIMIT ? OFFSET ?",
-            [*mparams, *params, int(limit), int(offset)],
-        )
+        rows: list[tuple[Any, ...]] = []
+        if limit:
+            rows = self.q(
+                f"SELECT {cols}, {score} {src}{where} ORDER BY {order_sql} LIMIT ? OFFSET ?",
+                [*mparams, *params, int(limit), int(offset)],
+            )
+        # a page that is not full from the first row holds every match: no count needed
+        total = (len(rows) if limit and offset == 0 and len(rows) < limit
+                 else self._match_count(fts, mparams, src, where, params, filters))
         return [(_row(r[:13]), float(r[13] or 0.0)) for r in rows], total
+
+    def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
+                   ) -> tuple[list[RankedHit], int]:
+        """The ``pool`` best word matches, best first, plus the number of matches: row id,
+        epoch seconds, BM25 score, and the times of the rows just before and after when
+        the filters let them through (None otherwise): ranking needs no row's text."""
+        if not words:
+            return [], 0
+        where, params = self._filter_sql(filters)
+        src, mparams = self._words_src(filters, words)
+        near = []
+        for alias, step in (("p", "- 1"), ("n", "+ 1")):
+            nwhere, nparams = self._filter_sql(filters, alias)
+            near.append((f"(SELECT {_epoch_sql(alias)} FROM episodes {alias} WHERE "
+                         f"{alias}.rowid = h.rowid {step} AND {nwhere})", nparams))
+        rows = self.q(
+            f"SELECT h.rowid, h.t, h.score, {near[0][0]}, {near[1][0]} FROM ("
+            f"SELECT e.rowid AS rowid, {_epoch_sql('e')} AS t, "
+            f"-bm25(episodes_words, 1.0, 0.0, 0.0) AS score {src}{where} "
+            "ORDER BY bm25(episodes_words, 1.0, 0.0, 0.0) ASC, e.timestamp DESC LIMIT ?) h "
+            "ORDER BY h.score DESC, h.rowid DESC",
+            [*near[0][1], *near[1][1], *mparams, *params, int(pool)])
+        total = (len(rows) if len(rows) < pool
+                 else self._match_count("episodes_words", mparams, src, where, params, filters))
+        return [RankedHit(int(r[0]), r[1], float(r[2] or 0.0), r[3], r[4]) for r in rows], total
+
+    def _phrase_src(self, filters: SearchFilters, phrase: str) -> tuple[str, list[Any]]:
+        """FROM/WHERE head of a substring search. The trigram index (row ids per trigram)
+        narrows the rows, the row itself decides; a namespace holding few episodes, or a
+        phrase too short for a trigram, is searched from its rows alone."""
+        folded = phrase.lower()
+        if folded.isascii():  # LIKE folds ASCII case as lower() does, without a copy
+            test, needle = "e.content LIKE ? ESCAPE '\\'", like_pattern(folded)
+        else:
+            test, needle = "instr(am_fold(e.content), ?) > 0", folded
+        grams = trigrams(phrase)
+        if not grams or self._small_scope(filters):
+            return f"FROM episodes e WHERE {test} AND ", [needle]
+        return ("FROM episodes_tri t CROSS JOIN episodes e ON e.rowid = t.rowid "
+                f"WHERE episodes_tri MATCH ? AND {test} AND ",
+                [" AND ".join(fts_quote(g) for g in grams), needle])
+
+    def _words_src(self, filters: SearchFilters, words: Sequence[str]) -> tuple[str, list[Any]]:
+        """FROM/WHERE head of a ranked word search (type and namespace inside the index)."""
+        expr = "content : (" + " OR ".join(fts_quote(w) for w in words) + ")"
+        return ("FROM episodes_words w CROSS JOIN episodes e ON e.rowid = w.rowid "
+                "WHERE episodes_words MATCH ? AND ", [_with_type(expr, filters, ns=True)])
 
     #: a namespace is searched from its own rows while it holds fewer than 1/SCOPE_SHARE
     #: of the store's episodes (its rows then cost less than the index's matches)
@@ -603,8 +660,8 @@ class SQLiteBackend(SQLiteAudit):
 
     def _match_count(self, fts: str | None, mparams: list[Any], src: str, where: str,
                params: list[Any], filters: SearchFilters) -> int:
-        """How many episodes match. With no filter but the superseded one, count in the
-        full-text index alone and subtract the replaced matches (a short list)."""
+        """How many episodes match. A word search with no filter but the superseded one
+        counts in the full-text index alone and subtracts the replaced matches."""
         bare, _ = SQLiteBackend._filter_sql(self, SearchFilters(
             include_superseded=filters.include_superseded, episode_type=filters.episode_type))
         if fts is None or where != bare:

@@ -5,7 +5,11 @@ episodes and tombstones (and the namespace as a word of the word index, which is
 of version 1 wrote, which is then removed), ``ns_key`` on wraps, pattern history and
 drift probes, one open wrap per namespace, and the item collections table.
 
-Version 3 adds ``audit_hashes``, where the audit chain's entries are kept as their
+Version 3 rebuilds the trigram index with ``detail='none'`` (row ids per trigram, no
+positions: a third of the disk); phrase search intersects the trigrams and checks the
+substring on the row itself.
+
+Version 4 adds ``audit_hashes``, where the audit chain's entries are kept as their
 hashes once the JSONL files hold them (see :mod:`.sqlite_audit`). The rows already there
 stay in full; the next mirror compacts those the files are found to hold.
 """
@@ -59,22 +63,32 @@ def _to_v2(conn: Any, schema: list[str]) -> None:
         conn.execute(f"ALTER TABLE episodes ADD COLUMN ns_tag TEXT GENERATED ALWAYS AS "
                      f"({NS_TAG_SQL}) VIRTUAL")
     # the word index gains the namespace word: recreate it (and the triggers feeding it)
+    _recreate_index(conn, schema, "episodes_words")
+
+
+def _recreate_index(conn: Any, schema: list[str], table: str) -> None:
+    """Drop ``table`` and the triggers feeding the indexes, recreate both from the
+    current schema and rebuild ``table`` from the episodes."""
     for trig in ("episodes_ai", "episodes_ad", "episodes_au"):
         conn.execute(f"DROP TRIGGER IF EXISTS {trig}")
-    conn.execute("DROP TABLE IF EXISTS episodes_words")
-    for stmt in schema:  # new tables, indexes, the word index, triggers (IF NOT EXISTS)
+    conn.execute(f"DROP TABLE IF EXISTS {table}")
+    for stmt in schema:  # new tables, indexes, the dropped index, triggers (IF NOT EXISTS)
         if stmt.lstrip().upper().startswith(("CREATE TABLE", "CREATE INDEX", "CREATE UNIQUE",
                                              "CREATE VIRTUAL", "CREATE TRIGGER")):
             conn.execute(stmt)
-    conn.execute("INSERT INTO episodes_words(episodes_words) VALUES ('rebuild')")
+    conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
 
 
 def _to_v3(conn: Any, schema: list[str]) -> None:
+    _recreate_index(conn, schema, "episodes_tri")
+
+
+def _to_v4(conn: Any, schema: list[str]) -> None:
     stmt = next(s for s in schema if "CREATE TABLE IF NOT EXISTS audit_hashes" in s)
     conn.execute(stmt)  # IF NOT EXISTS: running it twice changes nothing
 
 
-_STEPS = {2: _to_v2, 3: _to_v3}
+_STEPS = {2: _to_v2, 3: _to_v3, 4: _to_v4}
 
 
 def upgrade(conn: Any, current: int, schema: list[str]) -> None:
