@@ -403,3 +403,32 @@ def test_migrating_a_store_whose_files_lost_an_entry_is_refused(db: Path, tmp_pa
         migrate(str(db), str(dst))
     with Store(dst) as s:  # nothing half-copied
         assert s.status().total_episodes == 0 and s.status().audit_entry_count == 0
+
+
+# ---------------------------------------------------------------------- free pages
+def _batch(db: Path, n: int) -> None:
+    with Store(db) as s:
+        s.record_many({"content": f"a batch entry {i} " + "x" * 100,
+                       "episode_type": "observation"} for i in range(n))
+
+
+def test_a_large_batch_leaves_no_free_pages_once_compacted(db: Path) -> None:
+    _batch(db, 1500)  # its full rows, about 170 pages, are freed at once by the compaction
+    assert _q(db, "PRAGMA auto_vacuum") == [(2,)]
+    assert _q(db, "PRAGMA freelist_count")[0][0] < 64
+    assert _full_rows(db) == 0 and len(_kept_hashes(db)) == 1500
+    assert AuditTrail.verify(db).valid
+    with Store(db) as s:  # and the store reads as before
+        assert s.status().total_episodes == 1500
+        assert s.recall(keyword="batch entry 1499").episodes
+
+
+def test_a_store_without_auto_vacuum_keeps_working_with_its_free_pages(db: Path) -> None:
+    Store(db).close()
+    with sqlite3.connect(db, isolation_level=None) as c:  # as stores made before were
+        c.execute("PRAGMA auto_vacuum=NONE")
+        c.execute("VACUUM")
+    _batch(db, 1500)
+    assert _q(db, "PRAGMA auto_vacuum") == [(0,)]
+    assert _q(db, "PRAGMA freelist_count")[0][0] >= 64  # kept for later tails to reuse
+    assert _full_rows(db) == 0 and AuditTrail.verify(db).valid

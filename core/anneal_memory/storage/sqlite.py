@@ -302,6 +302,9 @@ class SQLiteBackend(SQLiteAudit):
         # index folds case: Unicode-aware, unlike SQLite's lower())
         self.conn.create_function("am_fold", 1, _fold, deterministic=True)
         if not self.read_only:
+            # a new store gives free pages back (see SQLiteAudit.audit_compact); no effect
+            # on a database that already has tables
+            self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=FULL")
             self.conn.execute("PRAGMA secure_delete=ON")

@@ -50,6 +50,10 @@ class SQLiteAudit(SQLBackend):
     """The audit methods of the SQLite backend that know about compacted entries."""
 
     _compact_table: bool | None = None
+    _incremental: bool | None = None
+
+    #: free pages a compaction leaves before they are given back to the file system
+    RECLAIM_PAGES = 64
 
     def _compacts(self) -> bool:
         if not self._compact_table:  # once there, it stays (a migration only adds it)
@@ -100,6 +104,22 @@ class SQLiteAudit(SQLBackend):
                          [(bytes.fromhex(h), int(s), h) for s, h in digests])
         low, high = min(int(s) for s, _ in digests), max(int(s) for s, _ in digests)
         # only a row whose hash is now kept (never one a different kept hash shadows)
-        return self._rowcount("DELETE FROM audit_log WHERE seq BETWEEN ? AND ? AND EXISTS "
-                              "(SELECT 1 FROM audit_hashes h WHERE h.seq = audit_log.seq "
-                              "AND lower(hex(h.hash)) = audit_log.hash)", (low, high))
+        n = self._rowcount("DELETE FROM audit_log WHERE seq BETWEEN ? AND ? AND EXISTS "
+                           "(SELECT 1 FROM audit_hashes h WHERE h.seq = audit_log.seq "
+                           "AND lower(hex(h.hash)) = audit_log.hash)", (low, high))
+        self._give_back_free_pages()
+        return n
+
+    def _give_back_free_pages(self, most: int = 4096) -> None:
+        """Shrink the file by the free pages, inside the caller's transaction, once there
+        are ``RECLAIM_PAGES`` of them: the full rows of a large batch, freed at once by its
+        compaction, would otherwise stay in the file (reused only by later tails). Only a
+        store created with incremental auto-vacuum (every store since schema 4) can."""
+        if self._incremental is None:
+            self._incremental = int(self.q("PRAGMA auto_vacuum")[0][0]) == 2
+        if not self._incremental:
+            return
+        free = int(self.q("PRAGMA freelist_count")[0][0])
+        if free >= self.RECLAIM_PAGES:
+            for _ in range(min(free, most)):  # the module steps it once: one page a call
+                self.q("PRAGMA incremental_vacuum(1)")
