@@ -4,8 +4,9 @@ Each entry is written into the store's database in the same transaction as the m
 it records, so no mutation can commit without its entry. After the commit the chain is
 mirrored to ``<stem>.audit.jsonl`` (one compact JSON object per line) under a
 cross-process lock. The active file is sealed as ``<stem>.audit.<YYYY>-W<WW>.jsonl.gz``
-when the ISO week moves on, and also when it reaches ``SEAL_BYTES`` (a busy week then has
-several sealed parts, ``<week>.<first seq>``), each listed in
+when the ISO week moves on, and also when it reaches ``SEAL_BYTES`` or a sixteenth of what
+the week's sealed parts hold, whichever is more (a busy week then has several sealed
+parts, ``<week>.<first seq>``, growing with it), each listed in
 ``<stem>.audit.manifest.json``. A mirror that fails (disk full) is caught up by the next
 append or by ``AuditTrail.repair``; it is counted in ``audit_write_failures``.
 
@@ -247,8 +248,10 @@ class AuditTrail:
 
     MIRROR_EVERY = 256
     MIRROR_SECONDS = 1.0
-    #: the active file is sealed (gzipped) once it holds this many bytes
+    #: the active file is sealed (gzipped) once it holds this many bytes, or 1/SEAL_SHARE
+    #: of the bytes the week's sealed parts hold when that is more
     SEAL_BYTES = 256 * 1024
+    SEAL_SHARE = 16
 
     # ------------------------------------------------------------------ write side
     def hash_content(self, text: str) -> str:
@@ -333,7 +336,7 @@ class AuditTrail:
 
     def mirror(self) -> int:
         """Append every committed entry the files lack; seal the active file when the
-        week moves on or it reaches ``SEAL_BYTES``; then compact what the files now hold.
+        week moves on or it reaches its size bound; then compact what the files now hold.
 
         A week is sealed once: entries stamped with an earlier week (the clock stepped
         back) stay in the active file, and a sealed file is never overwritten. After the
@@ -365,7 +368,7 @@ class AuditTrail:
                        last_entry: Mapping[str, Any] | None,
                        entries: list[dict[str, Any]]) -> None:
         """Append ``entries`` to the active file (held under the file lock), sealing it on
-        a new week and at ``SEAL_BYTES``."""
+        a new week and at its size bound (``_seal_bound``)."""
         if not entries:
             return
         sealed = manifest["files"]
@@ -377,6 +380,7 @@ class AuditTrail:
         high = max(marks) if marks else None  # ISO week labels sort in time order
         buf: list[str] = []
         size = self.paths.active.stat().st_size if first is not None else 0
+        bound = self._seal_bound(manifest, high)
         for e in entries:
             week = _week_of(e["ts"]) or high
             if high is not None and week is not None and week > high and (size or buf):
@@ -385,17 +389,30 @@ class AuditTrail:
                 self._rotate(manifest)
             if week is not None and (high is None or week > high):
                 high = week
+                bound = self._seal_bound(manifest, high)
             line = entry_line(e)
             buf.append(line)
             size += len(line) + 1
-            if size >= self.SEAL_BYTES:
+            if size >= bound:
                 self._write_active_append(buf)
                 buf, size = [], 0
                 self._rotate(manifest)
+                bound = self._seal_bound(manifest, high)
         self._write_active_append(buf)
         if manifest.get("active_week") != high:
             manifest["active_week"] = high
             atomic_write_json(self.paths.manifest, manifest)
+
+    def _seal_bound(self, manifest: Mapping[str, Any], week: str | None) -> int:
+        """The size at which the active file is sealed: ``SEAL_BYTES``, or a sixteenth
+        of the plain bytes the week's sealed parts hold when that is more, so a week of a
+        million entries is a hundred parts or so, not thousands."""
+        held = 0
+        for m in reversed(manifest["files"]):
+            if m.get("week") != week:
+                break
+            held += _int_or(m.get("bytes"), 0)
+        return max(self.SEAL_BYTES, held // self.SEAL_SHARE)
 
     def _compact_held(self, manifest: Mapping[str, Any], upto: int, page: int = 5000) -> None:
         """Compact the full rows up to ``upto`` that the files already held before this
@@ -502,11 +519,13 @@ class AuditTrail:
         target = self.paths.sealed(week)
         if target.exists():
             target = self.paths.unused_sealed(f"{week}.{head['seq']}")
-        atomic_write_bytes(target, gzip.compress(("\n".join(lines) + "\n").encode("utf-8")))
+        text = ("\n".join(lines) + "\n").encode("utf-8")
+        atomic_write_bytes(target, gzip.compress(text))
         manifest["files"].append({
             "file": target.name, "week": week, "first_seq": head["seq"],
             "last_seq": tail["seq"], "entries": len(lines),
             "first_prev_hash": head["prev_hash"], "last_hash": tail["hash"],
+            "bytes": len(text),
         })
         atomic_write_json(self.paths.manifest, manifest)
         atomic_write_bytes(self.paths.active, b"")

@@ -317,6 +317,23 @@ def test_the_active_file_is_sealed_at_its_size_bound(db: Path, monkeypatch) -> N
     assert not r.valid and r.chain_break_at == e["seq"] and r.chain_break_file == part.name
 
 
+def test_a_busy_week_gets_parts_that_grow_with_it(db: Path, monkeypatch) -> None:
+    monkeypatch.setattr(AuditTrail, "SEAL_BYTES", 3000)
+    with clock.frozen(W45), Store(db) as s:
+        for i in range(0, 4000, 500):
+            s.record_many({"content": f"busy {j}", "episode_type": "observation"}
+                          for j in range(i, i + 500))
+    parts = json.loads(AuditPaths(db).manifest.read_text())["files"]
+    first = parts[0]["entries"]
+    # at a fixed bound this would be 4000 / first parts; each part holds at least 1/16 of
+    # what the week had sealed before it
+    assert len(parts) < 4000 / first / 4 and parts[-1]["entries"] > 8 * first
+    for k in range(1, len(parts)):
+        assert parts[k]["bytes"] >= sum(p["bytes"] for p in parts[:k]) // 16
+    r = AuditTrail.verify(db)
+    assert r.valid and r.total_entries == 4000
+
+
 # ---------------------------------------------------------------------- repair
 def _weeks(db: Path, weeks: int = 3, per: int = 4) -> None:
     for w in range(weeks):
