@@ -58,7 +58,7 @@ from ._fileio import atomic_write_bytes, atomic_write_json, file_lock, fsync_dir
 from .clock import iso_week, now_iso
 from .errors import AuditError
 from .storage.driver import sqlite_driver
-from .storage.legacy import LEGACY_AUDIT_FORMAT
+from .storage.legacy import LEGACY_AUDIT_FORMAT, sealed_part, upgrade_report
 from .storage.pg_location import pg_dsn
 
 if TYPE_CHECKING:
@@ -607,8 +607,8 @@ class AuditTrail:
         with file_lock(paths.lock):
             try:
                 old = load_manifest(paths)
-            except AuditError:
-                old = {"files": []}
+            except AuditError:  # 1.0.2's records (if any) come back from its files
+                old = sealed_part(db_path, upgrade_report(backend)) or {"files": []}
             # 1.0.2's part exists only in its files: kept in place, listed first again
             legacy = [m for m in old["files"] if m.get("format") == LEGACY_AUDIT_FORMAT
                       and (paths.db.parent / str(m["file"])).is_file()]
