@@ -60,6 +60,7 @@ from .errors import AuditError
 from .storage.driver import sqlite_driver
 from .storage.legacy import LEGACY_AUDIT_FORMAT, sealed_part, upgrade_report
 from .storage.pg_location import pg_dsn
+from .storage.sqlite_audit import tip_row
 
 if TYPE_CHECKING:
     from .storage.base import Backend
@@ -360,7 +361,11 @@ class AuditTrail:
             self._write_entries(manifest, first, last_entry, new)
             if not self._stragglers_checked:
                 self._stragglers_checked = True
-                self._compact_held(manifest, int(new[0]["seq"]) - 1 if new else last)
+                try:  # best effort: the files are written; a row left in full is harmless
+                    self._compact_held(manifest, int(new[0]["seq"]) - 1 if new else last)
+                except Exception as exc:
+                    log.warning("anneal-memory: compacting audit entries the files already "
+                                "hold failed (%s); they stay in full in the database", exc)
         self._record_mirrored(int(new[-1]["seq"]) if new else last, _checked(new))
         return len(new)
 
@@ -580,6 +585,9 @@ class AuditTrail:
         for _name, e in AuditTrail.iter_entries(db_path):
             last = e
         store_id = _db_meta(paths.db, "store_id")
+        tip = _db_tip(paths.db)  # the database's copy knows the newest even past the files
+        if tip is not None and (last is None or int(last["seq"]) < tip[0]):
+            return AuditHead(tip[0], tip[1], None, store_id)
         if last is None:
             return AuditHead(0, GENESIS, None, store_id)
         return AuditHead(int(last["seq"]), str(last["hash"]), last.get("ts"), store_id)
@@ -798,6 +806,20 @@ def _db_meta(db: Path, key: str) -> str | None:
         r = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return None if r is None else str(r[0])
     except Exception:
+        return None
+    finally:
+        conn.close()
+
+
+def _db_tip(db: Path) -> tuple[int, str] | None:
+    """(seq, hash) of the newest entry in the database's copy (None when it holds none or
+    cannot be read)."""
+    conn = _ro_connect(db)
+    if conn is None:
+        return None
+    try:
+        return tip_row(conn)
+    except sqlite_driver().DatabaseError:
         return None
     finally:
         conn.close()

@@ -86,6 +86,17 @@ def test_mirrored_entries_are_kept_in_the_database_as_their_hashes(db: Path) -> 
     assert AuditTrail.verify(db).valid
 
 
+def test_the_head_is_the_database_s_newest_entry_even_past_cut_files(db: Path) -> None:
+    _record(db, 5)
+    entries = _file_entries(db)
+    head = AuditTrail.head(db)
+    assert (head.seq, head.hash, head.ts) == (5, entries[-1]["hash"], entries[-1]["ts"])
+    AuditPaths(db).active.write_text("".join(x + "\n" for x in _lines(db)[:3]))
+    head = AuditTrail.head(db)  # the files end at 3; the database keeps 5's hash
+    assert (head.seq, head.hash) == (5, entries[-1]["hash"])
+    assert not AuditTrail.verify(db, anchor=head.to_dict()).valid
+
+
 def test_entries_stay_in_full_until_the_files_hold_them(db: Path) -> None:
     with Store(db) as s:
         s.audit_trail.MIRROR_SECONDS = 1e9

@@ -28,7 +28,7 @@ CHAIN_SQL = ("SELECT seq, ts, actor, event, data, prev_hash, hash, 0 FROM audit_
 FULL_SQL = ("SELECT seq, ts, actor, event, data, prev_hash, hash, 0 FROM audit_log "
             "WHERE seq > ? ORDER BY seq")
 
-_TIP_SQL = ("SELECT seq, hash FROM (SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1) "
+TIP_SQL = ("SELECT seq, hash FROM (SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1) "
             "UNION ALL SELECT seq, h FROM (SELECT seq, lower(hex(hash)) AS h FROM audit_hashes "
             "ORDER BY seq DESC LIMIT 1) ORDER BY 1 DESC LIMIT 1")
 
@@ -37,6 +37,15 @@ def has_compacted_table(conn: Any) -> bool:
     """Whether this database has ``audit_hashes`` (schema 3 on)."""
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
                         "name='audit_hashes'").fetchone() is not None
+
+
+def tip_row(conn: Any) -> tuple[int, str] | None:
+    """(seq, hash) of the newest entry, full or compacted, on a raw connection."""
+    if has_compacted_table(conn):
+        r = conn.execute(TIP_SQL).fetchone()
+    else:
+        r = conn.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
+    return None if r is None else (int(r[0]), str(r[1]))
 
 
 def chain_rows(conn: Any, after_seq: int = 0) -> Iterator[tuple[Any, ...]]:
@@ -65,7 +74,7 @@ class SQLiteAudit(SQLBackend):
         # the newest entry, full or compacted (held under the write lock, see common)
         if not self._compacts():
             return super().audit_tip()
-        r = self.q1(_TIP_SQL)
+        r = self.q1(TIP_SQL)
         return (0, "0" * 64) if r is None else (int(r[0]), str(r[1]))
 
     def audit_count(self) -> int:
