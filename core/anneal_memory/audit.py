@@ -4,9 +4,9 @@ Each entry is written into the store's database in the same transaction as the m
 it records, so no mutation can commit without its entry. After the commit the chain is
 mirrored to ``<stem>.audit.jsonl`` (one compact JSON object per line) under a
 cross-process lock. The active file is sealed as ``<stem>.audit.<YYYY>-W<WW>.jsonl.gz``
-when the ISO week moves on, and also when it reaches ``SEAL_BYTES`` or a sixteenth of what
-the week's sealed parts hold, whichever is more (a busy week then has several sealed
-parts, ``<week>.<first seq>``, growing with it), each listed in
+when the ISO week moves on, and also by the mirror that takes it past ``SEAL_BYTES`` or a
+sixteenth of what the week's sealed parts hold, whichever is more (a busy week then has
+several sealed parts, ``<week>.<first seq>``, growing with it), each listed in
 ``<stem>.audit.manifest.json``. A mirror that fails (disk full) is caught up by the next
 append or by ``AuditTrail.repair``; it is counted in ``audit_write_failures``.
 
@@ -134,10 +134,10 @@ def _int_or(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def _checked(entries: list[dict[str, Any]]) -> list[tuple[int, str]]:
-    """(seq, hash) of the entries whose hash matches their content: the ones that may be
-    compacted once written (a row that does not check out stays in full, as evidence)."""
-    return [(int(e["seq"]), str(e["hash"])) for e in entries if e.get("hash") == entry_hash(e)]
+def _digests(entries: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    """(seq, hash) of rows just written to the files as they are: their text is kept
+    there byte for byte (even a row that does not check out: verify names it there)."""
+    return [(int(e["seq"]), str(e["hash"])) for e in entries]
 
 
 @dataclass
@@ -249,8 +249,8 @@ class AuditTrail:
 
     MIRROR_EVERY = 256
     MIRROR_SECONDS = 1.0
-    #: the active file is sealed (gzipped) once it holds this many bytes, or 1/SEAL_SHARE
-    #: of the bytes the week's sealed parts hold when that is more
+    #: the active file is sealed (gzipped) by the mirror that takes it past this many
+    #: bytes, or past 1/SEAL_SHARE of the bytes the week's sealed parts hold when more
     SEAL_BYTES = 256 * 1024
     SEAL_SHARE = 16
 
@@ -366,7 +366,7 @@ class AuditTrail:
                 except Exception as exc:
                     log.warning("anneal-memory: compacting audit entries the files already "
                                 "hold failed (%s); they stay in full in the database", exc)
-        self._record_mirrored(int(new[-1]["seq"]) if new else last, _checked(new))
+        self._record_mirrored(int(new[-1]["seq"]) if new else last, _digests(new))
         return len(new)
 
     def _write_entries(self, manifest: dict[str, Any], first: Mapping[str, Any] | None,
@@ -398,12 +398,14 @@ class AuditTrail:
             line = entry_line(e)
             buf.append(line)
             size += len(line) + 1
-            if size >= bound:
+            if size >= bound * 4:  # a very large mirror (a rebuild) is cut into parts too
                 self._write_active_append(buf)
                 buf, size = [], 0
                 self._rotate(manifest)
                 bound = self._seal_bound(manifest, high)
         self._write_active_append(buf)
+        if size >= bound:  # sealed once per mirror: a batch's entries go in one part
+            self._rotate(manifest)
         if manifest.get("active_week") != high:
             manifest["active_week"] = high
             atomic_write_json(self.paths.manifest, manifest)
@@ -422,8 +424,8 @@ class AuditTrail:
     def _compact_held(self, manifest: Mapping[str, Any], upto: int, page: int = 5000) -> None:
         """Compact the full rows up to ``upto`` that the files already held before this
         mirror: left by a crash between writing the files and compacting, or by a store
-        from before compaction. Only a row the files hold exactly, hash and all, is
-        compacted; any other stays in full (verify names it)."""
+        from before compaction. Only a row the files hold exactly, field for field, is
+        compacted (its text stays there); any other stays in full (verify names it)."""
         from ._audit_verify import file_entries, same_entry
 
         b = self.backend
@@ -443,8 +445,7 @@ class AuditTrail:
             for row in rows:
                 while cur is not None and cur[1]["seq"] < row["seq"]:
                     cur = next(it, None)
-                if cur is not None and cur[1]["seq"] == row["seq"] and same_entry(cur[1], row) \
-                        and entry_hash(row) == row["hash"]:
+                if cur is not None and cur[1]["seq"] == row["seq"] and same_entry(cur[1], row):
                     held.append((int(row["seq"]), str(row["hash"])))
             if held:
                 with b.transaction():
@@ -525,7 +526,7 @@ class AuditTrail:
         if target.exists():
             target = self.paths.unused_sealed(f"{week}.{head['seq']}")
         text = ("\n".join(lines) + "\n").encode("utf-8")
-        atomic_write_bytes(target, gzip.compress(text))
+        atomic_write_bytes(target, gzip.compress(text, compresslevel=6))  # gzip's own default
         manifest["files"].append({
             "file": target.name, "week": week, "first_seq": head["seq"],
             "last_seq": tail["seq"], "entries": len(lines),
@@ -638,7 +639,7 @@ class AuditTrail:
                 atomic_write_json(paths.manifest, manifest)
             trail._write_entries(manifest, None, None, entries)
         trail._record_mirrored(int(entries[-1]["seq"]) if entries else 0,
-                               _checked([e for e in entries if int(e["seq"]) in full]))
+                               _digests([e for e in entries if int(e["seq"]) in full]))
         lost = _ranges(sorted(set(need) - set(found)))
         after = AuditTrail.verify(db_path)
         parts = ("rebuilt from the database's copy of the chain"

@@ -307,15 +307,26 @@ def test_the_active_file_is_sealed_at_its_size_bound(db: Path, monkeypatch) -> N
     with clock.frozen(W45), Store(db) as s:
         for i in range(30):
             s.record(f"sealed by size {i}", "observation")
+            if i % 3 == 2:  # a mirror every three entries (about 1,300 bytes)
+                s.audit_trail.flush()
+                # the mirror that takes the active file past the bound seals it
+                assert AuditPaths(db).active.stat().st_size < 2000
+        # one mirror far past the bound (a rebuild, a backlog) is cut into parts as well
+        s.audit_trail.MIRROR_SECONDS = 1e9
+        for i in range(60):
+            s.record(f"a backlog {i}", "observation")
+        before = len(json.loads(AuditPaths(db).manifest.read_text())["files"])
         s.audit_trail.flush()
-        assert AuditPaths(db).active.stat().st_size < 2000 + 600
+        after = json.loads(AuditPaths(db).manifest.read_text())["files"]
+        assert len(after) - before >= 2 and all(p["bytes"] <= 4 * 2000 + 600
+                                                for p in after[before:])
     manifest = json.loads(AuditPaths(db).manifest.read_text())
     parts = manifest["files"]
-    assert len(parts) >= 5 and {p["week"] for p in parts} == {"2026-W45"}
+    assert len(parts) >= 8 and {p["week"] for p in parts} == {"2026-W45"}
     assert len({p["file"] for p in parts}) == len(parts)
     assert [p["first_seq"] for p in parts[1:]] == [p["last_seq"] + 1 for p in parts[:-1]]
     r = AuditTrail.verify(db)
-    assert r.valid and r.total_entries == 30 and r.files_verified >= len(parts)
+    assert r.valid and r.total_entries == 90 and r.files_verified >= len(parts)
     # a change inside a sealed part is named at that entry
     part = db.with_name(parts[2]["file"])
     lines = gzip.decompress(part.read_bytes()).decode().splitlines()
