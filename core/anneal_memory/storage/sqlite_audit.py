@@ -1,11 +1,13 @@
 """SQLite's copy of the audit chain: full rows until mirrored, then only their hashes.
 
 Each entry is inserted in full into ``audit_log`` in the transaction of the mutation it
-records. Once the JSONL files hold it (written and fsynced, and checked against the row),
-the row is *compacted*: moved to ``audit_hashes`` as its seq and its 32-byte hash, which
-is what verification needs to name a changed file entry (its recomputed hash is not the
-one the database keeps for that seq). So ``audit_log`` holds only the unmirrored tail.
-PostgreSQL keeps every entry in full (it has no files; see :mod:`.common`).
+records. Once the JSONL files hold it (written from the row and fsynced, or found there
+field for field), the row is *compacted*: moved to ``audit_hashes`` as its seq and its
+32-byte hash, which is what verification needs to name a changed file entry (its
+recomputed hash is not the one the database keeps for that seq). So ``audit_log`` holds
+only the unmirrored tail, and the pages a large batch's rows leave free are given back
+in the compacting transaction (stores created with incremental auto-vacuum). PostgreSQL
+keeps every entry in full (it has no files; see :mod:`.common`).
 
 ``audit_entries`` returns the whole chain in full, reading compacted entries back from
 the files (each checked against the hash kept here); ``audit_rows`` only the rows held
