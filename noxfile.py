@@ -154,12 +154,15 @@ def compat(session: nox.Session) -> None:
 @nox.session(python=PY, default=False)
 def bench(session: nox.Session) -> None:
     """Benchmarks against the published anneal-memory 1.0.2 (not part of the default run)."""
-    session.install("-e", ".", "matplotlib", "pytest")
+    session.install("-e", ".[postgres]", "matplotlib", "pytest")
     # The benchmark's own arithmetic first: a wrong metric would publish a wrong number.
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/bench")
-    session.run("python", "bench/run.py", *session.posargs)
+    # default: 1k, 10k, 100k and the 1M batch-loaded store (the peer up to 100k)
+    session.run("python", "bench/run.py", *(session.posargs or ["--scale"]))
     # many users in one store: one user's cost as the store fills, concurrent wraps, loop stall
     session.run("python", "bench/many_users.py")
+    # clients on one PostgreSQL server (1/4/16) and processes on one SQLite file (1/2/4)
+    session.run("python", "bench/scale_out.py")
 
 
 @nox.session(python=PY, default=True)

@@ -11,6 +11,7 @@ phrase recall and ranked word recall; prints times and the PostgreSQL/SQLite rat
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import secrets
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -104,25 +106,32 @@ def show(rows: list[dict[str, Any]]) -> None:
             print(f"{r['n']:>9} {key:<12} {a:>10.3f} {b:>10.3f} {b / a if a else float('inf'):>9.2f}x")
 
 
+@contextlib.contextmanager
+def server(dsn: str | None) -> Iterator[str]:
+    """``dsn`` itself, or else a private server's DSN (started by scripts/pg_server.py
+    and always stopped, its files removed)."""
+    if dsn:
+        yield dsn
+        return
+    sys.path.insert(0, str(REPO / "scripts"))
+    import pg_server
+
+    base = Path(tempfile.mkdtemp(prefix="anneal-pgbench-"))
+    try:
+        yield pg_server.start(base)
+    finally:
+        pg_server.stop(base)
+        subprocess.run(["rm", "-rf", str(base)], check=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="10000,100000")
     p.add_argument("--dsn", default=os.environ.get("ANNEAL_TEST_PG_DSN"))
     args = p.parse_args(argv)
     sizes = [int(x) for x in args.sizes.split(",") if x]
-    if args.dsn:
-        show(run(args.dsn, sizes))
-        return 0
-    sys.path.insert(0, str(REPO / "scripts"))
-    import pg_server
-
-    base = Path(tempfile.mkdtemp(prefix="anneal-pgbench-"))
-    try:
-        dsn = pg_server.start(base)
+    with server(args.dsn) as dsn:
         show(run(dsn, sizes))
-    finally:
-        pg_server.stop(base)
-        subprocess.run(["rm", "-rf", str(base)], check=False)
     return 0
 
 

@@ -3,6 +3,8 @@
 Every sidecar (continuity, crystal, spores, baton, audit manifest) is written through
 ``atomic_write_text``: a unique temp file in the same folder, fsync, ``os.replace``, then
 fsync of the folder, so a reader sees the old file or the new one and never a torn one.
+The two halves are ``stage_bytes`` and ``publish_staged``: the wrap's save stages the
+continuity before its database commit and publishes it after.
 """
 
 from __future__ import annotations
@@ -40,18 +42,47 @@ def fsync_dir(path: Path) -> None:
 def atomic_write_bytes(path: Path | str, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically and durably."""
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=str(target.parent))
+    publish_staged(stage_bytes(target, data), target)
+
+
+def stage_bytes(path: Path | str, data: bytes, *, suffix: str = ".tmp",
+                durable_name: bool = False) -> Path:
+    """The first half of an atomic replace: ``data`` in a new, uniquely named file
+    beside ``path``, fsynced but not yet visible as ``path``. Returns the staged file;
+    ``publish_staged`` completes the replace. Splitting the two lets a caller commit a
+    record of the staged file between them; ``durable_name`` then fsyncs the folder too,
+    so the staged file is found under its name after a crash (a file's fsync alone does
+    not promise its folder entry)."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=str(target.parent))
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
+        if durable_name:
+            fsync_dir(target.parent)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    fsync_dir(target.parent)
+    return Path(tmp)
+
+
+def publish_staged(staged: Path | str, path: Path | str, *, sync_dir: bool = True) -> None:
+    """The second half: rename the staged file over ``path`` and (``sync_dir``) fsync
+    the folder, so the rename survives a crash. A reader sees the old file or the new
+    one, never a torn one. The staged file is removed if the rename fails. A caller
+    whose committed record of the staged file redoes a lost rename may skip the sync."""
+    target = Path(path)
+    try:
+        os.replace(staged, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(staged)
+        raise
+    if sync_dir:
+        fsync_dir(target.parent)
 
 
 def atomic_write_text(path: Path | str, text: str) -> None:

@@ -36,13 +36,12 @@ def normalize_ids(value: Any, field: str) -> list[str]:
         value = [value]
     if not isinstance(value, (list, tuple, set)):
         raise ValidationError(f"{field} must be a list of episode ids")
-    out: list[str] = []
+    seen: dict[str, None] = {}  # insertion-ordered set: linear in the number of ids
     for v in value:
         if not isinstance(v, str) or not v.strip():
             raise ValidationError(f"{field} holds an empty or non-string id: {v!r}")
-        if v.strip() not in out:
-            out.append(v.strip())
-    return out
+        seen.setdefault(v.strip())
+    return list(seen)
 
 
 def validate_state_key(key: Any) -> str:

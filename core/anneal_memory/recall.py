@@ -67,30 +67,22 @@ def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
     if not hits or not context:
         return [(h.rowid, h.score) for h in hits], total
     score: dict[int, float] = {}
-    times: dict[int, float | None] = {}
-    near: dict[int, float | None] = {}  # times of the rows beside a match
-    for h in hits:
-        score[h.rowid] = score.get(h.rowid, 0.0) + h.score
-        times[h.rowid] = h.t
-        score[h.rowid + 1] = score.get(h.rowid + 1, 0.0) + CONTEXT_NEXT * h.score
-        score[h.rowid - 1] = score.get(h.rowid - 1, 0.0) + CONTEXT_PREV * h.score
-        near[h.rowid - 1] = h.prev_t
-        near[h.rowid + 1] = h.next_t
-    out = []
-    for rid, sc in score.items():
-        if rid not in times:
-            t = near.get(rid)  # None: no such row, the filters hide it, or no time
-            if t is None or not any(_within(t, times[n]) for n in (rid - 1, rid + 1)
-                                    if n in times):
-                continue
-        out.append((rid, sc))
+    matched = set()
+    near: set[int] = set()  # rows beside a match and within the window of one
+    window = CONTEXT_WINDOW_SECONDS
+    for rid, t, sc, prev_t, next_t in hits:
+        matched.add(rid)
+        score[rid] = score.get(rid, 0.0) + sc
+        score[rid + 1] = score.get(rid + 1, 0.0) + CONTEXT_NEXT * sc
+        score[rid - 1] = score.get(rid - 1, 0.0) + CONTEXT_PREV * sc
+        if t is not None:  # None: no such row, the filters hide it, or no readable time
+            if next_t is not None and abs(next_t - t) <= window:
+                near.add(rid + 1)
+            if prev_t is not None and abs(prev_t - t) <= window:
+                near.add(rid - 1)
+    out = [(rid, sc) for rid, sc in score.items() if rid in matched or rid in near]
     out.sort(key=lambda x: (-x[1], -x[0]))
     return out, total
-
-
-def _within(a: float | None, b: float | None) -> bool:
-    """Two episodes close enough in time to be each other's context."""
-    return a is not None and b is not None and abs(a - b) <= CONTEXT_WINDOW_SECONDS
 
 
 def load_ranked(store: Store, ranked: Sequence[tuple[int, float]], filters: SearchFilters
@@ -122,6 +114,9 @@ def keyword_recall(store: Store, *, since: str | datetime | None = None,
         if kw:
             rows, total = b.search(filters, phrase=kw, limit=limit, offset=offset)
             params["match"] = "phrase"
+            if getattr(total, "estimated", False):  # past the exact bound of a count
+                params["total_estimated"] = True
+                total = int(total)
             if total == 0:
                 terms = query_terms(kw)
                 params["match"] = "words"

@@ -169,7 +169,7 @@ class Store(ContinuityMixin):
     def _reconcile_files(self) -> None:
         """After a crash: write continuity texts that committed but whose file was not
         written, and remove temporary copies a killed writer left beside the store."""
-        from .store_continuity import flush_pending_blobs
+        from .store_continuity import flush_pending_blobs, staged_files
 
         try:
             flush_pending_blobs(self._backend)
@@ -179,10 +179,11 @@ class Store(ContinuityMixin):
         if self.dsn:
             return
         cutoff = utcnow().timestamp() - 60  # a writer still at work renames its copy within moments
+        keep = staged_files(self._backend)  # committed saves still waiting for their file
         with contextlib.suppress(OSError):
             for p in self.path.parent.glob(f".{self.path.stem}.*.tmp"):
                 with contextlib.suppress(OSError):
-                    if p.is_file() and p.stat().st_mtime < cutoff:
+                    if p.is_file() and p.name not in keep and p.stat().st_mtime < cutoff:
                         p.unlink()
 
     # ------------------------------------------------------------------ lifecycle
@@ -418,13 +419,23 @@ class Store(ContinuityMixin):
         eps = self._to_episodes(list(rows.values()))
         return {e.id: e for e in eps}
 
-    def _to_episodes(self, rows: Sequence[EpisodeRow]) -> list[Episode]:
+    def _episode_links(self, rows: Sequence[EpisodeRow]) -> tuple[
+            dict[str, list[tuple[str, str, str]]], dict[str, list[tuple[str, str | None]]],
+            dict[str, str]]:
+        """For rows read from the backend: their replacement links, their sources, and
+        the effective trust of the derived ones (the others keep their own class)."""
         ids = [r.id for r in rows]
-        sup = self._backend.supersessions_of(ids) if ids else {}
-        der = self._backend.derivations_of(ids) if ids else {}
+        b = self._backend
+        # a store without any link (or derivation) skips looking each id up in an empty table
+        sup = b.supersessions_of(ids) if ids and b.q1("SELECT 1 FROM supersessions LIMIT 1") else {}
+        der = b.derivations_of(ids) if ids and b.q1("SELECT 1 FROM derivations LIMIT 1") else {}
         # only derived episodes can differ from their own class
         derived = [i for i in ids if i in der]
         eff = trust.effective_trust_map(self, derived) if derived else {}
+        return sup, der, eff
+
+    def _to_episodes(self, rows: Sequence[EpisodeRow]) -> list[Episode]:
+        sup, der, eff = self._episode_links(rows)
         out = []
         for r in rows:
             links = sup.get(r.id)

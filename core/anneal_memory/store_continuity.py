@@ -4,12 +4,13 @@ and baton policy helpers. Kept apart from the episode facade to keep each module
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._fileio import sidecar_path
+from ._fileio import file_lock, publish_staged, sidecar_path, stage_bytes
 from .errors import ValidationError, WrapInProgressError
 from .types import WrapCancelReceipt
 
@@ -18,18 +19,84 @@ if TYPE_CHECKING:
     from .storage.base import Backend
 
 
-#: meta key prefix of a committed text whose file is not written yet
+#: meta key prefix of a committed text whose file is not written yet (stores saved by
+#: earlier builds; still written out when such a store is opened)
 PENDING_BLOB = "pending_blob:"
+#: meta key prefix of the last save of a sidecar blob: "<sha256> <staged file name>"
+STAGED_BLOB = "staged_blob:"
 CONTINUITY_LOCK = ".continuity.lock"
+_STAGED_SUFFIX = ".staged.tmp"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _staged_record(backend: Backend, name: str) -> tuple[str, str] | None:
+    """(sha256, staged file name) of the blob's last committed save, or None."""
+    raw = backend.get_meta(STAGED_BLOB + name)
+    if not raw or " " not in raw:
+        return None
+    sha, staged = raw.split(" ", 1)
+    return sha, staged
+
+
+def _staged_text(path: Path, record: tuple[str, str] | None) -> str | None:
+    """The committed text still waiting in its staged file (None once it is published,
+    or when the staged file is not whole)."""
+    if record is None:
+        return None
+    try:
+        data = path.with_name(record[1]).read_bytes()
+    except OSError:  # published (renamed away), or never written
+        return None
+    return data.decode("utf-8") if _sha(data) == record[0] else None
+
+
+def staged_files(backend: Backend) -> set[str]:
+    """Names of the staged files committed saves point at (never stale leftovers)."""
+    rows = backend.q("SELECT value FROM meta WHERE substr(key, 1, ?) = ?",
+                     (len(STAGED_BLOB), STAGED_BLOB))
+    return {str(v).split(" ", 1)[1] for (v,) in rows if v and " " in str(v)}
+
+
+def publish_blob(backend: Backend, db_path: str | Path, name: str, *,
+                 own: Path | None = None) -> bool:
+    """Put the blob's last committed save in place: rename its staged file over the
+    blob's file, under the continuity lock, re-reading the record there, so a slower
+    writer never puts an older save over a newer one. ``own`` is the caller's staged
+    file, removed when a newer save replaced it. True when a file was renamed."""
+    path = sidecar_path(db_path, name)
+    with file_lock(sidecar_path(db_path, CONTINUITY_LOCK)):
+        record = _staged_record(backend, name)
+        staged = path.with_name(record[1]) if record else None
+        if own is not None and own != staged:
+            with contextlib.suppress(OSError):
+                own.unlink()  # a newer save committed after ours: it is the one to publish
+        if staged is None or (staged != own and _staged_text(path, record) is None):
+            return False  # nothing waiting (or not whole: a save never committed it)
+        try:  # no folder sync: until the rename is on disk the record redoes it at open
+            publish_staged(staged, path, sync_dir=False)
+        except FileNotFoundError:  # another process opening the store put it in place
+            return False
+        return True
 
 
 def flush_pending_blobs(backend: Backend, names: Sequence[str] | None = None) -> list[str]:
-    """Write each committed-but-unwritten text to its file (atomic replace, under the
-    file's lock), then drop the pending copy if no newer save replaced it meanwhile.
-    Returns the names written. Run after a save commits and whenever a store is opened."""
+    """Complete every save that committed but did not reach its file (a crash right
+    after the commit): publish staged files, and write the texts earlier builds kept in
+    the database (then drop that copy). Run whenever a store is opened. Returns the
+    names written."""
+    done = []
+    if getattr(backend, "dsn", None) is None:  # sidecar files beside a SQLite database
+        rows = backend.q("SELECT key FROM meta WHERE substr(key, 1, ?) = ?",
+                         (len(STAGED_BLOB), STAGED_BLOB))
+        for (key,) in rows:
+            name = key[len(STAGED_BLOB):]
+            if (names is None or name in names) and publish_blob(backend, backend.path, name):
+                done.append(name)
     rows = backend.q("SELECT key FROM meta WHERE substr(key, 1, ?) = ?",
                      (len(PENDING_BLOB), PENDING_BLOB))
-    done = []
     for (key,) in rows:
         name = key[len(PENDING_BLOB):]
         if names is not None and name not in names:
@@ -49,6 +116,7 @@ class ContinuityMixin:
     """Methods of Store that concern the continuity file and the wrap policy."""
 
     path: Path
+    dsn: str | None
     _backend: Backend
     _audit: AuditTrail
     _schema_override: list[Any] | None
@@ -68,32 +136,81 @@ class ContinuityMixin:
 
     def load_continuity(self) -> str | None:
         """The current continuity text, or None before the first wrap. A saved text
-        whose file has not been written yet (a crash right after the commit) is the
-        current one: the database is the record."""
+        whose file is not in place yet (a crash right after the commit) is the current
+        one: the commit is the record."""
         name = self._continuity_blob()
-        pending = self._backend.get_meta(PENDING_BLOB + name)
-        return pending if pending is not None else self._backend.read_blob(name)
+        pending = self._backend.get_meta(PENDING_BLOB + name)  # kept by an earlier build
+        if pending is not None:
+            return pending
+        text = self._backend.read_blob(name)
+        if self.dsn is None:  # the last save's staged file is gone once it is in place
+            waiting = _staged_text(self.continuity_path, _staged_record(self._backend, name))
+            if waiting is not None:
+                return waiting
+        return text
 
     def _write_continuity_file(self, text: str) -> None:
         self._backend.write_blob(self._continuity_blob(), text, lock=CONTINUITY_LOCK)
 
-    def _stage_continuity(self, text: str) -> None:
-        """Inside the save's transaction: the new text commits with the wrap; the file
-        follows after the commit (``_flush_continuity``), or when the store is next opened."""
-        self._backend.set_meta(PENDING_BLOB + self._continuity_blob(), text)
+    def _stage_continuity(self, text: str) -> Path | None:
+        """Inside the save's transaction, its last write. Beside a SQLite database the
+        new file is staged (written and fsynced with its folder entry, not yet visible)
+        and the transaction records it, so the file costs no second commit:
+        ``_flush_continuity`` renames it into place after the commit, and the next open
+        redoes that rename if a crash lost it. Durable when the commit is: the text is
+        on disk under a name the committed record holds. A PostgreSQL store's text is a
+        row that commits with the save. Returns the staged file."""
+        name = self._continuity_blob()
+        self._backend.set_meta(PENDING_BLOB + name, None)
+        if self.dsn is not None:
+            self._backend.write_blob(name, text, lock=CONTINUITY_LOCK)
+            return None
+        data = text.encode("utf-8")
+        staged = stage_bytes(self.continuity_path, data, suffix=_STAGED_SUFFIX, durable_name=True)
+        try:
+            self._backend.set_meta(STAGED_BLOB + name, f"{_sha(data)} {staged.name}")
+        except BaseException:
+            self._discard_staged(staged)
+            raise
+        return staged
 
-    def _flush_continuity(self) -> None:
-        flush_pending_blobs(self._backend, [self._continuity_blob()])
+    def _flush_continuity(self, staged: Path | None = None) -> None:
+        """After the save committed: put its staged file in place."""
+        if staged is not None:
+            publish_blob(self._backend, self.path, self._continuity_blob(), own=staged)
+
+    @staticmethod
+    def _discard_staged(staged: Path | None) -> None:
+        """The save did not commit: its staged file goes."""
+        if staged is not None:
+            with contextlib.suppress(OSError):
+                staged.unlink()
+
+    @contextlib.contextmanager
+    def _staging(self) -> Iterator[list[Path | None]]:
+        """Around a save's transaction: collects the file it stages, and removes that
+        file when the transaction does not commit."""
+        slot: list[Path | None] = []
+        try:
+            yield slot
+        except BaseException:
+            for staged in slot:
+                self._discard_staged(staged)
+            raise
 
     def save_continuity(self, text: str) -> str:
         """Raw continuity write, bypassing every check of the wrap pipeline. Prefer
         ``validated_save_continuity``."""
         if not isinstance(text, str):
             raise ValidationError("continuity text must be a string")
-        self._write_continuity_file(text)
-        self.audit_event("continuity_saved", {"chars": len(text), "raw": True,
-                                              "content_hash": self._audit.hash_content(text)},
-                         actor="operator")
+        name = self._continuity_blob()
+        with self._write():  # the raw text replaces any save still waiting for its file
+            self._backend.set_meta(PENDING_BLOB + name, None)
+            self._backend.set_meta(STAGED_BLOB + name, None)
+            self._write_continuity_file(text)
+            self.audit_event("continuity_saved", {"chars": len(text), "raw": True,
+                                                  "content_hash": self._audit.hash_content(text)},
+                             actor="operator")
         return str(self.continuity_path)
 
     @property

@@ -21,7 +21,6 @@ CHILD = textwrap.dedent("""
     import anneal_memory.store as store_mod
     from anneal_memory import Store, prepare_wrap, validated_save_continuity
     from anneal_memory.audit import AuditTrail
-    from anneal_memory.storage.blobs import SidecarBlobs
     db, point, new_text = sys.argv[1], sys.argv[2], sys.argv[3]
 
     def die_after(obj, name):
@@ -39,16 +38,16 @@ CHILD = textwrap.dedent("""
     with Store(db) as s:
         s.record("the second session decided to cache the quotes", "decision")
         w = prepare_wrap(s)
-        if point == "staged":            # inside the transaction, before the commit
+        if point == "staged":            # new file staged (fsynced), not committed
             die_after(store_mod.Store, "_stage_continuity")
-        elif point == "committed":       # committed, audit not mirrored, no file yet
+        elif point == "committed":       # committed, audit not mirrored, file still staged
             die_before(AuditTrail, "after_commit")
-        elif point == "mirrored":        # committed and mirrored, no file yet
+        elif point == "mirrored":        # committed and mirrored, file still staged
             die_before(store_mod.Store, "_flush_continuity")
-        elif point == "temp-written":    # the new file's temp copy exists, not renamed
+        elif point == "temp-written":    # committed, the staged file about to be renamed
             die_before(os, "replace")
-        elif point == "file-written":    # file replaced, pending copy not yet dropped
-            die_after(SidecarBlobs, "update_blob")
+        elif point == "file-written":    # renamed into place (the record still names it)
+            die_after(os, "replace")
         validated_save_continuity(s, new_text, wrap_token=w["wrap_token"])
     print("saved")
 """)
@@ -76,6 +75,7 @@ def test_a_kill_at_each_save_step_leaves_file_and_database_agreeing(tmp_path: Pa
         status = s.status()
         text = s.load_continuity()
         saved = status.total_wraps == 2
+        assert saved is (point != "staged"), point  # each kill lands where it says
         assert text == (new if saved else old), point
         assert (tmp_path / "m.continuity.md").read_text("utf-8") == text
         assert status.wrap_in_progress is (not saved)

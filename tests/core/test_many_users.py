@@ -338,12 +338,12 @@ def test_a_users_recall_in_a_crowded_store_matches_their_store_alone(tmp_path: P
              "数据库连接池 is the bottleneck", "invoice totals were rounded", "Cache misses"]
     crowded, alone = Store(tmp_path / "crowded.db"), Store(tmp_path / "alone.db")
     try:
-        for u in range(120):
+        for u in range(250):  # more rows than a small store's scan: the namespace decides
             crowded.scoped({"user": f"u{u}"}).record_many(
                 {"content": f"{t} (u{u})" if u else t, "episode_type": "observation"} for t in texts)
         alone.record_many({"content": t, "episode_type": "observation"} for t in texts)
         me = crowded.scoped({"user": "u0"})
-        assert me.backend.inner._small_scope(__import__(  # type: ignore[attr-defined]
+        assert me.backend.inner._few_rows(__import__(  # type: ignore[attr-defined]
             "anneal_memory.storage.base", fromlist=["SearchFilters"]).SearchFilters(scope=me.scope))
         for q in ("äpfel", "ÄPFEL UND", "invoice", "连接", "cache MISSES", "queue invoice",
                   "rounded totals", "nothing here"):

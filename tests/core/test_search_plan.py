@@ -10,9 +10,18 @@ from pathlib import Path
 import pytest
 
 from anneal_memory import Store
-from anneal_memory.storage.sqlite import MAX_TRIGRAMS, SCHEMA_VERSION, trigrams
+from anneal_memory.storage.sqlite import MAX_TRIGRAMS, SCHEMA_VERSION, SQLiteBackend, trigrams
 
 
+@pytest.fixture(params=["index", "scan"])
+def plan(request, monkeypatch) -> str:
+    """Every search test runs on both plans: the trigram index (as a large store uses
+    it) and the row-by-row check a small store or a rare type gets."""
+    monkeypatch.setattr(SQLiteBackend, "SCAN_ROWS", 0 if request.param == "index" else 10**9)
+    return request.param
+
+
+@pytest.mark.usefixtures("plan")
 def test_trigram_candidates_never_decide_a_match(store: Store) -> None:
     # every narrowing trigram of the phrase occurs here, but the phrase itself does not
     grams = trigrams("abcdefghijkl")
@@ -31,6 +40,7 @@ def test_trigrams_cover_short_and_mixed_phrases(phrase: str) -> None:
     assert all(len(g) == 3 and g.lower() in phrase.lower() for g in grams)
 
 
+@pytest.mark.usefixtures("plan")
 def test_long_phrase_matches_exactly_and_case_insensitively(store: Store) -> None:
     text = "Deploy the Canary Release to the EU shard before the Friday freeze"
     hit = store.record(text, "decision")
@@ -39,6 +49,7 @@ def test_long_phrase_matches_exactly_and_case_insensitively(store: Store) -> Non
     assert [e.id for e in r.episodes] == [hit.id]
 
 
+@pytest.mark.usefixtures("plan")
 def test_totals_of_full_and_partial_pages(store: Store) -> None:
     for i in range(25):
         store.record(f"rollout step {i} of the migration", "observation")
@@ -53,6 +64,7 @@ def test_totals_of_full_and_partial_pages(store: Store) -> None:
     assert words.query_params["match"] == "words" and words.total_matching == 25
 
 
+@pytest.mark.usefixtures("plan")
 def test_type_filter_counts_only_that_type(store: Store) -> None:
     for i in range(12):
         store.record(f"cache eviction note {i}", "decision" if i % 3 == 0 else "observation")
@@ -60,6 +72,7 @@ def test_type_filter_counts_only_that_type(store: Store) -> None:
     assert r.total_matching == 4 and all(e.type == "decision" for e in r.episodes)
 
 
+@pytest.mark.usefixtures("plan")
 def test_word_context_respects_filters_and_time(store: Store) -> None:
     q = store.record("what did the vendor quote for the replica?", "question")
     a = store.record("forty two dollars a month", "observation")
@@ -98,6 +111,23 @@ def _make_v2(db: Path) -> None:
     c.close()
 
 
+def test_small_store_and_rare_type_are_checked_row_by_row(store: Store) -> None:
+    b = store.backend
+    from anneal_memory.storage.base import SearchFilters
+
+    for i in range(30):
+        store.record(f"note {i}", "decision" if i < 3 else "observation")
+    assert b._few_rows(SearchFilters())
+    old = SQLiteBackend.SCAN_ROWS
+    try:
+        SQLiteBackend.SCAN_ROWS = 10  # a "large" store now: only the rare type is scanned
+        assert not b._few_rows(SearchFilters())
+        assert b._few_rows(SearchFilters(episode_type="decision"))
+        assert not b._few_rows(SearchFilters(episode_type="observation"))
+    finally:
+        SQLiteBackend.SCAN_ROWS = old
+
+
 def test_schema_2_store_is_upgraded_and_keeps_every_episode(db: Path) -> None:
     s = Store(db, project_name="Up")
     ids = [s.record(f"upgrade probe {i} with phrase number {i}", "observation").id
@@ -123,3 +153,50 @@ def test_schema_2_store_is_upgraded_and_keeps_every_episode(db: Path) -> None:
         assert s.recall(limit=1).total_matching == 301
     finally:
         s.close()
+
+
+def test_phrase_totals_past_the_exact_bound_are_estimated(store: Store, monkeypatch) -> None:
+    monkeypatch.setattr(SQLiteBackend, "EXACT_COUNT", 50)
+    monkeypatch.setattr(SQLiteBackend, "SAMPLE_ROWS", 40)
+    monkeypatch.setattr(SQLiteBackend, "SCAN_ROWS", 0)
+    for i in range(400):  # 300 hold the phrase; 100 hold some of its trigrams only
+        text = f"alphabet soup {i}" if i % 4 else f"alp hab bet soup {i}"
+        store.record(text, "decision" if i % 2 else "observation")
+    r = store.recall(keyword="alphabet", limit=5)
+    assert r.query_params.get("total_estimated") is True
+    assert 240 <= r.total_matching <= 360 and type(r.total_matching) is int
+    typed = store.recall(keyword="alphabet", episode_type="decision", limit=5)
+    assert typed.query_params.get("total_estimated") is True
+    assert 150 <= typed.total_matching <= 250  # truly 200
+    # few rows offered by the index, or a filter beyond the type: the count stays exact
+    small = store.recall(keyword="soup 399", limit=5)
+    assert "total_estimated" not in small.query_params and small.total_matching == 1
+    dated = store.recall(keyword="alphabet", since="2000-01-01", limit=5)
+    assert dated.total_matching == 300 and "total_estimated" not in dated.query_params
+    monkeypatch.setattr(SQLiteBackend, "EXACT_COUNT", 10_000)
+    exact = store.recall(keyword="alphabet", limit=5)
+    assert exact.total_matching == 300 and "total_estimated" not in exact.query_params
+
+
+def test_indexed_substring_search_never_sorts_its_matches(store: Store, monkeypatch) -> None:
+    # a page of the newest matches must come straight off the index: a sort would read
+    # every match first (hundreds of milliseconds for a common word in a large store)
+    monkeypatch.setattr(SQLiteBackend, "SCAN_ROWS", 0)
+    for i in range(40):
+        store.record(f"thanks again {i}", "observation")
+    b = store.backend
+    plans: list[str] = []
+    b.conn.set_trace_callback(None)
+    real_q = b.q
+
+    def spy(sql, params=()):
+        if sql.lstrip().upper().startswith("SELECT") and "episodes_tri" in sql:
+            plans.extend(str(r[-1]) for r in b.conn.execute("EXPLAIN QUERY PLAN " + sql,
+                                                            tuple(params)))
+        return real_q(sql, params)
+
+    monkeypatch.setattr(b, "q", spy)
+    monkeypatch.setattr(b, "q1", lambda sql, params=(): (spy(sql, params) or [None])[0])
+    r = store.recall(keyword="thanks again", limit=5)
+    assert len(r.episodes) == 5 and r.total_matching == 40
+    assert plans and not [p for p in plans if "TEMP B-TREE" in p], plans

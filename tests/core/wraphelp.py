@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
-from anneal_memory import Store, prepare_wrap, validated_save_continuity
+import pytest
+
+from anneal_memory import Store, StoreError, prepare_wrap, validated_save_continuity
 
 
 def doc(patterns: str = "- first pattern | 1x", *, state: str = "- working", decisions: str = "- none",
@@ -22,3 +26,20 @@ def wrap(store: Store, text: str, **kw: Any) -> dict[str, Any]:
     w = prepare_wrap(store)
     assert w["status"] == "ready", w
     return validated_save_continuity(store, text, wrap_token=w["wrap_token"], **kw)
+
+
+def fail_commits(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From now on the store's outermost transactions run their body, then refuse to
+    commit (as a disk error at COMMIT would): everything they wrote rolls back."""
+    backend = store.backend
+    real = backend.transaction
+
+    @contextlib.contextmanager
+    def commit_fails() -> Iterator[None]:
+        outer = not backend.in_transaction
+        with real():
+            yield
+            if outer:
+                raise StoreError("the commit failed: disk I/O error")
+
+    monkeypatch.setattr(backend, "transaction", commit_fails)

@@ -77,24 +77,26 @@ def _fact(lines: list[str]) -> DurableFact:
 
 def parse_durable_facts(text: str, schema: Sequence[Mapping[str, Any]] | None = None) -> list[DurableFact]:
     """Every durable fact of ``text`` (no section is required)."""
-    doc = parse_sections(text, schema, require=False)
+    return durable_facts(parse_sections(text, schema, require=False))
+
+
+def durable_facts(doc: ContinuityDoc) -> list[DurableFact]:
+    """Every durable fact of an already parsed continuity."""
     return [f for s in doc.by_role("durable") for f in facts_in_section(s)]
 
 
-def pending_lines(text: str | None, schema: Sequence[Mapping[str, Any]] | None = None) -> list[str]:
-    """Durable lines that state a value due to change on a future event."""
-    if not text:
+def pending_lines(doc: ContinuityDoc | None) -> list[str]:
+    """Durable lines of a parsed continuity that state a value due to change on a
+    future event."""
+    if doc is None:
         return []
-    try:
-        facts = parse_durable_facts(text, schema)
-    except Exception:
-        return []
-    return [f.line for f in facts if PENDING_RE.search(f.fact)]
+    return [f.line for f in durable_facts(doc) if PENDING_RE.search(f.fact)]
 
 
-def merge_durable(prior_text: str | None, doc: ContinuityDoc,
+def merge_durable(prior: ContinuityDoc | None, doc: ContinuityDoc,
                   schema: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
-    """Keep every prior durable line in ``doc`` (mutated in place).
+    """Keep every durable line of the ``prior`` continuity (parsed; None for none or one
+    that does not parse) in ``doc`` (mutated in place).
 
     Returns (warnings, dropped lines).
     """
@@ -114,18 +116,13 @@ def merge_durable(prior_text: str | None, doc: ContinuityDoc,
             else:
                 kept.append(raw)
         s.lines = kept
-    prior: list[DurableFact] = []
-    if prior_text:
-        try:
-            prior = parse_durable_facts(prior_text, schema)
-        except Exception:
-            prior = []
+    prior_facts = [] if prior is None else durable_facts(prior)
     new_facts = [f for s in sections for f in facts_in_section(s)]
     new_keys = {fact_key(f.fact) for f in new_facts}
     drop_keys = {fact_key(split_fact(BULLET_RE.sub("", d).strip())[0]) for d in drops}
     drop_lines = {d.strip() for d in drops}
     missing: list[DurableFact] = []
-    for f in prior:
+    for f in prior_facts:
         if fact_key(f.fact) in new_keys:
             continue
         line_text = BULLET_RE.sub("", f.line.split("\n")[0]).strip()

@@ -186,7 +186,11 @@ def parse_pattern_line(line: str, *, section: str = "", index: int = 0) -> Patte
 def parse_pattern_lines(text: str, schema: Sequence[Mapping[str, Any]] | None = None) -> list[PatternLine]:
     """Every pattern line of the graduating sections (sections that do not parse are
     read leniently: no section is required)."""
-    doc = parse_sections(text, schema, require=False)
+    return pattern_lines(parse_sections(text, schema, require=False))
+
+
+def pattern_lines(doc: ContinuityDoc) -> list[PatternLine]:
+    """Every pattern line of the graduating sections of an already parsed ``doc``."""
     out = []
     for s in doc.sections:
         if s.role != "graduating":
@@ -222,10 +226,15 @@ class PatternSummary(NamedTuple):
 def extract_pattern_summaries(text: str, schema: Sequence[Mapping[str, Any]] | None = None,
                               *, min_level: int = 1) -> list[PatternSummary]:
     """One ``name (Nx): meaning`` summary per named pattern, highest level first."""
+    return pattern_summaries(parse_pattern_lines(text, schema), min_level=min_level)
+
+
+def pattern_summaries(lines: Sequence[PatternLine], *, min_level: int = 1) -> list[PatternSummary]:
+    """``extract_pattern_summaries`` over pattern lines already parsed."""
     from ..text import first_clause
 
     best: dict[str, PatternSummary] = {}
-    for p in parse_pattern_lines(text, schema):
+    for p in lines:
         if not p.key or p.level < min_level:
             continue
         expl = next((c.explanation for c in p.citations if c.explanation), None)

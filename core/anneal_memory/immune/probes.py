@@ -164,9 +164,12 @@ def evaluate(store: Store, text: str, schema: Sequence[dict[str, Any]], crystal_
     probes = store.backend.probes()
     counts: dict[str, int] = {v: 0 for v in VERDICTS}
     results = []
+    # the text is parsed only for the probes that need it, and once
     levels: dict[str, int] = {}
-    for p in parse_pattern_lines(text, schema):
-        levels[p.key] = max(levels.get(p.key, 0), p.level)
+    if any(pr["kind"] == "pattern" for pr in probes):
+        for p in parse_pattern_lines(text, schema):
+            levels[p.key] = max(levels.get(p.key, 0), p.level)
+    doc = None
     for pr in probes:
         try:
             if pr["kind"] == "pattern":
@@ -185,7 +188,7 @@ def evaluate(store: Store, text: str, schema: Sequence[dict[str, Any]], crystal_
             else:
                 scope = text
                 if pr.get("section"):
-                    doc = parse_sections(text, schema, require=False)
+                    doc = doc or parse_sections(text, schema, require=False)
                     secs = [s for s in doc.sections if heading_key(s.heading) == heading_key(pr["section"])]
                     if not secs:
                         status, detail = "lost", f"section {pr['section']!r} is gone"

@@ -81,6 +81,12 @@ class SearchFilters:
     scope: Scope = ROOT
 
 
+class EstimatedCount(int):
+    """A match count past the exact bound: estimated from the index, not counted."""
+
+    estimated = True
+
+
 class RankedHit(NamedTuple):
     """One ranked word match: its row id, time (epoch seconds), score, and the times of
     the rows recorded just before and after it when the same filters let them through

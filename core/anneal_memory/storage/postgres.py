@@ -294,9 +294,12 @@ class PostgresBackend(SQLBackend):
             src, mparams, score = "FROM episodes e WHERE ", [], "0.0"
             order_sql = ("e.timestamp DESC, e.rowid DESC" if order == "recent"
                          else "e.timestamp ASC, e.rowid ASC")
-        total = self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])
         rows = self.q(f"SELECT {_E_COLS}, {score} {src}{where} ORDER BY {order_sql} "
-                      "LIMIT ? OFFSET ?", [*mparams, *params, int(limit), int(offset)])
+                      "LIMIT ? OFFSET ?", [*mparams, *params, int(limit), int(offset)]
+                      ) if limit else []
+        # a page that is not full from the first row holds every match: no count needed
+        total = (len(rows) if limit and offset == 0 and len(rows) < limit
+                 else self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params]))
         return [(episode_row(r[:13]), float(r[13] or 0.0)) for r in rows], total
 
     def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int

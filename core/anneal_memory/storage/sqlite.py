@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import ReadOnlyStoreError, StoreError
 from . import fts, legacy, sqlite_errors, sqlite_migrate
-from .base import EpisodeRow, RankedHit, SearchFilters
+from .base import EpisodeRow, EstimatedCount, RankedHit, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
 from .common import episode_row as _row
@@ -205,11 +205,26 @@ def _with_type(expr: str, filters: SearchFilters, *, ns: bool = False) -> str:
 MAX_TRIGRAMS = 6
 
 
+#: Latin letters from most to least frequent in written English (and most European
+#: text): a trigram of rare letters has a short row list, so it narrows the most
+_LETTERS_BY_FREQUENCY = "etaoinshrdlcumwfgypbvkjxqz"
+
+
+def _rarity(ch: str) -> int:
+    """How much a character narrows a trigram: spaces and punctuation least, then Latin
+    letters by their frequency, digits, and any other script's letters most."""
+    low = ch.lower()
+    if low in _LETTERS_BY_FREQUENCY:
+        return 1 + _LETTERS_BY_FREQUENCY.index(low)
+    if ch.isdigit():
+        return 20
+    return 27 if ch.isalnum() else 0
+
+
 def trigrams(phrase: str) -> list[str]:
     """The trigrams that narrow a substring search for ``phrase``: up to MAX_TRIGRAMS,
-    one from each stretch of the phrase, preferring letters and digits over spaces and
-    punctuation (they are rarer, so they narrow more); without repeats. Empty when the
-    phrase is shorter than a trigram."""
+    the rarest-looking one of each stretch of the phrase (see :func:`_rarity`), without
+    repeats. Empty when the phrase is shorter than a trigram."""
     n = len(phrase) - 2
     if n < 1:
         return []
@@ -217,10 +232,24 @@ def trigrams(phrase: str) -> list[str]:
     grams: dict[str, str] = {}
     for k in range(parts):
         stretch = range(k * n // parts, (k + 1) * n // parts)
-        best = max(stretch, key=lambda i: sum(ch.isalnum() for ch in phrase[i:i + 3]))
+        best = max(stretch, key=lambda i: sum(_rarity(ch) for ch in phrase[i:i + 3]))
         gram = phrase[best:best + 3]
         grams.setdefault(gram.lower(), gram)  # the tokenizer folds case itself
     return list(grams.values())
+
+
+def _contains_test(phrase: str) -> tuple[str, str]:
+    """The row check of a substring search (case-insensitive) and its parameter."""
+    folded = phrase.lower()
+    if folded.isascii():  # LIKE folds ASCII case as lower() does, without a copy
+        return "e.content LIKE ? ESCAPE '\\'", like_pattern(folded)
+    return "instr(am_fold(e.content), ?) > 0", folded
+
+
+def _rowid_col(phrase_params: list[Any]) -> str:
+    """The row id a substring search walks: the trigram index's (two parameters: the
+    trigrams and the needle) or the table's."""
+    return "t.rowid" if len(phrase_params) == 2 else "e.rowid"
 
 
 def _epoch_sql(alias: str) -> str:
@@ -572,8 +601,12 @@ class SQLiteBackend(SQLiteAudit):
             src, mparams = self._phrase_src(filters, phrase)
             score = "0.0"
             # newest first; while no episode was backdated, recording order is time order
-            # and the row id yields it without a sort
-            order_sql = ("e.rowid DESC" if self.get_meta("backdated_episodes") is None
+            # and the row id yields it without a sort (the trigram index, or the table read
+            # backwards); a scan of one type reads it in time order from the type index
+            by_rowid = self.get_meta("backdated_episodes") is None and (
+                len(mparams) == 2 or not filters.episode_type)
+            # the index's own row id: ordered by e.rowid, SQLite would sort every match
+            order_sql = (f"{_rowid_col(mparams)} DESC" if by_rowid
                          else "e.timestamp DESC, e.rowid DESC")
         elif words:
             fts = "episodes_words"
@@ -593,8 +626,12 @@ class SQLiteBackend(SQLiteAudit):
                 [*mparams, *params, int(limit), int(offset)],
             )
         # a page that is not full from the first row holds every match: no count needed
-        total = (len(rows) if limit and offset == 0 and len(rows) < limit
-                 else self._match_count(fts, mparams, src, where, params, filters))
+        if limit and offset == 0 and len(rows) < limit:
+            total = len(rows)
+        elif phrase is not None:
+            total = self._phrase_count(phrase, mparams, src, where, params, filters)
+        else:
+            total = self._match_count(fts, mparams, src, where, params, filters)
         return [(_row(r[:13]), float(r[13] or 0.0)) for r in rows], total
 
     def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
@@ -611,28 +648,55 @@ class SQLiteBackend(SQLiteAudit):
             nwhere, nparams = self._filter_sql(filters, alias)
             near.append((f"(SELECT {_epoch_sql(alias)} FROM episodes {alias} WHERE "
                          f"{alias}.rowid = h.rowid {step} AND {nwhere})", nparams))
+        slack = self._index_only_slack(filters, where)
+        if slack is not None:
+            # type and namespace are in the index: rank there alone, then drop the few
+            # replaced episodes (at most ``slack`` of the best) on their rows
+            ranked = ("SELECT w.rowid AS rowid, -bm25(episodes_words, 1.0, 0.0, 0.0) AS score "
+                      "FROM episodes_words w WHERE episodes_words MATCH ? ORDER BY "
+                      "bm25(episodes_words, 1.0, 0.0, 0.0) ASC, w.rowid DESC LIMIT ?")
+            inner = (f"SELECT e.rowid AS rowid, {_epoch_sql('e')} AS t, c.score AS score "
+                     f"FROM ({ranked}) c CROSS JOIN episodes e ON e.rowid = c.rowid "
+                     f"WHERE {where} ORDER BY c.score DESC, e.rowid DESC LIMIT ?")
+            iparams = [*mparams, int(pool) + slack, *params, int(pool)]
+        else:
+            inner = (f"SELECT e.rowid AS rowid, {_epoch_sql('e')} AS t, "
+                     f"-bm25(episodes_words, 1.0, 0.0, 0.0) AS score {src}{where} "
+                     "ORDER BY bm25(episodes_words, 1.0, 0.0, 0.0) ASC, e.timestamp DESC LIMIT ?")
+            iparams = [*mparams, *params, int(pool)]
         rows = self.q(
-            f"SELECT h.rowid, h.t, h.score, {near[0][0]}, {near[1][0]} FROM ("
-            f"SELECT e.rowid AS rowid, {_epoch_sql('e')} AS t, "
-            f"-bm25(episodes_words, 1.0, 0.0, 0.0) AS score {src}{where} "
-            "ORDER BY bm25(episodes_words, 1.0, 0.0, 0.0) ASC, e.timestamp DESC LIMIT ?) h "
-            "ORDER BY h.score DESC, h.rowid DESC",
-            [*near[0][1], *near[1][1], *mparams, *params, int(pool)])
+            f"SELECT h.rowid, h.t, h.score, {near[0][0]}, {near[1][0]} FROM ({inner}) h "
+            "ORDER BY h.score DESC, h.rowid DESC", [*near[0][1], *near[1][1], *iparams])
         total = (len(rows) if len(rows) < pool
                  else self._match_count("episodes_words", mparams, src, where, params, filters))
         return [RankedHit(int(r[0]), r[1], float(r[2] or 0.0), r[3], r[4]) for r in rows], total
+
+    #: past this many replaced episodes, ranked words are filtered on every match's row
+    INDEX_ONLY_SLACK = 1000
+
+    def _index_only_slack(self, filters: SearchFilters, where: str) -> int | None:
+        """How many extra index hits cover the replaced episodes a ranking must skip, when
+        the index can rank alone (no filter but type, namespace and superseded); None when
+        every match must be filtered on its row first."""
+        if filters.scope.owner is not None or filters.scope.unscoped_only:
+            return None
+        bare, _ = SQLiteBackend._filter_sql(self, SearchFilters(
+            include_superseded=filters.include_superseded, episode_type=filters.episode_type))
+        if where != bare:
+            return None
+        if filters.include_superseded:
+            return 0
+        n = self._scalar("SELECT COUNT(*) FROM (SELECT 1 FROM supersessions LIMIT ?)",
+                         [self.INDEX_ONLY_SLACK + 1])
+        return n if n <= self.INDEX_ONLY_SLACK else None
 
     def _phrase_src(self, filters: SearchFilters, phrase: str) -> tuple[str, list[Any]]:
         """FROM/WHERE head of a substring search. The trigram index (row ids per trigram)
         narrows the rows, the row itself decides; a namespace holding few episodes, or a
         phrase too short for a trigram, is searched from its rows alone."""
-        folded = phrase.lower()
-        if folded.isascii():  # LIKE folds ASCII case as lower() does, without a copy
-            test, needle = "e.content LIKE ? ESCAPE '\\'", like_pattern(folded)
-        else:
-            test, needle = "instr(am_fold(e.content), ?) > 0", folded
+        test, needle = _contains_test(phrase)
         grams = trigrams(phrase)
-        if not grams or self._small_scope(filters):
+        if not grams or self._few_rows(filters):
             return f"FROM episodes e WHERE {test} AND ", [needle]
         return ("FROM episodes_tri t CROSS JOIN episodes e ON e.rowid = t.rowid "
                 f"WHERE episodes_tri MATCH ? AND {test} AND ",
@@ -641,25 +705,78 @@ class SQLiteBackend(SQLiteAudit):
     def _words_src(self, filters: SearchFilters, words: Sequence[str]) -> tuple[str, list[Any]]:
         """FROM/WHERE head of a ranked word search (type and namespace inside the index)."""
         expr = "content : (" + " OR ".join(fts_quote(w) for w in words) + ")"
+        if self._small_scope(filters):  # the namespace's own rows, one index seek each
+            return ("FROM episodes e CROSS JOIN episodes_words w ON w.rowid = e.rowid "
+                    "WHERE episodes_words MATCH ? AND ", [_with_type(expr, filters)])
         return ("FROM episodes_words w CROSS JOIN episodes e ON e.rowid = w.rowid "
                 "WHERE episodes_words MATCH ? AND ", [_with_type(expr, filters, ns=True)])
 
     #: a namespace is searched from its own rows while it holds fewer than 1/SCOPE_SHARE
     #: of the store's episodes (its rows then cost less than the index's matches)
     SCOPE_SHARE = 50
+    #: up to this many rows, checking each row (in time order, stopping at a full page)
+    #: costs less than the trigram lookups: a small store never pays a large one's plan
+    SCAN_ROWS = 2000
 
-    def _small_scope(self, filters: SearchFilters) -> bool:
+    def _small_scope(self, filters: SearchFilters, size: int | None = None) -> bool:
+        """Whether ``filters`` name a namespace holding under 1/SCOPE_SHARE of the store."""
         scope = filters.scope
         if scope.owner is None:
             return False
-        top = self.q1("SELECT MAX(rowid) FROM episodes")
-        cap = int(top[0] or 0) // self.SCOPE_SHARE if top else 0
+        if size is None:
+            top = self.q1("SELECT MAX(rowid) FROM episodes")
+            size = int(top[0] or 0) if top else 0
+        cap = size // self.SCOPE_SHARE
         if cap < 1:
             return False
         r = self.q1("SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE ns_owner = ? AND "
                     "(ns_project IS NULL OR ns_project = ?) LIMIT ?)",
                     (scope.owner, scope.project or "", cap))
         return r is not None and int(r[0]) < cap
+
+    def _few_rows(self, filters: SearchFilters) -> bool:
+        """Whether the rows ``filters`` allow are few enough to check one by one: a small
+        store, a rare episode type, or a namespace holding a small share of the store."""
+        top = self.q1("SELECT MAX(rowid) FROM episodes")
+        size = int(top[0] or 0) if top else 0
+        if size <= self.SCAN_ROWS // 2:  # unfiltered, a row costs more than a typed one
+            return True
+        if self._small_scope(filters, size):
+            return True
+        if filters.episode_type:
+            r = self.q1("SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE type = ? LIMIT ?)",
+                        (filters.episode_type, self.SCAN_ROWS + 1))
+            return r is not None and int(r[0]) <= self.SCAN_ROWS
+        return False
+
+    #: a substring search counts its matches exactly while the trigram index offers at
+    #: most this many rows (each is checked on its row); past it an unfiltered search
+    #: checks the first SAMPLE_ROWS of them and scales
+    EXACT_COUNT = 10_000
+    SAMPLE_ROWS = 1000
+
+    def _phrase_count(self, phrase: str, mparams: list[Any], src: str, where: str,
+                      params: list[Any], filters: SearchFilters) -> int:
+        """How many episodes contain the phrase. Exact, unless the trigram index offers
+        more than EXACT_COUNT rows to a search with no filter but type and superseded:
+        then the share of matches among the first SAMPLE_ROWS of them, times their number,
+        returned as an :class:`EstimatedCount`."""
+        bare, _ = SQLiteBackend._filter_sql(self, SearchFilters(
+            include_superseded=filters.include_superseded, episode_type=filters.episode_type))
+        if len(mparams) == 2 and where == bare:
+            grams = mparams[0]
+            offered = self._scalar("SELECT COUNT(*) FROM episodes_tri WHERE episodes_tri "
+                                   "MATCH ?", [grams])
+            if offered > self.EXACT_COUNT:
+                test, _needle = _contains_test(phrase)
+                r = self.q1(f"SELECT COUNT(*), SUM(CASE WHEN {test} AND {where} THEN 1 ELSE 0 END) "
+                            "FROM (SELECT t.rowid AS rowid FROM episodes_tri t WHERE "
+                            "episodes_tri MATCH ? ORDER BY t.rowid LIMIT ?) c CROSS JOIN "
+                            "episodes e ON e.rowid = c.rowid",
+                            [mparams[1], *params, grams, self.SAMPLE_ROWS])
+                seen, hit = (int(r[0]), int(r[1] or 0)) if r else (0, 0)
+                return EstimatedCount(round(offered * hit / seen) if seen else 0)
+        return self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])
 
     def _match_count(self, fts: str | None, mparams: list[Any], src: str, where: str,
                params: list[Any], filters: SearchFilters) -> int:

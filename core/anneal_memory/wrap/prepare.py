@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .._inputs import storable_text
 from ..clock import now_iso, today_iso
 from ..continuity.durable import durable_chars, pending_lines
-from ..continuity.parse import extract_pattern_summaries, parse_pattern_lines, parse_sections
+from ..continuity.parse import parse_sections, pattern_lines, pattern_summaries
 from ..continuity.schema import default_max_chars, schema_role_warning
 from ..errors import AnnealMemoryError, ValidationError, WrapInProgressError
 from ..immune.signals import stale_patterns
@@ -82,6 +82,7 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
                     "a wrap is already in progress: save it, re-open it with its wrap token, "
                     "or abandon it with wrap_cancel")
             ids, token, today = w["episode_ids"], w["token"], w["today"]
+            rows = list(store.backend.get_episodes(ids).values())
         else:
             rows = store.backend.unwrapped_episodes()
             if not rows:
@@ -93,26 +94,30 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
             wid = store.backend.insert_wrap(now_iso(), token, session_id, ids, today)
             store.audit_trail.append("wrap_started", {"wrap_id": wid, "episodes": len(ids),
                                                       "session_id": session_id}, actor="agent")
-    episodes = [e for e in store.get_many(ids).values()]
-    episodes.sort(key=lambda e: (e.timestamp, e.id))
+    # the rows read to open the wrap are its episodes: no second read of them, and the
+    # package is built from the rows (no Episode objects it would only take apart)
+    sup, _sources, eff = store._episode_links(rows)
+    rows.sort(key=lambda r: (r.timestamp, r.id))
     continuity = store.load_continuity()
     target = max_chars or default_max_chars(schema)
     lines = []
     doc_durable = 0
+    doc = None
     if continuity:
-        try:
-            lines = parse_pattern_lines(continuity, schema)
-            doc_durable = durable_chars(parse_sections(continuity, schema, require=False))
+        try:  # parsed once; every reading below works on this parse
+            doc = parse_sections(continuity, schema, require=False)
+            lines = pattern_lines(doc)
+            doc_durable = durable_chars(doc)
         except AnnealMemoryError:
             lines = []
-    summaries = extract_pattern_summaries(continuity, schema) if continuity and lines else []
-    listed = [{"id": e.id, "timestamp": e.timestamp, "type": e.type.value,
-               "content": e.content, "source": e.source, "trust": e.trust,
-               "superseded_by": e.superseded_by} for e in episodes]
+    summaries = pattern_summaries(lines) if lines else []
+    listed = [{"id": r.id, "timestamp": r.timestamp, "type": r.type, "content": r.content,
+               "source": r.source, "trust": eff.get(r.id) or r.trust,
+               "superseded_by": sup[r.id][-1][0] if r.id in sup else None} for r in rows]
     package = {
         "episodes": render_episodes(listed),  # text, as 1.0.2 gives it
         "episode_list": listed,
-        "episode_count": len(episodes),
+        "episode_count": len(listed),
         "continuity": continuity,
         "stale_patterns": stale_patterns(lines, today, staleness_days, continuity),
         "today": today,
@@ -122,7 +127,7 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
     package["instructions"] = instructions(
         schema, project_name=store.project_name, max_chars=target, today=today,
         proven=[s for s in summaries if s.level >= 2], summaries=summaries,
-        durable_chars=doc_durable, pending=pending_lines(continuity, schema))
+        durable_chars=doc_durable, pending=pending_lines(doc))
     package["crystallization_candidates"] = [
         {"name": s.name, "level": s.level, "summary": s.summary} for s in summaries
         if s.level >= CRYSTALLIZE_LEVEL]
@@ -140,12 +145,12 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
         package["rewarm_candidates"] = [{"name": c.name, "level": c.level,
                                          "last_activated_on": c.last_activated_on}
                                         for c in live if gone_cold(c, today)]
-    return {**base, "status": "ready", "episode_count": len(episodes), "package": package,
+    return {**base, "status": "ready", "episode_count": len(listed), "package": package,
             "uncovered_proven_to_check": package["uncovered_proven"],
             "crystallization_candidates": package["crystallization_candidates"],
             "rewarm_candidates": package["rewarm_candidates"],
             "wrap_token": token,
-            "message": f"{len(episodes)} episode(s) to compress; save with the wrap token"}
+            "message": f"{len(listed)} episode(s) to compress; save with the wrap token"}
 
 
 #: a pattern this high is a candidate to graduate out into the crystal store

@@ -21,9 +21,11 @@ from ..clock import now_iso
 from ..continuity.durable import durable_chars, merge_durable
 from ..continuity.parse import (
     ContinuityDoc,
+    PatternLine,
+    Section,
     parse_pattern_line,
-    parse_pattern_lines,
     parse_sections,
+    pattern_lines,
     supersession_markers,
 )
 from ..continuity.schema import durable_budget, hard_max_chars, has_felt_layer
@@ -97,12 +99,11 @@ def _check_size(store: Store, doc: ContinuityDoc, schema: Sequence[Mapping[str, 
 
 
 def _check_shrink(store: Store, doc: ContinuityDoc, prior: str | None,
-                  schema: Sequence[Mapping[str, Any]], allow_shrink: Any) -> None:
-    if allow_shrink is True or not prior or not has_felt_layer(schema):
-        return
-    try:
-        old = parse_sections(prior, schema, require=False)
-    except ContinuityValidationError:
+                  old: ContinuityDoc | None, schema: Sequence[Mapping[str, Any]],
+                  allow_shrink: Any) -> None:
+    """Refuse a save that collapses a felt store's protected sections or whole file;
+    ``old`` is ``prior`` parsed (None when it does not parse: no gate then)."""
+    if allow_shrink is True or not prior or old is None or not has_felt_layer(schema):
         return
     for role in ("narrative-timeless", "graduating"):
         before = sum(len(s.body) for s in old.by_role(role))
@@ -119,17 +120,21 @@ def _check_shrink(store: Store, doc: ContinuityDoc, prior: str | None,
                 role="file", before=before, after=after)
 
 
-def _govern(store: Store, doc: ContinuityDoc, ctx: WrapContext) -> list[LineOutcome]:
-    outcomes = []
+def _pattern_lines(doc: ContinuityDoc) -> list[tuple[Section, int, PatternLine]]:
+    """Each pattern line of the graduating sections, with its section and position."""
+    out = []
     for s in doc.by_role("graduating"):
         for i, line in enumerate(s.lines):
             p = parse_pattern_line(line, section=s.heading, index=i)
-            if p is None:
-                continue
-            o = govern_line(p, ctx)
-            s.lines[i] = o.new_text
-            outcomes.append(o)
-    return outcomes
+            if p is not None:
+                out.append((s, i, p))
+    return out
+
+
+def _marker_only(line: str) -> bool:
+    """A line that holds nothing but a ``[supersedes: OLD by NEW]`` marker."""
+    found = supersession_markers(line)
+    return bool(found) and not line.replace(found[0][2], "").strip(" -*")
 
 
 def validated_save_continuity(
@@ -179,23 +184,39 @@ def validated_save_continuity(
     day = _iso_day(today) if today is not None else wrap["today"]
     doc = parse_sections(text, schema)
     prior_text = store.load_continuity()
-    durable_warn, durable_dropped = merge_durable(prior_text, doc, schema)
+    # the prior continuity is parsed once (leniently); a prior that does not parse keeps
+    # no durable lines, skips the shrink gate and refuses at its pattern lines, as before
+    prior_doc, prior_error = None, None
+    if prior_text:
+        try:
+            prior_doc = parse_sections(prior_text, schema, require=False)
+        except ContinuityValidationError as exc:
+            prior_error = exc
+    durable_warn, durable_dropped = merge_durable(prior_doc, doc, schema)
     # [supersedes: OLD by NEW] lines are instructions to the save, not content.
     markers = supersession_markers(doc.render())
     for s in doc.sections:
-        s.lines = [ln for ln in s.lines if not (supersession_markers(ln) and
-                                                not ln.replace(supersession_markers(ln)[0][2], "").strip(" -*"))]
+        s.lines = [ln for ln in s.lines if not _marker_only(ln)]
     _check_size(store, doc, schema)
-    _check_shrink(store, doc, prior_text, schema, allow_shrink)
+    _check_shrink(store, doc, prior_text, prior_doc, schema, allow_shrink)
     if sum(len(s.body) for s in doc.by_role("durable")) > durable_budget(schema):
         durable_warn.append(f"Durable Facts is over its budget of {durable_budget(schema)} "
                             "characters: every line was kept; consider consolidating")
 
     snapshot_ids = list(wrap["episode_ids"])
-    snapshot = b.get_episodes(snapshot_ids)
-    superseded = set(b.supersessions_of(list(snapshot)))
+    if prior_error is not None:
+        raise prior_error
+    prior_lines = pattern_lines(prior_doc) if prior_doc is not None else []
+    found = _pattern_lines(doc)
+    # Only the episodes a line cites (or a marker names) are read: the rules look at no
+    # other episode of the wrap, so a wrap of thousands reads a handful of rows.
+    all_cited = sorted({c.episode_id for _s, _i, p in found for c in p.citations})
+    in_wrap = set(snapshot_ids)
+    wanted = sorted({*all_cited, *(n for _o, n, _m in markers)})
+    rows = b.get_episodes(wanted) if wanted else {}
+    snapshot = {i: r for i, r in rows.items() if i in in_wrap}
+    superseded = set(b.supersessions_of(list(snapshot))) if snapshot else set()
     history = b.pattern_history()
-    prior_lines = parse_pattern_lines(prior_text, schema) if prior_text else []
     prior_levels: dict[str, int] = {}
     prior_named: dict[str, tuple[str, int]] = {}
     for p in prior_lines:
@@ -203,16 +224,21 @@ def validated_save_continuity(
             prior_levels[p.key] = max(prior_levels.get(p.key, 0), p.level)
             if prior_levels[p.key] == p.level:
                 prior_named[p.key] = (p.name, p.level)
+    governed_before = b.has_pattern_history()
     ctx = WrapContext(
         today=day, snapshot=snapshot, superseded=superseded,
-        trust=store.effective_trust_map(list(snapshot)), history=history,
+        trust=store.effective_trust_map(list(snapshot)) if snapshot else {}, history=history,
         prior_levels=prior_levels,
         citations_seen=b.get_meta(ns_meta_key("citations_seen", store.scope)) == "1",
-        cold_days=carryforward_cold_days if b.has_pattern_history() else None,
-        first_governed_save=not b.has_pattern_history(),
+        cold_days=carryforward_cold_days if governed_before else None,
+        first_governed_save=not governed_before,
     )
     ctx.revoked = _revocations(store, history)
-    outcomes = _govern(store, doc, ctx)
+    outcomes = []
+    for section, i, p in found:
+        o = govern_line(p, ctx)
+        section.lines[i] = o.new_text
+        outcomes.append(o)
     lines = [o.line for o in outcomes]
     # gaming, reuse and spread count the graduation claims of this wrap (not 1x sightings)
     # and only their citations of this wrap's live episodes (not invented, replayed or
@@ -220,8 +246,7 @@ def validated_save_continuity(
     claims = [o.line for o in outcomes if is_candidate(o.line, ctx)]
     live = set(snapshot) - superseded
     counts = signals.citation_counts(claims, live)
-    all_cited = sorted({c.episode_id for p in lines for c in p.citations})
-    resolvable = set(b.get_episodes(all_cited)) if all_cited else set()
+    resolvable = {i for i in all_cited if i in rows}
     am_warn = signals.am_warn(lines, resolvable)
     final_text = doc.render()
     present = {o.line.key for o in outcomes if o.line.key}
@@ -310,7 +335,7 @@ def validated_save_continuity(
         except Exception:
             crystal_names = set()
 
-    with store._write():
+    with store._staging() as staged, store._write():
         current = b.open_wrap()
         if current is None or current["id"] != wrap["id"]:
             raise NoWrapInProgressError("the wrap was saved or cancelled by another process "
@@ -368,12 +393,12 @@ def validated_save_continuity(
             "drift": result["drift"],
             "session_id": session_id,
         }, actor="agent")
-        store._stage_continuity(final_text)
+        staged.append(store._stage_continuity(final_text))
     try:
-        store._flush_continuity()
-    except OSError as exc:  # committed: the file is written when the store is next opened
-        result["warnings"].append(f"the continuity file could not be written yet ({exc}); "
-                                  "the saved text is kept in the database and written on "
+        store._flush_continuity(*staged)
+    except OSError as exc:  # committed: the file is put in place when the store is next opened
+        result["warnings"].append(f"the continuity file could not be put in place yet ({exc}); "
+                                  "the saved text waits beside it and is put in place on "
                                   "the next open")
     for w in result["warnings"]:
         warnings.warn(w, UserWarning, stacklevel=2)
