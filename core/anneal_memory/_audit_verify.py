@@ -6,9 +6,11 @@ first entry that does not check out, naming that entry:
 - the files' own chain: every entry present once and in order from seq 1, each hash
   matching its content and linking to the entry before; a sealed week's manifest
   record matching the file;
-- the database's own chain, checked the same way;
-- the two copies against each other, entry for entry and field for field: an entry
-  in one and not the other, or different in the two, is a break at that entry;
+- the database's own chain, checked the same way (an entry it keeps as its hash only,
+  once mirrored, is checked through the files' entry);
+- the two copies against each other, entry for entry and field for field (for an entry
+  kept as its hash: the file entry's recomputed hash against it): an entry in one and
+  not the other, or different in the two, is a break at that entry;
 - the database's record of how far the files were mirrored: entries up to there
   must be in the files (cutting the end of the files is a break);
 - optionally an *anchor* (an entry's seq and hash kept somewhere else, from
@@ -43,6 +45,7 @@ from .errors import AuditError
 from .storage.driver import sqlite_driver
 from .storage.legacy import LEGACY_AUDIT_FORMAT, LEGACY_TAIL_KEY, legacy_tail
 from .storage.legacy import as_entry as legacy_entry
+from .storage.sqlite_audit import chain_rows
 
 _FIELDS = ("seq", "ts", "actor", "event", "data", "prev_hash", "hash")
 _HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
@@ -143,8 +146,7 @@ class _DbCopy:
                                 (LEGACY_TAIL_KEY,)).fetchone()
             if tail:  # an upgraded 1.0.2 store: its entries are in the files only
                 self.prev_seq, self.prev_hash = legacy_tail(tail[0])
-            self._rows = iter(conn.execute(
-                "SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log ORDER BY seq"))
+            self._rows = chain_rows(conn)
             self._conn = conn
             self.available = True
         except (sqlite3.DatabaseError, ValueError) as exc:
@@ -162,9 +164,7 @@ class _DbCopy:
         if self._conn is None or self._next is not None:
             return
         try:
-            self._rows = iter(self._conn.execute(
-                "SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log "
-                "WHERE seq > ? ORDER BY seq", (self.prev_seq,)))
+            self._rows = chain_rows(self._conn, self.prev_seq)
         except sqlite_driver().DatabaseError as exc:
             raise _Break(self.prev_seq + 1, "database", f"the database's copy cannot be "
                          f"read past entry {self.prev_seq} ({exc})") from None
@@ -178,6 +178,9 @@ class _DbCopy:
                          f"past entry {self.prev_seq} ({exc})") from None
         if r is None:
             self._next = None
+            return
+        if r[7]:  # kept as its hash only: the text is in the files
+            self._next = {"seq": int(r[0]), "hash": r[6], "compacted": True}
             return
         try:
             data = json.loads(r[4])
@@ -199,6 +202,10 @@ class _DbCopy:
             raise _Break(first, "database", (
                 f"entries {first} to {seq - 1} are missing from the database's copy"
                 if seq > first + 1 else f"entry {first} is missing from the database's copy"))
+        if e.get("compacted"):  # its content and link are checked through the files' entry
+            self.prev_seq, self.prev_hash = seq, e["hash"]
+            self._advance()
+            return e
         if e["hash"] != entry_hash(e):
             raise _Break(seq, "database", f"the database's copy of entry {seq} was altered: "
                          "its content does not match its hash")
@@ -323,8 +330,17 @@ def file_entries(paths: AuditPaths, manifest: Mapping[str, Any], *,
                 last_sealed = {e["seq"]: e.get("hash") for e in got}
 
 
-def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+def same_entry(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two copies of an entry agree on every field."""
     return all(a.get(k) == b.get(k) for k in _FIELDS)
+
+
+def _differs(e: Mapping[str, Any], d: Mapping[str, Any]) -> bool:
+    """Whether the file's entry ``e`` is not the database's ``d`` (kept in full, or as
+    its hash only: then the file entry's recomputed hash must be that hash)."""
+    if d.get("compacted"):
+        return e.get("hash") != d["hash"] or entry_hash(e) != d["hash"]
+    return not same_entry(e, d)
 
 
 # ---------------------------------------------------------------------- the walk
@@ -476,7 +492,9 @@ class _Walk:
                 d = db.take()
                 if d["seq"] > self.prev_seq:
                     raise _Break(d["seq"], name, f"entry {d['seq']} is in the database's copy "
-                                 "but missing from the files (removed or out of order)")
+                                 "but missing from the files (removed or out of order)" + (
+                                     "; the database keeps only its hash, so its text is in "
+                                     "no copy" if d.get("compacted") else ""))
             if seq <= self.prev_seq:
                 raise _Break(seq, name, f"entry {seq} appears twice" if seq in self.seen_at
                              else f"entry {seq} is out of order (after entry {self.prev_seq})")
@@ -491,7 +509,7 @@ class _Walk:
                     raise _Break(seq, name, f"entry {seq} is in the files but not in the "
                                  "database's copy (removed from the database)")
                 d = db.take()
-                if not _same(e, d):
+                if _differs(e, d):
                     # the database's copy passed its own chain checks in take()
                     file_ok = (e.get("hash") == entry_hash(e)
                                and e.get("prev_hash") == self.prev_hash)
@@ -514,6 +532,10 @@ class _Walk:
             if seq != self.prev_seq + 1:
                 raise _Break(self.prev_seq + 1, "database",
                              f"entry {self.prev_seq + 1} is missing")
+            if d.get("compacted"):
+                raise _Break(seq, self.prev_where or "files", (
+                    f"entry {seq} is missing from the files, and the database keeps only its "
+                    "hash (it had been mirrored): its text is in no copy"))
             self._link(d, "database")
             self._accept(d, "database")
             self.unmirrored += 1

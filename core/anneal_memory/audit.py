@@ -2,29 +2,53 @@
 
 Each entry is written into the store's database in the same transaction as the mutation
 it records, so no mutation can commit without its entry. After the commit the chain is
-mirrored to ``<stem>.audit.jsonl`` (the current ISO week) under a cross-process lock;
-older weeks are sealed as ``<stem>.audit.<YYYY>-W<WW>.jsonl.gz`` and indexed in
-``<stem>.audit.manifest.json``. A mirror that fails (disk full) is caught up by the
-next append or by ``AuditTrail.repair``; it is counted in ``audit_write_failures``.
+mirrored to ``<stem>.audit.jsonl`` (one compact JSON object per line) under a
+cross-process lock. The active file is sealed as ``<stem>.audit.<YYYY>-W<WW>.jsonl.gz``
+when the ISO week moves on, and also by the mirror that takes it past ``SEAL_BYTES`` or a
+sixteenth of what the week's sealed parts hold, whichever is more (a busy week then has
+several sealed parts, ``<week>.<first seq>``, growing with it), each listed in
+``<stem>.audit.manifest.json``. A mirror that fails (disk full) is caught up by the next
+append or by ``AuditTrail.repair``; it is counted in ``audit_write_failures``.
 
 Entries hold ids and salted hashes, never content, and by default never labels a
 reader could learn from either: sources, state keys, pattern names, forget reasons,
-reviewers and namespace ids are written as salted hashes too (``hash_label``).
+reviewers and namespace ids are written as salted hashes too (``hash_label``: 128 bits
+of the salted SHA-256; entries written before kept all 256, and ``same_label`` compares
+either).
 
-``AuditTrail.verify`` walks the files and the database's copy side by side (see
-``_audit_verify``); ``AuditTrail.head`` gives the newest entry's seq and hash to keep
-elsewhere as an anchor, which ``verify(anchor=...)`` checks.
+The database's copy on SQLite is compacted once mirrored: after the files holding an
+entry are fsynced (and the entry written there is the row itself), the row is replaced
+by its seq and 32-byte hash (``storage.sqlite_audit``), so the text is kept once, in the
+files, and the database keeps what verification needs. ``AuditTrail.verify`` walks the
+files and the database's copy side by side (see ``_audit_verify``): a file entry whose
+recomputed hash is not the one the database keeps for its seq is named at that entry, so
+a rewrite of the files, however consistent, is still caught. Entries not yet mirrored stay
+in full, so a crash between the commit and the mirror loses nothing. PostgreSQL has no
+files and keeps every entry in full.
+
+The trade-off is in ``repair``: it rebuilds the files from the database's full rows and
+from every line still on disk (the damaged files, sealed parts, copies set aside earlier)
+whose hash is the one the database keeps. An entry whose text is in no file any more
+(a sealed file deleted, a line rewritten) cannot be rebuilt from the database: repair
+names those entries (``lost_entries``) and the trail keeps failing verify there, rather
+than passing over the gap. Before compaction the database could rebuild them; keep
+backups of the audit files (or anchors, ``AuditTrail.head``) where that matters.
+
+``AuditTrail.head`` gives the newest entry's seq and hash to keep elsewhere as an anchor,
+which ``verify(anchor=...)`` checks.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import gzip
 import hashlib
 import json
 import logging
 import os
 import time
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,7 +58,9 @@ from ._fileio import atomic_write_bytes, atomic_write_json, file_lock, fsync_dir
 from .clock import iso_week, now_iso
 from .errors import AuditError
 from .storage.driver import sqlite_driver
+from .storage.legacy import LEGACY_AUDIT_FORMAT, sealed_part, upgrade_report
 from .storage.pg_location import pg_dsn
+from .storage.sqlite_audit import tip_row
 
 if TYPE_CHECKING:
     from .storage.base import Backend
@@ -48,6 +74,10 @@ PROGRESS_EVERY = 5000
 
 #: The database meta key recording the newest entry known to be in the files.
 MIRRORED_SEQ_KEY = "audit_mirrored_seq"
+
+#: Hex digits of a salted label hash in new entries (128 bits of SHA-256).
+LABEL_HEX = 32
+_HEXDIGITS = frozenset("0123456789abcdef")
 
 #: Data keys whose values are labels, not ids or counts: hashed unless the store opts out.
 HASHED_KEYS: frozenset[str] = frozenset({
@@ -73,8 +103,41 @@ def content_hash(salt: str, text: str) -> str:
     return hashlib.sha256((salt + "\x00" + text).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def entry_line(entry: Mapping[str, Any]) -> str:
+    """An entry as one line of the JSONL files: sorted keys, compact separators. (Lines
+    written with spaces read the same: the hash is over the canonical JSON, not the line.)"""
+    return json.dumps(entry, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def same_label(stored: Any, expected: Any) -> bool:
+    """Whether a label as an entry holds it is ``expected`` (from ``hash_label``): a hash
+    written at full length (256 bits, older entries) matches its 128-bit prefix."""
+    if isinstance(stored, str) and isinstance(expected, str):
+        if stored == expected:
+            return True
+        n = min(len(stored), len(expected))
+        return (n >= LABEL_HEX and stored[:n] == expected[:n]
+                and _HEXDIGITS.issuperset(stored) and _HEXDIGITS.issuperset(expected))
+    if isinstance(stored, Mapping) and isinstance(expected, Mapping):
+        return stored.keys() == expected.keys() and all(
+            same_label(stored[k], expected[k]) for k in stored)
+    if isinstance(stored, list) and isinstance(expected, (list, tuple)):
+        return len(stored) == len(expected) and all(map(same_label, stored, expected))
+    return bool(stored == expected)
+
+
 def _week_of(ts: Any) -> str | None:
     return iso_week(ts) if isinstance(ts, str) else None
+
+
+def _int_or(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _digests(entries: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    """(seq, hash) of rows just written to the files as they are: their text is kept
+    there byte for byte (even a row that does not check out: verify names it there)."""
+    return [(int(e["seq"]), str(e["hash"])) for e in entries]
 
 
 @dataclass
@@ -181,9 +244,15 @@ class AuditTrail:
         self.write_failures_this_process = 0
         self._unmirrored = 0
         self._last_mirror = time.monotonic()
+        #: whether this trail looked for full rows the files already held (once)
+        self._stragglers_checked = False
 
     MIRROR_EVERY = 256
     MIRROR_SECONDS = 1.0
+    #: the active file is sealed (gzipped) by the mirror that takes it past this many
+    #: bytes, or past 1/SEAL_SHARE of the bytes the week's sealed parts hold when more
+    SEAL_BYTES = 256 * 1024
+    SEAL_SHARE = 16
 
     # ------------------------------------------------------------------ write side
     def hash_content(self, text: str) -> str:
@@ -192,14 +261,14 @@ class AuditTrail:
     def hash_label(self, value: Any) -> Any:
         """A label as the trail writes it: a salted hash of its text (lists and the
         fields of a namespace dict one by one; None, numbers and booleans as they are).
-        Compare with ``hash_label(the label you expect)``."""
+        Compare with ``same_label(entry_value, hash_label(the label you expect))``."""
         if value is None or isinstance(value, (bool, int, float)):
             return value
         if isinstance(value, Mapping):
             return {k: self.hash_label(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self.hash_label(v) for v in value]
-        return content_hash(self.salt, "label\x00" + str(value))
+        return content_hash(self.salt, "label\x00" + str(value))[:LABEL_HEX]
 
     def redact(self, event: str, data: Mapping[str, Any]) -> dict[str, Any]:
         """``data`` with its labels hashed (see ``HASHED_KEYS``)."""
@@ -267,12 +336,14 @@ class AuditTrail:
             return False
 
     def mirror(self) -> int:
-        """Append every committed entry the files lack; rotate when the week moves on.
+        """Append every committed entry the files lack; seal the active file when the
+        week moves on or it reaches its size bound; then compact what the files now hold.
 
         A week is sealed once: entries stamped with an earlier week (the clock stepped
         back) stay in the active file, and a sealed file is never overwritten. After the
         files are durable, the database records how far they reach (``MIRRORED_SEQ_KEY``),
-        so a cut at the end of the files is caught by ``verify``.
+        so a cut at the end of the files is caught by ``verify``, and keeps only the hashes
+        of the entries just written (in the same transaction).
         """
         if not getattr(self.backend, "mirrors_audit_to_files", True):
             return 0  # a server database keeps the one chain every host shares
@@ -282,36 +353,108 @@ class AuditTrail:
             sealed_last = int(sealed[-1]["last_seq"]) if sealed else 0
             first, last_entry = self._active_bounds(sealed_last)
             last = int(last_entry["seq"]) if last_entry else sealed_last
-            new = self.backend.audit_entries(after_seq=last)
-            if new:
-                marks = [w for w in (manifest.get("active_week"),
-                                     sealed[-1].get("week") if sealed else None,
-                                     _week_of(first["ts"]) if first else None,
-                                     _week_of(last_entry.get("ts")) if last_entry else None)
-                         if isinstance(w, str)]
-                high = max(marks) if marks else None  # ISO week labels sort in time order
-                buf: list[str] = []
-                has_active = first is not None
-                for e in new:
-                    week = _week_of(e["ts"]) or high
-                    if high is not None and week is not None and week > high and (has_active or buf):
-                        self._write_active_append(buf)
-                        buf = []
-                        self._rotate(manifest)
-                        has_active = False
-                    if week is not None and (high is None or week > high):
-                        high = week
-                    buf.append(json.dumps(e, sort_keys=True, ensure_ascii=False))
-                self._write_active_append(buf)
-                if manifest.get("active_week") != high:
-                    manifest["active_week"] = high
-                    atomic_write_json(self.paths.manifest, manifest)
-                last = int(new[-1]["seq"])
-        self._record_mirrored(last)
+            new = self.backend.audit_rows(after_seq=last)
+            if new and int(new[0]["seq"]) != last + 1:
+                log.warning("anneal-memory: the audit files end at entry %d but the next entry "
+                            "the database holds in full is %d: run anneal-memory verify",
+                            last, new[0]["seq"])
+            self._write_entries(manifest, first, last_entry, new)
+            if not self._stragglers_checked:
+                self._stragglers_checked = True
+                try:  # best effort: the files are written; a row left in full is harmless
+                    self._compact_held(manifest, int(new[0]["seq"]) - 1 if new else last)
+                except Exception as exc:
+                    log.warning("anneal-memory: compacting audit entries the files already "
+                                "hold failed (%s); they stay in full in the database", exc)
+        self._record_mirrored(int(new[-1]["seq"]) if new else last, _digests(new))
         return len(new)
 
-    def _record_mirrored(self, seq: int) -> None:
-        """Note in the database that the files hold every entry up to ``seq``."""
+    def _write_entries(self, manifest: dict[str, Any], first: Mapping[str, Any] | None,
+                       last_entry: Mapping[str, Any] | None,
+                       entries: list[dict[str, Any]]) -> None:
+        """Append ``entries`` to the active file (held under the file lock), sealing it on
+        a new week and at its size bound (``_seal_bound``)."""
+        if not entries:
+            return
+        sealed = manifest["files"]
+        marks = [w for w in (manifest.get("active_week"),
+                             sealed[-1].get("week") if sealed else None,
+                             _week_of(first["ts"]) if first else None,
+                             _week_of(last_entry.get("ts")) if last_entry else None)
+                 if isinstance(w, str)]
+        high = max(marks) if marks else None  # ISO week labels sort in time order
+        buf: list[str] = []
+        size = self.paths.active.stat().st_size if first is not None else 0
+        bound = self._seal_bound(manifest, high)
+        for e in entries:
+            week = _week_of(e["ts"]) or high
+            if high is not None and week is not None and week > high and (size or buf):
+                self._write_active_append(buf)
+                buf, size = [], 0
+                self._rotate(manifest)
+            if week is not None and (high is None or week > high):
+                high = week
+                bound = self._seal_bound(manifest, high)
+            line = entry_line(e)
+            buf.append(line)
+            size += len(line) + 1
+            if size >= bound * 4:  # a very large mirror (a rebuild) is cut into parts too
+                self._write_active_append(buf)
+                buf, size = [], 0
+                self._rotate(manifest)
+                bound = self._seal_bound(manifest, high)
+        self._write_active_append(buf)
+        if size >= bound:  # sealed once per mirror: a batch's entries go in one part
+            self._rotate(manifest)
+        if manifest.get("active_week") != high:
+            manifest["active_week"] = high
+            atomic_write_json(self.paths.manifest, manifest)
+
+    def _seal_bound(self, manifest: Mapping[str, Any], week: str | None) -> int:
+        """The size at which the active file is sealed: ``SEAL_BYTES``, or a sixteenth
+        of the plain bytes the week's sealed parts hold when that is more, so a week of a
+        million entries is a hundred parts or so, not thousands."""
+        held = 0
+        for m in reversed(manifest["files"]):
+            if m.get("week") != week:
+                break
+            held += _int_or(m.get("bytes"), 0)
+        return max(self.SEAL_BYTES, held // self.SEAL_SHARE)
+
+    def _compact_held(self, manifest: Mapping[str, Any], upto: int, page: int = 5000) -> None:
+        """Compact the full rows up to ``upto`` that the files already held before this
+        mirror: left by a crash between writing the files and compacting, or by a store
+        from before compaction. Only a row the files hold exactly, field for field, is
+        compacted (its text stays there); any other stays in full (verify names it)."""
+        from ._audit_verify import file_entries, same_entry
+
+        b = self.backend
+        head = b.audit_rows(after_seq=0, limit=1)
+        if not head or int(head[0]["seq"]) > upto or b.read_only:
+            return
+        low = int(head[0]["seq"])
+        files = [m for m in manifest["files"] if _int_or(m.get("last_seq"), low) >= low]
+        it = file_entries(self.paths, {**manifest, "files": files}, strict=False)
+        cur = next(it, None)
+        after = low - 1
+        while after < upto:
+            rows = [r for r in b.audit_rows(after_seq=after, limit=page) if r["seq"] <= upto]
+            if not rows:
+                return
+            held: list[tuple[int, str]] = []
+            for row in rows:
+                while cur is not None and cur[1]["seq"] < row["seq"]:
+                    cur = next(it, None)
+                if cur is not None and cur[1]["seq"] == row["seq"] and same_entry(cur[1], row):
+                    held.append((int(row["seq"]), str(row["hash"])))
+            if held:
+                with b.transaction():
+                    b.audit_compact(held)
+            after = int(rows[-1]["seq"])
+
+    def _record_mirrored(self, seq: int, compact: list[tuple[int, str]] | None = None) -> None:
+        """Note in the database that the files hold every entry up to ``seq``, and keep
+        only the hashes of ``compact`` (entries just written there), in one transaction."""
         b = self.backend
         if b.read_only or not seq:
             return
@@ -319,12 +462,14 @@ class AuditTrail:
             known = int(b.get_meta(MIRRORED_SEQ_KEY) or 0)
         except ValueError:
             known = 0
-        if seq <= known:
+        if seq <= known and not compact:
             return
         with b.transaction():
             current = b.get_meta(MIRRORED_SEQ_KEY)
             if not current or not current.isdigit() or int(current) < seq:
                 b.set_meta(MIRRORED_SEQ_KEY, str(seq))
+            if compact:
+                b.audit_compact(compact)
 
     def _active_bounds(self, sealed_last: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """First and last entries of the active file, reading only its ends. A torn last
@@ -370,17 +515,23 @@ class AuditTrail:
             fsync_dir(self.paths.active.parent)
 
     def _rotate(self, manifest: dict[str, Any]) -> None:
+        """Seal the active file: gzip it under the week of its first entry (a week sealed
+        before gets ``<week>.<first seq>``), list it in the manifest, empty the active file."""
         lines = [x for x in _read_lines(self.paths.active) if x.strip()]
         if not lines:
             return
-        entries = [json.loads(x) for x in lines]
-        week = _week_of(entries[0].get("ts")) or manifest.get("active_week") or "unknown"
-        target = self.paths.unused_sealed(week)
-        atomic_write_bytes(target, gzip.compress(("\n".join(lines) + "\n").encode("utf-8")))
+        head, tail = json.loads(lines[0]), json.loads(lines[-1])
+        week = _week_of(head.get("ts")) or manifest.get("active_week") or "unknown"
+        target = self.paths.sealed(week)
+        if target.exists():
+            target = self.paths.unused_sealed(f"{week}.{head['seq']}")
+        text = ("\n".join(lines) + "\n").encode("utf-8")
+        atomic_write_bytes(target, gzip.compress(text, compresslevel=6))  # gzip's own default
         manifest["files"].append({
-            "file": target.name, "week": week, "first_seq": entries[0]["seq"],
-            "last_seq": entries[-1]["seq"], "entries": len(entries),
-            "first_prev_hash": entries[0]["prev_hash"], "last_hash": entries[-1]["hash"],
+            "file": target.name, "week": week, "first_seq": head["seq"],
+            "last_seq": tail["seq"], "entries": len(lines),
+            "first_prev_hash": head["prev_hash"], "last_hash": tail["hash"],
+            "bytes": len(text),
         })
         atomic_write_json(self.paths.manifest, manifest)
         atomic_write_bytes(self.paths.active, b"")
@@ -435,47 +586,217 @@ class AuditTrail:
         for _name, e in AuditTrail.iter_entries(db_path):
             last = e
         store_id = _db_meta(paths.db, "store_id")
+        tip = _db_tip(paths.db)  # the database's copy knows the newest even past the files
+        if tip is not None and (last is None or int(last["seq"]) < tip[0]):
+            return AuditHead(tip[0], tip[1], None, store_id)
         if last is None:
             return AuditHead(0, GENESIS, None, store_id)
         return AuditHead(int(last["seq"]), str(last["hash"]), last.get("ts"), store_id)
 
     @staticmethod
     def repair(db_path: str | Path, backend: Backend, *, force: bool = False) -> dict[str, Any]:
-        """Rebuild the JSONL files and manifest from the database's copy of the chain.
+        """Rebuild the JSONL files and manifest from the database's copy of the chain and
+        the lines still on disk.
 
         A trail that verifies is left as it is (only missing entries are mirrored) unless
-        ``force``; otherwise its files are set aside, never deleted, and rebuilt. The
-        result says whether the trail verifies afterwards (``valid``) and, if not, why:
-        a database copy that is itself broken cannot be repaired from.
+        ``force``; otherwise its files are set aside, never deleted, and rebuilt: entries
+        the database holds in full from there, compacted ones (hash only) from any line
+        on disk whose hash is the one the database keeps, 1.0.2's sealed files as they
+        are. An entry no file holds any more is named in ``lost_entries`` (ranges) and
+        left out, so verify keeps reporting it. The result says whether the trail
+        verifies afterwards (``valid``) and, if not, why.
         """
         paths = AuditPaths(db_path)
+        trail = AuditTrail(backend, db_path, salt="")
         if not force and AuditTrail.verify(db_path).valid:
-            written = AuditTrail(backend, db_path, salt="").mirror()
+            written = trail.mirror()
             return {"rebuilt_entries": 0, "mirrored_entries": written, "set_aside": [],
-                    "valid": True, "reason": None,
+                    "salvaged_entries": 0, "lost_entries": [], "valid": True, "reason": None,
                     "status": "the trail verifies: nothing to repair"}
         with file_lock(paths.lock):
-            set_aside: list[str] = []
-            stamp = now_iso().replace(":", "").replace("+", "Z")[:17]
-            for f in [paths.manifest, paths.active, *paths.db.parent.glob(
-                    paths.db.stem + ".audit.*.jsonl.gz")]:
-                if f.exists():
-                    dest = f.with_name(f.name + f".set-aside-{stamp}")
-                    n = 1
-                    while dest.exists():
-                        n += 1
-                        dest = f.with_name(f.name + f".set-aside-{stamp}-{n}")
-                    os.replace(f, dest)
-                    set_aside.append(dest.name)
-        with contextlib.suppress(Exception), backend.transaction():
-            backend.set_meta(MIRRORED_SEQ_KEY, None)
-        written = AuditTrail(backend, db_path, salt="").mirror()
+            try:
+                old = load_manifest(paths)
+            except AuditError:  # 1.0.2's records (if any) come back from its files
+                old = sealed_part(db_path, upgrade_report(backend)) or {"files": []}
+            # 1.0.2's part exists only in its files: kept in place, listed first again
+            legacy = [m for m in old["files"] if m.get("format") == LEGACY_AUDIT_FORMAT
+                      and (paths.db.parent / str(m["file"])).is_file()]
+            keep = {str(m["file"]) for m in legacy}
+            with backend.read():  # one snapshot: no entry counted both ways, or neither
+                full = {int(e["seq"]): e for e in backend.audit_rows()}
+                digests = backend.audit_digests()
+            need = {seq: h for seq, h, _c in digests if seq not in full}
+            found = _salvage(paths, need, keep) if need else {}
+            set_aside = _set_aside(paths, keep)
+            with contextlib.suppress(Exception), backend.transaction():
+                backend.set_meta(MIRRORED_SEQ_KEY, None)
+            entries = [full[seq] if seq in full else found[seq] for seq, _h, _c in digests
+                       if seq in full or seq in found]
+            manifest: dict[str, Any] = {"version": 1, "files": legacy, "active_week": None}
+            if "legacy" in old:
+                manifest["legacy"] = old["legacy"]
+            if legacy:
+                atomic_write_json(paths.manifest, manifest)
+            trail._write_entries(manifest, None, None, entries)
+        trail._record_mirrored(int(entries[-1]["seq"]) if entries else 0,
+                               _digests([e for e in entries if int(e["seq"]) in full]))
+        lost = _ranges(sorted(set(need) - set(found)))
         after = AuditTrail.verify(db_path)
-        status = ("rebuilt from the database's copy of the chain" if after.valid else
-                  f"rebuilt, but the trail still does not verify: {after.reason} (entry "
-                  f"{after.chain_break_at} in {after.chain_break_file})")
-        return {"rebuilt_entries": written, "mirrored_entries": written, "set_aside": set_aside,
+        parts = ("rebuilt from the database's copy of the chain"
+                 + (f" and {len(found)} entries the old files still held" if found else ""))
+        if lost:
+            parts = (f"rebuilt what could be; entries {ranges_text(lost)} cannot be: the "
+                     "database keeps only their hashes once the files hold them, and no "
+                     "audit file (set aside or not) holds text with those hashes any more")
+        status = parts if after.valid else (
+            f"{parts}; the trail does not verify: {after.reason} (entry "
+            f"{after.chain_break_at} in {after.chain_break_file})")
+        return {"rebuilt_entries": len(entries), "mirrored_entries": len(entries),
+                "set_aside": set_aside, "salvaged_entries": len(found), "lost_entries": lost,
                 "valid": after.valid, "reason": after.reason, "status": status}
+
+
+_BODY = ("seq", "ts", "actor", "event", "data", "prev_hash")
+
+
+def _body(e: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: e.get(k) for k in _BODY}
+
+
+def chain_entries(db_path: str | Path, backend: Backend, after_seq: int = 0,
+                  limit: int | None = None) -> list[dict[str, Any]]:
+    """The database's copy after ``after_seq``, every entry in full, oldest first: its
+    full rows, and the text of compacted entries from the audit files, each checked
+    against the hash the database keeps (a writer sealing a file meanwhile is read again).
+    Raises AuditError at the first entry no file holds unchanged."""
+    missing = 0
+    for _attempt in range(3):
+        try:
+            return _chain_entries(AuditPaths(db_path), backend, after_seq, limit)
+        except _Missing as exc:
+            missing = exc.seq
+    raise AuditError(
+        f"entry {missing} of the audit chain cannot be read: the database keeps only its "
+        "hash once mirrored, and the audit files do not hold it unchanged; check them with "
+        "anneal-memory verify (audit-repair rebuilds what they still hold)")
+
+
+class _Missing(Exception):
+    def __init__(self, seq: int) -> None:
+        super().__init__(seq)
+        self.seq = seq
+
+
+def _chain_entries(paths: AuditPaths, backend: Backend, after_seq: int,
+                   limit: int | None) -> list[dict[str, Any]]:
+    from ._audit_verify import file_entries
+
+    with backend.read():  # one snapshot of both tables
+        digests = backend.audit_digests(after_seq, limit)
+        full = {int(e["seq"]): e for e in backend.audit_rows(after_seq, limit)}
+    out: list[dict[str, Any]] = []
+    files: Iterator[tuple[str, dict[str, Any]]] | None = None
+    cur: tuple[str, dict[str, Any]] | None = None
+    for seq, h, _compacted in digests:
+        if seq in full:
+            out.append(full[seq])
+            continue
+        if files is None:
+            manifest = load_manifest(paths)
+            first = digests[0][0]
+            manifest = {**manifest, "files": [m for m in manifest["files"]
+                                              if _int_or(m.get("last_seq"), first) >= first]}
+            files = file_entries(paths, manifest, strict=False)
+            cur = next(files, None)
+        while cur is not None and cur[1]["seq"] < seq:
+            cur = next(files, None)
+        if cur is None or cur[1]["seq"] != seq or entry_hash(cur[1]) != h:
+            raise _Missing(seq)
+        out.append({**_body(cur[1]), "hash": h})
+    return out
+
+
+def _ranges(seqs: list[int]) -> list[list[int]]:
+    """Sorted seqs as [first, last] runs."""
+    out: list[list[int]] = []
+    for s in seqs:
+        if out and out[-1][1] == s - 1:
+            out[-1][1] = s
+        else:
+            out.append([s, s])
+    return out
+
+
+def ranges_text(ranges: list[list[int]]) -> str:
+    """[first, last] runs as text: ``3, 7-9``."""
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
+
+
+def _file_text(path: Path) -> str:
+    """A file's text for salvage: gzip (one member or more, or cut short: as much as can
+    be read) or plain; undecodable bytes become replacement characters."""
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        out: list[bytes] = []
+        while data:
+            d = zlib.decompressobj(wbits=31)
+            try:
+                out.append(d.decompress(data))
+            except zlib.error:
+                break
+            if not d.eof:
+                break
+            data = d.unused_data
+        data = b"".join(out)
+    return data.decode("utf-8", "replace")
+
+
+def _salvage(paths: AuditPaths, need: Mapping[int, str], skip: set[str]) -> dict[int, dict[str, Any]]:
+    """Entries the database keeps as hashes only, found in the audit files on disk (any
+    of ``<stem>.audit*``, earlier set-aside copies too) by their hash."""
+    found: dict[int, dict[str, Any]] = {}
+    prefix = paths.db.stem + ".audit"
+    for f in sorted(paths.db.parent.glob(glob.escape(prefix) + "*")):
+        if f.name in skip or f in (paths.lock, paths.manifest) or not f.is_file() \
+                or f.name.startswith(paths.manifest.name):
+            continue
+        try:
+            text = _file_text(f)
+        except OSError:
+            continue
+        for line in text.splitlines():
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            seq = e.get("seq") if isinstance(e, dict) else None
+            if type(seq) is not int or seq not in need or seq in found:
+                continue
+            if entry_hash(e) == need[seq]:
+                found[seq] = {**_body(e), "hash": need[seq]}
+        if len(found) == len(need):
+            break
+    return found
+
+
+def _set_aside(paths: AuditPaths, keep: set[str]) -> list[str]:
+    """Rename the manifest, the active file and every sealed file (but ``keep``) to
+    ``*.set-aside-<time>``: never deleted. Held under the file lock."""
+    set_aside: list[str] = []
+    stamp = now_iso().replace(":", "").replace("+", "Z")[:17]
+    for f in [paths.manifest, paths.active, *paths.db.parent.glob(
+            glob.escape(paths.db.stem) + ".audit.*.jsonl.gz")]:
+        if f.exists() and f.name not in keep:
+            dest = f.with_name(f.name + f".set-aside-{stamp}")
+            n = 1
+            while dest.exists():
+                n += 1
+                dest = f.with_name(f.name + f".set-aside-{stamp}-{n}")
+            os.replace(f, dest)
+            set_aside.append(dest.name)
+    if set_aside:
+        fsync_dir(paths.db.parent)
+    return set_aside
 
 
 def _db_meta(db: Path, key: str) -> str | None:
@@ -486,6 +807,20 @@ def _db_meta(db: Path, key: str) -> str | None:
         r = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return None if r is None else str(r[0])
     except Exception:
+        return None
+    finally:
+        conn.close()
+
+
+def _db_tip(db: Path) -> tuple[int, str] | None:
+    """(seq, hash) of the newest entry in the database's copy (None when it holds none or
+    cannot be read)."""
+    conn = _ro_connect(db)
+    if conn is None:
+        return None
+    try:
+        return tip_row(conn)
+    except sqlite_driver().DatabaseError:
         return None
     finally:
         conn.close()

@@ -24,16 +24,23 @@ def test_anchor_catches_a_consistent_rewrite(store: Store, location: str) -> Non
     assert AuditTrail.verify(where, anchor=str(head)).valid
     assert AuditTrail.verify(where, anchor=head.hash).valid
 
-    # rewrite entry 2 and relink every later one, in the database's copy
+    # rewrite entry 2 and relink every later one, in the database's copy (on SQLite the
+    # mirrored entries are kept there as their hashes: those are what is rewritten)
     b = store.backend
     rows = b.audit_entries()
     rows[1]["actor"] = "forged"
     prev = rows[0]["hash"] if rows else GENESIS
+    compacted = {seq for seq, _h, c in b.audit_digests() if c}
+    assert compacted or location.startswith("postgres")
     with b.transaction():
         for e in rows[1:]:
             e["prev_hash"] = prev
             e["hash"] = entry_hash(e)
             prev = e["hash"]
+            if e["seq"] in compacted:
+                b.execute("UPDATE audit_hashes SET hash=? WHERE seq=?",
+                          (bytes.fromhex(e["hash"]), e["seq"]))
+                continue
             b.execute("UPDATE audit_log SET actor=?, prev_hash=?, hash=?, data=? WHERE seq=?",
                       (e["actor"], e["prev_hash"], e["hash"],
                        json.dumps(e["data"], sort_keys=True, ensure_ascii=False), e["seq"]))

@@ -134,6 +134,33 @@ def test_tampering_with_the_1_0_2_part_is_caught(legacy_copy: Path) -> None:
     assert not res.valid and res.chain_break_at == 3 and res.chain_break_file == sealed.name
 
 
+@pytest.mark.parametrize("damage", ["manifest", "active"])
+def test_repair_of_an_upgraded_store_keeps_the_1_0_2_part_and_rebuilds_ours(
+        legacy_copy: Path, damage: str) -> None:
+    db = legacy_copy / "legacy.db"
+    with Store(db) as s:
+        for i in range(3):
+            s.record(f"after the upgrade {i}", "observation")
+    sealed = legacy_copy / "legacy.audit.1.0.2.jsonl"
+    old = sealed.read_bytes()
+    ours = [e for _n, e in AuditTrail.iter_entries(db) if "format" not in e]
+    if damage == "manifest":  # the record of which files are 1.0.2's is gone
+        (legacy_copy / "legacy.audit.manifest.json").write_text("{broken", "utf-8")
+    else:  # our own entries out of order in the active file
+        active = legacy_copy / "legacy.audit.jsonl"
+        lines = active.read_text("utf-8").splitlines()
+        active.write_text("\n".join(reversed(lines)) + "\n", "utf-8")
+    assert not AuditTrail.verify(db).valid
+    with Store(db) as s:
+        res = AuditTrail.repair(db, s.backend)
+    assert res["valid"], res
+    assert res["lost_entries"] == [] and res["rebuilt_entries"] == len(ours) == 4
+    assert sealed.read_bytes() == old  # 1.0.2's part is untouched, still first in the chain
+    after = AuditTrail.verify(db)
+    assert after.valid and after.files[0] == sealed.name
+    assert [e for _n, e in AuditTrail.iter_entries(db) if "format" not in e] == ours
+
+
 def test_sidecars_are_read_in_1_0_2_layout_and_written_back_in_ours(legacy_copy: Path) -> None:
     cs = CrystalStore(legacy_copy / "legacy.crystal.json")
     c = cs.get("pool-bottleneck")

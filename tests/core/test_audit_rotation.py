@@ -52,13 +52,16 @@ def test_a_clock_stepping_back_never_overwrites_a_sealed_week(db: Path) -> None:
 
 def test_repair_force_reports_a_broken_database_copy_as_a_failure(db: Path, capsys) -> None:
     _record_at(db, W45, 5)
-    with sqlite3.connect(db) as c:
-        c.execute("UPDATE audit_log SET actor='mallory' WHERE seq=3")
+    with sqlite3.connect(db) as c:  # entry 3 is mirrored: the database keeps its hash
+        assert c.execute("UPDATE audit_hashes SET hash=zeroblob(32) WHERE seq=3").rowcount == 1
     with Store(db) as s:
         res = AuditTrail.repair(db, s.backend, force=True)
     assert res["valid"] is False and "entry 3" in res["status"] and res["set_aside"]
+    # no line on disk has the hash the database keeps for entry 3: named, never written
+    assert res["lost_entries"] == [[3, 3]] and res["rebuilt_entries"] == 4
     code = main(["--db", str(db), "audit-repair", "--force"])
-    assert code == 1 and "could not produce a trail that verifies" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert code == 1 and "could not produce a trail that verifies" in err and "entries 3 " in err
     assert not AuditTrail.verify(db).valid
 
 
@@ -118,8 +121,9 @@ def test_a_kill_at_any_step_of_a_rotation_never_breaks_verify(tmp_path: Path, mo
         db.parent.mkdir()
         _record_at(db, W45, 3)
         out = _run_child(db, kill_at, mode)
-        with sqlite3.connect(db) as c:
-            committed = c.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0]
+        with sqlite3.connect(db) as c:  # in full until mirrored, then as hashes
+            committed = c.execute("SELECT (SELECT COUNT(*) FROM audit_log) + "
+                                  "(SELECT COUNT(*) FROM audit_hashes)").fetchone()[0]
         r = AuditTrail.verify(db)
         assert r.valid, (kill_at, mode, r.reason)
         assert r.total_entries == committed

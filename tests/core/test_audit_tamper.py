@@ -2,13 +2,18 @@
 fresh copy of one real store, and what ``verify`` must say about it.
 
 The store holds 40 entries over four ISO weeks: three sealed weeks (seq 1-10, 11-20,
-21-30) and the active file (31-40). Each tamper names the first entry it makes bad;
-verify must report exactly that entry. Rewrites made consistently in both copies are
-only detectable against an anchor kept elsewhere, and are tested with one.
+21-30) and the active file (31-40). Every entry is mirrored, so the database keeps each
+as its hash only (compacted); a second store is the same with entries 31-40 committed but
+not yet mirrored (a crash before the mirror), kept in full in the database alone. Each
+tamper names the first entry it makes bad; verify must report exactly that entry.
+Rewrites made consistently in both copies are only detectable against an anchor kept
+elsewhere, and are tested with one.
 
-Counts: 131 tampers, each detected at its first bad entry; 5 consistent rewrites of both
-copies, each invisible without an anchor and detected with one. Not in the matrix, because
-no chain can catch it: a new, validly linked entry appended to the database's copy.
+Counts: 132 tampers of the mirrored store and 12 of the unmirrored tail, each detected at
+its first bad entry; 5 consistent rewrites of both copies, each invisible without an
+anchor and detected with one. Not in the matrix, because no chain can catch it: a new,
+validly linked entry appended to the database's copy (or an unmirrored tail rewritten
+and relinked there: only an anchor shows it).
 """
 
 from __future__ import annotations
@@ -54,6 +59,21 @@ def db(pristine: Path, tmp_path: Path) -> Path:
     for f in pristine.parent.iterdir():
         shutil.copy(f, tmp_path / f.name)
     return tmp_path / pristine.name
+
+
+@pytest.fixture
+def tail_db(db: Path) -> Path:
+    """The store with entries 31-40 committed but not mirrored: in full in the database,
+    not in the files, the files' record of how far they reach at 30."""
+    rows = _db_rows(db)
+    for e in rows[30:]:
+        e.pop("compacted", None)
+    _db_put(db, rows)
+    _db_sql(db, "UPDATE meta SET value='30' WHERE key=?", (MIRRORED_SEQ_KEY,))
+    _active(db).write_text("")
+    r = AuditTrail.verify(db)
+    assert r.valid and r.unmirrored_entries == 10, r.reason
+    return db
 
 
 # ---------------------------------------------------------------------- helpers
@@ -114,22 +134,41 @@ def _changed(entries: list[dict[str, Any]], i: int, change: Callable[[dict[str, 
     return entries
 
 
+def _file_entries(db: Path) -> dict[int, dict[str, Any]]:
+    m = _manifest(db)
+    out: dict[int, dict[str, Any]] = {}
+    for path in [db.with_name(f["file"]) for f in m["files"]] + [_active(db)]:
+        if path.exists():
+            out.update((e["seq"], e) for e in _read(path))
+    return out
+
+
 def _db_rows(db: Path) -> list[dict[str, Any]]:
+    """The database's copy, every entry: a row held in full, or (``compacted``) one kept
+    as its hash, with the content the files hold for it (what the tamperer edits)."""
     with sqlite3.connect(db) as c:
         rows = c.execute("SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log "
                          "ORDER BY seq").fetchall()
-    return [{"seq": r[0], "ts": r[1], "actor": r[2], "event": r[3], "data": json.loads(r[4]),
-             "prev_hash": r[5], "hash": r[6]} for r in rows]
+        kept = c.execute("SELECT seq, lower(hex(hash)) FROM audit_hashes ORDER BY seq").fetchall()
+    files = _file_entries(db) if kept else {}
+    out = [{"seq": r[0], "ts": r[1], "actor": r[2], "event": r[3], "data": json.loads(r[4]),
+            "prev_hash": r[5], "hash": r[6]} for r in rows]
+    out += [{**files[seq], "hash": h, "compacted": True} for seq, h in kept]
+    return sorted(out, key=lambda e: e["seq"])
 
 
 def _db_put(db: Path, rows: list[dict[str, Any]]) -> None:
+    """Write the database's copy back: compacted entries as their (maybe new) hash only."""
     with sqlite3.connect(db) as c:
         c.execute("DELETE FROM audit_log")
+        c.execute("DELETE FROM audit_hashes")
         c.executemany("INSERT INTO audit_log(seq, ts, actor, event, data, prev_hash, hash) "
                       "VALUES (?,?,?,?,?,?,?)",
                       [(e["seq"], e["ts"], e["actor"], e["event"],
                         json.dumps(e["data"], sort_keys=True, ensure_ascii=False),
-                        e["prev_hash"], e["hash"]) for e in rows])
+                        e["prev_hash"], e["hash"]) for e in rows if not e.get("compacted")])
+        c.executemany("INSERT INTO audit_hashes(seq, hash) VALUES (?, ?)",
+                      [(e["seq"], bytes.fromhex(e["hash"])) for e in rows if e.get("compacted")])
     with sqlite3.connect(db) as c:
         c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
@@ -154,6 +193,7 @@ def _everywhere(db: Path, seq: int, change: Callable[[dict[str, Any]], None]) ->
 
 
 def _rebuild_files(db: Path, rows: list[dict[str, Any]]) -> None:
+    rows = [{k: v for k, v in e.items() if k != "compacted"} for e in rows]
     m = _manifest(db)
     for k, meta in enumerate(m["files"]):
         part = [e for e in rows if meta["first_seq"] <= e["seq"] <= meta["last_seq"]]
@@ -196,6 +236,17 @@ def _remove_sealed(db: Path, i: int) -> None:
     meta = m["files"].pop(i)
     db.with_name(meta["file"]).unlink()
     _save_manifest(db, m)
+
+
+def _db_hash(db: Path, seq: int, new_hash: str) -> None:
+    """Replace the hash the database keeps for a compacted entry."""
+    _db_sql(db, "UPDATE audit_hashes SET hash=? WHERE seq=?", (bytes.fromhex(new_hash), seq))
+
+
+def _db_delete(db: Path, where: str) -> None:
+    """Delete entries from the database's copy, whichever form it keeps them in."""
+    _db_sql(db, f"DELETE FROM audit_log WHERE {where}")
+    _db_sql(db, f"DELETE FROM audit_hashes WHERE {where}")
 
 
 def _db_sql(db: Path, sql: str, params: tuple[Any, ...] = ()) -> None:
@@ -242,9 +293,10 @@ for seq in (1, 5, 10, 11, 25, 30, 31, 35, 40):
     CASES.append((f"file-edit-hash-{seq}",
                   lambda d, s=seq: _edit_file(d, s, _set("hash", "2" * 64)), seq))
 
-# --- one entry edited in the database copy (already mirrored): no rehash, rehash, relink
+# --- one entry edited in the database copy (mirrored, so kept as its hash): the hash
+#     garbled, the hash of an edited entry, that and every later hash relinked
 for seq in (1, 12, 30, 33, 40):
-    CASES.append((f"db-edit-{seq}", lambda d, s=seq: _db_edit(d, s, _set("actor", "m")), seq))
+    CASES.append((f"db-hash-{seq}", lambda d, s=seq: _db_hash(d, s, "ab" * 32), seq))
     CASES.append((f"db-edit-rehash-{seq}",
                   lambda d, s=seq: _db_edit(d, s, _data("id", "0000"), rehash=True), seq))
     CASES.append((f"db-edit-relink-{seq}",
@@ -431,22 +483,48 @@ def _manifest_path_escape(d: Path) -> None:
 # --- the database copy cut or padded
 @case("db-delete-oldest-rows", 1)
 def _db_oldest(d: Path) -> None:
-    _db_sql(d, "DELETE FROM audit_log WHERE seq <= 3")
+    _db_delete(d, "seq <= 3")
 
 
 @case("db-delete-middle-row", 17)
 def _db_mid(d: Path) -> None:
-    _db_sql(d, "DELETE FROM audit_log WHERE seq = 17")
+    _db_delete(d, "seq = 17")
 
 
 @case("db-delete-last-row", 40)
 def _db_last(d: Path) -> None:
-    _db_sql(d, "DELETE FROM audit_log WHERE seq = 40")
+    _db_delete(d, "seq = 40")
 
 
 @case("db-delete-every-row", 1)
 def _db_all(d: Path) -> None:
-    _db_sql(d, "DELETE FROM audit_log")
+    _db_delete(d, "1")
+
+
+@case("db-hash-duplicated-as-full-row", 12)
+def _db_twice(d: Path) -> None:
+    e = _file_entries(d)[12]  # a second copy of a compacted entry, in full
+    _db_sql(d, "INSERT INTO audit_log(seq, ts, actor, event, data, prev_hash, hash) "
+            "VALUES (?,?,?,?,?,?,?)", (e["seq"], e["ts"], "mallory", e["event"],
+                                       json.dumps(e["data"]), e["prev_hash"], e["hash"]))
+
+
+# --- the unmirrored tail (31-40 in full in the database, not in the files): each tamper
+#     of the database's full rows, and the files made to look as if they had them
+TAIL: list[tuple[str, Tamper, int]] = []
+for seq in (31, 35, 40):
+    TAIL.append((f"tail-edit-{seq}", lambda d, s=seq: _db_edit(d, s, _set("actor", "m")), seq))
+    TAIL.append((f"tail-edit-data-{seq}",
+                 lambda d, s=seq: _db_edit(d, s, _data("type", "decision")), seq))
+for seq in (31, 35):  # a new hash breaks the next entry's link (the newest has none)
+    TAIL.append((f"tail-edit-rehash-{seq}",
+                 lambda d, s=seq: _db_edit(d, s, _set("actor", "m"), rehash=True), seq))
+TAIL.append(("tail-delete-row", lambda d: _db_delete(d, "seq = 36"), 36))
+TAIL.append(("tail-delete-first-row", lambda d: _db_delete(d, "seq = 31"), 31))
+TAIL.append(("tail-mirror-mark-past-it", lambda d: _db_sql(
+    d, "UPDATE meta SET value='35' WHERE key=?", (MIRRORED_SEQ_KEY,)), 31))
+TAIL.append(("tail-forged-into-the-files", lambda d: _write(
+    _active(d), [dict(e, actor="m") for e in _db_rows(d)[30:33]]), 31))
 
 
 # --- consistent rewrites of both copies: only an anchor kept elsewhere catches them
@@ -527,9 +605,18 @@ def test_consistent_rewrite_is_caught_by_the_anchor(db: Path, name: str, tamper:
     assert r.chain_break_at == expect and r.anchor and not r.anchor["matched"]
 
 
+@pytest.mark.parametrize("name,tamper,expect", TAIL, ids=[c[0] for c in TAIL])
+def test_tamper_of_the_unmirrored_tail_is_detected(tail_db: Path, name: str, tamper: Tamper,
+                                                   expect: int) -> None:
+    tamper(tail_db)
+    r = AuditTrail.verify(tail_db)
+    assert not r.valid, f"{name} went undetected"
+    assert r.chain_break_at == expect, (name, r.chain_break_at, r.chain_break_file, r.reason)
+
+
 def test_the_matrix_is_large_and_fully_detected() -> None:
     # the counts this file reports (see the docstring): keep the matrix from shrinking
-    assert len(CASES) >= 120 and len(ANCHORED) >= 4
+    assert len(CASES) >= 132 and len(TAIL) >= 12 and len(ANCHORED) >= 5
 
 
 # ---------------------------------------------------------------------- not tampers

@@ -54,8 +54,17 @@ def test_verify_reports_a_tampered_chain_and_repair_rebuilds_it(cli: Run) -> Non
     assert "breaks at entry 1" in msg and "audit-repair" in msg
     rc, out, _err = cli("audit", "verify", "--json")
     assert rc == 1 and json.loads(out)["valid"] is False
+    # entry 1 is mirrored: the database keeps its hash, no line on disk has it any more
+    msg = cli.refused("audit-repair")
+    assert "entries 1 are kept in the database as their hashes only" in msg
+    assert "set-aside" in msg
+    msg = cli.refused("verify")
+    assert "breaks at entry 1" in msg and "its text is in no copy" in msg
+    # a copy of the untampered line comes back beside the store: repair finds it by hash
+    AuditPaths(cli.db).db.with_name("memory.audit.backup.jsonl").write_text(lines[0] + "\n")
     repaired = cli.json("audit-repair")
     assert repaired["rebuilt_entries"] == 2 and repaired["set_aside"]
+    assert repaired["salvaged_entries"] == 2 and repaired["lost_entries"] == []
     assert cli.json("verify")["valid"] is True
     assert "nothing to repair" in cli.ok("audit-repair", "--set-aside-unreadable")
     assert "rebuilt 2 entries" in cli.ok("audit-repair", "--force")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from anneal_memory import Store
-from anneal_memory.storage.sqlite import MAX_TRIGRAMS, SQLiteBackend, trigrams
+from anneal_memory.storage.sqlite import MAX_TRIGRAMS, SCHEMA_VERSION, SQLiteBackend, trigrams
 
 
 @pytest.fixture(params=["index", "scan"])
@@ -141,7 +141,7 @@ def test_schema_2_store_is_upgraded_and_keeps_every_episode(db: Path) -> None:
     c.close()
     s = Store(db, project_name="Up")
     try:
-        assert s.backend.get_meta("schema_version") == "3"
+        assert s.backend.get_meta("schema_version") == str(SCHEMA_VERSION)
         ddl = s.backend.q1("SELECT sql FROM sqlite_master WHERE name='episodes_tri'")[0]
         assert "detail='none'" in ddl
         r = s.recall(keyword="phrase number 123")

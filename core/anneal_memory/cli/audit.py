@@ -12,7 +12,7 @@ import json
 from collections import deque
 from typing import Any
 
-from ..audit import AuditTrail
+from ..audit import AuditTrail, ranges_text
 from ..clock import parse_since
 from ..errors import AuditError, ValidationError
 from .common import (
@@ -63,7 +63,8 @@ def register(sub: Any) -> None:
             "anchor for verify --anchor)", cmd_head)
 
     r = command(sub, "audit-repair",
-                "rebuild the audit files and manifest from the database's copy", cmd_repair)
+                "rebuild the audit files and manifest from the database's copy and the "
+                "lines still on disk", cmd_repair)
     r.add_argument("--set-aside-unreadable", action="store_true",
                    help="accepted for compatibility: files are set aside, never deleted")
     r.add_argument("--force", action="store_true",
@@ -166,9 +167,14 @@ def cmd_repair(args: argparse.Namespace) -> int:
         with open_store(args) as store:
             result = AuditTrail.repair(store.path, store.backend, force=args.force)
     if not result["valid"]:
+        lost = result.get("lost_entries") or []
+        why = (f"entries {ranges_text(lost)} are kept in the database as their hashes only (once "
+               "mirrored) and no audit file holds their text any more, so they cannot be "
+               "rebuilt; every other entry was" if lost else
+               "the database's copy itself is damaged")
         err = AuditError(f"audit-repair could not produce a trail that verifies "
-                         f"({result['reason']}): the database's copy itself is damaged; "
-                         "the files that were there are kept beside the store (set-aside)")
+                         f"({result['reason']}): {why}; the files that were there are kept "
+                         "beside the store (set-aside)")
         err.json_data = result  # type: ignore[attr-defined]  # --json: one document
         raise err
     emit(args, result, f"{result['status']}: rebuilt {result['rebuilt_entries']} entries; "

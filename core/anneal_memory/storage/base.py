@@ -318,3 +318,20 @@ class Backend(abc.ABC):
     def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]: ...
     @abc.abstractmethod
     def audit_count(self) -> int: ...
+
+    def audit_rows(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        """The entries the database holds in full (``audit_entries`` reads compacted ones
+        back from the audit files): what a mirror writes to the files."""
+        return self.audit_entries(after_seq, limit)
+
+    def audit_digests(self, after_seq: int = 0,
+                      limit: int | None = None) -> list[tuple[int, str, bool]]:
+        """(seq, hash, compacted) for every entry of the database's copy after ``after_seq``
+        (compacted: only its hash is kept, its text is in the audit files)."""
+        return [(int(e["seq"]), str(e["hash"]), False)
+                for e in self.audit_entries(after_seq, limit)]
+
+    def audit_compact(self, digests: Sequence[tuple[int, str]]) -> int:
+        """Keep only the hashes of these mirrored (seq, hash) entries; how many rows were
+        compacted. A backend whose copy is the chain's only one keeps every entry in full."""
+        return 0

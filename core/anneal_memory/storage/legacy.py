@@ -371,6 +371,13 @@ def _read(f: Path) -> list[str]:
     return [x for x in f.read_text("utf-8").splitlines() if x.strip()]
 
 
+def _sealed_record(name: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Our manifest's record of a sealed 1.0.2 file holding ``entries`` (in our shape)."""
+    return {"file": name, "first_seq": entries[0]["seq"], "last_seq": entries[-1]["seq"],
+            "entries": len(entries), "first_prev_hash": entries[0]["prev_hash"],
+            "last_hash": entries[-1]["hash"], "format": LEGACY_AUDIT_FORMAT}
+
+
 def _legacy_audit(path: Path) -> dict[str, Any]:
     """Walk 1.0.2's chain; returns its files, count, last hash and whether it verified."""
     files, prev, total, valid, last_seq = [], _GENESIS, 0, True, 0
@@ -384,12 +391,28 @@ def _legacy_audit(path: Path) -> dict[str, Any]:
                 valid = False
             prev, last_seq = e["hash"], e["seq"]
             total += 1
-        files.append({"source": f.name, "file": _sealed_name(path, f),
-                      "first_seq": entries[0]["seq"], "last_seq": entries[-1]["seq"],
-                      "entries": len(entries), "first_prev_hash": entries[0]["prev_hash"],
-                      "last_hash": entries[-1]["hash"], "format": LEGACY_AUDIT_FORMAT})
+        files.append({"source": f.name, **_sealed_record(_sealed_name(path, f), entries)})
     return {"files": files, "entries": total, "last_hash": prev, "last_seq": last_seq,
             "valid": valid}
+
+
+def sealed_part(db_path: str | Path, report: dict[str, Any] | None) -> dict[str, Any] | None:
+    """1.0.2's part of an upgraded store's manifest, read again from its sealed files
+    (named in the upgrade report, ``meta['legacy_upgrade']``): for rebuilding a manifest
+    that was lost. None for a store that never was a 1.0.2 one."""
+    if not report or not isinstance(report.get("audit"), dict):
+        return None
+    folder = Path(db_path).parent
+    records = []
+    for name in report["audit"].get("files") or []:
+        f = folder / str(name)
+        if Path(str(name)).name == name and f.is_file():
+            with contextlib.suppress(OSError, ValueError, EOFError, KeyError, TypeError):
+                entries = [as_entry(json.loads(x), x) for x in _read(f)]
+                if entries:
+                    records.append(_sealed_record(str(name), entries))
+    return {"files": records, "legacy": {"from_version": LEGACY_VERSION,
+                                         "entries": report["audit"].get("entries")}}
 
 
 def _sealed_name(path: Path, f: Path) -> str:

@@ -22,11 +22,12 @@ from . import fts, legacy, sqlite_errors, sqlite_migrate
 from .base import EpisodeRow, EstimatedCount, RankedHit, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
-from .common import SQLBackend, like_pattern, visible_sql
 from .common import episode_row as _row
+from .common import like_pattern, visible_sql
 from .driver import sqlite_driver
+from .sqlite_audit import SQLiteAudit
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def sqlite3() -> Any:
@@ -146,6 +147,10 @@ CREATE TABLE IF NOT EXISTS audit_log (
     prev_hash TEXT NOT NULL,
     hash TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS audit_hashes (
+    seq INTEGER PRIMARY KEY,
+    hash BLOB NOT NULL
+);
 CREATE VIRTUAL TABLE IF NOT EXISTS episodes_words USING fts5(
     content, type, ns_tag, content='episodes', content_rowid='rowid',
     tokenize='porter unicode61 remove_diacritics 2'
@@ -261,7 +266,7 @@ def fts_quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-class SQLiteBackend(SQLBackend):
+class SQLiteBackend(SQLiteAudit):
     """One connection per Store; one Store per thread."""
 
     _IN_CHUNK = 500  # bound parameters per statement stay far below SQLite's limit
@@ -326,6 +331,9 @@ class SQLiteBackend(SQLBackend):
         # index folds case: Unicode-aware, unlike SQLite's lower())
         self.conn.create_function("am_fold", 1, _fold, deterministic=True)
         if not self.read_only:
+            # a new store gives free pages back (see SQLiteAudit.audit_compact); no effect
+            # on a database that already has tables
+            self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=FULL")
             self.conn.execute("PRAGMA secure_delete=ON")

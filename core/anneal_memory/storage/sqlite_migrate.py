@@ -8,6 +8,10 @@ drift probes, one open wrap per namespace, and the item collections table.
 Version 3 rebuilds the trigram index with ``detail='none'`` (row ids per trigram, no
 positions: a third of the disk); phrase search intersects the trigrams and checks the
 substring on the row itself.
+
+Version 4 adds ``audit_hashes``, where the audit chain's entries are kept as their
+hashes once the JSONL files hold them (see :mod:`.sqlite_audit`). The rows already there
+stay in full; the next mirror compacts those the files are found to hold.
 """
 
 from __future__ import annotations
@@ -79,7 +83,12 @@ def _to_v3(conn: Any, schema: list[str]) -> None:
     _recreate_index(conn, schema, "episodes_tri")
 
 
-_STEPS = {2: _to_v2, 3: _to_v3}
+def _to_v4(conn: Any, schema: list[str]) -> None:
+    stmt = next(s for s in schema if "CREATE TABLE IF NOT EXISTS audit_hashes" in s)
+    conn.execute(stmt)  # IF NOT EXISTS: running it twice changes nothing
+
+
+_STEPS = {2: _to_v2, 3: _to_v3, 4: _to_v4}
 
 
 def upgrade(conn: Any, current: int, schema: list[str]) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..audit import AuditTrail
+from ..audit import AuditTrail, same_label
 from ..continuity.parse import parse_pattern_line, parse_pattern_lines, parse_sections, pattern_key
 from ..errors import AnnealMemoryError, ValidationError
 from ..governance import MemoryNamespace, MemoryRuntime
@@ -455,7 +455,7 @@ def audit(v: View) -> str:
         if (event and entry.get("event") != event) or (actor and entry.get("actor") != actor) \
                 or (since and str(entry.get("ts", "")) < since):
             continue
-        if mine and (entry.get("data") or {}).get("namespace") != stamp:
+        if mine and not same_label((entry.get("data") or {}).get("namespace"), stamp):
             continue
         keep.append(entry)
     filters = (f'<form method="get" action="/audit" class="filters card">{_hidden_ns(f)}'
