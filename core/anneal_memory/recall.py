@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import facts, ranking
+from . import facts
 from ._inputs import storable_text, whole_number
 from .clock import parse_since
 from .errors import ValidationError
@@ -59,6 +59,8 @@ def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
     Returns (row ids with scores, best first) and the number of word matches; ranking
     reads ids, times and scores only, and the caller loads the rows it shows.
     """
+    from . import ranking  # loaded on the first ranked search, not at import
+
     b = store.backend
     words = word_forms(list(terms))
     hits, total = b.ranked_ids(filters, words, pool)
