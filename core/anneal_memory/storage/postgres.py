@@ -313,12 +313,13 @@ class PostgresBackend(SQLBackend):
             nwhere, nparams = self._filter_sql(filters, alias)
             near.append((f"(SELECT {_epoch_sql(alias)} FROM episodes {alias} WHERE "
                          f"{alias}.rowid = h.rowid {step} AND {nwhere})", nparams))
+        # time and text of the pool's rows only, after the sort picked them
         rows = self.q(
-            f"SELECT h.rowid, h.t, h.score, {near[0][0]}, {near[1][0]}, h.content FROM ("
-            f"SELECT e.rowid AS rowid, {_epoch_sql('e')} AS t, e.content AS content, "
-            f"{_WORDS_SCORE} AS score "
+            f"SELECT h.rowid, {_epoch_sql('x')}, h.score, {near[0][0]}, {near[1][0]}, "
+            f"x.content FROM (SELECT e.rowid AS rowid, {_WORDS_SCORE} AS score "
             f"{src}{where} ORDER BY {_WORDS_SCORE} DESC, e.timestamp DESC, e.rowid DESC "
-            "LIMIT ?) h ORDER BY h.score DESC, h.rowid DESC",
+            "LIMIT ?) h JOIN episodes x ON x.rowid = h.rowid "
+            "ORDER BY h.score DESC, h.rowid DESC",
             [*near[0][1], *near[1][1], *mparams, *params, int(pool)])
         total = (len(rows) if len(rows) < pool
                  else self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params]))
