@@ -66,7 +66,7 @@ def stage_bytes(path: Path | str, data: bytes, *, suffix: str = ".tmp",
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    return Path(tmp)
+    return Path(os.path.abspath(tmp))  # absolute on every Python (3.11 keeps dir relative)
 
 
 def publish_staged(staged: Path | str, path: Path | str, *, sync_dir: bool = True) -> None:

@@ -69,7 +69,9 @@ def publish_blob(backend: Backend, db_path: str | Path, name: str, *,
     path = sidecar_path(db_path, name)
     with file_lock(sidecar_path(db_path, CONTINUITY_LOCK)):
         record = _staged_record(backend, name)
-        staged = path.with_name(record[1]) if record else None
+        staged = path.with_name(record[1]).absolute() if record else None
+        if own is not None:
+            own = own.absolute()
         if own is not None and own != staged:
             with contextlib.suppress(OSError):
                 own.unlink()  # a newer save committed after ours: it is the one to publish

@@ -228,3 +228,30 @@ def test_each_namespace_stages_its_own_file(store: Store, tmp_path: Path) -> Non
     assert bob.load_continuity() == doc(context="- bob")
     assert store.load_continuity() is None
     assert _staged(tmp_path) == []
+
+
+@pytest.mark.parametrize("scoped", [False, True])
+def test_a_store_opened_by_a_relative_path_keeps_its_saved_continuity(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scoped: bool) -> None:
+    # `Store("memory.db")` in the working folder, as the guides write it: the staged
+    # file must be put in place, not taken for an older save's and removed
+    from anneal_memory import MemorySession
+    from anneal_memory.testing import scripted_compress
+
+    monkeypatch.chdir(tmp_path)
+    store = Store("memory.db")
+    try:
+        view = store.scoped({"user": "alice"}) if scoped else store
+        view.record("our heater is a Zephyrion 4000", "observation")
+        assert MemorySession(view).wrap(scripted_compress).status == "saved"
+        assert "Zephyrion" in (view.load_continuity() or "")
+        assert "Zephyrion" in view.continuity_path.read_text()
+        assert not list(tmp_path.glob("*.staged.tmp"))
+    finally:
+        store.close()
+    again = Store("memory.db")
+    try:
+        view = again.scoped({"user": "alice"}) if scoped else again
+        assert "Zephyrion" in (view.load_continuity() or "")
+    finally:
+        again.close()
