@@ -201,3 +201,32 @@ def test_indexed_substring_search_never_sorts_its_matches(store: Store, monkeypa
     r = store.recall(keyword="thanks again", limit=5)
     assert len(r.episodes) == 5 and r.total_matching == 40
     assert plans and not [p for p in plans if "TEMP B-TREE" in p], plans
+
+
+def test_word_statistics_of_a_root_session_ignore_named_users(store: Store) -> None:
+    # a session that names nobody reads only episodes written without a namespace: the
+    # word weights its ranking uses must not be counted over named users' episodes
+    from anneal_memory.storage.base import Scope, SearchFilters
+
+    for i in range(6):
+        store.scoped({"user": f"u{i}"}).record("the zephyrion heater hums", "observation")
+    store.record("our zephyrion is quiet", "observation")
+    store.record("nothing else here", "observation")
+    own = SearchFilters(scope=Scope(None, None, unscoped_only=True))
+    episodes, counts = store.backend.word_counts(own, ["zephyrion"], 100)
+    assert (episodes, counts) == (2, {"zephyrion": 1})
+    everyone, all_counts = store.backend.word_counts(SearchFilters(), ["zephyrion"], 100)
+    assert everyone == 8 and all_counts == {"zephyrion": 7}
+
+
+@pytest.mark.usefixtures("plan")
+@pytest.mark.parametrize("evil", ['"', '""', "*", "pool*", "NEAR(pool load)", "(pool",
+                                  "'; DROP TABLE episodes; --", "\\", "100%", "a_b", "%_%"])
+def test_query_syntax_never_reaches_either_plan(store: Store, evil: str) -> None:
+    store.record(f"literal {evil} text", "observation")
+    store.record("pool load balancing", "observation")
+    r = store.recall(keyword=evil)
+    if r.query_params["match"] == "phrase":
+        assert all(evil.lower() in e.content.lower() for e in r.episodes)
+    assert store.recall(keyword=f"literal {evil} text").total_matching == 1
+    assert store.status().total_episodes == 2

@@ -346,7 +346,8 @@ class PostgresBackend(SQLBackend):
         filters have one, else the whole store; each word stemmed as ``search`` stems it.
         One statement, one round trip."""
         scope = filters.scope
-        extra, params = visible_sql(scope) if scope.owner is not None else ("", [])
+        extra, params = (visible_sql(scope) if scope.owner is not None or scope.unscoped_only
+                         else ("", []))
         heads = [f"(SELECT COUNT(*) FROM episodes WHERE TRUE{extra})" if extra
                  else "(SELECT COALESCE(MAX(rowid), 0) FROM episodes)"]
         args: list[Any] = list(params)

@@ -840,16 +840,24 @@ class SQLiteBackend(SQLiteAudit):
         namespace's when the filters have one, else the whole store (as FTS5's BM25).
         One statement."""
         scope = filters.scope
-        if scope.owner is None:
+        if scope.owner is None and not scope.unscoped_only:
             heads, args = ["(SELECT COALESCE(MAX(rowid), 0) FROM episodes)"], []
         else:
             extra, vparams = visible_sql(scope)
             heads, args = [f"(SELECT COUNT(*) FROM episodes WHERE 1{extra})"], list(vparams)
         bare = SearchFilters(scope=scope)
         for word in words:
+            query = _with_type(f"content : {fts_quote(word)}", bare, ns=True)
+            if scope.unscoped_only:  # no index word marks "no namespace": check the rows
+                extra, vparams = visible_sql(scope, "e")
+                heads.append("(SELECT COUNT(*) FROM (SELECT 1 FROM episodes_words w CROSS "
+                             "JOIN episodes e ON e.rowid = w.rowid WHERE episodes_words "
+                             f"MATCH ?{extra} LIMIT ?))")
+                args += [query, *vparams, int(cap)]
+                continue
             heads.append("(SELECT COUNT(*) FROM (SELECT 1 FROM episodes_words WHERE "
                          "episodes_words MATCH ? LIMIT ?))")
-            args += [_with_type(f"content : {fts_quote(word)}", bare, ns=True), int(cap)]
+            args += [query, int(cap)]
         r = self.q1("SELECT " + ", ".join(heads), args) or (0,)
         return int(r[0] or 0), {w: int(n or 0) for w, n in zip(words, r[1:])}
 
