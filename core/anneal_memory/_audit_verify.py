@@ -278,13 +278,19 @@ def file_entries(paths: AuditPaths, manifest: Mapping[str, Any], *,
     files = [(paths.db.parent / str(m.get("file")), m) for m in sealed] + [(paths.active, None)]
     last_sealed: dict[int, Any] = {}
     count = 0
-    for path, meta in files:
+    follows = 0
+    while files:
+        path, meta = files.pop(0)
         if progress is not None:
             progress(path.name, count)
         if not path.exists():
             if meta is not None and strict:
                 raise _Break(int(meta.get("first_seq") or 1), path.name,
                              "a sealed audit file listed in the manifest is missing")
+            if meta is None and (more := _sealed_since(paths, sealed)) and follows < _FOLLOW:
+                follows += 1
+                sealed += more
+                files = [(paths.db.parent / str(m["file"]), m) for m in more] + [(path, None)]
             continue
         try:
             lines, torn = _read_lines(path)
@@ -292,6 +298,13 @@ def file_entries(paths: AuditPaths, manifest: Mapping[str, Any], *,
             if strict:
                 raise _Break(int((meta or {}).get("first_seq") or 1), path.name,
                              f"the file cannot be read ({exc})") from None
+            continue
+        if meta is None and (more := _sealed_since(paths, sealed)) and follows < _FOLLOW:
+            # a writer sealed the active file while the walk read the files before it:
+            # what was read of it may be emptied or newer; walk the new parts, then re-read
+            follows += 1
+            sealed += more
+            files = [(paths.db.parent / str(m["file"]), m) for m in more] + [(path, None)]
             continue
         got: list[dict[str, Any]] = []
         leading = meta is None
@@ -328,6 +341,21 @@ def file_entries(paths: AuditPaths, manifest: Mapping[str, Any], *,
                 raise _Break(problem[0], path.name, f"sealed file {path.name}: {problem[1]}")
             if meta is sealed[-1]:
                 last_sealed = {e["seq"]: e.get("hash") for e in got}
+
+
+_FOLLOW = 1000  # rotations followed in one walk before the active file is taken as read
+
+
+def _sealed_since(paths: AuditPaths, sealed: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Parts the manifest lists now beyond ``sealed`` (which it must still begin with)."""
+    try:
+        now = load_manifest(paths)["files"]
+    except AuditError:
+        return []
+    names = [m.get("file") for m in sealed]
+    if len(now) <= len(sealed) or [m.get("file") for m in now[: len(sealed)]] != names:
+        return []
+    return [dict(m) for m in now[len(sealed):]]
 
 
 def same_entry(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

@@ -179,3 +179,28 @@ def test_verify_while_another_process_writes_and_rotates(db: Path) -> None:
     assert final.valid and final.total_entries == 400
     manifest = json.loads(db.with_name("memory.audit.manifest.json").read_text())
     assert len(manifest["files"]) >= 5
+
+
+def test_a_rotation_while_verify_reads_the_sealed_files_is_followed(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer seals the active file between verify's manifest read and its read of the
+    active file: one walk (no retry) follows the new part instead of reporting a cut."""
+    import anneal_memory._audit_verify as av
+    from anneal_memory import audit
+
+    monkeypatch.setattr(av, "_RETRIES", 1)
+    monkeypatch.setattr(audit.AuditTrail, "MIRROR_SECONDS", 0.0)
+    _record_at(db, W45, 4)
+    _record_at(db, W46, 3)  # W45 sealed, W46 in the active file
+    active = db.with_name("memory.audit.jsonl")
+    fired: list[str] = []
+
+    def rotate_now(name: str, _count: int) -> None:
+        if name == active.name and not fired:
+            fired.append(name)
+            _record_at(db, W47, 1)  # seals W46, appends W47's first entry
+
+    r = AuditTrail.verify(db, progress=rotate_now)
+    assert fired
+    assert r.valid and r.total_entries == 8 and r.unmirrored_entries == 0, r
+    assert any("W46" in f for f in r.files), r.files
