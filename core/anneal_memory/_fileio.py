@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -54,6 +53,8 @@ def stage_bytes(path: Path | str, data: bytes, *, suffix: str = ".tmp",
     so the staged file is found under its name after a crash (a file's fsync alone does
     not promise its folder entry)."""
     target = Path(path)
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=str(target.parent))
     try:
         with os.fdopen(fd, "wb") as fh:

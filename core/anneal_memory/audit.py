@@ -41,11 +41,7 @@ which ``verify(anchor=...)`` checks.
 from __future__ import annotations
 
 import contextlib
-import glob
-import gzip
-import hashlib
 import json
-import logging
 import os
 import time
 import zlib
@@ -55,6 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._fileio import atomic_write_bytes, atomic_write_json, file_lock, fsync_dir, sidecar_path
+from ._lazy import LazyLogger, sha256_hex
 from .clock import iso_week, now_iso
 from .errors import AuditError
 from .storage.driver import sqlite_driver
@@ -65,7 +62,7 @@ from .storage.sqlite_audit import tip_row
 if TYPE_CHECKING:
     from .storage.base import Backend
 
-log = logging.getLogger("anneal_memory")
+log = LazyLogger("anneal_memory")
 
 GENESIS = "0" * 64
 
@@ -95,12 +92,12 @@ def entry_hash(entry: Mapping[str, Any]) -> str:
     """Hash of an entry's canonical JSON, every field but ``hash`` itself."""
     body = {k: entry.get(k) for k in ("seq", "ts", "actor", "event", "data", "prev_hash")}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256_hex(canonical.encode("utf-8", "surrogatepass"))
 
 
 def content_hash(salt: str, text: str) -> str:
     """Salted SHA-256 of content: proves what was written without revealing it."""
-    return hashlib.sha256((salt + "\x00" + text).encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256_hex((salt + "\x00" + text).encode("utf-8", "surrogatepass"))
 
 
 def entry_line(entry: Mapping[str, Any]) -> str:
@@ -222,6 +219,8 @@ def _read_lines(path: Path) -> list[str]:
     if not path.exists():
         return []
     if path.suffix == ".gz":
+        import gzip
+
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             return fh.read().splitlines()
     return path.read_text("utf-8").splitlines()
@@ -526,6 +525,8 @@ class AuditTrail:
         if target.exists():
             target = self.paths.unused_sealed(f"{week}.{head['seq']}")
         text = ("\n".join(lines) + "\n").encode("utf-8")
+        import gzip
+
         atomic_write_bytes(target, gzip.compress(text, compresslevel=6))  # gzip's own default
         manifest["files"].append({
             "file": target.name, "week": week, "first_seq": head["seq"],
@@ -754,6 +755,8 @@ def _file_text(path: Path) -> str:
 def _salvage(paths: AuditPaths, need: Mapping[int, str], skip: set[str]) -> dict[int, dict[str, Any]]:
     """Entries the database keeps as hashes only, found in the audit files on disk (any
     of ``<stem>.audit*``, earlier set-aside copies too) by their hash."""
+    import glob
+
     found: dict[int, dict[str, Any]] = {}
     prefix = paths.db.stem + ".audit"
     for f in sorted(paths.db.parent.glob(glob.escape(prefix) + "*")):
@@ -782,6 +785,8 @@ def _salvage(paths: AuditPaths, need: Mapping[int, str], skip: set[str]) -> dict
 def _set_aside(paths: AuditPaths, keep: set[str]) -> list[str]:
     """Rename the manifest, the active file and every sealed file (but ``keep``) to
     ``*.set-aside-<time>``: never deleted. Held under the file lock."""
+    import glob
+
     set_aside: list[str] = []
     stamp = now_iso().replace(":", "").replace("+", "Z")[:17]
     for f in [paths.manifest, paths.active, *paths.db.parent.glob(

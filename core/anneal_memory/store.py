@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import secrets
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -17,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from . import facts, trust
 from ._fileio import atomic_write_text
 from ._inputs import json_text, storable_text, whole_number
+from ._lazy import sha256_hex, token_hex
 from .audit import AuditTrail
 from .clock import ago, iso, normalize_timestamp, now_iso, utcnow
 from .errors import (
@@ -143,8 +142,8 @@ class Store(ContinuityMixin):
         if not read_only:
             with self._backend.transaction():
                 if self._backend.get_meta("store_id") is None:
-                    self._backend.set_meta("store_id", secrets.token_hex(8))
-                    self._backend.set_meta("audit_salt", secrets.token_hex(16))
+                    self._backend.set_meta("store_id", token_hex(8))
+                    self._backend.set_meta("audit_salt", token_hex(16))
                     self._backend.set_meta("created_at", now_iso())
                     if consolidate_requires_baton_on_create:
                         self._backend.set_meta("consolidate_requires_baton", "1")
@@ -273,8 +272,8 @@ class Store(ContinuityMixin):
     # ------------------------------------------------------------------ record
     def _new_id(self, content: str, ts: str) -> str:
         while True:
-            seed = f"{content}\x00{ts}\x00{secrets.token_hex(8)}".encode()
-            eid = hashlib.sha256(seed).hexdigest()[:8]
+            seed = f"{content}\x00{ts}\x00{token_hex(8)}".encode()
+            eid = sha256_hex(seed)[:8]
             if not self._backend.id_taken(eid):
                 return eid
 

@@ -4,13 +4,13 @@ and baton policy helpers. Kept apart from the episode facade to keep each module
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._fileio import file_lock, publish_staged, sidecar_path, stage_bytes
+from ._lazy import sha256_hex
 from .errors import ValidationError, WrapInProgressError
 from .types import WrapCancelReceipt
 
@@ -29,7 +29,7 @@ _STAGED_SUFFIX = ".staged.tmp"
 
 
 def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256_hex(data)
 
 
 def _staged_record(backend: Backend, name: str) -> tuple[str, str] | None:

@@ -3,12 +3,19 @@ check, supersession validation and the durable-facts comparison."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .stem import stem
 
 _WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
-_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+#: Japanese kana, CJK ideographs and Hangul (compiled on first use: a large class)
+_CJK = "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]"
+
+
+@functools.cache
+def _cjk_re() -> re.Pattern[str]:
+    return re.compile(_CJK)
 
 STOPWORDS: frozenset[str] = frozenset(
     """
@@ -47,7 +54,7 @@ def is_meaningful(word: str) -> bool:
     """
     if word in STOPWORDS:
         return False
-    if _CJK_RE.search(word):
+    if _cjk_re().search(word):
         return len(word) >= 2
     return len(word) > 2
 
@@ -83,7 +90,7 @@ def query_terms(text: str) -> list[str]:
     for word in tokenize(text):
         if word in STOPWORDS or word in QUESTION_WORDS:
             continue
-        if len(word) < 2 and not _CJK_RE.search(word):
+        if len(word) < 2 and not _cjk_re().search(word):
             continue
         seen.setdefault(word, None)
     return list(seen)

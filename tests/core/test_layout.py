@@ -41,3 +41,27 @@ def test_readme_lists_every_guide() -> None:
     readme = (ROOT / "README.md").read_text("utf-8")
     for name in ADAPTERS:
         assert f"docs/integrations/{name}.md" in readme or f"{name}.md" in readme, name
+
+
+#: stdlib modules a plain import must not load: each is paid for by its first use
+DEFERRED = ("hashlib", "logging", "secrets", "shutil", "gzip", "glob", "tempfile", "random")
+
+
+def test_importing_the_main_names_defers_heavy_stdlib_modules() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; from anneal_memory import Store, retrieve_relevant, prepare_wrap, "
+            "validated_save_continuity; print(' '.join(m for m in %r if m in sys.modules))"
+            % (DEFERRED,))
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == [], f"importing anneal_memory loaded {out}: import them where first used"
+    # and they still load when used: a record hashes its id and writes its audit entry
+    code = ("import sys, tempfile, os; from anneal_memory import Store; "
+            "s = Store(os.path.join(tempfile.mkdtemp(), 'm.db')); "
+            "e = s.record('lazy modules load on first use', 'observation'); s.close(); "
+            "print(len(e.id), 'hashlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["8", "True"], out

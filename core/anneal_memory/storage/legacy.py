@@ -21,17 +21,15 @@ The crystal and spore sidecars are read in 1.0.2's layout (``adopt_crystals``,
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from .._fileio import atomic_write_json, fsync_dir, sidecar_path
+from .._lazy import sha256_hex
 from ..clock import normalize_timestamp, now_iso
 from ..errors import AnnealMemoryError, StoreError
 from .driver import sqlite_driver
@@ -119,6 +117,9 @@ _LEGACY_ONLY = frozenset({
 
 def _backup(conn: Any, path: Path) -> Path:
     """A consistent copy of the 1.0.2 database (and its sidecars) before any change."""
+    import shutil
+    import tempfile
+
     dest = backup_path(path)
     if dest.exists():  # an earlier attempt that did not finish: keep the first copy
         return dest
@@ -330,7 +331,7 @@ def legacy_line_hash(line: str) -> str:
     """The hash 1.0.2 chains: sha256 of the entry's canonical JSON line."""
     entry = json.loads(line)
     canonical = json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return sha256_hex(canonical.encode("utf-8"))
 
 
 def as_entry(raw: dict[str, Any], line: str) -> dict[str, Any]:

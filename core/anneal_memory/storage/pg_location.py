@@ -7,16 +7,16 @@ it is recognised and restored here, so ``Path(url)`` selects the same server.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path, PosixPath, WindowsPath
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from .._lazy import sha256_hex
+
 ENV_SIDECAR_DIR = "ANNEAL_MEMORY_SIDECAR_DIR"
 _SCHEMES = ("postgresql", "postgres")
-_COLLAPSED = re.compile(r"^(postgresql|postgres):/(?!/)")
 
 
 def pg_dsn(location: Any) -> str | None:
@@ -29,8 +29,10 @@ def pg_dsn(location: Any) -> str | None:
     text = os.fspath(location)
     if not isinstance(text, str):
         return None
-    if _COLLAPSED.match(text):
-        text = _COLLAPSED.sub(lambda m: m.group(1) + "://", text, count=1)
+    for collapsed in ("postgresql:/", "postgres:/"):  # a path join folded its "//"
+        if text.startswith(collapsed) and text[len(collapsed):len(collapsed) + 1] != "/":
+            text = collapsed + "/" + text[len(collapsed):]
+            break
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
     return text if scheme in _SCHEMES else None
 
@@ -65,7 +67,7 @@ def sidecar_base(dsn: str) -> PgSidecarPath:
     parts = urlsplit(dsn)
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_",
                   f"{parts.hostname or 'local'}-{parts.port or 5432}-{parts.path.strip('/') or 'db'}")
-    tag = hashlib.sha256(redact(dsn).encode("utf-8")).hexdigest()[:8]
+    tag = sha256_hex(redact(dsn).encode("utf-8"))[:8]
     p = PgSidecarPath(root / f"{name}-{tag}" / "memory.db")
     p.pg_dsn = dsn
     return p

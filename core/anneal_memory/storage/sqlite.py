@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -309,6 +308,8 @@ class SQLiteBackend(SQLiteAudit):
                         f"{self.path!r} is not a usable anneal-memory store ({exc}): it may be "
                         "corrupt or locked by another program; retry, restore it from an "
                         "export, or choose another path") from None
+                import random
+
                 time.sleep(0.02 + random.random() * 0.05)
             except sqlite3().DatabaseError as exc:
                 with contextlib.suppress(Exception):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import secrets
 import warnings
 from typing import TYPE_CHECKING, Any
 
 from .._inputs import storable_text
+from .._lazy import token_hex
 from ..clock import now_iso, today_iso
 from ..continuity.durable import durable_chars, pending_lines
 from ..continuity.parse import parse_sections, pattern_lines, pattern_summaries
@@ -90,7 +90,7 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
                         "message": "no episodes since the last wrap: nothing to compress"}
             ids = [r.id for r in rows]
             # hex, not urlsafe: a token starting with '-' reads as an option on a command line
-            token = wrap_token or secrets.token_hex(18)
+            token = wrap_token or token_hex(18)
             wid = store.backend.insert_wrap(now_iso(), token, session_id, ids, today)
             store.audit_trail.append("wrap_started", {"wrap_id": wid, "episodes": len(ids),
                                                       "session_id": session_id}, actor="agent")
