@@ -257,6 +257,9 @@ def test_a_writer_killed_mid_write_leaves_a_readable_file(tmp_path: Path) -> Non
         p = ctx.Process(target=_add_forever, args=(path,))
         p.start()
         time.sleep(0.4)
+        deadline = time.monotonic() + 30  # a loaded machine: wait for a first commit
+        while not SporeStore(path).list_open(today=DAY) and time.monotonic() < deadline:
+            time.sleep(0.05)
         os.kill(p.pid, signal.SIGKILL)
         p.join()
         store = SporeStore(path)
