@@ -719,8 +719,8 @@ class SQLiteBackend(SQLiteAudit):
         narrows the rows, the row itself decides; a namespace holding few episodes, or a
         phrase too short for a trigram, is searched from its rows alone."""
         test, needle = _contains_test(phrase)
-        grams = trigrams(phrase)
-        if not grams or self._few_rows(filters):
+        grams = None if self._few_rows(filters) else trigrams(phrase)
+        if not grams:
             return f"FROM episodes e WHERE {test} AND ", [needle]
         return ("FROM episodes_tri t CROSS JOIN episodes e ON e.rowid = t.rowid "
                 f"WHERE episodes_tri MATCH ? AND {test} AND ",
@@ -812,14 +812,18 @@ class SQLiteBackend(SQLiteAudit):
         counts in the full-text index alone and subtracts the replaced matches."""
         bare, _ = SQLiteBackend._filter_sql(self, SearchFilters(
             include_superseded=filters.include_superseded, episode_type=filters.episode_type))
-        if fts is None or where != bare:
+        if where != bare or (fts is None and filters.episode_type):
             return int(self.q1(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])[0])  # type: ignore[index]
-        n = int(self.q1(f"SELECT COUNT(*) FROM {fts} WHERE {fts} MATCH ?", mparams)[0])  # type: ignore[index]
+        if fts is None:  # every episode: the table's count, not a check of each row
+            n = self._scalar("SELECT COUNT(*) FROM episodes", [])
+            join, jparams = "", []
+        else:
+            n = self._scalar(f"SELECT COUNT(*) FROM {fts} WHERE {fts} MATCH ?", mparams)
+            join, jparams = f" CROSS JOIN {fts} f ON f.rowid = e.rowid WHERE {fts} MATCH ?", mparams
         if not filters.include_superseded and self.q1("SELECT 1 FROM supersessions LIMIT 1"):
-            n -= int(self.q1(
-                f"SELECT COUNT(*) FROM (SELECT DISTINCT old_id FROM supersessions) s "
-                f"CROSS JOIN episodes e ON e.id = s.old_id CROSS JOIN {fts} f "
-                f"ON f.rowid = e.rowid WHERE {fts} MATCH ?", mparams)[0])  # type: ignore[index]
+            n -= self._scalar(
+                "SELECT COUNT(*) FROM (SELECT DISTINCT old_id FROM supersessions) s "
+                f"CROSS JOIN episodes e ON e.id = s.old_id{join}", jparams)
         return n
 
     def rows_by_rowid(self, rowids: Sequence[int], filters: SearchFilters) -> dict[int, EpisodeRow]:
