@@ -99,23 +99,40 @@ def _tokens_from(texts: Sequence[str], prefixes: Iterable[str]) -> list[list[str
     return out
 
 
-def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float]) -> list[RankedHit]:
+def group_weights(episodes: int, counts: Mapping[str, int],
+                  groups: Sequence[Sequence[str]]) -> dict[str, float]:
+    """Each group's weight, keyed by its first word: the other forms of a query word
+    ("went", "gone" for "go") count as the word itself, so the group is weighed as one
+    word held by as many episodes as hold any form (at most the sum of their counts),
+    not as several rare words that each outweigh the query's real subject."""
+    held = {g[0]: min(episodes, sum(counts.get(w, 0) for w in g)) for g in groups if g}
+    return word_weights(episodes, held)
+
+
+def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float],
+               forms: Mapping[str, Sequence[str]] | None = None) -> list[RankedHit]:
     """The index's matches rescored by BM25 with the given word weights, best first.
 
     Term frequencies come from each episode's text, stemmed as the index stems it;
-    lengths are counted in words against the pool's mean. A match whose words this
-    cannot see (another stemmer, another script) keeps its place after the scored ones,
-    in the index's order. Without weights the index's own ranking stands.
+    ``forms`` names, per weighted word, other words whose occurrences count as it (its
+    irregular forms). Lengths are counted in words against the pool's mean. A match
+    whose words this cannot see (another stemmer, another script) keeps its place after
+    the scored ones, in the index's order. Without weights the index's own ranking stands.
     """
     single: dict[str, float] = {}  # stem -> weight, for one-token words (nearly all)
+    group_of: dict[str, str] = {}  # a form's stem -> its word's stem
     phrases: list[tuple[tuple[str, ...], float]] = []
     for word, weight in weights.items():
         k = word_keys(word)
         if len(k) == 1:
             single[k[0]] = single.get(k[0], 0.0) + weight
+            for form in (forms or {}).get(word, ()):
+                fk = word_keys(form)
+                if len(fk) == 1 and fk[0] not in single:
+                    group_of.setdefault(fk[0], k[0])
         elif k:
             phrases.append((k, weight))
-    wanted = set(single) | {t for k, _w in phrases for t in k}
+    wanted = set(single) | set(group_of) | {t for k, _w in phrases for t in k}
     if not hits or not wanted:
         return list(hits)
     texts = [h.content for h in hits]
@@ -129,6 +146,7 @@ def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float]) -> list[
         tf: dict[str, int] = {}
         for token in tokens:
             key = _fold(token)
+            key = group_of.get(key, key)
             if key in wanted:
                 tf[key] = tf.get(key, 0) + 1
         norm = c1 + c2 * length

@@ -12,7 +12,7 @@ from ._inputs import storable_text, whole_number
 from .clock import parse_since
 from .errors import ValidationError
 from .storage.base import SearchFilters
-from .text import meaningful_words, query_terms, word_forms
+from .text import meaningful_words, query_terms, word_groups
 from .types import (
     RELAYED_TRUST,
     EpisodeType,
@@ -62,12 +62,14 @@ def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
     from . import ranking  # loaded on the first ranked search, not at import
 
     b = store.backend
-    words = word_forms(list(terms))
+    groups = word_groups(list(terms))
+    words = [w for g in groups for w in g]
     hits, total = b.ranked_ids(filters, words, pool)
     if not hits:
         return [], total
     episodes, counts = b.word_counts(filters, words, ranking.COUNT_CAP)
-    hits = ranking.score_hits(hits, ranking.word_weights(episodes, counts))
+    hits = ranking.score_hits(hits, ranking.group_weights(episodes, counts, groups),
+                              {g[0]: g[1:] for g in groups if len(g) > 1})
     if query and ranking.asks_when(query):
         hits = ranking.boost_when(hits)
     if context:

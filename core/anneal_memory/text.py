@@ -139,26 +139,32 @@ _VERB_FORMS: dict[str, tuple[str, ...]] = {
 _POSSESSIVE = re.compile(r"^(.+?)['’]s$")
 
 
-def word_forms(terms: list[str]) -> list[str]:
-    """The words a ranked word search looks for: the query terms, a possessive by its
-    owner ("caroline's" -> "caroline", as the memory mostly names them bare), and the
-    other forms of an irregular verb ("drawing" -> "draw", "drew", "drawn"). In order,
-    no repeats.
+def word_groups(terms: list[str]) -> list[tuple[str, ...]]:
+    """Per query term, the words a ranked word search looks for: the term, a possessive by
+    its owner ("caroline's" -> "caroline", as the memory mostly names them bare), and the
+    other forms of an irregular verb ("drawing" -> "draw", "drew", "drawn"). The forms of
+    one term count as that term (one weight, from how many episodes hold any of them); a
+    form already in an earlier group is not repeated (one spelling per stem: the index
+    stems them alike).
     """
-    out: dict[str, None] = {}
+    groups: list[tuple[str, ...]] = []
     stems: set[str] = set()
-
-    def add(word: str) -> None:
-        key = stem(word)
-        if key not in stems:  # one spelling per stem: the index stems them alike
-            stems.add(key)
-            out.setdefault(word, None)
-
     for term in terms:
         m = _POSSESSIVE.match(term)
         word = m.group(1) if m else term
-        add(word)
-        for form in _VERB_FORMS.get(stem(word), ()):
-            if form not in STOPWORDS and form not in QUESTION_WORDS:
-                add(form)
-    return list(out)
+        group: list[str] = []
+        for form in (word, *_VERB_FORMS.get(stem(word), ())):
+            if form != word and (form in STOPWORDS or form in QUESTION_WORDS):
+                continue
+            key = stem(form)
+            if key not in stems:
+                stems.add(key)
+                group.append(form)
+        if group:
+            groups.append(tuple(group))
+    return groups
+
+
+def word_forms(terms: list[str]) -> list[str]:
+    """Every word of :func:`word_groups`, in order, no repeats."""
+    return [w for group in word_groups(terms) for w in group]
