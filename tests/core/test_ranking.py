@@ -70,7 +70,7 @@ def test_irregular_verb_control_without_word_forms(store: Store,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from anneal_memory import recall
 
-    monkeypatch.setattr(recall, "word_forms", list)
+    monkeypatch.setattr(recall, "word_groups", lambda terms: [(t,) for t in terms])
     store.record("I drew it last week, it stands for freedom", "observation")
     assert store.recall(keyword="What did she draw?").episodes == []
 
@@ -88,7 +88,7 @@ def test_possessive_question_finds_the_bare_name(store: Store) -> None:
 def test_possessive_control_as_a_phrase(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     from anneal_memory import recall
 
-    monkeypatch.setattr(recall, "word_forms", list)  # "caroline's" searched as written
+    monkeypatch.setattr(recall, "word_groups", lambda terms: [(t,) for t in terms])  # "caroline's" searched as written
     fact = store.record("Caroline moved here from Sweden four years ago", "observation")
     store.record("the move to the new office is planned", "observation",
                  timestamp="2030-01-01T00:00:00Z")  # not the fact's context
