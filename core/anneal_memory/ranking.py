@@ -11,6 +11,13 @@ rank); this module scores that pool:
 * **Conversational context** (:func:`spread_context`): the episodes recorded just before
   and after a match (within an hour) inherit part of its score, the reply most, and a
   matching question passes its whole score to the reply that answers it.
+* **The question's focus** (:func:`weigh_focus`): the word a "What *book*...", "Which
+  *city*..." question names as the kind of its answer weighs FOCUS_BOOST times more.
+* **Who speaks of what** (:func:`spread_context`): a match that speaks only of "you"
+  (no "I", "my", "we") reacts to what the other person said; it keeps
+  OTHER_PERSON_SHARE of its own score (its context still inherits from its whole score).
+  The first episode after a pause (a conversation's opening turn, which tends to carry
+  the news) has its own score raised by OPENER_BOOST.
 * **Questions asking when** (:func:`boost_when`): a match that says when something
   happened ("yesterday", "last week", "in May") ranks higher.
 * **Dates in the query** (:func:`boost_dated`): an episode recorded on a day, month or
@@ -172,6 +179,41 @@ def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float],
     return scored
 
 
+# ---------------------------------------------------------------------------- focus
+
+#: the weight of the word a "what/which X" question names as its answer's kind is
+#: multiplied by this
+FOCUS_BOOST = 1.5
+
+_FOCUS = re.compile(r"^\W*(?:what|which)\s+(?:(?:kinds?|types?|sorts?)\s+of\s+)?([^\W\d_]+)",
+                    re.IGNORECASE)
+
+
+def focus_word(query: str) -> str | None:
+    """The lower-case word right after a question's "what" or "which" ("What *book*...",
+    "Which *city*...", "What kind of *art*..."), or None. In "What did..." it is an
+    auxiliary, which is no query word, so it weighs nothing."""
+    m = _FOCUS.match(query)
+    return m.group(1).lower() if m else None
+
+
+def weigh_focus(weights: Mapping[str, float], groups: Sequence[Sequence[str]],
+                query: str) -> dict[str, float]:
+    """``weights`` (by each group's first word) with the focus word's group weighing
+    FOCUS_BOOST times more: the answer to "What instruments does she play?" names an
+    instrument or the word, and the other words (a name, "play") are said all the time."""
+    out = dict(weights)
+    focus = focus_word(query)
+    if focus is None:
+        return out
+    key = stem(focus)
+    for group in groups:
+        if group and group[0] in out and any(stem(w) == key for w in group):
+            out[group[0]] *= FOCUS_BOOST
+            break
+    return out
+
+
 # ---------------------------------------------------------------------------- answer type
 
 #: a match that says when something happened, for a question asking when, has its
@@ -223,11 +265,40 @@ CONTEXT_SHARES: Mapping[int, float] = {1: 0.8, -1: 0.4, 2: 0.3, -2: 0.2, 3: 0.1,
 #: of it to the next episode, where its answer is
 QUESTION_SHARE = 0.8
 ANSWER_SHARE = 1.0
+#: a match that speaks only of "you" (no "I", "my", "we") keeps this share of its own
+#: score: it answers what the other person said, and the fact is theirs (in the turn
+#: its context inherits from)
+OTHER_PERSON_SHARE = 0.7
+#: the first episode after a pause longer than CONTEXT_WINDOW_SECONDS (a conversation's
+#: opening turn, which tends to carry the news) has its own score multiplied by this
+OPENER_BOOST = 1.2
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves)\b")
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|yourselves)\b")
 #: only the best this many matches pass score to their neighbours (a share of a weaker
 #: match's score cannot lift a neighbour into the results)
 CONTEXT_SOURCES = 100
 #: neighbours further apart than this in time from the match are not its context
 CONTEXT_WINDOW_SECONDS = 3600
+
+
+def speaks_only_of_you(text: str) -> bool:
+    """Whether a text speaks of "you" and not of "I", "my", "we" ("That's so nice of you,
+    your kids must love it!")."""
+    low = text.lower()
+    return bool(_SECOND_PERSON.search(low)) and not _FIRST_PERSON.search(low)
+
+
+def own_share(hit: RankedHit, asks: bool) -> float:
+    """The share of a match's score it keeps for itself (its context inherits from the
+    whole score): less for a question (its answer follows) and for a turn that speaks
+    only of "you", more for the first turn after a pause."""
+    share = QUESTION_SHARE if asks else 1.0
+    if speaks_only_of_you(hit.content):
+        share *= OTHER_PERSON_SHARE
+    if (hit.t is not None and hit.prev_t is not None
+            and hit.t - hit.prev_t > CONTEXT_WINDOW_SECONDS):
+        share *= OPENER_BOOST
+    return share
 
 
 def spread_context(hits: Sequence[RankedHit],
@@ -256,7 +327,7 @@ def spread_context(hits: Sequence[RankedHit],
     for i, h in enumerate(hits):
         rid, sc = h.rowid, h.score
         asks = "?" in h.content
-        score[rid] = get(rid, 0.0) + (sc * QUESTION_SHARE if asks else sc)
+        score[rid] = get(rid, 0.0) + sc * own_share(h, asks)
         t = h.t
         if i >= CONTEXT_SOURCES or t is None:
             continue

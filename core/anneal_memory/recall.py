@@ -50,7 +50,8 @@ def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
                  pool: int, *, context: bool = True, query: str | None = None
                  ) -> tuple[list[tuple[int, float]], int]:
     """Word matches ranked by :mod:`.ranking`: the index's pool of matches for the terms
-    and their other forms, scored by BM25 with rare words weighing more; then the
+    and their other forms, scored by BM25 with rare words (and the word a ``query``
+    asking "what X" names) weighing more; then the
     episodes recorded right before and after a match (within an hour) inherit part of
     its score (so the reply that answers a matching turn ranks even when it repeats
     none of its words); for a ``query`` asking when, matches that say when rank higher,
@@ -68,8 +69,10 @@ def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
     if not hits:
         return [], total
     episodes, counts = b.word_counts(filters, words, ranking.COUNT_CAP)
-    hits = ranking.score_hits(hits, ranking.group_weights(episodes, counts, groups),
-                              {g[0]: g[1:] for g in groups if len(g) > 1})
+    weights = ranking.group_weights(episodes, counts, groups)
+    if query:
+        weights = ranking.weigh_focus(weights, groups, query)
+    hits = ranking.score_hits(hits, weights, {g[0]: g[1:] for g in groups if len(g) > 1})
     if query and ranking.asks_when(query):
         hits = ranking.boost_when(hits)
     if context:

@@ -10,7 +10,7 @@ import pytest
 
 from anneal_memory import Store, ranking, retrieve_relevant
 from anneal_memory.stem import stem
-from anneal_memory.text import query_terms, word_forms
+from anneal_memory.text import query_terms, word_forms, word_groups
 
 
 def ids(store: Store, question: str, limit: int = 10, context: bool = True) -> list[str]:
@@ -57,6 +57,49 @@ def test_word_forms_add_irregular_verbs_and_drop_possessives() -> None:
     assert {"feel", "felt", "mean", "meant"} <= set(forms)
     assert "did" not in forms and "do" not in forms  # forms that are stop words stay out
     assert word_forms(["paint", "painting"]) == ["paint"]  # one spelling per stem
+
+
+def test_word_groups_keep_each_terms_forms_together() -> None:
+    assert word_groups(query_terms("When did Caroline's family go drawing?")) == [
+        ("caroline",), ("family",), ("go", "went", "gone"), ("drawing", "drew", "drawn")]
+    assert word_groups(["draw", "drew"]) == [("draw", "drew", "drawn")]  # one group per stem
+
+
+def test_group_weights_count_any_form() -> None:
+    w = ranking.group_weights(100, {"go": 0, "went": 30, "gone": 2, "rare": 1},
+                              [("go", "went", "gone"), ("rare",)])
+    assert w == ranking.word_weights(100, {"go": 32, "rare": 1})
+    # at most every episode holds the group
+    assert ranking.group_weights(10, {"a": 8, "b": 9}, [("a", "b")]) == ranking.word_weights(
+        10, {"a": 10})
+
+
+def _forms_store(store: Store) -> tuple[str, str]:
+    """"went" is common, "gone" in one episode, the subject in three."""
+    gone = store.record("the cat has gone missing", "observation", timestamp=at(0, "2023-01-01"))
+    subject = store.record("the observatory tour is booked", "observation",
+                           timestamp=at(0, "2023-01-02"))
+    for i in range(2):
+        store.record(f"the old observatory roof needs a repair {i}", "observation", timestamp=at(0, "2023-02-01"))
+    for i in range(12):
+        store.record(f"we went out {i}", "observation", timestamp=at(0, "2023-03-01"))
+    for i in range(20):
+        store.record(f"nothing to report {i}", "observation", timestamp=at(0, "2023-04-01"))
+    return gone.id, subject.id
+
+
+def test_a_words_forms_weigh_as_the_word(store: Store) -> None:
+    gone, subject = _forms_store(store)
+    got = ids(store, "Did she go to the observatory?", context=False)
+    assert got[0] == subject and gone not in got[:3]
+
+
+def test_forms_control_weighed_as_separate_words(store: Store,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # each form weighed by its own count: the rare "gone" outweighs the subject
+    monkeypatch.setattr(ranking, "group_weights", lambda n, counts, _g: ranking.word_weights(n, counts))
+    gone, _subject = _forms_store(store)
+    assert ids(store, "Did she go to the observatory?", context=False)[0] == gone
 
 
 def test_irregular_verb_form_finds_the_episode(store: Store) -> None:
@@ -202,6 +245,93 @@ def test_context_is_not_inherited_across_an_hour(store: Store) -> None:
     later = store.record("unrelated, much later", "observation",
                          timestamp="2023-05-08T13:00:00Z")
     assert later.id not in ids(store, "Which lighthouse?")
+
+
+# ------------------------------------------------------------------ the question's focus
+
+
+@pytest.mark.parametrize("query, focus", [
+    ("What book did she read?", "book"), ("Which city did they visit?", "city"),
+    ("What kind of art does Caroline make?", "art"), ("what types of pottery", "pottery"),
+    ("What did she paint?", "did"), ("Where did she go?", None), ("When?", None),
+])
+def test_focus_word(query: str, focus: str | None) -> None:
+    assert ranking.focus_word(query) == focus
+
+
+def _focus_store(store: Store) -> tuple[str, str]:
+    """One episode with the focus word, a newer one with another query word, alike."""
+    book = store.record("that book was a gift", "observation", timestamp=at(0, "2023-01-01"))
+    lake = store.record("that lake was a gift", "observation", timestamp=at(0, "2023-01-02"))
+    for i in range(10):
+        store.record(f"nothing to report {i}", "observation", timestamp=at(0, "2023-02-01"))
+    return book.id, lake.id
+
+
+def test_the_focus_word_weighs_more(store: Store) -> None:
+    book, lake = _focus_store(store)
+    assert ids(store, "What book did she read at the lake?", context=False)[:2] == [book, lake]
+    assert ids(store, "What lake did she read the book at?", context=False)[0] == lake
+
+
+def test_focus_control_without_the_boost(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ranking, "FOCUS_BOOST", 1.0)
+    _book, lake = _focus_store(store)
+    assert ids(store, "What book did she read at the lake?", context=False)[0] == lake  # newer
+
+
+# ------------------------------------------------------------------ who speaks
+
+
+def test_speaks_only_of_you() -> None:
+    assert ranking.speaks_only_of_you("Wow, your kids must love it! You're lucky.")
+    assert not ranking.speaks_only_of_you("You know, I took my kids camping")
+    assert not ranking.speaks_only_of_you("The kids went camping")  # no one addressed
+
+
+def _you_store(store: Store) -> tuple[str, str]:
+    """The same match said of oneself, and (newer) said to the other person."""
+    store.record("nothing to report", "observation", timestamp=at(0, "2023-01-01"))
+    mine = store.record("my telescope trip was great", "observation",
+                        timestamp=at(0, "2023-01-02"))
+    yours = store.record("your telescope trip was great", "observation",
+                         timestamp=at(0, "2023-01-03"))
+    for i in range(10):
+        store.record(f"nothing to report {i}", "observation", timestamp=at(0, "2023-02-01"))
+    return mine, yours
+
+
+def test_a_match_speaking_only_of_you_ranks_after_one_speaking_of_oneself(store: Store) -> None:
+    mine, yours = _you_store(store)
+    assert ids(store, "How was the telescope trip?")[:2] == [mine.id, yours.id]
+
+
+def test_you_control_without_the_share(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ranking, "OTHER_PERSON_SHARE", 1.0)
+    _mine, yours = _you_store(store)
+    assert ids(store, "How was the telescope trip?")[0] == yours.id  # newer wins the tie
+
+
+def _opener_store(store: Store) -> tuple[str, str]:
+    """The same match as the first turn after a pause, and (newer) mid-conversation."""
+    store.record("nothing to report", "observation", timestamp=at(0, "2023-01-01"))
+    opener = store.record("the telescope arrived", "observation", timestamp=at(0, "2023-01-02"))
+    store.record("good morning", "observation", timestamp=at(0, "2023-01-03"))
+    middle = store.record("the telescope arrived", "observation", timestamp=at(1, "2023-01-03"))
+    for i in range(10):
+        store.record(f"nothing to report {i}", "observation", timestamp=at(0, "2023-02-01"))
+    return opener.id, middle.id
+
+
+def test_the_first_turn_after_a_pause_ranks_higher(store: Store) -> None:
+    opener, middle = _opener_store(store)
+    assert ids(store, "Has the telescope arrived?")[:2] == [opener, middle]
+
+
+def test_opener_control_without_the_boost(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ranking, "OPENER_BOOST", 1.0)
+    _opener, middle = _opener_store(store)
+    assert ids(store, "Has the telescope arrived?")[0] == middle
 
 
 # ------------------------------------------------------------------ dates and "when"
