@@ -285,7 +285,8 @@ def speaks_only_of_you(text: str) -> bool:
     """Whether a text speaks of "you" and not of "I", "my", "we" ("That's so nice of you,
     your kids must love it!")."""
     low = text.lower()
-    return bool(_SECOND_PERSON.search(low)) and not _FIRST_PERSON.search(low)
+    # a substring test first: the word patterns run only on texts that may say "you"
+    return "you" in low and bool(_SECOND_PERSON.search(low)) and not _FIRST_PERSON.search(low)
 
 
 def own_share(hit: RankedHit, asks: bool) -> float:
@@ -327,7 +328,9 @@ def spread_context(hits: Sequence[RankedHit],
     for i, h in enumerate(hits):
         rid, sc = h.rowid, h.score
         asks = "?" in h.content
-        score[rid] = get(rid, 0.0) + sc * own_share(h, asks)
+        # (past the best CONTEXT_SOURCES a match's own share cannot lift it into the results)
+        own = own_share(h, asks) if i < CONTEXT_SOURCES else QUESTION_SHARE if asks else 1.0
+        score[rid] = get(rid, 0.0) + sc * own
         t = h.t
         if i >= CONTEXT_SOURCES or t is None:
             continue
