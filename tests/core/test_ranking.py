@@ -59,6 +59,12 @@ def test_word_forms_add_irregular_verbs_and_drop_possessives() -> None:
     assert word_forms(["paint", "painting"]) == ["paint"]  # one spelling per stem
 
 
+def _filler(store: Store, n: int = 10, day: str = "2023-02-01") -> None:
+    """Episodes that match no query word, so the word weights have a store to count in."""
+    for i in range(n):
+        store.record(f"nothing to report {i}", "observation", timestamp=at(0, day))
+
+
 def test_word_groups_keep_each_terms_forms_together() -> None:
     assert word_groups(query_terms("When did Caroline's family go drawing?")) == [
         ("caroline",), ("family",), ("go", "went", "gone"), ("drawing", "drew", "drawn")]
@@ -83,8 +89,7 @@ def _forms_store(store: Store) -> tuple[str, str]:
         store.record(f"the old observatory roof needs a repair {i}", "observation", timestamp=at(0, "2023-02-01"))
     for i in range(12):
         store.record(f"we went out {i}", "observation", timestamp=at(0, "2023-03-01"))
-    for i in range(20):
-        store.record(f"nothing to report {i}", "observation", timestamp=at(0, "2023-04-01"))
+    _filler(store, 20, "2023-04-01")
     return gone.id, subject.id
 
 
@@ -263,8 +268,7 @@ def _focus_store(store: Store) -> tuple[str, str]:
     """One episode with the focus word, a newer one with another query word, alike."""
     book = store.record("that book was a gift", "observation", timestamp=at(0, "2023-01-01"))
     lake = store.record("that lake was a gift", "observation", timestamp=at(0, "2023-01-02"))
-    for i in range(10):
-        store.record(f"nothing to report {i}", "observation", timestamp=at(0, "2023-02-01"))
+    _filler(store)
     return book.id, lake.id
 
 
@@ -296,8 +300,7 @@ def _you_store(store: Store) -> tuple[str, str]:
                         timestamp=at(0, "2023-01-02"))
     yours = store.record("your telescope trip was great", "observation",
                          timestamp=at(0, "2023-01-03"))
-    for i in range(10):
-        store.record(f"nothing to report {i}", "observation", timestamp=at(0, "2023-02-01"))
+    _filler(store)
     return mine, yours
 
 
@@ -318,8 +321,7 @@ def _opener_store(store: Store) -> tuple[str, str]:
     opener = store.record("the telescope arrived", "observation", timestamp=at(0, "2023-01-02"))
     store.record("good morning", "observation", timestamp=at(0, "2023-01-03"))
     middle = store.record("the telescope arrived", "observation", timestamp=at(1, "2023-01-03"))
-    for i in range(10):
-        store.record(f"nothing to report {i}", "observation", timestamp=at(0, "2023-02-01"))
+    _filler(store)
     return opener.id, middle.id
 
 
