@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from anneal_memory import Store
-from anneal_memory.storage.sqlite import MAX_TRIGRAMS, SCHEMA_VERSION, SQLiteBackend, trigrams
+from anneal_memory.storage.common import MAX_TRIGRAMS, trigrams
+from anneal_memory.storage.sqlite import SCHEMA_VERSION, SQLiteBackend
 
 
 @pytest.fixture(params=["index", "scan"])
@@ -260,3 +261,14 @@ def test_totals_without_a_keyword_match_a_full_listing_under_every_filter(store:
             assert len(full.episodes) > 0, kw
             page = s.recall(limit=5, **kw)
             assert page.total_matching == len(full.episodes), (s, kw)
+
+
+def test_word_trigrams_are_ascii_letters_and_digits_only() -> None:
+    """PostgreSQL narrows by trigrams pg_trgm indexes as they are: three ASCII letters or
+    digits, never across a space or punctuation, the rarest-looking of each stretch."""
+    grams = trigrams("What did Caroline research for her adoption plans?", ascii_words=True)
+    assert 1 < len(grams) <= MAX_TRIGRAMS
+    assert all(g.isascii() and g.isalnum() and len(g) == 3 for g in grams)
+    assert trigrams("a b, c-d", ascii_words=True) == []
+    assert trigrams("東京タワー", ascii_words=True) == []
+    assert trigrams("東京タワー") != []  # the SQLite index takes any characters

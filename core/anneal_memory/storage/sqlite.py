@@ -23,7 +23,7 @@ from .base import EpisodeRow, EstimatedCount, RankedHit, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
 from .common import episode_row as _row
-from .common import like_pattern, visible_sql
+from .common import like_pattern, trigrams, visible_sql
 from .driver import sqlite_driver
 from .sqlite_audit import SQLiteAudit
 
@@ -198,44 +198,6 @@ def _with_type(expr: str, filters: SearchFilters, *, ns: bool = False) -> str:
         expr = f"({expr}) AND type : {fts_quote(filters.episode_type)}"
     cond = ns_words_query(filters.scope) if ns else None
     return expr if cond is None else f"({expr}) AND {cond}"
-
-
-#: at most this many trigrams narrow a substring search: each costs one lookup per index
-#: segment, and the row check makes the match exact whatever the trigrams let through
-MAX_TRIGRAMS = 6
-
-
-#: Latin letters from most to least frequent in written English (and most European
-#: text): a trigram of rare letters has a short row list, so it narrows the most
-_LETTERS_BY_FREQUENCY = "etaoinshrdlcumwfgypbvkjxqz"
-
-
-def _rarity(ch: str) -> int:
-    """How much a character narrows a trigram: spaces and punctuation least, then Latin
-    letters by their frequency, digits, and any other script's letters most."""
-    low = ch.lower()
-    if low in _LETTERS_BY_FREQUENCY:
-        return 1 + _LETTERS_BY_FREQUENCY.index(low)
-    if ch.isdigit():
-        return 20
-    return 27 if ch.isalnum() else 0
-
-
-def trigrams(phrase: str) -> list[str]:
-    """The trigrams that narrow a substring search for ``phrase``: up to MAX_TRIGRAMS,
-    the rarest-looking one of each stretch of the phrase (see :func:`_rarity`), without
-    repeats. Empty when the phrase is shorter than a trigram."""
-    n = len(phrase) - 2
-    if n < 1:
-        return []
-    parts = min(MAX_TRIGRAMS, n)
-    grams: dict[str, str] = {}
-    for k in range(parts):
-        stretch = range(k * n // parts, (k + 1) * n // parts)
-        best = max(stretch, key=lambda i: sum(_rarity(ch) for ch in phrase[i:i + 3]))
-        gram = phrase[best:best + 3]
-        grams.setdefault(gram.lower(), gram)  # the tokenizer folds case itself
-    return list(grams.values())
 
 
 def _contains_test(phrase: str) -> tuple[str, str]:
