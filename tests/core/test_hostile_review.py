@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from anneal_memory import (
-    DEFAULT_SCHEMA,
     AnnealMemoryError,
     AuditTrail,
     CrystalStore,
