@@ -9,6 +9,7 @@ the same transaction as the row they index.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -808,22 +809,31 @@ class SQLiteBackend(SQLiteAudit):
 
     def _match_count(self, fts: str | None, mparams: list[Any], src: str, where: str,
                params: list[Any], filters: SearchFilters) -> int:
-        """How many episodes match. A word search with no filter but the superseded one
-        counts in the full-text index alone and subtracts the replaced matches."""
+        """How many episodes match: the ones the other filters pass, less the replaced
+        ones among them (reached from the few replacement links), rather than a probe of
+        every row for a replacement. A word search with no filter but the superseded
+        one counts in the full-text index alone."""
+        replaced = (not filters.include_superseded
+                    and self.q1("SELECT 1 FROM supersessions LIMIT 1") is not None)
+        if fts is None:
+            allw, allp = self._filter_sql(dataclasses.replace(filters, include_superseded=True))
+            n = self._scalar("SELECT COUNT(*) FROM episodes" if allw == "TRUE" else
+                             f"SELECT COUNT(*) FROM episodes e WHERE {allw}", allp)
+            if replaced:
+                n -= self._scalar("SELECT COUNT(*) FROM (SELECT DISTINCT old_id FROM "
+                                  "supersessions) s CROSS JOIN episodes e ON e.id = s.old_id "
+                                  f"WHERE {allw}", allp)
+            return n
         bare, _ = SQLiteBackend._filter_sql(self, SearchFilters(
             include_superseded=filters.include_superseded, episode_type=filters.episode_type))
-        if where != bare or (fts is None and filters.episode_type):
-            return int(self.q1(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])[0])  # type: ignore[index]
-        if fts is None:  # every episode: the table's count, not a check of each row
-            n = self._scalar("SELECT COUNT(*) FROM episodes", [])
-            join, jparams = "", []
-        else:
-            n = self._scalar(f"SELECT COUNT(*) FROM {fts} WHERE {fts} MATCH ?", mparams)
-            join, jparams = f" CROSS JOIN {fts} f ON f.rowid = e.rowid WHERE {fts} MATCH ?", mparams
-        if not filters.include_superseded and self.q1("SELECT 1 FROM supersessions LIMIT 1"):
+        if where != bare:
+            return self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])
+        n = self._scalar(f"SELECT COUNT(*) FROM {fts} WHERE {fts} MATCH ?", mparams)
+        if replaced:
             n -= self._scalar(
                 "SELECT COUNT(*) FROM (SELECT DISTINCT old_id FROM supersessions) s "
-                f"CROSS JOIN episodes e ON e.id = s.old_id{join}", jparams)
+                f"CROSS JOIN episodes e ON e.id = s.old_id CROSS JOIN {fts} f "
+                f"ON f.rowid = e.rowid WHERE {fts} MATCH ?", mparams)
         return n
 
     def rows_by_rowid(self, rowids: Sequence[int], filters: SearchFilters) -> dict[int, EpisodeRow]:
