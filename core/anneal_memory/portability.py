@@ -49,6 +49,7 @@ def export_store(store: Store) -> dict[str, Any]:
                 "derived_from": [s for s, _t in der.get(r.id, [])],
                 "superseded_by": links[-1][0] if links else None,
                 "wrapped": r.wrap_id is not None,
+                "namespace": _namespace_out(r.ns_owner, r.ns_project),
             })
         links_out = [{"old_id": o, "new_id": n, "kind": k, "created_at": c}
                      for o, n, k, c in b.all_supersessions()]
@@ -71,6 +72,28 @@ def export_store(store: Store) -> dict[str, Any]:
         "meta": {"sessions_produced": status.total_wraps, "format_version": VERSION,
                  "citations_seen": b.get_meta("citations_seen") == "1"},
     }
+
+
+def _namespace_out(owner: str | None, project: str | None) -> dict[str, Any] | None:
+    """The namespace an episode was written in, as the mapping a view is opened with
+    (None: written without one), so an import puts it back where it was."""
+    if owner is None:
+        return None
+    tenant, user, agent = json.loads(owner)
+    return {"tenant": tenant, "user": user, "project": project, "agent": agent}
+
+
+def _namespace_in(value: Any, where: str) -> tuple[str | None, str | None]:
+    """``(ns_owner, ns_project)`` from an exported ``namespace`` (validated as a view's)."""
+    if value is None:
+        return None, None
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"{where} namespace must be an object with tenant, user, "
+                              "project, agent (or null)")
+    from .governance.namespace import coerce_namespace
+
+    ns = coerce_namespace(value, partial=True)
+    return ns.owner, ns.project
 
 
 def _load(data: Any) -> Any:
@@ -144,6 +167,7 @@ def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
         key = e.get("state_key") or None
         if key is not None:
             key = validate_state_key(key)
+        ns_owner, ns_project = _namespace_in(e.get("namespace"), where)
         derived = e.get("derived_from") or []
         if not isinstance(derived, list):
             raise ValidationError(f"{where} ({eid}) derived_from must be a list of ids")
@@ -153,7 +177,8 @@ def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
                     "trust": label, "state_key": key,
                     "derived_from": [storable_text(str(x), f"{where} ({eid}) derived_from")
                                      for x in derived],
-                    "wrapped": bool(e.get("wrapped"))})
+                    "wrapped": bool(e.get("wrapped")),
+                    "ns_owner": ns_owner, "ns_project": ns_project})
     out.sort(key=lambda it: str(it["timestamp"]))  # stored oldest first, whatever the file's order
     return out
 
@@ -193,7 +218,8 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
             b.insert_episode(EpisodeRow(
                 id=it["id"], timestamp=it["timestamp"], type=it["type"], content=it["content"],
                 source=it["source"], session_id=it["session_id"], metadata=it["metadata"],
-                trust=it["trust"], state_key=it["state_key"], wrap_id=0 if it["wrapped"] else None))
+                trust=it["trust"], state_key=it["state_key"], wrap_id=0 if it["wrapped"] else None,
+                ns_owner=it["ns_owner"], ns_project=it["ns_project"]))
             for src in it["derived_from"]:
                 # pinned at the exported class: an import never re-derives (or raises) trust
                 b.add_derivations(it["id"], [src], pinned_trust=it["trust"])
