@@ -183,6 +183,28 @@ def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _tombstones_in(doc: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The export's tombstones (ids and hashes of deleted episodes), validated, so an
+    import carries the deletions too: an older backup imported later cannot bring one
+    back. An export without them (1.0.2's) has none."""
+    tombs = doc.get("tombstones")
+    if tombs is None:
+        return []
+    if not isinstance(tombs, list):
+        raise ValidationError("the import's 'tombstones' must be a list of objects with an id")
+    out = []
+    for i, t in enumerate(tombs):
+        where = f"tombstone {i}"
+        if not isinstance(t, Mapping):
+            raise ValidationError(f"{where} is not an object")
+        row = {"id": _check_id(t.get("id"), where)}
+        for key in ("type", "timestamp", "content_hash", "removed_at", "reason"):
+            value = t.get(key)
+            row[key] = storable_text(str(value), f"{where} {key}") if value is not None else ""
+        out.append(row)
+    return out
+
+
 def _deleted(store: Store, ids: list[str]) -> set[str]:
     """The ids among ``ids`` that a tombstone covers, compared in canonical form, so an
     id re-spelt (other case, a stray space, a lookalike letter) is still refused."""
@@ -193,17 +215,40 @@ def _deleted(store: Store, ids: list[str]) -> set[str]:
     return exact | folded
 
 
+def _carry_tombstones(store: Store, deletions: list[dict[str, str]]) -> int:
+    """Record the export's deletions this store does not know yet, as deletions (no
+    text; the hash is the source store's). An id this store still holds as an episode
+    is left alone: an import adds, it never deletes. Returns how many were added."""
+    if not deletions:
+        return 0
+    b = store.backend
+    ids = [t["id"] for t in deletions]
+    known = _deleted(store, ids) | set(b.get_episodes(ids, exact=True))
+    added = 0
+    for t in deletions:
+        if t["id"] in known:
+            continue
+        known.add(t["id"])
+        b.add_tombstone(t["id"], t["type"] or "observation", t["timestamp"], t["content_hash"],
+                        t["removed_at"] or now_iso(), t["reason"] or "deleted", "external")
+        added += 1
+    return added
+
+
 def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "library",
                  progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     doc = _load(data)
     if is_legacy_export(doc):
         doc = adopt_export(dict(doc))
     items = _validate(store, doc)
+    deletions = _tombstones_in(doc)
     b = store.backend
     imported: list[str] = []
     skipped: list[str] = []
     refused_deleted: list[str] = []
     with store._write():
+        # the export's deletions first: an episode the same document also lists stays out
+        carried = _carry_tombstones(store, deletions)
         tombs = _deleted(store, [i["id"] for i in items])
         present = b.get_episodes([i["id"] for i in items])
         for done, it in enumerate(items, 1):
@@ -234,10 +279,11 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
                                    str(link.get("created_at") or now_iso()))
         store.audit_trail.append("import", {"count": len(imported), "ids": imported,
                                             "skipped": len(skipped),
-                                            "refused_deleted": refused_deleted, "via": via},
+                                            "refused_deleted": refused_deleted,
+                                            "tombstones": carried, "via": via},
                                  actor="operator")
     out = {"imported": len(imported), "skipped_existing": skipped,
-           "refused_deleted": refused_deleted, "ids": imported}
+           "refused_deleted": refused_deleted, "ids": imported, "tombstones_added": carried}
     if "legacy" in doc:
         out["from_version"] = doc["legacy"]["from_version"]
     return out

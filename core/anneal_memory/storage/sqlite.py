@@ -203,9 +203,15 @@ def _with_type(expr: str, filters: SearchFilters, *, ns: bool = False) -> str:
 def _contains_test(phrase: str) -> tuple[str, str]:
     """The row check of a substring search (case-insensitive) and its parameter."""
     folded = phrase.lower()
-    if folded.isascii():  # LIKE folds ASCII case as lower() does, without a copy
-        return "e.content LIKE ? ESCAPE '\\'", like_pattern(folded)
+    if folded.isascii():
+        if len(folded) <= _LIKE_CHARS:  # LIKE folds ASCII case as lower() does, no copy
+            return "e.content LIKE ? ESCAPE '\\'", like_pattern(folded)
+        return "instr(lower(e.content), ?) > 0", folded  # past SQLite's LIKE pattern bound
     return "instr(am_fold(e.content), ?) > 0", folded
+
+
+#: SQLite refuses a LIKE pattern over 50,000 bytes; escaping can double a phrase
+_LIKE_CHARS = 20_000
 
 
 def _rowid_col(phrase_params: list[Any]) -> str:
@@ -295,8 +301,9 @@ class SQLiteBackend(SQLiteAudit):
         # index folds case: Unicode-aware, unlike SQLite's lower())
         self.conn.create_function("am_fold", 1, _fold, deterministic=True)
         if not self.read_only:
-            # a new store gives free pages back (see SQLiteAudit.audit_compact); no effect
-            # on a database that already has tables
+            # a new store gives free pages back (see SQLiteAudit.audit_compact) and uses
+            # PAGE_SIZE; no effect on a database that already has tables
+            self.conn.execute(f"PRAGMA page_size={int(self.PAGE_SIZE)}")
             self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=FULL")
@@ -697,6 +704,10 @@ class SQLiteBackend(SQLiteAudit):
                     "WHERE episodes_words MATCH ? AND ", [_with_type(expr, filters)])
         return ("FROM episodes_words w CROSS JOIN episodes e ON e.rowid = w.rowid "
                 "WHERE episodes_words MATCH ? AND ", [_with_type(expr, filters, ns=True)])
+
+    #: the page size of a new store's file: every commit writes each page it touched to
+    #: the write-ahead log before its sync, and a record touches about 18
+    PAGE_SIZE = 4096
 
     #: a namespace is searched from its own rows while it holds fewer than 1/SCOPE_SHARE
     #: of the store's episodes (its rows then cost less than the index's matches)
