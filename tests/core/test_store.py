@@ -302,6 +302,29 @@ def test_an_import_carries_the_exports_deletions(tmp_path: Path) -> None:
         assert d.status().total_episodes == 0 and d.status().tombstone_count == 0
 
 
+def test_a_new_store_uses_the_small_page_size_and_an_old_one_keeps_its_own(
+        tmp_path: Path) -> None:
+    import sqlite3
+
+    from anneal_memory.storage.sqlite import SQLiteBackend
+
+    with Store(tmp_path / "new.db") as s:
+        s.record("a durable record syncs fewer bytes", "observation")
+        assert s.backend.conn.execute("PRAGMA page_size").fetchone()[0] == SQLiteBackend.PAGE_SIZE
+    old = tmp_path / "old.db"
+    with Store(old) as s:
+        s.record("made with 4096-byte pages", "observation")
+    with sqlite3.connect(old) as c:  # a store made before (or elsewhere) with larger pages
+        c.execute("PRAGMA journal_mode=DELETE")
+        c.execute("PRAGMA page_size=4096")
+        c.execute("VACUUM")
+    with Store(old) as s:
+        assert s.backend.conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+        assert [e.content for e in s.recall(keyword="4096").episodes] == ["made with 4096-byte pages"]
+        s.record("still writes", "observation")
+        assert s.backend.integrity_check() == "ok"
+
+
 def test_public_api_exports() -> None:
     public = {n for n in dir(anneal_memory) if not n.startswith("_")} - {
         "annotations", "audit", "clock", "continuity", "engine", "errors", "facts", "immune",

@@ -705,9 +705,11 @@ class SQLiteBackend(SQLiteAudit):
         return ("FROM episodes_words w CROSS JOIN episodes e ON e.rowid = w.rowid "
                 "WHERE episodes_words MATCH ? AND ", [_with_type(expr, filters, ns=True)])
 
-    #: the page size of a new store's file: every commit writes each page it touched to
-    #: the write-ahead log before its sync, and a record touches about 18
-    PAGE_SIZE = 4096
+    #: the page size of a new store's file. A durable record writes every page it touched
+    #: (about 20: the row, its indexes, both keyword indexes' new segments, the audit
+    #: entry) to the write-ahead log before its sync, so smaller pages halve what each
+    #: sync waits for; below 2048 the keyword indexes' 1000-byte blocks would overflow
+    PAGE_SIZE = 2048
 
     #: a namespace is searched from its own rows while it holds fewer than 1/SCOPE_SHARE
     #: of the store's episodes (its rows then cost less than the index's matches)
