@@ -566,6 +566,7 @@ class AuditTrail:
         file holding one) that the chain must still contain."""
         from ._audit_verify import verify_entries, verify_files
 
+        _check_db_path(db_path)
         if pg_dsn(db_path) is not None:
             with _server_backend(db_path) as backend:
                 return verify_entries(_paged(backend, progress=progress), anchor=anchor)
@@ -574,6 +575,7 @@ class AuditTrail:
     @staticmethod
     def head(db_path: str | Path) -> AuditHead:
         """The newest entry of the chain (the database's copy, else the files)."""
+        _check_db_path(db_path)
         if pg_dsn(db_path) is not None:
             with _server_backend(db_path) as backend:
                 seq, h = backend.audit_tip()
@@ -888,3 +890,12 @@ def verify_database(backend: Any, page: int = 5000) -> AuditVerifyResult:
     from ._audit_verify import verify_entries
 
     return verify_entries(_paged(backend, page))
+
+
+def _check_db_path(db_path: Any) -> None:
+    """A store's path (str or path, no NUL) for the read side; anything else is refused."""
+    if not isinstance(db_path, (str, os.PathLike)) or "\x00" in os.fspath(db_path):
+        from .errors import ValidationError
+
+        raise ValidationError(f"pass the path of the store's database (a str or a path), "
+                              f"not {db_path!r:.60}")

@@ -645,6 +645,10 @@ def retrieve_patterns(
     does not count as being used.
     """
     require_choice(mode, RECALL_MODES, "recall mode")
+    if not isinstance(crystal_store, CrystalStore):
+        raise ValidationError(f"crystal_store must be a CrystalStore (or None where allowed), "
+                              f"not {type(crystal_store).__name__}: open one with "
+                              "CrystalStore(path)")
     strict = mode != "query"
     words = {w for w in query_terms(query or "") if is_meaningful(w)}
     crystals = crystal_store.list()

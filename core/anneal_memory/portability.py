@@ -49,6 +49,7 @@ def export_store(store: Store) -> dict[str, Any]:
                 "derived_from": [s for s, _t in der.get(r.id, [])],
                 "superseded_by": links[-1][0] if links else None,
                 "wrapped": r.wrap_id is not None,
+                "namespace": _namespace_out(r.ns_owner, r.ns_project),
             })
         links_out = [{"old_id": o, "new_id": n, "kind": k, "created_at": c}
                      for o, n, k, c in b.all_supersessions()]
@@ -71,6 +72,28 @@ def export_store(store: Store) -> dict[str, Any]:
         "meta": {"sessions_produced": status.total_wraps, "format_version": VERSION,
                  "citations_seen": b.get_meta("citations_seen") == "1"},
     }
+
+
+def _namespace_out(owner: str | None, project: str | None) -> dict[str, Any] | None:
+    """The namespace an episode was written in, as the mapping a view is opened with
+    (None: written without one), so an import puts it back where it was."""
+    if owner is None:
+        return None
+    tenant, user, agent = json.loads(owner)
+    return {"tenant": tenant, "user": user, "project": project, "agent": agent}
+
+
+def _namespace_in(value: Any, where: str) -> tuple[str | None, str | None]:
+    """``(ns_owner, ns_project)`` from an exported ``namespace`` (validated as a view's)."""
+    if value is None:
+        return None, None
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"{where} namespace must be an object with tenant, user, "
+                              "project, agent (or null)")
+    from .governance.namespace import coerce_namespace
+
+    ns = coerce_namespace(value, partial=True)
+    return ns.owner, ns.project
 
 
 def _load(data: Any) -> Any:
@@ -144,6 +167,7 @@ def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
         key = e.get("state_key") or None
         if key is not None:
             key = validate_state_key(key)
+        ns_owner, ns_project = _namespace_in(e.get("namespace"), where)
         derived = e.get("derived_from") or []
         if not isinstance(derived, list):
             raise ValidationError(f"{where} ({eid}) derived_from must be a list of ids")
@@ -153,8 +177,31 @@ def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
                     "trust": label, "state_key": key,
                     "derived_from": [storable_text(str(x), f"{where} ({eid}) derived_from")
                                      for x in derived],
-                    "wrapped": bool(e.get("wrapped"))})
+                    "wrapped": bool(e.get("wrapped")),
+                    "ns_owner": ns_owner, "ns_project": ns_project})
     out.sort(key=lambda it: str(it["timestamp"]))  # stored oldest first, whatever the file's order
+    return out
+
+
+def _tombstones_in(doc: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The export's tombstones (ids and hashes of deleted episodes), validated, so an
+    import carries the deletions too: an older backup imported later cannot bring one
+    back. An export without them (1.0.2's) has none."""
+    tombs = doc.get("tombstones")
+    if tombs is None:
+        return []
+    if not isinstance(tombs, list):
+        raise ValidationError("the import's 'tombstones' must be a list of objects with an id")
+    out = []
+    for i, t in enumerate(tombs):
+        where = f"tombstone {i}"
+        if not isinstance(t, Mapping):
+            raise ValidationError(f"{where} is not an object")
+        row = {"id": _check_id(t.get("id"), where)}
+        for key in ("type", "timestamp", "content_hash", "removed_at", "reason"):
+            value = t.get(key)
+            row[key] = storable_text(str(value), f"{where} {key}") if value is not None else ""
+        out.append(row)
     return out
 
 
@@ -168,17 +215,40 @@ def _deleted(store: Store, ids: list[str]) -> set[str]:
     return exact | folded
 
 
+def _carry_tombstones(store: Store, deletions: list[dict[str, str]]) -> int:
+    """Record the export's deletions this store does not know yet, as deletions (no
+    text; the hash is the source store's). An id this store still holds as an episode
+    is left alone: an import adds, it never deletes. Returns how many were added."""
+    if not deletions:
+        return 0
+    b = store.backend
+    ids = [t["id"] for t in deletions]
+    known = _deleted(store, ids) | set(b.get_episodes(ids, exact=True))
+    added = 0
+    for t in deletions:
+        if t["id"] in known:
+            continue
+        known.add(t["id"])
+        b.add_tombstone(t["id"], t["type"] or "observation", t["timestamp"], t["content_hash"],
+                        t["removed_at"] or now_iso(), t["reason"] or "deleted", "external")
+        added += 1
+    return added
+
+
 def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "library",
                  progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     doc = _load(data)
     if is_legacy_export(doc):
         doc = adopt_export(dict(doc))
     items = _validate(store, doc)
+    deletions = _tombstones_in(doc)
     b = store.backend
     imported: list[str] = []
     skipped: list[str] = []
     refused_deleted: list[str] = []
     with store._write():
+        # the export's deletions first: an episode the same document also lists stays out
+        carried = _carry_tombstones(store, deletions)
         tombs = _deleted(store, [i["id"] for i in items])
         present = b.get_episodes([i["id"] for i in items])
         for done, it in enumerate(items, 1):
@@ -193,7 +263,8 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
             b.insert_episode(EpisodeRow(
                 id=it["id"], timestamp=it["timestamp"], type=it["type"], content=it["content"],
                 source=it["source"], session_id=it["session_id"], metadata=it["metadata"],
-                trust=it["trust"], state_key=it["state_key"], wrap_id=0 if it["wrapped"] else None))
+                trust=it["trust"], state_key=it["state_key"], wrap_id=0 if it["wrapped"] else None,
+                ns_owner=it["ns_owner"], ns_project=it["ns_project"]))
             for src in it["derived_from"]:
                 # pinned at the exported class: an import never re-derives (or raises) trust
                 b.add_derivations(it["id"], [src], pinned_trust=it["trust"])
@@ -208,10 +279,11 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
                                    str(link.get("created_at") or now_iso()))
         store.audit_trail.append("import", {"count": len(imported), "ids": imported,
                                             "skipped": len(skipped),
-                                            "refused_deleted": refused_deleted, "via": via},
+                                            "refused_deleted": refused_deleted,
+                                            "tombstones": carried, "via": via},
                                  actor="operator")
     out = {"imported": len(imported), "skipped_existing": skipped,
-           "refused_deleted": refused_deleted, "ids": imported}
+           "refused_deleted": refused_deleted, "ids": imported, "tombstones_added": carried}
     if "legacy" in doc:
         out["from_version"] = doc["legacy"]["from_version"]
     return out

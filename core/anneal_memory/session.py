@@ -191,7 +191,8 @@ class MemorySession:
 
     def context_for(self, query: str | None, *, limit: int | None = None) -> str:
         """Recall for ``query`` rendered as a memory section of data; relayed items last."""
-        if not query or not query.strip():
+        query = _query_text(query)
+        if not query:
             return ""
 
         def run() -> str:
@@ -205,7 +206,8 @@ class MemorySession:
     def recall_items(self, query: str, *, limit: int | None = None) -> list[str]:
         """Recall as separate labelled lines (relayed items last and marked), for
         frameworks that take memory as a list of items."""
-        if not query or not query.strip():
+        query = _query_text(query)
+        if not query:
             return []
         k = self.recall_limit if limit is None else limit
 
@@ -549,3 +551,12 @@ def _run_sync(aw: Any) -> Any:
     except RuntimeError:
         return asyncio.run(aw)
     raise RuntimeError("an async compressor inside a running loop: use awrap()")
+
+
+def _query_text(query: Any) -> str:
+    """A recall query as text ("" for none); any other value is taken as its text, as
+    record() takes content, so a framework's stray object never raises here."""
+    if query is None:
+        return ""
+    text = query if isinstance(query, str) else str(query)
+    return text if text.strip() else ""

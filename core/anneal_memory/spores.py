@@ -25,6 +25,7 @@ replace, so concurrent writers lose nothing and a crash leaves the old or new fi
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -133,6 +134,9 @@ class JsonSidecar:
             self.path = tiers_db.sidecar_of(self.store, self.suffix)
             tiers_db.import_sidecar(self.store, self.suffix, self._load_file)
             return
+        if not isinstance(path, (str, os.PathLike)) or "\x00" in os.fspath(path):
+            raise ValidationError(f"{type(self).__name__} takes a Store or the path of its "
+                                  f"database (a str or a path without NUL), not {path!r:.60}")
         p = Path(path)
         # A database path gets its sidecar beside it; a sidecar path is used as is.
         self.path = p if p.name.endswith(self.suffix) else sidecar_path(p, self.suffix)

@@ -105,6 +105,14 @@ class Store(ContinuityMixin):
         session_id: str | None = None,
         consolidate_requires_baton_on_create: bool = False,
     ) -> None:
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise ValidationError(f"the store path must be a str or a path, not "
+                                  f"{type(path).__name__}")
+        if path is not None and "\x00" in os.fspath(path):
+            raise ValidationError("the store path contains a NUL character: remove it")
+        if on_audit_event is not None and not callable(on_audit_event):
+            raise ValidationError("on_audit_event must be a callable taking one audit entry "
+                                  f"(a dict), not {type(on_audit_event).__name__}")
         dsn = pg_dsn(path if path is not None else os.environ.get(ENV_DB, ""))
         db = (_pg_sidecar_base(dsn) if dsn else
               Path(path).expanduser() if path is not None else default_db_path())
@@ -655,7 +663,18 @@ class Store(ContinuityMixin):
     def export_json(self, path: str | os.PathLike[str] | None = None) -> str:
         text = json.dumps(self.export(), indent=2, ensure_ascii=False)
         if path is not None:
-            atomic_write_text(Path(path), text + "\n")
+            target = Path(path)
+            if target.is_dir():
+                raise ValidationError(f"{str(target)!r} is a folder: pass the path of the "
+                                      "export file to write")
+            if not target.parent.is_dir():
+                raise ValidationError(f"the folder {str(target.parent)!r} does not exist: "
+                                      "create it first or pass another path")
+            try:
+                atomic_write_text(target, text + "\n")
+            except OSError as exc:
+                raise StoreError(f"cannot write the export to {str(target)!r}: "
+                                 f"{exc.strerror or exc}") from exc
         return text
 
     def import_(self, data: Mapping[str, Any] | str, *, via: str = "library",

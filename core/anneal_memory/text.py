@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import re
 
+from .errors import ValidationError
 from .stem import stem
 
 _WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
@@ -72,6 +73,9 @@ def shared_meaningful_words(a: str, b: str) -> set[str]:
 def check_explanation_overlap(explanation: str, content: str, *, minimum: int = 2) -> bool:
     """True when a citation's explanation shares at least ``minimum`` meaningful words
     with the episode it cites: the anti-fabrication grounding check."""
+    for name, value in (("explanation", explanation), ("content", content)):
+        if not isinstance(value, str):
+            raise ValidationError(f"{name} must be a string, not {type(value).__name__}")
     return len(shared_meaningful_words(explanation, content)) >= minimum
 
 

@@ -52,6 +52,23 @@ def test_phrase_is_a_case_insensitive_substring(store: Store) -> None:
     assert kw(store, "ON") != []  # two characters still match as a substring
 
 
+@pytest.mark.parametrize("phrase", [
+    "What did Caroline research for her adoption plans?",  # a whole question
+    "RELEASE the v2.4 build_tools to 100% of users",  # case, digits, % and _ literal
+    "café opening hours are 9-17 on weekdays",  # accents and punctuation
+])
+def test_a_long_phrase_matches_exactly(store: Store, phrase: str) -> None:
+    """A long phrase is narrowed by a few of its trigrams; only a row holding the whole
+    phrase (any case) matches, not one holding all its words in another order."""
+    hit = store.record(f"notes: {phrase.upper()} (agreed)", "decision")
+    store.record(" ".join(reversed(phrase.split())), "decision")  # every trigram of words
+    store.record(phrase.replace(" ", "  "), "decision")  # the same words, spaced apart
+    store.record(phrase[:-1], "decision")  # all but its last character
+    res = store.recall(keyword=phrase.lower())
+    assert res.query_params["match"] == "phrase"
+    assert [e.id for e in res.episodes] == [hit.id] and res.total_matching == 1
+
+
 def test_words_fallback_is_stemmed_and_ranked(store: Store) -> None:
     store.record("the migration script failed twice", "outcome")
     store.record("migrations of the schema", "context")

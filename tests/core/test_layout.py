@@ -52,8 +52,8 @@ def test_importing_the_main_names_defers_heavy_stdlib_modules() -> None:
     import sys
 
     code = ("import sys; from anneal_memory import Store, retrieve_relevant, prepare_wrap, "
-            "validated_save_continuity; print(' '.join(m for m in %r if m in sys.modules))"
-            % (DEFERRED,))
+            f"validated_save_continuity; print(' '.join(m for m in {DEFERRED!r} "
+            "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == [], f"importing anneal_memory loaded {out}: import them where first used"

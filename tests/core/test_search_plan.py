@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from anneal_memory import Store
-from anneal_memory.storage.sqlite import MAX_TRIGRAMS, SCHEMA_VERSION, SQLiteBackend, trigrams
+from anneal_memory.storage.common import MAX_TRIGRAMS, trigrams
+from anneal_memory.storage.sqlite import SCHEMA_VERSION, SQLiteBackend
 
 
 @pytest.fixture(params=["index", "scan"])
@@ -230,3 +231,44 @@ def test_query_syntax_never_reaches_either_plan(store: Store, evil: str) -> None
         assert all(evil.lower() in e.content.lower() for e in r.episodes)
     assert store.recall(keyword=f"literal {evil} text").total_matching == 1
     assert store.status().total_episodes == 2
+
+
+def test_totals_without_a_keyword_match_a_full_listing_under_every_filter(store: Store) -> None:
+    """The count without a keyword is the filtered rows less the replaced ones among
+    them: it must equal the number of episodes a full listing returns, whatever filters."""
+    import random
+
+    rng = random.Random(7)
+    users = [store.scoped({"user": f"user-{n}"}) for n in range(2)]
+    users.append(store.scoped({"user": "user-0", "project": "p"}))
+    ids: list[tuple[Store, str]] = []
+    for i in range(600):
+        s = rng.choice([store, *users])
+        ep = s.record(f"the deploy window note {i}", rng.choice(["observation", "decision", "tension"]),
+                      source=rng.choice(["agent", "user"]))
+        ids.append((s, ep.id))
+        if i == 300:
+            since = ep.timestamp
+    for s, old in rng.sample(ids, 120):  # replace some, in their own namespace
+        s.record("the deploy window note moved", "decision", supersedes=old)
+    for s in (store, *users):
+        for kw in ({}, {"episode_type": "decision"}, {"episode_type": "tension"},
+                   {"source": "user"}, {"episode_type": "decision", "source": "agent"},
+                   {"include_superseded": True}, {"episode_type": "decision",
+                                                  "include_superseded": True},
+                   {"since": since}, {"since": since, "episode_type": "decision"}):
+            full = s.recall(limit=100_000, **kw)
+            assert len(full.episodes) > 0, kw
+            page = s.recall(limit=5, **kw)
+            assert page.total_matching == len(full.episodes), (s, kw)
+
+
+def test_word_trigrams_are_ascii_letters_and_digits_only() -> None:
+    """PostgreSQL narrows by trigrams pg_trgm indexes as they are: three ASCII letters or
+    digits, never across a space or punctuation, the rarest-looking of each stretch."""
+    grams = trigrams("What did Caroline research for her adoption plans?", ascii_words=True)
+    assert 1 < len(grams) <= MAX_TRIGRAMS
+    assert all(g.isascii() and g.isalnum() and len(g) == 3 for g in grams)
+    assert trigrams("a b, c-d", ascii_words=True) == []
+    assert trigrams("東京タワー", ascii_words=True) == []
+    assert trigrams("東京タワー") != []  # the SQLite index takes any characters

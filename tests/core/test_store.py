@@ -275,6 +275,56 @@ def test_import_is_all_or_nothing_and_never_resurrects(tmp_path: Path) -> None:
                                      "timestamp": "2026-01-01", "trust": "operator"}]})
 
 
+def test_an_import_carries_the_exports_deletions(tmp_path: Path) -> None:
+    """Restore a post-delete export into a fresh store, then import an older backup
+    there: the deleted episode stays deleted (the export's tombstones came along)."""
+    with Store(tmp_path / "a.db") as a:
+        keep = a.record("kept across the restore", "observation")
+        gone = a.record("forgotten on request", "observation")
+        backup = a.export()  # taken before the delete
+        a.delete(gone.id)
+        after = a.export()
+    assert [t["id"] for t in after["tombstones"]] == [gone.id]
+    with Store(tmp_path / "b.db") as b:
+        res = b.import_(after)
+        assert res["imported"] == 1 and res["tombstones_added"] == 1
+        assert b.status().tombstone_count == 1
+        again = b.import_(backup)
+        assert again["refused_deleted"] == [gone.id] and again["imported"] == 0
+        assert b.get(gone.id) is None and b.get(keep.id) is not None
+        assert b.import_(after)["tombstones_added"] == 0  # once only
+    with Store(tmp_path / "c.db") as c:  # a store still holding it: an import never deletes
+        c.import_(backup)
+        assert c.import_(after)["tombstones_added"] == 0 and c.get(gone.id) is not None
+    with Store(tmp_path / "d.db") as d, pytest.raises(ValidationError):
+        d.import_({**after, "tombstones": [{"id": "NOT canonical"}]})
+    with Store(tmp_path / "d.db") as d:
+        assert d.status().total_episodes == 0 and d.status().tombstone_count == 0
+
+
+def test_a_new_store_uses_the_small_page_size_and_an_old_one_keeps_its_own(
+        tmp_path: Path) -> None:
+    import sqlite3
+
+    from anneal_memory.storage.sqlite import SQLiteBackend
+
+    with Store(tmp_path / "new.db") as s:
+        s.record("a durable record syncs fewer bytes", "observation")
+        assert s.backend.conn.execute("PRAGMA page_size").fetchone()[0] == SQLiteBackend.PAGE_SIZE
+    old = tmp_path / "old.db"
+    with Store(old) as s:
+        s.record("made with 4096-byte pages", "observation")
+    with sqlite3.connect(old) as c:  # a store made before (or elsewhere) with larger pages
+        c.execute("PRAGMA journal_mode=DELETE")
+        c.execute("PRAGMA page_size=4096")
+        c.execute("VACUUM")
+    with Store(old) as s:
+        assert s.backend.conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+        assert [e.content for e in s.recall(keyword="4096").episodes] == ["made with 4096-byte pages"]
+        s.record("still writes", "observation")
+        assert s.backend.integrity_check() == "ok"
+
+
 def test_public_api_exports() -> None:
     public = {n for n in dir(anneal_memory) if not n.startswith("_")} - {
         "annotations", "audit", "clock", "continuity", "engine", "errors", "facts", "immune",

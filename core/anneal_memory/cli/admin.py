@@ -403,6 +403,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         text += f"\nskipped: {brief(skipped, True)}"
     if refused:
         text += f"\nrefused (deleted here): {brief(refused, args.verbose)}"
+    if result.get("tombstones_added"):
+        text += f"\nrecorded {result['tombstones_added']} deletion(s) the export carries"
     emit(args, import_summary(result, args.verbose), text)
     return 0
 

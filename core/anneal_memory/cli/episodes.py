@@ -236,6 +236,10 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 def cmd_state(args: argparse.Namespace) -> int:
+    for flag, value in (("--set", args.set), ("--unset", args.unset)):
+        if value is not None and not value.strip():
+            raise ValidationError(f"state {flag} needs an episode id, not an empty string: "
+                                  f"anneal-memory state KEY {flag} ID")
     if args.set:
         if not args.key:
             raise ValidationError("state --set ID needs the KEY: anneal-memory state KEY --set ID")

@@ -107,6 +107,10 @@ def validate_schema(schema: Any) -> list[SectionSpec]:
 
 def default_max_chars(schema: Sequence[Mapping[str, Any]]) -> int:
     """The size a composer is asked to stay within (durable section not counted)."""
+    if isinstance(schema, (str, bytes, Mapping)) or not isinstance(schema, Sequence) or not all(
+            isinstance(s, Mapping) and "role" in s for s in schema):
+        raise SchemaError("a section schema is a list of {heading, role} dicts "
+                          "(e.g. DEFAULT_SCHEMA)")
     budget = _BASE_BUDGET
     used: dict[str, int] = {}
     for s in schema:

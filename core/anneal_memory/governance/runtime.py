@@ -7,7 +7,7 @@ audit chain; every decision it makes is one audit entry carrying the namespace.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -283,9 +283,9 @@ class MemoryRuntime:
         storable_text(query, "query", allow_empty=True)
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValidationError(f"k must be a whole number >= 0, not {k!r}")
-        sens = frozenset(Sensitivity.coerce(s) for s in sensitivity)
-        types = None if memory_types is None else frozenset(MemoryType.coerce(t)
-                                                            for t in memory_types)
+        sens = frozenset(Sensitivity.coerce(s) for s in _values(sensitivity, "sensitivity"))
+        types = None if memory_types is None else frozenset(
+            MemoryType.coerce(t) for t in _values(memory_types, "memory_types"))
         when = parse_at(at) if at is not None else self.now()
         return rank([r for r, _h in self._visible(ns)], query, at=when, k=k,
                     sensitivity=sens, types=types)
@@ -296,8 +296,9 @@ class MemoryRuntime:
         are still the current, valid, visible version come back."""
         ns = coerce_namespace(namespace)
         when = parse_at(at) if at is not None else self.now()
+        ids = _values(record_ids, "record_ids")
         live = {r.record_id: r for r, _h in self._visible(ns) if r.is_valid_at(when)}
-        return [live[i] for i in record_ids if i in live]
+        return [live[i] for i in ids if isinstance(i, str) and i in live]
 
     def profile(self, namespace: Any, *, at: str | datetime | None = None) -> dict[str, dict[str, Any]]:
         """The user's profile as a projection of current semantic records: subject ->
@@ -323,3 +324,13 @@ def _candidate(value: Any) -> MemoryCandidate:
     if not isinstance(value, MemoryCandidate):
         raise ValidationError("pass a MemoryCandidate (anneal_memory.governance)")
     return value
+
+
+def _values(value: Any, name: str) -> list[Any]:
+    """A collection argument as a list; one bare string is one value (not its letters)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ValidationError(f"{name} must be a list or set of strings, not "
+                              f"{type(value).__name__}")
+    return list(value)

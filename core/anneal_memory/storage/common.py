@@ -36,6 +36,53 @@ def like_pattern(text: str) -> str:
     characters escaped: user text is matched literally, never as a wildcard."""
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
+#: at most this many trigrams narrow a substring search: each costs one lookup per index
+#: segment (or posting list), and the row check makes the match exact whatever the
+#: trigrams let through
+MAX_TRIGRAMS = 6
+
+
+#: Latin letters from most to least frequent in written English (and most European
+#: text): a trigram of rare letters has a short row list, so it narrows the most
+_LETTERS_BY_FREQUENCY = "etaoinshrdlcumwfgypbvkjxqz"
+
+
+def _rarity(ch: str) -> int:
+    """How much a character narrows a trigram: spaces and punctuation least, then Latin
+    letters by their frequency, digits, and any other script's letters most."""
+    low = ch.lower()
+    if low in _LETTERS_BY_FREQUENCY:
+        return 1 + _LETTERS_BY_FREQUENCY.index(low)
+    if ch.isdigit():
+        return 20
+    return 27 if ch.isalnum() else 0
+
+
+def _ascii_word(gram: str) -> bool:
+    return gram.isascii() and gram.isalnum()
+
+
+def trigrams(phrase: str, *, ascii_words: bool = False) -> list[str]:
+    """The trigrams that narrow a substring search for ``phrase``: up to MAX_TRIGRAMS,
+    the rarest-looking one of each stretch of the phrase (see :func:`_rarity`), without
+    repeats. Empty when the phrase is shorter than a trigram. ``ascii_words``: only
+    trigrams of three ASCII letters or digits (what PostgreSQL's pg_trgm indexes as
+    they are, whatever the word boundaries and the locale)."""
+    starts = [i for i in range(len(phrase) - 2)
+              if not ascii_words or _ascii_word(phrase[i:i + 3])]
+    n = len(starts)
+    if n < 1:
+        return []
+    parts = min(MAX_TRIGRAMS, n)
+    grams: dict[str, str] = {}
+    for k in range(parts):
+        stretch = starts[k * n // parts:(k + 1) * n // parts]
+        best = max(stretch, key=lambda i: sum(_rarity(ch) for ch in phrase[i:i + 3]))
+        gram = phrase[best:best + 3]
+        grams.setdefault(gram.lower(), gram)  # the indexes fold case themselves
+    return list(grams.values())
+
+
 def episode_row(r: Sequence[Any]) -> EpisodeRow:
     """An ``EP_COLS`` row as an EpisodeRow."""
     return EpisodeRow(

@@ -21,7 +21,16 @@ from ..clock import now_iso
 from ..errors import ReadOnlyStoreError, StoreError
 from . import pg_schema
 from .base import EpisodeRow, RankedHit, SearchFilters
-from .common import EP_COLS, SQLBackend, episode_row, like_pattern, qmark_to_format, visible_sql
+from .common import (
+    EP_COLS,
+    MAX_TRIGRAMS,
+    SQLBackend,
+    episode_row,
+    like_pattern,
+    qmark_to_format,
+    trigrams,
+    visible_sql,
+)
 from .pg_location import redact
 
 try:
@@ -81,6 +90,20 @@ def _epoch_sql(alias: str) -> str:
 
 def _float(value: Any) -> float | None:
     return None if value is None else float(value)
+
+
+def _phrase_src(phrase: str) -> tuple[str, list[Any]]:
+    """FROM/WHERE head of a substring search. pg_trgm's index intersects the row lists of
+    every trigram of an ILIKE pattern: for a long phrase (a whole question) that is dozens
+    of lists, common ones among them. A long phrase is narrowed in the index by its
+    rarest-looking trigrams only, then checked whole on each row (an expression the
+    index cannot serve)."""
+    grams = trigrams(phrase, ascii_words=True)
+    if len(grams) < MAX_TRIGRAMS or len(phrase) <= 3 * MAX_TRIGRAMS:
+        return "FROM episodes e WHERE e.content ILIKE ? AND ", [like_pattern(phrase)]
+    narrow = "".join("e.content ILIKE ? AND " for _ in grams)
+    return (f"FROM episodes e WHERE {narrow}(e.content || '') ILIKE ? AND ",
+            [*(f"%{g}%" for g in grams), like_pattern(phrase)])
 
 
 def _words_src(words: Sequence[str]) -> tuple[str, list[Any]]:
@@ -282,9 +305,9 @@ class PostgresBackend(SQLBackend):
         a bound parameter of ``phraseto_tsquery``, so no query syntax reaches the server.
         """
         where, params = self._filter_sql(filters)
+        mparams: list[Any]
         if phrase is not None:
-            src = "FROM episodes e WHERE e.content ILIKE ? AND "
-            mparams: list[Any] = [like_pattern(phrase)]
+            src, mparams = _phrase_src(phrase)
             score, order_sql = "1.0", "e.timestamp DESC, e.rowid DESC"
         elif words:
             src, mparams = _words_src(words)

@@ -9,6 +9,7 @@ the same transaction as the row they index.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -22,7 +23,7 @@ from .base import EpisodeRow, EstimatedCount, RankedHit, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
 from .common import episode_row as _row
-from .common import like_pattern, visible_sql
+from .common import like_pattern, trigrams, visible_sql
 from .driver import sqlite_driver
 from .sqlite_audit import SQLiteAudit
 
@@ -199,50 +200,18 @@ def _with_type(expr: str, filters: SearchFilters, *, ns: bool = False) -> str:
     return expr if cond is None else f"({expr}) AND {cond}"
 
 
-#: at most this many trigrams narrow a substring search: each costs one lookup per index
-#: segment, and the row check makes the match exact whatever the trigrams let through
-MAX_TRIGRAMS = 6
-
-
-#: Latin letters from most to least frequent in written English (and most European
-#: text): a trigram of rare letters has a short row list, so it narrows the most
-_LETTERS_BY_FREQUENCY = "etaoinshrdlcumwfgypbvkjxqz"
-
-
-def _rarity(ch: str) -> int:
-    """How much a character narrows a trigram: spaces and punctuation least, then Latin
-    letters by their frequency, digits, and any other script's letters most."""
-    low = ch.lower()
-    if low in _LETTERS_BY_FREQUENCY:
-        return 1 + _LETTERS_BY_FREQUENCY.index(low)
-    if ch.isdigit():
-        return 20
-    return 27 if ch.isalnum() else 0
-
-
-def trigrams(phrase: str) -> list[str]:
-    """The trigrams that narrow a substring search for ``phrase``: up to MAX_TRIGRAMS,
-    the rarest-looking one of each stretch of the phrase (see :func:`_rarity`), without
-    repeats. Empty when the phrase is shorter than a trigram."""
-    n = len(phrase) - 2
-    if n < 1:
-        return []
-    parts = min(MAX_TRIGRAMS, n)
-    grams: dict[str, str] = {}
-    for k in range(parts):
-        stretch = range(k * n // parts, (k + 1) * n // parts)
-        best = max(stretch, key=lambda i: sum(_rarity(ch) for ch in phrase[i:i + 3]))
-        gram = phrase[best:best + 3]
-        grams.setdefault(gram.lower(), gram)  # the tokenizer folds case itself
-    return list(grams.values())
-
-
 def _contains_test(phrase: str) -> tuple[str, str]:
     """The row check of a substring search (case-insensitive) and its parameter."""
     folded = phrase.lower()
-    if folded.isascii():  # LIKE folds ASCII case as lower() does, without a copy
-        return "e.content LIKE ? ESCAPE '\\'", like_pattern(folded)
+    if folded.isascii():
+        if len(folded) <= _LIKE_CHARS:  # LIKE folds ASCII case as lower() does, no copy
+            return "e.content LIKE ? ESCAPE '\\'", like_pattern(folded)
+        return "instr(lower(e.content), ?) > 0", folded  # past SQLite's LIKE pattern bound
     return "instr(am_fold(e.content), ?) > 0", folded
+
+
+#: SQLite refuses a LIKE pattern over 50,000 bytes; escaping can double a phrase
+_LIKE_CHARS = 20_000
 
 
 def _rowid_col(phrase_params: list[Any]) -> str:
@@ -332,8 +301,9 @@ class SQLiteBackend(SQLiteAudit):
         # index folds case: Unicode-aware, unlike SQLite's lower())
         self.conn.create_function("am_fold", 1, _fold, deterministic=True)
         if not self.read_only:
-            # a new store gives free pages back (see SQLiteAudit.audit_compact); no effect
-            # on a database that already has tables
+            # a new store gives free pages back (see SQLiteAudit.audit_compact) and uses
+            # PAGE_SIZE; no effect on a database that already has tables
+            self.conn.execute(f"PRAGMA page_size={int(self.PAGE_SIZE)}")
             self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=FULL")
@@ -735,6 +705,12 @@ class SQLiteBackend(SQLiteAudit):
         return ("FROM episodes_words w CROSS JOIN episodes e ON e.rowid = w.rowid "
                 "WHERE episodes_words MATCH ? AND ", [_with_type(expr, filters, ns=True)])
 
+    #: the page size of a new store's file. A durable record writes every page it touched
+    #: (about 20: the row, its indexes, both keyword indexes' new segments, the audit
+    #: entry) to the write-ahead log before its sync, so smaller pages halve what each
+    #: sync waits for; below 2048 the keyword indexes' 1000-byte blocks would overflow
+    PAGE_SIZE = 2048
+
     #: a namespace is searched from its own rows while it holds fewer than 1/SCOPE_SHARE
     #: of the store's episodes (its rows then cost less than the index's matches)
     SCOPE_SHARE = 50
@@ -808,22 +784,31 @@ class SQLiteBackend(SQLiteAudit):
 
     def _match_count(self, fts: str | None, mparams: list[Any], src: str, where: str,
                params: list[Any], filters: SearchFilters) -> int:
-        """How many episodes match. A word search with no filter but the superseded one
-        counts in the full-text index alone and subtracts the replaced matches."""
+        """How many episodes match: the ones the other filters pass, less the replaced
+        ones among them (reached from the few replacement links), rather than a probe of
+        every row for a replacement. A word search with no filter but the superseded
+        one counts in the full-text index alone."""
+        replaced = (not filters.include_superseded
+                    and self.q1("SELECT 1 FROM supersessions LIMIT 1") is not None)
+        if fts is None:
+            allw, allp = self._filter_sql(dataclasses.replace(filters, include_superseded=True))
+            n = self._scalar("SELECT COUNT(*) FROM episodes" if allw == "TRUE" else
+                             f"SELECT COUNT(*) FROM episodes e WHERE {allw}", allp)
+            if replaced:
+                n -= self._scalar("SELECT COUNT(*) FROM (SELECT DISTINCT old_id FROM "
+                                  "supersessions) s CROSS JOIN episodes e ON e.id = s.old_id "
+                                  f"WHERE {allw}", allp)
+            return n
         bare, _ = SQLiteBackend._filter_sql(self, SearchFilters(
             include_superseded=filters.include_superseded, episode_type=filters.episode_type))
-        if where != bare or (fts is None and filters.episode_type):
-            return int(self.q1(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])[0])  # type: ignore[index]
-        if fts is None:  # every episode: the table's count, not a check of each row
-            n = self._scalar("SELECT COUNT(*) FROM episodes", [])
-            join, jparams = "", []
-        else:
-            n = self._scalar(f"SELECT COUNT(*) FROM {fts} WHERE {fts} MATCH ?", mparams)
-            join, jparams = f" CROSS JOIN {fts} f ON f.rowid = e.rowid WHERE {fts} MATCH ?", mparams
-        if not filters.include_superseded and self.q1("SELECT 1 FROM supersessions LIMIT 1"):
+        if where != bare:
+            return self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])
+        n = self._scalar(f"SELECT COUNT(*) FROM {fts} WHERE {fts} MATCH ?", mparams)
+        if replaced:
             n -= self._scalar(
                 "SELECT COUNT(*) FROM (SELECT DISTINCT old_id FROM supersessions) s "
-                f"CROSS JOIN episodes e ON e.id = s.old_id{join}", jparams)
+                f"CROSS JOIN episodes e ON e.id = s.old_id CROSS JOIN {fts} f "
+                f"ON f.rowid = e.rowid WHERE {fts} MATCH ?", mparams)
         return n
 
     def rows_by_rowid(self, rowids: Sequence[int], filters: SearchFilters) -> dict[int, EpisodeRow]:
