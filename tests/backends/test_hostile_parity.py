@@ -237,3 +237,45 @@ def test_a_session_serving_many_users_from_threads_keeps_each_users_memory(
         assert me.start().count(who) >= 1 and all(u not in me.start() for u in users if u != who)
         assert me.store.status().episodes_since_wrap == 0
     assert root.start() == ""  # the operator's unscoped continuity was not written
+
+
+def _rows_holding(location: str, needle: bytes) -> list[str]:
+    """Where a row the database still keeps (live, or dead but not vacuumed away) holds
+    ``needle``: the raw files on SQLite, every used line pointer's tuple on PostgreSQL."""
+    if not location.startswith("postgresql"):
+        from pathlib import Path
+
+        db = Path(location)
+        return [p.name for p in db.parent.glob(db.name + "*")
+                if p.is_file() and needle in p.read_bytes()]
+    import psycopg
+    from conftest import PG_DSN, admin_sql
+
+    admin_sql("CREATE EXTENSION IF NOT EXISTS pageinspect SCHEMA public")
+    found = []
+    with psycopg.connect(location, autocommit=True) as c:
+        for table in ("episodes", "gov_records", "gov_reviews"):
+            pages = c.execute("SELECT pg_relation_size(%s) / current_setting('block_size')::int",
+                              (table,)).fetchone()[0]  # type: ignore[index]
+            for page in range(pages):
+                rows = c.execute("SELECT t_data FROM public.heap_page_items("
+                                 "public.get_raw_page(%s, %s)) WHERE lp_flags = 1",
+                                 (table, page)).fetchall()
+                found += [table for (data,) in rows if data and needle in bytes(data)]
+    assert PG_DSN
+    return found
+
+
+def test_forget_and_delete_leave_no_row_holding_the_text(store: Store, location: str) -> None:
+    """docs/governance.md: the text of every version, and the candidate text of its review
+    items, is scrubbed from the database; a deleted episode's text is gone too."""
+    rt = MemoryRuntime(store)
+    rt.write(cand("a1", ALICE, "ZQXFIRST the key is under the pot"))
+    assert rt.write(cand("a2", ALICE, "ZQXSECOND the key may be in the shed",
+                         kind="model")).outcome == "review"
+    ep = store.record("ZQXEPISODE the alarm code", "observation")
+    store.delete(ep.id)
+    rt.forget(ALICE, "semantic", "spare_key", reason="user request")
+    store.close()
+    for needle in (b"ZQXFIRST", b"ZQXSECOND", b"ZQXEPISODE"):
+        assert _rows_holding(location, needle) == [], needle
