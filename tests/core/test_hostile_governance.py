@@ -283,3 +283,23 @@ def test_another_users_episodes_do_not_move_my_ranking(tmp_path: Path) -> None:
             return [(e.content, round(e.score, 9)) for e in got.episodes]
 
     assert ranked(0) == ranked(40)
+
+
+@pytest.mark.parametrize("subject", ["...", "\u200b", "-_-", " . ", "\ufeff\u00ad"])
+def test_a_subject_with_nothing_left_once_compared_is_refused(rt: MemoryRuntime,
+                                                              store: Store, subject: str) -> None:
+    """Such subjects all compare as one empty subject: one would overwrite or (forgotten)
+    block every other."""
+    before = sql.events(store.backend)
+    with pytest.raises(ValidationError, match="empty once compared"):
+        rt.write(cand("e1", ALICE, "Alice likes green tea", subject=subject))
+    with pytest.raises(ValidationError, match="empty once compared"):
+        rt.forget(ALICE, "semantic", subject, reason="probe")
+    assert sql.events(store.backend) == before
+
+
+def test_hide_takes_a_boolean_only(rt: MemoryRuntime) -> None:
+    rt.write(cand("a1", ALICE))
+    with pytest.raises(ValidationError, match="hidden must be True or False"):
+        rt.hide(ALICE, "semantic", "spare_key", hidden="no")  # type: ignore[arg-type]
+    assert rt.state(ALICE, "semantic", "spare_key") == "active"

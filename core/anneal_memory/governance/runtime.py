@@ -241,6 +241,8 @@ class MemoryRuntime:
         """Hide (or show) a memory in display views such as ``profile``. Hiding is not
         deletion: recall still sees it. Use ``forget`` to stop a memory being used."""
         ns, mid = self._address(namespace, memory_type, subject)
+        if not isinstance(hidden, bool):
+            raise ValidationError(f"hidden must be True or False, not {hidden!r}")
         with self.store._write():
             n = sql.set_hidden(self.store.backend, mid, hidden)
             if n:
