@@ -517,17 +517,13 @@ def scope_store(store: Store, namespace: Any) -> Store:
     is not its own is refused, naming the field that differs."""
     if namespace is None:
         return store
-    from .governance.namespace import FIELDS, coerce_namespace
+    from .governance.namespace import coerce_namespace, require_view
 
     ns = coerce_namespace(namespace, partial=True)
     current = getattr(store, "namespace", None)
     if current is None:
         return store.scoped(ns)
-    if current != ns:
-        diff = [f for f in FIELDS if getattr(current, f) != getattr(ns, f)]
-        raise ValidationError(f"namespace {diff[0]} {getattr(ns, diff[0])!r} does not match the "
-                              f"view it is used through ({getattr(current, diff[0])!r}): pass "
-                              "the parent Store, or no namespace")
+    require_view(current, ns)
     return store
 
 

@@ -99,10 +99,21 @@ def _text(name: str, value: Any, *, limit: int) -> str:
 
 
 
+def _subject_identity(subject: str) -> str:
+    """The subject's canonical form, refused when nothing of it is left: "...", an
+    invisible character alone, would otherwise all name one and the same memory."""
+    key = subject_key(subject)
+    if not key:
+        raise ValidationError(f"subject {subject!r} is empty once compared "
+                              "(punctuation at the ends and invisible characters are "
+                              "ignored): name what the memory is about")
+    return key
+
+
 def memory_id_for(namespace: MemoryNamespace, memory_type: MemoryType, subject: str) -> str:
     """The logical memory's id: a canonical digest of namespace + type + subject."""
     return "mem-" + digest("memory", namespace.to_dict(), memory_type.value,
-                           subject_key(subject))[:32]
+                           _subject_identity(subject))[:32]
 
 
 @dataclass(frozen=True)
@@ -142,6 +153,7 @@ class MemoryCandidate:
         s(self, "namespace", coerce_namespace(self.namespace))
         s(self, "memory_type", MemoryType.coerce(self.memory_type))
         s(self, "subject", _text("subject", self.subject, limit=200))
+        _subject_identity(self.subject)
         s(self, "content", _text("content", self.content, limit=4000))
         if not isinstance(self.source, SourceRef):
             raise ValidationError("source must be a SourceRef(source_id, kind) built from "

@@ -125,3 +125,15 @@ def coerce_namespace(value: Any, *, partial: bool = False) -> MemoryNamespace:
         return MemoryNamespace.from_dict({
             "tenant": DEFAULT_FIELD, "user": DEFAULT_FIELD, "agent": DEFAULT_FIELD, **given})
     return MemoryNamespace.from_dict(value)
+
+
+def require_view(view: MemoryNamespace | None, ns: MemoryNamespace) -> MemoryNamespace:
+    """``ns`` when it is the view's own namespace (or there is no view, ``None``); else a
+    ValidationError naming the first field that differs. What a view was opened for is
+    all it may act on: a session, a runtime or a call through it cannot name another."""
+    if view is None or view == ns:
+        return ns
+    diff = next(f for f in FIELDS if getattr(view, f) != getattr(ns, f))
+    raise ValidationError(f"namespace {diff} {getattr(ns, diff)!r} does not match the view it "
+                          f"is used through ({getattr(view, diff)!r}): pass the parent Store, "
+                          "or no namespace")

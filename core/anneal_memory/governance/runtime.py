@@ -29,7 +29,7 @@ from .contracts import (
     parse_at,
 )
 from .ledger import Ledger, audit_data, record_id_for
-from .namespace import MemoryNamespace, coerce_namespace, digest
+from .namespace import MemoryNamespace, coerce_namespace, digest, require_view
 from .policy import ALLOW, REJECT, PolicyConfig, evaluate
 from .recall import DEFAULT_SENSITIVITY, rank
 
@@ -47,6 +47,12 @@ class MemoryRuntime:
         self.policy = policy or PolicyConfig()
         self._clock = clock or utcnow
         self.ledger = Ledger(store)
+        #: a runtime over a scoped view acts only in the view's own namespace
+        self._view: MemoryNamespace | None = getattr(store, "namespace", None)
+
+    def _ns(self, value: Any) -> MemoryNamespace:
+        """The namespace a call names, refused when it is not the view's own."""
+        return require_view(self._view, coerce_namespace(value))
 
     def now(self) -> str:
         return iso(self._clock())
@@ -60,6 +66,7 @@ class MemoryRuntime:
         """Gate a candidate and commit it as version 1, queue it for review, or reject
         it. A retry of the same candidate is ``idempotent``."""
         c = _candidate(candidate)
+        self._ns(c.namespace)
         # The retry check, the gate and the commit share one write transaction: a retry
         # racing its first attempt on another host must be told ``idempotent``, not
         # ``duplicate_memory`` (the gate reading the first attempt's version as current).
@@ -112,7 +119,7 @@ class MemoryRuntime:
             namespace = getattr(self.store, "namespace", None)
             if namespace is None:
                 return sql.all_reviews(self.store.backend)
-        ns = coerce_namespace(namespace)
+        ns = self._ns(namespace)
         return sql.reviews(self.store.backend, ns.owner, ns.project)
 
     def approve(self, review_id: str, *, reviewer: str,
@@ -121,12 +128,15 @@ class MemoryRuntime:
         (secrets, lifetime, deletion, duplicates, conflicts) still apply. ``namespace``
         (or the runtime's scoped store): only that namespace's reviews can be decided;
         another's reads as an unknown review."""
-        item = self._pending(review_id, reviewer, namespace)
-        c = MemoryCandidate.from_dict(item["candidate"])
-        decision = evaluate(c, current=self.ledger.current_record(c.memory_id),
-                            deleted=self.ledger.is_deleted(c.memory_id), mode="approve",
-                            config=self.policy)
+        # The pending check, the gate and the decision share one write transaction: of two
+        # reviewers approving at once (or one approving while the memory is forgotten) the
+        # second sees the first's outcome, not a stale "pending".
         with self.store._write():
+            item = self._pending(review_id, reviewer, namespace)
+            c = MemoryCandidate.from_dict(item["candidate"])
+            decision = evaluate(c, current=self.ledger.current_record(c.memory_id),
+                                deleted=self.ledger.is_deleted(c.memory_id), mode="approve",
+                                config=self.policy)
             if decision.outcome == ALLOW:
                 res = self.ledger.commit(c, Authority.HUMAN_REVIEWED, created_at=self.now(),
                                          expected_record_id=None, first=True,
@@ -145,8 +155,8 @@ class MemoryRuntime:
     def reject_review(self, review_id: str, *, reviewer: str,
                       namespace: MemoryNamespace | dict[str, Any] | None = None) -> None:
         """Close a review item without writing anything (``namespace`` as in approve)."""
-        item = self._pending(review_id, reviewer, namespace)
         with self.store._write():
+            item = self._pending(review_id, reviewer, namespace)
             sql.decide_review(self.store.backend, review_id, status="rejected",
                               decided_at=self.now(), decided_by=reviewer, record_id=None)
             self.store.audit_trail.append("gov_review_decided", {
@@ -160,10 +170,11 @@ class MemoryRuntime:
             raise ValidationError("reviewer must name the human who decided")
         storable_text(reviewer, "reviewer")
         storable_text(review_id, "review_id")
+        scope = namespace if namespace is not None else self._view
+        mine = None if scope is None else require_view(self._view,
+                                                       coerce_namespace(scope, partial=True))
         item = sql.review(self.store.backend, review_id)
-        scope = namespace if namespace is not None else getattr(self.store, "namespace", None)
-        if item is not None and scope is not None:
-            mine = coerce_namespace(scope, partial=True)
+        if item is not None and mine is not None:
             if MemoryNamespace.from_dict(item["candidate"]["namespace"]).key != mine.key:
                 item = None  # another namespace's review reads exactly like an unknown one
         if item is None:
@@ -179,6 +190,7 @@ class MemoryRuntime:
         """Commit a new version of an existing memory, compare-and-set on the version
         the caller read: a stale ``expected_record_id`` gets ``stale_expected_record``."""
         c = _candidate(candidate)
+        self._ns(c.namespace)
         if not isinstance(expected_record_id, str) or not expected_record_id:
             raise ValidationError("expected_record_id must be the record_id you last read "
                                   "(runtime.current(...).record_id)")
@@ -229,6 +241,8 @@ class MemoryRuntime:
         """Hide (or show) a memory in display views such as ``profile``. Hiding is not
         deletion: recall still sees it. Use ``forget`` to stop a memory being used."""
         ns, mid = self._address(namespace, memory_type, subject)
+        if not isinstance(hidden, bool):
+            raise ValidationError(f"hidden must be True or False, not {hidden!r}")
         with self.store._write():
             n = sql.set_hidden(self.store.backend, mid, hidden)
             if n:
@@ -239,7 +253,7 @@ class MemoryRuntime:
     # ------------------------------------------------------------------ reads
     def _address(self, namespace: Any, memory_type: Any, subject: Any
                  ) -> tuple[MemoryNamespace, str]:
-        ns = coerce_namespace(namespace)
+        ns = self._ns(namespace)
         if not isinstance(subject, str) or not subject.strip():
             raise ValidationError("subject is empty: name the memory to address")
         return ns, memory_id_for(ns, MemoryType.coerce(memory_type), subject)
@@ -279,7 +293,7 @@ class MemoryRuntime:
                at: str | datetime | None = None) -> RecallOutcome:
         """Records for this task: namespace, current version and tombstone filtered in
         SQL; expiry, sensitivity and type filtered next; then ranked and cut to ``k``."""
-        ns = coerce_namespace(namespace)
+        ns = self._ns(namespace)
         storable_text(query, "query", allow_empty=True)
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValidationError(f"k must be a whole number >= 0, not {k!r}")
@@ -294,7 +308,7 @@ class MemoryRuntime:
                 at: str | datetime | None = None) -> list[MemoryRecord]:
         """Re-check ids from a cache or index against the ledger: only records that
         are still the current, valid, visible version come back."""
-        ns = coerce_namespace(namespace)
+        ns = self._ns(namespace)
         when = parse_at(at) if at is not None else self.now()
         ids = _values(record_ids, "record_ids")
         live = {r.record_id: r for r, _h in self._visible(ns) if r.is_valid_at(when)}
@@ -303,7 +317,7 @@ class MemoryRuntime:
     def profile(self, namespace: Any, *, at: str | datetime | None = None) -> dict[str, dict[str, Any]]:
         """The user's profile as a projection of current semantic records: subject ->
         value with its provenance. A project record wins over a user-level one."""
-        ns = coerce_namespace(namespace)
+        ns = self._ns(namespace)
         when = parse_at(at) if at is not None else self.now()
         out: dict[str, dict[str, Any]] = {}
         for rec, hidden in sorted(self._visible(ns), key=lambda rh: rh[0].namespace.project or ""):

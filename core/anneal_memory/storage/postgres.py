@@ -290,9 +290,15 @@ class PostgresBackend(SQLBackend):
         """Nothing inside the transaction: ``checkpoint`` vacuums the deleted rows and
         their index entries away once it has committed."""
 
+    #: tables whose deleted or scrubbed text a checkpoint vacuums away: the episodes and,
+    #: in a governed store, the record versions and review items ``forget`` scrubs
+    SCRUBBED_TABLES = ("episodes", "gov_records", "gov_reviews")
+
     def checkpoint(self) -> None:
         with contextlib.suppress(psycopg.Error), self._pool.connection() as c:
-            c.execute("VACUUM episodes")
+            for table in self.SCRUBBED_TABLES:
+                if c.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None:
+                    c.execute(f"VACUUM {table}")
 
     # ------------------------------------------------------------------ search
     def search(self, filters: SearchFilters, *, phrase: str | None = None,
