@@ -314,10 +314,14 @@ def test_a_new_store_uses_the_small_page_size_and_an_old_one_keeps_its_own(
     old = tmp_path / "old.db"
     with Store(old) as s:
         s.record("made with 4096-byte pages", "observation")
-    with sqlite3.connect(old) as c:  # a store made before (or elsewhere) with larger pages
+    c = sqlite3.connect(old, isolation_level=None)  # a store made with larger pages
+    try:
         c.execute("PRAGMA journal_mode=DELETE")
         c.execute("PRAGMA page_size=4096")
         c.execute("VACUUM")
+        assert c.execute("PRAGMA page_size").fetchone()[0] == 4096
+    finally:
+        c.close()
     with Store(old) as s:
         assert s.backend.conn.execute("PRAGMA page_size").fetchone()[0] == 4096
         assert [e.content for e in s.recall(keyword="4096").episodes] == ["made with 4096-byte pages"]
