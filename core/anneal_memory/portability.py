@@ -19,7 +19,7 @@ from ._inputs import json_text, load_json, storable_text
 from .clock import normalize_timestamp, now_iso
 from .errors import ValidationError
 from .facts import validate_state_key
-from .storage.base import EpisodeRow
+from .storage.base import EpisodeRow, Scope
 from .storage.legacy import adopt_export, is_legacy_export
 from .types import EpisodeType, coerce_trust
 
@@ -53,7 +53,9 @@ def export_store(store: Store) -> dict[str, Any]:
             })
         links_out = [{"old_id": o, "new_id": n, "kind": k, "created_at": c}
                      for o, n, k, c in b.all_supersessions()]
-        tombs = [{k: v for k, v in t.items() if k != "trust"} for t in b.tombstones().values()]
+        tombs = [{**{k: v for k, v in t.items() if k not in ("trust", "ns_owner", "ns_project")},
+                  "namespace": _namespace_out(t["ns_owner"], t["ns_project"])}
+                 for t in b.tombstones(namespaces=True).values()]
         wraps = b.wrap_history(None)
         status = store.status()
     from ._version import __version__
@@ -183,7 +185,7 @@ def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _tombstones_in(doc: Mapping[str, Any]) -> list[dict[str, str]]:
+def _tombstones_in(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The export's tombstones (ids and hashes of deleted episodes), validated, so an
     import carries the deletions too: an older backup imported later cannot bring one
     back. An export without them (1.0.2's) has none."""
@@ -197,10 +199,15 @@ def _tombstones_in(doc: Mapping[str, Any]) -> list[dict[str, str]]:
         where = f"tombstone {i}"
         if not isinstance(t, Mapping):
             raise ValidationError(f"{where} is not an object")
-        row = {"id": _check_id(t.get("id"), where)}
-        for key in ("type", "timestamp", "content_hash", "removed_at", "reason"):
+        row: dict[str, Any] = {"id": _check_id(t.get("id"), where)}
+        row["type"] = EpisodeType.coerce(t.get("type") or "observation").value
+        for key in ("timestamp", "removed_at"):
+            value = t.get(key)
+            row[key] = normalize_timestamp(value, field=f"{where} {key}") if value else ""
+        for key in ("content_hash", "reason"):
             value = t.get(key)
             row[key] = storable_text(str(value), f"{where} {key}") if value is not None else ""
+        row["scope"] = Scope(*_namespace_in(t.get("namespace"), where))
         out.append(row)
     return out
 
@@ -215,7 +222,7 @@ def _deleted(store: Store, ids: list[str]) -> set[str]:
     return exact | folded
 
 
-def _carry_tombstones(store: Store, deletions: list[dict[str, str]]) -> int:
+def _carry_tombstones(store: Store, deletions: list[dict[str, Any]]) -> int:
     """Record the export's deletions this store does not know yet, as deletions (no
     text; the hash is the source store's). An id this store still holds as an episode
     is left alone: an import adds, it never deletes. Returns how many were added."""
@@ -229,8 +236,9 @@ def _carry_tombstones(store: Store, deletions: list[dict[str, str]]) -> int:
         if t["id"] in known:
             continue
         known.add(t["id"])
-        b.add_tombstone(t["id"], t["type"] or "observation", t["timestamp"], t["content_hash"],
-                        t["removed_at"] or now_iso(), t["reason"] or "deleted", "external")
+        b.add_tombstone(t["id"], t["type"], t["timestamp"], t["content_hash"],
+                        t["removed_at"] or now_iso(), t["reason"] or "deleted", "external",
+                        scope=t["scope"])
         added += 1
     return added
 

@@ -296,10 +296,26 @@ def test_an_import_carries_the_exports_deletions(tmp_path: Path) -> None:
     with Store(tmp_path / "c.db") as c:  # a store still holding it: an import never deletes
         c.import_(backup)
         assert c.import_(after)["tombstones_added"] == 0 and c.get(gone.id) is not None
-    with Store(tmp_path / "d.db") as d, pytest.raises(ValidationError):
-        d.import_({**after, "tombstones": [{"id": "NOT canonical"}]})
+    for bad in ({"id": "NOT canonical"}, {"id": "ok1", "type": "no-such-type"},
+                {"id": "ok2", "timestamp": "yesterday-ish"}, {"id": "ok3", "namespace": 5}):
+        with Store(tmp_path / "d.db") as d, pytest.raises(ValidationError):
+            d.import_({**after, "tombstones": [bad]})
     with Store(tmp_path / "d.db") as d:
         assert d.status().total_episodes == 0 and d.status().tombstone_count == 0
+
+
+def test_an_import_puts_each_deletion_back_in_its_namespace(tmp_path: Path) -> None:
+    with Store(tmp_path / "a.db") as a:
+        bob = a.scoped({"user": "bob"})
+        gone = bob.record("bob asked to forget this", "observation")
+        bob.delete(gone.id)
+        doc = a.export()
+    [tomb] = doc["tombstones"]
+    assert tomb["namespace"]["user"] == "bob" and "content" not in tomb
+    with Store(tmp_path / "b.db") as b:
+        assert b.import_(doc)["tombstones_added"] == 1
+        assert gone.id in b.scoped({"user": "bob"}).backend.tombstones()
+        assert gone.id not in b.scoped({"user": "alice"}).backend.tombstones()
 
 
 def test_a_new_store_uses_the_small_page_size_and_an_old_one_keeps_its_own(

@@ -249,8 +249,10 @@ class Backend(abc.ABC):
                       removed_at: str, reason: str, trust: str, *,
                       scope: Scope = ROOT) -> None: ...
     @abc.abstractmethod
-    def tombstones(self, ids: Sequence[str] | None = None, *,
-                   scope: Scope = ROOT) -> dict[str, dict[str, Any]]: ...
+    def tombstones(self, ids: Sequence[str] | None = None, *, scope: Scope = ROOT,
+                   namespaces: bool = False) -> dict[str, dict[str, Any]]:
+        """Tombstones by id that ``scope`` may see (``namespaces``: with the namespace
+        columns each was written in, for an export)."""
     @abc.abstractmethod
     def count_tombstones(self, *, scope: Scope = ROOT) -> int: ...
 

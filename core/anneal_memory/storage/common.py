@@ -450,10 +450,11 @@ class SQLBackend(Backend):
                      (episode_id, type_, timestamp, content_hash, removed_at, reason, trust,
                       scope.owner, scope.project))
 
-    def tombstones(self, ids: Sequence[str] | None = None, *,
-                   scope: Scope = ROOT) -> dict[str, dict[str, Any]]:
+    def tombstones(self, ids: Sequence[str] | None = None, *, scope: Scope = ROOT,
+                   namespaces: bool = False) -> dict[str, dict[str, Any]]:
         extra, xparams = visible_sql(scope)
-        sql = f"SELECT {', '.join(_TOMBSTONE_COLS)} FROM tombstones WHERE TRUE{extra}"
+        cols = _TOMBSTONE_COLS + (_TOMBSTONE_NS if namespaces else ())
+        sql = f"SELECT {', '.join(cols)} FROM tombstones WHERE TRUE{extra}"
         if ids is None:
             rows = self.q(sql, xparams)
         else:
@@ -461,7 +462,7 @@ class SQLBackend(Backend):
             for chunk in self._chunks(ids):
                 cond, params = self._in_list("id", chunk)
                 rows += self.q(f"{sql} AND {cond}", [*xparams, *params])
-        return {r[0]: dict(zip(_TOMBSTONE_COLS, r)) for r in rows}
+        return {r[0]: dict(zip(cols, r)) for r in rows}
 
     def count_tombstones(self, *, scope: Scope = ROOT) -> int:
         extra, params = visible_sql(scope)

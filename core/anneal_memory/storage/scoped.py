@@ -123,8 +123,9 @@ class ScopedBackend:
     def add_tombstone(self, *args: Any, **_: Any) -> None:
         self._inner.add_tombstone(*args, scope=self.scope)
 
-    def tombstones(self, ids: Sequence[str] | None = None, **_: Any) -> dict[str, dict[str, Any]]:
-        return self._inner.tombstones(ids, scope=self.scope)
+    def tombstones(self, ids: Sequence[str] | None = None, *, namespaces: bool = False,
+                   **_: Any) -> dict[str, dict[str, Any]]:
+        return self._inner.tombstones(ids, scope=self.scope, namespaces=namespaces)
 
     def count_tombstones(self, **_: Any) -> int:
         return self._inner.count_tombstones(scope=self.scope)
