@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from threadhelp import run_threads
 
 from anneal_memory import AnnealMemoryError, AuditTrail, MemorySession, Store, ValidationError
 from anneal_memory.governance import (
@@ -160,11 +161,7 @@ def test_racing_reviewers_decide_once_on_both_backends(open_store: Callable[...,
         except GovernanceRefusal as exc:
             results.append(exc.reason)
 
-    threads = [threading.Thread(target=decide, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    run_threads(decide, range(4), timeout=60)
     assert results.count("review_not_pending") == 3, results  # the first decision holds
     check = open_store()
     entries = check.backend.audit_entries()
@@ -177,24 +174,14 @@ def test_racing_reviewers_decide_once_on_both_backends(open_store: Callable[...,
 # ---------------------------------------------------------------------- threads
 def test_threads_sharing_one_store_lose_nothing_and_keep_the_chain(store: Store,
                                                                    location: str) -> None:
-    errors: list[BaseException] = []
-
     def work(i: int) -> None:
-        try:
-            view = store.scoped({"user": f"u{i}"})
-            for j in range(6):
-                view.record(f"user u{i} note {j} about the cache", "observation")
-                got = view.recall(keyword="cache", limit=50).episodes
-                assert {e.content.split()[1] for e in got} == {f"u{i}"}
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
+        view = store.scoped({"user": f"u{i}"})
+        for j in range(6):
+            view.record(f"user u{i} note {j} about the cache", "observation")
+            got = view.recall(keyword="cache", limit=50).episodes
+            assert {e.content.split()[1] for e in got} == {f"u{i}"}
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors, errors
+    run_threads(work, range(6))
     assert store.status().total_episodes == 36
     assert AuditTrail.verify(location).valid
 
@@ -211,32 +198,23 @@ def test_a_session_serving_many_users_from_threads_keeps_each_users_memory(
     users = [f"user{i:02d}" for i in range(12)]
     barrier = threading.Barrier(len(users))
     outcomes: dict[str, Any] = {}
-    errors: list[BaseException] = []
 
     def request(who: str) -> None:
-        try:
-            me = root.for_namespace({"user": who})
-            for n in range(3):
-                me.record_observation(f"{who} private fact {n}: the vault code is {who}-{n}")
-            context = me.context_for("vault code private fact")
-            assert who in context and all(u not in context for u in users if u != who), context
-            barrier.wait(timeout=60)  # every user wraps at once
-            seen: list[str] = []
+        me = root.for_namespace({"user": who})
+        for n in range(3):
+            me.record_observation(f"{who} private fact {n}: the vault code is {who}-{n}")
+        context = me.context_for("vault code private fact")
+        assert who in context and all(u not in context for u in users if u != who), context
+        barrier.wait(timeout=60)  # every user wraps at once
+        seen: list[str] = []
 
-            def compress(prompt: str) -> str:
-                seen.append(prompt)
-                return CONTINUITY.format(who=who)
+        def compress(prompt: str) -> str:
+            seen.append(prompt)
+            return CONTINUITY.format(who=who)
 
-            outcomes[who] = (me.wrap(compress), seen)
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
+        outcomes[who] = (me.wrap(compress), seen)
 
-    threads = [threading.Thread(target=request, args=(u,)) for u in users]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors, errors
+    run_threads(request, users)
     for who in users:
         outcome, prompts = outcomes[who]
         assert outcome.saved, (who, outcome)

@@ -7,13 +7,13 @@ process). Racing reviewers: tests/backends/test_hostile_parity.py."""
 from __future__ import annotations
 
 import multiprocessing as mp
-import threading
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+from threadhelp import run_threads
 
 from anneal_memory import Store, ValidationError
 from anneal_memory.governance import (
@@ -244,26 +244,17 @@ def test_writers_in_other_processes_cannot_outlive_a_forget(db: Path) -> None:
 
 def test_tenants_writing_from_threads_on_one_store_stay_apart(store: Store) -> None:
     tenants = [MemoryNamespace(tenant=f"t{i}", user="u", agent="a") for i in range(6)]
-    errors: list[BaseException] = []
 
     def work(ns: MemoryNamespace) -> None:
-        try:
-            rt = MemoryRuntime(store)
-            for j in range(5):
-                res = rt.write(cand(f"c{j}", ns, f"{ns.tenant} fact {j} about the spare key",
-                                    subject=f"fact_{j}"))
-                assert res.outcome == "written", res
-                seen = {i.content.split()[0] for i in rt.recall(ns, "spare key fact", k=50).items}
-                assert seen == {ns.tenant}, seen
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
+        rt = MemoryRuntime(store)
+        for j in range(5):
+            res = rt.write(cand(f"c{j}", ns, f"{ns.tenant} fact {j} about the spare key",
+                                subject=f"fact_{j}"))
+            assert res.outcome == "written", res
+            seen = {i.content.split()[0] for i in rt.recall(ns, "spare key fact", k=50).items}
+            assert seen == {ns.tenant}, seen
 
-    threads = [threading.Thread(target=work, args=(ns,)) for ns in tenants]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not errors, errors
+    run_threads(work, tenants, timeout=60)
     rt = MemoryRuntime(store)
     for ns in tenants:
         assert len(rt.profile(ns)) == 5
