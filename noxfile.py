@@ -163,6 +163,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/many_users.py")
     # clients on one PostgreSQL server (1/4/16) and processes on one SQLite file (1/2/4)
     session.run("python", "bench/scale_out.py")
+    # issue 35's goals, each with its ratio and verdict, from this run's three result files
+    session.run("python", "bench/goals.py")
 
 
 @nox.session(python=PY, default=True)

@@ -6,7 +6,8 @@ file measures both. Each phase runs in a fresh process so its peak RSS is its ow
 
 Phases: ``load`` (durable single-record or batch load, then keyword and scored recall
 at that size, bytes on disk), ``wrap`` (prepare + scripted compress + save),
-``locomo`` (retrieval quality), ``fsync-probe`` (a fixed write burst for strace).
+``locomo`` (retrieval quality), ``fsync-probe`` (a fixed write burst for strace),
+``ceiling`` (raw sqlite3 durable inserts: the disk's limit for a record).
 """
 
 from __future__ import annotations  # noqa: I001  (anneal_memory is first- or third-party by venv)
@@ -142,6 +143,10 @@ def _query_classes(store: Any, vocab: wl.Vocabulary, size: int, args: argparse.N
         ("keyword_words_decision", wl.word_queries(vocab, size, n), kw(episode_type="decision")),
         ("keyword_question", wl.locomo_questions(args.locomo_dir, n), kw()),
         ("keyword_miss", wl.miss_queries(n), kw()),
+        # issue 35's mixed workload: 1-3 vocabulary words, about one in nine absent
+        ("keyword_mixed", wl.mixed_queries(vocab, size, args.queries), kw()),
+        ("keyword_mixed_decision", wl.mixed_queries(vocab, size, args.queries),
+         kw(episode_type="decision")),
         # scored recall is costlier in both packages: a quarter of the queries
         ("retrieve_relevant", spans[:max(20, len(spans) // 4)], lambda q: len(
             am.retrieve_relevant(store, None, q, max_episodes=10).episodes)),
@@ -240,14 +245,61 @@ def phase_wrap(args: argparse.Namespace) -> dict[str, Any]:
         vals = sorted(r[key] for r in runs)
         return vals[len(vals) // 2] * 1000.0
 
+    totals = [r["total_s"] * 1000.0 for r in runs]
     return {"size": args.size, "repeats": len(runs), "prepare_ms": med("prepare_s"),
             "save_ms": med("save_s"), "total_ms": med("total_s"),
-            "total_min_ms": min(r["total_s"] for r in runs) * 1000.0}
+            "total_min_ms": min(totals), "total_p95_ms": wl.percentile(totals, 95)}
 
 
 def phase_locomo(args: argparse.Namespace) -> dict[str, Any]:
     import locomo
     return locomo.run(am, args.locomo_dir, args.workdir)
+
+
+#: the raw-SQLite ceiling's schema: one row table and one FTS5 index over its text
+CEILING_SCHEMA = (
+    "CREATE TABLE ep (id INTEGER PRIMARY KEY, content TEXT NOT NULL, type TEXT NOT NULL, "
+    "ts TEXT NOT NULL)",
+    "CREATE VIRTUAL TABLE ep_fts USING fts5(content, content='ep', content_rowid='id')",
+)
+
+
+def phase_ceiling(args: argparse.Namespace) -> dict[str, Any]:
+    """What the disk allows a durable record: raw sqlite3, WAL, synchronous=FULL, one FTS5
+    index, one INSERT + COMMIT per record, the same episodes as the load phase. No
+    library is involved, so the figure is the same in either venv (issue 35's ceiling)."""
+    import sqlite3
+
+    vocab = wl.Vocabulary.from_texts(wl.locomo_texts(args.locomo_dir))
+    tmp = tempfile.mkdtemp(prefix="anneal-ceiling-", dir=args.workdir)
+    try:
+        conn = sqlite3.connect(os.path.join(tmp, "raw.db"), isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        for stmt in CEILING_SCHEMA:
+            conn.execute(stmt)
+        lat: list[float] = []
+        deadline = time.perf_counter() + args.max_seconds
+        for item in wl.episodes(vocab, args.size):
+            t0 = time.perf_counter()
+            conn.execute("BEGIN IMMEDIATE")
+            cur = conn.execute("INSERT INTO ep (content, type, ts) VALUES (?, ?, "
+                               "strftime('%Y-%m-%dT%H:%M:%fZ','now'))",
+                               (item["content"], item["episode_type"]))
+            conn.execute("INSERT INTO ep_fts (rowid, content) VALUES (?, ?)",
+                         (cur.lastrowid, item["content"]))
+            conn.execute("COMMIT")
+            lat.append(time.perf_counter() - t0)
+            if time.perf_counter() > deadline:
+                break
+        conn.close()
+        return {"size_requested": args.size, "size": len(lat),
+                "method": "raw sqlite3: WAL, synchronous=FULL, one FTS5 index, "
+                          "INSERT + COMMIT per record",
+                "load_per_second": len(lat) / sum(lat), "sqlite": sqlite3.sqlite_version,
+                "record_latency": wl.latency_summary(lat)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def phase_fsync_probe(args: argparse.Namespace) -> dict[str, Any]:
@@ -284,7 +336,7 @@ def phase_info(args: argparse.Namespace) -> dict[str, Any]:
 
 
 PHASES = {"info": phase_info, "load": phase_load, "wrap": phase_wrap, "locomo": phase_locomo,
-          "fsync-probe": phase_fsync_probe}
+          "fsync-probe": phase_fsync_probe, "ceiling": phase_ceiling}
 
 
 def main(argv: list[str] | None = None) -> int:

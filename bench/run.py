@@ -164,7 +164,7 @@ class Package:
     def __init__(self, who: str, python: str) -> None:
         self.who, self.python = who, python
         self.data: dict[str, Any] = {"python": python, "sizes": {}, "wrap": {},
-                                     "errors": [], "skipped": []}
+                                     "ceiling": {}, "errors": [], "skipped": []}
 
     def attempt(self, label: str, fn: Any, *a: Any, **kw: Any) -> Any:
         """Run one measurement; a failure is recorded and the run goes on."""
@@ -198,6 +198,10 @@ class Package:
                 modes.append(("single", 0 if separate_batch else args.queries))
             if separate_batch or size > args.single_max:
                 modes.append(("batch", args.queries))
+            if self.who == "ours" and size <= args.single_max:
+                # the disk's limit, measured next to the durable record loop it bounds
+                steps[f"{size}-ceiling"] = (f"raw sqlite x{size:,}", functools.partial(
+                    self._phase_into, ("ceiling", str(size)), "ceiling", args, size=size))
             for mode, queries in modes:
                 steps[f"{size}-{mode}"] = (f"record x{size:,} ({mode})", functools.partial(
                     self._load, args, size, mode, queries))

@@ -131,6 +131,26 @@ def word_queries(vocab: Vocabulary, store_size: int, count: int, seed: int = SEE
     return out
 
 
+def mixed_queries(vocab: Vocabulary, store_size: int, count: int, seed: int = SEED
+                  ) -> list[str]:
+    """``count`` queries of 1-3 vocabulary words drawn with their corpus frequency, as a
+    user types them: most are a phrase or words of some stored episode, and every ninth
+    carries one made-up word, so about one in nine is absent from the store and takes the
+    ranked-words path (issue 35's mixed workload)."""
+    rng = random.Random(seed + 15485863 * store_size)
+    out: list[str] = []
+    while len(out) < count:
+        picked = [w for w in vocab.sample(rng, rng.choice((1, 2, 2, 3)) * 3)
+                  if w not in QUERY_SKIP and len(w) > 2][:3]
+        if not picked:
+            continue
+        picked = picked[:rng.randint(1, len(picked))]
+        if len(out) % 9 == 8:
+            picked[-1] = f"zq{rng.randrange(10**6)}x"
+        out.append(" ".join(picked))
+    return out
+
+
 def miss_queries(count: int, seed: int = SEED) -> list[str]:
     """``count`` two-word queries of made-up words: nothing matches."""
     rng = random.Random(seed + 31)
