@@ -137,6 +137,10 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
     wrapped_store(tiers)
     assert js(tiers, "crystal", "crystallize", "retry_backoff")["crystal"]["level"] == 2
     seen.add("crystal")
+    # namespaces: a record as alice, then the listing names her with her count
+    go("record", "alice's own note", "--namespace", "user=alice")
+    rows = go("namespaces")["namespaces"]
+    assert [(r["namespace"]["user"], r["episodes"]) for r in rows] == [("alice", 1)]
     # serve: the real CLI in a real process, with the mcp package made unimportable
     p = subprocess.run([sys.executable, "-c",
                         "import sys; sys.modules['mcp'] = None; "

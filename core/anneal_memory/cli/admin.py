@@ -51,6 +51,9 @@ SNIPPETS_VERSION = SNIPPET_CHANGES[-1][0]
 def register(sub: Any) -> None:
     p = command(sub, "status", "counts and health of the store", cmd_status)
 
+    command(sub, "namespaces", "the namespaces holding memory, with their counts "
+            "(open one with --namespace)", cmd_namespaces)
+
     p = command(sub, "stats", "detailed analytics: types, trust, wraps, patterns, tiers", cmd_stats)
 
     p = command(sub, "graph", "association graph (none are formed since 1.0.2)", cmd_graph)
@@ -109,6 +112,19 @@ def register(sub: Any) -> None:
     p.add_argument("--audit-retention-days", type=int, help=argparse.SUPPRESS)
 
     p.set_defaults(func=cmd_serve)
+
+
+def cmd_namespaces(args: argparse.Namespace) -> int:
+    with read_store(args) as store:
+        rows = store.namespaces()
+    data = [{"namespace": r["namespace"].to_dict(), "label": r["namespace"].label(),
+             "episodes": r["episodes"], "wraps": r["wraps"], "records": r["records"],
+             "pending_reviews": r["pending_reviews"]} for r in rows]
+    lines = [f"{d['label']}: {d['episodes']} episode(s), {d['wraps']} wrap(s), "
+             f"{d['records']} governed record(s), {d['pending_reviews']} pending review(s)"
+             for d in data] or ["no namespaces yet: record with --namespace user=NAME"]
+    emit(args, {"namespaces": data, "count": len(data)}, "\n".join(lines))
+    return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -229,13 +229,94 @@ def ensure_folder(args: argparse.Namespace) -> Path | str:
                      "it, or pass another --db PATH")
 
 
+# ---------------------------------------------------------------------- --namespace
+
+#: commands that act on the whole store (or on none): --namespace is refused there
+#: rather than silently ignored
+STORE_WIDE = {
+    "init": "init creates the store itself; record into a namespace with record --namespace",
+    "verify": "the audit chain is one for the whole store",
+    "audit": "the audit chain is one for the whole store",
+    "audit-repair": "the audit chain is one for the whole store",
+    "import": "an export's episodes carry their own namespaces",
+    "migrate-store": "migrate-store copies the whole store",
+    "migrate": "instruction snippets belong to no namespace",
+    "demo": "demo uses a store of its own",
+    "eval": "eval uses stores of its own",
+    "namespaces": "it lists every namespace",
+    "serve": "the MCP server over stdio serves the store it opens",
+    "ui": "the console has a view per namespace (pick one on its Namespaces page)",
+    "crystal": "crystals belong to the whole store",
+    "graph": "associations belong to the whole store",
+    "associations": "associations belong to the whole store",
+    "pattern-associations": "associations belong to the whole store",
+}
+NAMESPACE_HELP = ("KEY=VALUE, repeatable (keys: tenant, user, project, agent; "
+                  "e.g. --namespace user=alice), or one JSON object: act on that "
+                  "namespace's memory only, as store.scoped(...) does")
+
+
+def namespace_of(args: argparse.Namespace) -> Any:
+    """The MemoryNamespace that ``--namespace`` names, validated as the library validates
+    a view's (None when it was not given)."""
+    raw = getattr(args, "namespace", None)
+    if not raw:
+        return None
+    from ..governance.namespace import coerce_namespace
+
+    fields: dict[str, Any] = {}
+    for item in raw:
+        if item.lstrip().startswith("{"):
+            doc = parse_json(item, "--namespace", "namespace",
+                             'pass one JSON object, e.g. --namespace \'{"user": "alice"}\'')
+            if not isinstance(doc, dict):
+                raise ValidationError(f"--namespace {item!r} is JSON but not an object: pass "
+                                      'e.g. --namespace \'{"user": "alice"}\'')
+            pairs = list(doc.items())
+        else:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ValidationError(
+                    f"--namespace {item!r} is not KEY=VALUE: pass e.g. --namespace "
+                    "user=alice (keys: tenant, user, project, agent), once per key")
+            pairs = [(key.strip(), value)]
+        for key, value in pairs:
+            if key in fields and fields[key] != value:
+                raise ValidationError(f"--namespace gives {key} twice ({fields[key]!r} and "
+                                      f"{value!r}): pass each key once")
+            fields[key] = value
+    return coerce_namespace(fields, partial=True)
+
+
+def check_namespace_applies(args: argparse.Namespace) -> None:
+    """Refuse --namespace (validated first) on a command that acts on the whole store."""
+    if namespace_of(args) is None:
+        return
+    why = STORE_WIDE.get(getattr(args, "command", "") or "")
+    if why:
+        raise ValidationError(f"--namespace does not apply to {args.command}: {why} "
+                              "(leave --namespace out)")
+
+
 def open_store(args: argparse.Namespace, *, create: bool = False, **kw: Any) -> Any:
     """Open the store read-write. Only commands that make a store (init, record, import,
-    serve) pass ``create``; every other command refuses a path that holds none."""
+    serve) pass ``create``; every other command refuses a path that holds none. With
+    ``--namespace`` the command gets that namespace's view (the store itself is closed
+    when the command ends)."""
     from ..store import Store
 
+    ns = namespace_of(args)
     loc = ensure_folder(args) if create else require_store(args)
-    return Store(loc, project_name=args.project_name, **kw)
+    store = Store(loc, project_name=args.project_name, **kw)
+    if ns is None:
+        return store
+    try:
+        view = store.scoped(ns)
+    except BaseException:
+        store.close()
+        raise
+    OPEN_STORES.append(store)
+    return view
 
 
 def read_store(args: argparse.Namespace) -> Any:

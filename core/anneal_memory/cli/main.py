@@ -15,7 +15,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import AnnealMemoryError, StoreLocationError
-from .common import emit, open_store  # noqa: F401  (re-exported for older imports)
+from .common import NAMESPACE_HELP, emit, open_store  # noqa: F401  (re-exported)
 
 
 def _utf8_streams() -> None:
@@ -55,6 +55,8 @@ def _global_options(p: argparse.ArgumentParser, *, after: bool = False) -> None:
     g.add_argument("--project-name", metavar="NAME",
                    help="name in the continuity header and the wrap instructions "
                         "(default Agent)", **({"default": None} if not after else d))
+    g.add_argument("--namespace", action="append", metavar="KEY=VALUE", help=NAMESPACE_HELP,
+                   **d)
     g.add_argument("--skip-integrity", action="store_true",
                    help="serve: do not check the MCP tool-integrity manifest", **d)
     g.add_argument("--generate-integrity", action="store_true",
@@ -152,6 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.parser.print_help(sys.stderr)
         return 2
     try:
+        from .common import check_namespace_applies
+
+        check_namespace_applies(args)
         return _run_closing(args)
     except AnnealMemoryError as exc:
         message = _cli_message(exc)
