@@ -176,6 +176,10 @@ def parse_since(value: str | datetime | date, *, field: str = "since") -> str:
         seconds = age_seconds(value)
         if seconds is not None:
             return iso(ago(seconds, field=f"{field} {value.strip()!r}"))
+        try:
+            return normalize_timestamp(value, field=field)
+        except ValidationError as exc:  # name the relative form this field also takes
+            raise ValidationError(f"{exc} (or an age such as 30m, 12h, 7d, 2w)") from None
     return normalize_timestamp(value, field=field)
 
 

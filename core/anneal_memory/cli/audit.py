@@ -12,6 +12,7 @@ import json
 from collections import deque
 from typing import Any
 
+from .._inputs import whole_number
 from ..audit import AuditTrail, ranges_text
 from ..clock import parse_since
 from ..errors import AuditError, ValidationError
@@ -72,8 +73,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    if args.limit < 0:
-        raise ValidationError("--limit must be 0 (all) or more")
+    whole_number(args.limit, "--limit")
     loc = require_store(args)
     since = parse_since(args.since) if args.since else None
     events = set(args.event)

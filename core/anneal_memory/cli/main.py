@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import io
 import json
 import os
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -42,7 +44,34 @@ def _utf8_argv(argv: Sequence[str]) -> list[str]:
     return out
 
 
-def _global_options(p: argparse.ArgumentParser, *, after: bool = False) -> None:
+class UsageError(Exception):
+    """A command line argparse cannot read: its message, and the parser that said it."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is raised (main prints it once, and under --json
+    also as one JSON document) and a mistyped command gets a "did you mean"."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        raise UsageError(self, message + _did_you_mean(self, message))
+
+
+def _did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
+    if "invalid choice: '" not in message:
+        return ""
+    wrong = message.split("invalid choice: '", 1)[1].split("'", 1)[0]
+    choices = [c for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+               for c in a.choices]
+    close = difflib.get_close_matches(wrong, choices, n=3, cutoff=0.6)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
+def _global_options(p: argparse.ArgumentParser, *, after: bool = False,
+                    serve: bool = True) -> None:
     # Declared on the top-level parser, and again (defaults suppressed, so a value given
     # before the command is kept) on every command: `status --db X` works like
     # `--db X status`, as in most CLIs.
@@ -57,6 +86,8 @@ def _global_options(p: argparse.ArgumentParser, *, after: bool = False) -> None:
                         "(default Agent)", **({"default": None} if not after else d))
     g.add_argument("--namespace", action="append", metavar="KEY=VALUE", help=NAMESPACE_HELP,
                    **d)
+    if not serve:  # the two serve flags are shown where they mean something
+        return
     g.add_argument("--skip-integrity", action="store_true",
                    help="serve: do not check the MCP tool-integrity manifest", **d)
     g.add_argument("--generate-integrity", action="store_true",
@@ -69,7 +100,7 @@ def _subparsers(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="anneal-memory",
+    p = _Parser(prog="anneal-memory",
                                 description="Living, governed memory for AI agents.")
     _global_options(p)
     p.add_argument("--json", action="store_true", dest="json_global",
@@ -82,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     todo = _subparsers(p)
     while todo:
         child = todo.pop()
-        _global_options(child, after=True)
+        _global_options(child, after=True, serve=child.prog.endswith(" serve"))
         todo.extend(_subparsers(child))
     return p
 
@@ -96,15 +127,31 @@ _CLI_WORDS = (
 )
 
 
+# The lifecycle calls a library refusal names, by their command names.
+_CALL_NAMES = re.compile(r"\b(wrap_cancel|prepare_wrap|save_continuity|wrap_status)\b")
+
+
 def _cli_message(exc: AnnealMemoryError) -> str:
     """The refusal as the CLI says it: library fixes in CLI terms, plus a hint the library
     cannot give (it knows no flags)."""
     message = str(exc)
     for library, cli in _CLI_WORDS:
         message = message.replace(library, cli)
+    message = _CALL_NAMES.sub(lambda m: m.group(1).replace("_", "-"), message)
     if isinstance(exc, StoreLocationError) and "--db" not in message:
         message += " (pass --db PATH or set ANNEAL_MEMORY_DB)"
     return message
+
+
+def _usage_error(exc: UsageError, *, json_wanted: bool) -> int:
+    """argparse's usage line and message on stderr (exit 2); under --json the same
+    message as one JSON document on stdout, as every other refusal."""
+    if json_wanted:
+        print(json.dumps({"error": {"type": "UsageError", "message": str(exc)}}, indent=2,
+                         ensure_ascii=False))
+    exc.parser.print_usage(sys.stderr)
+    print(f"{exc.parser.prog}: error: {exc}", file=sys.stderr)
+    return 2
 
 
 def _fail(message: str) -> int:
@@ -136,10 +183,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status (never raises, never a traceback)."""
     _utf8_streams()
     parser = build_parser()
+    words = _utf8_argv(sys.argv[1:] if argv is None else argv)
     try:
-        args = parser.parse_args(_utf8_argv(sys.argv[1:] if argv is None else argv))
-    except SystemExit as exc:  # --help, --version, usage errors
+        args = parser.parse_args(words)
+    except SystemExit as exc:  # --help, --version
         return exc.code if isinstance(exc.code, int) else 2
+    except UsageError as exc:
+        return _usage_error(exc, json_wanted="--json" in words)
     if getattr(args, "json_global", False):  # 1.0.2's form: anneal-memory --json COMMAND
         args.json = True
     if not getattr(args, "command", None):
