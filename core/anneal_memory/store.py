@@ -29,7 +29,7 @@ from .storage.base import ROOT, Backend, EpisodeRow, Scope
 from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.sqlite import SQLiteBackend
 from .store_continuity import ContinuityMixin
-from .types import Episode, EpisodeType, RecallResult, StoreStatus, coerce_trust
+from .types import Episode, EpisodeType, NamespaceTotals, RecallResult, StoreStatus, coerce_trust
 
 if TYPE_CHECKING:
     from .items import ItemCollection
@@ -637,7 +637,7 @@ class Store(ContinuityMixin):
                 continuity_chars=None if text is None else len(text),
                 episodes_by_type=b.counts_by_type(),
                 audit_enabled=self._audit_requested,
-                audit_entry_count=b.audit_count(),
+                audit_entry_count=self._audit_entry_count(),
                 audit_write_failures=failures,
                 audit_last_failure=b.get_meta("audit_last_failure"),
                 consolidate_requires_baton=self.consolidate_requires_baton(),
@@ -645,7 +645,22 @@ class Store(ContinuityMixin):
                 superseded_count=b.count_superseded(),
                 trust_counts=b.counts_by_trust(),
                 wrap_started_at=open_wrap["started_at"] if open_wrap else None,
+                namespace=self._status_namespace(),
+                all_namespaces=self._namespace_totals(),
             )
+
+    # What the root's status adds and a view's narrows (ScopedStore overrides these).
+    def _audit_entry_count(self) -> int:
+        return self._backend.audit_count()
+
+    def _status_namespace(self) -> dict[str, Any] | None:
+        return None
+
+    def _namespace_totals(self) -> NamespaceTotals | None:
+        wraps, last, open_wraps, continuities = self._backend.wrap_totals()
+        named = len(self.namespaces())  # those holding episodes, wraps or governed records
+        return NamespaceTotals(namespaces=named, wraps=wraps, last_wrap_at=last,
+                               open_wraps=open_wraps, continuities=continuities)
 
     def wrap_history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Saved wraps, newest first, with their metrics."""

@@ -116,8 +116,28 @@ class RecallResult(NamedTuple):
 
 
 @dataclass
+class NamespaceTotals:
+    """The root's status across every namespace (the root's own memory included): how
+    many namespaces hold memory, their saved wraps and the last one, wraps open now, and
+    how many namespaces have a saved continuity."""
+
+    namespaces: int
+    wraps: int
+    last_wrap_at: str | None
+    open_wraps: int
+    continuities: int
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+@dataclass
 class StoreStatus:
-    """A snapshot of the store's health and counts."""
+    """A snapshot of the store's health and counts: on a namespace view, that
+    namespace's (``namespace`` names it); on the root, the root's own wraps and
+    continuity, with ``all_namespaces`` the totals across every namespace."""
 
     total_episodes: int
     episodes_since_wrap: int
@@ -136,6 +156,8 @@ class StoreStatus:
     superseded_count: int = 0
     trust_counts: dict[str, int] = field(default_factory=dict)
     wrap_started_at: str | None = None
+    namespace: dict[str, Any] | None = None
+    all_namespaces: NamespaceTotals | None = None
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict

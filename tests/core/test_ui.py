@@ -117,9 +117,9 @@ def test_overview_counts(client: Client) -> None:
     t = text_of(client.get("/").body)
     assert "Episodes 15 (2 since the last wrap)" in t
     assert "By trust agent 12, external 1, tool 2" in t
-    assert re.search(r"Wraps\s+3, last", t)
+    assert re.search(r"Wraps \(the root's own\)\s+3, last", t)
     assert "5 graduation(s) to judge" in t
-    assert re.search(r"Namespaces\s+3", t)
+    assert re.search(r"All namespaces\s+3 namespace\(s\)\s*: 3 wrap\(s\)", t)
 
 
 def test_continuity_shows_levels_marks_and_cited_episodes(client: Client, ids: dict) -> None:

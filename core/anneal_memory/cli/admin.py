@@ -135,11 +135,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         st = store.status().to_dict()
         schema = store.section_schema
+        try:  # this namespace's baton (a view's own), else the root's
+            holder, readable = baton_status(store).get("holder"), True
+        except AnnealMemoryError:
+            holder, readable = None, False
     chars = st["continuity_chars"]
-    try:
-        holder, readable = baton_status(db_path(args)).get("holder"), True
-    except AnnealMemoryError:
-        holder, readable = None, False
     # 1.0.2's grouped keys beside ours
     st.update(
         audit={"enabled": st["audit_enabled"], "entry_count": st["audit_entry_count"],
@@ -152,8 +152,11 @@ def cmd_status(args: argparse.Namespace) -> int:
                      == [dict(x) for x in NAMED_SCHEMAS[n]]), "custom"),
         sections=[s["heading"] for s in schema],
         association_formation=RETIRED_FORMATION, association_stats=EMPTY_LINK_STATS)
-    lines = [f"store: {st['path']}",
-             f"episodes: {st['total_episodes']} ({st['episodes_since_wrap']} since the last wrap)",
+    lines = [f"store: {st['path']}"]
+    if st["namespace"]:
+        lines.append("namespace: " + ", ".join(f"{k}={v}" for k, v in st["namespace"].items()
+                                               if v is not None))
+    lines += [f"episodes: {st['total_episodes']} ({st['episodes_since_wrap']} since the last wrap)",
              "by type: " + (", ".join(f"{k} {v}" for k, v in sorted(st["episodes_by_type"].items()))
                             or "none"),
              f"wraps: {st['total_wraps']}, last {st['last_wrap_at'] or 'never'}"
@@ -163,6 +166,13 @@ def cmd_status(args: argparse.Namespace) -> int:
              f"audit: {'on' if st['audit_enabled'] else 'off'}, {st['audit_entry_count']} entries"
              + (f", {st['audit_write_failures']} mirror failure(s)" if st["audit_write_failures"] else ""),
              f"baton required: {'yes' if st['consolidate_requires_baton'] else 'no'}"]
+    every = st["all_namespaces"]
+    if every:  # the root's own wraps and continuity above; everyone's here
+        lines = [x + " (the root's own)" if x.startswith(("wraps: ", "continuity: ")) else x
+                 for x in lines]
+        lines.append(f"all namespaces: {every['namespaces']} namespace(s); {every['wraps']} wrap(s), "
+                     f"last {every['last_wrap_at'] or 'never'}; {every['open_wraps']} open; "
+                     f"{every['continuities']} continuity file(s) saved")
     emit(args, st, "\n".join(lines))
     return 0
 

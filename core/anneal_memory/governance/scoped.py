@@ -36,15 +36,25 @@ class _ScopedAudit:
     """The parent's audit trail, adding the namespace to every entry's data (the trail
     writes it as salted hashes, field by field)."""
 
-    def __init__(self, inner: Any, namespace: MemoryNamespace) -> None:
+    def __init__(self, inner: Any, namespace: MemoryNamespace, counter: str) -> None:
         self._inner = inner
         self._ns = namespace.to_dict()
+        self._counter = counter
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
     def append(self, event: str, data: dict[str, Any], *, actor: str = "agent") -> Any:
-        return self._inner.append(event, {**data, "namespace": self._ns}, actor=actor)
+        entry = self._inner.append(event, {**data, "namespace": self._ns}, actor=actor)
+        if entry is not None:  # the namespace's own count, in the entry's transaction
+            self._inner.backend.add_meta_int(self._counter, 1)
+        return entry
+
+
+def audit_counter_key(ns_tag: str) -> str:
+    """The meta key counting one namespace's audit entries (by its hashed tag: the
+    store's files and tables never name a user in clear)."""
+    return f"audit_count:ns-{ns_tag}"
 
 
 class ScopedStore(Store):
@@ -63,7 +73,8 @@ class ScopedStore(Store):
         self.scope = Scope(ns.owner, ns.project)
         self.ns_tag = digest("continuity", ns.to_dict())[:16]
         self._backend = ScopedBackend(store.backend, self.scope)  # type: ignore[assignment]
-        self._audit = _ScopedAudit(store.audit_trail, ns)  # type: ignore[assignment]
+        self._audit = _ScopedAudit(store.audit_trail, ns,  # type: ignore[assignment]
+                                   audit_counter_key(self.ns_tag))
 
     def __repr__(self) -> str:
         return f"ScopedStore({str(self.path)!r}, {self.namespace.label()!r})"
@@ -74,6 +85,16 @@ class ScopedStore(Store):
     @property
     def continuity_path(self) -> Path:
         return sidecar_path(self.path, f".ns-{self.ns_tag}.continuity.md")
+
+    def _audit_entry_count(self) -> int:
+        # the entries this namespace caused, counted as they were appended
+        return int(self.parent.backend.get_meta(audit_counter_key(self.ns_tag)) or 0)
+
+    def _status_namespace(self) -> dict[str, Any] | None:
+        return self.namespace.to_dict()
+
+    def _namespace_totals(self) -> None:
+        return None
 
     def scoped(self, namespace: MemoryNamespace | Mapping[str, Any]) -> ScopedStore:
         """Refused: scope the parent Store (a view of a view would widen nothing)."""
@@ -107,6 +128,9 @@ class UnscopedView(Store):
 
     def scoped(self, namespace: MemoryNamespace | Mapping[str, Any]) -> ScopedStore:
         return ScopedStore(self.parent, namespace)
+
+    def _namespace_totals(self) -> None:
+        return None
 
     def close(self) -> None:
         """A view owns nothing: closing it leaves the parent Store open."""

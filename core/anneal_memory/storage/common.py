@@ -574,6 +574,15 @@ class SQLBackend(Backend):
         before = int(json.loads(tail)["seq"]) if tail else 0
         return self._scalar("SELECT COUNT(*) FROM audit_log") + before
 
+    def wrap_totals(self) -> tuple[int, str | None, int, int]:
+        """Across every namespace (the root's too): saved wraps, the last one's time, open
+        wraps, and how many namespaces have saved one (so hold a continuity)."""
+        r = self.q1("SELECT COUNT(*), MAX(completed_at), COUNT(DISTINCT ns_key) FROM wraps "
+                    "WHERE status='saved'")
+        return (int(r[0]) if r else 0, r[1] if r else None,
+                self._scalar("SELECT COUNT(*) FROM wraps WHERE status='open'"),
+                int(r[2]) if r else 0)
+
     # -- item collections (keyed items per namespace, e.g. a framework's store or history)
     _ITEM_COLS = "seq, collection, key, value, metadata, created_at, updated_at"
 

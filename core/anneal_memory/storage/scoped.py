@@ -88,6 +88,11 @@ class ScopedBackend:
         raise AttributeError("namespace_counts lists every namespace: call it on the root "
                              "Store's backend, not through a namespace-scoped view")
 
+    def wrap_totals(self) -> tuple[int, str | None, int, int]:
+        """Refused: it counts every namespace's wraps, which no view may see."""
+        raise AttributeError("wrap_totals counts every namespace's wraps: call it on the "
+                             "root Store's backend, not through a namespace-scoped view")
+
     # -- search
     def _scoped(self, filters: SearchFilters) -> SearchFilters:
         return replace(filters, scope=self.scope)

@@ -175,9 +175,14 @@ def overview(v: View) -> str:
         ("Review worklist", f'<a href="{f.link("/worklist")}">{worklist} graduation(s) to '
                             "judge</a>"),
     ]
-    if v.namespace is None:
-        rows.append(("Namespaces", f'<a href="{f.link("/namespaces")}">'
-                                   f"{len(v.root.namespaces())}</a>"))
+    every = st.all_namespaces
+    if every is not None:  # the root: its own wraps above, everyone's here
+        rows[4] = ("Wraps (the root's own)", rows[4][1])
+        rows[5] = ("Continuity (the root's own)", rows[5][1])
+        rows.append(("All namespaces",
+                     f'<a href="{f.link("/namespaces")}">{every.namespaces} namespace(s)</a>: '
+                     f"{every.wraps} wrap(s), last {ago(every.last_wrap_at) or 'never'}; "
+                     f"{every.open_wraps} open; {every.continuities} continuity file(s) saved"))
     return f.page("Overview", "/", table(("", ""), ([k, val] for k, val in rows)))
 
 
