@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from anneal_memory import AuditTrail, Store, ValidationError
+from anneal_memory.audit import same_label
 from anneal_memory.governance import MemoryNamespace
 from anneal_memory.ui import Console
 from anneal_memory.ui.pages import ns_token
@@ -287,7 +288,12 @@ def post(client: Client, path: str, fields: dict[str, Any], page: str = "/contin
 
 
 def test_approve_commits_through_the_runtime_and_is_audited(client: Client, ids: dict,
-                                                            seeded: tuple) -> None:
+                                                            seeded: tuple,
+                                                            console: Console) -> None:
+    page = client.get("/governed").body
+    assert 'name="reviewer"' not in page  # no box to type someone else's name in
+    assert f'<strong id="reviewer">{console.reviewer}</strong>' in page
+    # a forged form field is ignored: the decision is the logged-in operator's
     r = post(client, "/act/approve", {"review_id": ids["review"], "reviewer": "dana",
                                       "back": "/governed"}, "/governed")
     assert r.status == 303 and r.headers["location"] == "/governed"
@@ -297,6 +303,9 @@ def test_approve_commits_through_the_runtime_and_is_audited(client: Client, ids:
     ev = events(seeded[0], "gov_review_decided")[-1]
     assert ev["actor"] == "operator" and ev["data"]["status"] == "approved"
     assert ev["data"]["reviewer"] != "dana"  # a label: hashed in the trail
+    with Store(seeded[0]) as s:
+        assert same_label(ev["data"]["reviewer"], s.audit_trail.hash_label(console.reviewer))
+        assert not same_label(ev["data"]["reviewer"], s.audit_trail.hash_label("dana"))
     again = post(client, "/act/approve", {"review_id": ids["review"], "reviewer": "dana"},
                  "/governed")
     assert again.status == 400 and "already approved" in text_of(again.body)
@@ -308,8 +317,8 @@ def test_reject_closes_the_review_without_writing(client: Client, ids: dict, see
     assert ids["review2"] not in client.get("/governed").body
     assert events(seeded[0], "gov_review_decided")[-1]["data"]["status"] == "rejected"
     assert events(seeded[0], "gov_approve") == []
-    empty = post(client, "/act/reject", {"review_id": ids["review"], "reviewer": " "}, "/governed")
-    assert empty.status == 400 and "reviewer" in text_of(empty.body)
+    missing = post(client, "/act/reject", {"review_id": " "}, "/governed")
+    assert missing.status == 400 and "review_id" in text_of(missing.body)
 
 
 def test_mark_reviewed_empties_the_worklist(client: Client, seeded: tuple) -> None:

@@ -27,6 +27,7 @@ class Act:
     store: Store
     form: Mapping[str, str]
     operator_via: str | None  # how the operator gate was passed at start, or None
+    reviewer: str = "operator"  # who is logged in: the console's operator, never a form field
 
     def field(self, name: str) -> str:
         value = self.form.get(name, "").strip()
@@ -36,14 +37,14 @@ class Act:
 
 
 def approve(a: Act) -> str:
-    res = MemoryRuntime(a.store).approve(a.field("review_id"), reviewer=a.field("reviewer"))
+    res = MemoryRuntime(a.store).approve(a.field("review_id"), reviewer=a.reviewer)
     if res.outcome == "written":
         return f"approved: committed as {res.reason}"
     return f"approval refused by the write gate ({res.reason}); the review is closed"
 
 
 def reject(a: Act) -> str:
-    MemoryRuntime(a.store).reject_review(a.field("review_id"), reviewer=a.field("reviewer"))
+    MemoryRuntime(a.store).reject_review(a.field("review_id"), reviewer=a.reviewer)
     return "rejected: nothing was written"
 
 

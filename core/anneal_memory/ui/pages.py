@@ -524,8 +524,10 @@ def governed(v: View) -> str:
     reviews = MemoryRuntime(v.store).pending_reviews()
     out = [f'<p class="muted">{len(reviews)} candidate(s) the write gate sent to human review. '
            "Approve commits one as human_reviewed (the other gates still apply); reject closes "
-           "it without writing.</p>"]
-    who = f'<input name="reviewer" value="{esc(v.reviewer)}" size="12" aria-label="reviewer">'
+           "it without writing.</p>",
+           f'<p class="small">Decisions are recorded as made by <strong id="reviewer">'
+           f"{esc(v.reviewer)}</strong>, the operator this console was started for (the ui "
+           "command's reviewer option).</p>"]
     for r in reviews:
         c = r.get("candidate") or {}
         ns = c.get("namespace") or {}
@@ -536,9 +538,9 @@ def governed(v: View) -> str:
                  badge(f"source {src.get('kind') if isinstance(src, dict) else src}"),
                  badge(f"confidence {c.get('confidence')}")]
         forms = (f.form("/act/approve", {"review_id": r["review_id"], "back": "/governed"},
-                        "Approve", extra=who)
+                        "Approve")
                  + f.form("/act/reject", {"review_id": r["review_id"], "back": "/governed"},
-                          "Reject", extra=who))
+                          "Reject"))
         out.append(f'<div class="card review"><code>{esc(r["review_id"])}</code> '
                    f'<span class="muted small">{esc(label)} · {ago(r.get("created_at"))}</span> '
                    f'{" ".join(facts)}{content_block(c.get("content"))}{forms}</div>')

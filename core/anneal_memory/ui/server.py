@@ -314,7 +314,8 @@ def _handler(console: Console) -> type[BaseHTTPRequestHandler]:
                 return
             with console._lock:
                 view = console.view(form, session, flash=False)
-                message = act(actions.Act(view.store, form, console.operator_via))
+                message = act(actions.Act(view.store, form, console.operator_via,
+                                          console.reviewer))
             session.flash.append(("ok", message))
             back = form.get("back", "/")
             back = back if back in pages.PAGES else "/"
