@@ -525,7 +525,8 @@ def test_the_log_never_holds_the_login_token(seeded: tuple) -> None:
 
 
 def test_console_refuses_to_listen_on_every_interface(seeded: tuple) -> None:
-    for host in ("0.0.0.0", "::", " "):
+    # every spelling the operating system reads as "every interface"
+    for host in ("0.0.0.0", "::", " ", "0", "0.0", "0x0", "000.000.000.000", "[::]", "0:0::0"):
         with pytest.raises(ValidationError, match="one address"):
             Console(seeded[0], host=host, port=0)
     with Console(seeded[0], port=0) as c:
@@ -652,3 +653,22 @@ def test_many_namespaces_are_paged(tmp_path: Path) -> None:
         assert second.count('href="/?ns=') == 30 and "default/u229/*/default" in text_of(second)
         picker = client.get("/episodes").body
         assert picker.count("<option") - 7 - 5 - 1 == 100  # types, trusts, the root and "130 more" in text_of(picker)
+
+
+def test_an_address_spelled_oddly_is_bound_and_checked_as_itself(seeded: tuple) -> None:
+    with Console(seeded[0], host="127.1", port=0) as c:
+        assert c.host == "127.0.0.1" and c.url.startswith("http://127.0.0.1:")
+        client = Client(c.url)
+        client.login(c.login_url())
+        assert client.get("/").status == 200
+        for spelled in (f"127.1:{c.port}", f"0:{c.port}", f"0.0.0.0:{c.port}"):
+            assert client.get("/", host=spelled).status == 403
+
+
+def test_ui_command_refuses_host_zero(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    Store(db).close()
+    r = subprocess.run([sys.executable, "-m", "anneal_memory", "--db", str(db), "ui",
+                        "--host", "0", "--port", "0"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 1 and "every interface" in r.stderr and "Traceback" not in r.stderr

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import secrets
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -41,6 +42,45 @@ def is_loopback(host: str) -> bool:
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
+        return False
+
+
+def bind_address(host: object) -> str:
+    """The one address ``host`` names, as the operating system reads it: ``"0"``,
+    ``"0x0"`` or ``"000.000.000.000"`` are every interface just as ``"0.0.0.0"`` is, so
+    the check is made on the resolved address, never on the spelling. A ValidationError
+    for a blank host, a name that does not resolve, or any every-interface address."""
+    from ..errors import ValidationError
+
+    every = ValidationError("bind to one address (default 127.0.0.1), not every interface: "
+                            "the Host check needs the address it serves")
+    if not isinstance(host, str) or not host.strip():
+        raise every
+    name = host.strip().strip("[]")
+    try:
+        found = {info[4][0] for info in socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)}
+    except (OSError, UnicodeError):
+        raise ValidationError(f"cannot resolve the host {name[:80]!r}: pass an address such "
+                              "as 127.0.0.1 or a name this machine resolves") from None
+    addresses = [ipaddress.ip_address(a.split("%", 1)[0]) for a in found]
+    if not addresses or any(a.is_unspecified for a in addresses):
+        raise every
+    if _numeric(name):  # one spelling of an address: bind (and check Host against) it
+        return str(addresses[0])
+    return name
+
+
+def _numeric(name: str) -> bool:
+    """Whether ``name`` is an address in some spelling (inet_aton's too: 127.1, 0x7f.1)."""
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        pass
+    try:
+        socket.inet_aton(name)
+        return True
+    except OSError:
         return False
 
 

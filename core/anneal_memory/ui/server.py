@@ -30,6 +30,7 @@ from .security import (
     HEADERS,
     Sessions,
     allowed_hosts,
+    bind_address,
     cookie_name,
     csrf_ok,
     host_ok,
@@ -60,12 +61,10 @@ class Console:
                  operator_via: str | None = None, anchor: Any = None,
                  reviewer: str | None = None, log: TextIO | None = None,
                  project_name: str | None = None) -> None:
-        if not isinstance(host, str) or not host.strip() or host.strip() in ("0.0.0.0", "::", ""):
-            raise ValidationError("bind the console to one address (default 127.0.0.1), not "
-                                  "every interface: the Host check needs the address it serves")
+        address = bind_address(host)  # the resolved address, whatever the spelling
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ValidationError("port must be a whole number from 0 to 65535 (0: a free one)")
-        self.host = host.strip()
+        self.host = address
         self._owns = not isinstance(store, Store)
         if isinstance(store, Store):
             self.store = store
