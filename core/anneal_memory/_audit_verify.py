@@ -74,8 +74,11 @@ def parse_anchor(value: Any) -> Anchor:
         return value
     if isinstance(value, Mapping):
         return _anchor_from(value)
+    if hasattr(value, "to_dict") and hasattr(value, "hash"):  # AuditTrail.head()'s AuditHead
+        return _anchor_from(value.to_dict())
     if isinstance(value, str) and (_HEX64.fullmatch(value.strip().lower())
-                                   or _SEQ_HASH.fullmatch(value.strip())):
+                                   or _SEQ_HASH.fullmatch(value.strip())
+                                   or value.strip().startswith("{")):  # audit head --json
         return _anchor_from_text(value, where="anchor")
     if isinstance(value, (str, Path)):
         path = Path(value)

@@ -167,7 +167,7 @@ def cmd_status(args: argparse.Namespace) -> int:
              + (f", {st['audit_write_failures']} mirror failure(s)" if st["audit_write_failures"] else ""),
              f"baton required: {'yes' if st['consolidate_requires_baton'] else 'no'}"]
     every = st["all_namespaces"]
-    if every:  # the root's own wraps and continuity above; everyone's here
+    if every and every["namespaces"]:  # the root's own wraps and continuity above; everyone's here
         lines = [x + " (the root's own)" if x.startswith(("wraps: ", "continuity: ")) else x
                  for x in lines]
         lines.append(f"all namespaces: {every['namespaces']} namespace(s); {every['wraps']} wrap(s), "

@@ -383,16 +383,25 @@ class SQLiteBackend(SQLiteAudit):
         )
 
     def close(self) -> None:
+        self._shut = True
         with contextlib.suppress(Exception):
             self.conn.close()
 
     @property
     def closed(self) -> bool:
+        if getattr(self, "_shut", False):
+            return True
         try:
             self.conn.execute("SELECT 1")
             return False
         except sqlite3().ProgrammingError:
             return True
+
+    def _check_open(self) -> None:
+        # a call on a closed Store: the library's error, not sqlite3.ProgrammingError
+        if getattr(self, "_shut", False):
+            raise StoreError(f"the store {self.path} is closed: open a new Store (or use it "
+                             "inside its 'with' block)")
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -401,6 +410,7 @@ class SQLiteBackend(SQLiteAudit):
                 f"the store {self.path!r} was opened read_only: reopen it without read_only "
                 "to write"
             )
+        self._check_open()
         with self._lock:
             if self._depth:
                 self._depth += 1
@@ -434,6 +444,7 @@ class SQLiteBackend(SQLiteAudit):
 
     @contextlib.contextmanager
     def read(self) -> Iterator[None]:
+        self._check_open()
         with self._lock:
             if self._depth:
                 yield
@@ -450,6 +461,7 @@ class SQLiteBackend(SQLiteAudit):
     # Each query turns what SQLite cannot do into the library's typed errors (see
     # sqlite_errors): an unstorable value is a ValidationError, a damaged file a StoreError.
     def q(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        self._check_open()
         with self._lock:  # one connection shared by threads: a statement at a time
             try:
                 return self.conn.execute(sql, tuple(params)).fetchall()
@@ -457,6 +469,7 @@ class SQLiteBackend(SQLiteAudit):
                 sqlite_errors.reraise(exc, self.path)
 
     def q1(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        self._check_open()
         with self._lock:
             try:
                 return self.conn.execute(sql, tuple(params)).fetchone()
@@ -464,6 +477,7 @@ class SQLiteBackend(SQLiteAudit):
                 sqlite_errors.reraise(exc, self.path)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._check_open()
         with self._lock:
             try:
                 self.conn.executemany(sql, rows)

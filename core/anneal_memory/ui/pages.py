@@ -176,7 +176,7 @@ def overview(v: View) -> str:
                             "judge</a>"),
     ]
     every = st.all_namespaces
-    if every is not None:  # the root: its own wraps above, everyone's here
+    if every is not None and every.namespaces:  # the root: its own wraps above, everyone's here
         rows[4] = ("Wraps (the root's own)", rows[4][1])
         rows[5] = ("Continuity (the root's own)", rows[5][1])
         rows.append(("All namespaces",

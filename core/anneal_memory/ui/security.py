@@ -58,7 +58,7 @@ def bind_address(host: object) -> str:
         raise every
     name = host.strip().strip("[]")
     try:
-        found = {info[4][0] for info in socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)}
+        found = {str(info[4][0]) for info in socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)}
     except (OSError, UnicodeError):
         raise ValidationError(f"cannot resolve the host {name[:80]!r}: pass an address such "
                               "as 127.0.0.1 or a name this machine resolves") from None
