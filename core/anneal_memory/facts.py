@@ -74,7 +74,8 @@ def _reaches(store: Store, start: str, target: str) -> bool:
 
 def check_link(store: Store, old: EpisodeRow | None, old_id: str, new: EpisodeRow,
                new_trust: str, *, kind: str) -> str | None:
-    """Why ``old_id -> new`` cannot be a link, or None if it can."""
+    """Why ``old_id -> new`` cannot be a link, or None if it can (record, supersede, a
+    wrap's proposals and an import's links all ask this)."""
     if old_id == new.id:
         return "an episode cannot supersede itself"
     if old is None or old.scope != new.scope:
@@ -94,7 +95,9 @@ def check_link(store: Store, old: EpisodeRow | None, old_id: str, new: EpisodeRo
     if TRUST_LEVELS[new_trust] < TRUST_LEVELS[eff_old]:
         return (f"a {new_trust} episode cannot supersede a {eff_old} one: relayed content "
                 "cannot hide a more trusted record")
-    if overlap_fraction_of_shorter(old.content, new.content) < SUPERSEDE_OVERLAP_FLOOR:
+    if kind != "rewired" and overlap_fraction_of_shorter(old.content, new.content) < SUPERSEDE_OVERLAP_FLOOR:
+        # a rewired link (a delete joined old to what replaced the removed middle) is
+        # checked for everything else: its two texts need not share words
         return ("the two texts share too few words (fewer than a quarter of the shorter one's "
                 "meaningful words): link the episode this one really updates, or use a state key")
     return None
@@ -143,6 +146,12 @@ def new_episode_trust(store: Store, label: str, derived_from: Sequence[str]) -> 
 def apply_state_key(store: Store, row: EpisodeRow) -> list[str]:
     """Recompute a slot after ``row`` joined it; return the ids newly replaced."""
     return _recompute_slot(store, row.state_key or "", audit=False)
+
+
+def recompute_slot(store: Store, key: str) -> list[str]:
+    """Relink the slot ``key`` (in ``store``'s namespace) so its newest holder replaces
+    the rest; returns the ids newly replaced (an import settles its keys with this)."""
+    return _recompute_slot(store, key, audit=False)
 
 
 def _recompute_slot(store: Store, key: str, *, audit: bool) -> list[str]:

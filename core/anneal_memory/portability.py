@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import trust as trust_mod
 from ._identity import episode_id_key, is_canonical_id
+from ._import_rules import ImportRules, links_in
 from ._inputs import json_text, load_json, storable_text
 from .clock import normalize_timestamp, now_iso
-from .errors import ValidationError
+from .errors import SupersessionError, ValidationError
 from .facts import validate_state_key
 from .storage.base import EpisodeRow, Scope
 from .storage.legacy import adopt_export, is_legacy_export
@@ -87,15 +88,20 @@ def _namespace_out(owner: str | None, project: str | None) -> dict[str, Any] | N
 
 def _namespace_in(value: Any, where: str) -> tuple[str | None, str | None]:
     """``(ns_owner, ns_project)`` from an exported ``namespace`` (validated as a view's)."""
+    ns = _namespace_of(value, where)
+    return (None, None) if ns is None else (ns.owner, ns.project)
+
+
+def _namespace_of(value: Any, where: str) -> Any:
+    """The ``MemoryNamespace`` of an exported ``namespace`` (None: the root's)."""
     if value is None:
-        return None, None
+        return None
     if not isinstance(value, Mapping):
         raise ValidationError(f"{where} namespace must be an object with tenant, user, "
                               "project, agent (or null)")
     from .governance.namespace import coerce_namespace
 
-    ns = coerce_namespace(value, partial=True)
-    return ns.owner, ns.project
+    return coerce_namespace(value, partial=True)
 
 
 def _load(data: Any) -> Any:
@@ -107,13 +113,17 @@ def _load(data: Any) -> Any:
 def _check_version(data: Mapping[str, Any]) -> None:
     # format_version since 2.0 (``version`` is then the package's); ``version`` before
     fmt, version = data.get("format", FORMAT), data.get("format_version", data.get("version", 1))
-    if isinstance(version, str) and version.strip().isascii() and version.strip().isdigit():
+    if isinstance(version, str) and version.strip().isascii() and version.strip().isdigit() \
+            and len(version.strip()) <= 9:
         version = int(version.strip())  # "1" as written by hand
     if fmt != FORMAT:
         raise ValidationError(f"the import's format {str(fmt)[:60]!r} is not {FORMAT!r}: pass "
                               "a file written by 'anneal-memory export'")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ValidationError(f"the import's version {str(version)[:60]!r} is not a format "
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1 \
+            or version > 10**9:
+        shown = "a huge number" if isinstance(version, int) and abs(version) > 10**9 \
+            else str(version)[:60]
+        raise ValidationError(f"the import's version {shown!r} is not a format "
                               f"version (a whole number such as {VERSION})")
     if version > VERSION:
         raise ValidationError(f"the import is format version {version}, newer than this "
@@ -168,19 +178,22 @@ def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
             session = storable_text(str(session), f"{where} ({eid}) session_id")
         key = e.get("state_key") or None
         if key is not None:
-            key = validate_state_key(key)
-        ns_owner, ns_project = _namespace_in(e.get("namespace"), where)
+            try:
+                key = validate_state_key(key)
+            except SupersessionError as exc:  # record's check; malformed input here
+                raise ValidationError(f"{where} ({eid}) state_key: {exc}") from None
+        ns = _namespace_of(e.get("namespace"), where)
         derived = e.get("derived_from") or []
         if not isinstance(derived, list):
             raise ValidationError(f"{where} ({eid}) derived_from must be a list of ids")
-        out.append({"id": eid, "timestamp": ts, "type": etype.value, "content": content,
+        out.append({"index": i, "ns": ns, "id": eid, "timestamp": ts, "type": etype.value, "content": content,
                     "source": source, "session_id": session,
                     "metadata": json_text(dict(meta), f"{where} ({eid}) metadata") if meta else None,
                     "trust": label, "state_key": key,
-                    "derived_from": [storable_text(str(x), f"{where} ({eid}) derived_from")
+                    "derived_from": [_check_id(x, f"{where} ({eid}) derived_from")
                                      for x in derived],
                     "wrapped": bool(e.get("wrapped")),
-                    "ns_owner": ns_owner, "ns_project": ns_project})
+                    "ns_owner": ns and ns.owner, "ns_project": ns and ns.project})
     out.sort(key=lambda it: str(it["timestamp"]))  # stored oldest first, whatever the file's order
     return out
 
@@ -250,7 +263,9 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
         doc = adopt_export(dict(doc))
     items = _validate(store, doc)
     deletions = _tombstones_in(doc)
+    links = links_in(doc, _check_id)
     b = store.backend
+    rules = ImportRules(store)
     imported: list[str] = []
     skipped: list[str] = []
     refused_deleted: list[str] = []
@@ -259,6 +274,8 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
         carried = _carry_tombstones(store, deletions)
         tombs = _deleted(store, [i["id"] for i in items])
         present = b.get_episodes([i["id"] for i in items])
+        rules.known = {i["id"] for i in items} | set(tombs)
+        new: set[str] = set()
         for done, it in enumerate(items, 1):
             if progress is not None and (done % 1000 == 0 or done == len(items)):
                 progress(done, len(items))
@@ -268,23 +285,20 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
             if it["id"] in present:
                 skipped.append(it["id"])
                 continue
-            b.insert_episode(EpisodeRow(
+            row = EpisodeRow(
                 id=it["id"], timestamp=it["timestamp"], type=it["type"], content=it["content"],
                 source=it["source"], session_id=it["session_id"], metadata=it["metadata"],
                 trust=it["trust"], state_key=it["state_key"], wrap_id=0 if it["wrapped"] else None,
-                ns_owner=it["ns_owner"], ns_project=it["ns_project"]))
+                ns_owner=it["ns_owner"], ns_project=it["ns_project"])
+            rules.check_episode(it, row)  # refusal rolls the whole import back
+            b.insert_episode(row)
             for src in it["derived_from"]:
                 # pinned at the exported class: an import never re-derives (or raises) trust
                 b.add_derivations(it["id"], [src], pinned_trust=it["trust"])
             imported.append(it["id"])
-        new = set(imported)
-        for link in doc.get("supersessions") or []:
-            if not isinstance(link, Mapping):
-                continue
-            o, n = str(link.get("old_id") or ""), str(link.get("new_id") or "")
-            if (o in new or n in new) and b.get_episodes([o, n]).keys() >= {o, n}:
-                b.add_supersession(o, n, str(link.get("kind") or "explicit"),
-                                   str(link.get("created_at") or now_iso()))
+            new.add(it["id"])
+        rules.settle_keys()
+        rules.add_links(links, new, set(refused_deleted) | set(tombs))
         store.audit_trail.append("import", {"count": len(imported), "ids": imported,
                                             "skipped": len(skipped),
                                             "refused_deleted": refused_deleted,

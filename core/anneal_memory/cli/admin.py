@@ -405,7 +405,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     doc = read_json(args.file, "import")
     episodes = doc.get("episodes") if isinstance(doc, dict) else None
-    n = len(episodes) if isinstance(episodes, list) else 0
+    episodes = episodes if isinstance(episodes, list) else []  # else refused by the import
+    n = len(episodes)
     operator = any(isinstance(e, dict) and str(e.get("trust", "")).lower() == "operator"
                    for e in episodes or [])
     bar = Progress()

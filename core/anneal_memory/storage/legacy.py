@@ -546,35 +546,51 @@ def is_legacy_export(doc: Any) -> bool:
         and "format" not in doc
 
 
+def _small_int(value: Any) -> int | None:
+    """A wrap or session number written as 12 or "12"; None for anything else (a "²",
+    a 5,000-digit number, a bool), which then counts as no wrap."""
+    if isinstance(value, bool):
+        return None
+    text = str(value).strip() if isinstance(value, (int, str)) else ""
+    if not (text.isascii() and text.isdecimal()) or len(text) > 18:
+        return None
+    return int(text)
+
+
 def adopt_export(doc: dict[str, Any]) -> dict[str, Any]:
     """A 1.0.2 export in our export layout, for ``Store.import_``: trust defaults to agent
     (1.0.2 writes it only when it is not), an episode counts as wrapped when its session
     number is one of the exported wraps, and each link keeps its kind. 1.0.2 exports
     carry no state keys or tombstones; their wraps and retired association links are not
     imported."""
+    from ..errors import ValidationError
     from ..portability import FORMAT, VERSION
 
-    wraps = {int(w["id"]) for w in doc.get("wraps") or []
-             if isinstance(w, dict) and str(w.get("id", "")).isdigit()}
+    for key in ("episodes", "supersessions", "wraps", "associations"):
+        if doc.get(key) is not None and not isinstance(doc[key], list):
+            raise ValidationError(f"the 1.0.2 export's {key!r} must be a list, not "
+                                  f"{type(doc[key]).__name__}")
+    wraps = {n for n in (_small_int(w.get("id")) for w in doc.get("wraps") or []
+                         if isinstance(w, dict)) if n is not None}
     episodes = []
     for e in doc.get("episodes") or []:
         if not isinstance(e, dict):
             episodes.append(e)  # refused, with its position, by the import's checks
             continue
-        session = str(e.get("session_id") or "")
+        session = _small_int(e.get("session_id"))
         episodes.append({
             "id": e.get("id"), "timestamp": e.get("timestamp"), "type": e.get("type"),
             "content": e.get("content"), "source": e.get("source") or "agent",
             "session_id": e.get("session_id"), "metadata": e.get("metadata"),
             "trust": e.get("trust") or "agent", "state_key": e.get("state_key"),
             "derived_from": list(e.get("derived_from") or []),
-            "wrapped": session.isdigit() and int(session) in wraps,
+            "wrapped": session is not None and session in wraps,
         })
     kinds = {"state_key": "state_key", "wrap": "wrap", "rewired": "rewired"}
     links = [{"old_id": s.get("old_id"), "new_id": s.get("new_id"),
               "kind": kinds.get(str(s.get("source")), "explicit"),
-              "created_at": s.get("recorded_at")}
-             for s in doc.get("supersessions") or [] if isinstance(s, dict)]
+              "created_at": s.get("recorded_at")} if isinstance(s, dict) else s
+             for s in doc.get("supersessions") or []]  # a non-object: refused by position
     return {"format": FORMAT, "version": VERSION, "episodes": episodes, "supersessions": links,
             "tombstones": [], "continuity": doc.get("continuity"),
             "legacy": {"from_version": str(doc.get("version")), "wraps": len(wraps),
