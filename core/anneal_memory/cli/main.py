@@ -147,11 +147,16 @@ def _usage_error(exc: UsageError, *, json_wanted: bool) -> int:
     """argparse's usage line and message on stderr (exit 2); under --json the same
     message as one JSON document on stdout, as every other refusal."""
     if json_wanted:
-        print(json.dumps({"error": {"type": "UsageError", "message": str(exc)}}, indent=2,
-                         ensure_ascii=False))
+        _print_error_doc({}, "UsageError", str(exc))
     exc.parser.print_usage(sys.stderr)
     print(f"{exc.parser.prog}: error: {exc}", file=sys.stderr)
     return 2
+
+
+def _print_error_doc(data: dict[str, Any], kind: str, message: str) -> None:
+    """The one JSON document a refused --json command prints on stdout."""
+    doc = {**data, "error": {"type": kind, "message": message}}
+    print(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
 
 
 def _fail(message: str) -> int:
@@ -211,9 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AnnealMemoryError as exc:
         message = _cli_message(exc)
         if getattr(args, "json", False):  # --json promises one document on stdout
-            doc = dict(getattr(exc, "json_data", None) or {})
-            doc["error"] = {"type": type(exc).__name__, "message": message}
-            print(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
+            _print_error_doc(getattr(exc, "json_data", None) or {}, type(exc).__name__, message)
         print(f"anneal-memory: error: {message}", file=sys.stderr)
         return getattr(exc, "exit_code", 1)
     except KeyboardInterrupt:

@@ -177,12 +177,14 @@ def overview(v: View) -> str:
     ]
     every = st.all_namespaces
     if every is not None and every.namespaces:  # the root: its own wraps above, everyone's here
-        rows[4] = ("Wraps (the root's own)", rows[4][1])
-        rows[5] = ("Continuity (the root's own)", rows[5][1])
+        rows = [(f"{k} (the root's own)" if k in ("Wraps", "Continuity") else k, val)
+                for k, val in rows]
         rows.append(("All namespaces",
                      f'<a href="{f.link("/namespaces")}">{every.namespaces} namespace(s)</a>: '
                      f"{every.wraps} wrap(s), last {ago(every.last_wrap_at) or 'never'}; "
                      f"{every.open_wraps} open; {every.continuities} continuity file(s) saved"))
+    elif every is not None:  # the root of a store without namespaces (yet)
+        rows.append(("Namespaces", f'<a href="{f.link("/namespaces")}">0</a>'))
     return f.page("Overview", "/", table(("", ""), ([k, val] for k, val in rows)))
 
 
