@@ -245,7 +245,7 @@ def test_strict_session_lets_hook_failures_through(tmp_path: Path) -> None:
     agent = LlmAgent(name="gardener", model=ScriptedLlm(answer="x", inputs=[]), tools=[read_gauge])
     runner = make_runner(agent, plugins=[AnnealMemoryPlugin(service)], memory_service=service)
     # ADK re-raises a plugin's error as RuntimeError("Error in plugin ...") from it
-    with pytest.raises(RuntimeError, match="closed database"):
+    with pytest.raises(RuntimeError, match="is closed"):
         asyncio.run(run_turn(runner, "alice", "Stop when memory fails"))
 
 
