@@ -6,6 +6,7 @@
     ├── ValidationError            bad argument value (empty content, bad timestamp, bad key)
     │   ├── UnknownEpisodeTypeError
     │   ├── TrustError             a trust label above the store's ceiling, or unknown
+    │   ├── IdentityError          a namespace / identity value that is empty, blank or invisible
     │   └── SchemaError            an invalid continuity section schema
     ├── EpisodeNotFoundError       an id that is not in the store (also LookupError)
     ├── SupersessionError          a supersession link that fails validation
@@ -58,6 +59,12 @@ class TrustError(ValidationError):
 
 class SchemaError(ValidationError):
     """A continuity section schema that cannot be used."""
+
+
+class IdentityError(ValidationError):
+    """An identity (a namespace value, or the id a framework carries for a run) that is
+    empty, whitespace, made of invisible characters or holds one: it would name the root
+    memory, everyone's, or a user that displays as another. Nothing was written or read."""
 
 
 class EpisodeNotFoundError(AnnealMemoryError, LookupError, ValueError):

@@ -10,25 +10,67 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .._inputs import storable_text
-from ..errors import ValidationError
+from ..errors import IdentityError, ValidationError
 
 FIELDS = ("tenant", "user", "project", "agent")
 _MAX = 200
 
 
+#: Characters that show nothing but are not whitespace (Unicode format characters are
+#: found by category): Hangul fillers, the braille blank, the combining grapheme joiner
+#: and the variation selectors.
+_BLANKS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f"
+                    + "".join(chr(c) for c in range(0xFE00, 0xFE10)))
+
+
+def invisible(ch: str) -> bool:
+    """Whether a character shows nothing: a format character (zero-width space, joiners,
+    word joiner, BOM, soft hyphen, direction marks: category Cf), a control character,
+    or one of :data:`_BLANKS`."""
+    return ch in _BLANKS or unicodedata.category(ch) in ("Cf", "Cc", "Cs")
+
+
+def identity_problem(value: Any) -> str | None:
+    """What is wrong with ``value`` as an identity (a namespace field, a user id), or None.
+
+    The identity rule: an id is a string with something visible in it and nothing
+    invisible. Empty, whitespace and invisible-only values are refused (they would name
+    nobody, and an adapter must never read them as the root or everyone); so is a value
+    that mixes invisible characters with visible ones (``"a\u200b"`` displays as ``"a"``
+    but would be another user's memory)."""
+    if not isinstance(value, str):
+        return f"must be a string id, not {type(value).__name__} {value!r}"
+    if not value.strip():
+        return f"must be a non-empty string, not {value!r}: an empty id names nobody"
+    hidden = sorted({f"U+{ord(c):04X}" for c in value if invisible(c)})
+    if hidden and all(invisible(c) or c.isspace() for c in value):
+        return (f"{value!r} is made only of invisible characters ({', '.join(hidden)}): it "
+                "names nobody")
+    if hidden:
+        shown = "".join(c for c in value if not invisible(c))
+        return (f"{value!r} holds invisible characters ({', '.join(hidden)}): it would display "
+                f"as {shown!r} and be another memory; pass the plain id")
+    return None
+
+
 def _check(name: str, value: Any, *, optional: bool = False) -> None:
     if value is None and optional:
         return
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str):
         raise ValidationError(
             f"namespace {name} must be a non-empty string, not {value!r}"
             + (" (or None for a user-level record)" if optional else ""))
-    if value != value.strip() or len(value) > _MAX or any(ord(c) < 32 for c in value):
+    problem = identity_problem(value)
+    if problem is not None:
+        raise IdentityError(f"namespace {name} {problem}"
+                            + (" (or None for a user-level record)" if optional else ""))
+    if value != value.strip() or len(value) > _MAX:
         raise ValidationError(f"namespace {name} {value!r} has surrounding spaces, control "
                               f"characters or more than {_MAX} characters: pass a plain id")
     storable_text(value, f"namespace {name}")
