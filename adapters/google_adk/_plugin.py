@@ -74,11 +74,26 @@ def _user_of(context: Any) -> AdkUser:
     return AdkUser(str(session.app_name), str(session.user_id))
 
 
+def _same_memory(service: Any, ours: AnnealMemoryService) -> bool:
+    """Whether the runner's memory service is another AnnealMemoryService on our database
+    with the same mapping of users (ADK's tooling built it from the same URI)."""
+    if not isinstance(service, AnnealMemoryService):
+        return False
+    a, b = service.store, ours.store
+    return (a.dsn or str(a.path)) == (b.dsn or str(b.path)) and \
+        getattr(a, "namespace", None) == getattr(b, "namespace", None) and \
+        service._anneal.namespace is None and ours._anneal.namespace is None
+
+
 class AnnealMemoryPlugin(MemoryAdapter, BasePlugin):
     """Memory for every agent of an ADK app: continuity + recall in, session and wrap out.
 
     ``memory`` is the :class:`AnnealMemoryService` (also pass it as the runner's
-    ``memory_service`` so that recall, ``PreloadMemoryTool`` and ``load_memory`` read it).
+    ``memory_service`` so that recall, ``PreloadMemoryTool`` and ``load_memory`` read it),
+    or an ``anneal:`` URI, for an app that ADK's tooling runs (``adk web``, ``adk
+    api_server``) with the same URI as ``--memory_service_uri``: the plugin opens its own
+    service on that store and the runner's memory service (ADK's, from the URI) serves
+    recall.
     ``wrap_on_end`` (default ``False``) wraps the run's user's memory after every run;
     otherwise ``await plugin.awrap(app_name=..., user_id=...)`` when a conversation ends.
     ``inject_recall=False`` when the agent already has ``PreloadMemoryTool`` (it would add
@@ -91,7 +106,7 @@ class AnnealMemoryPlugin(MemoryAdapter, BasePlugin):
 
     def __init__(
         self,
-        memory: AnnealMemoryService,
+        memory: AnnealMemoryService | str,
         *,
         name: str = "anneal_memory",
         wrap_on_end: bool = False,
@@ -101,10 +116,12 @@ class AnnealMemoryPlugin(MemoryAdapter, BasePlugin):
         inject_recall: bool = True,
         save_session: bool = True,
     ) -> None:
+        if isinstance(memory, str):
+            memory = AnnealMemoryService(uri=memory)
         if not isinstance(memory, AnnealMemoryService):
             raise ValidationError(
-                f"memory must be an AnnealMemoryService, not {type(memory).__name__}: "
-                "pass AnnealMemoryService(Store('memory.db'))"
+                f"memory must be an AnnealMemoryService or an anneal: URI, not "
+                f"{type(memory).__name__}: pass AnnealMemoryService(Store('memory.db'))"
             )
         super().__init__(name=name)
         self._init_memory(memory.session, compress=compress, wrap_on_end=wrap_on_end,
@@ -164,7 +181,8 @@ class AnnealMemoryPlugin(MemoryAdapter, BasePlugin):
         if self.save_session:
             services = [self.memory]
             runner_service = getattr(invocation_context, "memory_service", None)
-            if runner_service is not None and runner_service is not self.memory:
+            if runner_service is not None and runner_service is not self.memory \
+                    and not _same_memory(runner_service, self.memory):
                 services.append(runner_service)
             for service in services:
                 await self._save(service, invocation_context.session)

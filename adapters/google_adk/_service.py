@@ -11,7 +11,9 @@ continuity and wraps are that namespace's alone, so one service serves any numbe
 
 Search answers as ``InMemoryMemoryService`` does: the query's words (Unicode-normalised,
 lowercase) against each memory's words, memories sharing no word left out, the ten sharing
-the most first (ties in the order they were recorded), an empty query finding nothing.
+the most first (ties in the order they were recorded), an empty query finding nothing; and,
+as ``DatabaseMemoryService`` does, English stop words ("the", "and", "or"...) in the query
+match nothing, so a query made only of them finds nothing (``stop_words=`` changes the list).
 The ids of the events a memory came from are kept in the namespace's ``google_adk.events``
 item collection, so a session added again (in this process or the next) adds only what is
 new, and a deleted memory is not added back.
@@ -24,7 +26,7 @@ import itertools
 import os
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,11 +40,30 @@ from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 from anneal_memory.types import Episode
 
+from ._uri import BOOL, INT, SCHEMES, ServiceUriError, parse_uri
+
 LOGGER_NAME = "anneal_memory.adapters.google_adk"
 EVENTS = "google_adk.events"
 _safe = hook_guard(LOGGER_NAME)
 _MAX_RESULTS = 10
 _PAGE = 500
+
+#: Words a query matches nothing on (English function words): a query made only of them
+#: finds no memory, as ADK's ``DatabaseMemoryService`` answers.
+STOP_WORDS: frozenset[str] = frozenset("""
+a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing don down during each else few for from
+further had has have having he her here hers herself him himself his how i if in into is it
+its itself just may me might more most must my myself no nor not now of off on once only or
+other our ours ourselves out over own s same shall she should so some such t than that the
+their theirs them themselves then there these they this those through to too under until up
+very was we were what when where which who whom why will with would you your yours yourself
+yourselves
+""".split())
+
+#: the query options of an ``anneal:`` memory URI
+URI_OPTIONS = {"search_limit": INT, "recall_limit": INT, "max_content_chars": INT,
+               "record_intermediate": BOOL, "strict": BOOL}
 
 
 @dataclass(frozen=True)
@@ -79,22 +100,34 @@ def _searchable(text: str) -> set[str]:
     return words
 
 
-def matched_words(query: str, text: str) -> int:
-    """How many of the query's words a memory's text holds (InMemoryMemoryService's score)."""
+def _query_words(query: str, stop_words: frozenset[str]) -> set[str]:
+    return {w for w in _words(query) if w not in stop_words}
+
+
+def _score(words: set[str], text: str) -> int:
     in_text = _searchable(text)
     lowered = unicodedata.normalize("NFC", text).lower()
-    return sum(1 for w in _words(query)
-               if w in in_text or (not w.isascii() and w in lowered))
+    return sum(1 for w in words if w in in_text or (not w.isascii() and w in lowered))
+
+
+def matched_words(query: str, text: str, stop_words: Iterable[str] = STOP_WORDS) -> int:
+    """How many of the query's words, stop words left out, a memory's text holds
+    (InMemoryMemoryService's score of the query without its stop words)."""
+    return _score(_query_words(query, frozenset(stop_words)), text)
 
 
 class AnnealMemoryService(MemoryAdapter, BaseMemoryService):
     """ADK memory service over an anneal :class:`~anneal_memory.Store`.
 
-    ``memory`` is a Store, a store path, or a :class:`MemorySession` (then the session
-    options go to it). Each ``(app_name, user_id)`` is its own memory (see the module).
-    ``search_limit`` caps the memories one search returns (ADK puts them all in the
-    prompt; ``InMemoryMemoryService`` returns ten). ``record_intermediate`` also records
-    model text that is not a final response.
+    ``memory`` is a Store, a store path, a :class:`MemorySession` (then the session
+    options go to it), or an ``anneal:`` URI; ``uri=`` is the URI alone, as ADK's service
+    registry passes it (``anneal:///abs/path/memory.db``, ``anneal+postgresql://...``,
+    options in its query, see :mod:`._uri`; ``agents_dir`` from the registry is ignored).
+    Each ``(app_name, user_id)`` is its own memory (see the module). ``search_limit`` caps
+    the memories one search returns (ADK puts them all in the prompt;
+    ``InMemoryMemoryService`` returns ten). ``record_intermediate`` also records model text
+    that is not a final response. ``stop_words`` are the query words that match nothing
+    (default :data:`STOP_WORDS`; ``()`` for none).
     """
 
     framework = "google-adk"
@@ -103,22 +136,52 @@ class AnnealMemoryService(MemoryAdapter, BaseMemoryService):
 
     def __init__(
         self,
-        memory: Store | MemorySession | str | os.PathLike[str],
+        memory: Store | MemorySession | str | os.PathLike[str] | None = None,
         *,
+        uri: str | None = None,
+        agents_dir: str | None = None,
         namespace: Any = None,
         search_limit: int = _MAX_RESULTS,
         recall_limit: int | None = None,
         max_content_chars: int | None = None,
         record_intermediate: bool = False,
         strict: bool | None = None,
+        stop_words: Iterable[str] | None = None,
     ) -> None:
+        del agents_dir  # what ADK's registry passes every factory; the URI says where
+        options: dict[str, Any] = {"search_limit": search_limit, "recall_limit": recall_limit,
+                                   "max_content_chars": max_content_chars,
+                                   "record_intermediate": record_intermediate, "strict": strict}
+        memory, owned = _memory_from_uri(memory, uri, options, URI_OPTIONS,
+                                         {"search_limit": _MAX_RESULTS,
+                                          "record_intermediate": False})
+        search_limit = options["search_limit"]
         if isinstance(search_limit, bool) or not isinstance(search_limit, int) or search_limit < 1:
             raise ValidationError(f"search_limit must be a positive int, got {search_limit!r}")
-        self._init_memory(memory, namespace=namespace, recall_limit=recall_limit,
-                          max_content_chars=max_content_chars, strict=strict)
+        if stop_words is None:
+            stop_words = STOP_WORDS
+        if isinstance(stop_words, str) or not all(isinstance(w, str) for w in stop_words):
+            raise ValidationError("stop_words must be a collection of words (strings), e.g. "
+                                  "STOP_WORDS | {'please'} or () for none")
+        try:
+            self._init_memory(memory, namespace=namespace, recall_limit=options["recall_limit"],
+                              max_content_chars=options["max_content_chars"],
+                              strict=options["strict"])
+        except Exception:
+            if owned is not None:
+                owned.close()
+            raise
+        self._owned_store = owned
         self.store = self.session.store
         self.search_limit = search_limit
-        self.record_intermediate = record_intermediate
+        self.record_intermediate = bool(options["record_intermediate"])
+        self.stop_words = frozenset(w.lower() for w in stop_words)
+
+    def close(self) -> None:
+        """Close the store if this service opened it (from a path or a URI)."""
+        super().close()
+        if self._owned_store is not None:
+            self._owned_store.close()
 
     # --- identity ------------------------------------------------------------------------
     def default_namespace(self, context: Any) -> Any:
@@ -210,17 +273,18 @@ class AnnealMemoryService(MemoryAdapter, BaseMemoryService):
 
     # --- reads ---------------------------------------------------------------------------
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
-        """The user's memories sharing the most words with ``query`` (at most
-        ``search_limit``); a failure answers no memories."""
+        """The user's memories sharing the most words with ``query``, stop words left out
+        (at most ``search_limit``); a failure answers no memories."""
         return SearchMemoryResponse(memories=await self._search(app_name, user_id, query) or [])
 
     @_safe
     async def _search(self, app_name: str, user_id: str, query: str) -> list[MemoryEntry]:
-        if not isinstance(query, str) or not _words(query):
+        words = _query_words(query, self.stop_words) if isinstance(query, str) else set()
+        if not words:  # empty, or stop words only: nothing to match on
             return []
         memory = self.memory_for(app_name, user_id)
         episodes = await asyncio.to_thread(_all_episodes, memory.store)
-        scored = [(n, e) for e in episodes if (n := matched_words(query, e.content))]
+        scored = [(n, e) for e in episodes if (n := _score(words, e.content))]
         scored.sort(key=lambda pair: -pair[0])  # stable: ties stay in recorded order
         return [self.to_entry(e) for _, e in scored[: self.search_limit]]
 
@@ -282,3 +346,32 @@ def _all_episodes(store: Store) -> list[Episode]:
         if offset >= page.total_matching or not page.episodes:
             break
     return sorted(found, key=lambda e: e.timestamp)
+
+
+def _memory_from_uri(memory: Any, uri: str | None, options: dict[str, Any],
+                     allowed: Mapping[str, Any], defaults: Mapping[str, Any]
+                     ) -> tuple[Any, Store | None]:
+    """Resolve ``memory`` / ``uri=`` of a service constructor: the memory to use and the
+    Store opened here (None when the caller's). A URI's options are merged into
+    ``options``; one given both ways (and differently) is refused."""
+    if isinstance(memory, str) and memory.split(":", 1)[0].lower() in SCHEMES:
+        if uri is not None:
+            raise ServiceUriError("give the anneal URI once: as the first argument or as uri=")
+        memory, uri = None, memory
+    if uri is None:
+        if memory is None:
+            raise ValidationError("say where the memory is: a Store, a store path, or "
+                                  "uri='anneal:///abs/path/memory.db'")
+        return memory, None
+    if memory is not None:
+        raise ServiceUriError("give either the memory (a Store, path or session) or uri=, "
+                              "not both")
+    parsed = parse_uri(uri, allowed)
+    for name, value in parsed.options.items():
+        given = options.get(name)
+        if given is not None and given != defaults.get(name) and given != value:
+            raise ServiceUriError(f"{parsed.shown!r} sets {name}={value!r} and the constructor "
+                                  f"{name}={given!r}: give it once")
+        options[name] = value
+    store = parsed.open_store()
+    return store, store

@@ -20,6 +20,7 @@ from google.genai import types
 from anneal_memory import Store
 from anneal_memory.adapters.google_adk import (
     LOGGER_NAME,
+    STOP_WORDS,
     AnnealMemoryPlugin,
     AnnealMemoryService,
     model_compressor,
@@ -328,8 +329,10 @@ def _scripted_events() -> list[Event]:
     return [_event("user", t) for t in texts]
 
 
-# InMemoryMemoryService's answers (google-adk 2.13), asserted on every version tested; where
-# the installed ADK's reference has the same interface, its answers are compared too
+# InMemoryMemoryService's answers (google-adk 2.13) for the query without its stop words,
+# asserted on every version tested; where the installed ADK's reference has the same
+# interface, its answers (to the query without stop words) are compared too. Stop words
+# match nothing, as in ADK's DatabaseMemoryService: "the pump" is "pump", "the and or" nothing.
 EXPECTED: dict[str, list[str]] = {
     "pump oil": ["The pump needs oil", "Oil the pump and the mower", "pump pump pump"],
     "mower": ["Oil the pump and the mower", "The mower needs a blade"],
@@ -339,8 +342,9 @@ EXPECTED: dict[str, list[str]] = {
     "テキスト": ["日本語のテキストです"],
     "한국어": ["한국어 텍스트"],
     "caf\u0065\u0301": ["Café au lait"],  # an NFD query finds NFC text
-    "the pump": ["The pump needs oil", "Oil the pump and the mower",
-                 "The mower needs a blade", "the", "pump pump pump"],
+    "the pump": ["The pump needs oil", "Oil the pump and the mower", "pump pump pump"],
+    "the and or": [],
+    "The": [],
     "zebra": [],
 }
 
@@ -356,12 +360,14 @@ def test_search_answers_as_in_memory_memory_service(store: Store, query: str) ->
 
     got = asyncio.run(search())
     assert got == EXPECTED[query]
+    content_words = " ".join(w for w in query.split() if w.lower() not in STOP_WORDS)
     reference = InMemoryMemoryService()
     if hasattr(reference, "add_events_to_memory"):  # google-adk >= 1.2x
         async def theirs() -> list[str]:
             await reference.add_events_to_memory(app_name=APP, user_id="u", events=events,
                                                  session_id="s1")
-            return _texts(await reference.search_memory(app_name=APP, user_id="u", query=query))
+            return _texts(await reference.search_memory(app_name=APP, user_id="u",
+                                                        query=content_words))
         assert got == asyncio.run(theirs())
 
 
@@ -420,3 +426,26 @@ def test_namespace_option_and_callable(store: Store) -> None:
     assert store.scoped({"user": "u"}).recall(keyword="Roses").episodes
     with pytest.raises(ValidationError, match="namespace"):
         AnnealMemoryService(store, namespace=42)
+
+
+def test_stop_word_queries_find_nothing_as_database_memory_service(store: Store) -> None:
+    # the cases of ADK's DatabaseMemoryService suite (tests/unittests/memory/
+    # test_database_memory_service.py) that our service shares: stop words match nothing
+    service = AnnealMemoryService(store)
+    events = [_event("user", "The ADK is a great toolkit."),
+              _event("model", "I agree. The Agent Development Kit (ADK) rocks!")]
+
+    async def go(svc: AnnealMemoryService, query: str) -> list[str]:
+        return _texts(await svc.search_memory(app_name=APP, user_id="u", query=query))
+
+    asyncio.run(service.add_events_to_memory(app_name=APP, user_id="u", events=events))
+    assert asyncio.run(go(service, "the and or")) == []
+    assert asyncio.run(go(service, "")) == []
+    assert len(asyncio.run(go(service, "ADK"))) == 2
+    assert asyncio.run(go(service, "development")) == ["I agree. The Agent Development Kit (ADK) rocks!"]
+    assert asyncio.run(go(service, "the toolkit")) == ["The ADK is a great toolkit."]
+    # stop_words=() is InMemoryMemoryService's rule: every word counts
+    every_word = AnnealMemoryService(store, stop_words=())
+    assert len(asyncio.run(go(every_word, "the and or"))) == 2
+    with pytest.raises(ValidationError, match="stop_words"):
+        AnnealMemoryService(store, stop_words="the")
