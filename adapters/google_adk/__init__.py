@@ -1,4 +1,5 @@
-"""Google ADK adapter: an anneal-backed ``BaseMemoryService`` and a ``BasePlugin``.
+"""Google ADK adapter: an anneal-backed ``BaseMemoryService``, ``BaseSessionService`` and
+``BasePlugin``.
 
 ::
 
@@ -33,8 +34,9 @@ from ._service import (  # noqa: E402
     AnnealMemoryService,
     matched_words,
 )
+from ._sessions import AnnealSessionService  # noqa: E402
 from ._uri import SCHEMES, AnnealUri, ServiceUriError, parse_uri  # noqa: E402
 
 __all__ = ["EVENTS", "LOGGER_NAME", "SCHEMES", "STOP_WORDS", "AdkUser", "AnnealMemoryPlugin",
-           "AnnealMemoryService", "AnnealUri", "ServiceUriError", "matched_words",
+           "AnnealMemoryService", "AnnealSessionService", "AnnealUri", "ServiceUriError", "matched_words",
            "model_compressor", "parse_uri", "register_services"]

@@ -9,8 +9,9 @@ from the agents folder. A ``services.py`` holding::
 
     register_services()
 
-makes every ``anneal`` scheme (see :mod:`._uri`) name :class:`AnnealMemoryService`;
-``services.yaml`` can list the same class (ADK calls ``Cls(uri=..., agents_dir=...)``).
+makes every ``anneal`` scheme (see :mod:`._uri`) name :class:`AnnealMemoryService` and
+:class:`AnnealSessionService`; ``services.yaml`` can list the same classes (ADK calls
+``Cls(uri=..., agents_dir=...)``).
 """
 
 from __future__ import annotations
@@ -26,12 +27,23 @@ def _memory_factory(uri: str, **kwargs: Any) -> Any:
     return AnnealMemoryService(uri=uri, **kwargs)
 
 
-def register_services(registry: Any = None) -> None:
+def _session_factory(uri: str, **kwargs: Any) -> Any:
+    from ._sessions import AnnealSessionService
+
+    return AnnealSessionService(uri=uri, **kwargs)
+
+
+def register_services(registry: Any = None, *, memory: bool = True,
+                      sessions: bool = True) -> None:
     """Register the ``anneal``, ``anneal+postgresql`` and ``anneal+postgres`` schemes for
-    ADK's memory service in ``registry`` (default ADK's own, ``get_service_registry()``)."""
+    ADK's memory service (``memory``) and session service (``sessions``) in ``registry``
+    (default ADK's own, ``get_service_registry()``)."""
     if registry is None:
         from google.adk.cli.service_registry import get_service_registry
 
         registry = get_service_registry()
     for scheme in SCHEMES:
-        registry.register_memory_service(scheme, _memory_factory)
+        if memory:
+            registry.register_memory_service(scheme, _memory_factory)
+        if sessions:
+            registry.register_session_service(scheme, _session_factory)

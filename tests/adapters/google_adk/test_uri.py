@@ -9,11 +9,15 @@ from pathlib import Path
 
 import pytest
 from google.adk.cli.service_registry import ServiceRegistry, load_services_module
-from google.adk.cli.utils.service_factory import create_memory_service_from_options
+from google.adk.cli.utils.service_factory import (
+    create_memory_service_from_options,
+    create_session_service_from_options,
+)
 
 from anneal_memory import Store
 from anneal_memory.adapters.google_adk import (
     AnnealMemoryService,
+    AnnealSessionService,
     ServiceUriError,
     parse_uri,
     register_services,
@@ -107,6 +111,13 @@ def test_register_services_puts_every_scheme_in_adks_registry(tmp_path: Path) ->
     service.close()
     with pytest.raises(ServiceUriError):  # the other schemes reach us too
         registry.create_memory_service("anneal+postgres://", agents_dir=str(tmp_path))
+    sessions = registry.create_session_service(f"anneal://{tmp_path}/m.db",
+                                               agents_dir=str(tmp_path))
+    assert isinstance(sessions, AnnealSessionService)
+    sessions.close()
+    with pytest.raises(ServiceUriError, match="unknown option 'strict'"):  # no options
+        registry.create_session_service(f"anneal://{tmp_path}/m.db?strict=1",
+                                        agents_dir=str(tmp_path))
 
 
 def test_services_yaml_and_adks_factory_build_it_and_refuse_a_bad_uri(tmp_path: Path) -> None:
@@ -116,13 +127,20 @@ def test_services_yaml_and_adks_factory_build_it_and_refuse_a_bad_uri(tmp_path: 
         "services:\n"
         "  - scheme: anneal\n"
         "    type: memory\n"
-        "    class: anneal_memory.adapters.google_adk.AnnealMemoryService\n")
+        "    class: anneal_memory.adapters.google_adk.AnnealMemoryService\n"
+        "  - scheme: anneal\n"
+        "    type: session\n"
+        "    class: anneal_memory.adapters.google_adk.AnnealSessionService\n")
     load_services_module(str(agents))  # what get_fast_api_app does with the agents folder
     service = create_memory_service_from_options(base_dir=str(agents),
                                                  memory_service_uri=f"anneal://{tmp_path}/m.db")
     assert isinstance(service, AnnealMemoryService)
     _remember(service, "Roses by the wall")
     service.close()
+    sessions = create_session_service_from_options(
+        base_dir=str(agents), session_service_uri=f"anneal://{tmp_path}/m.db")
+    assert isinstance(sessions, AnnealSessionService)
+    sessions.close()
     # a bad URI fails when the app is built (a ValueError, which adk web reports in one line)
     with pytest.raises(ValueError, match="unknown option 'serch_limit'"):
         create_memory_service_from_options(
