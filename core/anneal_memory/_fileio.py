@@ -96,6 +96,27 @@ def atomic_write_json(path: Path | str, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
 
 
+#: the mode of every file the library creates: the owner's only, as memory is private
+PRIVATE_MODE = 0o600
+
+
+def create_private(path: Path | str) -> bool:
+    """Create ``path`` empty with PRIVATE_MODE when it does not exist (a file SQLite then
+    opens takes its mode, and gives it to its -wal and -shm files). True if created."""
+    try:
+        fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_MODE)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
+def open_append_private(path: Path | str) -> Any:
+    """``open(path, "a")`` whose new file is created with PRIVATE_MODE."""
+    fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_MODE)
+    return os.fdopen(fd, "a", encoding="utf-8")
+
+
 @contextlib.contextmanager
 def file_lock(lock_path: Path | str, *, shared: bool = False) -> Iterator[None]:
     """Hold an advisory cross-process lock on ``lock_path`` (created if missing).
@@ -103,7 +124,7 @@ def file_lock(lock_path: Path | str, *, shared: bool = False) -> Iterator[None]:
     POSIX flock; where flock is unavailable the block runs unlocked (single writer only).
     """
     p = Path(lock_path)
-    fd = os.open(str(p), os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(str(p), os.O_RDWR | os.O_CREAT, PRIVATE_MODE)
     try:
         if _HAVE_FLOCK:
             fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)

@@ -50,7 +50,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._fileio import atomic_write_bytes, atomic_write_json, file_lock, fsync_dir, sidecar_path
+from ._fileio import (
+    atomic_write_bytes,
+    atomic_write_json,
+    file_lock,
+    fsync_dir,
+    open_append_private,
+    sidecar_path,
+)
 from ._lazy import LazyLogger, sha256_hex
 from .clock import iso_week, now_iso
 from .errors import AuditError
@@ -506,7 +513,7 @@ class AuditTrail:
         if not lines:
             return
         new_file = not self.paths.active.exists()
-        with open(self.paths.active, "a", encoding="utf-8") as fh:
+        with open_append_private(self.paths.active) as fh:
             fh.write("\n".join(lines) + "\n")
             fh.flush()
             os.fsync(fh.fileno())

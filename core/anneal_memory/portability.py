@@ -20,6 +20,7 @@ from ._inputs import json_text, load_json, storable_text
 from .clock import normalize_timestamp, now_iso
 from .errors import SupersessionError, ValidationError
 from .facts import validate_state_key
+from .restore import can_restore, check_state, legacy_state, state_in, state_out
 from .storage.base import EpisodeRow, Scope
 from .storage.legacy import adopt_export, is_legacy_export
 from .types import EpisodeType, coerce_trust
@@ -49,7 +50,7 @@ def export_store(store: Store) -> dict[str, Any]:
                 "trust": eff.get(r.id, r.trust), "state_key": r.state_key,
                 "derived_from": [s for s, _t in der.get(r.id, [])],
                 "superseded_by": links[-1][0] if links else None,
-                "wrapped": r.wrap_id is not None,
+                "wrapped": r.wrap_id is not None, "wrap_id": r.wrap_id,
                 "namespace": _namespace_out(r.ns_owner, r.ns_project),
             })
         links_out = [{"old_id": o, "new_id": n, "kind": k, "created_at": c}
@@ -59,6 +60,10 @@ def export_store(store: Store) -> dict[str, Any]:
                  for t in b.tombstones(namespaces=True).values()]
         wraps = b.wrap_history(None)
         status = store.status()
+        root = getattr(store, "namespace", None) is None and not getattr(
+            store.scope, "unscoped_only", False)
+        state = state_out(store) if root else None
+        tip = b.audit_tip()
     from ._version import __version__
     from .wrap.history import wrap_record
 
@@ -74,6 +79,9 @@ def export_store(store: Store) -> dict[str, Any]:
         "consolidate_requires_baton": status.consolidate_requires_baton,
         "meta": {"sessions_produced": status.total_wraps, "format_version": VERSION,
                  "citations_seen": b.get_meta("citations_seen") == "1"},
+        # what an import into a new store restores besides the episodes (restore.py)
+        **({"state": state} if state is not None else {}),
+        "audit_head": {"seq": tip[0], "hash": tip[1]},
     }
 
 
@@ -193,9 +201,36 @@ def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
                     "derived_from": [_check_id(x, f"{where} ({eid}) derived_from")
                                      for x in derived],
                     "wrapped": bool(e.get("wrapped")),
+                    "wrap_id": _wrap_id(e.get("wrap_id"), where),
                     "ns_owner": ns and ns.owner, "ns_project": ns and ns.project})
     out.sort(key=lambda it: str(it["timestamp"]))  # stored oldest first, whatever the file's order
     return out
+
+
+def _restored_wrap(it: Mapping[str, Any], wrap_ids: set[int]) -> int | None:
+    """The wrap an imported episode belongs to once the backup's wraps are restored
+    (0: wrapped by one the backup does not list, as 1.0.2's exports say)."""
+    if not it["wrapped"]:
+        return None
+    return it["wrap_id"] if it["wrap_id"] in wrap_ids else 0
+
+
+def restore_wrap_ids(state: Mapping[str, Any]) -> set[int]:
+    body = (state.get("tables") or {}).get("wraps") or {}
+    cols = body.get("columns") or []
+    if "id" not in cols:
+        return set()
+    i = cols.index("id")
+    return {r[i] for r in body.get("rows") or [] if isinstance(r, list) and len(r) > i
+            and isinstance(r[i], int)}
+
+
+def _wrap_id(value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**62:
+        raise ValidationError(f"{where} wrap_id must be a wrap number (or null)")
+    return value
 
 
 def _tombstones_in(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -257,7 +292,8 @@ def _carry_tombstones(store: Store, deletions: list[dict[str, Any]]) -> int:
 
 
 def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "library",
-                 progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+                 progress: Callable[[int, int], None] | None = None,
+                 restore: bool | None = None) -> dict[str, Any]:
     doc = _load(data)
     if is_legacy_export(doc):
         doc = adopt_export(dict(doc))
@@ -266,16 +302,31 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
     links = links_in(doc, _check_id)
     b = store.backend
     rules = ImportRules(store)
+    state = doc.get("state") if restore is not False else None
+    if state is None and restore is not False:
+        state = legacy_state(doc)  # an export without one (1.0.2's): its continuity
+    if state is not None:
+        state = check_state(state)  # malformed: refused before anything is written
+    if restore and state is None:
+        raise ValidationError("the import carries no state to restore (no 'state' section "
+                              "and no continuity): import it without restore")
     imported: list[str] = []
     skipped: list[str] = []
     refused_deleted: list[str] = []
-    with store._write():
+    with store._staging() as slot, store._write():
         # the export's deletions first: an episode the same document also lists stays out
         carried = _carry_tombstones(store, deletions)
         tombs = _deleted(store, [i["id"] for i in items])
         present = b.get_episodes([i["id"] for i in items])
         rules.known = {i["id"] for i in items} | set(tombs)
         new: set[str] = set()
+        # the backup's wrap state stands only where its continuity is restored too:
+        # otherwise a "wrapped" episode would never be compressed into this store's
+        why = can_restore(store) if state is not None else None
+        if restore and why is not None:
+            raise ValidationError(f"cannot restore this backup: {why}; nothing was imported")
+        restoring = state is not None and why is None
+        wrap_ids = restore_wrap_ids(state) if restoring and state else set()
         for done, it in enumerate(items, 1):
             if progress is not None and (done % 1000 == 0 or done == len(items)):
                 progress(done, len(items))
@@ -288,7 +339,8 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
             row = EpisodeRow(
                 id=it["id"], timestamp=it["timestamp"], type=it["type"], content=it["content"],
                 source=it["source"], session_id=it["session_id"], metadata=it["metadata"],
-                trust=it["trust"], state_key=it["state_key"], wrap_id=0 if it["wrapped"] else None,
+                trust=it["trust"], state_key=it["state_key"],
+                wrap_id=_restored_wrap(it, wrap_ids) if restoring else None,
                 ns_owner=it["ns_owner"], ns_project=it["ns_project"])
             rules.check_episode(it, row)  # refusal rolls the whole import back
             b.insert_episode(row)
@@ -299,13 +351,24 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
             new.add(it["id"])
         rules.settle_keys()
         rules.add_links(links, new, set(refused_deleted) | set(tombs))
+        restored, staged = (state_in(store, state) if state is not None else
+                            ({"restored": False, "reason": "the import carries no state" if
+                              restore is not False else "not asked to restore"}, []))
+        slot.extend(p for _v, p in staged)
+        head = doc.get("audit_head")
         store.audit_trail.append("import", {"count": len(imported), "ids": imported,
+                                            "state_restored": restored["restored"],
+                                            **({"source_audit_head": head}
+                                               if isinstance(head, Mapping) else {}),
                                             "skipped": len(skipped),
                                             "refused_deleted": refused_deleted,
                                             "tombstones": carried, "via": via},
                                  actor="operator")
+    for view, path in staged:
+        view._flush_continuity(path)
     out = {"imported": len(imported), "skipped_existing": skipped,
-           "refused_deleted": refused_deleted, "ids": imported, "tombstones_added": carried}
+           "refused_deleted": refused_deleted, "ids": imported, "tombstones_added": carried,
+           "state": restored}
     if "legacy" in doc:
         out["from_version"] = doc["legacy"]["from_version"]
     return out

@@ -12,12 +12,13 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import facts, trust
+from . import erasure, facts, trust
 from ._fileio import atomic_write_text
 from ._inputs import json_text, storable_text, whole_number
 from ._lazy import sha256_hex, token_hex
 from .audit import AuditTrail
 from .clock import ago, iso, normalize_timestamp, now_iso, utcnow
+from .erasure import ErasureReport
 from .errors import (
     StoreError,
     StoreLocationError,
@@ -87,6 +88,8 @@ class Store(ContinuityMixin):
     RESERVED_METADATA_KEY = "_anneal_ns"
     #: whose memory this object acts on: the root (no namespace) for a Store
     scope: Scope = ROOT
+    #: what the last ``erase`` or ``prune`` through this object removed, and where
+    last_erasure: ErasureReport | None = None
     #: the namespace's tag in sidecar names ("" for the root)
     ns_tag = ""
     namespace: Any = None
@@ -483,39 +486,78 @@ class Store(ContinuityMixin):
 
     # ------------------------------------------------------------------ delete / prune
     def delete(self, episode_id: str) -> bool:
-        """Remove an episode's text from the database for good, leaving a tombstone that
-        holds only a salted hash. Returns False when there is no such episode."""
+        """Remove an episode for good: its text goes from the database and from every
+        place the library wrote it (see ``erase``), leaving a tombstone that holds only a
+        salted hash. Returns False when there is no such episode."""
         storable_text(episode_id, "episode id")
+        return bool(self.erase([episode_id]).episodes)
+
+    def erase(self, episode_ids: Sequence[str]) -> ErasureReport:
+        """Delete episodes and take their text out of every place the library wrote it:
+        the episodes table and keyword indexes, each continuity that quotes a line of
+        theirs or cites their id (the line goes; the report says which), item
+        collections (crystals, spores, chat histories: a quoting string becomes
+        ``[erased]``), pattern history, probes, wrap metrics, meta documents and the JSON
+        sidecar files beside a SQLite database; then the freed pages are zeroed and the
+        write-ahead log truncated. Unknown ids are skipped; an id above the store's trust
+        ceiling is refused (TrustError) and nothing is erased."""
+        ids = facts.normalize_ids(episode_ids, "episode_ids")
         refused: EpisodeRow | None = None
-        with self._write():
-            row = self._backend.get_episodes([episode_id], exact=True).get(episode_id)
-            if row is not None and not trust.within_ceiling(row.trust, self.trust_ceiling):
-                refused = row
-                done = 0
-            else:
-                done = self._remove([episode_id], reason="deleted")
+        staged: list[Any] = []
+        report = ErasureReport()
+        with self._staging() as slot, self._write():
+            rows = self._backend.get_episodes(ids, exact=True)
+            refused = next((r for r in rows.values()
+                            if not trust.within_ceiling(r.trust, self.trust_ceiling)), None)
+            if refused is None and rows:
+                report = erasure.scrub_episodes(self, rows, staged)
+                slot.extend(p for _v, p in staged)
+                self._remove(list(rows), reason="deleted")
+                if report.beyond_rows:
+                    self._audit.append("erasure", report.audit_data(), actor="operator")
         if refused is not None:
             # the refusal is on the record too (its own transaction: nothing else changed)
-            self.audit_event("delete_refused", {"id": episode_id, "trust": refused.trust,
+            self.audit_event("delete_refused", {"id": refused.id, "trust": refused.trust,
                                                 "ceiling": self.trust_ceiling}, actor="agent")
             raise TrustError(
-                f"episode {episode_id} is labelled {refused.trust!r}, above this store's trust "
+                f"episode {refused.id} is labelled {refused.trust!r}, above this store's trust "
                 f"ceiling {self.trust_ceiling!r}: only a host opened at that ceiling may delete "
                 "it; nothing was deleted")
-        if done:
+        self.last_erasure = report
+        if report.episodes:
+            erasure.publish(staged)
             self._scrub()
-        return bool(done)
+        return report
+
+    def erase_namespace(self, namespace: Any = None) -> ErasureReport:
+        """Forget one user (or any namespace) whole: every episode, continuity, wrap,
+        pattern history, probe, item collection (crystals, spores, chat histories) and
+        governed record of it, so ``namespaces()`` no longer lists it and no file or
+        table names it in clear; tombstones keep ids and salted hashes only. A namespace
+        without ``project`` takes its projects with it. On a view, its own namespace."""
+        return erasure.erase_namespace(self, namespace)
 
     def prune(self, older_than_days: int | None = None) -> int:
         """Remove episodes older than ``older_than_days`` (default: the store's
-        retention_days). Returns how many were removed."""
+        retention_days), their text from every place it was written (as ``erase``;
+        ``last_erasure`` holds the report). Returns how many were removed."""
         days = self._prune_days(older_than_days)
-        with self._write():
+        staged: list[Any] = []
+        report = ErasureReport()
+        with self._staging() as slot, self._write():
             ids = self._prunable_ids(days)
-            n = self._remove(ids, reason="pruned") if ids else 0
+            rows = self._backend.get_episodes(ids, exact=True) if ids else {}
+            if rows:
+                report = erasure.scrub_episodes(self, rows, staged)
+                slot.extend(p for _v, p in staged)
+            n = self._remove(list(rows), reason="pruned") if rows else 0
             if n:
                 self._audit.append("prune", {"count": n, "older_than_days": days}, actor="system")
+                if report.beyond_rows:
+                    self._audit.append("erasure", report.audit_data(), actor="operator")
+        self.last_erasure = report
         if n:
+            erasure.publish(staged)
             self._scrub()
         return n
 
@@ -670,7 +712,9 @@ class Store(ContinuityMixin):
 
     # ------------------------------------------------------------------ export / import
     def export(self) -> dict[str, Any]:
-        """Every episode and link as one JSON-ready document."""
+        """Every episode and link as one JSON-ready document; from the root store also
+        its ``state`` (each namespace's continuity, wraps, items, pattern history, probes,
+        governed records, settings), which an import into a new store restores."""
         from .portability import export_store
 
         return export_store(self)
@@ -693,10 +737,15 @@ class Store(ContinuityMixin):
         return text
 
     def import_(self, data: Mapping[str, Any] | str, *, via: str = "library",
-                progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+                progress: Callable[[int, int], None] | None = None,
+                restore: bool | None = None) -> dict[str, Any]:
         """Load an export. All or nothing; ids already here are skipped, deleted ids are
-        never brought back."""
+        never brought back. ``restore``: also put back the backup's state (continuities,
+        wraps, items, governed records), which needs a new store opened at
+        ``trust_ceiling='operator'``; None (default) restores when it can and says why
+        not in the result's ``state``, True refuses the import when it cannot (nothing
+        written), False imports the episodes only (as not yet wrapped)."""
         from .portability import import_store
 
-        return import_store(self, data, via=via, progress=progress)
+        return import_store(self, data, via=via, progress=progress, restore=restore)
 

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 PENDING_BLOB = "pending_blob:"
 #: meta key prefix of the last save of a sidecar blob: "<sha256> <staged file name>"
 STAGED_BLOB = "staged_blob:"
+#: meta key prefix of a blob an erasure removed whose file may still be beside the
+#: database (a crash after the commit): removed when the store is next opened
+ERASED_BLOB = "erased_blob:"
 CONTINUITY_LOCK = ".continuity.lock"
 _STAGED_SUFFIX = ".staged.tmp"
 
@@ -90,6 +93,12 @@ def flush_pending_blobs(backend: Backend, names: Sequence[str] | None = None) ->
     the database (then drop that copy). Run whenever a store is opened. Returns the
     names written."""
     done = []
+    for (key,) in backend.q("SELECT key FROM meta WHERE substr(key, 1, ?) = ?",
+                            (len(ERASED_BLOB), ERASED_BLOB)):
+        name = key[len(ERASED_BLOB):]
+        backend.delete_blob(name, lock=CONTINUITY_LOCK)
+        with backend.transaction():
+            backend.set_meta(key, None)
     if getattr(backend, "dsn", None) is None:  # sidecar files beside a SQLite database
         rows = backend.q("SELECT key FROM meta WHERE substr(key, 1, ?) = ?",
                          (len(STAGED_BLOB), STAGED_BLOB))

@@ -153,7 +153,7 @@ def test_search_filters_paging_and_superseded(cli: Run) -> None:
 
 def test_delete_and_prune(cli: Run) -> None:
     ep = cli.json("record", "Temporary note")
-    assert cli.json("delete", ep["id"]) == {"deleted": ep["id"]}
+    assert cli.json("delete", ep["id"])["deleted"] == ep["id"]
     assert "no episode" in cli.refused("get", ep["id"])
     assert "nothing was deleted" in cli.refused("delete", ep["id"])
     cli.json("record", "Ancient note", "--timestamp", "2001-01-01")

@@ -182,7 +182,7 @@ def test_every_command_is_either_scoped_or_refuses(two_users: dict[str, Any],
     unclassified = [c for c in _top_commands() if c not in tested and c not in STORE_WIDE]
     # commands that act on one namespace but have no read-only form worth a row above
     assert set(unclassified) <= {"prune", "unsupersede", "wrap-cancel", "set-schema",
-                                 "outcome", "pattern"}, unclassified
+                                 "outcome", "pattern", "erase"}, unclassified
     run = Run(two_users["db"], capsys)
     before = two_users["db"].read_bytes()
     for command in sorted(STORE_WIDE):

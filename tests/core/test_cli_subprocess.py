@@ -141,6 +141,9 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
     go("record", "alice's own note", "--namespace", "user=alice")
     rows = go("namespaces")["namespaces"]
     assert [(r["namespace"]["user"], r["episodes"]) for r in rows] == [("alice", 1)]
+    # erase: alice forgotten whole, then the listing is empty
+    assert go("erase", "--namespace", "user=alice", "--yes")["erased"]["user"] == "alice"
+    assert go("namespaces")["namespaces"] == []
     # serve: the real CLI in a real process, with the mcp package made unimportable
     p = subprocess.run([sys.executable, "-c",
                         "import sys; sys.modules['mcp'] = None; "

@@ -243,10 +243,16 @@ def test_odd_legacy_wrap_ids_count_as_no_wrap(tmp_path: Path) -> None:
          "content": FACT, "source": "agent", "session_id": HUGE},
         {"id": "e0000003", "timestamp": "2026-01-01T00:00:00Z", "type": "observation",
          "content": FACT, "source": "agent", "session_id": "2"}],
-        "wraps": [{"id": "²"}, {"id": HUGE}, {"id": 2}]}
-    with Store(tmp_path / "m.db") as s:
+        "wraps": [{"id": "²"}, {"id": HUGE}, {"id": 2}],
+        "continuity": "# C\n\n## State\n- restored\n"}
+    with Store(tmp_path / "m.db", trust_ceiling="operator") as s:
         assert s.import_(doc)["imported"] == 3
         assert s.status().episodes_since_wrap == 2  # only e0000003 was wrapped
+        assert s.load_continuity().endswith("- restored\n")
+    # without the continuity restored, nothing counts as compressed into this store
+    with Store(tmp_path / "n.db") as s:
+        assert s.import_(doc)["state"]["restored"] is False
+        assert s.status().episodes_since_wrap == 3 and s.load_continuity() is None
 
 
 def test_a_store_export_with_every_link_kind_imports(tmp_path: Path) -> None:

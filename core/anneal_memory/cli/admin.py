@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 from typing import Any
 
 from .._fileio import sidecar_path
@@ -87,6 +86,9 @@ def register(sub: Any) -> None:
 
     p = command(sub, "import", "load an export (all or nothing)", cmd_import)
     p.add_argument("file", help="an export file, or - for standard input")
+    p.add_argument("--restore", action="store_true",
+                   help="restore a backup into a new store: also its continuities, wrap "
+                   "history, items and governed records (operator-only)")
     add_verbose(p)
 
     _, msub = group(sub, "migrate", "instruction snippets after an upgrade (never edits files)")
@@ -360,13 +362,14 @@ def _markdown(store: Any) -> str:
 
 
 def _export_sqlite(args: argparse.Namespace) -> int:
-    """A consistent copy of the database (SQLite's online backup), never a torn one."""
+    """A backup as a new SQLite store: everything ``migrate-store`` copies (episodes,
+    links, wraps, every namespace's continuity, items, governed tables, the audit chain
+    entry for entry, written out to its files and verified), so the copy opens, verifies
+    and restores as the source was. Never a torn copy: one read transaction."""
     from pathlib import Path
 
     from ..clock import now_iso
-    from ..storage.driver import sqlite_driver
-
-    sqlite3 = sqlite_driver()
+    from ..migrate_store import migrate
 
     src = db_path(args)
     with read_store(args):
@@ -375,12 +378,21 @@ def _export_sqlite(args: argparse.Namespace) -> int:
         f"{src.stem}-export-{now_iso()[:19].replace(':', '')}.db")
     if dest.exists():
         raise ValidationError(f"{dest} exists: pass another --output")
-    tmp = dest.with_name(dest.name + ".tmp")
-    with contextlib.closing(sqlite3.connect(src.resolve().as_uri() + "?mode=ro", uri=True)) as a, \
-            contextlib.closing(sqlite3.connect(str(tmp))) as b:
-        a.backup(b)
-    os.replace(tmp, dest)
-    emit(args, {"path": str(dest), "format": "sqlite"}, f"Exported the database to {dest}")
+    def ours() -> set[Path]:  # the database and the sidecars beside it
+        return {*dest.parent.glob(dest.stem + ".*"), *dest.parent.glob(dest.name + "-*")}
+
+    before = ours()
+    try:
+        result = migrate(str(src), str(dest))
+    except BaseException:
+        for p in ours() - before:  # a failed copy leaves nothing behind
+            with contextlib.suppress(OSError):
+                p.unlink()
+        raise
+    emit(args, {"path": str(dest), "format": "sqlite", "verified": result["verified"],
+                "audit_entries": result["audit_entries"]},
+         f"Exported the store to {dest} (audit chain of {result['audit_entries']} entries "
+         "verified)")
     return 0
 
 
@@ -415,13 +427,15 @@ def cmd_import(args: argparse.Namespace) -> int:
     def moving(done: int, total: int) -> None:
         bar.update(f"importing: {done:,} / {total:,} episodes")
 
-    if operator:
-        with operator_store(args, "import episodes labelled trust operator",
-                            create=True) as (store, via):
-            result = store.import_(doc, via=via, progress=moving)
+    if operator or args.restore:
+        what = ("restore the backup's continuities, wraps, items and governed records"
+                if args.restore else "import episodes labelled trust operator")
+        with operator_store(args, what, create=True) as (store, via):
+            result = store.import_(doc, via=via, progress=moving,
+                                   restore=True if args.restore else False)
     else:
         with open_store(args, create=True) as store:
-            result = store.import_(doc, via="cli", progress=moving)
+            result = store.import_(doc, via="cli", progress=moving, restore=False)
     bar.done(f"imported {result['imported']:,} of {n:,} episode(s)")
     skipped, refused = result["skipped_existing"], result["refused_deleted"]
     text = (f"Imported {result['imported']}; skipped {len(skipped)} already present; "
@@ -432,6 +446,15 @@ def cmd_import(args: argparse.Namespace) -> int:
         text += f"\nrefused (deleted here): {brief(refused, args.verbose)}"
     if result.get("tombstones_added"):
         text += f"\nrecorded {result['tombstones_added']} deletion(s) the export carries"
+    state = result.get("state") or {}
+    if state.get("restored"):
+        rows = state.get("rows") or {}
+        text += (f"\nrestored {rows.get('continuities', 0)} continuity(ies), "
+                 f"{rows.get('wraps', 0)} wrap(s), {rows.get('items', 0)} item(s), "
+                 f"{rows.get('gov_records', 0)} governed record version(s)")
+    elif args.restore or (isinstance(doc, dict) and (doc.get("state") or doc.get("continuity"))):
+        text += f"\nnot restored: {state.get('reason')}" + (
+            "" if args.restore else " (pass --restore to restore a backup into a new store)")
     emit(args, import_summary(result, args.verbose), text)
     return 0
 

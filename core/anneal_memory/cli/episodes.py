@@ -17,6 +17,7 @@ from .common import (
     confirm,
     emit,
     episode_line,
+    namespace_of,
     open_store,
     operator_store,
     read_store,
@@ -72,6 +73,11 @@ def register(sub: Any) -> None:
     p = command(sub, "delete", "remove an episode for good (a tombstone keeps its hash)", cmd_delete)
     p.add_argument("id", help="the episode id")
     p.add_argument("--force", action="store_true", help="accepted for 1.0.2 scripts")
+
+    p = command(sub, "erase", "forget a whole namespace (a user): every episode, continuity, "
+                "item and governed record of it (asks first)", cmd_erase)
+    p.add_argument("--yes", action="store_true",
+                   help="do not ask: needed to erase when not on a terminal")
 
     p = command(sub, "prune", "remove episodes older than N days (asks first)", cmd_prune)
     age = p.add_mutually_exclusive_group(required=True)
@@ -201,12 +207,50 @@ def cmd_get(args: argparse.Namespace) -> int:
     return 0
 
 
+def _erasure_lines(report: Any) -> list[str]:
+    out = [f"  removed continuity line {c['line']} ({c['section'] or 'no section'}"
+           + (f", {c['namespace']}" if c["namespace"] else "") + ")"
+           for c in report.continuity_lines]
+    if report.cells or report.files:
+        out.append(f"  rewrote {report.cells} stored field(s) and {len(report.files)} "
+                   "sidecar file(s) that quoted it")
+    if report.unlocated:
+        out.append("  not located in any continuity line, though a wrap compressed it: "
+                   + ", ".join(report.unlocated) + " (the continuity may paraphrase it: "
+                   "read it with anneal-memory continuity)")
+    return out
+
+
 def cmd_delete(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        if not store.delete(args.id):
+        report = store.erase([args.id])
+        if not report.episodes:
             raise EpisodeNotFoundError(f"no episode {args.id!r} in {store_name(store)}: nothing was "
                                        "deleted; check the id (anneal-memory search)")
-    emit(args, {"deleted": args.id}, f"Deleted {args.id}")
+    emit(args, {"deleted": args.id, "erasure": report.to_dict()},
+         "\n".join([f"Deleted {args.id}", *_erasure_lines(report)]))
+    return 0
+
+
+def cmd_erase(args: argparse.Namespace) -> int:
+    ns = namespace_of(args)
+    with open_store(args, trust_ceiling="operator") as store:
+        if ns is None:
+            raise ValidationError("erase needs the namespace to forget: anneal-memory erase "
+                                  "--namespace user=alice --yes (to delete one episode: "
+                                  "anneal-memory delete ID)")
+        counts = next((n for n in store.parent.namespaces() if n["namespace"] == ns), None)
+        what = (f"erase would forget {ns.label()}"
+                + (f" (all its projects): {counts['episodes']} episode(s), {counts['wraps']} "
+                   f"wrap(s), {counts['records']} governed record(s)" if counts and
+                   ns.project is None else "")
+                + ", its continuity and item collections, for good")
+        confirm(f"{what}.", args.yes, refusal=what)
+        report = store.erase_namespace()
+    emit(args, {"erased": ns.to_dict(), **report.to_dict()},
+         "\n".join([f"Erased {ns.label()}: {len(report.episodes)} episode(s), "
+                    f"{report.governed_records} governed record version(s)",
+                    *_erasure_lines(report)]))
     return 0
 
 

@@ -101,7 +101,7 @@ class ScopedStore(Store):
         raise ValidationError("scope the parent Store, not another scoped view")
 
     def import_(self, data: Mapping[str, Any] | str, *, via: str = "library",
-                progress: Any = None) -> dict[str, Any]:
+                progress: Any = None, restore: bool | None = None) -> dict[str, Any]:
         """Refused: an export's episodes carry their own namespaces (or none), so
         importing them through a view could write into another namespace."""
         raise GovernanceError("import through the parent Store, not a scoped view: an "

@@ -123,11 +123,16 @@ class MemoryTools:
                                     match=res.query_params.get("match"))
 
     def delete_episode(self, a: dict[str, Any]) -> str:
-        if not self.store.delete(a["episode_id"]):
+        report = self.store.erase([a["episode_id"]])
+        if not report.episodes:
             raise EpisodeNotFoundError(f"no episode {a['episode_id']!r} in this store: nothing "
                                        "was deleted (recall to find the id)")
-        return (f"Deleted [{a['episode_id']}]: its text is gone from the database; a "
-                "tombstone and the audit trail keep a salted hash.")
+        lines = len(report.continuity_lines)
+        return (f"Deleted [{a['episode_id']}]: its text is gone from the database"
+                + (f" and {lines} continuity line(s) that quoted it" if lines else "")
+                + "; a tombstone and the audit trail keep a salted hash."
+                + (" A wrap had compressed it but no continuity line quotes it: the "
+                   "continuity may paraphrase it." if report.unlocated else ""))
 
     def status(self, a: dict[str, Any]) -> str:
         return replies.status_reply(self.store.status().to_dict(), self.gate_text(),

@@ -150,9 +150,10 @@ TOOLS: list[dict[str, Any]] = [
         "name": "delete_episode",
         "description": (
             "Delete an episode that should not be in memory (personal data, secrets, a "
-            "mistake). Its text is removed from the database; a tombstone keeps only a "
-            "salted hash, and the audit trail records the deletion. Text already compressed "
-            "into the continuity is not touched."
+            "mistake). Its text is removed from the database and from every place memory "
+            "wrote it: continuity lines that quote it or cite its id go, quoting items are "
+            "redacted. A tombstone keeps only a salted hash, and the audit trail records "
+            "the deletion."
         ),
         "inputSchema": _obj({"episode_id": _short("The id of the episode to delete.")},
                             ["episode_id"]),

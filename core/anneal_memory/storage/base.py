@@ -154,6 +154,12 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
                     lock: str | None = None) -> str | None: ...
+    @abc.abstractmethod
+    def delete_blob(self, name: str, *, lock: str | None = None) -> bool: ...
+    @abc.abstractmethod
+    def owners(self) -> list[str]: ...  # every namespace owner with rows here
+    @abc.abstractmethod
+    def owner_projects(self, owner: str) -> list[str | None]: ...
 
     # -- episodes
     @abc.abstractmethod

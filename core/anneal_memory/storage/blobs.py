@@ -49,3 +49,21 @@ class SidecarBlobs:
             if new is not None:
                 atomic_write_text(self.blob_path(name), new)
             return new
+
+    def delete_blob(self, name: str, *, lock: str | None = None) -> bool:
+        """Remove the blob's file and any staged save of it left beside it (the erasure
+        of a namespace's continuity). True if a file went."""
+        import contextlib
+
+        from .._fileio import fsync_dir
+
+        path = self.blob_path(name)
+        gone = False
+        with file_lock(self._lock(name, lock)):
+            for p in [path, *path.parent.glob("." + path.name + ".*.tmp")]:
+                with contextlib.suppress(FileNotFoundError):
+                    p.unlink()
+                    gone = True
+            if gone:
+                fsync_dir(path.parent)
+        return gone

@@ -228,12 +228,29 @@ def versions(b: Any, memory_id: str) -> list[dict[str, Any]]:
         "SELECT body FROM gov_records WHERE memory_id=? ORDER BY version", (memory_id,))]
 
 
+#: the fields of a governed record or review candidate that say something (the rest are
+#: ids, digests, dates and the namespace)
+FORGOTTEN_FIELDS = ("content", "subject", "source_id", "candidate_id")
+
+
+def _said(value: Any) -> bool:
+    return value is not None and not (isinstance(value, dict) and not any(value.values()))
+
+
+def _blank(data: dict[str, Any]) -> None:
+    data.update(dict.fromkeys(FORGOTTEN_FIELDS))
+    src = data.get("source")
+    if isinstance(src, dict):
+        data["source"] = dict.fromkeys(src)
+
+
 def scrub_versions(b: Any, memory_id: str) -> None:
-    """Blank the content of every version of a forgotten memory (ids and digests stay)."""
+    """Blank what a forgotten memory said in every version: its content, subject and
+    the source and candidate it came from (ids and digests stay)."""
     for rid, body in b.q("SELECT record_id, body FROM gov_records WHERE memory_id=?",
                          (memory_id,)):
         data = json.loads(body)
-        data["content"] = None
+        _blank(data)
         b.q("UPDATE gov_records SET body=? WHERE record_id=?", (_dumps(data), rid))
 
 
@@ -387,8 +404,8 @@ def scrub_reviews(b: Any, memory_id: str) -> int:
     for rid, cand in b.q("SELECT review_id, candidate FROM gov_reviews WHERE memory_id=?",
                          (memory_id,)):
         data = json.loads(cand)
-        if data.get("content") is not None:
-            data["content"] = None
+        if any(_said(data.get(f)) for f in (*FORGOTTEN_FIELDS, "source")):
+            _blank(data)
             b.q("UPDATE gov_reviews SET candidate=? WHERE review_id=?",
                 (json.dumps(data, sort_keys=True), rid))
             n += 1
@@ -401,3 +418,20 @@ def decide_review(b: Any, review_id: str, *, status: str, decided_at: str,
         "UPDATE gov_reviews SET status=?, decided_at=?, decided_by=?, record_id=? "
         "WHERE review_id=? AND status='pending' RETURNING review_id",
         (status, decided_at, decided_by, record_id, review_id)))
+
+
+def erase_owner(b: Any, owner: str, project: str | None = None) -> int:
+    """Remove every governed row of ``owner``'s namespaces (records, their history and
+    projection, reviews, tombstone receipts), or of its one ``project``: erasing a user
+    leaves no governed trace. Returns how many record versions went."""
+    if not has_schema(b):
+        return 0
+    cond, params = ("ns_owner=?", [owner]) if project is None else (
+        "ns_owner=? AND ns_project=?", [owner, project])
+    for t in ("gov_records", "gov_current", "gov_tombstones", "gov_reviews"):
+        b.q(f"DELETE FROM gov_events WHERE memory_id IN (SELECT memory_id FROM {t} "
+            f"WHERE {cond})", params)
+    n = len(b.q(f"DELETE FROM gov_records WHERE {cond} RETURNING record_id", params))
+    for t in ("gov_current", "gov_tombstones", "gov_reviews", "gov_episode_removed"):
+        b.q(f"DELETE FROM {t} WHERE {cond}", params)
+    return n

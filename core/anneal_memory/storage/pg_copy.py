@@ -113,22 +113,35 @@ def _copy_table(src: Backend, dst: Backend, table: Table, progress: Progress) ->
     if name == "meta":
         rows = [r for r in rows if r[0] not in _OWN_META]
         dst.execute("DELETE FROM meta WHERE key NOT IN (?, ?)", sorted(_OWN_META))
+    return insert_rows(dst, name, rows, progress)
+
+
+def insert_rows(dst: Backend, name: str, rows: Sequence[Sequence[object]],
+                progress: Progress | None = None) -> int:
+    """Insert whole rows (every column of ``name`` in TABLES / GOV_TABLES order) into
+    ``dst``, in batches; identity columns keep their values and their sequence moves on."""
+    cols = next(c for t, c, _o in [*TABLES, *GOV_TABLES] if t == name)
     marks = ", ".join(["?"] * len(cols.split(",")))
     override = " OVERRIDING SYSTEM VALUE" if name in _IDENTITY and _is_pg(dst) else ""
     sql = f"INSERT INTO {name} ({cols}){override} VALUES ({marks})"
     for i in range(0, len(rows), BATCH):
-        dst.executemany(sql, rows[i:i + BATCH])
-        progress(name, min(i + BATCH, len(rows)), len(rows))
+        dst.executemany(sql, [tuple(r) for r in rows[i:i + BATCH]])
+        if progress is not None:
+            progress(name, min(i + BATCH, len(rows)), len(rows))
     if not rows:
-        progress(name, 0, 0)
+        if progress is not None:
+            progress(name, 0, 0)
     elif override:  # later rows must number on from the copied ones
         col = _IDENTITY[name]
         dst.execute(f"SELECT setval(pg_get_serial_sequence('{name}', '{col}'), "
                     f"(SELECT MAX({col}) FROM {name}))")
+    if name == "wraps" and rows and _is_pg(dst):
+        dst.execute("SELECT setval(pg_get_serial_sequence('wraps', 'id'), "
+                    "GREATEST((SELECT MAX(id) FROM wraps), 1))")
     return len(rows)
 
 
-def _blob_names(src: Backend) -> list[str]:
+def blob_names(src: Backend) -> list[str]:
     """The store's own blobs plus every scoped view's continuity and baton."""
     head, tail = _NS_BLOB
     if _is_pg(src):
@@ -165,5 +178,5 @@ def copy_all(src: Backend, dst: Backend, progress: Progress) -> dict[str, int]:
             gov.dialect(dst).create_schema(dst)
             for table in GOV_TABLES:
                 done[table[0]] = _copy_table(src, dst, table, progress)
-        _copy_blobs(src, dst, _blob_names(src))
+        _copy_blobs(src, dst, blob_names(src))
     return done

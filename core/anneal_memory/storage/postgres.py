@@ -276,6 +276,10 @@ class PostgresBackend(SQLBackend):
             self._upsert("blobs", ("name", "body", "updated_at"), ("name",),
                          (name, text, now_iso()))
 
+    def delete_blob(self, name: str, *, lock: str | None = None) -> bool:
+        with self.transaction():
+            return self._rowcount("DELETE FROM blobs WHERE name=?", (name,)) > 0
+
     def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
                     lock: str | None = None) -> str | None:
         """Read-modify-write under the write lock; ``fn`` returning None leaves it as is."""
@@ -292,7 +296,9 @@ class PostgresBackend(SQLBackend):
 
     #: tables whose deleted or scrubbed text a checkpoint vacuums away: the episodes and,
     #: in a governed store, the record versions and review items ``forget`` scrubs
-    SCRUBBED_TABLES = ("episodes", "gov_records", "gov_reviews")
+    SCRUBBED_TABLES = ("episodes", "gov_records", "gov_reviews", "items", "blobs", "meta",
+                       "pattern_history", "drift_probes", "wraps", "tombstones", "gov_events",
+                       "gov_current", "gov_tombstones")
 
     def checkpoint(self) -> None:
         with contextlib.suppress(psycopg.Error), self._pool.connection() as c:

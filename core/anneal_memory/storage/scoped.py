@@ -28,6 +28,9 @@ NEUTRAL: frozenset[str] = frozenset({
     "read", "read_blob", "read_only", "remove_supersession", "scrub_indexes", "set_meta",
     "superseded_by_new", "supersessions_of", "transaction", "update_blob", "update_episode",
     "update_probe", "write_blob", "dsn", "schema",
+    # erasure: each names the owner, keys or ids it acts on (the erase path passes them)
+    "delete_blob", "text_cells", "set_text_cell", "erase_namespace_rows", "erase_scope_rows",
+    "episode_ids_of_owner", "owner_projects", "owners", "meta_rows", "erase_owner_meta",
 })
 
 

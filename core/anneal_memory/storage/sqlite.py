@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._fileio import create_private
 from ..errors import ReadOnlyStoreError, StoreError
 from . import fts, legacy, sqlite_errors, sqlite_migrate
 from .base import EpisodeRow, EstimatedCount, RankedHit, SearchFilters
@@ -294,6 +295,8 @@ class SQLiteBackend(SQLiteAudit):
             self.conn = sqlite3().connect(uri, uri=True, isolation_level=None,
                                         check_same_thread=False)
         else:
+            if not p.exists():  # a new store is the owner's only (its -wal and -shm too)
+                create_private(p)
             self.conn = sqlite3().connect(self.path, isolation_level=None,
                                         check_same_thread=False)
         self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
@@ -541,6 +544,9 @@ class SQLiteBackend(SQLiteAudit):
     def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
                     lock: str | None = None) -> str | None:
         return SidecarBlobs(self.path).update_blob(name, fn, lock=lock)
+
+    def delete_blob(self, name: str, *, lock: str | None = None) -> bool:
+        return SidecarBlobs(self.path).delete_blob(name, lock=lock)
 
     # ------------------------------------------------------------------ episodes
     def scrub_indexes(self) -> None:

@@ -1,0 +1,386 @@
+"""Erasure: when an episode or a whole namespace goes, its text goes from every place the
+library wrote it, not only from the episodes table.
+
+A deleted episode's words can live on in the continuity the agent loads every session,
+in crystal patterns and spores (kept as item documents), in item collections (a chat
+history), in the pattern history's explanations, a drift probe's fact, a wrap's metrics,
+and in the JSON sidecar files beside a SQLite database. :class:`TextMatcher` finds where
+a text quotes an erased episode (its id cited, or a run of its words reproduced); the
+``scrub_*`` functions rewrite those places inside the delete's transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: what replaces a quoted text inside a document that stays (an item, a crystal...)
+ERASED = "[erased]"
+#: a run of this many words of an erased episode, reproduced anywhere, is a quotation
+RUN_WORDS = 6
+#: an episode shorter than RUN_WORDS words is located by its whole text, when it has at
+#: least this many words and characters (shorter ones only by a cited id)
+MIN_WHOLE_WORDS = 3
+MIN_WHOLE_CHARS = 12
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_TOKEN = re.compile(r"[A-Za-z0-9_-]+")
+# the framing record_tool_output puts before every tool result: common to all of them
+_TOOL_FRAME = ("tool",)
+
+
+def words(text: str) -> list[str]:
+    """The text's words, case-folded: punctuation and spacing do not hide a quotation."""
+    return [w.casefold() for w in _WORD.findall(text)]
+
+
+@dataclass
+class ErasureReport:
+    """What an erasure removed, and where: ids and places, never the erased text.
+
+    ``continuity_lines``: one ``{"namespace", "section", "line", "episode_ids"}`` per line
+    removed from a continuity (``line`` is its 1-based number in the text before);
+    ``unlocated``: erased episodes a saved wrap had compressed but that no continuity
+    line quotes or cites (the continuity may paraphrase them: read it); ``cells``: item,
+    pattern-history, probe and wrap fields rewritten; ``files``: sidecar files rewritten
+    or removed; ``namespaces``: labels of namespaces erased whole."""
+
+    episodes: list[str] = field(default_factory=list)
+    continuity_lines: list[dict[str, Any]] = field(default_factory=list)
+    unlocated: list[str] = field(default_factory=list)
+    cells: int = 0
+    files: list[str] = field(default_factory=list)
+    namespaces: list[str] = field(default_factory=list)
+    governed_records: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+    @property
+    def beyond_rows(self) -> bool:
+        """Whether the erasure reached past the episode rows (or could not locate one)."""
+        return bool(self.continuity_lines or self.unlocated or self.cells or self.files
+                    or self.namespaces or self.governed_records)
+
+    def audit_data(self) -> dict[str, Any]:
+        """The audit entry's data: counts and ids only."""
+        return {"episodes": len(self.episodes), "continuity_lines": len(self.continuity_lines),
+                "unlocated": list(self.unlocated), "cells": self.cells,
+                "files": len(self.files), "namespaces": len(self.namespaces),
+                "governed_records": self.governed_records}
+
+
+class TextMatcher:
+    """Finds which erased episodes a text quotes (a run of RUN_WORDS of their words, or
+    the whole of a short one) or cites (their id as a token)."""
+
+    def __init__(self, episodes: Mapping[str, str]) -> None:
+        self.ids = set(episodes)
+        self._runs: dict[tuple[str, ...], str] = {}
+        self._lengths: set[int] = set()
+        for eid, content in episodes.items():
+            ws = words(content)
+            if tuple(ws[:1]) == _TOOL_FRAME and "returned" in ws[:6]:
+                ws = ws[ws.index("returned") + 1:]  # "Tool X returned: ..." frames every result
+            if len(ws) >= RUN_WORDS:
+                for i in range(len(ws) - RUN_WORDS + 1):
+                    self._runs.setdefault(tuple(ws[i:i + RUN_WORDS]), eid)
+                self._lengths.add(RUN_WORDS)
+            elif len(ws) >= MIN_WHOLE_WORDS and len(" ".join(ws)) >= MIN_WHOLE_CHARS:
+                self._runs.setdefault(tuple(ws), eid)
+                self._lengths.add(len(ws))
+
+    def __bool__(self) -> bool:
+        return bool(self.ids)
+
+    def quotes(self, text: str) -> set[str]:
+        if not self._runs or not text:
+            return set()
+        ws = words(text)
+        found = set()
+        for n in self._lengths:
+            for i in range(len(ws) - n + 1):
+                eid = self._runs.get(tuple(ws[i:i + n]))
+                if eid is not None:
+                    found.add(eid)
+        return found
+
+    def cites(self, text: str) -> set[str]:
+        if not self.ids or not text:
+            return set()
+        return self.ids.intersection(_TOKEN.findall(text))
+
+    def hits(self, text: str) -> set[str]:
+        return self.quotes(text) | self.cites(text)
+
+
+def scrub_continuity(text: str, matcher: TextMatcher,
+                     namespace: str | None) -> tuple[str, list[dict[str, Any]]]:
+    """The continuity without every line that quotes or cites an erased episode (never a
+    heading), and one entry per line removed."""
+    kept: list[str] = []
+    removed: list[dict[str, Any]] = []
+    section = ""
+    for n, line in enumerate(text.split("\n"), 1):
+        if line.startswith("#"):
+            section = line.lstrip("#").strip()
+            kept.append(line)
+            continue
+        hit = matcher.hits(line)
+        if hit:
+            removed.append({"namespace": namespace, "section": section, "line": n,
+                            "episode_ids": sorted(hit)})
+        else:
+            kept.append(line)
+    return "\n".join(kept), removed
+
+
+def redact(value: Any, matcher: TextMatcher) -> tuple[Any, set[str]]:
+    """A JSON value with every string that quotes an erased episode replaced by
+    ``[erased]`` (ids alone are left: an id is not the text), and the episodes hit."""
+    if isinstance(value, str):
+        hit = matcher.quotes(value)
+        return (ERASED, hit) if hit else (value, set())
+    if isinstance(value, list):
+        out, hits = [], set()
+        for v in value:
+            nv, h = redact(v, matcher)
+            out.append(nv)
+            hits |= h
+        return out, hits
+    if isinstance(value, dict):
+        d, hits = {}, set()
+        for k, v in value.items():
+            nv, h = redact(v, matcher)
+            d[k] = nv
+            hits |= h
+        return d, hits
+    return value, set()
+
+
+def redact_cell(raw: str | None, matcher: TextMatcher) -> str | None:
+    """A stored text field (JSON or plain) redacted, or None when nothing in it quotes an
+    erased episode."""
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return ERASED if matcher.quotes(raw) else None
+    new, hit = redact(data, matcher)
+    return json.dumps(new, ensure_ascii=False, sort_keys=isinstance(data, dict)) if hit else None
+
+
+def scrub_json_file(path: Path, matcher: TextMatcher) -> bool:
+    """Rewrite a JSON (or JSON-lines) sidecar file beside the database (a crystal, spore
+    or outcome file, or one set aside as ``.imported``) without what quotes an erased
+    episode, by temp file and atomic replace. True if it changed."""
+    from ._fileio import atomic_write_bytes
+
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    try:
+        docs, lines = [json.loads(raw)], False
+    except ValueError:
+        try:
+            docs, lines = [json.loads(x) for x in raw.splitlines() if x.strip()], True
+        except ValueError:
+            return False
+    out, changed = [], False
+    for doc in docs:
+        new, hit = redact(doc, matcher)
+        changed |= bool(hit)
+        out.append(new)
+    if not changed:
+        return False
+    text = ("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in out) if lines
+            else json.dumps(out[0], ensure_ascii=False, indent=2) + "\n")
+    atomic_write_bytes(path, text.encode("utf-8"))
+    return True
+
+
+def sidecar_files(db_path: Path) -> Iterable[Path]:
+    """The JSON sidecar files beside a SQLite database that may hold episode text (the
+    audit trail holds hashes only, and is a chain that must not be rewritten)."""
+    for p in sorted(db_path.parent.glob(f"{db_path.stem}.*")):
+        name = p.name
+        if (p.is_file() and ".json" in name and ".audit." not in name
+                and not name.endswith((".lock", ".tmp"))):
+            yield p
+
+
+# --------------------------------------------------------------------------- on a store
+def raw_backend(store: Any) -> Any:
+    """The database under a store or a view (a view's backend is scoped)."""
+    b = store._backend
+    return getattr(b, "inner", b)
+
+
+def root_of(store: Any) -> Any:
+    return getattr(store, "parent", None) or store
+
+
+def view_for(store: Any, scope: Any) -> Any:
+    """The store seen as the namespace ``scope`` (the root itself for the root)."""
+    root = root_of(store)
+    if scope.owner is None:
+        return root
+    if getattr(store, "scope", None) == scope and getattr(store, "namespace", None) is not None:
+        return store
+    from .governance.namespace import MemoryNamespace
+    from .governance.scoped import ScopedStore
+
+    tenant, user, agent = json.loads(scope.owner)
+    return ScopedStore(root, MemoryNamespace(tenant=tenant, user=user, agent=agent,
+                                             project=scope.project))
+
+
+def _scopes_seeing(b: Any, rows: Iterable[Any]) -> list[Any]:
+    """Every scope whose continuity or items may hold these episodes: each row's own, and
+    for a user-level row every project of that user (a project view reads it)."""
+    from .storage.base import Scope
+
+    seen: dict[str, Any] = {}
+    for r in rows:
+        scope = r.scope
+        seen.setdefault(scope.key, scope)
+        if scope.owner is not None and scope.project is None:
+            for p in b.owner_projects(scope.owner):
+                s = Scope(scope.owner, p)
+                seen.setdefault(s.key, s)
+    return list(seen.values())
+
+
+def scrub_episodes(store: Any, rows: Mapping[str, Any],
+                   staged: list[tuple[Any, Any]]) -> ErasureReport:
+    """Inside the delete's write transaction, before the rows go: take the episodes' text
+    out of every continuity that may quote them (staged: ``(view, file)`` pairs to put in
+    place after the commit), every per-namespace text field, the meta documents, and the
+    JSON sidecar files beside a SQLite database."""
+    report = ErasureReport(episodes=sorted(rows))
+    matcher = TextMatcher({i: r.content for i, r in rows.items()})
+    if not matcher:
+        return report
+    b = raw_backend(store)
+    scopes = _scopes_seeing(b, rows.values())
+    located: set[str] = set()
+    for scope in scopes:
+        view = view_for(store, scope)
+        text = view.load_continuity()
+        if not text:
+            continue
+        label = None if scope.owner is None else view.namespace.label()
+        new, removed = scrub_continuity(text, matcher, label)
+        if removed:
+            staged.append((view, view._stage_continuity(new)))
+            report.continuity_lines.extend(removed)
+            for entry in removed:
+                located.update(entry["episode_ids"])
+            view.audit_trail.append("continuity_scrubbed", {
+                "lines": len(removed), "chars": len(new),
+                "content_hash": view.audit_trail.hash_content(new)}, actor="operator")
+    report.unlocated = sorted(i for i, r in rows.items()
+                              if r.wrap_id is not None and i not in located)
+    for table, key, col, text in list(b.text_cells([s.key for s in scopes])):
+        new_text = redact_cell(text, matcher)
+        if new_text is not None:
+            b.set_text_cell(table, key, col, new_text)
+            report.cells += 1
+    for key, value in b.meta_rows():
+        if value[:1] in "[{":
+            new_text = redact_cell(value, matcher)
+            if new_text is not None:
+                b.set_meta(key, new_text)
+                report.cells += 1
+    if getattr(store, "dsn", None) is None:
+        for p in sidecar_files(Path(store.path)):
+            if scrub_json_file(p, matcher):
+                report.files.append(p.name)
+    return report
+
+
+def publish(staged: list[tuple[Any, Any]]) -> None:
+    """After the commit: put each rewritten continuity in place (a crash before this is
+    redone when the store is next opened)."""
+    import contextlib
+
+    for view, path in staged:
+        with contextlib.suppress(OSError):
+            view._flush_continuity(path)
+
+
+def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
+    """Erase one namespace whole (see ``Store.erase_namespace``)."""
+    from .errors import TrustError, ValidationError
+    from .governance.namespace import coerce_namespace
+    from .storage import governance_sql as gsql
+    from .storage.base import Scope
+    from .store_continuity import ERASED_BLOB, PENDING_BLOB, STAGED_BLOB
+    from .trust import within_ceiling
+
+    own = getattr(store, "namespace", None)
+    if namespace is None:
+        if own is None:
+            raise ValidationError("erase_namespace needs the namespace to erase, e.g. "
+                                  "{'user': 'alice'} (or call it on that namespace's view)")
+        namespace = own
+    ns = coerce_namespace(namespace, partial=True)
+    if own is not None and own != ns:
+        raise ValidationError(f"a view of {own.label()} cannot erase {ns.label()}: call "
+                              "erase_namespace on the parent Store")
+    root = root_of(store)
+    root._check_writable()
+    b = raw_backend(root)
+    owner = ns.owner
+    report = ErasureReport(namespaces=[ns.label() + ("" if ns.project else " (all projects)")])
+    staged: list[tuple[Any, Any]] = []
+    with root._write():
+        projects = [ns.project] if ns.project else b.owner_projects(owner)
+        scopes = [Scope(owner, p) for p in projects]
+        ids = [i for i in b.episode_ids_of_owner(owner)
+               if ns.project is None or i in b.get_episodes([i], scope=Scope(owner, ns.project),
+                                                           exact=True)]
+        rows = b.get_episodes(ids, exact=True) if ids else {}
+        above = [i for i, r in rows.items() if not within_ceiling(r.trust, root.trust_ceiling)]
+        if above:
+            raise TrustError(
+                f"{len(above)} episode(s) of {ns.label()} are labelled above this store's "
+                f"trust ceiling {root.trust_ceiling!r}: open the store with "
+                "trust_ceiling='operator' to erase a namespace; nothing was erased")
+        report = scrub_episodes(root, rows, staged) if rows else report
+        report.namespaces = [ns.label() + ("" if ns.project else " (all projects)")]
+        staged = [(v, p) for v, p in staged
+                  if getattr(v, "scope", None) not in scopes]  # their continuity goes whole
+        if rows:
+            root._remove(list(rows), reason="erased")
+        names = [view_for(root, s)._continuity_blob() for s in scopes]
+        for name in names:
+            b.set_meta(PENDING_BLOB + name, None)
+            b.set_meta(STAGED_BLOB + name, None)
+            b.set_meta(ERASED_BLOB + name, "1")
+        if ns.project is None:
+            b.erase_namespace_rows(owner)
+            report.governed_records = gsql.erase_owner(b, owner)
+            tags = [view_for(root, s).ns_tag for s in scopes]
+            from .governance.scoped import audit_counter_key
+
+            b.erase_owner_meta(owner, [audit_counter_key(t) for t in tags])
+        else:
+            b.erase_scope_rows(Scope(owner, ns.project))
+            report.governed_records = gsql.erase_owner(b, owner, ns.project)
+        root.audit_trail.append("namespace_erased", {
+            "namespace_tag": view_for(root, Scope(owner, ns.project)).ns_tag,
+            **report.audit_data()}, actor="operator")
+    publish(staged)
+    from .store_continuity import flush_pending_blobs
+
+    flush_pending_blobs(b)
+    root._scrub()
+    return report

@@ -1,0 +1,175 @@
+"""The store's state beyond its episodes, carried by a JSON export so that an import
+into a new store restores it: each namespace's continuity, the wrap history (and an open
+wrap), pattern history, drift probes, item collections (crystals, spores, outcomes, chat
+histories), governed records with their history, reviews and receipts, and the settings
+(section schema, baton policy) kept as metadata.
+
+``state_out`` writes the ``state`` section; ``state_in`` restores it. A restore is all or
+nothing and only into a store that holds none of that state yet (a new store: the
+backup's continuity is never put over one the store already has), and only by a store
+opened at the operator trust ceiling: the continuity and governed records are what the
+immune system and the write gate vouch for, so only the operator may restore them from a
+file. Otherwise the import takes the episodes and the result says why the state was left.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .errors import ValidationError
+from .storage import governance_sql as gov
+from .storage.pg_copy import BLOBS, GOV_TABLES, TABLES, blob_names, insert_rows
+
+if TYPE_CHECKING:
+    from .store import Store
+
+#: the tables a state section carries (episodes, links and tombstones go through the
+#: import's own rules; the audit trail stays the target's, anchored to the source's head)
+STATE_TABLES = ("wraps", "pattern_history", "drift_probes", "items")
+#: metadata that is the database's own identity or bookkeeping, never restored
+_OWN_META_PREFIXES = ("schema_version", "application", "store_id", "audit_", "created_at",
+                      "staged_blob:", "pending_blob:", "erased_blob:")
+STATE_FORMAT = 1
+
+
+def _table(name: str) -> tuple[str, str, str]:
+    return next(t for t in [*TABLES, *GOV_TABLES] if t[0] == name)
+
+
+def state_out(store: Store) -> dict[str, Any]:
+    """The ``state`` section of an export (inside the export's read transaction)."""
+    b = store.backend
+    tables: dict[str, Any] = {}
+    for name in STATE_TABLES + (tuple(t[0] for t in GOV_TABLES) if gov.has_schema(b) else ()):
+        _n, cols, order = _table(name)
+        rows = [list(r) for r in b.q(f"SELECT {cols} FROM {name} ORDER BY {order}")]
+        tables[name] = {"columns": [c.strip() for c in cols.split(",")], "rows": rows}
+    meta = {k: v for k, v in b.q("SELECT key, value FROM meta ORDER BY key")
+            if not str(k).startswith(_OWN_META_PREFIXES) and v is not None}
+    blobs = {}
+    for name in blob_names(b):
+        if name.endswith(BLOBS[0]):  # continuities (a baton's holder is not state)
+            view = _view_of_blob(store, name)
+            text = view.load_continuity() if view is not None else None
+            if text is not None:
+                blobs[name] = text
+    return {"format": STATE_FORMAT, "tables": tables, "meta": meta, "continuities": blobs,
+            "governed": gov.has_schema(b)}
+
+
+def check_state(state: Any) -> dict[str, Any]:
+    if not isinstance(state, Mapping) or not isinstance(state.get("tables"), Mapping):
+        raise ValidationError("the import's 'state' must be an object with 'tables' (as "
+                              "'anneal-memory export' writes it)")
+    fmt = state.get("format", STATE_FORMAT)
+    if not isinstance(fmt, int) or isinstance(fmt, bool) or fmt > STATE_FORMAT:
+        raise ValidationError(f"the import's state format {str(fmt)[:20]!r} is newer than "
+                              f"this package reads ({STATE_FORMAT}): upgrade anneal-memory")
+    known = set(STATE_TABLES) | {t[0] for t in GOV_TABLES}
+    for name, body in state["tables"].items():
+        if name not in known:
+            raise ValidationError(f"the import's state has an unknown table {str(name)[:40]!r}")
+        want = [c.strip() for c in _table(name)[1].split(",")]
+        if not isinstance(body, Mapping) or body.get("columns") != want \
+                or not isinstance(body.get("rows"), list) \
+                or not all(isinstance(r, list) and len(r) == len(want) for r in body["rows"]):
+            raise ValidationError(f"the import's state table {name!r} must hold 'columns' "
+                                  f"{want} and 'rows' of that many values each")
+    for key in ("meta", "continuities"):
+        value = state.get(key) or {}
+        if not isinstance(value, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+            raise ValidationError(f"the import's state {key!r} must map names to text")
+    for name in (state.get("continuities") or {}):
+        if not (name == BLOBS[0] or (name.startswith(".ns-") and name.endswith(BLOBS[0]))
+                ) or "/" in name or len(name) > 80:
+            raise ValidationError(f"the import's state names a continuity {name[:80]!r} "
+                                  "that is not one a store writes")
+    return dict(state)
+
+
+def holds_state(store: Store) -> str | None:
+    """What state the store already holds (None: none, a restore may go ahead)."""
+    b = store.backend
+    for name in STATE_TABLES:
+        if int((b.q1(f"SELECT COUNT(*) FROM {name}") or (0,))[0]):
+            return name
+    if gov.has_schema(b) and int((b.q1("SELECT COUNT(*) FROM gov_records") or (0,))[0]):
+        return "governed records"
+    if any(b.read_blob(n) is not None for n in blob_names(b) if n.endswith(BLOBS[0])):
+        return "a continuity"
+    return None
+
+
+def can_restore(store: Store) -> str | None:
+    """Why a backup's state may not be restored into ``store`` (None: it may)."""
+    if store.trust_ceiling != "operator":
+        return ("the continuity, wraps and governed records are restored only by a store "
+                "opened with trust_ceiling='operator' (the CLI's import is); the episodes "
+                "were imported as not yet wrapped")
+    taken = holds_state(store)
+    if taken is not None:
+        return (f"this store already holds {taken}: a backup's state is restored only into a "
+                "new store (its episodes were imported as not yet wrapped)")
+    return None
+
+
+def legacy_state(doc: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The state an export without a ``state`` section (1.0.2's) carries: its
+    continuity and baton policy."""
+    text = doc.get("continuity")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    meta = {}
+    if isinstance(doc.get("consolidate_requires_baton"), bool):
+        meta["consolidate_requires_baton"] = "1" if doc["consolidate_requires_baton"] else "0"
+    return {"format": STATE_FORMAT, "tables": {}, "meta": meta,
+            "continuities": {BLOBS[0]: text}}
+
+
+def state_in(store: Store, state: Any) -> tuple[dict[str, Any], list[Any]]:
+    """Inside the import's write transaction, after its episodes: restore ``state``;
+    returns what was restored (or why not) and the continuity files staged for after the
+    commit."""
+    doc = check_state(state)
+    why = can_restore(store)
+    if why is not None:
+        return {"restored": False, "reason": why}, []
+    b = store.backend
+    done: dict[str, int] = {}
+    if doc.get("governed") or any(n.startswith("gov_") for n in doc["tables"]):
+        gov.dialect(b).create_schema(b)  # inside the import's transaction
+    for name, body in doc["tables"].items():
+        done[name] = insert_rows(b, name, body["rows"])
+    for key, value in (doc.get("meta") or {}).items():
+        if not key.startswith(_OWN_META_PREFIXES):
+            b.set_meta(key, value)
+    staged = []
+    for name, text in (doc.get("continuities") or {}).items():
+        view = _view_of_blob(store, name)
+        if view is None:
+            continue
+        staged.append((view, view._stage_continuity(text)))
+        done.setdefault("continuities", 0)
+        done["continuities"] += 1
+    return {"restored": True, "rows": done}, staged
+
+
+def _view_of_blob(store: Store, name: str) -> Any:
+    """The store or namespace view whose continuity is blob ``name`` (None: no namespace
+    of this store has that tag, e.g. one erased since)."""
+    if name == BLOBS[0]:
+        return store
+    from .governance.namespace import MemoryNamespace
+    from .governance.scoped import ScopedStore
+
+    for owner in store.backend.owners():
+        for project in store.backend.owner_projects(owner):
+            tenant, user, agent = json.loads(owner)
+            view = ScopedStore(store, MemoryNamespace(tenant=tenant, user=user, agent=agent,
+                                                      project=project))
+            if view._continuity_blob() == name:
+                return view
+    return None
