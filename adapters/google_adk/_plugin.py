@@ -116,8 +116,9 @@ class AnnealMemoryPlugin(MemoryAdapter, BasePlugin):
         inject_recall: bool = True,
         save_session: bool = True,
     ) -> None:
+        self._own_service: AnnealMemoryService | None = None
         if isinstance(memory, str):
-            memory = AnnealMemoryService(uri=memory)
+            memory = self._own_service = AnnealMemoryService(uri=memory)
         if not isinstance(memory, AnnealMemoryService):
             raise ValidationError(
                 f"memory must be an AnnealMemoryService or an anneal: URI, not "
@@ -133,6 +134,12 @@ class AnnealMemoryPlugin(MemoryAdapter, BasePlugin):
         self._preload = PreloadMemoryTool()
         self._continuity: OrderedDict[str, str] = OrderedDict()  # invocation id -> block
         self._last_model: BaseLlm | None = None
+
+    async def close(self) -> None:
+        """What ADK's runner awaits when it closes (``adk web`` at shutdown): closes the
+        service the plugin opened from a URI; a service you passed stays open."""
+        if self._own_service is not None:
+            self._own_service.close()
 
     def session_for(self, context: Any = None, *, namespace: Any = None) -> MemorySession:
         """The service's memory of ``context`` (an :class:`AdkUser` or an ADK context)."""

@@ -23,6 +23,7 @@ from anneal_memory.adapters.google_adk import (
     register_services,
 )
 from anneal_memory.adapters.google_adk._service import URI_OPTIONS
+from anneal_memory.errors import StoreError
 
 APP = "garden"
 
@@ -165,7 +166,9 @@ def test_the_plugin_takes_the_uri_and_saves_once_to_the_same_store(tmp_path: Pat
     asyncio.run(run_turn(runner, "alice", "The gate code is 8080"))
     found = asyncio.run(runner_memory.search_memory(app_name=APP, user_id="alice", query="gate"))
     assert len(found.memories) == 1  # one memory, whichever of the two services saved it
-    plugin.close()
+    asyncio.run(runner.close())  # awaits the plugin's close: its own service's store closes
+    with pytest.raises(StoreError, match="closed"):
+        plugin.memory.store.recall()
     runner_memory.close()
     with pytest.raises(ServiceUriError):
         AnnealMemoryPlugin("anneal://relative/memory.db")
