@@ -418,10 +418,13 @@ async def test_sessions_survive_a_new_service_on_the_same_store(tmp_path: Path) 
 @sync
 async def test_bad_identities_and_arguments_are_refused(tmp_path: Path) -> None:
     service = AnnealSessionService(tmp_path / "memory.db")
-    for app, user in (("", "u"), ("my_app", ""), ("my_app", "   ")):
+    for app, user in (("", "u"), ("my_app", ""), ("my_app", None), ("my_app", "   "), ("my_app", "\u200b"),
+                      ("my_app", "a\u200b")):
         with pytest.raises(ValidationError):
             await service.create_session(app_name=app, user_id=user)
-    assert (await service.list_sessions(app_name="my_app")).sessions == []
+    assert (await service.list_sessions(app_name="my_app")).sessions == []  # nothing written
+    with pytest.raises(ValidationError):
+        await service.list_sessions(app_name="")
     with Store(tmp_path / "other.db") as store:
         with pytest.raises(ValidationError, match="parent Store"):
             AnnealSessionService(store.scoped({"user": "u"}))
