@@ -5,7 +5,8 @@
 What every adapter shares lives in :mod:`anneal_memory.adapters._base` and is re-exported
 here: the base class :class:`MemoryAdapter` (session, ``namespace=``, compressor,
 ``wrap_on_end``, ``wrap`` / ``awrap``, ``close``, ``memory_role``), the import guard
-:func:`require_extra` and the hook guard :func:`hook_guard`. None of it holds memory
+:func:`require_extra`, the hook guard :func:`hook_guard` and the identity rule
+(:func:`identity`, :func:`check_identity`: an empty or invisible id is refused). None of it holds memory
 logic: that is the core session's.
 """
 
@@ -18,9 +19,12 @@ from ._base import (
     Compress,
     MemoryAdapter,
     attach_memory,
+    check_identity,
     check_memory_role,
     check_namespace,
+    check_namespace_identity,
     hook_guard,
+    identity,
     label_memory,
     namespace_key,
     open_session,
@@ -34,9 +38,12 @@ __all__ = [
     "Compress",
     "MemoryAdapter",
     "attach_memory",
+    "check_identity",
     "check_memory_role",
     "check_namespace",
+    "check_namespace_identity",
     "hook_guard",
+    "identity",
     "label_memory",
     "namespace_key",
     "open_session",

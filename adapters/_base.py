@@ -11,7 +11,16 @@ its integrations: what each adapter would otherwise repeat lives here once.
   ``wrap_on_end``, :meth:`~MemoryAdapter.wrap` / :meth:`~MemoryAdapter.awrap`,
   :meth:`~MemoryAdapter.close` and the ``memory_role`` option.
 - :func:`hook_guard`: a failure inside a hook is logged on the adapter's logger and the
-  run goes on (unless the session is ``strict``).
+  run goes on (unless the session is ``strict``); an identity refusal always stops it.
+- The identity rule (:func:`identity`, :func:`check_identity`): every identity value an
+  adapter reads (the run's context, config, metadata, a scope path, a session id, a
+  ``namespace=`` value or what a namespace callable returns) must be a real id. An
+  empty, whitespace or invisible value (zero-width space, joiners, word joiner, BOM,
+  soft hyphen, any format character), and a value that mixes such characters with
+  visible ones (``"a\u200b"`` displays as ``"a"``), is refused with
+  :class:`~anneal_memory.errors.IdentityError` naming where it came from; it never
+  means the root memory or everyone's. One shared memory is said by giving no identity
+  at all (no ``namespace=`` and no id in the run).
 
 Each adapter keeps only the translation of its framework's hooks and types.
 """
@@ -21,14 +30,21 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import logging
 import os
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from anneal_memory.errors import MissingExtraError, ValidationError
-from anneal_memory.governance.namespace import MemoryNamespace, coerce_namespace
-from anneal_memory.session import MemorySession, WrapOutcome, guard_hook
+from anneal_memory.errors import IdentityError, MissingExtraError, ValidationError
+from anneal_memory.governance.namespace import (
+    FIELDS,
+    MemoryNamespace,
+    coerce_namespace,
+    identity_problem,
+)
+from anneal_memory.session import MemorySession, WrapOutcome
 from anneal_memory.store import Store
 
 #: prompt -> continuity markdown, sync or async
@@ -64,6 +80,48 @@ def require_extra(framework: str, extra: str, *modules: str) -> None:
             raise MissingExtraError(framework, extra) from exc
 
 
+# ---------------------------------------------------------------------- the identity rule
+def check_identity(value: Any, source: str, field: str = "user") -> str:
+    """One identity value as the framework gave it (from ``source``, e.g. "the run's
+    hook_context['user_id']"), as the id string it names. An int or UUID is its text;
+    anything else that is not a string, and every empty, whitespace or invisible value
+    (see the module), is an :class:`IdentityError` naming ``source``."""
+    if isinstance(value, (int, uuid.UUID)) and not isinstance(value, bool):
+        value = str(value)
+    problem = identity_problem(value)
+    if problem is not None:
+        raise IdentityError(
+            f"{source}: the {field} id {problem}. An identity never falls back to the root "
+            "or everyone's memory: give every run a real id, or give none at all (no "
+            "namespace= and no id in the run) for one shared memory")
+    return str(value)
+
+
+def identity(source: str, **fields: Any) -> dict[str, str] | None:
+    """The namespace an identity the framework carries names: ``fields`` are namespace
+    fields (tenant, user, project, agent) to the values read from ``source`` (None: not
+    there). Every value present obeys :func:`check_identity`; None when none is."""
+    found = {field: check_identity(value, source, field)
+             for field, value in fields.items() if value is not None}
+    return found or None
+
+
+def check_namespace_identity(namespace: Any, source: str) -> Any:
+    """``namespace`` (a mapping or MemoryNamespace) with each of its values checked by
+    the identity rule, naming ``source``; anything else is returned as it is (the core
+    validates it)."""
+    if isinstance(namespace, MemoryNamespace):
+        values: Mapping[str, Any] = namespace.to_dict()
+    elif isinstance(namespace, Mapping):
+        values = namespace
+    else:
+        return namespace
+    for field in FIELDS:
+        if values.get(field) is not None:
+            check_identity(values[field], source, field)
+    return namespace
+
+
 # ---------------------------------------------------------------------- option checks
 def check_memory_role(role: Any) -> str:
     """Validate a ``memory_role`` option at construction: the injected memory message is a
@@ -79,6 +137,7 @@ def check_namespace(namespace: NamespaceOption) -> NamespaceOption:
     if namespace is None or callable(namespace):
         return namespace
     if isinstance(namespace, (Mapping, MemoryNamespace)):
+        check_namespace_identity(namespace, "namespace=")
         coerce_namespace(namespace, partial=True)
         return namespace
     raise ValidationError("namespace must be a mapping (any of tenant, user, project, agent), a "
@@ -113,27 +172,47 @@ def attach_memory(owner: Any, memory: Any, logger_name: str, *,
 # ---------------------------------------------------------------------- the hook guard
 def hook_guard(logger_name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The core :func:`guard_hook` for a method of an object with a ``session``: a failure
-    is logged and the run goes on, unless that session is ``strict``."""
-    swallow = guard_hook(logger_name)
+    is logged and the run goes on, unless that session is ``strict``. An
+    :class:`IdentityError` always propagates: a run whose identity is refused must not go
+    on as if it had memory (nor as someone else's). No frame is added between the caller
+    and the method beyond the guard's own (adapters that look up their caller rely on it)."""
+    log = logging.getLogger(logger_name)
 
     def decorate(method: Callable[..., Any]) -> Callable[..., Any]:
-        guarded = swallow(method)
         if inspect.iscoroutinefunction(method):
             @functools.wraps(method)
             async def arun(self: Any, *args: Any, **kwargs: Any) -> Any:
-                return await (method if _strict(self) else guarded)(self, *args, **kwargs)
+                if _strict(self):
+                    return await method(self, *args, **kwargs)
+                try:
+                    return await method(self, *args, **kwargs)
+                except IdentityError:
+                    raise
+                except Exception as exc:
+                    log.warning("anneal-memory: %s failed: %s", method.__name__, exc)
+                    return None
             return arun
 
         @functools.wraps(method)
         def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-            return (method if _strict(self) else guarded)(self, *args, **kwargs)
+            if _strict(self):
+                return method(self, *args, **kwargs)
+            try:
+                return method(self, *args, **kwargs)
+            except IdentityError:
+                raise
+            except Exception as exc:
+                log.warning("anneal-memory: %s failed: %s", method.__name__, exc)
+                return None
         return run
     return decorate
 
 
 def _strict(owner: Any) -> bool:
     try:
-        session = owner.session
+        state = getattr(owner, "_anneal", None)
+        session = state.session if isinstance(state, AdapterMemory) else getattr(
+            owner, "base_session", None) or owner.session
     except Exception:
         return False
     return bool(getattr(session, "strict", False))
@@ -223,8 +302,26 @@ class MemoryAdapter:
     # ------------------------------------------------------------------ what it owns
     @property
     def session(self) -> MemorySession:
+        """This adapter's own memory: the namespace view's session when the memory given
+        is one, the session of ``namespace=`` when it is a mapping or MemoryNamespace,
+        else the session given (or made from the Store / path). With a callable
+        ``namespace=`` the memory is chosen per run, so this refuses: call
+        :meth:`session_for` with the run's context (or ``namespace=``)."""
+        state = self._anneal
+        option = state.namespace
+        if state.pinned or option is None:
+            return state.session
+        if callable(option):
+            raise ValidationError(
+                f"this {type(self).__name__}'s namespace is chosen per run (a callable), so it "
+                "has no one session: call session_for(context) with the run's context, or "
+                "session_for(namespace={'user': ...}) for one user's memory")
+        return state.session.for_namespace(option)
+
+    @property
+    def base_session(self) -> MemorySession:
         """The session given (or made from the Store / path): the one every namespace's
-        session is derived from, and the memory of calls without an identity."""
+        session is derived from, and the memory of runs without an identity."""
         return self._anneal.session
 
     @property
@@ -252,13 +349,17 @@ class MemoryAdapter:
                 raise ValidationError("this adapter's memory is one namespace view: it cannot "
                                       "act for another namespace")
             return state.session
+        source = "namespace= of this call"
         if namespace is None:
-            namespace = self._configured_namespace(context)
+            namespace, source = self._configured_namespace(context)
         if namespace is None:
             return state.session
-        return state.session.for_namespace(namespace)
+        return state.session.for_namespace(check_namespace_identity(namespace, source))
 
-    def _configured_namespace(self, context: Any) -> NamespaceOption:
+    #: where :meth:`default_namespace` reads the framework's identity (named by refusals)
+    identity_source: ClassVar[str] = "the run's identity"
+
+    def _configured_namespace(self, context: Any) -> tuple[NamespaceOption, str]:
         option = self._anneal.namespace
         if callable(option):
             if context is None:
@@ -268,11 +369,13 @@ class MemoryAdapter:
             found = option(context)
             if found is None:
                 raise ValidationError("the namespace callable returned None: return a mapping "
-                                      "or a MemoryNamespace for every run context")
-            return check_namespace(found)
+                                      "or a MemoryNamespace for every run context (None never "
+                                      "means the root or everyone's memory)")
+            source = "the namespace callable's result"
+            return check_namespace(check_namespace_identity(found, source)), source
         if option is not None:
-            return option
-        return self.default_namespace(context)
+            return option, "namespace="
+        return self.default_namespace(context), self.identity_source
 
     # ------------------------------------------------------------------ the wrap
     def framework_compressor(self, context: Any = None) -> Compress | None:

@@ -28,7 +28,7 @@ from autogen import ConversableAgent
 from autogen.agentchat.contrib.capabilities.agent_capability import AgentCapability
 
 from anneal_memory import Store
-from anneal_memory.adapters import MemoryAdapter, hook_guard, label_memory
+from anneal_memory.adapters import MemoryAdapter, hook_guard, identity, label_memory
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
@@ -100,7 +100,7 @@ class AnnealMemory(MemoryAdapter, AgentCapability):
 
     @property
     def store(self) -> Store:
-        return self.session.store
+        return self.base_session.store
 
     def add_to_agent(self, agent: ConversableAgent) -> None:
         """Register the two hooks on ``agent`` (one agent per memory object)."""
@@ -120,12 +120,12 @@ class AnnealMemory(MemoryAdapter, AgentCapability):
     # --- identity -----------------------------------------------------------------------
     def default_namespace(self, context: Any) -> Any:
         """The partner's memory with this agent: ``{"user": partner, "agent": agent}``."""
-        if not isinstance(context, ChatContext) or not context.partner:
+        if not isinstance(context, ChatContext) or context.partner is None:
             return None
-        found = {"user": context.partner}
+        found = identity("the chat partner's name", user=context.partner) or {}
         name = getattr(context.agent, "name", None)
-        if name:
-            found["agent"] = str(name)
+        if name is not None:
+            found.update(identity("this agent's name", agent=str(name)) or {})
         return found
 
     def session_of(self, partner: Any = None) -> MemorySession:
@@ -155,7 +155,7 @@ class AnnealMemory(MemoryAdapter, AgentCapability):
             if history is messages:
                 return str(getattr(other, "name", other))
         for message in reversed(messages):
-            if message.get("role") != "assistant" and message.get("name") \
+            if message.get("role") != "assistant" and message.get("name") is not None \
                     and message.get("name") != getattr(agent, "name", None):
                 return str(message["name"])
         return None

@@ -148,7 +148,7 @@ class AnnealMemory(MemoryAdapter, Memory, Component[AnnealMemoryConfig]):
 
     @property
     def recall_limit(self) -> int:
-        return self.session.recall_limit
+        return self.base_session.recall_limit
 
     def scope(self, message: UserMessage | None = None) -> MemorySession:
         """The session of this memory's namespace (for a callable namespace: of ``message``,
@@ -221,7 +221,7 @@ class AnnealMemory(MemoryAdapter, Memory, Component[AnnealMemoryConfig]):
             if not text.strip():
                 return [_episode_content(e) for e in store.recall(limit=limit).episodes]
             # context=False: an item store's query answers matches, not their neighbours
-            scored = retrieve_relevant(store, self.session.crystal_store, text,
+            scored = retrieve_relevant(store, self.base_session.crystal_store, text,
                                        max_episodes=limit, max_patterns=0,
                                        context=False).episodes
             full = store.get_many([s.id for s in scored])
@@ -233,12 +233,18 @@ class AnnealMemory(MemoryAdapter, Memory, Component[AnnealMemoryConfig]):
                   cancellation_token: CancellationToken | None = None) -> None:
         """Record one entry in this memory's namespace. ``metadata`` may carry ``type``
         (default observation), ``trust`` and ``source`` for the episode; all of it comes
-        back from :meth:`query`. JSON content (a dict) comes back as the dict. Images and
-        bytes are refused (anneal-memory stores text)."""
+        back from :meth:`query`. JSON content must be a dict (as autogen-ext's memories
+        require) and comes back as the dict. Images and bytes are refused (anneal-memory
+        stores text): both refusals are ValidationErrors (ValueErrors)."""
         mime = _mime(content)
         if mime not in _TEXT_MIMES and mime not in _JSON_MIMES:
-            raise ValidationError(f"AnnealMemory stores text: a {mime} MemoryContent cannot be "
-                                  "recorded; describe it in text and add that instead")
+            raise ValidationError(f"Unsupported content type {mime}: AnnealMemory stores text, "
+                                  "so describe it in text and add that instead")
+        if mime in _JSON_MIMES and not isinstance(content.content, dict):
+            # as autogen-ext's memories (ChromaDB, Redis...): a JSON entry is an object
+            raise ValidationError("JSON content must be a dict (a JSON object), not "
+                                  f"{type(content.content).__name__}: wrap it, e.g. "
+                                  "{'items': [...]}, or add it as text/plain")
         given = dict(content.metadata or {})
         session = self.scope()
         await session.arecord(_content_text(content), str(given.get("type", "observation")),
@@ -261,7 +267,7 @@ class AnnealMemory(MemoryAdapter, Memory, Component[AnnealMemoryConfig]):
 
     async def close(self) -> None:
         """Close the store if this memory opened it."""
-        self.session.close()
+        self.base_session.close()
 
     # --- beyond the protocol --------------------------------------------------------
     async def delete(self, episode_id: str) -> bool:
@@ -332,11 +338,11 @@ class AnnealMemory(MemoryAdapter, Memory, Component[AnnealMemoryConfig]):
                                   "with a fixed namespace= (a mapping)")
         ns = self.session_for(None).namespace
         return AnnealMemoryConfig(
-            store=os.fspath(self.session.store.path), name=self._name,
+            store=os.fspath(self.base_session.store.path), name=self._name,
             namespace=ns.to_dict() if ns is not None else None, project_name=self.project_name,
             memory_role=self.memory_role, wrap_on_end=self._anneal.wrap_on_end,
-            record_tool_calls=self.record_tool_calls, session_id=self.session.session_id,
-            recall_limit=self.recall_limit, max_content_chars=self.session.max_content_chars,
+            record_tool_calls=self.record_tool_calls, session_id=self.base_session.session_id,
+            recall_limit=self.recall_limit, max_content_chars=self.base_session.max_content_chars,
             model_client=self.model_client.dump_component() if self.model_client else None)
 
     @classmethod

@@ -25,7 +25,13 @@ from camel.messages import BaseMessage, FunctionCallingMessage
 from camel.types import OpenAIBackendRole
 
 from anneal_memory import Store
-from anneal_memory.adapters import MemoryAdapter, hook_guard, label_memory
+from anneal_memory.adapters import (
+    MemoryAdapter,
+    check_identity,
+    hook_guard,
+    identity,
+    label_memory,
+)
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
@@ -48,8 +54,10 @@ def model_compressor(model: Any) -> Callable[[str], str]:
 
 
 def _chat_agent_setting_id(depth: int = 3) -> Any:
-    """The ChatAgent whose constructor is setting this memory's agent_id, with whether its
-    ``agent_id`` argument was given (None: not set by a ChatAgent constructor)."""
+    """The ChatAgent whose constructor is setting this memory's agent_id, with its
+    ``agent_id`` argument as given (None: not given; "" is given: CAMEL would replace it
+    with a random id, and the identity rule refuses it). None: not set by a ChatAgent
+    constructor."""
     frame = sys._getframe(2)
     for _ in range(depth):
         if frame is None:
@@ -57,7 +65,7 @@ def _chat_agent_setting_id(depth: int = 3) -> Any:
         owner = frame.f_locals.get("self")
         if frame.f_code.co_name == "__init__" and hasattr(owner, "model_backend") \
                 and "agent_id" in frame.f_locals:
-            return owner, bool(frame.f_locals.get("agent_id"))
+            return owner, frame.f_locals.get("agent_id")
         frame = frame.f_back
     return None
 
@@ -125,7 +133,8 @@ class AnnealAgentMemory(MemoryAdapter, AgentMemory):
     # --- identity -------------------------------------------------------------------------
     def default_namespace(self, context: Any) -> Any:
         """The ``agent_id`` given to the agent: ``{"agent": agent_id}``."""
-        return {"agent": context} if isinstance(context, str) and context else None
+        return identity("the ChatAgent's agent_id", agent=context) \
+            if isinstance(context, str) else None
 
     def scope(self) -> MemorySession:
         """The anneal session this memory reads and records into (its namespace's)."""
@@ -147,8 +156,12 @@ class AnnealAgentMemory(MemoryAdapter, AgentMemory):
         if setter is not None:
             agent, given = setter
             self._agent_model = getattr(agent, "model_backend", None)
-            self._identity = val if given else None
+            if given is not None:  # ChatAgent(agent_id="") must not become the shared memory
+                check_identity(given, "the ChatAgent's agent_id", "agent")
+            self._identity = val if given is not None else None
         else:  # set by you: your id
+            if val is not None:
+                check_identity(val, "the ChatAgent's agent_id", "agent")
             self._identity = val
         self.inner.agent_id = val
         self._current = None

@@ -72,7 +72,7 @@ class AnnealWorkforceCallback(MemoryAdapter, WorkforceCallback):
 
     @property
     def store(self) -> Store:
-        return self.session.store
+        return self.base_session.store
 
     def _now(self) -> MemorySession:
         """The session of the event being logged (noting the calling Workforce)."""

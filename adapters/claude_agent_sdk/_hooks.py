@@ -33,8 +33,13 @@ import anyio
 from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, project_key_for_directory
 
 from anneal_memory import Store
-from anneal_memory.adapters import attach_memory, hook_guard
-from anneal_memory.errors import ValidationError
+from anneal_memory.adapters import (
+    attach_memory,
+    check_identity,
+    check_namespace_identity,
+    hook_guard,
+)
+from anneal_memory.errors import IdentityError, ValidationError
 from anneal_memory.governance.namespace import MemoryNamespace, coerce_namespace
 from anneal_memory.governance.scoped import ScopedStore
 from anneal_memory.session import MemorySession, WrapOutcome
@@ -67,9 +72,9 @@ class AnnealMemory:
     ``save_continuity`` tools.
     """
 
-    session: MemorySession
     compress: Compress | None
     wrap_on_end: bool
+    _base: MemorySession
 
     def __init__(self, memory: Store | MemorySession | str | os.PathLike[str], *,
                  namespace: Namespace = None, compress: Compress | None = None,
@@ -90,7 +95,7 @@ class AnnealMemory:
             raise ValidationError("namespace belongs to the MemorySession you pass: "
                                   "MemorySession(store.scoped(namespace))")
         # a view (store.scoped(...)) is one namespace already: every SDK session uses it
-        self._scoped_store = isinstance(self.session.store, ScopedStore)
+        self._scoped_store = isinstance(self._base.store, ScopedStore)
         if self._scoped_store and namespace is not None:
             raise ValidationError("the store you pass is already a scoped view: pass the "
                                   "parent Store with namespace=, or the view alone")
@@ -118,8 +123,39 @@ class AnnealMemory:
         self._active: dict[str, dict[str, Any]] = {}
         self._fixed_seen: OrderedDict[str, None] = OrderedDict()
         self._server: Any = None
+        #: the IdentityErrors of hook inputs whose session id, cwd or namespace was empty
+        #: or invisible (each such prompt was blocked with the refusal's message)
+        self.identity_refusals: list[IdentityError] = []
         if self.namespace is not None and not callable(self.namespace):
             self._session_for_namespace(self.namespace, session_id)  # bad namespace: raise now
+
+    # ------------------------------------------------------------------ the memory
+    @property
+    def session(self) -> MemorySession:
+        """This adapter's own memory: the session given (or over the view given), the
+        session of a fixed ``namespace=``, else the store's session. With a callable
+        ``namespace=`` the memory is chosen per hook input, so this refuses: call
+        :meth:`session_for` with the hook input."""
+        base = self._base
+        namespace = getattr(self, "namespace", None)  # None while the constructor runs
+        if namespace is None or self._fixed or self._scoped_store:
+            return base
+        if callable(namespace):
+            raise ValidationError(
+                "this AnnealMemory's namespace is chosen per hook input (a callable), so it "
+                "has no one session: call session_for(hook_input) with the SDK's hook input "
+                "(its session_id and cwd)")
+        return self._session_for_namespace(namespace, None)
+
+    @session.setter
+    def session(self, value: MemorySession) -> None:
+        self._base = value
+
+    @property
+    def base_session(self) -> MemorySession:
+        """The session given (or made from the Store / path): every namespace's session
+        is derived from it."""
+        return self._base
 
     # ------------------------------------------------------------------ wiring
     @property
@@ -180,10 +216,9 @@ class AnnealMemory:
     def session_for(self, hook_input: Mapping[str, Any]) -> MemorySession:
         """The memory session of one hook input: its namespace and SDK session id."""
         if self._fixed:
-            return self.session
+            return self._base
         namespace = self._namespace_of(hook_input)
-        sid = _text(hook_input.get("session_id")) or None
-        return self._session_for_namespace(namespace, sid)
+        return self._session_for_namespace(namespace, _sid(hook_input) or None)
 
     def _namespace_of(self, hook_input: Mapping[str, Any]) -> Any:
         if self._scoped_store:
@@ -193,14 +228,15 @@ class AnnealMemory:
             if found is None:
                 raise ValidationError("the namespace callable returned None: return a "
                                       "mapping or a MemoryNamespace for every hook input")
-            return _check_namespace(found)
+            return _check_namespace(
+                check_namespace_identity(found, "the namespace callable's result"))
         if self.namespace is not None:
             return self.namespace
-        cwd = _text(hook_input.get("cwd"))
-        if not cwd:
+        raw = hook_input.get("cwd")
+        if raw is None:
             raise ValidationError("the hook input has no cwd, so its project namespace is "
                                   "unknown: pass namespace= to AnnealMemory")
-        return project_namespace(cwd)
+        return project_namespace(check_identity(raw, "the hook input's cwd", "project"))
 
     def _session_for_namespace(self, namespace: Any, sid: str | None) -> MemorySession:
         """One MemorySession per (namespace, SDK session id); its own ``session_id`` is the
@@ -210,7 +246,7 @@ class AnnealMemory:
         if session is not None:
             self._sessions.move_to_end(key)
             return session
-        base = self.session
+        base = self._base
         view = base.store if namespace is None or self._scoped_store \
             else base.store.scoped(namespace)
         session = MemorySession(view, session_id=self._session_id,
@@ -228,7 +264,7 @@ class AnnealMemory:
         (namespace) now between a prompt and its Stop. Several namespaces at once on one
         instance are refused rather than guessed."""
         if self._fixed:
-            return self.session
+            return self._base
         if self.namespace is not None and not callable(self.namespace):
             live = self._active.get(_namespace_key(self.namespace), {})
             return self._session_for_namespace(self.namespace,
@@ -252,24 +288,39 @@ class AnnealMemory:
                 del self._active[key]
 
     # ------------------------------------------------------------------ the hooks
+    # A hook cannot raise into the app (the CLI takes a hook's error as non-blocking), so
+    # an identity refusal blocks the prompt with its message and is kept on
+    # ``identity_refusals``; nothing is recalled or recorded for that session.
     async def _on_prompt(self, hook_input: Any, tool_use_id: str | None,
                          context: Any) -> dict[str, Any]:
-        return await self._prompt(hook_input) or {}
+        try:
+            return await self._prompt(hook_input) or {}
+        except IdentityError as exc:
+            self.identity_refusals.append(exc)
+            return {"decision": "block", "reason": f"anneal-memory refused this session: {exc}"}
 
     async def _on_tool(self, hook_input: Any, tool_use_id: str | None,
                        context: Any) -> dict[str, Any]:
-        await self._tool(hook_input, failed=False)
+        try:
+            await self._tool(hook_input, failed=False)
+        except IdentityError as exc:
+            self.identity_refusals.append(exc)
         return {}
 
     async def _on_tool_failure(self, hook_input: Any, tool_use_id: str | None,
                                context: Any) -> dict[str, Any]:
-        await self._tool(hook_input, failed=True)
+        try:
+            await self._tool(hook_input, failed=True)
+        except IdentityError as exc:
+            self.identity_refusals.append(exc)
         return {}
 
     async def _on_stop(self, hook_input: Any, tool_use_id: str | None,
                        context: Any) -> dict[str, Any]:
         try:
             await self._stop(hook_input)
+        except IdentityError as exc:
+            self.identity_refusals.append(exc)
         finally:
             self._leave(hook_input if isinstance(hook_input, Mapping) else {})
         return {}
@@ -278,14 +329,14 @@ class AnnealMemory:
     async def _prompt(self, hook_input: Mapping[str, Any]) -> dict[str, Any] | None:
         prompt = _text(hook_input.get("prompt"))
         if self._fixed:
-            sid = _text(hook_input.get("session_id"))
-            session, is_new = self.session, sid not in self._fixed_seen
+            sid = _sid(hook_input)
+            session, is_new = self._base, sid not in self._fixed_seen
             self._fixed_seen[sid] = None
             while len(self._fixed_seen) > _MAX_SESSIONS:
                 self._fixed_seen.popitem(last=False)
         else:
             namespace = self._namespace_of(hook_input)
-            sid = _text(hook_input.get("session_id"))
+            sid = _sid(hook_input)
             is_new = (_namespace_key(namespace), sid) not in self._sessions
             session = self._session_for_namespace(namespace, sid or None)
             self._active.setdefault(_namespace_key(namespace), {})[sid] = namespace
@@ -343,7 +394,8 @@ class AnnealMemory:
         failed or refused wrap keeps every episode.
         """
         given = dict(hook_input or {})
-        given.setdefault("session_id", session_id or "")
+        if session_id is not None:
+            given.setdefault("session_id", session_id)
         given.setdefault("cwd", cwd or os.getcwd())
         return await self._wrap(self.session_for(given), compress)
 
@@ -357,7 +409,7 @@ class AnnealMemory:
 
     def close(self) -> None:
         """Close the store if this adapter opened it (from a path)."""
-        self.session.close()
+        self._base.close()
 
 
 # ---------------------------------------------------------------------- helpers
@@ -382,6 +434,7 @@ def _check_namespace(namespace: Any) -> Any:
     if namespace is None or callable(namespace):
         return namespace
     if isinstance(namespace, (Mapping, MemoryNamespace)):
+        check_namespace_identity(namespace, "namespace=")
         coerce_namespace(namespace, partial=True)  # bad keys or values: raise here
         return namespace
     raise ValidationError("namespace must be a mapping (tenant/user/project/agent), a "
@@ -405,6 +458,13 @@ def project_namespace(cwd: str) -> dict[str, str]:
 
 def _text(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
+
+
+def _sid(hook_input: Mapping[str, Any]) -> str:
+    """The hook input's SDK session id ("" when it has none); one that is there but
+    empty, blank or invisible is an IdentityError (it would share one session's state)."""
+    raw = hook_input.get("session_id")
+    return "" if raw is None else check_identity(raw, "the hook input's session_id", "session")
 
 
 def _meta(hook_input: Mapping[str, Any]) -> dict[str, Any]:

@@ -99,9 +99,10 @@ class ScriptedCLI(Transport):
                  last_message_in_stop: bool = True, max_steps: int = 20) -> None:
         self._model = steps if callable(steps) else None
         self._steps: deque[Step] = deque() if callable(steps) else deque(steps)
-        self.session_id = session_id or str(uuid.uuid4())
+        # a given "" stays "": hook inputs with an empty id are what a test may need
+        self.session_id = session_id if session_id is not None else str(uuid.uuid4())
         cwd = getattr(options, "cwd", None)
-        self.cwd = str(cwd) if cwd else os.getcwd()
+        self.cwd = str(cwd) if cwd is not None else os.getcwd()
         system = getattr(options, "system_prompt", None)
         self.system = system if isinstance(system, str) else ""
         self.permission_mode = getattr(options, "permission_mode", None) or "default"

@@ -45,7 +45,7 @@ class AnnealEventListener(BaseEventListener):
         if isinstance(memory, AnnealCrewMemory):
             self._session_of: Callable[[Any], MemorySession] = \
                 lambda agent: memory.session_for(scope_of_agent(agent) or memory._last_scope)
-            self.session = memory.session
+            self.session = memory.base_session
         elif isinstance(memory, MemorySession):
             self._session_of = lambda agent: memory
             self.session = memory

@@ -93,7 +93,8 @@ class AnnealCrewMemory(MemoryAdapter, Memory):
     what is remembered directly. ``memory`` is a Store, a store path (opened and owned:
     :meth:`close` closes it) or a MemorySession (then the session options go to it).
     ``namespace`` overrides the scope tree's identity: a mapping or ``MemoryNamespace``,
-    or a callable of the scope path.
+    or a callable of the scope path. A scope naming an empty or invisible user or tenant
+    (``/user/``, ``/user//x``, ``/user/\u200b``) is refused (``IdentityError``).
     """
 
     framework: ClassVar[str] = "crewai"
@@ -136,10 +137,14 @@ class AnnealCrewMemory(MemoryAdapter, Memory):
 
     def _effective(self, scope: str | None, root: str | None = None) -> str:
         base = root if root is not None else self.root_scope
+        _scope.check_owner_ids(scope)
+        _scope.check_owner_ids(base)
         return _scope.join(base, scope) if scope is not None else _scope.normalize(base)
 
     def scope(self, path: str) -> AnnealMemoryScope:
-        """CrewAI's scoped view of this memory (the memory of ``path``)."""
+        """CrewAI's scoped view of this memory (the memory of ``path``). A path naming an
+        empty or invisible owner (``/user/``) is an IdentityError, now."""
+        _scope.check_owner_ids(path)
         return AnnealMemoryScope(memory=self, root_path=path)
 
     # --- what the agent loop calls ----------------------------------------------------
@@ -250,7 +255,7 @@ class AnnealCrewMemory(MemoryAdapter, Memory):
         try:
             return model_compressor(self._llm)
         except Exception as exc:  # e.g. no API key for CrewAI's default memory LLM
-            if self.session.strict:
+            if self.base_session.strict:
                 raise
             logger.warning("anneal-memory: no model for the wrap: %s", exc)
             return None
@@ -272,11 +277,14 @@ class AnnealCrewMemory(MemoryAdapter, Memory):
 
     @_safe
     def _end_kickoff(self, path: str) -> None:
+        # resolved even without a wrap: CrewAI swallows a recall's or a save's error, so a
+        # refused identity (IdentityError) surfaces here, at the kickoff's end
+        session = self.session_for(path)
         if self._anneal.wrap_on_end:
             from crewai.events import crewai_event_bus
 
             crewai_event_bus.flush(timeout=30.0)  # pending tool records join this wrap
-            self.end_run(self.session_for(path))
+            self.end_run(session)
 
     def close(self) -> None:
         """Close the store if this memory opened it (from a path)."""

@@ -72,6 +72,7 @@ class DSPyMemory(MemoryAdapter):
     framework = "dspy"
     extra = "dspy"
     logger_name = LOGGER_NAME
+    identity_source = "dspy.context(memory_namespace=...)"
 
     def default_namespace(self, context: Any) -> Any:
         """``dspy.context(memory_namespace=...)`` of the calling block (None: none)."""

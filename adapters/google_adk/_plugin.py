@@ -125,7 +125,7 @@ class AnnealMemoryPlugin(MemoryAdapter, BasePlugin):
                 f"{type(memory).__name__}: pass AnnealMemoryService(Store('memory.db'))"
             )
         super().__init__(name=name)
-        self._init_memory(memory.session, compress=compress, wrap_on_end=wrap_on_end,
+        self._init_memory(memory.base_session, compress=compress, wrap_on_end=wrap_on_end,
                           memory_role=memory_role)
         self.memory = memory
         self.inject_continuity = inject_continuity
@@ -140,6 +140,12 @@ class AnnealMemoryPlugin(MemoryAdapter, BasePlugin):
         service the plugin opened from a URI; a service you passed stays open."""
         if self._own_service is not None:
             self._own_service.close()
+
+    @property
+    def session(self) -> MemorySession:
+        """The service's own memory (its fixed ``namespace=``'s, else the store's; a
+        callable namespace refuses, naming ``session_for``)."""
+        return self.memory.session
 
     def session_for(self, context: Any = None, *, namespace: Any = None) -> MemorySession:
         """The service's memory of ``context`` (an :class:`AdkUser` or an ADK context)."""

@@ -35,7 +35,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
 from anneal_memory import EpisodeType, Store
-from anneal_memory.adapters import MemoryAdapter, hook_guard
+from anneal_memory.adapters import MemoryAdapter, check_identity, hook_guard
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 from anneal_memory.types import Episode
@@ -172,7 +172,7 @@ class AnnealMemoryService(MemoryAdapter, BaseMemoryService):
                 owned.close()
             raise
         self._owned_store = owned
-        self.store = self.session.store
+        self.store = self.base_session.store
         self.search_limit = search_limit
         self.record_intermediate = bool(options["record_intermediate"])
         self.stop_words = frozenset(w.lower() for w in stop_words)
@@ -192,9 +192,11 @@ class AnnealMemoryService(MemoryAdapter, BaseMemoryService):
 
     def memory_for(self, app_name: str, user_id: str) -> MemorySession:
         """The memory session of one ADK user (their episodes, continuity and wraps)."""
-        if not isinstance(app_name, str) or not app_name or not isinstance(user_id, str) \
-                or not user_id:
+        if not isinstance(app_name, str) or not isinstance(user_id, str):
             raise ValidationError("ADK memory calls need a non-empty app_name and user_id")
+        # the identity rule: an empty, blank or invisible id is an IdentityError
+        check_identity(app_name, "ADK's app_name", "project")
+        check_identity(user_id, "ADK's user_id")
         return self.session_for(AdkUser(app_name, user_id))
 
     # --- writes --------------------------------------------------------------------------

@@ -31,8 +31,8 @@ from haystack.dataclasses import ChatMessage, ChatRole
 from haystack.utils.callable_serialization import deserialize_callable, serialize_callable
 
 from anneal_memory import Store
-from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, label_memory
-from anneal_memory.errors import ValidationError
+from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, identity, label_memory
+from anneal_memory.errors import IdentityError, ValidationError
 from anneal_memory.governance.namespace import MemoryNamespace
 from anneal_memory.session import MemorySession, WrapOutcome
 
@@ -114,7 +114,7 @@ class AnnealMemory(MemoryAdapter):
                          "max_content_chars": max_content_chars, "strict": strict}
         self._init_memory(store, namespace=namespace, compress=compress, wrap_on_end=wrap_on_end,
                           memory_role=memory_role, project_name=project_name, **self._options)
-        self._db_path: str | None = _store_path(self.session.store)
+        self._db_path: str | None = _store_path(self.base_session.store)
         self.project_name = project_name
         self.chat_generator = chat_generator
         self.record_tool_outputs = record_tool_outputs
@@ -123,7 +123,7 @@ class AnnealMemory(MemoryAdapter):
 
     @property
     def store(self) -> Store:
-        return self.session.store
+        return self.base_session.store
 
     @property
     def wrap_on_end(self) -> bool:
@@ -135,9 +135,8 @@ class AnnealMemory(MemoryAdapter):
         ``agent_id``) as a namespace; None when it has none."""
         if not isinstance(context, dict):
             return None
-        found = {field: str(context[key]) for key, field in IDENTITY_KEYS.items()
-                 if isinstance(context.get(key), (str, int)) and not isinstance(context[key], bool)}
-        return found or None
+        return identity("the run's hook_context",
+                        **{field: context.get(key) for key, field in IDENTITY_KEYS.items()})
 
     def session_of(self, state: State) -> MemorySession | None:
         """The memory of the run ``state`` belongs to (None: that run has no memory)."""
@@ -149,10 +148,12 @@ class AnnealMemory(MemoryAdapter):
         if run is None:
             try:
                 session: MemorySession | None = self.session_for(dict(state.get("hook_context") or {}))
+            except IdentityError:
+                raise  # an empty or invisible id: the run stops, never anyone's memory
             except Exception as exc:  # no memory for this run, never someone else's
-                if self.session.strict:
+                if self.base_session.strict:
                     raise
-                self.session.log.warning("anneal-memory: no memory for this run: %s", exc)
+                self.base_session.log.warning("anneal-memory: no memory for this run: %s", exc)
                 session = None
             run = self._runs[state] = _Run(session)
         return run

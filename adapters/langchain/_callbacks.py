@@ -17,7 +17,7 @@ from langchain_core.outputs import LLMResult
 
 from anneal_memory import Store
 from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard
-from anneal_memory.errors import ValidationError
+from anneal_memory.errors import IdentityError, ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
 from ._identity import identity_of
@@ -36,7 +36,8 @@ class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
     Identity: each run's events go to ``namespace`` (a mapping, a ``MemoryNamespace`` or a
     callable of the run's metadata), else to the ids in the run's metadata (``user_id``,
     ``tenant_id``, ``project_id``, ``agent_id``, from ``config={"metadata": ...}`` or
-    ``config={"configurable": ...}``), else to the store as it is.
+    ``config={"configurable": ...}``), else to the store as it is. An id there that is
+    empty, whitespace or invisible is refused (``IdentityError``, the run stops).
 
     Pass it as ``config={"callbacks": [handler]}`` to any runnable: a chat model, an LCEL
     chain, a LangGraph graph. The root run is the one with no parent; nested chain and
@@ -46,7 +47,10 @@ class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
     applications call :meth:`wrap` once at the end of a session instead.
     """
 
-    raise_error = False
+    # True so an IdentityError (a run whose id is empty or invisible) stops the run: every
+    # hook is guarded, so any other failure is logged and the run goes on (unless strict)
+    raise_error = True
+    identity_source = "the run's metadata (config['metadata'])"
     # Inline so episodes land in the order the events happened, also under ainvoke.
     run_inline = True
     framework = "langchain"
@@ -93,7 +97,7 @@ class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
     # -- root runs -------------------------------------------------------------------
     def default_namespace(self, context: Any) -> Any:
         """The ids in the run's metadata."""
-        return identity_of(context)
+        return identity_of(context, names=(self.identity_source,))
 
     def _memory_of(self, kwargs: dict[str, Any]) -> MemorySession:
         return self.session_for(dict(kwargs.get("metadata") or {}))
@@ -113,7 +117,7 @@ class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
 
     @_safe
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._fail_root(run_id)
+        self._fail_root(run_id, error)
 
     @_safe
     def on_chat_model_start(self, serialized: dict[str, Any] | None,
@@ -150,7 +154,7 @@ class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
     @_safe
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self._steps.pop(run_id, None)
-        self._fail_root(run_id)
+        self._fail_root(run_id, error)
 
     # -- tools -----------------------------------------------------------------------
     @_safe
@@ -191,9 +195,12 @@ class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
             memory.record_user_input(text)
         return memory
 
-    def _fail_root(self, run_id: UUID) -> None:
-        # The request still happened; keep it even though the run failed.
-        if run_id in self._roots:
+    def _fail_root(self, run_id: UUID, error: BaseException | None = None) -> None:
+        # The request still happened; keep it even though the run failed, unless the run
+        # was refused for its identity (a retriever's IdentityError): then nothing is kept
+        if isinstance(error, IdentityError):
+            self._roots.pop(run_id, None)
+        elif run_id in self._roots:
             self._record_input(run_id)
 
     def _end_root(self, run_id: UUID, answer: str) -> None:

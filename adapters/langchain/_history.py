@@ -23,7 +23,7 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
 from anneal_memory import Store
-from anneal_memory.adapters import MemoryAdapter
+from anneal_memory.adapters import MemoryAdapter, check_identity
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 
@@ -41,7 +41,8 @@ class AnnealChatMessageHistory(MemoryAdapter, BaseChatMessageHistory):
     ``memory`` is a Store, a store path or a :class:`MemorySession`. ``namespace`` is whose
     memory the conversation is (default ``{"user": conversation_id}``: LangChain's session
     id is the identity). ``clear()`` removes this conversation's messages (the episodes
-    recorded from them stay memory); other conversations are untouched.
+    recorded from them stay memory); other conversations are untouched. An empty,
+    whitespace or invisible conversation id is refused (``IdentityError``).
     """
 
     framework = "langchain"
@@ -51,8 +52,7 @@ class AnnealChatMessageHistory(MemoryAdapter, BaseChatMessageHistory):
     def __init__(self, memory: Store | MemorySession | str | os.PathLike[str],
                  conversation_id: str = "default", *, namespace: Any = None,
                  record_episodes: bool = True) -> None:
-        if not isinstance(conversation_id, str) or not conversation_id.strip():
-            raise ValidationError("conversation_id must be a non-empty string")
+        conversation_id = check_identity(conversation_id, "the chat history's conversation_id")
         if callable(namespace):
             raise ValidationError("a chat history is one conversation's: pass a mapping or a "
                                   "MemoryNamespace as namespace, not a callable")

@@ -57,6 +57,7 @@ class AnnealRetriever(MemoryAdapter, BaseRetriever):
     framework: ClassVar[str] = "langchain"
     extra: ClassVar[str] = "langchain"
     logger_name: ClassVar[str] = LOGGER_NAME
+    identity_source: ClassVar[str] = "the run's metadata or config['configurable']"
 
     memory: Any = None
     namespace: Any = None
@@ -74,7 +75,7 @@ class AnnealRetriever(MemoryAdapter, BaseRetriever):
         self._init_memory(memory, namespace=self.namespace)
 
     def default_namespace(self, context: Any) -> Any:
-        return identity_of(context)
+        return identity_of(context, names=(self.identity_source,))
 
     def invoke(self, input: str, config: RunnableConfig | None = None,
                **kwargs: Any) -> list[Document]:

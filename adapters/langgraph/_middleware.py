@@ -118,7 +118,9 @@ class AnnealMiddleware(MemoryAdapter, AgentMiddleware):
     # -- identity --------------------------------------------------------------------
     def default_namespace(self, context: Any) -> Any:
         """The ids in ``runtime.context``, else in ``config["configurable"]``."""
-        return identity_of(getattr(context, "context", None), _configurable())
+        return identity_of(getattr(context, "context", None), _configurable(),
+                           names=("the run's runtime.context",
+                                  "the run's config['configurable']"))
 
     # -- run start -------------------------------------------------------------------
     @_safe

@@ -14,7 +14,7 @@ from llama_index.core.base.llms.types import ChatMessage, TextBlock
 from llama_index.core.memory import BaseMemoryBlock
 from pydantic import Field, PrivateAttr
 
-from anneal_memory.adapters import MemoryAdapter, hook_guard, label_memory
+from anneal_memory.adapters import MemoryAdapter, hook_guard, identity, label_memory
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 
@@ -51,8 +51,8 @@ class Scope(MemoryAdapter):
         self.identity = identity
 
     def default_namespace(self, context: Any) -> Any:
-        if self.identity and isinstance(context, str) and context:
-            return {"user": context}
+        if self.identity and context is not None:
+            return identity("the Memory's session_id", user=context)
         return None
 
     def scope(self, session_id: str | None = None) -> MemorySession:

@@ -23,7 +23,14 @@ from llama_index.core.memory import Memory
 from pydantic import PrivateAttr
 
 from anneal_memory import Store
-from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, open_session
+from anneal_memory.adapters import (
+    Compress,
+    MemoryAdapter,
+    check_identity,
+    hook_guard,
+    identity,
+    open_session,
+)
 from anneal_memory.session import MemorySession, WrapOutcome
 
 from ._block import LOGGER_NAME, AnnealMemoryBlock, message_text
@@ -136,9 +143,25 @@ class AnnealMemory(MemoryAdapter, Memory):
         it). ``block_priority`` is the block's truncation priority (0: never truncated).
         """
         MemorySession.check_compress(compress)
+        if session_id is not None:
+            check_identity(session_id, "the Memory's session_id")
         session = open_session(memory, LOGGER_NAME, crystal_store=crystal_store,
                                recall_limit=recall_limit, max_content_chars=max_content_chars,
                                strict=strict)
+        try:
+            return cls._build(session, namespace, session_id, wrap_on_end, compress, llm,
+                              record_user_input, record_tools, record_outcome,
+                              record_evicted, block_priority, memory_kwargs)
+        except Exception:
+            session.close()  # a store this call opened (from a path) is closed again
+            raise
+
+    @classmethod
+    def _build(cls, session: MemorySession, namespace: Any, session_id: str | None,
+               wrap_on_end: bool, compress: Compress | None, llm: Any,
+               record_user_input: bool, record_tools: bool, record_outcome: bool,
+               record_evicted: bool, block_priority: int,
+               memory_kwargs: dict[str, Any]) -> AnnealMemory:
         block = AnnealMemoryBlock(session=session, priority=block_priority)
         blocks = [block, *(memory_kwargs.pop("memory_blocks", None) or [])]
         mem = cls.from_defaults(session_id=session_id, memory_blocks=blocks, **memory_kwargs)
@@ -157,8 +180,8 @@ class AnnealMemory(MemoryAdapter, Memory):
     # --- identity -------------------------------------------------------------------------
     def default_namespace(self, context: Any) -> Any:
         """A ``session_id`` given to :meth:`from_store` names the user."""
-        if self._identity and isinstance(context, str) and context:
-            return {"user": context}
+        if self._identity and context is not None:
+            return identity("the Memory's session_id", user=context)
         return None
 
     def scope(self) -> MemorySession:

@@ -127,7 +127,7 @@ class AnnealMemory(MemoryAdapter):
     def default_namespace(self, context: Any) -> Any:
         """The namespace of the run's :class:`AnnealSession` (when it is in this store)."""
         session = session_of_run(context)
-        if session is not None and session.belongs_to(self.session.store):
+        if session is not None and session.belongs_to(self.base_session.store):
             return session.namespace
         return None
 

@@ -27,7 +27,7 @@ from urllib.parse import quote
 from agents.memory import SessionSettings
 
 from anneal_memory import MemoryNamespace, Store
-from anneal_memory.adapters import check_namespace
+from anneal_memory.adapters import check_identity, check_namespace
 from anneal_memory.errors import ValidationError
 from anneal_memory.governance.namespace import coerce_namespace
 from anneal_memory.session import MemorySession
@@ -62,8 +62,9 @@ class AnnealSession:
     def __init__(self, session_id: str,
                  memory: AnnealMemory | Store | MemorySession | str | os.PathLike[str], *,
                  namespace: Any = None, session_settings: SessionSettings | None = None) -> None:
-        if not isinstance(session_id, str) or not session_id.strip():
+        if not isinstance(session_id, str):
             raise ValidationError("session_id must be a non-empty string, e.g. the user's id")
+        check_identity(session_id, "the AnnealSession's session_id")
         base = _base_session(memory)
         self.session_id = session_id
         self.session_settings = session_settings
@@ -170,7 +171,7 @@ def _base_session(memory: Any) -> MemorySession:
     from ._hooks import AnnealMemory
 
     if isinstance(memory, AnnealMemory):
-        return memory.session
+        return memory.base_session
     try:
         return MemorySession.ensure(memory)
     except ValidationError:

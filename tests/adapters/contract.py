@@ -14,6 +14,12 @@ OpenAI Agents session, a Pydantic AI ``deps``...). Two users interleaved through
 loop each recall their own fact and never see the other's text in any model input; two
 concurrent async runs of different users both wrap, each in its own memory.
 
+No identity means no memory, never everyone's: each adapter names every identity source
+it reads (:meth:`AdapterContract.identity_runs`: the run's context, config, metadata, a
+scope path, a session id, what a namespace callable returns), and each empty, whitespace
+and invisible form of an id (:data:`BAD_IDENTITIES`) through each source must be refused
+with an ``IdentityError`` naming that source, with nothing written and no recall run.
+
 Every contract test also checks that recall reached the model through the adapter: a
 harness that calls the session's recall itself (``session.memory_block`` in a test's own
 loop) fails the test, because a retriever returning nothing would then pass it.
@@ -34,7 +40,8 @@ from typing import Any, TypeVar
 import pytest
 
 from anneal_memory import Store
-from anneal_memory.errors import ValidationError
+from anneal_memory.errors import IdentityError, ValidationError
+from anneal_memory.governance.namespace import coerce_namespace
 from anneal_memory.session import MemorySession
 
 T = TypeVar("T")
@@ -57,6 +64,11 @@ MemorySession.memory_block = lambda self, *a, **k: ""
 MemorySession.recall = lambda self, *a, **k: []
 MemorySession.recall_items = lambda self, *a, **k: []
 """
+
+#: Ids that name nobody or impersonate someone: empty, whitespace, invisible only (zero-width
+#: space, ZWNJ+ZWJ, word joiner, BOM, soft hyphen), and "a" with a zero-width space.
+BAD_IDENTITIES = ("", " ", "\t \n", "\u200b", "\u200c\u200d", "\u2060", "\ufeff", "\u00ad",
+                  "a\u200b")
 
 _RUNNER = """
 import runpy, sys
@@ -186,6 +198,14 @@ class AdapterContract:
         ``compress``). The object exposes the core session as ``.session``."""
         raise NotImplementedError
 
+    def identity_runs(self, store: Store) -> dict[str, Callable[[str], Any]]:
+        """Every identity source the adapter reads besides ``namespace=``: the text its
+        refusal names the source by, to a function running the framework's real loop once
+        on ``store`` with that source carrying the given id (e.g. LangGraph's
+        ``runtime.context`` user_id, CrewAI's ``/user/<id>`` scope path). Every adapter
+        has at least the namespace callable (``"the namespace callable's result"``)."""
+        raise NotImplementedError
+
     # --- fixtures -------------------------------------------------------------------
     @pytest.fixture
     def store(self, tmp_path: Path):
@@ -285,6 +305,51 @@ class AdapterContract:
             assert view.status().total_wraps == 1
             assert other not in _joined(trace), f"the other user's text reached {user}'s model"
 
+    def test_empty_or_invisible_identity_is_refused_by_every_source(
+            self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        recalls: list[str] = []
+        for name in RECALL_METHODS:
+            monkeypatch.setattr(MemorySession, name, _counting(getattr(MemorySession, name),
+                                                               name, recalls))
+        probe = Store(tmp_path / "probe.db", project_name="ContractTest")
+        sources = list(self.identity_runs(probe))
+        probe.close()
+        assert "the namespace callable's result" in sources, sources
+        for number, source in enumerate(sources):
+            for bad in BAD_IDENTITIES:
+                store = Store(tmp_path / f"identity-{number}-{len(recalls)}-{ord(bad[:1] or 'x')}"
+                              f"-{len(bad)}.db", project_name="ContractTest")
+                try:
+                    store.record("the shared root note Vermilion", "observation")
+                    store.scoped({"user": "alice"}).record("alice's note Cerulean", "observation")
+                    before = _episode_count(store)
+                    run = self.identity_runs(store)[source]
+                    recalls.clear()
+                    with pytest.raises(IdentityError) as refused:
+                        run(bad)
+                    assert source in str(refused.value), (
+                        f"the refusal of {bad!r} does not name its source {source!r}: "
+                        f"{refused.value}")
+                    assert _episode_count(store) == before, (
+                        f"{bad!r} through {source}: the run wrote to memory")
+                    assert not recalls, f"{bad!r} through {source}: the run recalled {recalls}"
+                finally:
+                    store.close()
+
+    def test_empty_or_invisible_namespace_option_is_refused(self, store: Store) -> None:
+        for bad in BAD_IDENTITIES:
+            with pytest.raises(IdentityError, match="namespace="):
+                self.build(store, namespace={"user": bad})
+        assert _episode_count(store) == 0
+
+    def test_session_is_the_adapters_own_memory(self, store: Store) -> None:
+        fixed = self.build(store, namespace={"user": "alice"})
+        assert fixed.session.store.namespace == coerce_namespace({"user": "alice"},
+                                                                 partial=True)
+        per_run = self.build(store, namespace=lambda context: {"user": "alice"})
+        with pytest.raises(ValidationError, match=r"session_for\("):
+            per_run.session  # noqa: B018
+
     def test_bad_memory_or_options_raise_at_construction(self, store: Store) -> None:
         with pytest.raises(ValidationError):
             self.build(42)
@@ -292,6 +357,18 @@ class AdapterContract:
             self.build(MemorySession(store), recall_limit=2)
         with pytest.raises(ValidationError, match="compress"):
             self.build(store, compress="not callable")
+
+
+def _episode_count(store: Store) -> int:
+    """Episodes in every namespace of ``store`` (the root's recall sees them all)."""
+    return len(store.recall(limit=100_000).episodes)
+
+
+def _counting(method: Any, name: str, calls: list[str]) -> Any:
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(name)
+        return method(*args, **kwargs)
+    return counted
 
 
 def _joined(trace: RunTrace) -> str:

@@ -49,6 +49,21 @@ class TestAG2Contract(AdapterContract):
                                                    silent=True)
         return RunTrace(output=str(result.summary), model_inputs=client.inputs)
 
+    def identity_runs(self, store: Store) -> dict[str, Any]:
+        def chat(memory: AnnealMemory, partner_name: str) -> None:
+            assistant, _ = make_pair()
+            memory.add_to_agent(assistant)
+            _, partner = make_pair(user_name=partner_name, assistant=assistant)
+            with scripted(assistant, ["Final answer: done. TERMINATE"]):
+                partner.initiate_chat(assistant, message="What is my code?", max_turns=3,
+                                      silent=True)
+
+        return {
+            "the chat partner's name": lambda uid: chat(AnnealMemory(store), uid),
+            "the namespace callable's result": lambda uid: chat(
+                AnnealMemory(store, namespace=lambda context: {"user": uid}), "user"),
+        }
+
     @staticmethod
     def _assistant(store: Store, wrap: bool) -> tuple[ConversableAgent, AnnealMemory]:
         assistant, _ = make_pair()

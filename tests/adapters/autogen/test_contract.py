@@ -37,3 +37,18 @@ class TestAutoGenContract(AsyncLoopContract):
                                reflect_on_tool_use=True, memory=[memory])
         result = await agent.run(task=task)
         return RunTrace(output=str(result.messages[-1].content), model_inputs=client.inputs)
+
+    def identity_runs(self, store: Store) -> dict[str, Any]:
+        import asyncio
+
+        def run(uid: str) -> None:
+            async def go() -> None:
+                client = ScriptedClient(["Final answer: done."])
+                memory = AnnealMemory(store, namespace=lambda message: {"user": message.source},
+                                      model_client=client)
+                agent = AssistantAgent("assistant", model_client=client, tools=[lookup],
+                                       memory=[memory])
+                await agent.run(task=TextMessage(content="What is my code?", source=uid))
+            asyncio.run(go())
+
+        return {"the namespace callable's result": run}

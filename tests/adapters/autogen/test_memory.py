@@ -330,3 +330,21 @@ def test_a_passed_session_is_used(store: Store) -> None:
         AnnealMemory(MemorySession(store, namespace={"user": "a"}), namespace={"user": "b"})
     with pytest.raises(ValidationError, match="nickname"):
         AnnealMemory(store, namespace={"nickname": "al"})
+
+
+def test_refuses_what_autogen_ext_memories_refuse(store: Store) -> None:
+    """autogen-ext's memory tests (ChromaDBVectorMemory's test_error_handling) expect a
+    ValueError for bytes ("Unsupported content type") and for JSON content that is not a
+    dict ("JSON content must be a dict"); nothing is recorded."""
+    memory = AnnealMemory(store)
+
+    async def go() -> None:
+        with pytest.raises(ValueError, match="Unsupported content type"):
+            await memory.add(MemoryContent(content=b"binary data", mime_type=MemoryMimeType.BINARY))
+        for content in ("not a dict", '{"looks": "like json"}', '[1, 2]'):
+            with pytest.raises(ValueError, match="JSON content must be a dict"):
+                await memory.add(MemoryContent(content=content, mime_type=MemoryMimeType.JSON))
+        await memory.add(MemoryContent(content={"ok": True}, mime_type=MemoryMimeType.JSON))
+
+    asyncio.run(go())
+    assert [e.content for e in store.recall(limit=10).episodes] == ['{"ok": true}']

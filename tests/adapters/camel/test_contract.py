@@ -47,3 +47,22 @@ class TestCamelContract(AdapterContract):
         response = await agent.astep(user_input)
         return RunTrace(output=response.msgs[0].content if response.msgs else "",
                         model_inputs=model.inputs)
+
+    def identity_runs(self, store: Store) -> dict[str, Any]:
+        def step(memory: AnnealAgentMemory, agent_id: str | None) -> None:
+            model = ScriptedModel()
+            agent = ChatAgent("You are a careful gardener.", model=model, memory=memory,
+                              tools=[LOOKUP], agent_id=agent_id)
+            agent.step("What is my locker code?")
+
+        def creator() -> Any:
+            model = ScriptedModel()
+            return ScoreBasedContextCreator(model.token_counter, model.token_limit)
+
+        return {
+            "the ChatAgent's agent_id": lambda uid: step(
+                AnnealAgentMemory(store, context_creator=creator()), uid),
+            "the namespace callable's result": lambda uid: step(
+                AnnealAgentMemory(store, context_creator=creator(),
+                                  namespace=lambda agent_id: {"user": uid}), "gardener"),
+        }

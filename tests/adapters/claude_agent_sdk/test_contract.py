@@ -48,6 +48,22 @@ class TestClaudeAgentSDKContract(AdapterContract):
                             ["Done: noted for the garden."], cwd=self._cwd_of(user))
         return RunTrace(output=result.output, model_inputs=result.model_inputs)
 
+    def identity_runs(self, store: Store) -> dict[str, Any]:
+        def refused(memory: AnnealMemory, **where: Any) -> None:
+            # a hook cannot raise into the app: the prompt is blocked, the error kept
+            result = run(memory, "What is my code?", ["Done: noted."], **where)
+            assert result.model_inputs == [], "the model ran for a refused session"
+            assert "anneal-memory refused" in result.output, result.output
+            raise memory.identity_refusals[-1]
+
+        return {
+            "the hook input's session_id": lambda uid: refused(
+                AnnealMemory(store), cwd=self.cwd, session_id=uid),
+            "the hook input's cwd": lambda uid: refused(AnnealMemory(store), cwd=uid),
+            "the namespace callable's result": lambda uid: refused(
+                AnnealMemory(store, namespace=lambda hook_input: {"user": uid}), cwd=self.cwd),
+        }
+
     def memory_of(self, store: Store, user: str) -> Any:
         return store.scoped(project_namespace(str(self._cwd_of(user))))
 

@@ -33,3 +33,23 @@ class TestCrewAIContract(AdapterContract):
         finally:
             listener.close()
         return RunTrace(output=str(output.raw), model_inputs=list(llm.inputs))
+
+    def identity_runs(self, store: Store) -> dict[str, Any]:
+        def kickoff(memory: AnnealCrewMemory, scope: str | None) -> None:
+            llm = scripted_llm()
+            listener = AnnealEventListener(memory)
+            try:
+                run_crew(memory.scope(scope) if scope is not None else memory, llm,
+                         "What is my locker code?")
+            finally:
+                listener.close()
+
+        return {
+            "the scope path": lambda uid: kickoff(
+                AnnealCrewMemory(store, llm=scripted_llm()), f"/user/{uid}"),
+            "the scope path '/tenant/": lambda uid: kickoff(
+                AnnealCrewMemory(store, llm=scripted_llm()), f"/tenant/{uid}/user/bob/notes"),
+            "the namespace callable's result": lambda uid: kickoff(
+                AnnealCrewMemory(store, llm=scripted_llm(),
+                                 namespace=lambda path: {"user": uid}), None),
+        }

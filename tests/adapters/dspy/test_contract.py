@@ -40,3 +40,17 @@ class TestDSPyContract(AdapterContract):
         with dspy.context(lm=lm, memory_namespace={"user": user} if user else None):
             prediction = await program.acall(question=user_input)
         return RunTrace(output=prediction.answer, model_inputs=list(lm.seen))
+
+    def identity_runs(self, store: Store) -> dict[str, Any]:
+        def run(program: MemoryProgram, namespace: Any) -> None:
+            lm = ScriptedLM(react_script("Done."))
+            with dspy.context(lm=lm, memory_namespace=namespace):
+                program(question="What is my locker code?")
+
+        return {
+            "dspy.context(memory_namespace=...)": lambda uid: run(
+                MemoryProgram(plain_react(), store), {"user": uid}),
+            "the namespace callable's result": lambda uid: run(
+                MemoryProgram(plain_react(), store, namespace=lambda kwargs: {"user": uid}),
+                None),
+        }

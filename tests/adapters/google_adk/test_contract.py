@@ -10,6 +10,7 @@ from adk_scripted import APP, ScriptedLlm, make_runner, read_gauge, run_turn
 from google.adk.agents import LlmAgent
 
 from anneal_memory import Store
+from anneal_memory.errors import IdentityError
 from anneal_memory.adapters.google_adk import AnnealMemoryPlugin, AnnealMemoryService
 
 from contract import AdapterContract, RunTrace
@@ -46,6 +47,25 @@ class TestGoogleAdkContract(AdapterContract):
         runner = self._runner(store, wrap, llm, True)
         output = await run_turn(runner, user or "u1", user_input)
         return RunTrace(output=output, model_inputs=llm.inputs)
+
+    def identity_runs(self, store: Store) -> dict[str, Any]:
+        def turn(service: AnnealMemoryService, uid: str) -> None:
+            agent = LlmAgent(name="gardener", model=ScriptedLlm(answer="Done.", inputs=[]),
+                             tools=[read_gauge], instruction="You look after the garden.")
+            runner = make_runner(agent, plugins=[AnnealMemoryPlugin(service)],
+                                 memory_service=service)
+            try:
+                asyncio.run(run_turn(runner, uid, "What is my locker code?"))
+            except RuntimeError as exc:  # ADK raises a plugin's error as its own, chained
+                if isinstance(exc.__cause__, IdentityError):
+                    raise exc.__cause__ from None
+                raise
+
+        return {
+            "ADK's user_id": lambda uid: turn(AnnealMemoryService(store), uid),
+            "the namespace callable's result": lambda uid: turn(
+                AnnealMemoryService(store, namespace=lambda user: {"user": uid}), "u1"),
+        }
 
     # the single-user checks, in the memory ADK's identity picks: (garden, u1)
     def test_wrap_saves_continuity(self, store: Store) -> None:

@@ -42,3 +42,25 @@ class TestHaystackContract(AdapterContract):
         agent, scripted, extra = self._agent(store, wrap, False, user)
         result = await agent.run_async(messages=[ChatMessage.from_user(user_input)], **extra)
         return RunTrace(output=result["last_message"].text or "", model_inputs=scripted.inputs)
+
+    def identity_runs(self, store: Store) -> dict[str, Any]:
+        def run(memory: AnnealMemory, context: dict[str, Any] | None) -> None:
+            scripted = Scripted()
+            agent = Agent(chat_generator=scripted.generator, tools=[LOOKUP],
+                          hooks=memory.hooks())
+            agent.run(messages=[ChatMessage.from_user("What is my locker code?")],
+                      **({"hook_context": context} if context is not None else {}))
+
+        def by_key(key: str) -> Any:
+            return lambda uid: run(AnnealMemory(store, chat_generator=Scripted().generator),
+                                   {key: uid})
+
+        return {
+            "the run's hook_context: the user": by_key("user_id"),
+            "the run's hook_context: the tenant": by_key("tenant_id"),
+            "the run's hook_context: the project": by_key("project_id"),
+            "the run's hook_context: the agent": by_key("agent_id"),
+            "the namespace callable's result": lambda uid: run(AnnealMemory(
+                store, chat_generator=Scripted().generator,
+                namespace=lambda context: {"user": uid}), {}),
+        }

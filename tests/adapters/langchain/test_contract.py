@@ -46,3 +46,37 @@ class TestLangChainContract(AdapterContract):
         output = await chain.ainvoke({"input": user_input}, config={
             "callbacks": [handler], "metadata": {"user_id": user}})
         return RunTrace(output=output, model_inputs=list(model.seen))
+
+    def identity_runs(self, store: Store) -> dict[str, Any]:
+        from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+        from langchain_core.runnables.history import RunnableWithMessageHistory
+
+        from anneal_memory.adapters.langchain import AnnealChatMessageHistory, AnnealRetriever
+
+        def invoke(config: dict[str, Any], handler: Any = None, retriever: Any = None) -> None:
+            model = scripted("Done.")
+            chain = agent_chain(retriever or store, model, [read_gauge])
+            chain.invoke({"input": "What is my code?"},
+                         config={"callbacks": [handler or AnnealCallbackHandler(store)],
+                                 **config})
+
+        def with_history(sid: str) -> None:
+            prompt = ChatPromptTemplate.from_messages(
+                [MessagesPlaceholder("history"), ("human", "{input}")])
+            chain = RunnableWithMessageHistory(
+                prompt | scripted("Done."), lambda sid: AnnealChatMessageHistory(store, sid),
+                input_messages_key="input", history_messages_key="history")
+            chain.invoke({"input": "What is my code?"},
+                         config={"configurable": {"session_id": sid}})
+
+        def by_callable(uid: str) -> None:
+            handler = AnnealCallbackHandler(store, namespace=lambda meta: {"user": uid})
+            retriever = AnnealRetriever(memory=store, namespace=lambda values: {"user": "ann"})
+            invoke({}, handler, retriever)
+
+        return {
+            "config['metadata']": lambda uid: invoke({"metadata": {"user_id": uid}}),
+            "config['configurable']": lambda uid: invoke({"configurable": {"user_id": uid}}),
+            "the chat history's conversation_id": with_history,
+            "the namespace callable's result": by_callable,
+        }

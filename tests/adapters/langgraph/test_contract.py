@@ -47,3 +47,22 @@ class TestLangGraphContract(AdapterContract):
         result = await agent.ainvoke({"messages": [{"role": "user", "content": user_input}]},
                                      **extra)
         return RunTrace(output=result["messages"][-1].text, model_inputs=list(model.seen))
+
+    def identity_runs(self, store: Store) -> dict[str, Any]:
+        def invoke(memory: AnnealMiddleware, **extra: Any) -> None:
+            agent = create_agent(scripted("Done."), tools=[read_gauge], middleware=[memory],
+                                 context_schema=Ctx if "context" in extra else None)
+            agent.invoke({"messages": [{"role": "user", "content": "What is my code?"}]},
+                         **extra)
+
+        return {
+            "the run's runtime.context": lambda uid: invoke(
+                AnnealMiddleware(store), context=Ctx(user_id=uid)),
+            "the run's config['configurable']": lambda uid: invoke(
+                AnnealMiddleware(store), config={"configurable": {"user_id": uid}}),
+            "the namespace callable's result": lambda uid: invoke(
+                AnnealMiddleware(store, namespace=lambda runtime: {"user": uid})),
+            "the namespace ('users', '{user_id}')'s {user_id}": lambda uid: invoke(
+                AnnealMiddleware(store, namespace=("users", "{user_id}")),
+                context=Ctx(user_id=uid)),
+        }

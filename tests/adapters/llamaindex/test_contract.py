@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from async_contract import AsyncLoopContract
@@ -27,3 +28,17 @@ class TestLlamaIndexContract(AsyncLoopContract):
         # the native call, as LlamaIndex documents memory
         result = await make_agent(script).run(user_msg=user_input, memory=memory)
         return RunTrace(output=str(result), model_inputs=script.inputs)
+
+    def identity_runs(self, store: Store) -> dict[str, Any]:
+        def run(**options: Any) -> None:
+            async def go() -> None:
+                memory = AnnealMemory.from_store(store, **options)
+                await make_agent(Script(answer="Done.")).run(
+                    user_msg="What is my locker code?", memory=memory)
+            asyncio.run(go())
+
+        return {
+            "the Memory's session_id": lambda uid: run(session_id=uid),
+            "the namespace callable's result": lambda uid: run(
+                session_id="chat-1", namespace=lambda sid: {"user": uid}),
+        }

@@ -49,3 +49,21 @@ class TestOpenAIAgentsContract(AdapterContract):
         agent, model, options = self._setup(store, wrap, user)
         result = await Runner.run(agent, user_input, **options)
         return RunTrace(output=str(result.final_output), model_inputs=model_inputs(model))
+
+    def identity_runs(self, store: Store) -> dict[str, Any]:
+        def run(memory: AnnealMemory, session: Any = None) -> None:
+            agent = Agent(name="gardener", instructions=memory.instructions("You help."),
+                          model=scripted_model(), tools=[lookup])
+            Runner.run_sync(agent, "What is my locker code?", hooks=memory.run_hooks,
+                            run_config=memory.run_config(),
+                            **({"session": session} if session is not None else {}))
+
+        def with_session(uid: str) -> None:
+            memory = AnnealMemory(store)
+            run(memory, memory.conversation(uid))
+
+        return {
+            "the AnnealSession's session_id": with_session,
+            "the namespace callable's result": lambda uid: run(
+                AnnealMemory(store, namespace=lambda ctx: {"user": uid})),
+        }

@@ -43,3 +43,11 @@ class TestPydanticAIContract(AdapterContract):
                       capabilities=[self._memory(store, wrap, user)])
         result = await agent.run(user_input, deps=user or "")
         return RunTrace(output=str(result.output), model_inputs=scripted.inputs)
+
+    def identity_runs(self, store: Store) -> dict[str, Any]:
+        def run(uid: str) -> None:
+            agent = Agent(ScriptedModel().model, deps_type=str, tools=[lookup],
+                          capabilities=[AnnealMemory(store, namespace=by_deps)])
+            agent.run_sync("What is my locker code?", deps=uid)
+
+        return {"the namespace callable's result": run}

@@ -36,6 +36,15 @@ class _SmolagentsContract(AdapterContract):
                                                    additional_args={"user_id": user})
         return RunTrace(output=str(output), model_inputs=model.inputs)
 
+    def identity_runs(self, store: Store) -> dict[str, Any]:
+        def run(uid: str) -> None:
+            memory = AnnealMemory(store, namespace=_user_of)
+            model = ScriptedModel(code=self.code, answer="Noted and done.")
+            make_agent(model, memory).run("What is my locker code?",
+                                          additional_args={"user_id": uid})
+
+        return {"the namespace callable's result": run}
+
 
 class TestToolCallingAgentContract(_SmolagentsContract):
     code = False
@@ -43,3 +52,4 @@ class TestToolCallingAgentContract(_SmolagentsContract):
 
 class TestCodeAgentContract(_SmolagentsContract):
     code = True
+
