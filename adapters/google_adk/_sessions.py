@@ -27,7 +27,6 @@ import copy
 import json
 import os
 import threading
-import time
 import uuid
 from typing import Any
 from urllib.parse import quote
@@ -43,6 +42,7 @@ from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
 from anneal_memory import Store
+from anneal_memory.clock import utcnow
 from anneal_memory.errors import ValidationError
 
 try:  # google-adk >= 2.x names them; earlier releases raise a plain ValueError
@@ -182,7 +182,7 @@ class AnnealSessionService(BaseSessionService):
         sid = sid or str(uuid.uuid4())
         app_delta, user_delta, own = _split(state)
         user, app = self._user(app_name, user_id), self._app(app_name)
-        now = time.time()
+        now = utcnow().timestamp()  # ADK's sessions keep POSIX seconds
         with self._lock, self.store.batch():
             if user.items(SESSIONS).get(sid) is not None:
                 raise AlreadyExistsError(f"Session with id {sid} already exists.")

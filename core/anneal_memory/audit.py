@@ -41,6 +41,7 @@ which ``verify(anchor=...)`` checks.
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import time
@@ -577,6 +578,8 @@ class AuditTrail:
         if pg_dsn(db_path) is not None:
             with _server_backend(db_path) as backend:
                 return verify_entries(_paged(backend, progress=progress), anchor=anchor)
+        if _unupgraded_legacy(db_path):
+            return _verify_legacy_copy(Path(db_path), progress, anchor)
         return verify_files(db_path, progress, anchor)
 
     @staticmethod
@@ -906,3 +909,49 @@ def _check_db_path(db_path: Any) -> None:
 
         raise ValidationError(f"pass the path of the store's database (a str or a path), "
                               f"not {db_path!r:.60}")
+
+
+def _unupgraded_legacy(db_path: str | Path) -> bool:
+    """A store 1.0.2 wrote that no Store of ours has opened (so not upgraded yet)."""
+    from .storage.driver import sqlite_driver
+    from .storage.legacy import is_legacy_store
+
+    p = Path(db_path)
+    if not p.is_file():
+        return False
+    try:
+        conn = sqlite_driver().connect(p.resolve().as_uri() + "?mode=ro&immutable=1", uri=True)
+    except Exception:  # not a database: the walk reports it
+        return False
+    try:
+        return is_legacy_store(conn)
+    except Exception:
+        return False
+    finally:
+        conn.close()
+
+
+def _verify_legacy_copy(db: Path, progress: Callable[[str, int], None] | None,
+                        anchor: Any) -> AuditVerifyResult:
+    """Verify a 1.0.2 store's chain without writing to it: upgrade a copy (the database
+    and its audit files, in a temporary folder) as opening it would, and walk that. The
+    user's files are only read."""
+    import shutil
+    import tempfile
+
+    from ._audit_verify import verify_files
+    from .store import Store
+
+    with tempfile.TemporaryDirectory(prefix="anneal-verify-") as tmp:
+        copy = Path(tmp) / db.name
+        for p in db.parent.glob(glob.escape(db.stem) + ".*"):
+            if p.is_file() and not p.name.endswith(".lock"):
+                shutil.copy2(p, Path(tmp) / p.name)
+        for suffix in ("-wal", "-shm"):
+            side = db.with_name(db.name + suffix)
+            if side.is_file():
+                shutil.copy2(side, Path(tmp) / side.name)
+        if not copy.exists():
+            shutil.copy2(db, copy)
+        Store(copy).close()
+        return verify_files(copy, progress, anchor)

@@ -55,6 +55,8 @@ class ErasureReport:
     files: list[str] = field(default_factory=list)
     namespaces: list[str] = field(default_factory=list)
     governed_records: int = 0
+    #: salted hash of each continuity as the erasure left it (for the audit entry)
+    continuity_hashes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -72,7 +74,8 @@ class ErasureReport:
         return {"episodes": len(self.episodes), "continuity_lines": len(self.continuity_lines),
                 "unlocated": list(self.unlocated), "cells": self.cells,
                 "files": len(self.files), "namespaces": len(self.namespaces),
-                "governed_records": self.governed_records}
+                "governed_records": self.governed_records,
+                "continuity_hashes": list(self.continuity_hashes)}
 
 
 class TextMatcher:
@@ -283,9 +286,7 @@ def scrub_episodes(store: Any, rows: Mapping[str, Any],
             report.continuity_lines.extend(removed)
             for entry in removed:
                 located.update(entry["episode_ids"])
-            view.audit_trail.append("continuity_scrubbed", {
-                "lines": len(removed), "chars": len(new),
-                "content_hash": view.audit_trail.hash_content(new)}, actor="operator")
+            report.continuity_hashes.append(view.audit_trail.hash_content(new))
     report.unlocated = sorted(i for i, r in rows.items()
                               if r.wrap_id is not None and i not in located)
     for table, key, col, text in list(b.text_cells([s.key for s in scopes])):

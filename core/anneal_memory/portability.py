@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import trust as trust_mod
+from ._audit_deep import import_hash_entries
 from ._identity import episode_id_key, is_canonical_id
 from ._import_rules import ImportRules, links_in
 from ._inputs import json_text, load_json, storable_text
@@ -320,6 +321,7 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
         present = b.get_episodes([i["id"] for i in items])
         rules.known = {i["id"] for i in items} | set(tombs)
         new: set[str] = set()
+        new_rows: list[EpisodeRow] = []
         # the backup's wrap state stands only where its continuity is restored too:
         # otherwise a "wrapped" episode would never be compressed into this store's
         why = can_restore(store) if state is not None else None
@@ -344,6 +346,7 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
                 ns_owner=it["ns_owner"], ns_project=it["ns_project"])
             rules.check_episode(it, row)  # refusal rolls the whole import back
             b.insert_episode(row)
+            new_rows.append(row)
             for src in it["derived_from"]:
                 # pinned at the exported class: an import never re-derives (or raises) trust
                 b.add_derivations(it["id"], [src], pinned_trust=it["trust"])
@@ -364,6 +367,10 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
                                             "refused_deleted": refused_deleted,
                                             "tombstones": carried, "via": via},
                                  actor="operator")
+        # each imported episode's content hash, type, trust and namespace, so the deep
+        # verify covers imported episodes as it covers recorded ones
+        for data in import_hash_entries(store, new_rows):
+            store.audit_trail.append("import_hashes", data, actor="operator")
     for view, path in staged:
         view._flush_continuity(path)
     out = {"imported": len(imported), "skipped_existing": skipped,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import erasure, facts, trust
+from ._audit_deep import ContentCheck
 from ._fileio import atomic_write_text
 from ._inputs import json_text, storable_text, whole_number
 from ._lazy import sha256_hex, token_hex
@@ -512,9 +513,10 @@ class Store(ContinuityMixin):
             if refused is None and rows:
                 report = erasure.scrub_episodes(self, rows, staged)
                 slot.extend(p for _v, p in staged)
-                self._remove(list(rows), reason="deleted")
-                if report.beyond_rows:
-                    self._audit.append("erasure", report.audit_data(), actor="operator")
+                # what went besides the rows rides on each delete entry (1.0.2's events)
+                self._remove(list(rows), reason="deleted",
+                             audit_extra={"erased": report.audit_data()}
+                             if report.beyond_rows else None)
         if refused is not None:
             # the refusal is on the record too (its own transaction: nothing else changed)
             self.audit_event("delete_refused", {"id": refused.id, "trust": refused.trust,
@@ -528,6 +530,14 @@ class Store(ContinuityMixin):
             erasure.publish(staged)
             self._scrub()
         return report
+
+    def verify_content(self) -> ContentCheck:
+        """The deep check (``verify --deep``): every stored episode's content, type, trust
+        and namespace against the audit entry that recorded it (or imported it), so a row
+        edited under the hash chain is found. Linear in episodes and entries."""
+        from ._audit_deep import deep_check
+
+        return deep_check(self)
 
     def erase_namespace(self, namespace: Any = None) -> ErasureReport:
         """Forget one user (or any namespace) whole: every episode, continuity, wrap,
@@ -552,9 +562,9 @@ class Store(ContinuityMixin):
                 slot.extend(p for _v, p in staged)
             n = self._remove(list(rows), reason="pruned") if rows else 0
             if n:
-                self._audit.append("prune", {"count": n, "older_than_days": days}, actor="system")
-                if report.beyond_rows:
-                    self._audit.append("erasure", report.audit_data(), actor="operator")
+                self._audit.append("prune", {"count": n, "older_than_days": days, **(
+                    {"erased": report.audit_data()} if report.beyond_rows else {})},
+                    actor="system")
         self.last_erasure = report
         if n:
             erasure.publish(staged)
@@ -589,7 +599,8 @@ class Store(ContinuityMixin):
             ids = [i for i in ids if i not in frozen]
         return ids
 
-    def _remove(self, ids: Sequence[str], *, reason: str) -> int:
+    def _remove(self, ids: Sequence[str], *, reason: str,
+                audit_extra: Mapping[str, Any] | None = None) -> int:
         b = self._backend
         rows = b.get_episodes(ids, exact=True)
         if not rows:
@@ -603,7 +614,8 @@ class Store(ContinuityMixin):
             facts.detach_links(self, eid)
             if reason == "deleted":
                 self._audit.append("delete", {"episode_id": eid,
-                                              "content_hash": self._audit.hash_content(r.content)},
+                                              "content_hash": self._audit.hash_content(r.content),
+                                              **(audit_extra or {})},
                                    actor="operator")
         return b.delete_episode_rows(list(rows))
 

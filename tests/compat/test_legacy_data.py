@@ -203,14 +203,20 @@ def test_a_1_0_2_export_imports_with_its_trust_and_links(legacy_dir: Path, tmp_p
     doc = json.loads((legacy_dir / "legacy.json").read_text("utf-8"))
     assert doc["version"] == "1.0.2"  # the file that made 0.1 stop with an internal error
     ids = json.loads((legacy_dir / "ids.json").read_text("utf-8"))
-    with Store(tmp_path / "m.db") as s:
+    with Store(tmp_path / "m.db", trust_ceiling="operator") as s:  # a restore
         res = s.import_(doc)
         assert res["imported"] == 8 and res["from_version"] == "1.0.2"
+        assert res["state"]["restored"] is True and s.load_continuity() == doc["continuity"]
         assert s.effective_trust_map([ids["tool"]]) == {ids["tool"]: "tool"}
         assert ids["old"] not in {e.id for e in s.recall().episodes}  # still replaced
         assert s.status().episodes_since_wrap == 1  # only the one recorded after the wrap
         again = s.import_(doc)
         assert again["imported"] == 0 and len(again["skipped_existing"]) == 8
+    # not restored (the default ceiling): no continuity holds them, so all wait for a wrap
+    with Store(tmp_path / "n.db") as s:
+        res = s.import_(doc)
+        assert res["state"]["restored"] is False and s.load_continuity() is None
+        assert s.status().episodes_since_wrap == 8
 
 
 def test_a_gzipped_sealed_week_of_1_0_2_is_walked_too(legacy_copy: Path) -> None:
@@ -251,3 +257,41 @@ def test_processes_opening_a_1_0_2_store_at_once_upgrade_it_once(legacy_copy: Pa
     assert sum(x[1] == "True" for x in lines) == 1, lines  # and one of them upgraded it
     res = AuditTrail.verify(legacy_copy / "legacy.db")
     assert res.valid and res.total_entries == 14, res  # 13 of 1.0.2's, one upgrade entry
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    import hashlib
+
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())
+            if p.is_file()}
+
+
+def test_verify_of_a_1_0_2_store_never_opened_here_is_valid_and_writes_nothing(
+        legacy_copy: Path) -> None:
+    """1.0.2 users run 'anneal-memory verify' on their store before anything else opens
+    it: the chain (1.0.2's entries) verifies, and not a byte of their files changes."""
+    db = legacy_copy / "legacy.db"
+    before = _digests(legacy_copy)
+    res = AuditTrail.verify(db)
+    assert res.valid, res
+    r = _cli("--db", str(db), "verify", cwd=legacy_copy)
+    assert r.returncode == 0 and "Audit chain valid" in r.stdout, r.stderr
+    assert _digests(legacy_copy) == before
+    # a tampered 1.0.2 line is still caught that way
+    trail = legacy_copy / "legacy.audit.jsonl"
+    lines = trail.read_text("utf-8").splitlines()
+    entry = json.loads(lines[1])
+    entry["actor"] = "mallory"
+    lines[1] = json.dumps(entry, sort_keys=True, separators=(",", ":"))
+    trail.write_text("\n".join(lines) + "\n", "utf-8")
+    assert not AuditTrail.verify(db).valid
+
+
+def test_verify_deep_on_an_upgraded_1_0_2_store(legacy_copy: Path) -> None:
+    db = legacy_copy / "legacy.db"
+    with Store(db) as s:
+        new = s.record("written after the upgrade", "observation")
+        check = s.verify_content()
+    assert check.valid and new.id not in check.uncovered and check.uncovered
+    r = _cli("--db", str(db), "verify", "--deep", cwd=legacy_copy)
+    assert r.returncode == 0 and "have no per-episode entry" in r.stdout, r.stderr

@@ -672,3 +672,32 @@ def test_ui_command_refuses_host_zero(tmp_path: Path) -> None:
                         "--host", "0", "--port", "0"], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 1 and "every interface" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_erasing_a_namespace_is_operator_only_and_needs_its_label(seeded: tuple) -> None:
+    db, _ids = seeded
+    ns = ns_token(MemoryNamespace("default", "alice", "default"))
+    label = MemoryNamespace("default", "alice", "default").label()
+    with Console(db, port=0) as c:  # not in operator mode: refused, nothing changed
+        client = logged_in(c)
+        r = client.post("/act/erase", {"csrf": client.csrf(), "ns": ns, "confirm": label})
+        assert r.status == 400 and "operator-only" in text_of(r.body)
+    with Console(db, port=0, operator_via="env") as c:
+        client = logged_in(c)
+        page = client.get(f"/?ns={ns}").body
+        assert 'action="/act/erase"' in page and 'action="/act/erase"' not in client.get("/").body
+        wrong = client.post("/act/erase", {"csrf": client.csrf(), "ns": ns, "confirm": "alice"})
+        assert wrong.status == 400 and "exactly to confirm" in text_of(wrong.body)
+        forged = client.post("/act/erase", {"csrf": "nope", "ns": ns, "confirm": label})
+        assert forged.status == 403
+        with Store(db, read_only=True) as s:
+            assert s.scoped(ALICE).status().total_episodes > 0
+        r = client.post("/act/erase", {"csrf": client.csrf(), "ns": ns, "confirm": label,
+                                       "back": "/namespaces"})
+        assert r.status == 303 and r.headers["location"].startswith("/namespaces")
+        listing = client.get("/namespaces").body
+        assert f"{label}</a>" not in listing and "erased default/alice" in text_of(listing)
+    with Store(db, read_only=True) as s:
+        assert s.scoped(ALICE).status().total_episodes == 0
+        assert "alice" not in [n["namespace"].user for n in s.namespaces()]
+    assert events(db, "namespace_erased")

@@ -40,7 +40,7 @@ AUDIT_EVENTS = frozenset({
     "crystallize", "crystal_retire", "crystal_restore",
     "gov_write", "gov_correct", "gov_approve", "gov_decision", "gov_refused", "gov_forget",
     "gov_hide", "gov_rebuild", "gov_review_queued", "gov_review_decided",
-    "erasure", "continuity_scrubbed", "namespace_erased",
+    "namespace_erased", "import_hashes",
 })
 
 
@@ -61,6 +61,9 @@ def register(sub: Any) -> None:
         v.add_argument("--anchor", metavar="HASH_OR_FILE",
                        help="also check the chain still holds this entry: a hash, SEQ:HASH, "
                             "or a file holding the output of 'audit head --json' kept elsewhere")
+        v.add_argument("--deep", action="store_true",
+                       help="also check every episode's content, type, trust and namespace "
+                            "against the entry that recorded it (one pass over both)")
     command(asub, "head", "print the newest entry's seq and hash (keep it elsewhere as an "
             "anchor for verify --anchor)", cmd_head)
 
@@ -133,6 +136,29 @@ def cmd_verify(args: argparse.Namespace) -> int:
         err = AuditError(f"the audit chain {where}: {res.reason}{fix}")
         err.json_data = data  # type: ignore[attr-defined]  # --json: one document, with the result
         raise err
+    deep_line = ""
+    if getattr(args, "deep", False):
+        from ..store import Store
+
+        bar.update("checking every episode against its audit entry ...", force=True)
+        with Store(loc, read_only=True) as store:
+            deep = store.verify_content()
+        bar.done(f"checked {deep.checked:,} episodes")
+        data["deep"] = deep.to_dict()
+        if not deep.valid:
+            first = deep.mismatches[0]
+            err = AuditError(
+                f"the chain is intact but {len(deep.mismatches)} stored field(s) differ from "
+                f"what it recorded (first: episode {first['episode_id']}, its "
+                f"{first['field']}): the episodes table was changed outside the library; "
+                "restore the store from a backup")
+            err.json_data = data  # type: ignore[attr-defined]
+            raise err
+        covered = deep.checked - len(deep.uncovered)
+        deep_line = (f"; {covered} of {deep.checked} episodes checked against their audit "
+                     "entries, all match" + (
+                         f" ({len(deep.uncovered)} have no per-episode entry: written by "
+                         "1.0.2 or an earlier build)" if deep.uncovered else ""))
     if args.json:
         emit(args, data)
     else:
@@ -140,7 +166,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     if res.anchor else "")
         print(f"Audit chain valid: {res.total_entries} entries in {res.files_verified} file(s)"
               + (f", {res.unmirrored_entries} not yet mirrored" if res.unmirrored_entries else "")
-              + anchored)
+              + anchored + deep_line)
     return 0
 
 

@@ -5,7 +5,9 @@ approve / reject a governed review (``MemoryRuntime.approve`` / ``reject_review`
 ``gov_review_decided``), mark the worklist reviewed (``mark_worklist_reviewed``:
 ``worklist_reviewed``), set an episode's trust (``Store.set_trust``: ``trust_set``;
 raising it is operator-only, as in the CLI), demote or retire a pattern by hand
-(``demote_pattern`` / ``retire_pattern``: ``pattern_demoted`` / ``pattern_retired``).
+(``demote_pattern`` / ``retire_pattern``: ``pattern_demoted`` / ``pattern_retired``),
+erase a whole namespace (``Store.erase_namespace``: ``namespace_erased``; operator-only,
+and the operator types the namespace's label to confirm).
 """
 
 from __future__ import annotations
@@ -89,7 +91,26 @@ def retire(a: Act) -> str:
     return f"{res['name']}: retired ({res['lines_removed']} line(s) removed)"
 
 
+def erase(a: Act) -> str:
+    ns = getattr(a.store, "namespace", None)
+    if ns is None:
+        raise ValidationError("open the namespace to erase first (Namespaces page): the root "
+                              "store is not erased from the console; nothing changed")
+    if a.operator_via is None:
+        from ..errors import TrustError
+
+        raise TrustError(f"erasing {ns.label()} is operator-only: restart the console in "
+                         "operator mode (ANNEAL_OPERATOR=1, or confirm on the terminal); "
+                         "nothing changed")
+    if a.form.get("confirm", "").strip() != ns.label():
+        raise ValidationError(f"type the namespace's label {ns.label()!r} exactly to confirm "
+                              "the erasure; nothing changed")
+    report = a.store.erase_namespace()
+    return (f"erased {ns.label()}: {len(report.episodes)} episode(s), its continuity, items "
+            f"and {report.governed_records} governed record version(s)")
+
+
 ACTIONS: dict[str, Callable[[Act], str]] = {
     "/act/approve": approve, "/act/reject": reject, "/act/reviewed": reviewed,
-    "/act/trust": trust, "/act/demote": demote, "/act/retire": retire,
+    "/act/trust": trust, "/act/demote": demote, "/act/retire": retire, "/act/erase": erase,
 }

@@ -185,7 +185,19 @@ def overview(v: View) -> str:
                      f"{every.open_wraps} open; {every.continuities} continuity file(s) saved"))
     elif every is not None:  # the root of a store without namespaces (yet)
         rows.append(("Namespaces", f'<a href="{f.link("/namespaces")}">0</a>'))
-    return f.page("Overview", "/", table(("", ""), ([k, val] for k, val in rows)))
+    danger = ""
+    ns = getattr(v.store, "namespace", None)
+    if ns is not None:
+        danger = f.form("/act/erase", {"back": "/namespaces"}, "Erase this namespace",
+                        inline=False, extra=(
+                            '<label>type <code>' + esc(ns.label()) + '</code> to confirm '
+                            '<input name="confirm" id="erase-confirm" autocomplete="off">'
+                            "</label> "))
+        if danger:
+            danger = ('<h2>Erase</h2><p class="muted small">Forget this namespace whole: its '
+                      "episodes, continuity, wraps, items and governed records, for good "
+                      "(operator mode only).</p>" + danger)
+    return f.page("Overview", "/", table(("", ""), ([k, val] for k, val in rows)) + danger)
 
 
 def continuity(v: View) -> str:
