@@ -132,10 +132,13 @@ class AnnealSessionService(BaseSessionService):
 
     # --- where things are ------------------------------------------------------------------
     @staticmethod
-    def _check(app_name: Any, user_id: Any) -> None:
+    def _check(app_name: Any, user_id: Any, *, every_user: bool = False) -> None:
+        """A non-empty app name and user id (None only for ``every_user``); the core
+        refuses invisible-only or mixed ids when the namespace is opened."""
         if not isinstance(app_name, str) or not app_name.strip():
             raise ValidationError(f"ADK sessions need a non-empty app_name, not {app_name!r}")
-        if not isinstance(user_id, str) or not user_id.strip():
+        if (user_id is not None or not every_user) and (not isinstance(user_id, str)
+                                                         or not user_id.strip()):
             raise ValidationError(f"ADK sessions need a non-empty user_id, not {user_id!r}")
 
     def _user(self, app_name: str, user_id: str) -> Store:
@@ -236,10 +239,7 @@ class AnnealSessionService(BaseSessionService):
                             user_id: str | None = None) -> ListSessionsResponse:
         """The sessions of one user (``user_id=None``: of every user of the app), without
         their events, with their merged state, oldest update first."""
-        if user_id is not None:
-            self._check(app_name, user_id)
-        else:
-            self._check(app_name, "-")
+        self._check(app_name, user_id, every_user=True)
         return await asyncio.to_thread(self._list, app_name, user_id)
 
     def _list(self, app_name: str, user_id: str | None) -> ListSessionsResponse:

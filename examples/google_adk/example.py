@@ -2,7 +2,7 @@
 
 Run: ``python examples/google_adk/example.py [path/to/memory.db]``
 
-One Runner, one memory service, two users (ADK's own ``user_id``). Alice's session calls a
+One Runner, one store for ADK's sessions and the memory, two users (ADK's own ``user_id``). Alice's session calls a
 tool and answers; the plugin saves it to her memory and wraps her continuity. Bob's session
 sees nothing of hers. Alice's next session gets her memory (continuity and recall) before
 its model call.
@@ -22,11 +22,14 @@ from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
-from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
 from anneal_memory import Store
-from anneal_memory.adapters.google_adk import AnnealMemoryPlugin, AnnealMemoryService
+from anneal_memory.adapters.google_adk import (
+    AnnealMemoryPlugin,
+    AnnealMemoryService,
+    AnnealSessionService,
+)
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 
@@ -77,7 +80,7 @@ async def main(db_path: Path) -> None:
         llm = ScriptedLlm()
         agent = LlmAgent(name="gardener", model=llm, tools=[soil_moisture])
         runner = Runner(app=App(name="garden", root_agent=agent, plugins=[plugin]),
-                        session_service=InMemorySessionService(), memory_service=memory)
+                        session_service=AnnealSessionService(store), memory_service=memory)
 
         print("alice, session 1:", await turn(runner, "alice", "Does the north bed need water?"))
         alice = store.scoped({"project": "garden", "user": "alice"})
@@ -92,6 +95,8 @@ async def main(db_path: Path) -> None:
         llm.seen.clear()
         print("alice, session 2:", await turn(runner, "alice", "What did the north bed moisture reading say?"))
         print("  recalled memory in the model's input:", any("18% moisture" in s for s in llm.seen))
+        sessions = await runner.session_service.list_sessions(app_name="garden", user_id="alice")
+        print("  alice's sessions in the store:", len(sessions.sessions))
 
 
 if __name__ == "__main__":

@@ -10,8 +10,8 @@ from adk_scripted import APP, ScriptedLlm, make_runner, read_gauge, run_turn
 from google.adk.agents import LlmAgent
 
 from anneal_memory import Store
-from anneal_memory.errors import IdentityError
 from anneal_memory.adapters.google_adk import AnnealMemoryPlugin, AnnealMemoryService
+from anneal_memory.errors import IdentityError
 
 from contract import AdapterContract, RunTrace
 

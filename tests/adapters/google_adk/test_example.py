@@ -20,4 +20,5 @@ AnnealMemoryService.search_memory = _nothing
 def test_example_runs_offline(tmp_path: Path) -> None:
     run_example_and_check("google_adk", tmp_path, "recalled memory in the model's input: True",
                           "alice's memory in bob's model input: False", "wrap: saved",
-                          "trust=tool", recall_off=ADK_RECALL_OFF)
+                          "trust=tool", "alice's sessions in the store: 2",
+                          recall_off=ADK_RECALL_OFF)

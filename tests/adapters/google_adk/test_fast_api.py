@@ -9,8 +9,10 @@ that name to a scripted model here, the one substitution (no network, no key).
 
 from __future__ import annotations
 
+import os
 import re
 import sys
+import uuid
 from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
 from typing import Any
@@ -113,10 +115,35 @@ def _new_session(client: TestClient, user: str) -> str:
     return str(response.json()["id"])
 
 
+#: a PostgreSQL server to run the same app on (set by ``nox -s postgres``; the google_adk
+#: sessions have none, so there the app runs on SQLite only)
+PG_DSN = os.environ.get("ANNEAL_TEST_PG_DSN", "")
+
+
+@pytest.fixture(params=["sqlite"] + (["postgresql"] if PG_DSN else []))
+def store_location(request: pytest.FixtureRequest, tmp_path: Path,
+                   monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, str]]:
+    """(the anneal URI, the Store location) of a fresh store."""
+    if request.param == "sqlite":
+        db = str(tmp_path / "memory.db")
+        yield f"anneal://{db}", db
+        return
+    import psycopg
+
+    monkeypatch.setenv("ANNEAL_MEMORY_SIDECAR_DIR", str(tmp_path / "sidecar"))
+    name = f"adk_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    dsn = f"{PG_DSN.rsplit('/', 1)[0]}/{name}"
+    yield f"anneal+{dsn}", dsn
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
 def test_adk_web_app_with_anneal_uris(tmp_path: Path, scripted_gemini: None,
+                                      store_location: tuple[str, str],
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    db = tmp_path / "memory.db"
-    uri = f"anneal://{db}"
+    uri, db = store_location
     monkeypatch.setenv("ANNEAL_MEMORY_URI", uri)
     monkeypatch.setenv("ADK_DISABLE_LOCAL_STORAGE", "1")  # nothing ADK-local beside the store
     agents = _agents_folder(tmp_path)
@@ -142,7 +169,8 @@ def test_adk_web_app_with_anneal_uris(tmp_path: Path, scripted_gemini: None,
             assert not any(other in t for t in texts)
             continuity = mine.load_continuity() or ""
             assert code in continuity and other not in continuity
-    assert sorted(p.name for p in tmp_path.glob("*.db")) == ["memory.db"]
+    assert sorted(p.name for p in tmp_path.glob("*.db")) == \
+        (["memory.db"] if db.endswith(".db") else [])  # no database of ADK's own
 
     with TestClient(_app(agents, uri)) as client:  # a restart keeps everything
         listed = client.get(f"/apps/{APP}/users/alice/sessions").json()

@@ -5,7 +5,8 @@ tests/unittests/sessions/test_session_service.py and its _conformance.py backend
 2.0) that exercise the public ``BaseSessionService`` contract; each test here is named after
 the ADK test it restates (written anew for this suite; ADK's tests that poke at one
 backend's internals, SQLAlchemy engines, rollback spies or mocks are left out). Every case
-runs on ``anneal`` and on ADK's reference services installed with it (``adk_in_memory``,
+runs on ``anneal`` (SQLite; also ``anneal_pg`` when ``ANNEAL_TEST_PG_DSN`` names a PostgreSQL
+server) and on ADK's reference services installed with it (``adk_in_memory``,
 ``adk_sqlite``), so the expectations are the reference's own; where a behaviour is newer
 than the installed ADK, or one reference does not define it, that reference is not among the
 case's backends (``on``) and ours is still held to the latest behaviour.
@@ -15,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import time
+import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -38,7 +41,11 @@ try:
 except ImportError:  # pragma: no cover - every google-adk >= 1.21 has it
     SqliteSessionService = None  # type: ignore[assignment, misc]
 
-BACKENDS = ["anneal", "adk_in_memory"] + (["adk_sqlite"] if SqliteSessionService else [])
+#: the PostgreSQL server the backends suite uses, when one is given (``nox -s postgres``
+#: sets it; the google_adk sessions have none, so there the anneal backend is SQLite only)
+PG_DSN = os.environ.get("ANNEAL_TEST_PG_DSN", "")
+OURS = ["anneal"] + (["anneal_pg"] if PG_DSN else [])
+BACKENDS = [*OURS, "adk_in_memory"] + (["adk_sqlite"] if SqliteSessionService else [])
 #: ADK >= 2: temp: state is applied to the running session object (base _apply_temp_state)
 TEMP_ON_SESSION = hasattr(BaseSessionService, "_apply_temp_state")
 HAS_USER_STATE = hasattr(BaseSessionService, "get_user_state")
@@ -49,12 +56,12 @@ def on(*, temp_on_session: bool = False, user_state: bool = False, stale: bool =
     """Run a case on ours and on each reference whose installed release defines it:
     ``temp_on_session``/``user_state``/``newer`` (ADK >= 2 behaviour), ``stale`` (only the
     persistent reference refuses a stale session or an unknown one)."""
-    refs = [b for b in BACKENDS[1:]
+    refs = [b for b in BACKENDS[len(OURS):]
             if not (temp_on_session and not TEMP_ON_SESSION)
             and not (user_state and not HAS_USER_STATE)
             and not (newer and not TEMP_ON_SESSION)
             and not (stale and b != "adk_sqlite")]
-    mark = pytest.mark.parametrize("session_service", ["anneal", *refs], indirect=True)
+    mark = pytest.mark.parametrize("session_service", [*OURS, *refs], indirect=True)
     return lambda case: mark(sync(case))
 
 
@@ -71,6 +78,9 @@ def session_service(request: pytest.FixtureRequest,
                     tmp_path: Path) -> Iterator[BaseSessionService]:
     if request.param == "anneal":
         service: Any = AnnealSessionService(tmp_path / "memory.db")
+    elif request.param == "anneal_pg":
+        yield from _pg_service(tmp_path)
+        return
     elif request.param == "adk_sqlite":
         service = SqliteSessionService(str(tmp_path / "adk.db"))
     else:
@@ -81,6 +91,24 @@ def session_service(request: pytest.FixtureRequest,
         result = close()
         if asyncio.iscoroutine(result):
             asyncio.run(result)
+
+
+def _pg_service(tmp_path: Path) -> Iterator[AnnealSessionService]:
+    """An AnnealSessionService on a fresh database of the PostgreSQL server."""
+    import psycopg
+
+    name = f"adk_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    base = PG_DSN.rsplit("/", 1)[0]
+    os.environ.setdefault("ANNEAL_MEMORY_SIDECAR_DIR", str(tmp_path / "sidecar"))
+    service = AnnealSessionService(uri=f"anneal+{base}/{name}")
+    try:
+        yield service
+    finally:
+        service.close()
+        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 def _event(**kwargs: Any) -> Event:
@@ -390,10 +418,13 @@ async def test_sessions_survive_a_new_service_on_the_same_store(tmp_path: Path) 
 @sync
 async def test_bad_identities_and_arguments_are_refused(tmp_path: Path) -> None:
     service = AnnealSessionService(tmp_path / "memory.db")
-    for app, user in (("", "u"), ("my_app", ""), ("my_app", "   ")):
+    for app, user in (("", "u"), ("my_app", ""), ("my_app", None), ("my_app", "   "), ("my_app", "\u200b"),
+                      ("my_app", "a\u200b")):
         with pytest.raises(ValidationError):
             await service.create_session(app_name=app, user_id=user)
-    assert (await service.list_sessions(app_name="my_app")).sessions == []
+    assert (await service.list_sessions(app_name="my_app")).sessions == []  # nothing written
+    with pytest.raises(ValidationError):
+        await service.list_sessions(app_name="")
     with Store(tmp_path / "other.db") as store:
         with pytest.raises(ValidationError, match="parent Store"):
             AnnealSessionService(store.scoped({"user": "u"}))

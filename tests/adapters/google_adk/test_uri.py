@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -121,17 +123,19 @@ def test_register_services_puts_every_scheme_in_adks_registry(tmp_path: Path) ->
                                         agents_dir=str(tmp_path))
 
 
+def _guide_services_yaml() -> str:
+    """The guide's services.yaml, as written (an indented block: the docs test runs only
+    python, shell, json and toml fences)."""
+    guide = (Path(__file__).resolve().parents[3] / "docs" / "integrations" / "google_adk.md")
+    match = re.search(r"\n\n((?:    .*\n)+)", guide.read_text("utf-8").split("services.yaml", 1)[1])
+    assert match is not None and "AnnealSessionService" in match.group(1)
+    return textwrap.dedent(match.group(1))
+
+
 def test_services_yaml_and_adks_factory_build_it_and_refuse_a_bad_uri(tmp_path: Path) -> None:
     agents = tmp_path / "agents"
     agents.mkdir()
-    (agents / "services.yaml").write_text(
-        "services:\n"
-        "  - scheme: anneal\n"
-        "    type: memory\n"
-        "    class: anneal_memory.adapters.google_adk.AnnealMemoryService\n"
-        "  - scheme: anneal\n"
-        "    type: session\n"
-        "    class: anneal_memory.adapters.google_adk.AnnealSessionService\n")
+    (agents / "services.yaml").write_text(_guide_services_yaml(), "utf-8")
     load_services_module(str(agents))  # what get_fast_api_app does with the agents folder
     service = create_memory_service_from_options(base_dir=str(agents),
                                                  memory_service_uri=f"anneal://{tmp_path}/m.db")
