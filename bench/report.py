@@ -182,6 +182,8 @@ def scale_rows(results: dict[str, Any]) -> list[tuple[str, float | None, str]]:
 
 
 METRICS = ("recall@5", "recall@10", "hit@10")
+#: per call, not per category: returned episodes that share no word with the question
+NOISE = "mean_sharing_no_word"
 
 
 def quality_rows(results: dict[str, Any]) -> list[tuple[str, str, list[Any], list[Any]]]:
@@ -192,7 +194,8 @@ def quality_rows(results: dict[str, Any]) -> list[tuple[str, str, list[Any], lis
     def pick(d: dict[str, Any], method: str, group: str) -> list[Any]:
         where = _get(d, method, "overall") if group == "overall" else \
             _get(d, method, "by_category", group)
-        return [_get(where, m) for m in METRICS]
+        noise = _get(d, method, NOISE) if group == "overall" else None
+        return [_get(where, m) for m in METRICS] + [noise]
 
     out = []
     for method in dict.fromkeys([*ours, *peer]):
@@ -269,10 +272,12 @@ def markdown(results: dict[str, Any]) -> str:
     quality = quality_rows(results)
     if quality:
         lines += ["", "LoCoMo retrieval quality (every question with evidence, asked as "
-                  "written; recall@k = share of the evidence turns in the top k):", "",
+                  "written; recall@k = share of the evidence turns in the top k; no-word = "
+                  "episodes returned per question that share no word with it, the "
+                  "questions' phrases being absent from the store):", "",
                   "| call | group (questions) | ours R@5 | ours R@10 | ours hit@10 "
-                  "| peer R@5 | peer R@10 | peer hit@10 | goal |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+                  "| ours no-word | peer R@5 | peer R@10 | peer hit@10 | peer no-word | goal |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for method, group, o, p in quality:
         goal = ""
         if method.startswith("recall(keyword") and group.startswith("overall"):

@@ -90,6 +90,21 @@ def json_text(value: Any, field: str) -> str:
     return storable_text(text, field, allow_empty=True)
 
 
+#: the largest metadata an episode may carry, as canonical JSON characters (as an MCP
+#: episode's content is capped at 100,000): a bound every way in enforces
+MAX_METADATA_CHARS = 100_000
+
+
+def metadata_text(value: Any, field: str = "metadata") -> str:
+    """``json_text`` of an episode's metadata, refused past MAX_METADATA_CHARS."""
+    text = json_text(value, field)
+    if len(text) > MAX_METADATA_CHARS:
+        raise ValidationError(f"{field} is {len(text):,} characters as JSON, over the "
+                              f"{MAX_METADATA_CHARS:,} an episode's metadata may hold: keep "
+                              "large data elsewhere (an item collection) and put its key here")
+    return text
+
+
 def load_json(text: str | bytes, field: str) -> Any:
     """Parse a JSON document, refused (not crashed on) when it is malformed, nested too
     deep, or holds NaN / infinity."""

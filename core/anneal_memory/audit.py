@@ -41,7 +41,6 @@ which ``verify(anchor=...)`` checks.
 from __future__ import annotations
 
 import contextlib
-import glob
 import json
 import os
 import time
@@ -936,6 +935,7 @@ def _verify_legacy_copy(db: Path, progress: Callable[[str, int], None] | None,
     """Verify a 1.0.2 store's chain without writing to it: upgrade a copy (the database
     and its audit files, in a temporary folder) as opening it would, and walk that. The
     user's files are only read."""
+    import glob
     import shutil
     import tempfile
 

@@ -7,8 +7,8 @@ links, tombstones, wraps, pattern history, probes, metadata, the continuity and 
 baton, the audit chain entry for entry, and a governed store's tables: records, the
 current projection, tombstones and receipts, events, reviews, scoped continuities);
 then the row counts and the destination's audit chain are checked against the source.
-Crystal, spore and outcome sidecar files are per-host files and
-are not copied.
+Crystals, spores and the outcome log kept on the Store are item rows and copied with
+them; sidecar files of a tier opened with a path are not.
 """
 
 from __future__ import annotations

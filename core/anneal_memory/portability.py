@@ -17,7 +17,7 @@ from . import trust as trust_mod
 from ._audit_deep import import_hash_entries
 from ._identity import episode_id_key, is_canonical_id
 from ._import_rules import ImportRules, links_in
-from ._inputs import json_text, load_json, storable_text
+from ._inputs import load_json, metadata_text, storable_text
 from .clock import normalize_timestamp, now_iso
 from .errors import SupersessionError, ValidationError
 from .facts import validate_state_key
@@ -197,7 +197,7 @@ def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
             raise ValidationError(f"{where} ({eid}) derived_from must be a list of ids")
         out.append({"index": i, "ns": ns, "id": eid, "timestamp": ts, "type": etype.value, "content": content,
                     "source": source, "session_id": session,
-                    "metadata": json_text(dict(meta), f"{where} ({eid}) metadata") if meta else None,
+                    "metadata": metadata_text(dict(meta), f"{where} ({eid}) metadata") if meta else None,
                     "trust": label, "state_key": key,
                     "derived_from": [_check_id(x, f"{where} ({eid}) derived_from")
                                      for x in derived],

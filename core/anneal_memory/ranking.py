@@ -303,14 +303,18 @@ def own_share(hit: RankedHit, asks: bool) -> float:
 
 
 def spread_context(hits: Sequence[RankedHit],
-                   fetch_times: Callable[[list[int]], Mapping[int, float | None]]
+                   fetch_times: Callable[[list[int]], Mapping[int, float | None]],
+                   via: dict[int, int] | None = None,
                    ) -> tuple[list[tuple[int, float]], dict[int, float | None]]:
     """Matches plus the neighbours that inherit from them, as (row id, score) best
     first, and the time of every row id ranked.
 
     ``hits`` are scored matches (best first) carrying the times of the rows just before
     and after them; ``fetch_times(rowids)`` gives the times of rows further out that the
-    search's filters let through (the others are no one's context).
+    search's filters let through (the others are no one's context). A neighbour earns
+    a place only by outranking a match: none is ranked after the last match, so context
+    never pads a short result. ``via`` (filled when given): each neighbour ranked, to
+    the match it inherits most from.
     """
     when: dict[int, float | None] = {}
     for h in hits:
@@ -324,6 +328,7 @@ def spread_context(hits: Sequence[RankedHit],
     window = CONTEXT_WINDOW_SECONDS
     shares = list(CONTEXT_SHARES.items())
     score: dict[int, float] = {}
+    best_gain: dict[int, tuple[float, int]] = {}
     get = score.get
     for i, h in enumerate(hits):
         rid, sc = h.rowid, h.score
@@ -339,8 +344,17 @@ def spread_context(hits: Sequence[RankedHit],
             tn = when.get(n)
             if tn is None or abs(t - tn) > window:
                 continue
-            score[n] = get(n, 0.0) + (ANSWER_SHARE if d == 1 and asks else share) * sc
+            gain = (ANSWER_SHARE if d == 1 and asks else share) * sc
+            score[n] = get(n, 0.0) + gain
+            if n not in best_gain or gain > best_gain[n][0]:
+                best_gain[n] = (gain, rid)
     out = sorted(score.items(), key=lambda x: (-x[1], -x[0]))
+    matched = {h.rowid for h in hits}
+    last = max((i for i, (rid, _s) in enumerate(out) if rid in matched), default=-1)
+    out = out[:last + 1]
+    if via is not None:
+        via.update({rid: best_gain[rid][1] for rid, _s in out
+                    if rid not in matched and rid in best_gain})
     return out, when
 
 

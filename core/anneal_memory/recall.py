@@ -47,7 +47,8 @@ def build_filters(since: Any = None, until: Any = None, episode_type: Any = None
 
 
 def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
-                 pool: int, *, context: bool = True, query: str | None = None
+                 pool: int, *, context: bool = True, query: str | None = None,
+                 via: dict[int, int] | None = None,
                  ) -> tuple[list[tuple[int, float]], int]:
     """Word matches ranked by :mod:`.ranking`: the index's pool of matches for the terms
     and their other forms, scored by BM25 with rare words (and the word a ``query``
@@ -58,7 +59,8 @@ def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
     and episodes recorded on a date ``query`` names rank higher.
 
     Returns (row ids with scores, best first) and the number of word matches; ranking
-    reads ids, times and scores only, and the caller loads the rows it shows.
+    reads ids, times and scores only, and the caller loads the rows it shows. ``via``
+    (filled when given) maps each context row id ranked to the match it is context of.
     """
     from . import ranking  # loaded on the first ranked search, not at import
 
@@ -76,7 +78,8 @@ def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
     if query and ranking.asks_when(query):
         hits = ranking.boost_when(hits)
     if context:
-        ranked, times = ranking.spread_context(hits, lambda ids: b.times_by_rowid(ids, filters))
+        ranked, times = ranking.spread_context(hits, lambda ids: b.times_by_rowid(ids, filters),
+                                               via)
     else:
         ranked, times = [(h.rowid, h.score) for h in hits], {h.rowid: h.t for h in hits}
     periods = ranking.dated_periods(query) if query else []
@@ -122,18 +125,38 @@ def keyword_recall(store: Store, *, since: str | datetime | None = None,
                 params["match"] = "words"
                 params["words"] = terms
                 if terms:
+                    via: dict[int, int] = {}
                     ranked, matches = ranked_words(store, filters, terms,
                                                    pool=max(200, 2 * (offset + limit)),
-                                                   context=context, query=kw)
+                                                   context=context, query=kw, via=via)
                     params["word_matches"] = matches
-                    total = max(matches, len(ranked))
+                    # only matches count; context rides along (see RecallResult.why)
+                    total = matches
+                    params["context_ranked"] = len(via)
                     rows = load_ranked(store, ranked[offset:offset + limit], filters)
+                    params["why"] = _why(store, rows, via, filters)
                 else:
                     rows, total = [], 0
+            else:
+                params["why"] = {r.id: "phrase" for r, _s in rows}
         else:
             rows, total = b.search(filters, limit=limit, offset=offset)
         episodes = store._to_episodes([r for r, _s in rows])
     return RecallResult(episodes, total, params)
+
+
+def _why(store: Store, rows: Sequence[tuple[Any, float]], via: dict[int, int],
+         filters: SearchFilters) -> dict[str, str]:
+    """Why each episode of a word recall is there: ``"words"`` (it holds query words) or
+    ``"next to <id>"`` (recorded beside that match: its reply, or the turn it answers)."""
+    sources = {via[r.rowid] for r, _s in rows if r.rowid in via}
+    known = {r.rowid: r.id for r, _s in rows}
+    missing = [rid for rid in sources if rid not in known]
+    if missing:
+        known.update({rid: r.id for rid, r in
+                      store.backend.rows_by_rowid(missing, filters).items()})
+    return {r.id: (f"next to {known.get(via[r.rowid], '?')}" if r.rowid in via else "words")
+            for r, _s in rows}
 
 
 RETRIEVAL_MODES = ("prompt", "query")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from . import erasure, facts, trust
 from ._audit_deep import ContentCheck
 from ._fileio import atomic_write_text
-from ._inputs import json_text, storable_text, whole_number
+from ._inputs import metadata_text, storable_text, whole_number
 from ._lazy import sha256_hex, token_hex
 from .audit import AuditTrail
 from .clock import ago, iso, normalize_timestamp, now_iso, utcnow
@@ -364,7 +364,7 @@ class Store(ContinuityMixin):
             if self.RESERVED_METADATA_KEY in metadata:
                 raise ValidationError(f"metadata key {self.RESERVED_METADATA_KEY!r} is reserved "
                                       "for the namespace: rename your key")
-            meta_text: str | None = json_text(metadata, "metadata")
+            meta_text: str | None = metadata_text(metadata, "metadata")
         else:
             meta_text = None
         ts = now_iso() if timestamp is None else normalize_timestamp(timestamp)
@@ -471,9 +471,11 @@ class Store(ContinuityMixin):
     ) -> RecallResult:
         """Filtered episodes. A keyword matches first as an exact phrase (substring, any
         case); if the phrase matches nothing, by its words, ranked by relevance, with the
-        episodes recorded right next to a match as context (``context=False`` for stores
-        of unrelated items, where neighbours in time mean nothing). ``trust``: only
-        episodes whose own trust class is this one."""
+        episodes recorded right next to a match as context where they outrank a match
+        (never padding a short result; ``context=False`` for stores of unrelated items,
+        where neighbours in time mean nothing). ``total_matching`` counts matches only;
+        ``result.why`` says why each episode is there. ``trust``: only episodes whose own
+        trust class is this one."""
         from .recall import keyword_recall
 
         return keyword_recall(self, since=since, until=until, episode_type=episode_type,

@@ -108,11 +108,20 @@ class Episode:
 
 
 class RecallResult(NamedTuple):
-    """What recall returns: the page of episodes, the full match count, the query used."""
+    """What recall returns: the page of episodes, the full match count (matches only,
+    never the context shown beside them), the query used."""
 
     episodes: list[Episode]
     total_matching: int
     query_params: dict[str, Any]
+
+    @property
+    def why(self) -> dict[str, str]:
+        """Why each returned episode is there, by id: ``"phrase"`` (it holds the keyword
+        as written), ``"words"`` (it holds words of it), ``"next to <id>"`` (context:
+        recorded beside that match, its reply or the turn it answers). Empty for a
+        recall without a keyword."""
+        return dict(self.query_params.get("why") or {})
 
 
 @dataclass

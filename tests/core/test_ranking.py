@@ -210,13 +210,27 @@ def test_word_counts_in_a_namespace_see_only_its_episodes(store: Store) -> None:
 # ------------------------------------------------------------------ context
 
 
-def test_context_reaches_two_turns_after_a_match(store: Store) -> None:
-    store.record("the lighthouse tour was booked", "observation", timestamp=at(0))
+def test_context_never_pads_a_short_result(store: Store) -> None:
+    # issue 31: the turns recorded beside the only match are context, not matches: they
+    # are shown only where they outrank a match, never to fill the page
+    match = store.record("the lighthouse tour was booked", "observation", timestamp=at(0))
     store.record("sounds great", "observation", timestamp=at(1))
-    two = store.record("we saw seals from the top", "observation", timestamp=at(2))
+    store.record("we saw seals from the top", "observation", timestamp=at(2))
     for i in range(5):
         store.record(f"filler note {i}", "observation", timestamp=at(10 + i))
-    assert two.id in ids(store, "Which lighthouse?")
+    assert ids(store, "Which lighthouse?") == [match.id]
+    r = store.recall(keyword="Which lighthouse?")
+    assert r.total_matching == 1 and r.why == {match.id: "words"}
+
+
+def test_context_that_outranks_a_match_is_shown_and_says_whose(store: Store) -> None:
+    q = store.record("what did the lighthouse tour cost?", "observation", timestamp=at(0))
+    answer = store.record("forty euros each", "observation", timestamp=at(1))
+    weak = store.record("a lighthouse postcard", "observation", timestamp=at(0, "2023-06-01"))
+    r = store.recall(keyword="How much did the lighthouse tour cost?")
+    assert answer.id in [e.id for e in r.episodes]
+    assert r.why[answer.id] == f"next to {q.id}" and r.why[q.id] == "words"
+    assert r.why[weak.id] == "words" and r.total_matching == 2
 
 
 def test_context_control_one_turn_only(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -182,9 +182,13 @@ def cmd_search(args: argparse.Namespace) -> int:
                            offset=args.offset, include_superseded=args.include_superseded)
     data = {"episodes": [e.to_dict() for e in res.episodes],
             "total_matching": res.total_matching, "query_params": res.query_params}
-    lines = [episode_line(e) for e in res.episodes]
+    why = res.why
+    lines = [episode_line(e) + (f"  (context: {why[e.id]})" if why.get(e.id, "").startswith(
+        "next to") else "") for e in res.episodes]
+    context = sum(1 for e in res.episodes if why.get(e.id, "").startswith("next to"))
     shown = f"{args.offset + 1}-{args.offset + len(res.episodes)} of " if res.episodes else ""
-    lines.append(f"({shown}{res.total_matching} matching)")
+    lines.append(f"({shown}{res.total_matching} matching" + (
+        f"; {context} shown as context" if context else "") + ")")
     emit(args, data, "\n".join(lines))
     return 0
 
