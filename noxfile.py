@@ -35,6 +35,7 @@ OFFLINE_ENV = {
     "GOOGLE_API_KEY": "",
     "ANTHROPIC_API_KEY": "",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "STRANDS_OTEL_ENABLE_CONSOLE_EXPORT": "false",
 }
 
 # name -> (extra, floor pins, extra test deps). The floor pins must match the extra's
@@ -55,6 +56,8 @@ ADAPTERS: dict[str, tuple[str, list[str], list[str]]] = {
     "camel": ("camel", ["camel-ai==0.2.80"], []),
     # 0.1.65 predates mcp 2 support: its floor runs on mcp 1.x
     "claude_agent_sdk": ("claude-agent-sdk", ["claude-agent-sdk==0.1.65", "mcp<2"], ["anyio"]),
+    # 1.44.0 is the first release with strands.memory (MemoryManager, the memory store seam)
+    "strands": ("strands", ["strands-agents==1.44.0"], []),
 }
 
 
