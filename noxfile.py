@@ -36,6 +36,8 @@ OFFLINE_ENV = {
     "ANTHROPIC_API_KEY": "",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "STRANDS_OTEL_ENABLE_CONSOLE_EXPORT": "false",
+    "AGNO_TELEMETRY": "false",
+    "AGNO_DEBUG": "false",
 }
 
 # name -> (extra, floor pins, extra test deps). The floor pins must match the extra's
@@ -58,6 +60,7 @@ ADAPTERS: dict[str, tuple[str, list[str], list[str]]] = {
     "claude_agent_sdk": ("claude-agent-sdk", ["claude-agent-sdk==0.1.65", "mcp<2"], ["anyio"]),
     # 1.44.0 is the first release with strands.memory (MemoryManager, the memory store seam)
     "strands": ("strands", ["strands-agents==1.44.0"], []),
+    "agno": ("agno", ["agno==3.0.0"], []),
 }
 
 

@@ -1,0 +1,467 @@
+"""Anneal memory as an Agno ``MemoryManager``, with a pre-run and a post-run hook.
+
+Agno's memory seam is the agent's ``memory_manager``: the agent reads the user's memories
+once per run (``get_user_memories(user_id)``, while it builds the system prompt) and hands
+the user's message to ``create_user_memories`` after. Neither call carries the run's
+input or its session, so two hooks complete the translation:
+
+- ``pre_hook`` (``apre_hook`` under ``arun``, whose store work runs off the event loop):
+  resolves the run's memory from Agno's ``run_context`` (``user_id``, ``session_id``),
+  refuses an empty or invisible id (:class:`AgnoIdentityError`, an input check error, the
+  one error Agno lets stop a run from a hook), records the user's request and recalls
+  for it: the continuity and the recalled episodes, as one labelled memory.
+- ``get_user_memories`` inside that run answers that memory (Agno lists it in the system
+  prompt under ``<memories_from_previous_interactions>``); outside a run it lists the
+  user's stored memories, as Agno's own database-backed manager does.
+- ``post_hook`` / ``apost_hook``: the run's tool results (``trust="tool"``) and its answer
+  (``outcome``), then the wrap when ``wrap_on_end``.
+
+The run's state lives in a context variable: concurrent runs (threads under ``run``,
+tasks under ``arun``) of one agent never share a memory, a block or a wrap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from agno.exceptions import CheckTrigger, InputCheckError
+from agno.memory import MemoryManager, UserMemory
+from agno.models.base import Model
+from agno.models.message import Message
+from agno.run import RunContext
+
+from anneal_memory import Store
+from anneal_memory.adapters import (
+    Compress,
+    MemoryAdapter,
+    check_identity,
+    hook_guard,
+    identity,
+    label_memory,
+)
+from anneal_memory.errors import IdentityError, ValidationError
+from anneal_memory.governance.scoped import UnscopedView
+from anneal_memory.session import MemorySession
+from anneal_memory.types import Episode
+
+LOGGER_NAME = "anneal_memory.adapters.agno"
+_log = logging.getLogger(LOGGER_NAME)
+_safe = hook_guard(LOGGER_NAME)
+
+#: The user id Agno's memory code uses for a run without one. Agno's own manager files
+#: those memories under this user; the adapter keeps them in the store's own memory (no
+#: namespace): one shared memory, as in Agno, for the runs that name no user.
+AGNO_DEFAULT_USER = "default"
+
+#: The id of the one UserMemory that carries a run's recalled memory.
+BLOCK_MEMORY_ID = "anneal-memory"
+
+
+class AgnoIdentityError(IdentityError, InputCheckError):
+    """An identity refused inside an Agno run. Agno logs and swallows what a hook raises,
+    except an input check error: this one stops the run before any model call (Agno
+    returns its ``RunOutput`` with ``status=error`` and this message as its content)."""
+
+    def __init__(self, message: str) -> None:
+        IdentityError.__init__(self, message)
+        InputCheckError.__init__(self, message, CheckTrigger.INPUT_NOT_ALLOWED)
+
+
+def model_compressor(model: Model) -> Compress:
+    """A compressor that sends the wrap prompt to ``model`` as one plain request (no
+    agent run, so no hook of this adapter sees the wrap as a user turn)."""
+
+    def compress(prompt: str) -> str:
+        response = model.response(messages=[Message(role="user", content=prompt)])
+        return str(response.content or "")
+
+    return compress
+
+
+@dataclass
+class _Run:
+    """One run's memory, set by the pre-hook."""
+
+    session: MemorySession | None
+    user_id: str | None
+    session_id: str | None
+    run_id: str | None
+    block: str = ""
+
+
+def _same_user(a: str | None, b: str | None) -> bool:
+    return (a or AGNO_DEFAULT_USER) == (b or AGNO_DEFAULT_USER)
+
+
+def _epoch(timestamp: str) -> int | None:
+    try:
+        return int(datetime.fromisoformat(timestamp).timestamp())
+    except (TypeError, ValueError):
+        return None
+
+
+class AnnealMemory(MemoryAdapter, MemoryManager):
+    """Anneal memory for Agno agents: pass it as ``memory_manager=`` and its hooks as
+    ``pre_hooks=[memory.pre_hook]``, ``post_hooks=[memory.post_hook]`` (or
+    ``apre_hook`` / ``apost_hook`` for an agent you only ``arun``).
+
+    ``memory`` is a :class:`~anneal_memory.Store`, a store path (opened and owned:
+    :meth:`close` closes it) or a ready :class:`~anneal_memory.session.MemorySession`.
+    Whose memory a run uses: ``namespace=`` when given (a mapping, a ``MemoryNamespace``
+    or a callable of Agno's ``RunContext``), else Agno's own ``user_id`` of the run
+    (``{"user": user_id}``; the run's ``user_id`` falls back to ``Agent(user_id=)``), and
+    for a run without one (Agno's ``"default"`` user) the store's own memory. Agno's
+    ``session_id`` is checked by the same identity rule and recorded on each episode.
+    ``wrap_on_end`` (default ``False``) wraps after every run; otherwise call
+    :meth:`wrap` / :meth:`awrap` when a conversation ends. ``compress`` defaults to the
+    agent's model.
+    """
+
+    framework = "agno"
+    extra = "agno"
+    logger_name = LOGGER_NAME
+    identity_source = "Agno's user_id"
+    #: Agno's seam puts memories in the system prompt; the block is labelled as data
+    default_memory_role = "system"
+
+    def __init__(self, memory: Store | MemorySession | str | os.PathLike[str], *,
+                 namespace: Any = None, wrap_on_end: bool = False,
+                 compress: Compress | None = None, record_user_input: bool = True,
+                 record_tools: bool = True, record_outcome: bool = True,
+                 recall_limit: int | None = None, max_content_chars: int | None = None,
+                 session_id: str | None = None, crystal_store: Any = None,
+                 strict: bool | None = None) -> None:
+        MemoryManager.__init__(self, id="anneal-memory", name="anneal-memory")
+        self._init_memory(memory, namespace=namespace, compress=compress,
+                          wrap_on_end=wrap_on_end, session_id=session_id,
+                          crystal_store=crystal_store, recall_limit=recall_limit,
+                          max_content_chars=max_content_chars, strict=strict)
+        self.record_user_input = bool(record_user_input)
+        self.record_tools = bool(record_tools)
+        self.record_outcome = bool(record_outcome)
+        self._run_var: contextvars.ContextVar[_Run | None] = contextvars.ContextVar(
+            f"anneal_agno_run_{id(self)}", default=None)
+        self._last_model: Model | None = None
+
+    # dataclass equality would compare the stores; two managers are the same one only
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return f"AnnealMemory({self.base_session.store!r})"
+
+    # ------------------------------------------------------------------ identity
+    def default_namespace(self, context: Any) -> Any:
+        """``{"user": user_id}`` of Agno's run context; None for no user id or Agno's
+        ``"default"`` user (the store's own memory)."""
+        user = getattr(context, "user_id", None)
+        if user is None or user == AGNO_DEFAULT_USER:
+            return None
+        return identity(self.identity_source, user=user)
+
+    def _user_context(self, user_id: str | None) -> RunContext:
+        """The run context an out-of-run call (the app's own ``get_user_memories``...)
+        stands for: Agno's user id, no run, no session."""
+        return RunContext(run_id="", session_id="", user_id=user_id)
+
+    def _memory_of(self, user_id: str | None) -> MemorySession:
+        """The memory a memory-manager call for ``user_id`` works on: the current run's
+        when it is that user's, else that user's (as the run of that id would use)."""
+        state = self._run_var.get()
+        if state is not None and state.session is not None and _same_user(state.user_id, user_id):
+            return state.session
+        return self.session_for(self._user_context(user_id))
+
+    # ------------------------------------------------------------------ the run hooks
+    def _begin(self, run_context: RunContext | None, agent: Any) -> _Run:
+        """The run's memory (identity checked first: a refusal reads and writes nothing)."""
+        context = run_context or RunContext(run_id="", session_id="")
+        model = getattr(agent, "model", None)
+        if isinstance(model, Model):
+            self._last_model = model
+        try:
+            if context.session_id is not None:
+                check_identity(context.session_id, "Agno's session_id", "session")
+            session: MemorySession | None = self.session_for(context)
+        except IdentityError as exc:
+            raise AgnoIdentityError(str(exc)) from exc
+        except Exception as exc:  # no memory for this run, never someone else's
+            if self.base_session.strict:
+                raise
+            _log.warning("anneal-memory: no memory for this run: %s", exc)
+            session = None
+        state = _Run(session=session, user_id=context.user_id,
+                     session_id=context.session_id, run_id=context.run_id)
+        self._run_var.set(state)
+        return state
+
+    def _meta(self, state: _Run) -> dict[str, Any]:
+        return {key: value for key, value in (("agno_session_id", state.session_id),
+                                              ("agno_run_id", state.run_id)) if value}
+
+    def pre_hook(self, run_input: Any, run_context: RunContext | None = None,
+                 agent: Any = None) -> None:
+        """Agno pre-hook: this run's memory, its request recorded, its recall made."""
+        state = self._begin(run_context, agent)
+        self._recall(state, _input_text(run_input))
+
+    @_safe
+    def _recall(self, state: _Run, text: str) -> None:
+        if state.session is None:
+            return
+        if self.record_user_input and text:
+            state.session.record_user_input(text, metadata=self._meta(state))
+        state.block = state.session.memory_block(text or None)
+
+    async def apre_hook(self, run_input: Any, run_context: RunContext | None = None,
+                        agent: Any = None) -> None:
+        """Async :meth:`pre_hook` (for ``arun``): the store's work runs off the loop."""
+        state = self._begin(run_context, agent)
+        await self._arecall(state, _input_text(run_input))
+
+    @_safe
+    async def _arecall(self, state: _Run, text: str) -> None:
+        if state.session is None:
+            return
+        if self.record_user_input and text:
+            await state.session.arecord_user_input(text, metadata=self._meta(state))
+        state.block = await state.session.amemory_block(text or None)
+
+    def post_hook(self, run_output: Any, agent: Any = None) -> None:
+        """Agno post-hook: the run's tool results and answer, then the wrap if asked."""
+        state = self._run_var.get()
+        self._run_var.set(None)
+        if state is not None and state.session is not None:
+            self._end(state, run_output, agent)
+
+    @_safe
+    def _end(self, state: _Run, run_output: Any, agent: Any) -> None:
+        session = state.session
+        assert session is not None
+        meta = self._meta(state)
+        if self.record_tools:
+            for tool in getattr(run_output, "tools", None) or ():
+                if tool.result is not None and not tool.tool_call_error:
+                    session.record_tool_output(tool.tool_name or "tool", tool.result,
+                                               arguments=tool.tool_args, metadata=meta)
+        answer = _answer(run_output)
+        if self.record_outcome and answer:
+            session.record_outcome(answer, metadata=meta)
+        self.end_run(session, agent)
+
+    async def apost_hook(self, run_output: Any, agent: Any = None) -> None:
+        """Async :meth:`post_hook` (for ``arun``)."""
+        state = self._run_var.get()
+        self._run_var.set(None)
+        if state is not None and state.session is not None:
+            await self._aend(state, run_output, agent)
+
+    @_safe
+    async def _aend(self, state: _Run, run_output: Any, agent: Any) -> None:
+        session = state.session
+        assert session is not None
+        meta = self._meta(state)
+        if self.record_tools:
+            for tool in getattr(run_output, "tools", None) or ():
+                if tool.result is not None and not tool.tool_call_error:
+                    await session.arecord_tool_output(tool.tool_name or "tool", tool.result,
+                                                      arguments=tool.tool_args, metadata=meta)
+        answer = _answer(run_output)
+        if self.record_outcome and answer:
+            await session.arecord_outcome(answer, metadata=meta)
+        await self.aend_run(session, agent)
+
+    def framework_compressor(self, context: Any = None) -> Compress | None:
+        model = getattr(context, "model", None)
+        if not isinstance(model, Model):
+            model = self._last_model or (self.model if isinstance(self.model, Model) else None)
+        return model_compressor(model) if model is not None else None
+
+    # ------------------------------------------------------------------ recall (Agno's read)
+    def get_user_memories(self, user_id: str | None = None) -> list[UserMemory]:
+        """In a run (after :meth:`pre_hook`): the run's memory as one labelled
+        ``UserMemory`` (none when there is nothing to recall). Outside a run: every
+        memory of ``user_id`` (oldest first), as Agno's own manager answers."""
+        state = self._run_var.get()
+        if state is not None and _same_user(state.user_id, user_id):
+            if not state.block:
+                return []
+            return [UserMemory(memory=label_memory(state.block), memory_id=BLOCK_MEMORY_ID,
+                               user_id=user_id or AGNO_DEFAULT_USER)]
+        return self._list(user_id)
+
+    async def aget_user_memories(self, user_id: str | None = None) -> list[UserMemory]:
+        state = self._run_var.get()
+        if state is not None and _same_user(state.user_id, user_id):
+            return self.get_user_memories(user_id)
+        return await asyncio.to_thread(self._list, user_id)
+
+    def _view(self, session: MemorySession) -> Store:
+        """What one user's memory lists: the namespace view, or for the store's own
+        memory only the episodes written without a namespace."""
+        store = session.store
+        if getattr(store, "namespace", None) is None and not hasattr(store, "parent"):
+            return UnscopedView(store)
+        return store
+
+    def _episodes(self, user_id: str | None) -> list[Episode]:
+        view = self._view(self._memory_of(user_id))
+        found: list[Episode] = []
+        while True:
+            page = view.recall(limit=1000, offset=len(found)).episodes
+            found.extend(page)
+            if len(page) < 1000:
+                return sorted(found, key=lambda e: e.timestamp)
+
+    def _to_memory(self, episode: Any, user_id: str | None) -> UserMemory:
+        stamp = _epoch(episode.timestamp)
+        kind = getattr(episode.type, "value", episode.type)
+        return UserMemory(memory=episode.content, memory_id=episode.id, topics=[str(kind)],
+                          user_id=user_id or AGNO_DEFAULT_USER, created_at=stamp,
+                          updated_at=stamp)
+
+    def _list(self, user_id: str | None) -> list[UserMemory]:
+        return [self._to_memory(e, user_id) for e in self._episodes(user_id)]
+
+    def get_user_memory(self, memory_id: str, user_id: str | None = None) -> UserMemory | None:
+        """One memory of ``user_id`` by id (None when it is not theirs)."""
+        found = self._find(memory_id, user_id)
+        return self._to_memory(found, user_id) if found is not None else None
+
+    def _find(self, memory_id: str, user_id: str | None) -> Episode | None:
+        if not isinstance(memory_id, str) or not memory_id.strip():
+            return None
+        return next((e for e in self._episodes(user_id) if e.id == memory_id), None)
+
+    def search_user_memories(self, query: str | None = None, limit: int | None = None,
+                             retrieval_method: str | None = None,
+                             user_id: str | None = None) -> list[UserMemory]:
+        """Agno's search: ``"last_n"`` (default) the newest ``limit``, ``"first_n"`` the
+        oldest, oldest first as Agno returns them; ``"agentic"`` (a query required) the
+        memories anneal's recall ranks for the query, best first (Agno asks its model)."""
+        if retrieval_method == "agentic":
+            if not query:
+                raise ValueError("Query is required for agentic search")
+            session = self._memory_of(user_id)
+            k = limit if limit is not None and limit > 0 else session.recall_limit
+            return [self._to_memory(e, user_id)
+                    for e in session.recall(query, k, context=False)]
+        memories = self._list(user_id)
+        if limit is not None and limit > 0:
+            memories = memories[:limit] if retrieval_method == "first_n" else memories[-limit:]
+        return memories
+
+    # ------------------------------------------------------------------ record (Agno's write)
+    def create_user_memories(self, message: str | None = None,
+                             messages: list[Message] | None = None, agent_id: str | None = None,
+                             team_id: str | None = None, user_id: str | None = None,
+                             run_metrics: Any = None) -> str:
+        """Agno's write after a run's input (``update_memory_on_run=True``): the user's
+        message as a ``context`` episode, no model call. With the pre-hook it has already
+        been recorded, and the session records it once."""
+        if not self.record_user_input:
+            return "No memories recorded"
+        texts = [message] if message else [
+            m.get_content_string() for m in messages or () if m.role == "user"]
+        session = self._write_session(user_id)
+        if session is None:
+            return "No memories recorded"
+        recorded = [session.record_user_input(t) for t in texts if t and t.strip()]
+        return "Memories recorded" if any(recorded) else "No memories recorded"
+
+    async def acreate_user_memories(self, message: str | None = None,
+                                    messages: list[Message] | None = None,
+                                    agent_id: str | None = None, team_id: str | None = None,
+                                    user_id: str | None = None, run_metrics: Any = None) -> str:
+        return await asyncio.to_thread(self.create_user_memories, message, messages, agent_id,
+                                       team_id, user_id, run_metrics)
+
+    def _write_session(self, user_id: str | None) -> MemorySession | None:
+        """The memory Agno's background write goes to. Under ``run`` it runs in Agno's
+        worker thread, which does not see the run's state: with a namespace callable
+        (which needs the run's context) the pre-hook's record stands alone."""
+        state = self._run_var.get()
+        if state is not None and _same_user(state.user_id, user_id):
+            return state.session
+        if callable(self._anneal.namespace):
+            return None
+        return self.session_for(self._user_context(user_id))
+
+    def add_user_memory(self, memory: UserMemory, user_id: str | None = None) -> str | None:
+        """Add ``memory`` to ``user_id``'s memory (an ``observation``); sets and returns
+        its ``memory_id`` (None when the same text is already there)."""
+        session = self._memory_of(user_id)
+        episode = session.record(memory.memory, "observation",
+                                 metadata={"topics": memory.topics} if memory.topics else None)
+        if episode is None:
+            return None
+        memory.memory_id = episode.id
+        memory.user_id = user_id or AGNO_DEFAULT_USER
+        return episode.id
+
+    def replace_user_memory(self, memory_id: str, memory: UserMemory,
+                            user_id: str | None = None) -> str | None:
+        """Replace one of ``user_id``'s memories: the new text is recorded and supersedes
+        the old (episodes are append-only and audited, so the id is the new one's)."""
+        old = self._find(memory_id, user_id)
+        if old is None:
+            return None
+        new_id = self.add_user_memory(memory, user_id)
+        if new_id is not None:
+            self._memory_of(user_id).store.supersede(old_id=old.id, new_id=new_id)
+        return new_id
+
+    def delete_user_memory(self, memory_id: str, user_id: str | None = None) -> None:
+        """Delete one of ``user_id``'s memories for good (another user's id: nothing)."""
+        found = self._find(memory_id, user_id)
+        if found is not None:
+            self._memory_of(user_id).store.delete(found.id)
+
+    def clear_user_memories(self, user_id: str | None = None) -> None:
+        """Delete every memory of ``user_id`` (their episodes; the continuity stays)."""
+        ids = [e.id for e in self._episodes(user_id)]
+        if ids:
+            self._memory_of(user_id).store.erase(ids)
+
+    async def aclear_user_memories(self, user_id: str | None = None) -> None:
+        await asyncio.to_thread(self.clear_user_memories, user_id)
+
+    def clear(self) -> None:
+        """Refused: Agno's ``clear()`` empties every user's memories at once."""
+        raise ValidationError("AnnealMemory.clear() would erase every user's memory: clear "
+                              "one user's with clear_user_memories(user_id), or erase a "
+                              "namespace with Store.erase_namespace (CLI / console)")
+
+    def update_memory_task(self, task: str, user_id: str | None = None) -> str:
+        """Agno's agentic memory tool (``enable_agentic_memory``): the model's request is
+        recorded as an ``observation`` of the user's memory; no model-driven edits."""
+        episode = self._memory_of(user_id).record(task, "observation",
+                                                  metadata={"agno": "update_user_memory"})
+        return "Memory recorded" if episode is not None else "Nothing new to record"
+
+    async def aupdate_memory_task(self, task: str, user_id: str | None = None) -> str:
+        return await asyncio.to_thread(self.update_memory_task, task, user_id)
+
+
+def _input_text(run_input: Any) -> str:
+    if run_input is None:
+        return ""
+    try:
+        return str(run_input.input_content_string() or "").strip()
+    except Exception:
+        return ""
+
+
+def _answer(run_output: Any) -> str:
+    if str(getattr(getattr(run_output, "status", None), "value", "")) == "error":
+        return ""
+    content = getattr(run_output, "content", None)
+    if content is None:
+        return ""
+    return content if isinstance(content, str) else str(content)
