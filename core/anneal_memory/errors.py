@@ -88,7 +88,13 @@ class ReadOnlyStoreError(StoreError):
 
 
 class ContinuityValidationError(AnnealMemoryError, ValueError):
-    """The wrap pipeline refused a continuity save; the wrap stays open."""
+    """The wrap pipeline refused a continuity save; the wrap stays open. A refusal for
+    size carries ``chars``, ``bound`` and ``target`` as attributes (as 1.0.2's does)."""
+
+    def __init__(self, message: str = "", **details: object) -> None:
+        super().__init__(message)
+        for key, value in details.items():
+            setattr(self, key, value)
 
 
 class WrapError(AnnealMemoryError):

@@ -30,7 +30,7 @@ from .group_commit import GroupCommit
 from .storage.base import ROOT, Backend, EpisodeRow, Scope
 from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.sqlite import SQLiteBackend
-from .store_continuity import ContinuityMixin
+from .store_continuity import ContinuityMixin, stale_wrap
 from .types import Episode, EpisodeType, NamespaceTotals, RecallResult, StoreStatus, coerce_trust
 
 if TYPE_CHECKING:
@@ -108,6 +108,7 @@ class Store(ContinuityMixin):
         retention_days: int | None = None,
         session_id: str | None = None,
         consolidate_requires_baton_on_create: bool = False,
+        stale_wrap_after: float | None = None,
     ) -> None:
         if path is not None and not isinstance(path, (str, os.PathLike)):
             raise ValidationError(f"the store path must be a str or a path, not "
@@ -129,6 +130,13 @@ class Store(ContinuityMixin):
                              "pass the path of a database file")
         if retention_days is not None and (not isinstance(retention_days, int) or retention_days < 1):
             raise ValidationError("retention_days must be a whole number of days >= 1, or None")
+        if stale_wrap_after is not None and (isinstance(stale_wrap_after, bool) or not isinstance(
+                stale_wrap_after, (int, float)) or not 60 <= stale_wrap_after <= 10**9):
+            raise ValidationError("stale_wrap_after must be seconds from 60 up (e.g. 3600 for "
+                                  "an hour), or None to keep a stale wrap until it is cancelled")
+        #: operator policy: a wrap open longer than this many seconds is taken over by the
+        #: next prepare_wrap of its namespace (None: off, as the specification's rule)
+        self.stale_wrap_after = float(stale_wrap_after) if stale_wrap_after is not None else None
         self.trust_ceiling = coerce_trust(trust_ceiling)
         self.path = db
         self.project_name = project_name or "Agent"
@@ -701,6 +709,7 @@ class Store(ContinuityMixin):
                 superseded_count=b.count_superseded(),
                 trust_counts=b.counts_by_trust(),
                 wrap_started_at=open_wrap["started_at"] if open_wrap else None,
+                wrap_stale=open_wrap is not None and stale_wrap(self, open_wrap),
                 namespace=self._status_namespace(),
                 all_namespaces=self._namespace_totals(),
             )

@@ -123,6 +123,42 @@ def flush_pending_blobs(backend: Backend, names: Sequence[str] | None = None) ->
     return done
 
 
+#: without a stale_wrap_after policy, status still calls a wrap this old stale (a notice:
+#: nothing is taken over)
+STALE_WRAP_NOTICE = 3600.0
+#: meta key of the stale-wrap policy a store keeps for every host (seconds)
+STALE_POLICY_KEY = "stale_wrap_after"
+
+
+def wrap_age(w: dict[str, Any]) -> float | None:
+    """Seconds since the open wrap ``w`` was prepared (None when its time is unreadable)."""
+    from .clock import parse_or_none, utcnow
+
+    started = parse_or_none(w.get("started_at"))
+    return None if started is None else (utcnow() - started).total_seconds()
+
+
+def stale_policy(store: Any) -> float | None:
+    """The store's stale-wrap policy in seconds: the Store's ``stale_wrap_after``, else
+    the one ``set_stale_wrap_after`` saved in the store (None: off)."""
+    if getattr(store, "stale_wrap_after", None) is not None:
+        return float(store.stale_wrap_after)
+    raw = store.backend.get_meta(STALE_POLICY_KEY)
+    try:
+        return float(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def stale_wrap(store: Any, w: dict[str, Any]) -> bool:
+    """Whether the open wrap ``w`` is stale: older than the store's stale-wrap policy,
+    or than STALE_WRAP_NOTICE without one."""
+    age = wrap_age(w)
+    limit = stale_policy(store) or STALE_WRAP_NOTICE
+    return age is not None and age > limit
+
+
+
 class ContinuityMixin:
     """Methods of Store that concern the continuity file and the wrap policy."""
 
@@ -267,6 +303,18 @@ class ContinuityMixin:
         with self._write():
             self._backend.set_meta("consolidate_requires_baton", "1" if required else "0")
             self._audit.append("baton_policy", {"required": bool(required)}, actor="operator")
+
+    def set_stale_wrap_after(self, seconds: float | None) -> None:
+        """Save the stale-wrap policy for every host of this store: a wrap open longer
+        than ``seconds`` (60 and up) is taken over by the next ``prepare_wrap`` of its
+        namespace, audited as ``wrap_taken_over``, its episodes going to the new wrap.
+        None turns it off (the default: only wrap_cancel ends a wrap)."""
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(
+                seconds, (int, float)) or not 60 <= seconds <= 10**9):
+            raise ValidationError("stale_wrap_after must be seconds from 60 up, or None")
+        with self._write():
+            self._backend.set_meta(STALE_POLICY_KEY, None if seconds is None else str(seconds))
+            self.audit_event("wrap_policy", {"stale_wrap_after": seconds}, actor="operator")
 
     def wrap_cancelled(self, *, wrap_token: str | None = None, session_id: str | None = None,
                        force: bool = False, expect_token: str | None = None,

@@ -165,6 +165,9 @@ class StoreStatus:
     superseded_count: int = 0
     trust_counts: dict[str, int] = field(default_factory=dict)
     wrap_started_at: str | None = None
+    #: the open wrap is older than the store's stale_wrap_after (or, without that policy,
+    #: than STALE_WRAP_NOTICE seconds): its host may have died holding it
+    wrap_stale: bool = False
     namespace: dict[str, Any] | None = None
     all_namespaces: NamespaceTotals | None = None
 

@@ -230,7 +230,7 @@ def save_view(r: Any) -> Any:
             "gaming_suspects", "citation_reuse_max", "supersessions_recorded",
             "supersessions_rejected", "omitted_patterns", "carried_forward", "uncorroborated",
             "proven_without_contradicts_declaration", "cross_session_collisions",
-            "durable_warnings", "citation_spread", "episodes_compressed")
+            "durable_warnings", "citation_spread", "episodes_compressed", "contradictions")
     out = {k: plain(r[k]) for k in keep if k in r.keys()}
     if isinstance(out.get("supersessions_rejected"), list):  # the reason is prose
         out["supersessions_rejected"] = [{k: x.get(k) for k in ("old_id", "new_id")}
@@ -546,6 +546,15 @@ def s_save_refusals(work: Path) -> dict[str, Any]:
     o("wrong_token", lambda: am.validated_save_continuity(s, full, wrap_token="f" * 32))
     o("oversized", lambda: am.validated_save_continuity(
         s, doc(f"pool | 1x ({TODAY})", context="word " * 6000), wrap_token=tok))
+
+    def oversized_attrs() -> Any:  # what 1.0.2's callers read off the refusal
+        try:
+            am.validated_save_continuity(
+                s, doc(f"pool | 1x ({TODAY})", context="word " * 6000), wrap_token=tok)
+        except am.ContinuityValidationError as exc:
+            return {k: getattr(exc, k, "<absent>") for k in ("chars", "bound", "target")}
+        return "saved"
+    o("oversized.attrs", oversized_attrs)
     o("still_open", lambda: s.status().wrap_in_progress)
     o("good", lambda: am.validated_save_continuity(s, full, wrap_token=tok)["wrap_id"])
     o("second_save", lambda: am.validated_save_continuity(s, full, wrap_token=tok))
@@ -801,6 +810,12 @@ def s_immune_omitted_and_contradicts(work: Path) -> dict[str, Any]:
     e3 = s.record(B, "decision")
     o.labels.add(e3.id)
     o("w3_dropped", lambda: wrap(s, doc(f"other | 1x ({TODAY})")), save_view)
+    e4 = s.record("The orders API stalls were the cache after all", "observation")
+    o.labels.add(e4.id)
+    o("w4_stance", lambda: wrap(s, doc(
+        f"cache | 1x ({TODAY}) [evidence: {e4.id} \"orders API stalls cache\"] "
+        "[contradicts: pool]\n"
+        f"other | 1x ({TODAY})")), save_view)
     s.close()
     return o.result()
 

@@ -227,7 +227,8 @@ def test_contradiction_stance_signals(store: Store) -> None:
     assert res["proven_without_contradicts_declaration"] == [{"name": "new proven", "level": 2}]
     e = store.record("Batching writes again cut ingest latency for uploads", "observation")
     res = wrap(store, doc(patterns=f"- other idea | 1x [evidence: {e.id} \"batching ingest uploads\"] [contradicts: new proven]\n- new proven | 2x ({TODAY})"))
-    assert res["contradictions"] == [{"name": "other idea", "contradicts": "new proven"}]
+    assert res["contradictions"] == [{"pattern": "other idea", "name": "other idea",
+                                      "contradicts": ["new proven"]}]  # 1.0.2's shape
 
 
 def test_am_warn_for_foreign_ids(store: Store) -> None:

@@ -339,3 +339,17 @@ def test_today_accepts_a_date(store: Store) -> None:
     with pytest.raises(AnnealMemoryError):
         validated_save_continuity(store, doc(), wrap_token=w["wrap_token"], today="someday")
     assert store.status().wrap_in_progress
+
+
+def test_an_oversized_save_carries_chars_bound_and_target(store: Store) -> None:
+    # issue 31 part 2: 1.0.2's callers read these attributes off the refusal
+    from anneal_memory import ContinuityValidationError, prepare_wrap, validated_save_continuity
+
+    store.record("something happened", "observation")
+    w = prepare_wrap(store)
+    text = ("# C\n\n## State\n- " + "x" * 60_000 + "\n\n## Patterns\n- p | 1x\n\n"
+            "## Decisions\n- none\n\n## Context\n- c\n")
+    with pytest.raises(ContinuityValidationError) as err:
+        validated_save_continuity(store, text, wrap_token=w["wrap_token"])
+    assert err.value.chars > err.value.bound > err.value.target > 0
+    assert store.load_continuity() is None

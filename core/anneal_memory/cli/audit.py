@@ -40,7 +40,7 @@ AUDIT_EVENTS = frozenset({
     "crystallize", "crystal_retire", "crystal_restore",
     "gov_write", "gov_correct", "gov_approve", "gov_decision", "gov_refused", "gov_forget",
     "gov_hide", "gov_rebuild", "gov_review_queued", "gov_review_decided",
-    "namespace_erased", "import_hashes",
+    "namespace_erased", "import_hashes", "wrap_taken_over", "wrap_policy",
 })
 
 

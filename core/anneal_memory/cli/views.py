@@ -77,8 +77,17 @@ def _open_wrap(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def cmd_wrap_status(args: argparse.Namespace) -> int:
-    w = _open_wrap(args)
+    from ..store_continuity import stale_policy, stale_wrap, wrap_age
+    from ..wrap.lifecycle import open_wrap_info
+
+    with read_store(args) as store:
+        w = open_wrap_info(store)
+        stale = bool(w) and stale_wrap(store, w)  # type: ignore[arg-type]
+        policy = stale_policy(store)
+    age = wrap_age(w) if w else None
     data = {"status": "in_progress" if w else "idle",
+            "wrap_age_seconds": int(age) if age is not None else None, "wrap_stale": stale,
+            "stale_wrap_after": policy,
             "wrap_started_at": w["started_at"] if w else None,
             "wrap_token": w["token"] if w else None,
             "wrap_episode_count": len(w["episode_ids"]) if w else 0,
@@ -87,6 +96,11 @@ def cmd_wrap_status(args: argparse.Namespace) -> int:
             "wrap_token_bound": bool(w and w["session_id"])}
     text = (f"wrap in progress since {data['wrap_started_at']}: {data['wrap_episode_count']} "
             f"episode(s), token {data['wrap_token']}" if w else "no wrap in progress")
+    if stale:
+        text += ("\nstale: open for " + f"{int(age or 0) // 60} minute(s); " + (
+            "the next prepare-wrap of this memory takes it over (stale_wrap_after "
+            f"{int(policy)} s)" if policy else "its host may have died: cancel it with "
+            "anneal-memory wrap-cancel --force, or set a stale_wrap_after policy"))
     emit(args, data, text)
     return 0
 

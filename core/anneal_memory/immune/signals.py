@@ -58,8 +58,11 @@ def omitted_patterns(prior: dict[str, tuple[str, int]], present_keys: set[str]) 
             if level >= 2 and key not in present_keys]
 
 
-def stances(lines: Iterable[PatternLine]) -> list[dict[str, str]]:
-    return [{"name": p.name, "contradicts": t} for p in lines for t in p.contradicts]
+def stances(lines: Iterable[PatternLine]) -> list[dict[str, Any]]:
+    """Each pattern that declares contradictions, in 1.0.2's shape (``pattern`` and the
+    list it ``contradicts``; ``name`` is the same as ``pattern``)."""
+    return [{"pattern": p.name, "name": p.name, "contradicts": list(p.contradicts)}
+            for p in lines if p.contradicts]
 
 
 def am_warn(lines: Sequence[PatternLine], resolvable: set[str]) -> str | None:

@@ -165,7 +165,10 @@ def overview(v: View) -> str:
         ("By trust", esc(", ".join(f"{k} {n}" for k, n in sorted(st.trust_counts.items()))
                          or "none")),
         ("Wraps", f"{st.total_wraps}, last {ago(st.last_wrap_at) or 'never'}"
-         + (f"; one open since {ago(st.wrap_started_at)}" if st.wrap_in_progress else "")),
+         + (f"; one open since {ago(st.wrap_started_at)}" if st.wrap_in_progress else "")
+         + (' <span class="badge bad" id="wrap-stale">stale: its host may have died '
+            "(wrap-cancel --force, or a stale_wrap_after policy)</span>"
+            if st.wrap_stale else "")),
         ("Continuity", f"{st.continuity_chars} chars" if st.continuity_chars is not None
          else "none yet"),
         ("Superseded / tombstones", f"{st.superseded_count} / {st.tombstone_count}"),

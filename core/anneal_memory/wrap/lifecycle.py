@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..clock import now_iso
 from ..errors import BatonError, WrapInProgressError, WrapTokenError
+from ..store_continuity import stale_policy, wrap_age
 from ..types import WrapCancelReceipt
 
 if TYPE_CHECKING:
@@ -44,3 +45,19 @@ def cancel_wrap(store: Store, *, wrap_token: str | None = None, session_id: str 
 
 def open_wrap_info(store: Store) -> dict[str, Any] | None:
     return store.backend.open_wrap()
+
+
+def take_over_stale(store: Store, w: dict[str, Any], session_id: str | None) -> bool:
+    """Inside prepare_wrap's transaction: when the store's policy allows it, close the
+    stale open wrap ``w`` (its episodes are unwrapped still, so the new wrap takes them
+    with the ones since) and audit who took it over. False when the policy is off or the
+    wrap is not stale."""
+    limit = stale_policy(store)
+    age = wrap_age(w)
+    if limit is None or age is None or age <= limit:
+        return False
+    store.backend.close_wrap(w["id"], "cancelled", now_iso())
+    store.audit_trail.append("wrap_taken_over", {
+        "wrap_id": w["id"], "episodes": len(w["episode_ids"]), "age_seconds": int(age),
+        "stale_wrap_after": int(limit), "session_id": session_id}, actor="system")
+    return True

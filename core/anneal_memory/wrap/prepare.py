@@ -14,6 +14,7 @@ from ..continuity.schema import default_max_chars, schema_role_warning
 from ..errors import AnnealMemoryError, ValidationError, WrapInProgressError
 from ..immune.signals import stale_patterns
 from .baton import baton_holder
+from .lifecycle import take_over_stale
 from .render import instructions, render_episodes
 
 if TYPE_CHECKING:
@@ -71,6 +72,8 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
     today = today_iso()
     with store._write():
         w = store.backend.open_wrap()
+        if w is not None and wrap_token != w["token"] and take_over_stale(store, w, session_id):
+            w = None  # a dead host's wrap, past the operator's stale_wrap_after: taken over
         if w is not None:
             if (w["session_id"] or None) != (session_id or None):
                 raise WrapInProgressError(

@@ -78,11 +78,14 @@ def _iso_day(value: Any) -> str:
     return parse_timestamp(value, field="today").date().isoformat()
 
 
-def _refuse(store: Store, reason: str, message: str, **data: Any) -> None:
+def _refuse(store: Store, reason: str, message: str, *, details: Sequence[str] = (),
+            **data: Any) -> None:
+    """Audit the refusal, then raise it; ``details`` names the data keys the error also
+    carries as attributes."""
     try:
         store.audit_event("continuity_refused", {"reason": reason, **data}, actor="agent")
     finally:
-        raise ContinuityValidationError(message)
+        raise ContinuityValidationError(message, **{k: data[k] for k in details})
 
 
 def _check_size(store: Store, doc: ContinuityDoc, schema: Sequence[Mapping[str, Any]]) -> int:
@@ -94,7 +97,8 @@ def _check_size(store: Store, doc: ContinuityDoc, schema: Sequence[Mapping[str, 
         _refuse(store, "size", f"the continuity is {chars} characters (Durable Facts excluded), over "
                 f"the bound of {bound} by {chars - bound}: cut {', '.join(cuttable) or 'narrative sections'}"
                 " (facts you can fetch again), not the patterns or the felt layer",
-                chars=chars, bound=bound, target=round(bound / 1.25), over_by=chars - bound)
+                chars=chars, bound=bound, target=round(bound / 1.25), over_by=chars - bound,
+                details=("chars", "bound", "target"))
     return chars
 
 
