@@ -407,14 +407,15 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
 
     def replace_user_memory(self, memory_id: str, memory: UserMemory,
                             user_id: str | None = None) -> str | None:
-        """Replace one of ``user_id``'s memories: the new text is recorded and supersedes
-        the old (episodes are append-only and audited, so the id is the new one's)."""
+        """Replace one of ``user_id``'s memories: the new text is recorded and the old
+        one deleted, as Agno overwrites it (episodes are append-only and audited, so the
+        id returned, and set on ``memory``, is the new episode's)."""
         old = self._find(memory_id, user_id)
         if old is None:
             return None
         new_id = self.add_user_memory(memory, user_id)
         if new_id is not None:
-            self._memory_of(user_id).store.supersede(old_id=old.id, new_id=new_id)
+            self._memory_of(user_id).store.delete(old.id)
         return new_id
 
     def delete_user_memory(self, memory_id: str, user_id: str | None = None) -> None:

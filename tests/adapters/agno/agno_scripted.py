@@ -15,9 +15,12 @@ from anneal_memory.testing import is_wrap_prompt, scripted_compress
 class ScriptedModel(Model):
     """``inputs``: per model call, every message's text joined (system prompt included)."""
 
-    def __init__(self, *, call_tool: bool = False, answer: str = "Done: noted.") -> None:
+    def __init__(self, *, call_tool: bool = False, answer: str = "Done: noted.",
+                 tool: tuple[str, dict[str, Any]] = ("lookup", {"query": "pump pressure"})
+                 ) -> None:
         super().__init__(id="scripted", name="Scripted", provider="test")
         self.call_tool = call_tool
+        self.tool = tool
         self.answer = answer
         self.inputs: list[str] = []
 
@@ -31,8 +34,7 @@ class ScriptedModel(Model):
         returned = any(m.role == "tool" for m in messages)
         if self.call_tool and not returned:
             call = {"id": "call-1", "type": "function",
-                    "function": {"name": "lookup",
-                                 "arguments": json.dumps({"query": "pump pressure"})}}
+                    "function": {"name": self.tool[0], "arguments": json.dumps(self.tool[1])}}
             return ModelResponse(role="assistant", tool_calls=[call])
         return ModelResponse(role="assistant", content=self.answer)
 
