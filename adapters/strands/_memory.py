@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import inspect
 import logging
 import os
 from collections.abc import Mapping
@@ -254,7 +255,9 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
     # ------------------------------------------------------------------ wiring
     async def init_agent(self, agent: Any) -> None:
         """The manager's own wiring (store, injection, tools), then this adapter's hooks."""
-        await MemoryManager.init_agent(self, agent)
+        wired = MemoryManager.init_agent(self, agent)
+        if inspect.isawaitable(wired):  # async since strands-agents 1.5x, sync before
+            await wired
         self._model = getattr(agent, "model", None)
         agent.add_hook(self._before_invocation, BeforeInvocationEvent)
         agent.add_hook(self._after_tool, AfterToolCallEvent)
@@ -390,16 +393,21 @@ class AnnealMemoryStore(MemoryAdapter):
         """Record a batch of messages; how many episodes were written."""
         session = self.session
         written = 0
+        tools: dict[str, str] = {}  # toolUseId -> the tool's name, from the toolUse blocks
         for message in messages or []:
             role = message.get("role")
             for block in message.get("content") or []:
                 if not isinstance(block, Mapping):
                     continue
                 episode = None
-                if "toolResult" in block:
+                if "toolUse" in block:
+                    use = block["toolUse"]
+                    tools[str(use.get("toolUseId"))] = str(use.get("name") or "tool")
+                elif "toolResult" in block:
                     result = block["toolResult"]
                     episode = await session.arecord_tool_output(
-                        str(result.get("toolUseId", "tool")), _tool_result_text(result))
+                        tools.get(str(result.get("toolUseId")), "tool"),
+                        _tool_result_text(result))
                 elif "text" in block and role == "user":
                     episode = await session.arecord_user_input(str(block["text"]))
                 elif "text" in block and role == "assistant":

@@ -32,12 +32,16 @@ def _texts(messages: list[dict[str, Any]]) -> list[str]:
 
 class ScriptedModel(Model):
     """Answers ``answer``; with ``call_tool`` the first call of each invocation calls
-    ``lookup`` (``{"query": "pump pressure"}``)."""
+    ``tool_name`` (default ``lookup`` with ``{"query": "pump pressure"}``)."""
 
-    def __init__(self, *, call_tool: bool = False, answer: str = "Done: noted.") -> None:
+    def __init__(self, *, call_tool: bool = False, answer: str = "Done: noted.",
+                 tool_name: str = "lookup", tool_input: dict[str, Any] | None = None) -> None:
         self.call_tool = call_tool
+        self.tool_name = tool_name
+        self.tool_input = tool_input or {"query": "pump pressure"}
         self.answer = answer
         self.inputs: list[str] = []
+        self.received: list[list[dict[str, Any]]] = []  # the messages of each call
         self.calls = 0
 
     def update_config(self, **model_config: Any) -> None:
@@ -67,12 +71,13 @@ class ScriptedModel(Model):
             yield {"messageStop": {"stopReason": "end_turn"}}
             return
         self.inputs.append("\n".join([system_prompt or "", *texts]).strip())
+        self.received.append(messages)
         returned = any("toolResult" in b for b in last.get("content") or [])
         if self.call_tool and not returned:
-            yield {"contentBlockStart": {"start": {"toolUse": {"name": "lookup",
-                                                               "toolUseId": f"t{self.calls}"}}}}
+            yield {"contentBlockStart": {"start": {"toolUse": {
+                "name": self.tool_name, "toolUseId": f"t{self.calls}"}}}}
             yield {"contentBlockDelta": {"delta": {"toolUse": {
-                "input": json.dumps({"query": "pump pressure"})}}}}
+                "input": json.dumps(self.tool_input)}}}}
             yield {"contentBlockStop": {}}
             yield {"messageStop": {"stopReason": "tool_use"}}
             return
