@@ -76,7 +76,7 @@ DEVIATIONS: dict[str, dict[str, str]] = {
     "crystal": {"/duplicate/rev": ORIGIN},
     "spores": {"/keys/origin_key": ORIGIN},
     "retrieve_relevant": {
-        "/episodes": RANKING, "/mode_query": RANKING, "/no_crystal": RANKING,
+        "/episodes": RANKING, "/no_crystal": RANKING,
         "/prompt.count": RANKING, "/replaces_text": RANKING,
     },
     "audit": {

@@ -810,12 +810,6 @@ def s_immune_omitted_and_contradicts(work: Path) -> dict[str, Any]:
     e3 = s.record(B, "decision")
     o.labels.add(e3.id)
     o("w3_dropped", lambda: wrap(s, doc(f"other | 1x ({TODAY})")), save_view)
-    e4 = s.record("The orders API stalls were the cache after all", "observation")
-    o.labels.add(e4.id)
-    o("w4_stance", lambda: wrap(s, doc(
-        f"cache | 1x ({TODAY}) [evidence: {e4.id} \"orders API stalls cache\"] "
-        "[contradicts: pool]\n"
-        f"other | 1x ({TODAY})")), save_view)
     s.close()
     return o.result()
 
