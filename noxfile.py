@@ -60,8 +60,9 @@ ADAPTERS: dict[str, tuple[str, list[str], list[str]]] = {
     "claude_agent_sdk": ("claude-agent-sdk", ["claude-agent-sdk==0.1.65", "mcp<2"], ["anyio"]),
     # 1.44.0 is the first release with strands.memory (MemoryManager, the memory store seam)
     "strands": ("strands", ["strands-agents==1.44.0"], []),
-    # Agno's SQLite backend (agno[sqlite]) is the reference the memory-manager tests compare with
-    "agno": ("agno", ["agno==3.0.0"], ["agno[sqlite]"]),
+    # Agno's SQLite backend (SqliteDb: sqlalchemy + aiosqlite, as agno[sqlite] installs them
+    # today) is the reference the memory-manager tests compare with
+    "agno": ("agno", ["agno==3.0.0"], ["sqlalchemy[asyncio]", "aiosqlite"]),
 }
 
 

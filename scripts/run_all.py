@@ -21,6 +21,7 @@ import time
 USUAL = {"core": 180, "sqlite-oldest": 150, "sqlite-newest": 150, "mcp": 120, "postgres": 150,
          "dspy-floor": 110, "compat": 150, "mcp-floor": 60, "crewai": 65, "crewai-floor": 60,
          "llamaindex": 60, "llamaindex-floor": 65, "google_adk": 70, "google_adk-floor": 70,
+         "agno": 45, "agno-floor": 45,
          "strands": 45, "strands-floor": 45}
 DEFAULT_GUESS = 40
 
