@@ -701,3 +701,21 @@ def test_erasing_a_namespace_is_operator_only_and_needs_its_label(seeded: tuple)
         assert s.scoped(ALICE).status().total_episodes == 0
         assert "alice" not in [n["namespace"].user for n in s.namespaces()]
     assert events(db, "namespace_erased")
+
+
+def test_the_root_audit_page_names_each_entrys_namespace_and_filters_by_it(seeded: tuple,
+                                                                          client: Client) -> None:
+    db, _ids = seeded
+    with Store(db) as s:
+        s.scoped({"user": SCRIPT}).record("a hostile user's note", "observation")
+    label = MemoryNamespace("default", "alice", "default").label()
+    page = client.get("/audit").body
+    assert f"<td>{label}</td>" in page and "<td>(root)</td>" in page
+    no_live_markup(page)  # the hostile user id is shown escaped, never as markup
+    from urllib.parse import urlencode
+
+    only = client.get("/audit?" + urlencode({"entry_ns": label})).body
+    assert f"<td>{label}</td>" in only and "<td>(root)</td>" not in only
+    assert "<td>default/bob/" not in only and "hostile" not in only
+    bad = client.get("/audit?entry_ns=nobody")
+    assert bad.status == 400

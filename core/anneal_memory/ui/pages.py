@@ -464,6 +464,12 @@ def audit(v: View) -> str:
     stamp = (v.root.audit_trail.redact("record", {"namespace": v.namespace.to_dict()})["namespace"]
              if v.namespace is not None else None)
     limit = v.number("limit", 100, 5000) or 100
+    # the console knows the salt: each entry's hashed namespace resolves to the label of a
+    # namespace this store holds (an erased one no longer resolves)
+    labels = _namespace_labels(v)
+    pick = v.arg("entry_ns") if v.namespace is None else ""
+    if pick and pick not in labels.values() and pick != "(root)":
+        raise ValidationError("pick a namespace from the list (or any)")
     if since:
         from ..clock import parse_since
 
@@ -477,7 +483,10 @@ def audit(v: View) -> str:
         if (event and entry.get("event") != event) or (actor and entry.get("actor") != actor) \
                 or (since and str(entry.get("ts", "")) < since):
             continue
-        if mine and not same_label((entry.get("data") or {}).get("namespace"), stamp):
+        stamped = (entry.get("data") or {}).get("namespace")
+        if mine and not same_label(stamped, stamp):
+            continue
+        if pick and _label_of(labels, stamped) != pick:
             continue
         keep.append(entry)
     filters = (f'<form method="get" action="/audit" class="filters card">{_hidden_ns(f)}'
@@ -488,16 +497,50 @@ def audit(v: View) -> str:
                f'<label>newest <input name="limit" value="{limit}" size="5"></label>'
                + (f'<label><input type="checkbox" name="all" value="1"{"" if mine else " checked"}>'
                   " every namespace's entries</label>" if v.namespace is not None else "")
+               + (f'<label>namespace <select name="entry_ns" id="entry-ns">'
+                  f'{options([("", "any"), ("(root)", "(root)")] + [(x, x) for x in sorted(set(labels.values()))], pick)}'
+                  "</select></label>" if v.namespace is None else "")
                +
                '<button type="submit">Filter</button></form>')
     rows = [[esc(e.get("seq")), ago(e.get("ts")), esc(e.get("actor")), badge(e.get("event")),
+             esc(_label_of(labels, (e.get("data") or {}).get("namespace"))),
              json_block(e.get("data"), limit=1500, compact=True)] for e in reversed(keep)]
     note = ('<p class="muted small">One chain for the whole store; entries carry their '
             "namespace as salted hashes, and this view shows "
             + ("only its own" if mine else "every namespace's") + ".</p>" if v.namespace else "")
     return f.page("Audit", "/audit", summary + "<h2>Event stream</h2>" + note + filters
-                  + table(("seq", "time", "actor", "event", "data (ids and hashes)"), rows,
-                          empty="no entries match"))
+                  + table(("seq", "time", "actor", "event", "namespace",
+                           "data (ids and hashes)"), rows, empty="no entries match"))
+
+
+def _label_key(stamped: Any) -> tuple[tuple[str, str], ...] | None:
+    """A hashed namespace as the trail holds it, as a key (each hash cut to the length
+    same_label compares, so entries written at full length resolve too)."""
+    if not isinstance(stamped, dict):
+        return None
+    from ..audit import LABEL_HEX
+
+    return tuple(sorted((str(k), str(x)[:LABEL_HEX]) for k, x in stamped.items()))
+
+
+def _namespace_labels(v: View) -> dict[tuple[tuple[str, str], ...], str]:
+    """Each namespace of the store, by the key of its hashed stamp."""
+    trail = v.root.audit_trail
+    out = {}
+    for n in v.root.namespaces():
+        clear = n["namespace"].to_dict()
+        for stamped in (trail.redact("record", {"namespace": clear})["namespace"], clear):
+            key = _label_key(stamped)  # hashed, or in clear where labels are not hashed
+            if key is not None:
+                out[key] = n["namespace"].label()
+    return out
+
+
+def _label_of(labels: dict[tuple[tuple[str, str], ...], str], stamped: Any) -> str:
+    if stamped is None:
+        return "(root)"
+    key = _label_key(stamped)
+    return labels.get(key, "(erased or unknown)") if key is not None else "(root)"
 
 
 def _hidden_ns(f: Frame) -> str:
