@@ -259,3 +259,37 @@ def test_agentic_search_ranks_by_recall(mem_store: Store) -> None:
                                        user_id="bob") == []
     with pytest.raises(ValueError, match="Query is required"):
         memory.search_user_memories(retrieval_method="agentic", user_id="ann")
+
+
+def test_streamed_runs_record_and_recall(mem_store: Store) -> None:
+    memory = AnnealMemory(mem_store)
+    for _ in _agent(memory, ScriptedModel(call_tool=True)).run(
+            "The greenhouse heater is a Zephyrion 4000", user_id="ann", stream=True):
+        pass
+    ann = mem_store.scoped({"user": "ann"})
+    assert {"context", "observation", "outcome"} <= {e.type.value for e in _episodes(ann)}
+
+    async def streamed() -> ScriptedModel:
+        scripted = ScriptedModel()
+        agent = Agent(model=scripted, memory_manager=memory, pre_hooks=[memory.apre_hook],
+                      post_hooks=[memory.apost_hook], telemetry=False)
+        async for _ in agent.arun("Which greenhouse heater do we have?", user_id="ann",
+                                  stream=True):
+            pass
+        return scripted
+
+    assert "Zephyrion" in asyncio.run(streamed()).inputs[0]
+
+
+def test_a_failed_run_keeps_its_request(mem_store: Store) -> None:
+    class Down(ScriptedModel):
+        def invoke(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("model down")
+
+    memory = AnnealMemory(mem_store, wrap_on_end=True, compress=scripted_compress)
+    out = _agent(memory, Down()).run("Decide to sow leeks", user_id="ann")
+    assert out.status == RunStatus.error  # Agno reports it; no post-hook runs
+    ann = mem_store.scoped({"user": "ann"})
+    assert [e.content for e in _episodes(ann)] == ["Decide to sow leeks"]
+    assert memory.wrap(namespace={"user": "ann"}).saved  # the next wrap has it
+    assert "sow leeks" in (ann.load_continuity() or "")
