@@ -293,3 +293,12 @@ def test_a_failed_run_keeps_its_request(mem_store: Store) -> None:
     assert [e.content for e in _episodes(ann)] == ["Decide to sow leeks"]
     assert memory.wrap(namespace={"user": "ann"}).saved  # the next wrap has it
     assert "sow leeks" in (ann.load_continuity() or "")
+
+
+def test_agentos_fresh_copies_share_the_memory(mem_store: Store) -> None:
+    # AgentOS (create_fresh=True) runs each request on agent.deep_copy()
+    memory = AnnealMemory(mem_store)
+    copy = _agent(memory, ScriptedModel()).deep_copy()
+    assert copy.memory_manager is memory and copy.pre_hooks[0].__self__ is memory
+    copy.run("The shed key is under the blue pot", user_id="ann")
+    assert "shed key" in mem_store.scoped({"user": "ann"}).recall().episodes[-1].content
