@@ -206,9 +206,10 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
                                               ("agno_run_id", state.run_id)) if value}
 
     def pre_hook(self, run_input: Any, run_context: RunContext | None = None,
-                 agent: Any = None) -> None:
-        """Agno pre-hook: this run's memory, its request recorded, its recall made."""
-        state = self._begin(run_context, agent)
+                 agent: Any = None, team: Any = None) -> None:
+        """Agno pre-hook (of an ``Agent`` or a ``Team``): this run's memory, its request
+        recorded, its recall made."""
+        state = self._begin(run_context, agent or team)
         self._recall(state, _input_text(run_input))
 
     @_safe
@@ -220,9 +221,9 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
         state.block = state.session.memory_block(text or None)
 
     async def apre_hook(self, run_input: Any, run_context: RunContext | None = None,
-                        agent: Any = None) -> None:
+                        agent: Any = None, team: Any = None) -> None:
         """Async :meth:`pre_hook` (for ``arun``): the store's work runs off the loop."""
-        state = self._begin(run_context, agent)
+        state = self._begin(run_context, agent or team)
         await self._arecall(state, _input_text(run_input))
 
     @_safe
@@ -233,12 +234,12 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
             await state.session.arecord_user_input(text, metadata=self._meta(state))
         state.block = await state.session.amemory_block(text or None)
 
-    def post_hook(self, run_output: Any, agent: Any = None) -> None:
+    def post_hook(self, run_output: Any, agent: Any = None, team: Any = None) -> None:
         """Agno post-hook: the run's tool results and answer, then the wrap if asked."""
         state = self._run_var.get()
         self._run_var.set(None)
         if state is not None and state.session is not None:
-            self._end(state, run_output, agent)
+            self._end(state, run_output, agent or team)
 
     @_safe
     def _end(self, state: _Run, run_output: Any, agent: Any) -> None:
@@ -255,12 +256,12 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
             session.record_outcome(answer, metadata=meta)
         self.end_run(session, agent)
 
-    async def apost_hook(self, run_output: Any, agent: Any = None) -> None:
+    async def apost_hook(self, run_output: Any, agent: Any = None, team: Any = None) -> None:
         """Async :meth:`post_hook` (for ``arun``)."""
         state = self._run_var.get()
         self._run_var.set(None)
         if state is not None and state.session is not None:
-            await self._aend(state, run_output, agent)
+            await self._aend(state, run_output, agent or team)
 
     @_safe
     async def _aend(self, state: _Run, run_output: Any, agent: Any) -> None:

@@ -302,3 +302,25 @@ def test_agentos_fresh_copies_share_the_memory(mem_store: Store) -> None:
     assert copy.memory_manager is memory and copy.pre_hooks[0].__self__ is memory
     copy.run("The shed key is under the blue pot", user_id="ann")
     assert "shed key" in mem_store.scoped({"user": "ann"}).recall().episodes[-1].content
+
+
+def test_a_team_takes_the_same_memory_manager_and_hooks(mem_store: Store) -> None:
+    from agno.team import Team
+
+    memory = AnnealMemory(mem_store, wrap_on_end=True)
+    member = Agent(model=ScriptedModel(), id="helper", name="helper", telemetry=False)
+
+    def team(model: ScriptedModel) -> Team:
+        return Team(members=[member], model=model, memory_manager=memory,
+                    pre_hooks=[memory.pre_hook], post_hooks=[memory.post_hook], telemetry=False)
+
+    team(ScriptedModel()).run("The greenhouse heater is a Zephyrion 4000", user_id="ann")
+    ann = mem_store.scoped({"user": "ann"})
+    assert {"context", "outcome"} <= {e.type.value for e in _episodes(ann)}
+    assert ann.status().total_wraps == 1  # through the team's model
+    scripted = ScriptedModel()
+    team(scripted).run("Which greenhouse heater do we have?", user_id="ann")
+    assert "Zephyrion" in scripted.inputs[0]
+    refused = ScriptedModel()
+    assert team(refused).run("Hello", user_id=" ").status == RunStatus.error
+    assert refused.inputs == []
