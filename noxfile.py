@@ -38,6 +38,8 @@ OFFLINE_ENV = {
     "STRANDS_OTEL_ENABLE_CONSOLE_EXPORT": "false",
     "AGNO_TELEMETRY": "false",
     "AGNO_DEBUG": "false",
+    "ENABLE_INSTRUMENTATION": "false",
+    "ENABLE_SENSITIVE_DATA": "false",
 }
 
 # name -> (extra, floor pins, extra test deps). The floor pins must match the extra's
@@ -63,6 +65,9 @@ ADAPTERS: dict[str, tuple[str, list[str], list[str]]] = {
     # Agno's SQLite backend (SqliteDb: sqlalchemy + aiosqlite, as agno[sqlite] installs them
     # today) is the reference the memory-manager tests compare with
     "agno": ("agno", ["agno==3.0.0"], ["sqlalchemy[asyncio]", "aiosqlite"]),
+    # 1.0.0 is the first release on the context provider pipeline without the old aliases
+    # (ContextProvider / HistoryProvider, Agent(context_providers=...), AgentSession)
+    "agent_framework": ("agent-framework", ["agent-framework-core==1.0.0"], []),
 }
 
 

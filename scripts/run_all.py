@@ -22,7 +22,8 @@ USUAL = {"core": 180, "sqlite-oldest": 150, "sqlite-newest": 150, "mcp": 120, "p
          "dspy-floor": 110, "compat": 150, "mcp-floor": 60, "crewai": 65, "crewai-floor": 60,
          "llamaindex": 60, "llamaindex-floor": 65, "google_adk": 70, "google_adk-floor": 70,
          "agno": 45, "agno-floor": 45,
-         "strands": 45, "strands-floor": 45}
+         "strands": 45, "strands-floor": 45,
+         "agent_framework": 40, "agent_framework-floor": 40}
 DEFAULT_GUESS = 40
 
 
