@@ -25,8 +25,9 @@ from anneal_memory.wrap.render import render_package
 
 def _age(store: Store, seconds: int) -> None:
     """Backdate the open wrap(s), as if its host had died that long ago."""
-    from anneal_memory.clock import iso, utcnow
     from datetime import timedelta
+
+    from anneal_memory.clock import iso, utcnow
 
     with store.backend.transaction():
         store.backend.q("UPDATE wraps SET started_at=? WHERE status='open'",
