@@ -32,6 +32,7 @@ from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.sqlite import SQLiteBackend
 from .store_continuity import ContinuityMixin, stale_wrap
 from .types import Episode, EpisodeType, NamespaceTotals, RecallResult, StoreStatus, coerce_trust
+from .wrap.relayed import check_policy as check_relayed_policy
 
 if TYPE_CHECKING:
     from .items import ItemCollection
@@ -109,6 +110,7 @@ class Store(ContinuityMixin):
         session_id: str | None = None,
         consolidate_requires_baton_on_create: bool = False,
         stale_wrap_after: float | None = None,
+        relayed_text: str = "flag",
     ) -> None:
         if path is not None and not isinstance(path, (str, os.PathLike)):
             raise ValidationError(f"the store path must be a str or a path, not "
@@ -138,6 +140,9 @@ class Store(ContinuityMixin):
         #: next prepare_wrap of its namespace (None: off, as the specification's rule)
         self.stale_wrap_after = float(stale_wrap_after) if stale_wrap_after is not None else None
         self.trust_ceiling = coerce_trust(trust_ceiling)
+        #: what a continuity save does with relayed (tool/external) text reproduced outside
+        #: a quotation: "flag" it on the result and in the audit, or refuse ("strict")
+        self.relayed_text = check_relayed_policy(relayed_text)
         self.path = db
         self.project_name = project_name or "Agent"
         self.read_only = read_only

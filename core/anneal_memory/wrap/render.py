@@ -7,6 +7,7 @@ from typing import Any
 
 from ..continuity.parse import PatternSummary
 from ..continuity.schema import durable_budget, has_felt_layer
+from .relayed import GUIDANCE as RELAYED_GUIDANCE
 
 PACKAGE_MARKER = "=== ANNEAL-MEMORY WRAP PACKAGE ==="
 DEDUP_CAP = 50
@@ -79,6 +80,7 @@ def instructions(schema: Sequence[Mapping[str, Any]], *, project_name: str, max_
         lines += ["", "Felt layer: keep the narrative-timeless section in proportion to the "
                   "whole arc of the relationship, not just this session. A save that collapses "
                   "it (or the patterns) below half its prior size is refused."]
+    lines += ["", RELAYED_GUIDANCE]
     lines += ["", f"Today is {today}. Date new and re-grounded pattern lines with it."]
     return "\n".join(lines)
 

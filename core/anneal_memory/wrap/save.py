@@ -2,7 +2,8 @@
 damage the memory, and governs every pattern line before it is written.
 
 Order: wrap and token checks → structure → durable facts → size bound → shrink gate →
-immune system → supersession markers → drift probes → one transaction that writes the
+immune system → relayed text outside a quotation (:mod:`.relayed`: flagged, or refused by
+a strict store) → supersession markers → drift probes → one transaction that writes the
 file, closes the wrap and records the pattern levels. A refusal changes nothing and
 leaves the wrap open.
 """
@@ -47,6 +48,7 @@ from ..immune.graduation import (
 )
 from ..storage.common import ns_meta_key
 from ..types import TRUST_LEVELS
+from . import relayed as relayed_rule
 from .baton import baton_holder
 
 if TYPE_CHECKING:
@@ -328,6 +330,7 @@ def validated_save_continuity(
     if durable_dropped:
         durable_warn.append("Durable Facts: dropped by marker: " + "; ".join(durable_dropped))
     result["warnings"] += durable_warn
+    _check_relayed(store, final_text, snapshot_ids, result)
     if crystal_store is not None:
         final_text = _crystallize_marked(store, crystal_store, doc, outcomes, day, result)
         result["chars"] = len(final_text)
@@ -394,6 +397,10 @@ def validated_save_continuity(
             **({"durable_dropped": [store.audit_trail.hash_content(x) for x in durable_dropped]}
                if durable_dropped else {}),
             "supersessions_recorded": result["supersessions_recorded"],
+            **({"relayed_unquoted": [
+                {"episode_id": x["episode_id"], "trust": x["trust"], "section": x["section"],
+                 "line_hash": store.audit_trail.hash_content(x["line"])}
+                for x in result["relayed_unquoted"]]} if result["relayed_unquoted"] else {}),
             "drift": result["drift"],
             "session_id": session_id,
         }, actor="agent")
@@ -422,6 +429,27 @@ def validated_save_continuity(
         "pruned_count": pruned, "associations_formed": 0, "associations_strengthened": 0,
         "associations_decayed": 0, "wrap_id": wrap["id"]}
     return result
+
+
+def _check_relayed(store: Store, text: str, snapshot_ids: list[str],
+                   result: dict[str, Any]) -> None:
+    """Flag (or, on a strict store, refuse) continuity lines that reproduce a relayed
+    episode of this wrap outside a marked quotation (see :mod:`.relayed`)."""
+    found = relayed_rule.find_unquoted(text, relayed_rule.relayed_of_wrap(store, snapshot_ids))
+    result["relayed_unquoted"] = [u.as_dict() for u in found]
+    if not found:
+        return
+    where = "; ".join(f"{u.section or 'the header'} reproduces {u.trust} episode {u.episode_id}"
+                      for u in found[:5])
+    if getattr(store, "relayed_text", "flag") == "strict":
+        _refuse(store, "relayed_unquoted",
+                f"the continuity carries relayed text as its own ({where}): quote it and say "
+                "where it came from (- Tool lookup said: \"...\") or put it in your own words; "
+                "this store refuses relayed text outside a quotation (relayed_text='strict')",
+                episodes=[u.episode_id for u in found], sections=[u.section for u in found])
+    result["warnings"].append(
+        f"relayed-unquoted: {where}: relayed (tool/external) text outside a quotation reads as "
+        "the agent's own; quote and attribute it in the next wrap")
 
 
 def _revocations(store: Store, history: dict[str, dict[str, Any]]) -> dict[str, int]:
