@@ -149,6 +149,12 @@ def _set_current(owner: object, run: _Run | None) -> None:
 
 async def _recall_entries(session: MemorySession, query: str, limit: int | None,
                           store_name: str) -> list[MemoryEntry]:
+    """Recall as Strands entries, one labelled line each (as Strands' reference store: a
+    limit below 1 is a ValueError, an empty query finds nothing)."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"max_search_results must be at least 1, not {limit!r}")
+    if not isinstance(query, str) or not query.strip():
+        return []
     items = await session.arecall_items(query, limit=limit)
     return [MemoryEntry(content=item, store_name=store_name) for item in items]
 
@@ -381,7 +387,9 @@ class AnnealMemoryStore(MemoryAdapter):
     async def search(self, query: str, options: Mapping[str, Any] | None = None
                      ) -> list[MemoryEntry]:
         """Recall for ``query``: each hit one labelled line (Strands' ``search``)."""
-        limit = (options or {}).get("max_search_results") or self.max_search_results
+        limit = (options or {}).get("max_search_results")
+        if limit is None:
+            limit = self.max_search_results
         return await _recall_entries(self.session, query, limit, self.name)
 
     async def add(self, content: str, metadata: Mapping[str, Any] | None = None) -> Any:

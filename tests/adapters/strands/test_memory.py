@@ -202,3 +202,15 @@ def test_bad_options_raise_at_construction(mem_store: Store) -> None:
         AnnealMemory(mem_store, inject="sometimes")
     with pytest.raises(ValidationError, match="store_name"):
         AnnealMemory(mem_store, store_name=" ")
+
+
+def test_a_failed_invocation_still_records_and_wraps(mem_store: Store) -> None:
+    class Down(ScriptedModel):
+        async def stream(self, *args, **kwargs):  # type: ignore[override]
+            raise RuntimeError("model down")
+            yield
+
+    memory = AnnealMemory(mem_store, wrap_on_end=True, compress=scripted_compress)
+    with pytest.raises(RuntimeError, match="model down"):
+        _agent(memory, Down())("Decide to sow leeks")
+    assert "sow leeks" in (mem_store.load_continuity() or "")  # AfterInvocation still runs
