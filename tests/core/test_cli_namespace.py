@@ -181,8 +181,9 @@ def test_every_command_is_either_scoped_or_refuses(two_users: dict[str, Any],
                                       "prepare-wrap", "save-continuity"}
     unclassified = [c for c in _top_commands() if c not in tested and c not in STORE_WIDE]
     # commands that act on one namespace but have no read-only form worth a row above
+    # (token: create serves the namespace it names, list filters by it; tests/mcp)
     assert set(unclassified) <= {"prune", "unsupersede", "wrap-cancel", "set-schema",
-                                 "outcome", "pattern", "erase"}, unclassified
+                                 "outcome", "pattern", "erase", "token"}, unclassified
     run = Run(two_users["db"], capsys)
     before = two_users["db"].read_bytes()
     for command in sorted(STORE_WIDE):

@@ -144,6 +144,12 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
     # erase: alice forgotten whole, then the listing is empty
     assert go("erase", "--namespace", "user=alice", "--yes")["erased"]["user"] == "alice"
     assert go("namespaces")["namespaces"] == []
+    # token: made for one namespace, listed by it, revoked
+    made = go("token", "create", "--namespace", "user=alice", "--expires", "30d")
+    assert made["token"].startswith("amt_") and made["state"] == "active"
+    assert [t["id"] for t in go("token", "list", "--namespace", "user=alice")["tokens"]] \
+        == [made["id"]]
+    assert go("token", "revoke", made["id"])["state"] == "revoked"
     # serve: the real CLI in a real process, with the mcp package made unimportable
     p = subprocess.run([sys.executable, "-c",
                         "import sys; sys.modules['mcp'] = None; "

@@ -104,9 +104,13 @@ def register(sub: Any) -> None:
                            help="the snippet version your instructions follow (default: this "
                            "package's)")
 
-    text = "run the MCP server on stdio (needs anneal-memory[mcp])"
+    text = ("run the MCP server on stdio, or with --http on streamable HTTP for many users "
+            "(needs anneal-memory[mcp])")
     p = sub.add_parser("serve", help=text, description=text[:1].upper() + text[1:] + ".")
     p.add_argument("--session-id", help="the session this server wraps as (baton holder)")
+    p.add_argument("--http", metavar="HOST:PORT",
+                   help="serve MCP over HTTP at http://HOST:PORT/mcp (e.g. 127.0.0.1:8765), "
+                        "each request with a bearer token from 'token create'")
     p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--no-audit", action="store_true", help="run without the audit trail")
     p.add_argument("--verify-audit", action="store_true",
@@ -539,6 +543,10 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    if args.http is not None:  # a bad or every-interface address: refused before anything
+        from ..mcp.http import parse_address
+
+        parse_address(args.http)
     try:
         import mcp  # noqa: F401
     except ImportError:
@@ -560,4 +568,5 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ValidationError(f"the audit chain breaks at entry {result.chain_break_at} "
                                   f"({result.reason}): not serving; see anneal-memory audit-repair")
     return int(run_server(str(ensure_folder(args)), args.project_name, args.session_id,
-                          args.skip_integrity, args.generate_integrity, audit=not args.no_audit))
+                          args.skip_integrity, args.generate_integrity, audit=not args.no_audit,
+                          http=args.http))

@@ -244,7 +244,8 @@ STORE_WIDE = {
     "demo": "demo uses a store of its own",
     "eval": "eval uses stores of its own",
     "namespaces": "it lists every namespace",
-    "serve": "the MCP server over stdio serves the store it opens",
+    "serve": "the MCP server serves the store it opens (over HTTP each request's token "
+             "names its namespace)",
     "ui": "the console has a view per namespace (pick one on its Namespaces page)",
     "crystal": "crystals belong to the whole store",
     "graph": "associations belong to the whole store",

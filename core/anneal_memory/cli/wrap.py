@@ -167,11 +167,18 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+def _baton_of(args: argparse.Namespace) -> Any:
+    """Whose baton: the store's, or with --namespace that namespace's own."""
+    from .common import namespace_of, tier_home
+
+    return tier_home(args) if namespace_of(args) is not None else sidecar(args)
+
+
 def cmd_baton_claim(args: argparse.Namespace) -> int:
     from ..wrap.baton import claim_baton
 
     with cli_hint(BatonError, f"anneal-memory baton claim {args.name} --take"):
-        result = claim_baton(sidecar(args), args.name, take=args.take)
+        result = claim_baton(_baton_of(args), args.name, take=args.take)
     prev = result["previous"]
     result = dict(result, session_id=args.name, previous_holder=prev)  # 1.0.2's keys too
     emit(args, result, f"{args.name} holds the baton" + (f" (taken from {prev})"
@@ -185,7 +192,7 @@ def cmd_baton_status(args: argparse.Namespace) -> int:
     with read_store(args) as store:
         required = store.consolidate_requires_baton()
         waiting = store.status().episodes_since_wrap
-    st = dict(baton_status(sidecar(args)), required=required)
+    st = dict(baton_status(_baton_of(args)), required=required)
     st.update(baton_holder=st["holder"], baton_readable=True, episodes_since_wrap=waiting,
               consolidate_requires_baton=required)  # 1.0.2's keys
     who = st["holder"] or "nobody"
@@ -197,7 +204,7 @@ def cmd_baton_status(args: argparse.Namespace) -> int:
 def cmd_baton_release(args: argparse.Namespace) -> int:
     from ..wrap.baton import release_baton
 
-    done = release_baton(sidecar(args), args.name)
+    done = release_baton(_baton_of(args), args.name)
     if not done and args.name:
         raise ValidationError(f"session {args.name!r} does not hold the baton: nothing was "
                               "released (see anneal-memory baton status)")

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import shlex
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -14,6 +15,7 @@ from ..crystal import CrystalStore, retrieve_patterns
 from ..errors import EpisodeNotFoundError, WrapTokenError
 from ..spores import SporeStore
 from ..store import Store, default_db_path
+from ..trust import lower
 from ..wrap.baton import baton_holder
 from ..wrap.lifecycle import open_wrap_info
 from ..wrap.prepare import prepare_wrap
@@ -57,8 +59,12 @@ class MemoryTools:
 
     def _claim_command(self) -> str:
         sid = self.session_id or "NAME"
-        db = "" if self._is_default_store() else f"--db {self.store.path} "
-        return f"anneal-memory {db}baton claim {sid}"
+        db = "" if self._is_default_store() else f"--db {shlex.quote(str(self.store.path))} "
+        ns = self.store.namespace
+        scope = "".join(f"--namespace {shlex.quote(f'{k}={v}')} "
+                        for k, v in (ns.to_dict().items() if ns is not None else ())
+                        if v is not None)
+        return f"anneal-memory {db}{scope}baton claim {sid}"
 
     def _is_default_store(self) -> bool:
         try:
@@ -70,7 +76,7 @@ class MemoryTools:
         """None when this session may consolidate, else what the operator must do."""
         if not self.store.consolidate_requires_baton():
             return None
-        holder = baton_holder(self.store.path)
+        holder = baton_holder(self.store)  # a view's own namespace's baton
         if self.session_id and holder == self.session_id:
             return (f"Consolidation: this session ({self.session_id}) holds the baton and may "
                     "wrap.")
@@ -81,11 +87,17 @@ class MemoryTools:
                 f"{waiting} episode(s) waiting. To let this session wrap, {start}the operator "
                 f"runs in their own shell: {self._claim_command()}")
 
+    @property
+    def _default_trust(self) -> str:
+        # a token below agent (tool, external) labels its writes with its own ceiling
+        return lower("agent", self.store.trust_ceiling)
+
     # ------------------------------------------------------------------ memory
     def record(self, a: dict[str, Any]) -> str:
         ep = self.store.record(a["content"], a["episode_type"], source=a.get("source", "agent"),
                                metadata=a.get("metadata"), supersedes=a.get("supersedes"),
-                               state_key=a.get("state_key"), trust=a.get("trust", "agent"),
+                               state_key=a.get("state_key"),
+                               trust=a.get("trust", self._default_trust),
                                derived_from=a.get("derived_from"))
         out = f"Recorded [{ep.id}] ({ep.type.value}, trust {ep.trust})."
         if a.get("supersedes"):

@@ -12,6 +12,7 @@ import inspect
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,9 +82,27 @@ class _ToolFailed(Exception):
     """A tool error on the 1.x SDK line: its message is the reply text."""
 
 
-def _build(tools: MemoryTools) -> Any:
+def _build(tools: MemoryTools | Callable[[], MemoryTools], *, offload: bool = False) -> Any:
+    """The SDK's low-level Server over ``tools``: one MemoryTools (stdio), or a callable
+    giving the current request's (HTTP: each token's own view). ``offload`` runs each
+    call in a worker thread, so one slow call does not hold up other users' requests."""
+    import anyio
     import mcp.types as t
     from mcp.server.lowlevel import Server
+
+    current: Callable[[], MemoryTools] = tools if callable(tools) else (lambda: tools)
+
+    async def run_call(name: str, arguments: Any) -> tuple[str, bool]:
+        mine = current()
+        if offload:
+            return await anyio.to_thread.run_sync(call_tool, mine, name, arguments)
+        return call_tool(mine, name, arguments)
+
+    async def run_read(uri: str) -> tuple[str, str]:
+        mine = current()
+        if offload:
+            return await anyio.to_thread.run_sync(read_resource, mine.store, uri)
+        return read_resource(mine.store, uri)
 
     def tool_list() -> Any:
         return [t.Tool.model_validate(d) for d in TOOLS]
@@ -102,13 +121,13 @@ def _build(tools: MemoryTools) -> Any:
             return t.ListToolsResult(tools=tool_list())
 
         async def on_call_tool(ctx: Any, params: Any) -> Any:
-            return result(*call_tool(tools, params.name, params.arguments))
+            return result(*await run_call(params.name, params.arguments))
 
         async def on_list_resources(ctx: Any, params: Any) -> Any:
             return t.ListResourcesResult(resources=res_list())
 
         async def on_read_resource(ctx: Any, params: Any) -> Any:
-            text, mime = read_resource(tools.store, str(params.uri))
+            text, mime = await run_read(str(params.uri))
             return t.ReadResourceResult.model_validate(
                 {"contents": [{"uri": str(params.uri), "mimeType": mime, "text": text}]})
 
@@ -125,7 +144,7 @@ def _build(tools: MemoryTools) -> Any:
     # Our own argument check (args.py) answers bad calls, the same on every SDK version.
     @server.call_tool(validate_input=False)  # type: ignore[attr-defined,misc]
     async def _call_tool(name: str, arguments: Any) -> Any:
-        text, is_error = call_tool(tools, name, arguments)
+        text, is_error = await run_call(name, arguments)
         if is_error:
             # Every 1.x release turns an exception into an isError result carrying its
             # message; returning a CallToolResult directly only works in later ones.
@@ -140,7 +159,7 @@ def _build(tools: MemoryTools) -> Any:
     async def _read_resource(uri: Any) -> Any:
         from mcp.server.lowlevel.helper_types import ReadResourceContents
 
-        text, mime = read_resource(tools.store, str(uri))
+        text, mime = await run_read(str(uri))
         return [ReadResourceContents(content=text, mime_type=mime)]
 
     return server
@@ -169,9 +188,12 @@ def _serve(tools: MemoryTools) -> None:
 
 def run_server(db_path: str | None = None, project_name: str | None = None,
                session_id: str | None = None, skip_integrity: bool = False,
-               generate_integrity: bool = False, audit: bool = True) -> int:
+               generate_integrity: bool = False, audit: bool = True,
+               http: str | None = None) -> int:
     """Serve MCP over stdio until the client closes; returns the exit status.
 
+    ``http`` (``HOST:PORT``): serve streamable HTTP there instead, to every holder of a
+    token (``anneal-memory token create``), each in its token's namespace.
     ``generate_integrity`` rewrites the shipped manifest and returns without serving.
     """
     if generate_integrity:
@@ -188,7 +210,18 @@ def run_server(db_path: str | None = None, project_name: str | None = None,
             integrity.verify()
         except integrity.IntegrityError as exc:
             return _fail(str(exc))
-    sid = session_id if session_id is not None else os.environ.get(ENV_SESSION) or None
+    if http is not None:
+        if session_id is not None:
+            return _fail("--session-id is for stdio: over HTTP each token wraps as its own "
+                         "session (token-ID); leave --session-id out")
+        try:
+            from .http import parse_address
+
+            parse_address(http)  # refuse a bad address before the store is opened
+        except AnnealMemoryError as exc:
+            return _fail(str(exc))
+    sid = (None if http is not None else session_id if session_id is not None
+           else os.environ.get(ENV_SESSION) or None)
     if sid is not None and (not sid.strip() or len(sid) > 200):
         return _fail("--session-id must be a non-empty name of at most 200 characters")
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -199,7 +232,14 @@ def run_server(db_path: str | None = None, project_name: str | None = None,
     except AnnealMemoryError as exc:
         return _fail(str(exc))
     try:
-        _serve(MemoryTools(store, sid))
+        if http is not None:
+            from .http import serve_http
+
+            serve_http(store, http)
+        else:
+            _serve(MemoryTools(store, sid))
+    except AnnealMemoryError as exc:
+        return _fail(str(exc))
     except KeyboardInterrupt:
         pass
     finally:
