@@ -27,7 +27,6 @@ import contextvars
 import logging
 import os
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from agno.exceptions import CheckTrigger, InputCheckError
@@ -45,6 +44,7 @@ from anneal_memory.adapters import (
     identity,
     label_memory,
 )
+from anneal_memory.clock import parse_timestamp
 from anneal_memory.errors import IdentityError, ValidationError
 from anneal_memory.governance.scoped import UnscopedView
 from anneal_memory.session import MemorySession
@@ -101,8 +101,8 @@ def _same_user(a: str | None, b: str | None) -> bool:
 
 def _epoch(timestamp: str) -> int | None:
     try:
-        return int(datetime.fromisoformat(timestamp).timestamp())
-    except (TypeError, ValueError):
+        return int(parse_timestamp(timestamp).timestamp())
+    except (TypeError, ValueError):  # ValidationError is a ValueError
         return None
 
 
