@@ -279,6 +279,13 @@ def check_config(block: Block) -> list[str]:
     servers = data.get("mcpServers") or data.get("mcp_servers") or {}
     problems = [] if servers else [f"{block.where}: no MCP server entry"]
     for name, entry in servers.items():
+        if "url" in entry:  # a server over HTTP (serve --http): its endpoint and a token
+            auth = str(entry.get("headers", {}).get("Authorization", ""))
+            if not re.match(r"^https?://[^/\s]+/mcp$", str(entry["url"])) \
+                    or not auth.startswith("Bearer amt_"):
+                problems.append(f"{block.where}: {name}: an HTTP entry needs a url ending "
+                                "in /mcp and an 'Authorization: Bearer amt_...' header")
+            continue
         args = list(entry.get("args", []))
         if entry.get("command") == "uvx":
             spec = args[1] if args[:1] == ["--from"] else ""
