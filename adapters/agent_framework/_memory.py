@@ -410,8 +410,17 @@ class AnnealHistoryProvider(MemoryAdapter, HistoryProvider):
 
     async def before_run(self, *, agent: Any, session: Any, context: Any,
                          state: dict[str, Any]) -> None:
-        """The session's history, in front of the new input (identity refused: raised)."""
-        memory = self._run_memory(agent, session, context)
+        """The session's history, in front of the new input (identity refused: raised;
+        any other failure to resolve the run's memory loads nothing, logged)."""
+        try:
+            memory = self._run_memory(agent, session, context)
+        except IdentityError:
+            raise
+        except Exception as exc:
+            if self.base_session.strict:
+                raise
+            _log.warning("anneal-memory: no history for this run: %s", exc)
+            return
         if session is not None:
             _remember(self, session, memory)
         await self._load_into(memory, context)
