@@ -11,7 +11,9 @@
     agent("Which heater do we have?", invocation_state={"user_id": "alice"})
 
 ``AnnealMemoryStore`` is the same memory as a plain Strands ``MemoryStore`` (one memory per
-store instance), for a ``MemoryManager`` of your own next to other stores.
+store instance), for a ``MemoryManager`` of your own next to other stores;
+``AnnealSessionManager`` / ``AnnealSessionRepository`` keep Strands sessions (the chat
+history and agent state) in the same database, per namespace.
 
 Install with ``pip install 'anneal-memory[strands]'``.
 """
@@ -29,5 +31,7 @@ from ._memory import (  # noqa: E402
     RunContext,
     model_compressor,
 )
+from ._sessions import AnnealSessionManager, AnnealSessionRepository  # noqa: E402
 
-__all__ = ["LOGGER_NAME", "AnnealMemory", "AnnealMemoryStore", "RunContext", "model_compressor"]
+__all__ = ["LOGGER_NAME", "AnnealMemory", "AnnealMemoryStore", "AnnealSessionManager",
+           "AnnealSessionRepository", "RunContext", "model_compressor"]

@@ -21,5 +21,5 @@ strands.models.BedrockModel = lambda *args, **kwargs: ScriptedModel()
 
 
 test_the_guide_has_its_blocks, test_block_runs = guide_tests(
-    "strands", HERE, PRELUDE, blocks=3,
-    last_lines={0: "alice's memory wrapped", 1: "saved", 2: "2"})
+    "strands", HERE, PRELUDE, blocks=4,
+    last_lines={0: "alice's memory wrapped", 1: "saved", 2: "2", 3: "4"})
