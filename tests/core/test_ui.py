@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from anneal_memory import AuditTrail, Store, ValidationError
+from anneal_memory import AuditTrail, MemorySession, Store, ValidationError
 from anneal_memory.audit import same_label
 from anneal_memory.governance import MemoryNamespace
 from anneal_memory.ui import Console
@@ -83,7 +83,7 @@ class _Tags(HTMLParser):
 OUR_TAGS = {"html", "head", "meta", "title", "link", "body", "header", "span", "nav", "a",
             "main", "h1", "h2", "p", "div", "pre", "table", "thead", "tbody", "tr", "th", "td",
             "form", "input", "button", "select", "option", "label", "details", "summary",
-            "strong", "code", "svg", "line", "text", "path", "circle", "ul", "li"}
+            "strong", "code", "svg", "line", "text", "path", "circle", "rect", "ul", "li"}
 
 
 def no_live_markup(body: str) -> None:
@@ -719,3 +719,25 @@ def test_the_root_audit_page_names_each_entrys_namespace_and_filters_by_it(seede
     assert "<td>default/bob/" not in only and "hostile" not in only
     bad = client.get("/audit?entry_ns=nobody")
     assert bad.status == 400
+
+
+def test_each_views_overview_charts_its_own_activity(tmp_path: Path) -> None:
+    from anneal_memory.clock import today
+
+    db = tmp_path / "memory.db"
+    with Store(db) as s:
+        for _ in range(3):
+            s.scoped({"user": "dora"}).record("dora's note", "observation")
+        s.scoped({"user": "eli"}).record("eli's note", "observation")
+        assert MemorySession(s, namespace={"user": "eli"}).wrap(
+            lambda p: "# C\n\n## State\n- ok\n\n## Patterns\n- p | 1x\n\n## Decisions\n"
+                      "- none\n\n## Context\n- c\n").status == "saved"
+    day = today().isoformat()
+    with Console(db, port=0) as c:
+        client = logged_in(c)
+        dora = client.get("/?ns=" + ns_token(MemoryNamespace("default", "dora", "default"))).body
+        eli = client.get("/?ns=" + ns_token(MemoryNamespace("default", "eli", "default"))).body
+        root = client.get("/").body
+    assert f"<title>{day}: 3 episode(s), 0 wrap(s)</title>" in dora
+    assert f"<title>{day}: 1 episode(s), 1 wrap(s)</title>" in eli
+    assert 'id="activity"' not in root and "no episodes or wraps in this period" in root

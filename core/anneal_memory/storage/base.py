@@ -159,6 +159,9 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def owners(self) -> list[str]: ...  # every namespace owner with rows here
     @abc.abstractmethod
+    def activity_by_day(self, since_day: str, *, scope: Scope = ROOT
+                        ) -> list[tuple[str, int, int]]: ...
+    @abc.abstractmethod
     def owner_projects(self, owner: str) -> list[str | None]: ...
 
     # -- episodes

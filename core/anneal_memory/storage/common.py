@@ -502,6 +502,22 @@ class SQLBackend(Backend):
                     "AND ns_key=?", (scope.key,))
         return (int(r[0]), r[1]) if r else (0, None)
 
+    def activity_by_day(self, since_day: str, *, scope: Scope = ROOT
+                        ) -> list[tuple[str, int, int]]:
+        """(day, episodes recorded, wraps saved) per UTC day from ``since_day`` on: the
+        episodes written in exactly ``scope`` (the root: its own) and its wraps."""
+        extra, params = own_sql(scope)
+        days: dict[str, list[int]] = {}
+        for day, n in self.q("SELECT substr(timestamp, 1, 10), COUNT(*) FROM episodes "
+                             f"WHERE timestamp >= ?{extra} GROUP BY substr(timestamp, 1, 10)",
+                             (since_day, *params)):
+            days.setdefault(str(day), [0, 0])[0] = int(n)
+        for day, n in self.q("SELECT substr(completed_at, 1, 10), COUNT(*) FROM wraps WHERE "
+                             "status='saved' AND ns_key=? AND completed_at >= ? "
+                             "GROUP BY substr(completed_at, 1, 10)", (scope.key, since_day)):
+            days.setdefault(str(day), [0, 0])[1] = int(n)
+        return [(d, e, w) for d, (e, w) in sorted(days.items())]
+
     def wrapped_ids_before(self, wrap_id: int, *, scope: Scope = ROOT) -> set[str]:
         extra, params = own_sql(scope)
         return {r[0] for r in self.q("SELECT id FROM episodes WHERE wrap_id IS NOT NULL "

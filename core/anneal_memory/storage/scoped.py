@@ -86,6 +86,9 @@ class ScopedBackend:
     def counts_by_trust(self, **_: Any) -> dict[str, int]:
         return self._inner.counts_by_trust(scope=self.scope)
 
+    def activity_by_day(self, since_day: str, **_: Any) -> list[tuple[str, int, int]]:
+        return self._inner.activity_by_day(since_day, scope=self.scope)
+
     def namespace_counts(self) -> list[tuple[str, str | None, int, int]]:
         """Refused: it lists every namespace, which no view may see."""
         raise AttributeError("namespace_counts lists every namespace: call it on the root "

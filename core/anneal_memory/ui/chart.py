@@ -1,5 +1,6 @@
-"""A pattern's level across wraps as a small inline SVG chart (no script, no styles: SVG
-presentation attributes only, so the console's content policy needs nothing more)."""
+"""Small inline SVG charts: a pattern's level across wraps, and a memory's episodes and
+wraps per day (no script, no styles: SVG presentation attributes only, so the console's
+content policy needs nothing more)."""
 
 from __future__ import annotations
 
@@ -66,3 +67,37 @@ def legend() -> str:
                     f'<svg width="10" height="10"><circle cx="5" cy="5" r="5" fill="{c}"/></svg> '
                     f"{esc(name)}</span>" for name, c in LEGEND)
     return f"<p>{items}</p>"
+
+
+def activity_chart(days: Sequence[tuple[str, int, int]], *, width: int = 520,
+                   height: int = 110) -> str:
+    """``days``: (YYYY-MM-DD, episodes, wraps), oldest first: a bar per day with episodes,
+    a dot above it per day with a saved wrap."""
+    if not days:
+        return '<p class="muted">no episodes or wraps in this period</p>'
+    top = max(1, max(e for _d, e, _w in days))
+    left, right, up, down = 34, 12, 14, 22
+    inner_w, inner_h = width - left - right, height - up - down
+    slot = inner_w / len(days)
+    bar = max(1.0, slot * 0.7)
+    parts = [f'<svg class="chart" id="activity" xmlns="http://www.w3.org/2000/svg" '
+             f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">',
+             f'<text x="{left - 6}" y="{up + 4}" font-size="10" text-anchor="end" '
+             f'fill="#5b6570">{top}</text>',
+             f'<line x1="{left}" x2="{width - right}" y1="{up + inner_h}" y2="{up + inner_h}" '
+             'stroke="#e3e7eb" stroke-width="1"/>']
+    for i, (day, eps, wraps) in enumerate(days):
+        x = left + i * slot + (slot - bar) / 2
+        h = inner_h * eps / top
+        label = f"{day}: {eps} episode(s), {wraps} wrap(s)"
+        parts.append(f'<rect x="{x:.1f}" y="{up + inner_h - h:.1f}" width="{bar:.1f}" '
+                     f'height="{h:.1f}" fill="#1f5f99"><title>{esc(label)}</title></rect>')
+        if wraps:
+            parts.append(f'<circle cx="{x + bar / 2:.1f}" cy="{up - 6:.1f}" r="4" '
+                         f'fill="#1f7a3a"><title>{esc(label)}</title></circle>')
+    for i in (0, len(days) - 1):
+        parts.append(f'<text x="{left + i * slot + slot / 2:.1f}" y="{height - 6}" '
+                     f'font-size="10" text-anchor="middle" fill="#5b6570">'
+                     f"{esc(days[i][0][5:])}</text>")
+    parts.append("</svg>")
+    return "".join(parts)

@@ -200,7 +200,27 @@ def overview(v: View) -> str:
             danger = ('<h2>Erase</h2><p class="muted small">Forget this namespace whole: its '
                       "episodes, continuity, wraps, items and governed records, for good "
                       "(operator mode only).</p>" + danger)
-    return f.page("Overview", "/", table(("", ""), ([k, val] for k, val in rows)) + danger)
+    from datetime import timedelta
+
+    from ..clock import today
+    from .chart import activity_chart
+
+    first = today() - timedelta(days=ACTIVITY_DAYS - 1)
+    seen = {d: (e, w) for d, e, w in v.store.backend.activity_by_day(first.isoformat())}
+    days = [(d, *seen.get(d, (0, 0))) for d in
+            ((first + timedelta(days=i)).isoformat() for i in range(ACTIVITY_DAYS))]
+    if not any(e or w for _d, e, w in days):
+        days = []
+    activity = (f"<h2>Activity, last {ACTIVITY_DAYS} days</h2>"
+                '<p class="muted small">Episodes recorded per day (bars) and days with a '
+                "saved wrap (dots), this view's own.</p>"
+                + activity_chart(days))
+    return f.page("Overview", "/", table(("", ""), ([k, val] for k, val in rows)) + activity
+                  + danger)
+
+
+#: days of activity the Overview's chart shows
+ACTIVITY_DAYS = 30
 
 
 def continuity(v: View) -> str:
