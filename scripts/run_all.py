@@ -23,7 +23,7 @@ USUAL = {"core": 180, "sqlite-oldest": 150, "sqlite-newest": 150, "mcp": 120, "p
          "llamaindex": 60, "llamaindex-floor": 65, "google_adk": 70, "google_adk-floor": 70,
          "agno": 45, "agno-floor": 45,
          "strands": 45, "strands-floor": 45,
-         "agent_framework": 40, "agent_framework-floor": 40}
+         "agent_framework": 25, "agent_framework-floor": 30}
 DEFAULT_GUESS = 40
 
 

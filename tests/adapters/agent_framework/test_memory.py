@@ -226,3 +226,28 @@ def test_history_max_messages_clear_and_direct_calls(mem_store: Store) -> None:
     assert asyncio.run(history.get_messages("s1", namespace={"user": "bob"})) == []
     assert asyncio.run(history.clear("s1", namespace=ALICE)) == 3
     assert asyncio.run(history.get_messages("s1", namespace=ALICE)) == []
+
+
+def test_a_failing_namespace_callable_writes_nothing_and_the_run_goes_on(
+        mem_store: Store, caplog: Any) -> None:
+    memory = AnnealContextProvider(mem_store, namespace=lambda run: {"user": run.options["uid"]})
+    with caplog.at_level(logging.WARNING, logger=LOGGER_NAME):
+        out = run(agent_with([memory, memory.history_provider()], ScriptedClient()),
+                  "Alice's note Vermilion", AgentSession(session_id="s1"))
+    assert out.text == "Done: noted."
+    assert mem_store.recall(limit=100).episodes == []
+    assert mem_store.items(COLLECTION).list() == []
+    assert any("no memory for this run" in r.getMessage() for r in caplog.records)
+
+
+def test_missing_framework_names_the_extra() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['agent_framework'] = None\n"
+            "from anneal_memory.errors import MissingExtraError\n"
+            "try:\n    import anneal_memory.adapters.agent_framework\n"
+            "except MissingExtraError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert "pip install 'anneal-memory[agent-framework]'" in done.stdout, done.stderr
