@@ -37,6 +37,7 @@ class Team:
     url: str
     alice: str
     bob: str
+    bob_id: str
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,7 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
     bob = make_token(db, "--namespace", "user=bob", "--trust-ceiling", "tool")
     assert alice["baton_claimed"] and bob["baton_claimed"]
     with http_server(db) as url:
-        yield Team(db, url, alice["token"], bob["token"])
+        yield Team(db, url, alice["token"], bob["token"], bob["id"])
 
 
 def _episodes(db: Path) -> dict[str, int]:
@@ -141,6 +142,38 @@ def test_concurrent_wraps_of_two_users_are_both_saved(team: Team) -> None:
     with Store(team.db, read_only=True) as store:
         for user in ("alice", "bob"):
             assert store.scoped({"user": user}).wrap_history(5), user
+
+
+def test_a_second_token_of_a_namespace_is_capture_only_until_the_operator_claims(
+        team: Team) -> None:
+    second = make_token(team.db, "--namespace", "user=alice", "--label", "alice-desktop")
+    assert second["baton_claimed"] is False  # the first token of alice holds her baton
+
+    async def prepare() -> str:
+        async with connect(team.url, second["token"]) as c:
+            await call(c, "record", {"content": "from the desktop", "episode_type": "context"})
+            return await call(c, "prepare_wrap")
+
+    gated = run(prepare)
+    assert "Capture-only" in gated, gated
+    command = re.search(r"anneal-memory (.*baton claim \S+)", gated)
+    assert command and "--namespace user=alice" in command.group(1), gated
+    assert f"baton claim {second['session_id']}" in gated
+    words = command.group(1).split()
+    res = cli(team.db, *words[words.index("--namespace"):], "--take")
+    assert res.returncode == 0, res.stderr
+    opened = run(prepare)
+    assert "Wrap token:" in opened, opened
+
+    async def cancel() -> None:
+        async with connect(team.url, second["token"]) as c:
+            await call(c, "wrap_cancel", {"wrap_token": _wrap_token(opened)})
+
+    run(cancel)
+    with Store(team.db, read_only=True) as store:  # bob's baton was never touched
+        from anneal_memory.wrap.baton import baton_holder
+
+        assert baton_holder(store.scoped({"user": "bob"})) == f"token-{team.bob_id}"
 
 
 def _refused(team: Team, status: int, text: str, *args: object, **kw: object) -> str:

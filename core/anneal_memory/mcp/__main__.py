@@ -10,7 +10,7 @@ from .server import run_server
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m anneal_memory.mcp",
-                                description="anneal-memory MCP server over stdio")
+                                description="anneal-memory MCP server over stdio (or HTTP)")
     p.add_argument("--db", help="store path (default: $ANNEAL_MEMORY_DB, else ~/.anneal-memory/memory.db)")
     p.add_argument("--project-name", default=None)
     p.add_argument("--session-id", default=None,
@@ -20,8 +20,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="start even if tool descriptions do not match the manifest (development)")
     p.add_argument("--generate-integrity", action="store_true",
                    help="rewrite the tool integrity manifest and exit")
+    p.add_argument("--http", metavar="HOST:PORT",
+                   help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio "
+                        "(bearer tokens: anneal-memory token create)")
     a = p.parse_args(argv)
-    return run_server(a.db, a.project_name, a.session_id, a.skip_integrity, a.generate_integrity)
+    return run_server(a.db, a.project_name, a.session_id, a.skip_integrity, a.generate_integrity,
+                      http=a.http)
 
 
 if __name__ == "__main__":
