@@ -154,3 +154,34 @@ def test_screenshots_of_the_main_pages(console: tuple[Console, dict], tmp_path: 
         data = (target / png).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, png
         assert re.search(rb"IHDR\x00\x00\x04L\x00\x00\x02\xf8", data[:40]), "1100x760"
+
+
+def test_hostile_namespace_pages_in_the_browser(tmp_path: Path) -> None:
+    """Issue 34: the pages a namespace reaches (its Overview with the activity chart and
+    the operator's Erase form, the Namespaces list, the audit page's namespace column),
+    for a user id that is a script, render it as text and run nothing."""
+    from anneal_memory import Store
+    from anneal_memory.governance import MemoryNamespace
+    from anneal_memory.ui.pages import ns_token
+
+    db = tmp_path / "memory.db"
+    with Store(db) as s:
+        view = s.scoped({"user": SCRIPT})
+        for i in range(3):
+            view.record(f"note {i} of a hostile user", "observation")
+        s.scoped({"user": "fred"}).record("fred's note", "observation")
+    ns = MemoryNamespace("default", SCRIPT, "default")
+    with Console(db, port=0, operator_via="env") as c:
+        pages = {
+            "overview": c.login_url("/") + "&ns=" + ns_token(ns),
+            "namespaces": c.login_url("/namespaces"),
+            "audit": c.login_url("/audit"),
+        }
+        doms = {k: Dom(browse(url, tmp_path, "--dump-dom").stdout) for k, url in pages.items()}
+    for name, dom in doms.items():
+        assert ns.label() in dom.visible, name
+        no_script_ran(dom)
+    overview = doms["overview"]
+    assert any(t == "svg" and a.get("id") == "activity" for t, a in overview.tags)
+    assert any(t == "form" and a.get("action") == "/act/erase" for t, a in overview.tags)
+    assert "3 episode(s), 0 wrap(s)" in " ".join(overview.text)
