@@ -376,6 +376,9 @@ def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
         else:
             b.erase_scope_rows(Scope(owner, ns.project))
             report.governed_records = gsql.erase_owner(b, owner, ns.project)
+        from .mcp.tokens import forget_namespace
+
+        forget_namespace(root, ns)  # its MCP tokens name the user: they go too
         root.audit_trail.append("namespace_erased", {
             "namespace_tag": view_for(root, Scope(owner, ns.project)).ns_tag,
             **report.audit_data()}, actor="operator")

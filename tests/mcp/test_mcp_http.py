@@ -267,3 +267,14 @@ def test_token_create_refuses_bad_input_and_writes_nothing(db: Path, args: tuple
     assert res.returncode == 1 and message in res.stderr, res.stderr
     with Store(db, read_only=True) as store:
         assert list_tokens(store) == []
+
+
+def test_erasing_a_namespace_deletes_its_tokens(tmp_path: Path) -> None:
+    with Store(tmp_path / "e.db") as store:
+        create_token(store, {"user": "erin-7c1"})
+        create_token(store, {"user": "erin-7c1", "project": "p1"})
+        _, kept = create_token(store, {"user": "frank"})
+        store.erase_namespace({"user": "erin-7c1"})
+        assert [t.id for t in list_tokens(store)] == [kept.id]
+    hits = [f.name for f in tmp_path.iterdir() if f.is_file() and b"erin-7c1" in f.read_bytes()]
+    assert hits == [], hits

@@ -192,3 +192,16 @@ def check_namespace(info: TokenInfo, asked: MemoryNamespace | None) -> None:
     if asked is not None and asked != info.namespace:
         raise TokenError(f"token {info.id} serves namespace {info.namespace.label()}, not "
                          f"{asked.label()}: use a token made for that namespace", status=403)
+
+
+def forget_namespace(store: Any, namespace: MemoryNamespace) -> int:
+    """Delete the tokens of an erased namespace (every project of it when ``namespace``
+    names none): their records name the user, and erased means erased. Returns how many."""
+    items = _root(store)
+    gone = 0
+    for item in items.list():
+        ns = coerce_namespace(item.value["namespace"])
+        if ns.owner == namespace.owner and (namespace.project is None
+                                            or ns.project == namespace.project):
+            gone += items.delete(item.key)
+    return gone
