@@ -169,7 +169,7 @@ def test_serve_passes_the_global_flags_to_the_server(cli: Run,
         ["--db", str(cli.db), "--project-name", "P", "--skip-integrity", "serve",
          "--session-id", "seat"])
     assert rc == 0
-    assert calls == [(str(cli.db), "P", "seat", True, False, True)]  # ..., audit on
+    assert calls == [(str(cli.db), "P", "seat", True, False, True, None)]  # audit on, stdio
 
 
 # ---------------------------------------------------------------------- crystal

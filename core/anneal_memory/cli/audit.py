@@ -41,6 +41,7 @@ AUDIT_EVENTS = frozenset({
     "gov_write", "gov_correct", "gov_approve", "gov_decision", "gov_refused", "gov_forget",
     "gov_hide", "gov_rebuild", "gov_review_queued", "gov_review_decided",
     "namespace_erased", "import_hashes", "wrap_taken_over", "wrap_policy",
+    "mcp_token_created", "mcp_token_revoked",
 })
 
 
