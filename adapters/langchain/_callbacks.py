@@ -50,7 +50,8 @@ class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
     # True so an IdentityError (a run whose id is empty or invisible) stops the run: every
     # hook is guarded, so any other failure is logged and the run goes on (unless strict)
     raise_error = True
-    identity_source = "the run's metadata (config['metadata'])"
+    identity_source = ("the run's metadata (config['metadata'], and the config['configurable'] "
+                       "ids older langchain-core releases copy into it)")
     # Inline so episodes land in the order the events happened, also under ainvoke.
     run_inline = True
     framework = "langchain"

@@ -128,7 +128,8 @@ class AnnealMiddleware(MemoryAdapter, AgentMiddleware):
         session = self.session_for(runtime)
         human = _latest_human(state["messages"])
         query = message_text(human)
-        self._keep(human, session.memory_block(query or None))
+        self._keep(human, session.memory_block(query or None,
+                                               transcript=_transcript(state["messages"])))
         if query:
             session.record_user_input(query, _meta())
         return None
@@ -138,7 +139,8 @@ class AnnealMiddleware(MemoryAdapter, AgentMiddleware):
         session = self.session_for(runtime)
         human = _latest_human(state["messages"])
         query = message_text(human)
-        self._keep(human, await session.amemory_block(query or None))
+        self._keep(human, await session.amemory_block(
+            query or None, transcript=_transcript(state["messages"])))
         if query:
             await session.arecord_user_input(query, _meta())
         return None
@@ -163,7 +165,8 @@ class AnnealMiddleware(MemoryAdapter, AgentMiddleware):
         human = self._seen_model(request)
         block = self._blocks.get(human.id) if human is not None and human.id else None
         if block is None:  # before_agent did not run for this message (e.g. a resumed run)
-            block = self.session_for(request.runtime).memory_block(message_text(human) or None)
+            block = self.session_for(request.runtime).memory_block(
+                message_text(human) or None, transcript=_transcript(request.messages))
         return block
 
     @_safe
@@ -172,7 +175,7 @@ class AnnealMiddleware(MemoryAdapter, AgentMiddleware):
         block = self._blocks.get(human.id) if human is not None and human.id else None
         if block is None:
             block = await self.session_for(request.runtime).amemory_block(
-                message_text(human) or None)
+                message_text(human) or None, transcript=_transcript(request.messages))
         return block
 
     def _seen_model(self, request: ModelRequest) -> HumanMessage | None:
@@ -301,6 +304,12 @@ class AnnealMiddleware(MemoryAdapter, AgentMiddleware):
 
     def _acompressor(self, model: BaseChatModel | None) -> Compress | None:
         return self._anneal.compress or (model_acompressor(model) if model is not None else None)
+
+
+def _transcript(messages: Any) -> list[str]:
+    """The texts of the messages the model receives (a thread's earlier turns, with a
+    checkpointer): recall leaves the episodes recorded from them out of the block."""
+    return [message_text(m) for m in messages or []]
 
 
 def _meta() -> dict[str, Any]:

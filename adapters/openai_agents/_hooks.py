@@ -43,7 +43,7 @@ from anneal_memory.adapters import (
 )
 from anneal_memory.session import MemorySession
 
-from ._items import latest_user_text
+from ._items import item_text, latest_user_text
 from ._session import session_of_run
 
 LOGGER_NAME = "anneal_memory.adapters.openai_agents"
@@ -154,7 +154,11 @@ class AnnealMemory(MemoryAdapter):
     @_safe
     async def _block(self, ctx: RunContextWrapper[Any]) -> str:
         session = self.session_for(ctx)
-        return label_memory(await session.amemory_block(latest_user_text(ctx.turn_input) or None))
+        # the turns the model already receives (a Session's history is in turn_input) are
+        # not recalled back into the block
+        transcript = [item_text(i) for i in ctx.turn_input or [] if not isinstance(i, str)]
+        return label_memory(await session.amemory_block(
+            latest_user_text(ctx.turn_input) or None, transcript=transcript))
 
     def run_config(self, base: RunConfig | None = None, **fields: Any) -> RunConfig:
         """``base`` (or a new ``RunConfig(**fields)``) whose model input filter puts the

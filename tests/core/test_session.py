@@ -170,3 +170,25 @@ def test_wrap_first_and_check_compress(store: Store) -> None:
 def test_record_none_records_nothing(store: Store) -> None:
     assert MemorySession(store).record(None, "observation") is None  # type: ignore[arg-type]
     assert store.status().total_episodes == 0
+
+
+def test_recall_leaves_out_what_the_transcript_already_holds(store: Store) -> None:
+    """Issue 30 item 3: ``transcript=`` (the texts the model already receives) keeps the
+    episodes recorded from them out of the block: a user turn, an answer, a tool output
+    behind its record prefix; anything else is still recalled."""
+    session = MemorySession(store)
+    session.record_user_input("My locker code is Quasar-1711")
+    session.record_outcome("Noted the locker code.")
+    session.record_tool_output("lookup", "locker 12 belongs to Quasar-1711 holder")
+    store.record("The spare locker key is with Ottoline", "observation")
+    transcript = ["my locker  code is QUASAR-1711", "Noted the locker code.",
+                  "locker 12 belongs to Quasar-1711 holder"]
+    full = MemorySession(store).context_for("where is my locker key and code?")
+    assert "Quasar-1711" in full and "Ottoline" in full
+    shown = MemorySession(store).context_for("where is my locker key and code?",
+                                             transcript=transcript)
+    assert "Quasar-1711" not in shown and "Noted the locker" not in shown
+    assert "Ottoline" in shown
+    block = asyncio.run(MemorySession(store).amemory_block("locker code",
+                                                          transcript=transcript))
+    assert "Quasar-1711" not in block

@@ -15,6 +15,7 @@ from oa_scripted import lookup, model_inputs, scripted_model
 from anneal_memory import Store
 from anneal_memory.adapters import MEMORY_LABEL
 from anneal_memory.adapters.openai_agents import COLLECTION, AnnealMemory, AnnealSession
+from anneal_memory.adapters.openai_agents._items import item_text
 from anneal_memory.errors import ValidationError
 
 
@@ -180,3 +181,32 @@ def test_bad_arguments_raise(mem_store: Store) -> None:
         AnnealSession("x" * 300, mem_store)  # too long for a user id: say namespace=
     with pytest.raises(ValidationError, match="callable"):
         AnnealSession("s1", mem_store, namespace=lambda ctx: {"user": "a"})
+
+
+def test_recall_does_not_repeat_the_transcript(mem_store: Store) -> None:
+    """Issue 30 item 3: within one conversation the recalled block leaves out the turns the
+    model already receives from the session's history; another conversation of the same
+    user still recalls them."""
+    memory = AnnealMemory(mem_store)
+
+    def turn(session: AnnealSession, text: str, answer: str) -> object:
+        model = scripted_model(answer=answer)
+        agent = Agent(name="gardener", instructions=memory.instructions("Base."), model=model)
+        Runner.run_sync(agent, text, session=session, hooks=memory.run_hooks,
+                        run_config=memory.run_config())
+        return model.calls[0]
+
+    def split(call: object) -> tuple[str, str]:
+        """(the recalled block, the rest of what the model received)."""
+        texts = [item_text(i) for i in call.input]  # type: ignore[attr-defined]
+        block = "\n".join(t for t in texts if t.startswith(MEMORY_LABEL))
+        return block, "\n".join(t for t in texts if not t.startswith(MEMORY_LABEL))
+
+    first = AnnealSession("alice", memory)
+    turn(first, "Remember that my locker code is Quasar-1711", "Noted.")
+    block, history = split(turn(first, "What is my locker code?", "It is in your notes."))
+    assert "Quasar-1711" in history  # the transcript carries it ...
+    assert "Quasar-1711" not in block  # ... the block does not repeat it
+    other = AnnealSession("alice-2", memory, namespace={"user": "alice"})
+    block, _ = split(turn(other, "What is my locker code?", "Quasar-1711."))
+    assert "Quasar-1711" in block  # another conversation of alice recalls it
