@@ -195,6 +195,10 @@ class _DbCopy:
     def peek_seq(self) -> int | None:
         return None if self._next is None else int(self._next["seq"])
 
+    def peek(self) -> dict[str, Any] | None:
+        """The next entry as read, before its checks (None at the end)."""
+        return self._next
+
     def take(self) -> dict[str, Any]:
         """The next entry, after checking it against the database's own chain."""
         e = self._next
@@ -421,7 +425,8 @@ def _walk_once(paths: AuditPaths, progress: Callable[[str, int], None] | None,
     db: _DbCopy | None = None
     try:
         db = _DbCopy(paths.db)
-        walk.run(file_entries(paths, manifest, progress=progress), db)
+        walk.run(file_entries(paths, manifest, progress=progress), db,
+                 lambda after: _entries_after(paths, after))
     except _Break as b:
         return AuditVerifyResult(False, walk.total, walk.files_seen, b.seq, b.where, b.reason,
                                  walk.unmirrored, walk.file_names, anchor=walk.anchor_report())
@@ -430,6 +435,16 @@ def _walk_once(paths: AuditPaths, progress: Callable[[str, int], None] | None,
             db.close()
     return AuditVerifyResult(True, walk.total, walk.files_seen, None, None, None,
                              walk.unmirrored, walk.file_names, anchor=walk.anchor_report())
+
+
+def _entries_after(paths: AuditPaths, seq: int) -> list[tuple[str, dict[str, Any]]]:
+    """The files' entries after ``seq`` as they are now (re-read: a writer appended or
+    sealed meanwhile); none when they cannot be read whole at this moment."""
+    try:
+        return [(n, e) for n, e in file_entries(paths, load_manifest(paths))
+                if int(e["seq"]) > seq]
+    except (_Break, AuditError, OSError, ValueError):
+        return []
 
 
 def verify_entries(entries: Iterator[dict[str, Any]], anchor: Any = None) -> AuditVerifyResult:
@@ -513,7 +528,44 @@ class _Walk:
         self.prev_seq, self.prev_hash, self.prev_where = e["seq"], e["hash"], where
         self.total += 1
 
-    def run(self, files: Iterator[tuple[str, dict[str, Any]]], db: _DbCopy) -> None:
+    def run(self, files: Iterator[tuple[str, dict[str, Any]]], db: _DbCopy,
+            reread: Callable[[int], list[tuple[str, dict[str, Any]]]] | None = None) -> None:
+        """Walk the files' entries beside the database's copy. ``reread(seq)`` gives the
+        entries the files hold after ``seq`` now: a writer that mirrored entries after
+        the walk read the active file put them there, so they are read again rather than
+        reported as gone."""
+        self._walk_files(files, db)
+        rereads = 0
+        # entries after the files: only the database has them
+        while db.available and db.peek_seq() is not None:
+            nxt = db.peek() or {}
+            if (reread is not None and rereads < _FOLLOW
+                    and (nxt.get("compacted") or int(nxt["seq"]) <= db.mirrored)):
+                rereads += 1
+                more = reread(self.prev_seq)
+                if more:
+                    self._walk_files(iter(more), db)
+                    continue
+            d = db.take()
+            seq = d["seq"]
+            if seq <= db.mirrored:
+                raise _Break(seq, self.prev_where or "files", (
+                    f"entries {seq} to {db.mirrored} were mirrored to the files and are gone "
+                    "from them (the trail was cut)") if seq < db.mirrored else
+                    f"entry {seq} was mirrored to the files and is gone from them")
+            if seq != self.prev_seq + 1:
+                raise _Break(self.prev_seq + 1, "database",
+                             f"entry {self.prev_seq + 1} is missing")
+            if d.get("compacted"):
+                raise _Break(seq, self.prev_where or "files", (
+                    f"entry {seq} is missing from the files, and the database keeps only its "
+                    "hash (it had been mirrored): its text is in no copy"))
+            self._link(d, "database")
+            self._accept(d, "database")
+            self.unmirrored += 1
+        self._final_anchor()
+
+    def _walk_files(self, files: Iterator[tuple[str, dict[str, Any]]], db: _DbCopy) -> None:
         for name, e in files:
             if not self.file_names or self.file_names[-1] != name:
                 self.file_names.append(name)
@@ -551,26 +603,6 @@ class _Walk:
             self._link(e, name)
             self.seen_at[seq] = name
             self._accept(e, name)
-        # entries after the files: only the database has them
-        while db.available and db.peek_seq() is not None:
-            d = db.take()
-            seq = d["seq"]
-            if seq <= db.mirrored:
-                raise _Break(seq, self.prev_where or "files", (
-                    f"entries {seq} to {db.mirrored} were mirrored to the files and are gone "
-                    "from them (the trail was cut)") if seq < db.mirrored else
-                    f"entry {seq} was mirrored to the files and is gone from them")
-            if seq != self.prev_seq + 1:
-                raise _Break(self.prev_seq + 1, "database",
-                             f"entry {self.prev_seq + 1} is missing")
-            if d.get("compacted"):
-                raise _Break(seq, self.prev_where or "files", (
-                    f"entry {seq} is missing from the files, and the database keeps only its "
-                    "hash (it had been mirrored): its text is in no copy"))
-            self._link(d, "database")
-            self._accept(d, "database")
-            self.unmirrored += 1
-        self._final_anchor()
 
     def _final_anchor(self) -> None:
         a = self.anchor
