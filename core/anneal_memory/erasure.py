@@ -289,6 +289,14 @@ def scrub_episodes(store: Any, rows: Mapping[str, Any],
             report.continuity_hashes.append(view.audit_trail.hash_content(new))
     report.unlocated = sorted(i for i, r in rows.items()
                               if r.wrap_id is not None and i not in located)
+    # a pattern's name, or a probe's, is its key: a row whose name quotes the episode goes
+    for scope in scopes:
+        for name in list(b.pattern_history(scope=scope)):
+            if matcher.quotes(name):
+                report.cells += b.delete_pattern(name, scope=scope)
+        for probe in b.probes(scope=scope):
+            if probe.get("pattern") and matcher.quotes(str(probe["pattern"])):
+                report.cells += b.delete_probe(str(probe["id"]), scope=scope)
     for table, key, col, text in list(b.text_cells([s.key for s in scopes])):
         new_text = redact_cell(text, matcher)
         if new_text is not None:

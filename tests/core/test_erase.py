@@ -59,6 +59,11 @@ def plant(store: Store, canary: str, ns: dict[str, str]) -> tuple[MemorySession,
     CrystalStore(v).crystallize("hint", level=4, text=f"Remember: {text}", evidence=[ep.id])
     SporeStore(v).add(type="thought", text=f"follow up: {text}")
     v.add_drift_probe(fact=text)
+    v.add_drift_probe(pattern=f"the {canary} password hint is the name of the first dog")
+    # a pattern named after the episode, as a composing model may name one
+    v.backend.upsert_pattern({"name": f"the {canary} password hint is the name of the dog",
+                              "level": 1, "max_level_reached": 1, "first_seen_at": "2026-01-01",
+                              "last_saved_at": "2026-01-01"})
     SporeStore(store.path).add(type="thought", text=text)  # a sidecar file beside the db
     return ses, ep.id
 
