@@ -356,6 +356,22 @@ class MemoryAdapter:
             return state.session
         return state.session.for_namespace(check_namespace_identity(namespace, source))
 
+    def run_session(self, context: Any = None, *,
+                    resolve: Callable[[], MemorySession] | None = None) -> MemorySession | None:
+        """The memory of one run, for a hook: ``session_for(context)`` (or ``resolve()``).
+        An :class:`IdentityError` propagates (the run stops: an empty id is nobody's, never
+        everyone's); any other failure is logged and the run goes on without memory,
+        never with someone else's, unless the session is ``strict``."""
+        try:
+            return resolve() if resolve is not None else self.session_for(context)
+        except IdentityError:
+            raise
+        except Exception as exc:
+            if self.base_session.strict:
+                raise
+            self.base_session.log.warning("anneal-memory: no memory for this run: %s", exc)
+            return None
+
     #: where :meth:`default_namespace` reads the framework's identity (named by refusals)
     identity_source: ClassVar[str] = "the run's identity"
 

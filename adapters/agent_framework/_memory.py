@@ -229,15 +229,7 @@ class AnnealContextProvider(MemoryAdapter, ContextProvider):
         labelled message of data in front of the input."""
         run = _run_context(agent, session, context)
         self._client = _client_of(agent) or self._client
-        try:
-            memory: MemorySession | None = _namespace_of(self, run)
-        except IdentityError:
-            raise  # an empty or invisible id: the run stops, never anyone's memory
-        except Exception as exc:  # no memory for this run, never someone else's
-            if self.base_session.strict:
-                raise
-            _log.warning("anneal-memory: no memory for this run: %s", exc)
-            memory = None
+        memory = self.run_session(resolve=lambda: _namespace_of(self, run))
         self._runs[context] = _Run(session=memory, run=run)
         if memory is not None:
             _remember(self, session, memory)

@@ -185,17 +185,15 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
         model = getattr(agent, "model", None)
         if isinstance(model, Model):
             self._last_model = model
-        try:
+        def resolve() -> MemorySession:
             if context.session_id is not None:
                 check_identity(context.session_id, "Agno's session_id", "session")
-            session: MemorySession | None = self.session_for(context)
+            return self.session_for(context)
+
+        try:
+            session = self.run_session(resolve=resolve)
         except IdentityError as exc:
             raise AgnoIdentityError(str(exc)) from exc
-        except Exception as exc:  # no memory for this run, never someone else's
-            if self.base_session.strict:
-                raise
-            _log.warning("anneal-memory: no memory for this run: %s", exc)
-            session = None
         state = _Run(session=session, user_id=context.user_id,
                      session_id=context.session_id, run_id=context.run_id)
         self._run_var.set(state)

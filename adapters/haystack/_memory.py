@@ -32,7 +32,7 @@ from haystack.utils.callable_serialization import deserialize_callable, serializ
 
 from anneal_memory import Store
 from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, identity, label_memory
-from anneal_memory.errors import IdentityError, ValidationError
+from anneal_memory.errors import ValidationError
 from anneal_memory.governance.namespace import MemoryNamespace
 from anneal_memory.session import MemorySession, WrapOutcome
 
@@ -146,15 +146,7 @@ class AnnealMemory(MemoryAdapter):
     def _run(self, state: State) -> _Run:
         run = self._runs.get(state)
         if run is None:
-            try:
-                session: MemorySession | None = self.session_for(dict(state.get("hook_context") or {}))
-            except IdentityError:
-                raise  # an empty or invisible id: the run stops, never anyone's memory
-            except Exception as exc:  # no memory for this run, never someone else's
-                if self.base_session.strict:
-                    raise
-                self.base_session.log.warning("anneal-memory: no memory for this run: %s", exc)
-                session = None
+            session = self.run_session(dict(state.get("hook_context") or {}))
             run = self._runs[state] = _Run(session)
         return run
 

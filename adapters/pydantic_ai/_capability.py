@@ -34,7 +34,6 @@ from pydantic_ai.models import Model
 
 from anneal_memory import Store
 from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, label_memory
-from anneal_memory.errors import IdentityError
 from anneal_memory.session import MemorySession
 
 LOGGER_NAME = "anneal_memory.adapters.pydantic_ai"
@@ -140,14 +139,7 @@ class AnnealMemory(MemoryAdapter, AbstractCapability[Any]):
         run._model = ctx.model if isinstance(ctx.model, Model) else None
         if run._model is not None:
             self._model = run._model  # the model an explicit wrap() uses
-        try:
-            run._run_session = self.session_for(ctx)
-        except IdentityError:
-            raise  # an empty or invisible id: the run stops, never anyone's memory
-        except Exception as exc:  # no memory for this run, never someone else's
-            if self.base_session.strict:
-                raise
-            _log.warning("anneal-memory: no memory for this run: %s", exc)
+        run._run_session = self.run_session(ctx)
         return run
 
     def framework_compressor(self, context: Any = None) -> Compress | None:

@@ -47,7 +47,7 @@ from anneal_memory.adapters import (
     identity,
     label_memory,
 )
-from anneal_memory.errors import IdentityError, ValidationError
+from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 
 LOGGER_NAME = "anneal_memory.adapters.strands"
@@ -278,15 +278,7 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
         query = _latest_user_text(messages) or _latest_user_text(
             getattr(event.agent, "messages", None))
         _set_current(self, None)
-        try:
-            session: MemorySession | None = self.session_for(context)
-        except IdentityError:
-            raise  # an empty or invisible id: the call stops, never anyone's memory
-        except Exception as exc:  # no memory for this invocation, never someone else's
-            if self.base_session.strict:
-                raise
-            _log.warning("anneal-memory: no memory for this invocation: %s", exc)
-            session = None
+        session = self.run_session(context)
         run = _Run(session=session, context=context, query=query)
         _set_current(self, run)
         if session is not None and self.record_user_input and query:

@@ -147,7 +147,7 @@ def test_a_failing_namespace_callable_skips_memory_not_the_run(mem_store: Store,
     scripted = ScriptedModel()
     with caplog.at_level(logging.WARNING):
         _agent(AnnealMemory(mem_store, namespace=pick), scripted)("Vermilion?")
-    assert "no memory for this invocation" in caplog.text
+    assert "no memory for this run" in caplog.text
     assert MEMORY_LABEL not in scripted.inputs[0]
     assert len(_episodes(mem_store)) == 1  # nothing written to anyone's memory
 
