@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ValidationError
 from .storage import governance_sql as gov
-from .storage.pg_copy import BLOBS, GOV_TABLES, TABLES, blob_names, insert_rows
+from .storage.pg_copy import (
+    BLOBS,
+    GOV_TABLES,
+    TABLES,
+    blob_names,
+    insert_rows,
+    row_count,
+    table_rows,
+)
 
 if TYPE_CHECKING:
     from .store import Store
@@ -43,11 +51,10 @@ def state_out(store: Store) -> dict[str, Any]:
     b = store.backend
     tables: dict[str, Any] = {}
     for name in STATE_TABLES + (tuple(t[0] for t in GOV_TABLES) if gov.has_schema(b) else ()):
-        _n, cols, order = _table(name)
-        rows = [list(r) for r in b.q(f"SELECT {cols} FROM {name} ORDER BY {order}")]
-        tables[name] = {"columns": [c.strip() for c in cols.split(",")], "rows": rows}
-    meta = {k: v for k, v in b.q("SELECT key, value FROM meta ORDER BY key")
-            if not str(k).startswith(_OWN_META_PREFIXES) and v is not None}
+        cols = _table(name)[1]
+        tables[name] = {"columns": [c.strip() for c in cols.split(",")],
+                        "rows": table_rows(b, name)}
+    meta = {k: v for k, v in sorted(b.meta_rows()) if not k.startswith(_OWN_META_PREFIXES)}
     blobs = {}
     for name in blob_names(b):
         if name.endswith(BLOBS[0]):  # continuities (a baton's holder is not state)
@@ -94,9 +101,9 @@ def holds_state(store: Store) -> str | None:
     """What state the store already holds (None: none, a restore may go ahead)."""
     b = store.backend
     for name in STATE_TABLES:
-        if int((b.q1(f"SELECT COUNT(*) FROM {name}") or (0,))[0]):
+        if row_count(b, name):
             return name
-    if gov.has_schema(b) and int((b.q1("SELECT COUNT(*) FROM gov_records") or (0,))[0]):
+    if gov.has_schema(b) and row_count(b, "gov_records"):
         return "governed records"
     if any(b.read_blob(n) is not None for n in blob_names(b) if n.endswith(BLOBS[0])):
         return "a continuity"

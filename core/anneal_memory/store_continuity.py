@@ -93,8 +93,7 @@ def flush_pending_blobs(backend: Backend, names: Sequence[str] | None = None) ->
     the database (then drop that copy). Run whenever a store is opened. Returns the
     names written."""
     done = []
-    for (key,) in backend.q("SELECT key FROM meta WHERE substr(key, 1, ?) = ?",
-                            (len(ERASED_BLOB), ERASED_BLOB)):
+    for key in [k for k, _v in backend.meta_rows() if k.startswith(ERASED_BLOB)]:
         name = key[len(ERASED_BLOB):]
         backend.delete_blob(name, lock=CONTINUITY_LOCK)
         with backend.transaction():

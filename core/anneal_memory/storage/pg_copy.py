@@ -116,6 +116,16 @@ def _copy_table(src: Backend, dst: Backend, table: Table, progress: Progress) ->
     return insert_rows(dst, name, rows, progress)
 
 
+def table_rows(src: Backend, name: str) -> list[list[object]]:
+    """Every row of a copied table (TABLES / GOV_TABLES), every column, in copy order."""
+    _n, cols, order = next(t for t in [*TABLES, *GOV_TABLES] if t[0] == name)
+    return [list(r) for r in _rows(src, name, cols, order)]
+
+
+def row_count(backend: Backend, name: str) -> int:
+    return _count(backend, name)
+
+
 def insert_rows(dst: Backend, name: str, rows: Sequence[Sequence[object]],
                 progress: Progress | None = None) -> int:
     """Insert whole rows (every column of ``name`` in TABLES / GOV_TABLES order) into
