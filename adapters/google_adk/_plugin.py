@@ -30,9 +30,9 @@ from google.genai import types
 
 from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, label_memory
 from anneal_memory.errors import ValidationError
-from anneal_memory.session import MemorySession, WrapOutcome
+from anneal_memory.session import MemorySession, WrapOutcome, in_transcript, transcript_keys
 
-from ._service import LOGGER_NAME, AdkUser, AnnealMemoryService
+from ._service import LOGGER_NAME, AdkUser, AnnealMemoryService, _text_of
 
 _safe = hook_guard(LOGGER_NAME)
 
@@ -64,6 +64,25 @@ def _tool_context(callback_context: Any) -> Any:
     from google.adk.tools.tool_context import ToolContext
 
     return ToolContext(callback_context._invocation_context)
+
+
+class _Unshown:
+    """A tool context whose ``search_memory`` leaves out the memories whose text the
+    model already receives this turn (the session's events in the request)."""
+
+    def __init__(self, context: Any, shown: set[str]) -> None:
+        self._context = context
+        self._shown = shown
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
+
+    async def search_memory(self, query: str) -> Any:
+        response = await self._context.search_memory(query)
+        if self._shown and getattr(response, "memories", None):
+            response.memories = [m for m in response.memories
+                                 if not in_transcript(_text_of(m.content), self._shown)]
+        return response
 
 
 def _user_of(context: Any) -> AdkUser:
@@ -182,8 +201,11 @@ class AnnealMemoryPlugin(MemoryAdapter, BasePlugin):
 
     @_safe
     async def _inject_recall(self, callback_context: Any, llm_request: LlmRequest) -> None:
-        await self._preload.process_llm_request(tool_context=_tool_context(callback_context),
-                                                llm_request=llm_request)
+        # the session's events are already in the request: recall leaves those out
+        shown = transcript_keys([t for c in llm_request.contents or [] if (t := _text_of(c))])
+        await self._preload.process_llm_request(
+            tool_context=_Unshown(_tool_context(callback_context), shown),
+            llm_request=llm_request)
 
     # --- after the run -------------------------------------------------------------------
     async def after_run_callback(self, *, invocation_context: Any) -> None:

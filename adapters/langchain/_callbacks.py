@@ -14,6 +14,7 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import LLMResult
+from langchain_core.runnables.config import var_child_runnable_config
 
 from anneal_memory import Store
 from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard
@@ -26,6 +27,8 @@ from ._messages import last_message_text, message_text, payload_text
 LOGGER_NAME = "anneal_memory.adapters.langchain"
 
 _safe = hook_guard(LOGGER_NAME)
+#: how a refusal names an id read from the running config's configurable
+CONFIGURABLE_SOURCE = "config['configurable'] of the run"
 
 
 class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
@@ -36,7 +39,10 @@ class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
     Identity: each run's events go to ``namespace`` (a mapping, a ``MemoryNamespace`` or a
     callable of the run's metadata), else to the ids in the run's metadata (``user_id``,
     ``tenant_id``, ``project_id``, ``agent_id``, from ``config={"metadata": ...}`` or
-    ``config={"configurable": ...}``), else to the store as it is. An id there that is
+    ``config={"configurable": ...}``: langchain-core 1.x no longer copies configurable
+    values into the metadata callbacks get, so a root run whose metadata has no id takes
+    it from the configurable its first step runs with), else to the store as it is (a
+    bare chat-model call sees only its metadata). An id there that is
     empty, whitespace or invisible is refused (``IdentityError``, the run stops).
 
     Pass it as ``config={"callbacks": [handler]}`` to any runnable: a chat model, an LCEL
@@ -92,6 +98,9 @@ class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
         self._roots: dict[UUID, tuple[str, MemorySession]] = {}
         self._tools: dict[UUID, tuple[str, Any, MemorySession]] = {}
         self._steps: dict[UUID, MemorySession] = {}
+        # roots with no id at their start -> their runs so far; a run -> its root
+        self._pending: dict[UUID, list[UUID]] = {}
+        self._root_of: dict[UUID, UUID] = {}
         # True while the wrap's own model call runs: its events are not the user's run.
         self._wrapping = False
 
@@ -100,15 +109,57 @@ class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
         """The ids in the run's metadata."""
         return identity_of(context, names=(self.identity_source,))
 
+    def _context_of(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The run's metadata, with the simple ``config['configurable']`` values of the
+        enclosing run (as older langchain-core releases copied them into it: newer ones
+        pass them to their tracer only, so a handler reads them where the framework keeps
+        the running config); metadata wins where both name a key."""
+        metadata = dict(kwargs.get("metadata") or {})
+        configurable = {k: v for k, v in _configurable_ids().items() if k not in metadata}
+        identity_of(configurable, names=(CONFIGURABLE_SOURCE,))  # refuses an empty id there
+        return {**configurable, **metadata}
+
     def _memory_of(self, kwargs: dict[str, Any]) -> MemorySession:
-        return self.session_for(dict(kwargs.get("metadata") or {}))
+        return self.session_for(self._context_of(kwargs))
+
+    def _start_root(self, run_id: UUID, text: str, kwargs: dict[str, Any]) -> None:
+        context = self._context_of(kwargs)
+        self._roots[run_id] = (text, self.session_for(context))
+        if self._anneal.namespace is None and identity_of(context) is None:
+            # no id yet: a chain's first step sees the run's configurable, and says whose
+            self._pending[run_id] = [run_id]
+
+    def _child_started(self, run_id: UUID, parent_run_id: UUID | None,
+                       kwargs: dict[str, Any]) -> None:
+        """A run inside a root whose identity was not known at its start: the first one
+        names it from the config the framework runs it with."""
+        if parent_run_id is None or not self._pending:
+            return
+        root = self._root_of.get(parent_run_id, parent_run_id)
+        if root not in self._pending:
+            return
+        self._root_of[run_id] = root
+        self._pending[root].append(run_id)
+        context = self._context_of(kwargs)
+        if identity_of(context) is not None and root in self._roots:
+            for child in self._pending.pop(root):
+                self._root_of.pop(child, None)
+            text, _ = self._roots[root]
+            self._roots[root] = (text, self.session_for(context))
+
+    def _forget_root(self, run_id: UUID) -> None:
+        for child in self._pending.pop(run_id, []):
+            self._root_of.pop(child, None)
 
     @_safe
     def on_chain_start(self, serialized: dict[str, Any] | None, inputs: dict[str, Any] | Any, *,
                        run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        if parent_run_id is None and not self._wrapping:
-            self._roots[run_id] = (payload_text(inputs, prefer=HumanMessage),
-                                   self._memory_of(kwargs))
+        if self._wrapping:
+            return
+        if parent_run_id is None:
+            self._start_root(run_id, payload_text(inputs, prefer=HumanMessage), kwargs)
+        else:
+            self._child_started(run_id, parent_run_id, kwargs)
 
     @_safe
     def on_chain_end(self, outputs: dict[str, Any] | Any, *, run_id: UUID,
@@ -127,9 +178,11 @@ class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
         if self._wrapping:
             return
         if parent_run_id is None:
-            self._roots[run_id] = (last_message_text(messages[0], HumanMessage)
-                                   if messages else "", self._memory_of(kwargs))
-        elif self.record_llm_steps:
+            self._start_root(run_id, last_message_text(messages[0], HumanMessage)
+                             if messages else "", kwargs)
+            return
+        self._child_started(run_id, parent_run_id, kwargs)
+        if self.record_llm_steps:
             self._steps[run_id] = self._memory_of(kwargs)
 
     @_safe
@@ -138,8 +191,10 @@ class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
         if self._wrapping:
             return
         if parent_run_id is None:
-            self._roots[run_id] = (prompts[-1] if prompts else "", self._memory_of(kwargs))
-        elif self.record_llm_steps:
+            self._start_root(run_id, prompts[-1] if prompts else "", kwargs)
+            return
+        self._child_started(run_id, parent_run_id, kwargs)
+        if self.record_llm_steps:
             self._steps[run_id] = self._memory_of(kwargs)
 
     @_safe
@@ -161,7 +216,8 @@ class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
     @_safe
     def on_tool_start(self, serialized: dict[str, Any] | None, input_str: str, *,
                       run_id: UUID, inputs: dict[str, Any] | None = None,
-                      **kwargs: Any) -> None:
+                      parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+        self._child_started(run_id, parent_run_id, kwargs)
         name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
         self._tools[run_id] = (str(name), inputs if inputs is not None else input_str,
                                self._memory_of(kwargs))
@@ -191,6 +247,7 @@ class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
             self._wrapping = False
 
     def _record_input(self, run_id: UUID) -> MemorySession | None:
+        self._forget_root(run_id)
         text, memory = self._roots.pop(run_id, ("", None))
         if memory is not None and self.record_inputs and text:
             memory.record_user_input(text)
@@ -200,6 +257,7 @@ class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
         # The request still happened; keep it even though the run failed, unless the run
         # was refused for its identity (a retriever's IdentityError): then nothing is kept
         if isinstance(error, IdentityError):
+            self._forget_root(run_id)
             self._roots.pop(run_id, None)
         elif run_id in self._roots:
             self._record_input(run_id)
@@ -215,6 +273,15 @@ class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
             self.end_run(memory)
         finally:
             self._wrapping = False
+
+
+def _configurable_ids() -> dict[str, Any]:
+    """The simple values of the running config's ``configurable`` (none outside a run)."""
+    config = var_child_runnable_config.get()
+    configurable = (config or {}).get("configurable") or {}
+    return {k: v for k, v in configurable.items()
+            if isinstance(k, str) and not k.startswith("__")
+            and isinstance(v, (str, int, float, bool))}
 
 
 def _generation_text(response: LLMResult) -> str:

@@ -449,3 +449,25 @@ def test_stop_word_queries_find_nothing_as_database_memory_service(store: Store)
     assert len(asyncio.run(go(every_word, "the and or"))) == 2
     with pytest.raises(ValidationError, match="stop_words"):
         AnnealMemoryService(store, stop_words="the")
+
+
+def test_recall_does_not_repeat_the_sessions_own_events(store: Store) -> None:
+    """Issue 30 item 3: within one ADK session the turns already in the request (the
+    session's events) are left out of the recalled block; a new session recalls them."""
+    llm, _, _, runner = _setup(store)
+
+    async def two_turns() -> tuple[str, str]:
+        session = await runner.session_service.create_session(app_name=APP, user_id="alice")
+        await run_turn(runner, "alice", "The rain barrel holds 200 litres", session.id)
+        llm.inputs.clear()
+        await run_turn(runner, "alice", "How much does the rain barrel hold?", session.id)
+        same = "\n".join(llm.inputs)
+        llm.inputs.clear()
+        await run_turn(runner, "alice", "How much does the rain barrel hold?")
+        return same, "\n".join(llm.inputs)
+
+    same, fresh = asyncio.run(two_turns())
+    assert same.count("200 litres") == 1  # the session's own event, not a recalled copy
+    assert "<PAST_CONVERSATIONS>" not in same or "200 litres" not in same.split(
+        "<PAST_CONVERSATIONS>", 1)[1].split("</PAST_CONVERSATIONS>", 1)[0]
+    assert "<PAST_CONVERSATIONS>" in fresh and "200 litres" in fresh

@@ -94,3 +94,45 @@ def test_store_path_opens_a_store_the_handler_owns(tmp_path) -> None:
     scripted("noted").invoke("Store the seed order", config={"callbacks": [handler]})
     assert any("seed order" in e.content for e in handler.session.store.recall(limit=10).episodes)
     handler.close()
+
+
+def _owners(store: Store) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for user in ("alice", "bob"):
+        view = store.scoped({"user": user})
+        out[user] = {e.content for e in view.recall(limit=100).episodes}
+    return out
+
+
+def test_configurable_only_ids_reach_the_handler_of_an_lcel_chain(store: Store) -> None:
+    """langchain-core 1.x no longer copies config['configurable'] into the metadata callbacks
+    receive: the handler reads the running config, so a chain run with the id only in
+    configurable is that user's memory, not the shared root."""
+    from langchain_core.prompts import ChatPromptTemplate
+
+    handler = AnnealCallbackHandler(store)
+    prompt = ChatPromptTemplate.from_messages([("human", "{input}")])
+    (prompt | scripted("Noted.")).invoke(
+        {"input": "My locker code is 4471"},
+        config={"callbacks": [handler], "configurable": {"user_id": "alice"}})
+    (prompt | scripted("Noted.")).invoke({"input": "My locker code is 9902"},
+                 config={"callbacks": [handler], "configurable": {"user_id": "bob"}})
+    owners = _owners(store)
+    assert any("4471" in c for c in owners["alice"]) and not any("9902" in c for c in owners["alice"])
+    assert any("9902" in c for c in owners["bob"]) and not any("4471" in c for c in owners["bob"])
+    root_only = {e.content for e in store.recall(limit=100).episodes} - owners["alice"] - owners["bob"]
+    assert not any("4471" in c or "9902" in c for c in root_only)
+
+
+@pytest.mark.parametrize("uid", ["", " ", "\u200b"])
+def test_an_empty_configurable_id_stops_the_run_and_writes_nothing(store: Store, uid: str) -> None:
+    from langchain_core.prompts import ChatPromptTemplate
+
+    from anneal_memory.errors import IdentityError
+
+    handler = AnnealCallbackHandler(store)
+    chain = ChatPromptTemplate.from_messages([("human", "{input}")]) | scripted("Noted.")
+    with pytest.raises(IdentityError, match="configurable|metadata"):
+        chain.invoke({"input": "My locker code is 4471"},
+                     config={"callbacks": [handler], "configurable": {"user_id": uid}})
+    assert store.recall(limit=100).episodes == []
