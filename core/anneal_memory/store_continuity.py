@@ -265,7 +265,12 @@ class ContinuityMixin:
 
         if self._schema_override is not None:
             return [dict(s) for s in self._schema_override]
-        raw = self._backend.get_meta("section_schema")
+        from .storage.common import ns_meta_key
+
+        # a namespace's own schema (set through its view), else the store's
+        raw = self._backend.get_meta(ns_meta_key("section_schema", self.scope))
+        if raw is None and self.scope.owner is not None:
+            raw = self._backend.get_meta("section_schema")
         if raw is None:
             return [dict(s) for s in DEFAULT_SCHEMA]
         from .continuity.schema import validate_schema
@@ -279,15 +284,19 @@ class ContinuityMixin:
                               "set it again with set_section_schema / anneal-memory set-schema") from None
 
     def set_section_schema(self, schema: Sequence[Mapping[str, Any]]) -> None:
-        """Persist a validated section schema; refused while a wrap is open."""
+        """Persist a validated section schema; refused while a wrap is open. Through a
+        namespace view it is that namespace's schema (the others keep theirs); at the
+        root it is the store's, the schema of every namespace without its own."""
         from .continuity.schema import validate_schema
+        from .storage.common import ns_meta_key
 
         validated = validate_schema(schema)
         with self._write():
             if self._backend.open_wrap() is not None:
                 raise WrapInProgressError(
                     "a wrap is open: save or cancel it (wrap-cancel) before changing the schema")
-            self._backend.set_meta("section_schema", json.dumps(validated))
+            self._backend.set_meta(ns_meta_key("section_schema", self.scope),
+                                   json.dumps(validated))
             self._audit.append("schema_set", {"headings": [s["heading"] for s in validated]},
                                actor="operator")
 

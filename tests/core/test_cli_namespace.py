@@ -178,12 +178,9 @@ def test_every_command_is_either_scoped_or_refuses(two_users: dict[str, Any],
     """A new command must be classified: run as alice in READS (or the write tests), or
     listed in STORE_WIDE, where --namespace is a typed refusal that changes nothing."""
     tested = {a[0] for a in READS} | {"get", "delete", "trust", "supersede", "record",
-                                      "prepare-wrap", "save-continuity"}
+                                      "prepare-wrap", "save-continuity"} | set(SCOPED_WRITES)
     unclassified = [c for c in _top_commands() if c not in tested and c not in STORE_WIDE]
-    # commands that act on one namespace but have no read-only form worth a row above
-    # (token: create serves the namespace it names, list filters by it; tests/mcp)
-    assert set(unclassified) <= {"prune", "unsupersede", "wrap-cancel", "set-schema",
-                                 "outcome", "pattern", "erase", "token"}, unclassified
+    assert not unclassified, unclassified
     run = Run(two_users["db"], capsys)
     before = two_users["db"].read_bytes()
     for command in sorted(STORE_WIDE):
@@ -234,3 +231,103 @@ def test_a_key_given_twice_differently_is_refused(two_users: dict[str, Any],
     assert [e["content"] for e in json.loads(out)["episodes"]] == ["the p1 rollout note"]
     rc, out, _ = run("search", "prefers", *both, "--json")
     assert "CANARYALICE" in out and "CANARYBOB" not in out
+
+
+# --- the commands that change one namespace: as alice, each changes alice's only ---------
+
+def _alice_ids(db: Path) -> set[str]:
+    with Store(db) as store:
+        return {e.id for e in store.scoped(ALICE).recall(limit=100).episodes}
+
+
+def _prune(run: Run, users: dict[str, Any], tmp: Path) -> None:
+    rc, out, err = run("prune", "--older-than-days", "0", "--yes", *AS_ALICE, "--json")
+    assert rc == 0, err
+    assert _alice_ids(users["db"]) == set()  # every one of alice's went
+
+
+def _unsupersede(run: Run, users: dict[str, Any], tmp: Path) -> None:
+    rc, out, err = run("unsupersede", "--old", users["ids"]["bob"], "--new",
+                       users["ids"]["alice"], *AS_ALICE)
+    assert rc == 1 and "CANARYBOB" not in out + err
+    with Store(users["db"]) as store:
+        view = store.scoped(ALICE)
+        new = view.record("alice now prefers the CANARYALICE river route", "observation")
+        view.supersede(old_id=users["ids"]["alice"], new_id=new.id)
+    rc, out, err = run("unsupersede", "--old", users["ids"]["alice"], "--new", new.id,
+                       *AS_ALICE)
+    assert rc == 0, err
+
+
+def _wrap_cancel(run: Run, users: dict[str, Any], tmp: Path) -> None:
+    with Store(users["db"]) as store:
+        assert prepare_wrap(store.scoped(BOB))["status"] == "ready"
+        assert prepare_wrap(store.scoped(ALICE))["status"] == "ready"
+    rc, out, err = run("wrap-cancel", "--force", *AS_ALICE, "--json")
+    assert rc == 0, err
+    rc, out, _ = run("wrap-status", *AS_ALICE, "--json")
+    assert json.loads(out)["status"] != "in_progress"
+    rc, out, _ = run("wrap-status", "--namespace", "user=bob", "--json")
+    assert json.loads(out)["status"] == "in_progress"  # bob's open wrap is still bob's
+
+
+def _set_schema(run: Run, users: dict[str, Any], tmp: Path) -> None:
+    rc, out, err = run("set-schema", "partnership", *AS_ALICE, "--json")
+    assert rc == 0, err
+    with Store(users["db"]) as store:
+        assert store.scoped(ALICE).section_schema != store.scoped(BOB).section_schema
+
+
+def _outcome(run: Run, users: dict[str, Any], tmp: Path) -> None:
+    rc, out, err = run("outcome", "--exposure-id", "ex-1", "--item",
+                       "crystal:alice_rule=followed", "--outcome", "success", *AS_ALICE,
+                       "--json")
+    assert rc == 0, err
+    rc, out, _ = run("worth", "--namespace", "user=bob", "--json")
+    assert rc == 0 and "alice_rule" not in out
+    rc, out, _ = run("worth", *AS_ALICE, "--json")
+    assert rc == 0 and "alice_rule" in out
+
+
+def _pattern(run: Run, users: dict[str, Any], tmp: Path) -> None:
+    # both continuities hold the same pattern: retiring it as alice leaves bob's
+    with Store(users["db"]) as store:
+        bobs = store.scoped(BOB).load_continuity() or ""
+    line = next(x for x in bobs.splitlines() if "| " in x and "x" in x.split("|")[1])
+    name = line.split("|")[0].strip(" -*")
+    rc, out, err = run("pattern", "retire", name, *AS_ALICE)
+    assert rc == 0, err
+    with Store(users["db"]) as store:
+        assert name not in (store.scoped(ALICE).load_continuity() or "")
+        assert store.scoped(BOB).load_continuity() == bobs
+    rc, out, err = run("pattern", "demote", name, *AS_ALICE)
+    assert rc == 1 and "CANARYBOB" not in out + err  # gone from alice's; bob's is not hers
+
+
+def _erase(run: Run, users: dict[str, Any], tmp: Path) -> None:
+    rc, out, err = run("erase", *AS_ALICE, "--yes", "--json")
+    assert rc == 0, err
+    assert _alice_ids(users["db"]) == set()
+    rc, out, _ = run("namespaces", "--json")
+    assert [r["namespace"]["user"] for r in json.loads(out)["namespaces"]] == ["bob"]
+
+
+def _token(run: Run, users: dict[str, Any], tmp: Path) -> None:
+    rc, out, err = run("token", "create", "--label", "alice-laptop", *AS_ALICE, "--json")
+    assert rc == 0, err
+    rc, out, _ = run("token", "list", "--namespace", "user=bob", "--json")
+    assert rc == 0 and "alice-laptop" not in out
+    rc, out, _ = run("token", "list", *AS_ALICE, "--json")
+    assert rc == 0 and "alice-laptop" in out
+
+
+SCOPED_WRITES = {"prune": _prune, "unsupersede": _unsupersede, "wrap-cancel": _wrap_cancel,
+                 "set-schema": _set_schema, "outcome": _outcome, "pattern": _pattern,
+                 "erase": _erase, "token": _token}
+
+
+@pytest.mark.parametrize("command", sorted(SCOPED_WRITES))
+def test_a_write_as_alice_changes_alices_memory_only(two_users: dict[str, Any], capsys: Any,
+                                                     tmp_path: Path, command: str) -> None:
+    SCOPED_WRITES[command](Run(two_users["db"], capsys), two_users, tmp_path)
+    _bob_intact(two_users["db"], two_users["ids"]["bob"])
