@@ -16,7 +16,7 @@ from .types import WrapCancelReceipt
 
 if TYPE_CHECKING:
     from .audit import AuditTrail
-    from .storage.base import Backend
+    from .storage.base import Backend, Scope
 
 
 #: meta key prefix of a committed text whose file is not written yet (stores saved by
@@ -166,6 +166,7 @@ class ContinuityMixin:
     _backend: Backend
     _audit: AuditTrail
     _schema_override: list[Any] | None
+    scope: Scope
 
     if TYPE_CHECKING:
         def _write(self) -> contextlib.AbstractContextManager[None]: ...
