@@ -39,6 +39,7 @@ from datetime import date, datetime, timezone
 
 from .stem import stem
 from .storage.base import RankedHit
+from .text import spell_letters
 
 # ---------------------------------------------------------------------------- words
 
@@ -56,7 +57,7 @@ _TOKEN = re.compile(r"[^\W_]+")
 def _fold(token: str) -> str:
     """A token as the word index keys it: lower case, diacritics removed, stemmed."""
     if not token.isascii():
-        token = "".join(c for c in unicodedata.normalize("NFKD", token)
+        token = "".join(c for c in unicodedata.normalize("NFKD", spell_letters(token))
                         if not unicodedata.combining(c))
     return stem(token)
 
@@ -86,7 +87,7 @@ def _tokens_from(texts: Sequence[str], prefixes: Iterable[str]) -> list[list[str
     stem to it: those are found by plain substring search over the texts joined, which
     costs far less than tokenising every text.
     """
-    lows = [t.lower() for t in texts]
+    lows = [spell_letters(t.lower()) for t in texts]
     joined = "\n".join(lows)
     starts = [0]
     for t in lows[:-1]:

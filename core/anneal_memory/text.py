@@ -42,6 +42,25 @@ QUESTION_WORDS: frozenset[str] = frozenset(
 )
 
 
+#: Letters that neither Unicode case folding nor removing diacritics makes ASCII, spelled
+#: as PostgreSQL's unaccent spells them, so the word index finds "strasse" in "Straße",
+#: "oresund" in "Øresund" and "finance" in "ﬁnance" on SQLite as on PostgreSQL (the
+#: letters of European languages; rarer ones, e.g. ŧ, ŋ, ĸ, still differ).
+LETTER_SPELLINGS = {
+    "ß": "ss", "ẞ": "ss", "æ": "ae", "Æ": "ae", "œ": "oe", "Œ": "oe", "ø": "o", "Ø": "o",
+    "ł": "l", "Ł": "l", "đ": "d", "Đ": "d", "ð": "d", "Ð": "d", "þ": "th", "Þ": "th",
+    "ħ": "h", "Ħ": "h", "ı": "i", "ﬁ": "fi", "ﬂ": "fl", "ﬀ": "ff", "ﬃ": "ffi", "ﬄ": "ffl",
+}  # (SQLite's parser takes about 30 nested replace() calls: keep this table short)
+_SPELL = str.maketrans(LETTER_SPELLINGS)
+
+
+def spell_letters(text: str) -> str:
+    """``text`` with the letters of :data:`LETTER_SPELLINGS` spelled out: the one
+    folding rule of the word index on both backends (case and diacritics the indexes
+    fold themselves)."""
+    return text if text.isascii() else text.translate(_SPELL)
+
+
 def tokenize(text: str) -> list[str]:
     """Lower-cased word tokens, apostrophes folded ("don’t" -> "don't")."""
     return [w.replace("’", "'") for w in _WORD_RE.findall(text.lower())]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -19,6 +20,7 @@ from typing import Any
 
 from .._fileio import create_private
 from ..errors import ReadOnlyStoreError, StoreError
+from ..text import LETTER_SPELLINGS, spell_letters
 from . import fts, legacy, sqlite_errors, sqlite_migrate
 from .base import EpisodeRow, EstimatedCount, RankedHit, SearchFilters
 from .blobs import SidecarBlobs
@@ -28,7 +30,7 @@ from .common import like_pattern, trigrams, visible_sql
 from .driver import sqlite_driver
 from .sqlite_audit import SQLiteAudit
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def sqlite3() -> Any:
@@ -152,8 +154,10 @@ CREATE TABLE IF NOT EXISTS audit_hashes (
     seq INTEGER PRIMARY KEY,
     hash BLOB NOT NULL
 );
+CREATE VIEW IF NOT EXISTS episodes_words_src AS
+    SELECT rowid, SPELLED(content) AS content, type, ns_tag FROM episodes;
 CREATE VIRTUAL TABLE IF NOT EXISTS episodes_words USING fts5(
-    content, type, ns_tag, content='episodes', content_rowid='rowid',
+    content, type, ns_tag, content='episodes_words_src', content_rowid='rowid',
     tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS episodes_tri USING fts5(
@@ -161,17 +165,17 @@ CREATE VIRTUAL TABLE IF NOT EXISTS episodes_tri USING fts5(
     detail='none', columnsize=0
 );
 CREATE TRIGGER IF NOT EXISTS episodes_ai AFTER INSERT ON episodes BEGIN
-    INSERT INTO episodes_words(rowid, content, type, ns_tag) VALUES (new.rowid, new.content, new.type, new.ns_tag);
+    INSERT INTO episodes_words(rowid, content, type, ns_tag) VALUES (new.rowid, SPELLED(new.content), new.type, new.ns_tag);
     INSERT INTO episodes_tri(rowid, content) VALUES (new.rowid, new.content);
 END;
 CREATE TRIGGER IF NOT EXISTS episodes_ad AFTER DELETE ON episodes BEGIN
-    INSERT INTO episodes_words(episodes_words, rowid, content, type, ns_tag) VALUES ('delete', old.rowid, old.content, old.type, old.ns_tag);
+    INSERT INTO episodes_words(episodes_words, rowid, content, type, ns_tag) VALUES ('delete', old.rowid, SPELLED(old.content), old.type, old.ns_tag);
     INSERT INTO episodes_tri(episodes_tri, rowid, content) VALUES ('delete', old.rowid, old.content);
 END;
 CREATE TRIGGER IF NOT EXISTS episodes_au AFTER UPDATE OF content, type ON episodes BEGIN
-    INSERT INTO episodes_words(episodes_words, rowid, content, type, ns_tag) VALUES ('delete', old.rowid, old.content, old.type, old.ns_tag);
+    INSERT INTO episodes_words(episodes_words, rowid, content, type, ns_tag) VALUES ('delete', old.rowid, SPELLED(old.content), old.type, old.ns_tag);
     INSERT INTO episodes_tri(episodes_tri, rowid, content) VALUES ('delete', old.rowid, old.content);
-    INSERT INTO episodes_words(rowid, content, type, ns_tag) VALUES (new.rowid, new.content, new.type, new.ns_tag);
+    INSERT INTO episodes_words(rowid, content, type, ns_tag) VALUES (new.rowid, SPELLED(new.content), new.type, new.ns_tag);
     INSERT INTO episodes_tri(rowid, content) VALUES (new.rowid, new.content);
 END;
 """
@@ -181,6 +185,17 @@ END;
 NS_TAG_SQL = ("CASE WHEN ns_owner IS NULL THEN '' WHEN ns_project IS NULL THEN "
               "'u' || hex(ns_owner) ELSE 'p' || hex(ns_owner || char(31) || ns_project) END")
 _SCHEMA = _SCHEMA.replace("NS_TAG_SQL", NS_TAG_SQL)
+
+
+def spelled_sql(expr: str) -> str:
+    """``expr`` with text.spell_letters applied, in plain SQL (nested replace()), so the
+    word index's triggers need no function of ours: any SQLite client can still write."""
+    for letter, spelling in LETTER_SPELLINGS.items():
+        expr = f"replace({expr}, '{letter}', '{spelling.replace(chr(39), chr(39) * 2)}')"
+    return expr
+
+
+_SCHEMA = re.sub(r"SPELLED\(([\w.]+)\)", lambda m: spelled_sql(m.group(1)), _SCHEMA)
 
 
 def ns_words_query(scope: Any) -> str | None:
@@ -718,7 +733,7 @@ class SQLiteBackend(SQLiteAudit):
 
     def _words_src(self, filters: SearchFilters, words: Sequence[str]) -> tuple[str, list[Any]]:
         """FROM/WHERE head of a ranked word search (type and namespace inside the index)."""
-        expr = "content : (" + " OR ".join(fts_quote(w) for w in words) + ")"
+        expr = "content : (" + " OR ".join(fts_quote(spell_letters(w)) for w in words) + ")"
         if self._small_scope(filters):  # the namespace's own rows, one index seek each
             return ("FROM episodes e CROSS JOIN episodes_words w ON w.rowid = e.rowid "
                     "WHERE episodes_words MATCH ? AND ", [_with_type(expr, filters)])
@@ -857,7 +872,7 @@ class SQLiteBackend(SQLiteAudit):
             heads, args = [f"(SELECT COUNT(*) FROM episodes WHERE 1{extra})"], list(vparams)
         bare = SearchFilters(scope=scope)
         for word in words:
-            query = _with_type(f"content : {fts_quote(word)}", bare, ns=True)
+            query = _with_type(f"content : {fts_quote(spell_letters(word))}", bare, ns=True)
             if scope.unscoped_only:  # no index word marks "no namespace": check the rows
                 extra, vparams = visible_sql(scope, "e")
                 heads.append("(SELECT COUNT(*) FROM (SELECT 1 FROM episodes_words w CROSS "

@@ -9,6 +9,9 @@ Version 3 rebuilds the trigram index with ``detail='none'`` (row ids per trigram
 positions: a third of the disk); phrase search intersects the trigrams and checks the
 substring on the row itself.
 
+Version 5 feeds the word index through a view that spells out ß, æ, ø, ł, ... as
+PostgreSQL's unaccent does (text.LETTER_SPELLINGS): the index is rebuilt.
+
 Version 4 adds ``audit_hashes``, where the audit chain's entries are kept as their
 hashes once the JSONL files hold them (see :mod:`.sqlite_audit`). The rows already there
 stay in full; the next mirror compacts those the files are found to hold.
@@ -74,7 +77,7 @@ def _recreate_index(conn: Any, schema: list[str], table: str) -> None:
     conn.execute(f"DROP TABLE IF EXISTS {table}")
     for stmt in schema:  # new tables, indexes, the dropped index, triggers (IF NOT EXISTS)
         if stmt.lstrip().upper().startswith(("CREATE TABLE", "CREATE INDEX", "CREATE UNIQUE",
-                                             "CREATE VIRTUAL", "CREATE TRIGGER")):
+                                             "CREATE VIRTUAL", "CREATE TRIGGER", "CREATE VIEW")):
             conn.execute(stmt)
     conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
 
@@ -88,7 +91,13 @@ def _to_v4(conn: Any, schema: list[str]) -> None:
     conn.execute(stmt)  # IF NOT EXISTS: running it twice changes nothing
 
 
-_STEPS = {2: _to_v2, 3: _to_v3, 4: _to_v4}
+def _to_v5(conn: Any, schema: list[str]) -> None:
+    # the word index reads the episodes through a view that spells out the letters
+    # PostgreSQL's unaccent spells (ß -> ss, ø -> o, ...): one folding rule on both
+    _recreate_index(conn, schema, "episodes_words")
+
+
+_STEPS = {2: _to_v2, 3: _to_v3, 4: _to_v4, 5: _to_v5}
 
 
 def upgrade(conn: Any, current: int, schema: list[str]) -> None:
