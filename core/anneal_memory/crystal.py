@@ -32,7 +32,7 @@ from .clock import today as clock_today
 from .errors import EpisodeNotFoundError, ValidationError, WrapInProgressError
 from .spores import JsonSidecar, check_choices, check_list_of_objects, require_choice
 from .text import first_clause, is_meaningful, meaningful_words, query_terms
-from .types import FieldMapping
+from .types import FieldMapping, PatternMatch
 
 CRYSTAL_SCHEMA_VERSION = 1
 #: Patterns below this level are still being earned in the continuity.
@@ -540,44 +540,6 @@ def remove_lines(text: str, lines: Iterable[str]) -> str:
 
 
 # --------------------------------------------------------------------------- recall
-
-
-class PatternMatch(NamedTuple):
-    """One crystal recall found, and why."""
-
-    name: str
-    level: int
-    text: str
-    score: float
-    via: tuple[str, ...]  # "keyword" and/or "citation"
-    matched_words: list[str]
-    via_episodes: list[str]
-    evidence: list[str]
-    tags: tuple[str, ...] = ()
-    activation: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        out = self._asdict()
-        out["via"] = list(self.via)
-        out["tags"] = list(self.tags)
-        return out
-
-    def as_mapping(self) -> dict[str, Any]:
-        """1.0.2's RelevantPattern dict (name, level, explanation, tags, activation, score,
-        source: how it was found) and ours."""
-        return dict(self.to_dict(), explanation=self.text, source="+".join(self.via))
-
-    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
-        """``match["name"]`` as with 1.0.2's dicts; ``match[0]`` as a tuple."""
-        if isinstance(key, str):
-            return self.as_mapping()[key]
-        return tuple.__getitem__(self, key)
-
-    def keys(self) -> builtins.list[str]:
-        return builtins.list(self.as_mapping())
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.as_mapping().get(key, default)
 
 
 def _doc_freq(docs: Sequence[set[str]]) -> dict[str, int]:

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
+import builtins
 import enum
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from .errors import TrustError, UnknownEpisodeTypeError
-
-if TYPE_CHECKING:
-    from .continuity.durable import DurableFact
-    from .crystal import PatternMatch
 
 
 class EpisodeType(str, enum.Enum):
@@ -210,6 +207,54 @@ class ScoredEpisode(NamedTuple):
     score: float
     replaces: list[ReplacedEpisode]
     trust: str
+
+
+class DurableFact(NamedTuple):
+    """One durable fact: its whole bullet (``line``), the fact, its cue words, and the
+    indented lines that continue it (``continuation``, as 1.0.2 gives them)."""
+
+    line: str
+    fact: str
+    cues: list[str]
+    continuation: list[str] = []
+
+
+class PatternMatch(NamedTuple):
+    """One crystal recall found, and why."""
+
+    name: str
+    level: int
+    text: str
+    score: float
+    via: tuple[str, ...]  # "keyword" and/or "citation"
+    matched_words: list[str]
+    via_episodes: list[str]
+    evidence: list[str]
+    tags: tuple[str, ...] = ()
+    activation: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self._asdict()
+        out["via"] = list(self.via)
+        out["tags"] = list(self.tags)
+        return out
+
+    def as_mapping(self) -> dict[str, Any]:
+        """1.0.2's RelevantPattern dict (name, level, explanation, tags, activation, score,
+        source: how it was found) and ours."""
+        return dict(self.to_dict(), explanation=self.text, source="+".join(self.via))
+
+    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+        """``match["name"]`` as with 1.0.2's dicts; ``match[0]`` as a tuple."""
+        if isinstance(key, str):
+            return self.as_mapping()[key]
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> builtins.list[str]:
+        return builtins.list(self.as_mapping())
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.as_mapping().get(key, default)
 
 
 class RelevantResult(NamedTuple):

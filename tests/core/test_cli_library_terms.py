@@ -76,11 +76,16 @@ def test_the_cli_adds_its_own_hint(cli: Run) -> None:
 
 
 def test_command_line_mains_live_in_the_cli(tmp_path: Path) -> None:
-    for module in ("eval.py", "migrate_store.py"):
+    # the library call is the package; ``python -m`` runs its __main__, which hands the
+    # command to the CLI (the library does not import the CLI)
+    for module in ("eval/__init__.py", "eval/__main__.py", "migrate_store/__init__.py",
+                   "migrate_store/__main__.py"):
         tree = ast.parse((LIB / module).read_text("utf-8"))
         imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         assert "argparse" not in imported, module
         assert not any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body)
+        froms = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert ("cli.main" in froms) == module.endswith("__main__.py"), module
     with Store(tmp_path / "src.db") as s:
         s.record("moved by python -m", "observation")
     p = subprocess.run([sys.executable, "-m", "anneal_memory.migrate_store",

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..text import meaningful_words
+from ..types import DurableFact
 from .parse import BULLET_RE, ContinuityDoc, Section, parse_sections
 
 CUES_RE = re.compile(r"\s+(?:—|–|--|\|)\s*cues:\s*(.*)$", re.IGNORECASE)
@@ -20,16 +21,6 @@ PENDING_RE = re.compile(
     r"\b(until|only (?:at|when|after|once)|switch(?:es)? to|will (?:switch|change|move)|"
     r"pending|has not happened|not yet|cutover|scheduled|from next)\b", re.IGNORECASE)
 IDENT_RE = re.compile(r"\b\w*\d\w*\b|\b\w+_\w+\b")
-
-
-class DurableFact(NamedTuple):
-    """One durable fact: its whole bullet (``line``), the fact, its cue words, and the
-    indented lines that continue it (``continuation``, as 1.0.2 gives them)."""
-
-    line: str
-    fact: str
-    cues: list[str]
-    continuation: list[str] = []
 
 
 def fact_key(fact: str) -> str:

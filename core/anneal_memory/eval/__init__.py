@@ -6,18 +6,17 @@ count is zero, 1 when one is not, 2 on a usage error.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from ._fileio import atomic_write_text
+from .._fileio import atomic_write_text
 
 FILES = ("governance-eval.json", "governance-eval.md", "governance-trace.jsonl")
 
 
 def run(output: str | Path) -> dict[str, object]:
     """Run the experiments and write the three reports into ``output``."""
-    from .governance.experiments import run_all
-    from .governance.report import document, to_json, to_jsonl, to_markdown
+    from ..governance.experiments import run_all
+    from ..governance.report import document, to_json, to_jsonl, to_markdown
 
     results, trace = run_all()
     doc = document(results)
@@ -26,9 +25,3 @@ def run(output: str | Path) -> dict[str, object]:
     for name, text in zip(FILES, (to_json(doc), to_markdown(doc), to_jsonl(trace))):
         atomic_write_text(out / name, text)
     return doc
-
-
-if __name__ == "__main__":
-    from .cli.main import main
-
-    sys.exit(main(["eval", *sys.argv[1:]]))

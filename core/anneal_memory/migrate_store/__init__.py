@@ -13,14 +13,13 @@ them; sidecar files of a tier opened with a path are not.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
-from .audit import AuditTrail, verify_database
-from .errors import StoreError
-from .storage.pg_copy import copy_all, counts, is_governed
-from .storage.pg_location import pg_dsn, redact
+from ..audit import AuditTrail, verify_database
+from ..errors import StoreError
+from ..storage.pg_copy import copy_all, counts, is_governed
+from ..storage.pg_location import pg_dsn, redact
 
 
 def _label(location: str) -> str:
@@ -32,7 +31,7 @@ def migrate(src: str, dst: str, *,
             progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """Copy the store at ``src`` into the new store at ``dst`` and verify the copy.
     ``progress(table, rows_done, rows_total)`` is called as each table is copied."""
-    from .store import Store
+    from ..store import Store
 
     with Store(src, read_only=True) as source, Store(dst, audit=False) as target:
         governed = is_governed(source.backend)
@@ -58,9 +57,3 @@ def migrate(src: str, dst: str, *,
 
 def _quiet(table: str, done: int, total: int) -> None:
     return None
-
-
-if __name__ == "__main__":
-    from .cli.main import main
-
-    sys.exit(main(["migrate-store", *sys.argv[1:]]))
