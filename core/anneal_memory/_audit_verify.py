@@ -42,9 +42,9 @@ from .audit import (
     load_manifest,
 )
 from .errors import AuditError
+from .legacy.upgrade import LEGACY_AUDIT_FORMAT, LEGACY_TAIL_KEY, legacy_tail
+from .legacy.upgrade import as_entry as legacy_entry
 from .storage.driver import sqlite_driver
-from .storage.legacy import LEGACY_AUDIT_FORMAT, LEGACY_TAIL_KEY, legacy_tail
-from .storage.legacy import as_entry as legacy_entry
 from .storage.sqlite_audit import chain_rows
 
 _FIELDS = ("seq", "ts", "actor", "event", "data", "prev_hash", "hash")

@@ -50,6 +50,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._audit_chain import GENESIS, MIRRORED_SEQ_KEY, entry_hash
 from ._fileio import (
     atomic_write_bytes,
     atomic_write_json,
@@ -61,8 +62,8 @@ from ._fileio import (
 from ._lazy import LazyLogger, sha256_hex
 from .clock import iso_week, now_iso
 from .errors import AuditError
+from .legacy.upgrade import LEGACY_AUDIT_FORMAT, sealed_part, upgrade_report
 from .storage.driver import sqlite_driver
-from .storage.legacy import LEGACY_AUDIT_FORMAT, sealed_part, upgrade_report
 from .storage.pg_location import pg_dsn
 from .storage.sqlite_audit import tip_row
 
@@ -71,13 +72,8 @@ if TYPE_CHECKING:
 
 log = LazyLogger("anneal_memory")
 
-GENESIS = "0" * 64
-
 #: how often verify reports progress within one file (entries)
 PROGRESS_EVERY = 5000
-
-#: The database meta key recording the newest entry known to be in the files.
-MIRRORED_SEQ_KEY = "audit_mirrored_seq"
 
 #: Hex digits of a salted label hash in new entries (128 bits of SHA-256).
 LABEL_HEX = 32
@@ -93,13 +89,6 @@ HASHED_KEYS: frozenset[str] = frozenset({
 })
 #: Keys hashed only in some events (elsewhere ``reason`` is a stable code).
 HASHED_IN_EVENT: dict[str, frozenset[str]] = {"gov_forget": frozenset({"reason"})}
-
-
-def entry_hash(entry: Mapping[str, Any]) -> str:
-    """Hash of an entry's canonical JSON, every field but ``hash`` itself."""
-    body = {k: entry.get(k) for k in ("seq", "ts", "actor", "event", "data", "prev_hash")}
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return sha256_hex(canonical.encode("utf-8", "surrogatepass"))
 
 
 def content_hash(salt: str, text: str) -> str:
@@ -912,8 +901,8 @@ def _check_db_path(db_path: Any) -> None:
 
 def _unupgraded_legacy(db_path: str | Path) -> bool:
     """A store 1.0.2 wrote that no Store of ours has opened (so not upgraded yet)."""
+    from .legacy.upgrade import is_legacy_store
     from .storage.driver import sqlite_driver
-    from .storage.legacy import is_legacy_store
 
     p = Path(db_path)
     if not p.is_file():

@@ -151,7 +151,7 @@ class CrystalStore(JsonSidecar):
         return {"schema_version": CRYSTAL_SCHEMA_VERSION, "crystals": [], "surfaced_mark": None}
 
     def adopt(self, data: dict[str, Any]) -> dict[str, Any]:
-        from .storage.legacy import adopt_crystals
+        from .legacy.formats import adopt_crystals
 
         return adopt_crystals(data)
 

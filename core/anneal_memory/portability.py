@@ -21,9 +21,9 @@ from ._inputs import load_json, metadata_text, storable_text
 from .clock import normalize_timestamp, now_iso
 from .errors import SupersessionError, ValidationError
 from .facts import validate_state_key
+from .legacy.formats import adopt_export, is_legacy_export
 from .restore import can_restore, check_state, legacy_state, state_in, state_out
 from .storage.base import EpisodeRow, Scope
-from .storage.legacy import adopt_export, is_legacy_export
 from .types import EpisodeType, coerce_trust
 
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ def _check_id(eid: Any, where: str) -> str:
 def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
     data = _load(data)
     if is_legacy_export(data):  # written by anneal-memory 1.0.2
-        data = adopt_export(dict(data))
+        data = adopt_export(dict(data), FORMAT, VERSION)
     if not isinstance(data, Mapping) or not isinstance(data.get("episodes"), list):
         raise ValidationError("the import is not an anneal-memory export: it needs an "
                               "'episodes' list (write one with 'anneal-memory export')")
@@ -297,7 +297,7 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
                  restore: bool | None = None) -> dict[str, Any]:
     doc = _load(data)
     if is_legacy_export(doc):
-        doc = adopt_export(dict(doc))
+        doc = adopt_export(dict(doc), FORMAT, VERSION)
     items = _validate(store, doc)
     deletions = _tombstones_in(doc)
     links = links_in(doc, _check_id)

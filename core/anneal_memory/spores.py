@@ -336,7 +336,7 @@ class SporeStore(JsonSidecar):
         return {"schema_version": SPORE_SCHEMA_VERSION, "last_id": 0, "open": [], "closed": []}
 
     def adopt(self, data: dict[str, Any]) -> dict[str, Any]:
-        from .storage.legacy import adopt_spores
+        from .legacy.formats import adopt_spores
 
         return adopt_spores(data)
 

@@ -159,7 +159,9 @@ class Store(ContinuityMixin):
                 db.parent.mkdir(parents=True, exist_ok=True)
         else:
             existed = db.exists() and db.stat().st_size > 0
-            self._backend = SQLiteBackend(db, read_only=read_only)
+            from .legacy import upgrade as legacy_upgrade
+
+            self._backend = SQLiteBackend(db, read_only=read_only, legacy=legacy_upgrade)
         self._closed = False
         self._lock = threading.RLock()
         self._tx_owner = threading.local()  # this thread's write depth (joins its batch)

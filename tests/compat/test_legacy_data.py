@@ -25,7 +25,7 @@ from conftest import run_driver
 from deviations import DEVIATIONS
 
 from anneal_memory import AuditTrail, CrystalStore, SporeStore, Store, StoreError
-from anneal_memory.storage import legacy
+from anneal_memory.legacy import upgrade as legacy
 
 
 def test_read_legacy_matches_1_0_2(legacy_dir: Path, pythons: dict[str, str],
@@ -94,6 +94,18 @@ def test_a_failed_upgrade_changes_nothing(legacy_copy: Path, monkeypatch: pytest
     monkeypatch.undo()
     with Store(db) as s:  # and the next open upgrades it whole
         assert s.status().total_episodes == 8
+
+
+def test_the_backend_without_the_upgrade_refuses_a_1_0_2_store(legacy_copy: Path) -> None:
+    # the Store hands the backend the upgrade (it sits above storage); a backend opened
+    # without it refuses the 1.0.2 database instead of writing our schema into it
+    from anneal_memory.storage.sqlite import SQLiteBackend
+
+    db = legacy_copy / "legacy.db"
+    before = _dump(db)
+    with pytest.raises(StoreError, match="1.0.2"):
+        SQLiteBackend(db)
+    assert _dump(db) == before
 
 
 def _dump(db: Path) -> list[str]:

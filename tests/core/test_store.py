@@ -349,7 +349,8 @@ def test_public_api_exports() -> None:
     public = {n for n in dir(anneal_memory) if not n.startswith("_")} - {
         "annotations", "audit", "clock", "continuity", "engine", "errors", "facts", "immune",
         "portability", "recall", "session", "storage", "store", "text", "trust", "types", "wrap",
-        "testing", "cli", "eval", "extras", "migrate_store", "store_continuity", "crystal", "spores", "worth", "governance", "mcp", "adapters", "items", "group_commit", "tiers_db", "ui", "ranking", "stem", "erasure", "restore"}
+        "testing", "cli", "eval", "extras", "migrate_store", "store_continuity", "crystal", "spores", "worth", "governance", "mcp", "adapters", "items", "group_commit", "tiers_db", "ui", "ranking", "stem", "erasure", "restore",
+        "legacy"}
     assert set(anneal_memory.__all__) - {"__version__"} == public
 
 

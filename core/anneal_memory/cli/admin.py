@@ -472,7 +472,7 @@ def _ack_path(args: argparse.Namespace) -> Any:
 def _store_upgrade(args: argparse.Namespace) -> tuple[dict[str, Any] | None, bool]:
     """(the 1.0.2 upgrade report, whether it ran just now); opening the store upgrades a
     1.0.2 one in place. None for a store that never was a 1.0.2 one (or no store)."""
-    from ..storage.legacy import upgrade_report
+    from ..legacy.upgrade import upgrade_report
 
     if args.migrate_view == "store":
         require_store(args)  # a mistyped --db names the problem and creates nothing

@@ -21,7 +21,7 @@ from typing import Any
 from .._fileio import create_private
 from ..errors import ReadOnlyStoreError, StoreError
 from ..text import LETTER_SPELLINGS, spell_letters
-from . import fts, legacy, sqlite_errors, sqlite_migrate
+from . import fts, sqlite_errors, sqlite_migrate
 from .base import EpisodeRow, EstimatedCount, RankedHit, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
@@ -256,9 +256,12 @@ class SQLiteBackend(SQLiteAudit):
     _IN_CHUNK = 500  # bound parameters per statement stay far below SQLite's limit
 
     def __init__(self, path: str | Path, *, read_only: bool = False,
-                 busy_timeout_ms: int = 60_000) -> None:
+                 busy_timeout_ms: int = 60_000, legacy: Any = None) -> None:
         self.path = str(path)
         self.read_only = read_only
+        #: the 1.0.2 upgrade (``anneal_memory.legacy.upgrade``, handed in by the Store: it
+        #: sits above storage); without it a 1.0.2 database is refused, not upgraded
+        self._legacy = legacy
         #: what an in-place upgrade of a 1.0.2 store did on this open (None otherwise)
         self.legacy_upgrade: dict[str, Any] | None = None
         self._depth = 0
@@ -354,7 +357,11 @@ class SQLiteBackend(SQLiteAudit):
         cur = self.conn.execute("PRAGMA application_id").fetchone()[0]
         tables = {r[0] for r in self.conn.execute(
             "SELECT name FROM sqlite_master WHERE type='table'")}
-        if cur == 0 and legacy.is_legacy_store(self.conn):  # written by anneal-memory 1.0.2
+        legacy = self._legacy
+        if cur == 0 and legacy is None and "metadata" in tables and "meta" not in tables:
+            raise StoreError(f"{self.path!r} may have been written by anneal-memory 1.0.2: open "
+                             "it with anneal_memory.Store, which upgrades it in place")
+        if cur == 0 and legacy is not None and legacy.is_legacy_store(self.conn):  # 1.0.2's
             if self.read_only:
                 raise StoreError(f"{self.path!r} was written by anneal-memory 1.0.2: open it once "
                                  "without read_only (or run anneal-memory migrate) to upgrade it "
@@ -385,7 +392,8 @@ class SQLiteBackend(SQLiteAudit):
                 with self.transaction():
                     sqlite_migrate.upgrade(self.conn, int(version[0]), _split_sql(_SCHEMA))
             self._heal_indexes()
-            legacy.finish_pending(self.conn, self.path, self.transaction)
+            if legacy is not None:
+                legacy.finish_pending(self.conn, self.path, self.transaction)
             return
         with self.transaction():
             self._create_schema()

@@ -13,9 +13,6 @@ The 1.0.2 audit trail stays byte for byte: its files become sealed files of our 
 ``AuditTrail.verify`` walks both as one chain (1.0.2 hashed each line, sha256 of its
 canonical JSON, into the next entry's ``prev_hash``). That file step runs after the commit
 and is redone on the next open if a crash interrupts it (``finish_pending``).
-
-The crystal and spore sidecars are read in 1.0.2's layout (``adopt_crystals``,
-``adopt_spores``) and written back in ours on their next change.
 """
 
 from __future__ import annotations
@@ -23,16 +20,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .._audit_chain import MIRRORED_SEQ_KEY, entry_hash
 from .._fileio import atomic_write_json, fsync_dir, sidecar_path
 from .._lazy import sha256_hex
 from ..clock import normalize_timestamp, now_iso
-from ..errors import AnnealMemoryError, StoreError
-from .driver import sqlite_driver
+from ..errors import AnnealMemoryError
+from ..storage.driver import sqlite_driver
 
 LEGACY_VERSION = "1.0.2"
 LEGACY_AUDIT_FORMAT = "1.0.2"
@@ -438,8 +435,6 @@ def _bridge_entry(conn: Any, audit: dict[str, Any], report: dict[str, Any]
                   ) -> None:
     """Our first audit entry: the upgrade itself, chained to 1.0.2's last entry. The
     database's copy starts with it; 1.0.2's entries stay in their files."""
-    from ..audit import MIRRORED_SEQ_KEY, entry_hash
-
     entry = {"seq": audit["last_seq"] + 1, "ts": now_iso(), "actor": "operator",
              "event": "store_upgraded", "data": {
                  "from_version": LEGACY_VERSION, "legacy_entries": audit["entries"],
@@ -490,111 +485,6 @@ def legacy_entries(lines: list[str]) -> Iterator[dict[str, Any]]:
     for line in lines:
         if line.strip():
             yield as_entry(json.loads(line), line)
-
-
-# --------------------------------------------------------------------------- sidecars
-
-_SPORE_NUM = re.compile(r"(\d+)$")
-
-
-def adopt_crystals(data: dict[str, Any]) -> dict[str, Any]:
-    """A crystal document in our layout; 1.0.2's (``crystal`` and ``retired`` lists, the
-    text under ``explanation``, evidence as bare ids) is converted."""
-    if "crystals" in data or not ("crystal" in data or "retired" in data):
-        return data
-    rows = []
-    for src in list(data.get("crystal") or []) + list(data.get("retired") or []):
-        if not isinstance(src, dict):
-            raise StoreError("a 1.0.2 crystal file holds a row that is not an object: "
-                             "repair it by hand")
-        retired = src.get("status") == "retired" or src in (data.get("retired") or [])
-        rows.append({
-            "name": src.get("name", ""), "text": src.get("explanation") or src.get("name", ""),
-            "level": src.get("level", 2),
-            "evidence": [{"id": str(e), "why": ""} for e in src.get("evidence") or []],
-            "crystallized_on": src.get("crystallized_on", ""),
-            "last_activated_on": src.get("last_activated_on", ""),
-            "status": "retired" if retired else "live", "retirement": src.get("retirement"),
-            "permanence": src.get("permanence", "timeless"),
-            "activation_mode": src.get("activation_mode", "just-in-time"),
-            "tags": list(src.get("tags") or []), "source": src.get("source"),
-            "notes": list(src.get("notes") or []),
-        })
-    return {"schema_version": 1, "crystals": rows, "surfaced_mark": None}
-
-
-def adopt_spores(data: dict[str, Any]) -> dict[str, Any]:
-    """A spore document in our layout; 1.0.2's (``spores`` open, ``resolved`` closed) is
-    converted, and the id counter continues after its highest ``spore-NNN``."""
-    if "open" in data or not ("spores" in data or "resolved" in data):
-        return data
-    opened = [dict(r) for r in data.get("spores") or [] if isinstance(r, dict)]
-    closed = [dict(r, status="resolved") for r in data.get("resolved") or []
-              if isinstance(r, dict)]
-    nums = [int(m.group(1)) for r in opened + closed
-            if (m := _SPORE_NUM.search(str(r.get("id", ""))))]
-    return {"schema_version": 1, "last_id": max(nums, default=0), "open": opened,
-            "closed": closed}
-
-
-# --------------------------------------------------------------------------- JSON export
-
-def is_legacy_export(doc: Any) -> bool:
-    """A JSON export 1.0.2 wrote: ``anneal_memory_export: true`` and none of our ``format``
-    key (ours carry both)."""
-    return isinstance(doc, dict) and doc.get("anneal_memory_export") is True \
-        and "format" not in doc
-
-
-def _small_int(value: Any) -> int | None:
-    """A wrap or session number written as 12 or "12"; None for anything else (a "²",
-    a 5,000-digit number, a bool), which then counts as no wrap."""
-    if isinstance(value, bool):
-        return None
-    text = str(value).strip() if isinstance(value, (int, str)) else ""
-    if not (text.isascii() and text.isdecimal()) or len(text) > 18:
-        return None
-    return int(text)
-
-
-def adopt_export(doc: dict[str, Any]) -> dict[str, Any]:
-    """A 1.0.2 export in our export layout, for ``Store.import_``: trust defaults to agent
-    (1.0.2 writes it only when it is not), an episode counts as wrapped when its session
-    number is one of the exported wraps, and each link keeps its kind. 1.0.2 exports
-    carry no state keys or tombstones; their wraps and retired association links are not
-    imported."""
-    from ..errors import ValidationError
-    from ..portability import FORMAT, VERSION
-
-    for key in ("episodes", "supersessions", "wraps", "associations"):
-        if doc.get(key) is not None and not isinstance(doc[key], list):
-            raise ValidationError(f"the 1.0.2 export's {key!r} must be a list, not "
-                                  f"{type(doc[key]).__name__}")
-    wraps = {n for n in (_small_int(w.get("id")) for w in doc.get("wraps") or []
-                         if isinstance(w, dict)) if n is not None}
-    episodes = []
-    for e in doc.get("episodes") or []:
-        if not isinstance(e, dict):
-            episodes.append(e)  # refused, with its position, by the import's checks
-            continue
-        session = _small_int(e.get("session_id"))
-        episodes.append({
-            "id": e.get("id"), "timestamp": e.get("timestamp"), "type": e.get("type"),
-            "content": e.get("content"), "source": e.get("source") or "agent",
-            "session_id": e.get("session_id"), "metadata": e.get("metadata"),
-            "trust": e.get("trust") or "agent", "state_key": e.get("state_key"),
-            "derived_from": list(e.get("derived_from") or []),
-            "wrapped": session is not None and session in wraps,
-        })
-    kinds = {"state_key": "state_key", "wrap": "wrap", "rewired": "rewired"}
-    links = [{"old_id": s.get("old_id"), "new_id": s.get("new_id"),
-              "kind": kinds.get(str(s.get("source")), "explicit"),
-              "created_at": s.get("recorded_at")} if isinstance(s, dict) else s
-             for s in doc.get("supersessions") or []]  # a non-object: refused by position
-    return {"format": FORMAT, "version": VERSION, "episodes": episodes, "supersessions": links,
-            "tombstones": [], "continuity": doc.get("continuity"),
-            "legacy": {"from_version": str(doc.get("version")), "wraps": len(wraps),
-                       "associations": len(doc.get("associations") or [])}}
 
 
 def upgrade_report(backend: Any) -> dict[str, Any] | None:

@@ -1,0 +1,23 @@
+"""What links the audit trail's entries into one chain: the hash of an entry and the first
+entry's ``prev_hash``. Below the audit trail and the storage that keeps its copies, so both
+(and the 1.0.2 upgrade, which writes the bridge entry) hash an entry the same way."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ._lazy import sha256_hex
+
+GENESIS = "0" * 64
+
+#: The database meta key recording the newest entry known to be in the files.
+MIRRORED_SEQ_KEY = "audit_mirrored_seq"
+
+
+def entry_hash(entry: Mapping[str, Any]) -> str:
+    """Hash of an entry's canonical JSON, every field but ``hash`` itself."""
+    body = {k: entry.get(k) for k in ("seq", "ts", "actor", "event", "data", "prev_hash")}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return sha256_hex(canonical.encode("utf-8", "surrogatepass"))
