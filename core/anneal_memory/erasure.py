@@ -237,7 +237,7 @@ def view_for(store: Any, scope: Any) -> Any:
         return root
     if getattr(store, "scope", None) == scope and getattr(store, "namespace", None) is not None:
         return store
-    from .governance.namespace import MemoryNamespace
+    from ._namespace import MemoryNamespace
     from .governance.scoped import ScopedStore
 
     tenant, user, agent = json.loads(scope.owner)
@@ -327,8 +327,8 @@ def publish(staged: list[tuple[Any, Any]]) -> None:
 
 def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
     """Erase one namespace whole (see ``Store.erase_namespace``)."""
+    from ._namespace import coerce_namespace
     from .errors import TrustError, ValidationError
-    from .governance.namespace import coerce_namespace
     from .storage import governance_sql as gsql
     from .storage.base import Scope
     from .store_continuity import ERASED_BLOB, PENDING_BLOB, STAGED_BLOB

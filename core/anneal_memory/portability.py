@@ -66,7 +66,7 @@ def export_store(store: Store) -> dict[str, Any]:
         state = state_out(store) if root else None
         tip = b.audit_tip()
     from ._version import __version__
-    from .wrap.history import wrap_record
+    from .legacy.formats import wrap_record
 
     episodes.reverse()  # newest first, as 1.0.2 lists them; import sorts by time
     return {
@@ -108,7 +108,7 @@ def _namespace_of(value: Any, where: str) -> Any:
     if not isinstance(value, Mapping):
         raise ValidationError(f"{where} namespace must be an object with tenant, user, "
                               "project, agent (or null)")
-    from .governance.namespace import coerce_namespace
+    from ._namespace import coerce_namespace
 
     return coerce_namespace(value, partial=True)
 

@@ -169,7 +169,7 @@ def _view_of_blob(store: Store, name: str) -> Any:
     of this store has that tag, e.g. one erased since)."""
     if name == BLOBS[0]:
         return store
-    from .governance.namespace import MemoryNamespace
+    from ._namespace import MemoryNamespace
     from .governance.scoped import ScopedStore
 
     for owner in store.backend.owners():

@@ -19,6 +19,7 @@ from ._inputs import metadata_text, storable_text, whole_number
 from ._lazy import sha256_hex, token_hex
 from .audit import AuditTrail
 from .clock import ago, iso, normalize_timestamp, now_iso, utcnow
+from .continuity.relayed import check_policy as check_relayed_policy
 from .erasure import ErasureReport
 from .errors import (
     StoreError,
@@ -32,7 +33,6 @@ from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.sqlite import SQLiteBackend
 from .store_continuity import ContinuityMixin, stale_wrap
 from .types import Episode, EpisodeType, NamespaceTotals, RecallResult, StoreStatus, coerce_trust
-from .wrap.relayed import check_policy as check_relayed_policy
 
 if TYPE_CHECKING:
     from .items import ItemCollection

@@ -306,7 +306,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise ValidationError("--wraps must be 1 or more")
     with read_store(args) as store:
         history = list(reversed(store.wrap_history(args.wraps)))
-    from ..wrap.history import wrap_record
+    from ..legacy.formats import wrap_record
 
     rows = []
     prev: dict[str, Any] | None = None

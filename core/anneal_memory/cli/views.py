@@ -10,8 +10,8 @@ import argparse
 from typing import Any
 
 from ..errors import AnnealMemoryError
+from ..legacy.formats import wrap_record
 from ..types import EpisodeType
-from ..wrap.history import wrap_record
 from .common import command, emit, read_store
 
 

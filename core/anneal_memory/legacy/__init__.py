@@ -6,7 +6,7 @@ the sibling stores and the export, which call it; nothing here imports them.
 ``formats``: 1.0.2's crystal and spore sidecars and JSON export in our layout.
 """
 
-from .formats import adopt_crystals, adopt_export, adopt_spores, is_legacy_export
+from .formats import adopt_crystals, adopt_export, adopt_spores, is_legacy_export, wrap_record
 from .upgrade import (
     BACKUP_SUFFIX,
     LEGACY_AUDIT_FORMAT,
@@ -30,5 +30,5 @@ __all__ = [
     "adopt_crystals", "adopt_export", "adopt_spores", "as_entry", "backup_path",
     "finish_pending", "is_legacy_entry", "is_legacy_export", "is_legacy_store",
     "legacy_entries", "legacy_line_hash", "legacy_tail", "sealed_part", "upgrade_report",
-    "upgrade_store",
+    "upgrade_store", "wrap_record",
 ]

@@ -1,5 +1,6 @@
 """Documents in 1.0.2's layout read into ours: the crystal and spore sidecars (written
-back in ours on their next change) and a JSON export (imported by ``Store.import_``)."""
+back in ours on their next change) and a JSON export (imported by ``Store.import_``); and
+a saved wrap in the shape 1.0.2 lists it (history, diff and the JSON export share it)."""
 
 from __future__ import annotations
 
@@ -110,3 +111,19 @@ def adopt_export(doc: dict[str, Any], fmt: str, version: int) -> dict[str, Any]:
             "tombstones": [], "continuity": doc.get("continuity"),
             "legacy": {"from_version": str(doc.get("version")), "wraps": len(wraps),
                        "associations": len(doc.get("associations") or [])}}
+
+
+# --------------------------------------------------------------------------- wraps
+
+def wrap_record(w: dict[str, Any]) -> dict[str, Any]:
+    """One saved wrap in the shape 1.0.2's history and diff print."""
+    m = w.get("metrics") or {}
+    return {"id": w["id"], "wrapped_at": w.get("wrapped_at"),
+            "episodes_compressed": w.get("episodes_compressed"),
+            "continuity_chars": w.get("chars"),
+            "graduations_validated": m.get("graduations_validated", 0),
+            "graduations_demoted": m.get("graduations_demoted", 0),
+            "citation_reuse_max": m.get("citation_reuse_max", 0),
+            "patterns_extracted": m.get("patterns_extracted", 0),
+            "associations_formed": 0, "associations_strengthened": 0,
+            "associations_decayed": 0, "metrics": m}
