@@ -35,7 +35,7 @@ from agno.models.base import Model
 from agno.models.message import Message
 from agno.run import RunContext
 
-from anneal_memory import Store
+from anneal_memory import Episode, Store
 from anneal_memory.adapters import (
     Compress,
     MemoryAdapter,
@@ -48,7 +48,6 @@ from anneal_memory.clock import parse_timestamp
 from anneal_memory.errors import IdentityError, ValidationError
 from anneal_memory.governance.scoped import UnscopedView
 from anneal_memory.session import MemorySession
-from anneal_memory.types import Episode
 
 LOGGER_NAME = "anneal_memory.adapters.agno"
 _log = logging.getLogger(LOGGER_NAME)

@@ -35,10 +35,9 @@ from autogen_core.models import (
 from pydantic import BaseModel
 from typing_extensions import Self
 
-from anneal_memory import Store
+from anneal_memory import Store, retrieve_relevant
 from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, label_memory
 from anneal_memory.errors import ValidationError
-from anneal_memory.recall import retrieve_relevant
 from anneal_memory.session import MemorySession, WrapOutcome
 
 from ._context import (

@@ -15,16 +15,13 @@ Install with ``pip install 'anneal-memory[claude-agent-sdk]'``.
 
 from __future__ import annotations
 
-from anneal_memory.errors import MissingExtraError
+from anneal_memory.adapters import require_extra
 
-try:
-    import claude_agent_sdk  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingExtraError("claude-agent-sdk", "claude-agent-sdk") from exc
+require_extra("claude-agent-sdk", "claude-agent-sdk", "claude_agent_sdk")
 
-from ._compress import claude_compressor
-from ._hooks import CONTEXT_LABEL, AnnealMemory, project_namespace
-from ._session_store import AnnealSessionStore
+from ._compress import claude_compressor  # noqa: E402
+from ._hooks import CONTEXT_LABEL, AnnealMemory, project_namespace  # noqa: E402
+from ._session_store import AnnealSessionStore  # noqa: E402
 
 __all__ = ["CONTEXT_LABEL", "AnnealMemory", "AnnealSessionStore", "claude_compressor",
            "project_namespace"]

@@ -1,7 +1,7 @@
 """The memory tools as an in-process SDK MCP server (``create_sdk_mcp_server`` + ``@tool``).
 
 Four tools of our stdio MCP server, with its descriptions, its input schemas and its
-handlers (``anneal_memory.mcp.handlers.MemoryTools``): the same argument checks, the same
+handlers (``anneal_memory.mcp.MemoryTools``): the same argument checks, the same
 replies, and the same trust ceiling (an agent may label its writes agent, tool or external,
 never operator). They act in the memory of the SDK session that is running
 (:meth:`AnnealMemory.tool_session`).
@@ -16,8 +16,7 @@ import anyio
 from claude_agent_sdk import create_sdk_mcp_server, tool
 
 from anneal_memory.errors import AnnealMemoryError
-from anneal_memory.mcp.handlers import MemoryTools
-from anneal_memory.mcp.tools import BY_NAME
+from anneal_memory.mcp import BY_NAME, MemoryTools
 from anneal_memory.session import MemorySession
 
 if TYPE_CHECKING:

@@ -29,10 +29,9 @@ from crewai.memory.types import MemoryMatch, MemoryRecord
 from crewai.memory.unified_memory import Memory
 from pydantic import PrivateAttr
 
-from anneal_memory import Store
+from anneal_memory import ScoredEpisode, Store
 from anneal_memory.adapters import MemoryAdapter, hook_guard, open_session
 from anneal_memory.session import MemorySession, WrapOutcome, render_item
-from anneal_memory.types import ScoredEpisode
 
 from . import _scope
 from ._storage import META_KEY, AnnealStorage

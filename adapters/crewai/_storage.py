@@ -17,8 +17,7 @@ from typing import Any
 
 from crewai.memory.types import MemoryRecord, ScopeInfo
 
-from anneal_memory import Store
-from anneal_memory.items import ItemCollection
+from anneal_memory import ItemCollection, Store
 from anneal_memory.session import MemorySession
 
 from . import _scope

@@ -34,11 +34,10 @@ from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemor
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
-from anneal_memory import EpisodeType, Store
+from anneal_memory import Episode, EpisodeType, Store
 from anneal_memory.adapters import MemoryAdapter, check_identity, hook_guard
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
-from anneal_memory.types import Episode
 
 from ._uri import BOOL, INT, SCHEMES, ServiceUriError, parse_uri
 

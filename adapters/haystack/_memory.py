@@ -30,10 +30,9 @@ from haystack.core.serialization import (
 from haystack.dataclasses import ChatMessage, ChatRole
 from haystack.utils.callable_serialization import deserialize_callable, serialize_callable
 
-from anneal_memory import Store
+from anneal_memory import MemoryNamespace, Store
 from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, identity, label_memory
 from anneal_memory.errors import ValidationError
-from anneal_memory.governance.namespace import MemoryNamespace
 from anneal_memory.session import MemorySession, WrapOutcome
 
 LOGGER_NAME = "anneal_memory.adapters.haystack"

@@ -36,10 +36,9 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from anneal_memory import Store, clock
+from anneal_memory import ItemCollection, Store, clock
 from anneal_memory.adapters import MemoryAdapter
 from anneal_memory.errors import ValidationError
-from anneal_memory.items import ItemCollection
 from anneal_memory.session import MemorySession
 
 COLLECTION = "langgraph.store"
