@@ -36,6 +36,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
+from operator import attrgetter, itemgetter
 
 from .stem import stem
 from .storage.base import RankedHit
@@ -117,8 +118,28 @@ def group_weights(episodes: int, counts: Mapping[str, int],
     return word_weights(episodes, held)
 
 
+#: hits best first, the newest row first among equal scores (row ids are unique)
+_BEST_FIRST = attrgetter("score", "rowid")
+
+
+def _index_order(hits: Sequence[RankedHit],
+                 index_scores: Callable[[list[int]], Mapping[int, float]] | None
+                 ) -> list[RankedHit]:
+    """``hits`` in the index's order (its score, then the newest row first); the scores
+    a backend left out (NaN: every match fitted in the pool) are asked of it first."""
+    missing = [h.rowid for h in hits if h.score != h.score]
+    if not missing:
+        return list(hits)
+    got = index_scores(missing) if index_scores is not None else {}
+    out = [h if h.score == h.score else h._replace(score=got.get(h.rowid, 0.0)) for h in hits]
+    out.sort(key=_BEST_FIRST, reverse=True)
+    return out
+
+
 def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float],
-               forms: Mapping[str, Sequence[str]] | None = None) -> list[RankedHit]:
+               forms: Mapping[str, Sequence[str]] | None = None,
+               index_scores: Callable[[list[int]], Mapping[int, float]] | None = None,
+               ) -> list[RankedHit]:
     """The index's matches rescored by BM25 with the given word weights, best first.
 
     Term frequencies come from each episode's text, stemmed as the index stems it;
@@ -126,6 +147,7 @@ def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float],
     irregular forms). Lengths are counted in words against the pool's mean. A match
     whose words this cannot see (another stemmer, another script) keeps its place after
     the scored ones, in the index's order. Without weights the index's own ranking stands.
+    ``index_scores(rowids)`` gives the index's score of hits that carry none (NaN).
     """
     single: dict[str, float] = {}  # stem -> weight, for one-token words (nearly all)
     group_of: dict[str, str] = {}  # a form's stem -> its word's stem
@@ -142,7 +164,7 @@ def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float],
             phrases.append((k, weight))
     wanted = set(single) | set(group_of) | {t for k, _w in phrases for t in k}
     if not hits or not wanted:
-        return list(hits)
+        return _index_order(hits, index_scores)
     texts = [h.content for h in hits]
     found = _tokens_from(texts, {t[:-1] if len(t) > 3 else t for t in wanted})
     lengths = [t.count(" ") + 1 for t in texts]
@@ -172,8 +194,9 @@ def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float],
                                     hit.content))
         else:
             unseen.append(hit)
-    scored.sort(key=lambda h: (-h.score, -h.rowid))
+    scored.sort(key=_BEST_FIRST, reverse=True)
     if unseen:
+        unseen = _index_order(unseen, index_scores)
         floor = min((h.score for h in scored), default=1.0)
         top = max(h.score for h in unseen) or 1.0
         scored += [h._replace(score=floor * 0.5 * max(h.score, 0.0) / top) for h in unseen]
@@ -323,35 +346,43 @@ def spread_context(hits: Sequence[RankedHit],
         when.setdefault(h.rowid + 1, h.next_t)
     for h in hits:
         when[h.rowid] = h.t
-    far = {h.rowid + d for h in hits[:CONTEXT_SOURCES] for d in CONTEXT_SHARES} - when.keys()
+    sources = hits[:CONTEXT_SOURCES]
+    far = {h.rowid + d for h in sources for d in CONTEXT_SHARES}
+    far.difference_update(when)
     if far:
         when.update(fetch_times(sorted(far)))
     window = CONTEXT_WINDOW_SECONDS
     shares = list(CONTEXT_SHARES.items())
     score: dict[int, float] = {}
     best_gain: dict[int, tuple[float, int]] = {}
-    get = score.get
-    for i, h in enumerate(hits):
+    get, time_of, gain_of = score.get, when.get, best_gain.get
+    for h in sources:
         rid, sc = h.rowid, h.score
         asks = "?" in h.content
-        # (past the best CONTEXT_SOURCES a match's own share cannot lift it into the results)
-        own = own_share(h, asks) if i < CONTEXT_SOURCES else QUESTION_SHARE if asks else 1.0
-        score[rid] = get(rid, 0.0) + sc * own
+        score[rid] = get(rid, 0.0) + sc * own_share(h, asks)
         t = h.t
-        if i >= CONTEXT_SOURCES or t is None:
+        if t is None:
             continue
         for d, share in shares:
             n = rid + d
-            tn = when.get(n)
+            tn = time_of(n)
             if tn is None or abs(t - tn) > window:
                 continue
             gain = (ANSWER_SHARE if d == 1 and asks else share) * sc
             score[n] = get(n, 0.0) + gain
-            if n not in best_gain or gain > best_gain[n][0]:
+            best = gain_of(n)
+            if best is None or gain > best[0]:
                 best_gain[n] = (gain, rid)
-    out = sorted(score.items(), key=lambda x: (-x[1], -x[0]))
+    # past the best CONTEXT_SOURCES a match's own share cannot lift it into the results
+    for h in hits[CONTEXT_SOURCES:]:
+        rid = h.rowid
+        score[rid] = get(rid, 0.0) + h.score * (QUESTION_SHARE if "?" in h.content else 1.0)
+    # best first, the newest row first among equal scores (row ids are unique)
+    out = sorted(score.items(), key=itemgetter(1, 0), reverse=True)
     matched = {h.rowid for h in hits}
-    last = max((i for i, (rid, _s) in enumerate(out) if rid in matched), default=-1)
+    last = len(out) - 1
+    while last >= 0 and out[last][0] not in matched:
+        last -= 1
     out = out[:last + 1]
     if via is not None:
         via.update({rid: best_gain[rid][1] for rid, _s in out

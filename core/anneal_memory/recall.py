@@ -74,7 +74,8 @@ def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
     weights = ranking.group_weights(episodes, counts, groups)
     if query:
         weights = ranking.weigh_focus(weights, groups, query)
-    hits = ranking.score_hits(hits, weights, {g[0]: g[1:] for g in groups if len(g) > 1})
+    hits = ranking.score_hits(hits, weights, {g[0]: g[1:] for g in groups if len(g) > 1},
+                              lambda ids: b.index_scores(filters, words, ids))
     if query and ranking.asks_when(query):
         hits = ranking.boost_when(hits)
     if context:

@@ -273,3 +273,32 @@ def test_word_trigrams_are_ascii_letters_and_digits_only() -> None:
     assert trigrams("a b, c-d", ascii_words=True) == []
     assert trigrams("東京タワー", ascii_words=True) == []
     assert trigrams("東京タワー") != []  # the SQLite index takes any characters
+
+
+def test_a_pool_holding_every_match_skips_the_index_score_and_gets_it_back(store: Store) -> None:
+    """When every word match fits in the pool, ranked_ids leaves BM25 out (NaN) and
+    index_scores gives each match the score the ranked statement would have given."""
+    from anneal_memory.storage.base import SearchFilters
+
+    for i in range(12):
+        store.record(f"garden {'rose ' * (i % 3)}note {i}", "decision" if i % 2 else "observation")
+    b = store.backend
+    f = SearchFilters(episode_type="decision")
+    with b.read():
+        cheap, n = b.ranked_ids(f, ["garden", "rose"], 200)
+        ranked, n2 = b.ranked_ids(f, ["garden", "rose"], 5)  # more matches than the pool
+        assert n == n2 == 6 and len(cheap) == 6 and len(ranked) == 5
+        assert all(h.score != h.score for h in cheap)  # NaN: left out
+        assert all(h.score == h.score for h in ranked)
+        got = b.index_scores(f, ["garden", "rose"], [h.rowid for h in cheap])
+    assert set(got) == {h.rowid for h in cheap}
+    for h in ranked:
+        assert got[h.rowid] == pytest.approx(h.score)
+    # the ranker orders hits it cannot see by those scores, as the index would
+    from anneal_memory import ranking
+
+    order = ranking.score_hits(cheap, {}, None, lambda ids: {i: got[i] for i in ids})
+    assert [h.rowid for h in order][:5] == [h.rowid for h in ranked]
+    # and so are matches the ranker's words do not reach (another stemmer, another script)
+    unseen = ranking.score_hits(cheap, {"zebra": 1.0}, None, lambda ids: {i: got[i] for i in ids})
+    assert [h.rowid for h in unseen][:5] == [h.rowid for h in ranked]

@@ -88,7 +88,8 @@ class EstimatedCount(int):
 
 
 class RankedHit(NamedTuple):
-    """One ranked word match: its row id, time (epoch seconds), score, and the times of
+    """One ranked word match: its row id, time (epoch seconds), score (NaN when the
+    backend left the index's score out: see ``Backend.index_scores``), and the times of
     the rows recorded just before and after it when the same filters let them through
     (None otherwise: missing, hidden, or no readable time)."""
 
@@ -236,6 +237,13 @@ class Backend(abc.ABC):
                        ) -> dict[int, float | None]:
         """Epoch seconds of the episodes at these row ids that pass ``filters`` (None
         for one without a readable time): the time of a match's wider context."""
+
+    def index_scores(self, filters: SearchFilters, words: Sequence[str],
+                     rowids: Sequence[int]) -> dict[int, float]:
+        """The index's own score of the matches at these row ids, for the hits
+        ``ranked_ids`` returned without one (NaN); a backend that always scores its hits
+        has none to give."""
+        return {}
 
     def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
                     ) -> tuple[int, dict[str, int]]:

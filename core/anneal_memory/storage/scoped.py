@@ -113,6 +113,10 @@ class ScopedBackend:
                    ) -> tuple[list[RankedHit], int]:
         return self._inner.ranked_ids(self._scoped(filters), words, pool)
 
+    def index_scores(self, filters: SearchFilters, words: Sequence[str],
+                     rowids: Sequence[int]) -> dict[int, float]:
+        return self._inner.index_scores(self._scoped(filters), words, rowids)
+
     def times_by_rowid(self, rowids: Sequence[int], filters: SearchFilters
                        ) -> dict[int, float | None]:
         return self._inner.times_by_rowid(rowids, self._scoped(filters))
