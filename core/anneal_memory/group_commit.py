@@ -78,21 +78,12 @@ class GroupCommit:
         backend = store.parent.backend if hasattr(store, "parent") else store.backend
         try:
             with store._write():
-                for slot in batch:
-                    name = f"am_rec_{next(_names)}"
-                    pending = slot.store.audit_trail._pending
-                    mark = len(pending)
-                    backend.q(f"SAVEPOINT {name}")
-                    try:
-                        slot.result = write(slot.store, slot.prepared)
-                    except Exception as exc:  # this record alone is refused
-                        try:
-                            backend.q(f"ROLLBACK TO SAVEPOINT {name}")
-                        except Exception:
-                            raise exc from None  # the transaction itself is gone: all fail
-                        del pending[mark:]
-                        slot.error, slot.result = exc, None
-                    backend.q(f"RELEASE SAVEPOINT {name}")
+                if len(batch) == 1:
+                    # alone, its refusal rolls the transaction back: the same outcome as
+                    # its savepoint's, without two statements per record
+                    batch[0].result = write(batch[0].store, batch[0].prepared)
+                else:
+                    self._write_each(batch, write, backend)
         except BaseException as exc:  # the commit failed: nothing of the batch was written
             for slot in batch:
                 if slot.error is None:
@@ -102,3 +93,24 @@ class GroupCommit:
             self.records += sum(1 for s in batch if s.error is None)
         for slot in batch:
             slot.done.set()
+
+    @staticmethod
+    def _write_each(batch: list[_Slot], write: Callable[[Any, dict[str, Any]], Any],
+                    backend: Any) -> None:
+        """Each record of the batch under its own savepoint: a refused one rolls back
+        alone, with its audit entry, and its caller gets the error."""
+        for slot in batch:
+            name = f"am_rec_{next(_names)}"
+            pending = slot.store.audit_trail._pending
+            mark = len(pending)
+            backend.q(f"SAVEPOINT {name}")
+            try:
+                slot.result = write(slot.store, slot.prepared)
+            except Exception as exc:  # this record alone is refused
+                try:
+                    backend.q(f"ROLLBACK TO SAVEPOINT {name}")
+                except Exception:
+                    raise exc from None  # the transaction itself is gone: all fail
+                del pending[mark:]
+                slot.error, slot.result = exc, None
+            backend.q(f"RELEASE SAVEPOINT {name}")
