@@ -19,6 +19,7 @@ goes on, unless the service's session is ``strict``.
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from typing import Any
 
@@ -64,6 +65,17 @@ def _tool_context(callback_context: Any) -> Any:
     from google.adk.tools.tool_context import ToolContext
 
     return ToolContext(callback_context._invocation_context)
+
+
+def _said(content: Any) -> list[str]:
+    """A request turn's texts as episodes hold them: its text, and each tool result as
+    the JSON a tool output episode records."""
+    out = [t] if (t := _text_of(content)) else []
+    for part in content.parts or []:
+        response = getattr(part, "function_response", None)
+        if response is not None and response.response is not None:
+            out.append(json.dumps(response.response, default=str, ensure_ascii=False))
+    return out
 
 
 class _Unshown:
@@ -202,7 +214,7 @@ class AnnealMemoryPlugin(MemoryAdapter, BasePlugin):
     @_safe
     async def _inject_recall(self, callback_context: Any, llm_request: LlmRequest) -> None:
         # the session's events are already in the request: recall leaves those out
-        shown = transcript_keys([t for c in llm_request.contents or [] if (t := _text_of(c))])
+        shown = transcript_keys([t for c in llm_request.contents or [] for t in _said(c)])
         await self._preload.process_llm_request(
             tool_context=_Unshown(_tool_context(callback_context), shown),
             llm_request=llm_request)

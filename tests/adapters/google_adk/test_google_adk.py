@@ -471,3 +471,26 @@ def test_recall_does_not_repeat_the_sessions_own_events(store: Store) -> None:
     assert "<PAST_CONVERSATIONS>" not in same or "200 litres" not in same.split(
         "<PAST_CONVERSATIONS>", 1)[1].split("</PAST_CONVERSATIONS>", 1)[0]
     assert "<PAST_CONVERSATIONS>" in fresh and "200 litres" in fresh
+
+
+def test_recall_does_not_repeat_a_tool_result_already_in_the_session(store: Store) -> None:
+    llm, _, _, runner = _setup(store, call=("read_gauge", {"name": "north"}))
+
+    def recalled(texts: list[str]) -> str:
+        joined = "\n".join(texts)
+        return "".join(part.split("</PAST_CONVERSATIONS>", 1)[0]
+                       for part in joined.split("<PAST_CONVERSATIONS>")[1:])
+
+    async def turns() -> tuple[str, str]:
+        session = await runner.session_service.create_session(app_name=APP, user_id="alice")
+        await run_turn(runner, "alice", "Read the north gauge", session.id)
+        llm.inputs.clear()
+        await run_turn(runner, "alice", "Read the north gauge again", session.id)
+        same = recalled(llm.inputs)
+        llm.inputs.clear()
+        await run_turn(runner, "alice", "Read the north gauge again")
+        return same, recalled(llm.inputs)
+
+    same, fresh = asyncio.run(turns())
+    assert "(toolresult)" in fresh  # a new session recalls the earlier tool result
+    assert "(toolresult)" not in same  # the session's own function response is not repeated
