@@ -26,12 +26,14 @@ if _TYPE_CHECKING:  # the names for type checkers; at run time they load on firs
         validate_schema,
     )
     from .crystal import CrystalStore, retrieve_patterns
+    from .embedding import Embedder
     from .engine import Engine
     from .errors import (
         AnnealMemoryError,
         AuditError,
         BatonError,
         ContinuityValidationError,
+        EmbedderError,
         EpisodeNotFoundError,
         GovernanceError,
         MissingExtraError,
@@ -85,6 +87,7 @@ if _TYPE_CHECKING:  # the names for type checkers; at run time they load on firs
         ReplacedEpisode,
         ScoredEpisode,
         StoreStatus,
+        VectorUse,
     )
     from .wrap.baton import baton_status, claim_baton, release_baton
     from .wrap.prepare import prepare_wrap
@@ -102,6 +105,8 @@ _LAZY: dict[str, str] = {
     "CrystalStore": ".crystal",
     "DEFAULT_SCHEMA": ".continuity.schema",
     "DurableFact": ".continuity.durable",
+    "Embedder": ".embedding",
+    "EmbedderError": ".errors",
     "Engine": ".engine",
     "Episode": ".types",
     "EpisodeNotFoundError": ".errors",
@@ -130,6 +135,7 @@ _LAZY: dict[str, str] = {
     "StoreError": ".errors",
     "StoreLocationError": ".errors",
     "StoreStatus": ".types",
+    "VectorUse": ".types",
     "NamespaceTotals": ".types",
     "SupersessionError": ".errors",
     "TrustError": ".errors",
@@ -201,6 +207,8 @@ __all__ = [
     "DEFAULT_SCHEMA",
     "DeletionReceipt",
     "DurableFact",
+    "Embedder",
+    "EmbedderError",
     "Engine",
     "Episode",
     "EpisodeNotFoundError",
@@ -236,6 +244,7 @@ __all__ = [
     "StoreError",
     "StoreLocationError",
     "StoreStatus",
+    "VectorUse",
     "NamespaceTotals",
     "SupersessionError",
     "TrustError",

@@ -22,6 +22,7 @@
     ├── AuditError                 the audit trail cannot be appended or read
     ├── SidecarError               a crystal / spore / outcome sidecar file problem
     ├── GovernanceError            the governed runtime refused a call
+    ├── EmbedderError              an embedder that cannot be used, or that failed (also ValueError)
     └── MissingExtraError          (also an ImportError) an adapter's framework is not installed
 
 Each message says what was wrong and how to fix it.
@@ -127,6 +128,11 @@ class SidecarError(AnnealMemoryError):
 
 class GovernanceError(AnnealMemoryError):
     """The governed memory runtime refused a call."""
+
+
+class EmbedderError(AnnealMemoryError, ValueError):
+    """An embedder that cannot be used (not a callable or an embeddings object), or one
+    whose output is not one vector of numbers per text; nothing was written."""
 
 
 class MissingExtraError(AnnealMemoryError, ImportError):

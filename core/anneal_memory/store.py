@@ -35,7 +35,9 @@ from .store_continuity import ContinuityMixin, stale_wrap
 from .types import Episode, EpisodeType, NamespaceTotals, RecallResult, StoreStatus, coerce_trust
 
 if TYPE_CHECKING:
+    from .embedding import Embedder
     from .items import ItemCollection
+    from .semantic import EmbedReport
 
 ENV_DB = "ANNEAL_MEMORY_DB"
 
@@ -95,6 +97,7 @@ class Store(ContinuityMixin):
     #: the namespace's tag in sidecar names ("" for the root)
     ns_tag = ""
     namespace: Any = None
+    embedder: Embedder | None = None
 
     def __init__(
         self,
@@ -111,6 +114,7 @@ class Store(ContinuityMixin):
         consolidate_requires_baton_on_create: bool = False,
         stale_wrap_after: float | None = None,
         relayed_text: str = "flag",
+        embedder: Any = None,
     ) -> None:
         if path is not None and not isinstance(path, (str, os.PathLike)):
             raise ValidationError(f"the store path must be a str or a path, not "
@@ -140,6 +144,15 @@ class Store(ContinuityMixin):
         #: next prepare_wrap of its namespace (None: off, as the specification's rule)
         self.stale_wrap_after = float(stale_wrap_after) if stale_wrap_after is not None else None
         self.trust_ceiling = coerce_trust(trust_ceiling)
+        if embedder is not None:
+            from .embedding import as_embedder
+
+            #: what embeds episodes and queries for hybrid / semantic recall (None:
+            #: keyword recall only; see docs/semantic.md)
+            self.embedder = as_embedder(embedder)
+            from .vector_cache import VectorCache
+
+            self._vector_cache = VectorCache()  # shared with this store's scoped views
         #: what a continuity save does with relayed (tool/external) text reproduced outside
         #: a quotation: "flag" it on the result and in the audit, or refuse ("strict")
         self.relayed_text = check_relayed_policy(relayed_text)
@@ -483,6 +496,7 @@ class Store(ContinuityMixin):
         *,
         context: bool = True,
         trust: str | None = None,
+        mode: str | None = None,
     ) -> RecallResult:
         """Filtered episodes. A keyword matches first as an exact phrase (substring, any
         case); if the phrase matches nothing, by its words, ranked by relevance, with the
@@ -490,13 +504,35 @@ class Store(ContinuityMixin):
         (never padding a short result; ``context=False`` for stores of unrelated items,
         where neighbours in time mean nothing). ``total_matching`` counts matches only;
         ``result.why`` says why each episode is there. ``trust``: only episodes whose own
-        trust class is this one."""
+        trust class is this one.
+
+        ``mode``: ``"keyword"`` (the default without an embedder), ``"hybrid"`` (the
+        default with one: keyword ranking first, vectors adding what it misses) or
+        ``"semantic"`` (by meaning alone); ``result.semantic`` says how vectors took
+        part (see docs/semantic.md)."""
         from .recall import keyword_recall
 
-        return keyword_recall(self, since=since, until=until, episode_type=episode_type,
-                              source=source, keyword=keyword, limit=limit, offset=offset,
-                              include_superseded=include_superseded, context=context,
-                              trust=trust)
+        args: dict[str, Any] = dict(since=since, until=until, episode_type=episode_type,
+                                    source=source, include_superseded=include_superseded,
+                                    context=context, trust=trust)
+        if mode is not None or self.embedder is not None:
+            from . import semantic
+
+            chosen = semantic.resolve_mode(self, mode)
+            if chosen != "keyword":
+                return semantic.recall(self, chosen, keyword=keyword, limit=limit,
+                                       offset=offset, **args)
+        return keyword_recall(self, keyword=keyword, limit=limit, offset=offset, **args)
+
+    def embed_pending(self, *, rebuild: bool = False, limit: int | None = None,
+                      progress: Callable[[int, int], None] | None = None) -> EmbedReport:
+        """Embed the episodes that have no vector of this store's embedder yet (all
+        of them with ``rebuild``, after removing every stored vector of the episodes
+        this store may change). Recording never waits for the embedder; this (or the
+        CLI's ``embed``) catches up. ``progress(done, total)`` after each batch."""
+        from .semantic import embed_pending
+
+        return embed_pending(self, rebuild=rebuild, limit=limit, progress=progress)
 
     def episodes_since_wrap(self) -> list[Episode]:
         """Episodes no saved wrap has compressed yet, oldest first."""
@@ -622,6 +658,8 @@ class Store(ContinuityMixin):
         rows = b.get_episodes(ids, exact=True)
         if not rows:
             return 0
+        if self.embedder is not None:  # their vectors go with the rows (ON DELETE CASCADE)
+            self._vector_cache.clear()
         eff = trust.effective_trust_map(self, list(rows))
         for eid, r in rows.items():
             mark = "external" if reason == "deleted" else eff.get(eid, r.trust)
@@ -719,7 +757,16 @@ class Store(ContinuityMixin):
                 wrap_stale=open_wrap is not None and stale_wrap(self, open_wrap),
                 namespace=self._status_namespace(),
                 all_namespaces=self._namespace_totals(),
+                **self._embedding_status(),
             )
+
+    def _embedding_status(self) -> dict[str, Any]:
+        if self.embedder is None:
+            return {}
+        from .semantic import embedded_count
+
+        return {"embedder": self.embedder.model, "embedding_dims": self.embedder.dims,
+                "embedded_episodes": embedded_count(self)}
 
     # What the root's status adds and a view's narrows (ScopedStore overrides these).
     def _audit_entry_count(self) -> int:

@@ -65,3 +65,46 @@ def _carried(flags: str, content: str, limit: int) -> str:
     source = "Tool output" if relayed.group(1) == "tool" else "External content"
     head = f"{source} (relayed, not an instruction): "
     return f'{head}"{content.replace(chr(34), chr(39))[:max(limit - len(head) - 2, 0)]}"'
+
+
+class HashingEmbedder:
+    """A deterministic bag-of-words embedder for tests and demos, with no model: each
+    word adds one to a hashed dimension, so texts sharing words are near. ``aliases``
+    maps a word to another counted in its place (``{"job": "work"}``), so a test can
+    state a paraphrase that shares no word with its evidence. ``fail``: raise on every
+    call (a broken embedder); ``calls`` counts the texts embedded."""
+
+    def __init__(self, dims: int = 256, *, aliases: dict[str, str] | None = None,
+                 model: str | None = None, fail: bool = False) -> None:
+        self.dims = dims
+        self.aliases = {k.lower(): v.lower() for k, v in (aliases or {}).items()}
+        self.model = model or f"hashing-bow-{dims}"
+        self.fail = fail
+        self.calls = 0
+
+    def _index(self, word: str) -> int:
+        h = 2166136261  # FNV-1a: the same on every run and platform
+        for byte in word.encode("utf-8"):
+            h = ((h ^ byte) * 16777619) & 0xFFFFFFFF
+        return h % self.dims
+
+    def _one(self, text: str) -> list[float]:
+        vec = [0.0] * self.dims
+        for word in re.findall(r"[^\W_]+", text.lower()):
+            word = self.aliases.get(word, word)
+            vec[self._index(word)] += 1.0
+        if not any(vec):
+            vec[0] = 1e-6  # an empty text still gets a vector
+        return vec
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        if self.fail:
+            raise RuntimeError("embedding service unavailable")
+        self.calls += len(texts)
+        return [self._one(t) for t in texts]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self([text])[0]

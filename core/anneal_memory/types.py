@@ -120,6 +120,45 @@ class RecallResult(NamedTuple):
         recall without a keyword."""
         return dict(self.query_params.get("why") or {})
 
+    @property
+    def semantic(self) -> VectorUse | None:
+        """How vectors took part (None: a keyword-only recall): the mode, the model,
+        whether they were used and, when not (or not all), why."""
+        info = self.query_params.get("semantic")
+        return VectorUse(**info) if info else None
+
+    @property
+    def vectors_used(self) -> bool:
+        """Whether meaning-based ranking took part in this recall."""
+        use = self.semantic
+        return bool(use and use.used)
+
+
+@dataclass(frozen=True)
+class VectorUse:
+    """What a hybrid or semantic recall did with vectors.
+
+    ``used`` is False when no vector ranked anything (the embedder failed on the query,
+    or no episode has a vector yet): the result is then keyword recall's, and ``reason``
+    says why. ``pending``: episodes the filters let through that have no vector of this
+    model yet (they are not ranked by meaning until embedded); ``embedded``: how many this
+    recall embedded on the way.
+    """
+
+    mode: str
+    used: bool
+    model: str | None = None
+    dims: int | None = None
+    candidates: int = 0
+    pending: int = 0
+    embedded: int = 0
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
 
 @dataclass
 class NamespaceTotals:
@@ -167,6 +206,11 @@ class StoreStatus:
     wrap_stale: bool = False
     namespace: dict[str, Any] | None = None
     all_namespaces: NamespaceTotals | None = None
+    #: the store's embedder (its model id; None: keyword recall only), its dimension once
+    #: known, and how many of the episodes counted here have a vector of it
+    embedder: str | None = None
+    embedding_dims: int | None = None
+    embedded_episodes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict

@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import StoreError
 from .pg_location import redact
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION = "anneal-memory"
 SCHEMA_LOCK = 0x414E4D30  # "ANM0": held while creating or migrating the schema
 WRITE_LOCK = 0x414E4D31  # "ANM1": one writer at a time, like SQLite's BEGIN IMMEDIATE
@@ -114,7 +114,17 @@ _V2 = [
     "CREATE INDEX IF NOT EXISTS ix_items_seq ON items(ns_key, collection, seq)",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2}
+# Version 3: an embedder's vectors by episode, model id and dimension (storage/vectors.py),
+# removed with their episode.
+_V3 = [
+    f"""CREATE TABLE IF NOT EXISTS episode_vectors (
+        episode_id TEXT {_C} NOT NULL REFERENCES episodes(id) ON DELETE CASCADE,
+        model TEXT {_C} NOT NULL, dim INTEGER NOT NULL, ns_key TEXT {_C} NOT NULL DEFAULT '',
+        vector BYTEA NOT NULL, PRIMARY KEY (episode_id, model, dim))""",
+    "CREATE INDEX IF NOT EXISTS ix_episode_vectors_model ON episode_vectors(model, dim, ns_key)",
+]
+
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3}
 
 
 def connect(dsn: str, *, timeout: int = 10) -> Any:

@@ -30,7 +30,7 @@ from .common import like_pattern, trigrams, visible_sql
 from .driver import sqlite_driver
 from .sqlite_audit import SQLiteAudit
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _NAN = float("nan")  # a ranked hit's index score left out (see ranked_ids)
 
 
@@ -157,6 +157,15 @@ CREATE TABLE IF NOT EXISTS audit_hashes (
 );
 CREATE VIEW IF NOT EXISTS episodes_words_src AS
     SELECT rowid, SPELLED(content) AS content, type, ns_tag FROM episodes;
+CREATE TABLE IF NOT EXISTS episode_vectors (
+    episode_id TEXT NOT NULL REFERENCES episodes(id) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    ns_key TEXT NOT NULL DEFAULT '',
+    vector BLOB NOT NULL,
+    PRIMARY KEY (episode_id, model, dim)
+);
+CREATE INDEX IF NOT EXISTS ix_episode_vectors_model ON episode_vectors(model, dim, ns_key);
 CREATE VIRTUAL TABLE IF NOT EXISTS episodes_words USING fts5(
     content, type, ns_tag, content='episodes_words_src', content_rowid='rowid',
     tokenize='porter unicode61 remove_diacritics 2'

@@ -15,6 +15,10 @@ PostgreSQL's unaccent does (text.LETTER_SPELLINGS): the index is rebuilt.
 Version 4 adds ``audit_hashes``, where the audit chain's entries are kept as their
 hashes once the JSONL files hold them (see :mod:`.sqlite_audit`). The rows already there
 stay in full; the next mirror compacts those the files are found to hold.
+
+Version 6 adds ``episode_vectors`` (see :mod:`.vectors`): an embedder's vectors by
+episode, model id and dimension, removed with their episode (``ON DELETE CASCADE``).
+Existing episodes get theirs when an embedder first catches up.
 """
 
 from __future__ import annotations
@@ -97,7 +101,13 @@ def _to_v5(conn: Any, schema: list[str]) -> None:
     _recreate_index(conn, schema, "episodes_words")
 
 
-_STEPS = {2: _to_v2, 3: _to_v3, 4: _to_v4, 5: _to_v5}
+def _to_v6(conn: Any, schema: list[str]) -> None:
+    for stmt in schema:  # IF NOT EXISTS: running them twice changes nothing
+        if "episode_vectors" in stmt:
+            conn.execute(stmt)
+
+
+_STEPS = {2: _to_v2, 3: _to_v3, 4: _to_v4, 5: _to_v5, 6: _to_v6}
 
 
 def upgrade(conn: Any, current: int, schema: list[str]) -> None:

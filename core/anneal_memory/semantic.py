@@ -1,0 +1,284 @@
+"""Hybrid and semantic recall: vectors add what keyword recall misses.
+
+Keyword recall stays first. ``mode="hybrid"`` keeps keyword recall's ranking and adds
+what only vectors find: after the keyword matches, by cosine; and, for a query keyword
+recall answers weakly (none of its first results holds two of the query's words), the
+episodes closer in meaning than every keyword match go first. Rank fusion was measured
+and left out: on the shared LoCoMo conversations, weighted reciprocal-rank fusion fell
+below keyword recall alone at every weight from 1:1 to 20:1 (bench/semantic.py reports
+the sweep). ``mode="semantic"`` ranks by cosine alone.
+
+Every hard filter applies before anything is scored: the candidates are read through
+the same filters as keyword recall (namespace, type, trust, source, time, superseded),
+and deleted or erased episodes have no vector (the database removes it with the row).
+
+Recording never waits for the embedder: episodes are embedded later, a bounded number
+at each recall (``Embedder.catch_up``) and all of them by ``embed_pending`` (the CLI's
+``embed``). A recall whose embedder fails, or whose episodes have no vector yet, says so
+in ``result.semantic`` and serves keyword recall's result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from ._inputs import storable_text, whole_number
+from .embedding import Embedder, pack, similarities, top
+from .errors import EmbedderError, ValidationError
+from .recall import build_filters, keyword_recall
+from .stem import stem
+from .storage.base import SearchFilters
+from .storage.vectors import VectorRepo
+from .text import meaningful_words
+from .types import RecallResult, VectorUse
+
+if TYPE_CHECKING:
+    from .store import Store
+
+MODES = ("keyword", "hybrid", "semantic")
+#: candidates each ranking contributes, at least
+POOL = 100
+#: keyword recall counts as weak for a query when none of its first WEAK_TOP results
+#: holds two of the query's words (one, for a one-word query)
+WEAK_TOP = 10
+#: for a weak query, an episode closer in meaning than every one of keyword recall's
+#: first PROMOTE_POOL results, by at least PROMOTE_MARGIN of cosine, ranks ahead of them
+PROMOTE_POOL = 50
+PROMOTE_MARGIN = 0.05
+#: reciprocal-rank fusion (kept for the bench's sweep): rank r adds weight / (RRF_K + r)
+RRF_K = 60
+
+
+@dataclass(frozen=True)
+class EmbedReport:
+    """What ``embed_pending`` did: vectors made, episodes still without one (those the
+    store refused to embed stay pending), the model and its dimension."""
+
+    embedded: int
+    pending: int
+    model: str
+    dims: int | None
+    dropped: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+def resolve_mode(store: Store, mode: str | None) -> str:
+    """The recall mode: the caller's, else hybrid with an embedder, keyword without."""
+    if mode is None:
+        return "hybrid" if store.embedder is not None else "keyword"
+    if mode not in MODES:
+        raise ValidationError(f"unknown recall mode {str(mode)[:40]!r}: use keyword, hybrid "
+                              "or semantic")
+    if mode != "keyword" and store.embedder is None:
+        raise ValidationError(f"mode={mode!r} needs an embedder: open the store with "
+                              "Store(path, embedder=...) (see docs/semantic.md)")
+    return mode
+
+
+def fuse(keyword_ids: list[str], vector_ids: list[str], weight: float) -> list[str]:
+    """Weighted reciprocal-rank fusion of two rankings (best first): each id scores
+    ``weight / (RRF_K + keyword rank) + 1 / (RRF_K + vector rank)``. Not what hybrid
+    recall does (it fell below keyword recall on LoCoMo at every weight from 1:1 to
+    20:1); bench/semantic.py reports it beside the hybrid."""
+    score: dict[str, float] = {}
+    for rank, eid in enumerate(keyword_ids, 1):
+        score[eid] = score.get(eid, 0.0) + weight / (RRF_K + rank)
+    for rank, eid in enumerate(vector_ids, 1):
+        score[eid] = score.get(eid, 0.0) + 1.0 / (RRF_K + rank)
+    first = {eid: i for i, eid in enumerate(keyword_ids + vector_ids)}
+    return sorted(score, key=lambda e: (-score[e], first[e]))
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(w) for w in meaningful_words(text)}
+
+
+def keyword_is_weak(query: str, contents: Sequence[str]) -> bool:
+    """Whether none of keyword recall's first WEAK_TOP results holds two of the query's
+    words (one for a one-word query): its matches then share a stray word at best."""
+    q = _stems(query)
+    need = min(2, len(q))
+    return not need or not any(len(q & _stems(c)) >= need for c in contents[:WEAK_TOP])
+
+
+def blend(keyword_ids: list[str], vector_ids: list[str], cosine: Mapping[str, float],
+          weak: bool) -> list[str]:
+    """The hybrid ranking: keyword recall's, in its order; then the episodes only
+    vectors found, by cosine. For a ``weak`` query, those closer in meaning than every
+    one of keyword recall's first PROMOTE_POOL results (by PROMOTE_MARGIN) go first."""
+    taken = set(keyword_ids)
+    extra = [v for v in vector_ids if v not in taken]
+    if not weak or not extra:
+        return keyword_ids + extra
+    bar = max((cosine.get(i, 0.0) for i in keyword_ids[:PROMOTE_POOL]), default=0.0)
+    ahead = [v for v in extra if cosine[v] > bar + PROMOTE_MARGIN]
+    rest = extra[len(ahead):]  # ``extra`` is in cosine order: the promoted lead it
+    return ahead + keyword_ids + rest
+
+
+def _embed(store: Store, emb: Embedder, repo: VectorRepo, ids: Sequence[str]
+           ) -> tuple[dict[str, bytes], str | None]:
+    """Embed and store these episodes (those still there); (their vectors, the
+    embedder's error or None). The embedder runs outside any transaction or lock."""
+    with store.backend.read():
+        rows = repo.contents(ids)
+    if not rows:
+        return {}, None
+    try:
+        vectors = emb.embed_documents([content for _i, content, _ns in rows])
+    except EmbedderError as exc:
+        return {}, str(exc)
+    dim = len(vectors[0])
+    packed = [(eid, ns, pack(v)) for (eid, _c, ns), v in zip(rows, vectors)]
+    with store._write():
+        repo.put(emb.model, dim, packed)
+    made = {eid: blob for eid, _ns, blob in packed}
+    store._vector_cache.put(emb.model, dim, made)
+    return made, None
+
+
+def recall(store: Store, mode: str, *, keyword: str | None, limit: int, offset: int,
+           **kw: Any) -> RecallResult:
+    """``store.recall`` in ``mode`` (hybrid or semantic; see the module's docstring)."""
+    emb = store.embedder
+    kw_text = keyword.strip() if isinstance(keyword, str) else ""
+    if mode == "keyword" or emb is None or not kw_text:
+        return keyword_recall(store, keyword=keyword, limit=limit, offset=offset, **kw)
+    storable_text(keyword, "keyword", allow_empty=True)
+    limit = whole_number(limit, "limit", minimum=0)
+    offset = whole_number(offset, "offset", minimum=0)
+    filters = build_filters(kw.get("since"), kw.get("until"), kw.get("episode_type"),
+                            kw.get("source"), kw.get("include_superseded", False),
+                            kw.get("trust"))
+    pool = max(POOL, 2 * (offset + limit))
+    try:
+        qvec = emb.embed_query(kw_text)
+    except EmbedderError as exc:
+        return _keyword_only(store, mode, emb, keyword, limit, offset, kw, str(exc))
+    dims = len(qvec)
+    repo = VectorRepo(store.backend)
+    with store.backend.read():  # the filters pick the candidates; the cache only their vectors
+        ids = repo.visible(filters)
+        vecs = store._vector_cache.get(emb.model, dims, ids,
+                                       lambda missing: repo.vectors_of(emb.model, dims, missing))
+    pending = [i for i in ids if i not in vecs]
+    failed, embedded = None, 0
+    if pending and emb.catch_up and not store.read_only:
+        made, failed = _embed(store, emb, repo, pending[-emb.catch_up:])  # the newest first
+        if made and len(next(iter(made.values()))) == 4 * dims:
+            vecs.update(made)
+        embedded = len(made)
+        pending = [i for i in pending if i not in vecs]
+    cand = [i for i in ids if i in vecs]
+    sims = similarities(qvec, store._vector_cache.stacked(emb.model, dims, cand, vecs))
+    order = top(sims, pool)
+    if mode == "hybrid":  # nothing in common by meaning either: not a candidate
+        order = [i for i in order if sims[i] > 0]
+    vector_ids = [cand[i] for i in order]
+    cosine = dict(zip(cand, sims))
+    reason = failed or (f"{len(pending)} episode(s) have no vector of this model yet: "
+                        "store.embed_pending() embeds them" if pending else None)
+    use = VectorUse(mode=mode, used=bool(cand), model=emb.model, dims=dims,
+                    candidates=len(cand), pending=len(pending), embedded=embedded,
+                    reason=reason if cand else (reason or "no episode has a vector yet"))
+    if not cand:
+        return _keyword_only(store, mode, emb, keyword, limit, offset, kw, use.reason, use)
+    have: dict[str, Any] = {}
+    if mode == "semantic":
+        ranked, why, total = vector_ids, {}, len(cand)
+        params: dict[str, Any] = {
+            "since": filters.since, "until": filters.until,
+            "episode_type": filters.episode_type, "source": kw.get("source"),
+            "include_superseded": filters.include_superseded, "match": "meaning",
+            **({"trust": filters.trust} if filters.trust is not None else {})}
+    else:
+        base = keyword_recall(store, keyword=keyword, limit=pool, offset=0, **kw)
+        keyword_ids = [e.id for e in base.episodes]
+        have = {e.id: e for e in base.episodes}
+        weak = keyword_is_weak(kw_text, [e.content for e in base.episodes])
+        ranked = blend(keyword_ids, vector_ids, cosine, weak)
+        why, params = base.why, dict(base.query_params)
+        total = len(ranked)
+    page = ranked[offset:offset + limit]
+    missing = [i for i in page if i not in have]
+    if missing:
+        have.update(store.get_many(missing))
+    episodes = [have[i] for i in page if i in have]
+    params.update(keyword=keyword, limit=limit, offset=offset, mode=mode,
+                  why={e.id: why.get(e.id, "meaning") for e in episodes},
+                  scores={e.id: round(cosine[e.id], 6) for e in episodes if e.id in cosine},
+                  semantic=use.to_dict())
+    return RecallResult(episodes, total, params)
+
+
+def _keyword_only(store: Store, mode: str, emb: Embedder, keyword: str | None, limit: int,
+                  offset: int, kw: dict[str, Any], reason: str | None,
+                  use: VectorUse | None = None) -> RecallResult:
+    """Keyword recall's result, saying why vectors took no part."""
+    res = keyword_recall(store, keyword=keyword, limit=limit, offset=offset, **kw)
+    use = use or VectorUse(mode=mode, used=False, model=emb.model, dims=emb.dims,
+                           reason=reason)
+    use = replace(use, used=False, reason=reason)
+    res.query_params.update(mode=mode, semantic=use.to_dict())
+    return res
+
+
+def embed_pending(store: Store, *, rebuild: bool = False, limit: int | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> EmbedReport:
+    """Embed every episode this store (or view) sees that has no vector of its
+    embedder's model; ``rebuild`` first removes every vector of the episodes it may
+    change (any model), so all are made again. Each batch commits on its own: a failure
+    keeps what was done and raises EmbedderError. ``progress(done, total)`` after each
+    batch."""
+    emb = store.embedder
+    if emb is None:
+        raise ValidationError("this store has no embedder: open it with Store(path, "
+                              "embedder=...) to embed its episodes")
+    store._check_writable()
+    if limit is not None:
+        whole_number(limit, "limit")
+    repo = VectorRepo(store.backend)
+    f = SearchFilters(include_superseded=True)
+    dropped = 0
+    if rebuild:
+        with store._write():
+            dropped = repo.drop()
+        store._vector_cache.clear()
+    with store.backend.read():
+        total = repo.count_pending(f, emb.model, emb.dims)
+    if limit is not None:
+        total = min(total, limit)
+    done = 0
+    while done < total:
+        with store.backend.read():
+            rows = repo.pending(f, emb.model, emb.dims, min(emb.batch_size, total - done))
+        if not rows:
+            break
+        vectors = emb.embed_documents([content for _i, content, _ns in rows])
+        packed = [(eid, ns, pack(v)) for (eid, _c, ns), v in zip(rows, vectors)]
+        with store._write():
+            repo.put(emb.model, len(vectors[0]), packed)
+        store._vector_cache.put(emb.model, len(vectors[0]), {e: b for e, _n, b in packed})
+        done += len(rows)
+        if progress is not None:
+            progress(done, total)
+    with store.backend.read():
+        left = repo.count_pending(f, emb.model, emb.dims)
+    return EmbedReport(embedded=done, pending=left, model=emb.model, dims=emb.dims,
+                       dropped=dropped)
+
+
+def embedded_count(store: Store) -> int:
+    """Episodes this store (or view) sees with a vector of its embedder's model."""
+    emb = store.embedder
+    if emb is None:
+        return 0
+    counts = VectorRepo(store.backend).counts()
+    return sum(n for model, dim, n in counts
+               if model == emb.model and (emb.dims is None or dim == emb.dims))

@@ -1,0 +1,132 @@
+"""The vectors repository: an embedder's vectors of episodes, on either backend.
+
+One table, ``episode_vectors`` (episode id, model id, dimension, the namespace key the
+episode was written in, the vector as little-endian float32 bytes), created by the
+schema migrations of both backends. A vector is removed with its episode by the
+database itself (``ON DELETE CASCADE``), on every path that deletes one: delete, erase,
+prune, erase_namespace. Vectors are derived data: an export leaves them out and a store
+rebuilds them (``store.embed_pending()``).
+
+Every read joins the episodes and applies the recall filters there (namespace first,
+then type, trust, time, superseded), so nothing a filter hides is ever scored. Built on
+a scoped backend, the repository reads and writes that namespace only, whatever the
+filters a caller passes say. SQL is written once, with ``?`` placeholders and syntax
+both databases accept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from .base import ROOT, Scope, SearchFilters
+from .common import reach_sql, visible_sql
+
+_PENDING = ("NOT EXISTS (SELECT 1 FROM episode_vectors v WHERE v.episode_id = e.id "
+            "AND v.model = ?{dim})")
+
+
+class VectorRepo:
+    """Vectors of the episodes ``backend`` may see (a scoped backend: its namespace)."""
+
+    def __init__(self, backend: Any) -> None:
+        self._b = backend
+        #: a namespace view's scope overrides any scope in the filters it is given
+        self._scope: Scope | None = getattr(backend, "scope", None)
+
+    @property
+    def scope(self) -> Scope:
+        return self._scope if self._scope is not None else ROOT
+
+    def _where(self, f: SearchFilters) -> tuple[str, list[Any]]:
+        if self._scope is not None:
+            f = replace(f, scope=self._scope)
+        where, params = self._b._filter_sql(f, "e")
+        return where, list(params)
+
+    def pending(self, f: SearchFilters, model: str, dim: int | None, limit: int
+                ) -> list[tuple[str, str, str]]:
+        """(id, content, namespace key) of up to ``limit`` episodes the filters let
+        through that have no vector of ``model`` (of ``dim``, when known), oldest first."""
+        where, params = self._where(f)
+        cond, extra = self._pending_cond(model, dim)
+        rows = self._b.q(f"SELECT e.id, e.content, e.ns_owner, e.ns_project FROM episodes e "
+                         f"WHERE {where} AND {cond} ORDER BY e.rowid LIMIT ?",
+                         [*params, *extra, int(limit)])
+        return [(str(r[0]), str(r[1]), Scope(r[2], r[3]).key) for r in rows]
+
+    def count_pending(self, f: SearchFilters, model: str, dim: int | None) -> int:
+        where, params = self._where(f)
+        cond, extra = self._pending_cond(model, dim)
+        r = self._b.q1(f"SELECT COUNT(*) FROM episodes e WHERE {where} AND {cond}",
+                       [*params, *extra])
+        return int(r[0] or 0) if r else 0
+
+    @staticmethod
+    def _pending_cond(model: str, dim: int | None) -> tuple[str, list[Any]]:
+        if dim is None:
+            return _PENDING.format(dim=""), [model]
+        return _PENDING.format(dim=" AND v.dim = ?"), [model, int(dim)]
+
+    def put(self, model: str, dim: int, rows: Sequence[tuple[str, str, bytes]]) -> None:
+        """Store (episode id, namespace key, vector bytes) rows, replacing an episode's
+        vector of the same model and dimension; an id no longer in the store (deleted
+        meanwhile) is skipped."""
+        if not rows:
+            return
+        self._b.executemany(
+            "INSERT INTO episode_vectors(episode_id, model, dim, ns_key, vector) "
+            "SELECT e.id, ?, ?, ?, ? FROM episodes e WHERE e.id = ? "
+            "ON CONFLICT (episode_id, model, dim) DO UPDATE SET vector = excluded.vector",
+            [(model, int(dim), ns, blob, eid) for eid, ns, blob in rows])
+
+    def visible(self, f: SearchFilters) -> list[str]:
+        """Ids of every episode the filters let through, oldest first: the candidates a
+        vector ranking may score (no vector is read for any other)."""
+        where, params = self._where(f)
+        return [str(r[0]) for r in self._b.q(
+            f"SELECT e.id FROM episodes e WHERE {where} ORDER BY e.rowid", params)]
+
+    def vectors_of(self, model: str, dim: int, ids: Sequence[str]) -> dict[str, bytes]:
+        """The stored vectors of ``model`` and ``dim`` of these episode ids (ids without
+        one are left out). Callers pass ids ``visible`` returned."""
+        out: dict[str, bytes] = {}
+        for chunk in self._b._chunks(list(ids)):
+            cond, params = self._b._in_list("episode_id", chunk)
+            for eid, blob in self._b.q(f"SELECT episode_id, vector FROM episode_vectors WHERE "
+                                       f"model = ? AND dim = ? AND {cond}",
+                                       [model, int(dim), *params]):
+                out[str(eid)] = bytes(blob)
+        return out
+
+    def contents(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
+        """(id, content, namespace key) of these episodes, in the order given."""
+        found: dict[str, tuple[str, str, str]] = {}
+        vis, vparams = visible_sql(self.scope)
+        for chunk in self._b._chunks(list(ids)):
+            cond, params = self._b._in_list("id", chunk)
+            for eid, content, owner, project in self._b.q(
+                    f"SELECT id, content, ns_owner, ns_project FROM episodes WHERE {cond}{vis}",
+                    [*params, *vparams]):
+                found[str(eid)] = (str(eid), str(content), Scope(owner, project).key)
+        return [found[i] for i in ids if i in found]
+
+    def counts(self) -> list[tuple[str, int, int]]:
+        """(model, dimension, vectors) of the episodes this repository's scope sees."""
+        vis, params = visible_sql(self.scope, "e")
+        rows = self._b.q("SELECT v.model, v.dim, COUNT(*) FROM episode_vectors v JOIN episodes e "
+                         f"ON e.id = v.episode_id WHERE TRUE{vis} GROUP BY v.model, v.dim "
+                         "ORDER BY v.model, v.dim", params)
+        return [(str(r[0]), int(r[1]), int(r[2])) for r in rows]
+
+    def drop(self, model: str | None = None) -> int:
+        """Remove the vectors (of ``model``, or every model's) of the episodes this scope
+        may change: the whole store at the root, a view's own namespace. How many went."""
+        reach, params = reach_sql(self.scope, "e")
+        sql = ("DELETE FROM episode_vectors WHERE episode_id IN (SELECT e.id FROM episodes e "
+               f"WHERE TRUE{reach})")
+        if model is not None:
+            sql += " AND model = ?"
+            params = [*params, model]
+        return int(self._b._rowcount(sql, params))
