@@ -111,6 +111,14 @@ for _sname, _pin in SQLITE_PINS.items():
 
 
 @nox.session(python=PY)
+def semantic(session: nox.Session) -> None:
+    """Semantic recall with the real offline default model (anneal-memory[semantic]:
+    WordLlama, its weights in its wheel), the network refused by the tests."""
+    session.install("-e", ".[semantic]", "pytest")
+    _pytest(session, "tests/semantic", env=OFFLINE_ENV)
+
+
+@nox.session(python=PY)
 def lint(session: nox.Session) -> None:
     """ruff over the tree, mypy over the core package."""
     session.install("ruff", "mypy")
@@ -172,7 +180,7 @@ def compat(session: nox.Session) -> None:
 @nox.session(python=PY, default=False)
 def bench(session: nox.Session) -> None:
     """Benchmarks against the published anneal-memory 1.0.2 (not part of the default run)."""
-    session.install("-e", ".[postgres]", "matplotlib", "pytest")
+    session.install("-e", ".[postgres,semantic]", "matplotlib", "pytest")
     # The benchmark's own arithmetic first: a wrong metric would publish a wrong number.
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/bench")
     # default: 1k, 10k, 100k and the 1M batch-loaded store (the peer up to 100k)
@@ -183,6 +191,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/scale_out.py")
     # issue 35's goals, each with its ratio and verdict, from this run's three result files
     session.run("python", "bench/goals.py")
+    # semantic recall (issue 33): LoCoMo R@10 per mode, paraphrases, embedding, p95 at 10k
+    session.run("python", "bench/semantic.py")
 
 
 @nox.session(python=PY, default=True)

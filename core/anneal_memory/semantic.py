@@ -272,13 +272,3 @@ def embed_pending(store: Store, *, rebuild: bool = False, limit: int | None = No
         left = repo.count_pending(f, emb.model, emb.dims)
     return EmbedReport(embedded=done, pending=left, model=emb.model, dims=emb.dims,
                        dropped=dropped)
-
-
-def embedded_count(store: Store) -> int:
-    """Episodes this store (or view) sees with a vector of its embedder's model."""
-    emb = store.embedder
-    if emb is None:
-        return 0
-    counts = VectorRepo(store.backend).counts()
-    return sum(n for model, dim, n in counts
-               if model == emb.model and (emb.dims is None or dim == emb.dims))

@@ -761,12 +761,16 @@ class Store(ContinuityMixin):
             )
 
     def _embedding_status(self) -> dict[str, Any]:
-        if self.embedder is None:
-            return {}
-        from .semantic import embedded_count
+        from .storage.vectors import VectorRepo
 
-        return {"embedder": self.embedder.model, "embedding_dims": self.embedder.dims,
-                "embedded_episodes": embedded_count(self)}
+        counts = VectorRepo(self._backend).counts()
+        out: dict[str, Any] = {"vectors": [{"model": m, "dims": d, "episodes": n}
+                                           for m, d, n in counts]}
+        if self.embedder is not None:
+            emb = self.embedder
+            out.update(embedder=emb.model, embedding_dims=emb.dims, embedded_episodes=sum(
+                n for m, d, n in counts if m == emb.model and emb.dims in (None, d)))
+        return out
 
     # What the root's status adds and a view's narrows (ScopedStore overrides these).
     def _audit_entry_count(self) -> int:

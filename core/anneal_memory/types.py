@@ -211,6 +211,8 @@ class StoreStatus:
     embedder: str | None = None
     embedding_dims: int | None = None
     embedded_episodes: int = 0
+    #: the stored vectors of the episodes counted here, by model: {model, dims, episodes}
+    vectors: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict

@@ -103,6 +103,7 @@ def test_every_command_runs_as_a_subprocess(tmp_path: Path) -> None:
     go("set-schema", "partnership")
     go("baton", "claim", "seat")
     assert go("status")["total_wraps"] == 1
+    assert go("embed", "--embedder", "anneal_memory.testing:HashingEmbedder")["pending"] == 0
     go("stats")
     assert len(go("diff", "--wraps", "2")["wraps"]) == 1
     assert go("graph")["edges"] == []

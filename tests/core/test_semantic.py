@@ -240,6 +240,7 @@ def test_one_namespace_never_ranks_anothers_vectors(db: Path) -> None:
             for mode in ("hybrid", "semantic"):
                 res = view.recall(keyword=QUERY, mode=mode)
                 assert [e.id for e in res.episodes] == [mine], (mode, res.episodes)
+                assert res.semantic.candidates == 1  # the other's vector was never read
         assert alice.status().embedded_episodes == 1
         assert s.status().embedded_episodes == 2  # the operator's view: both
         bob.embed_pending(rebuild=True)  # a view rebuilds its own vectors only
@@ -310,3 +311,15 @@ def test_paging_through_a_hybrid_result(db: Path) -> None:
         paged = [e.id for off in range(0, 12, 5)
                  for e in s.recall(keyword="garden note", limit=5, offset=off).episodes]
         assert paged == full and len(set(full)) == 12
+
+
+def test_a_read_only_open_of_a_schema_4_store_has_no_vectors_and_says_so(db: Path) -> None:
+    with Store(db) as s:
+        s.record(NURSE, "observation")
+    with sqlite3.connect(db) as c:
+        c.execute("DROP TABLE episode_vectors")
+        c.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
+    with Store(db, embedder=job_embedder(), read_only=True) as s:
+        assert s.status().vectors == [] and s.status().embedded_episodes == 0
+        res = s.recall(keyword=QUERY, mode="semantic")
+        assert not res.vectors_used and res.semantic.pending == 1 and res.episodes == []

@@ -49,6 +49,9 @@ SNIPPETS_VERSION = SNIPPET_CHANGES[-1][0]
 
 def register(sub: Any) -> None:
     p = command(sub, "status", "counts and health of the store", cmd_status)
+    from .semantic import add_embedder_option
+
+    add_embedder_option(p)
 
     command(sub, "namespaces", "the namespaces holding memory, with their counts "
             "(open one with --namespace)", cmd_namespaces)
@@ -136,9 +139,10 @@ def cmd_namespaces(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from ..continuity.schema import NAMED_SCHEMAS
     from ..wrap.baton import baton_status
+    from .semantic import embedder_of
 
     # read-write (a read-only handle reports its own audit as off), on an existing store
-    with open_store(args) as store:
+    with open_store(args, embedder=embedder_of(args)) as store:
         st = store.status().to_dict()
         schema = store.section_schema
         try:  # this namespace's baton (a view's own), else the root's
@@ -172,6 +176,11 @@ def cmd_status(args: argparse.Namespace) -> int:
              f"audit: {'on' if st['audit_enabled'] else 'off'}, {st['audit_entry_count']} entries"
              + (f", {st['audit_write_failures']} mirror failure(s)" if st["audit_write_failures"] else ""),
              f"baton required: {'yes' if st['consolidate_requires_baton'] else 'no'}"]
+    if st["embedder"]:
+        lines.append(f"embedder: {st['embedder']} ({st['embedding_dims'] or '?'} dims), "
+                     f"{st['embedded_episodes']} of {st['total_episodes']} episodes embedded")
+    lines += [f"vectors: {v['episodes']} episode(s) of {v['model']} ({v['dims']} dims)"
+              for v in st["vectors"]]
     every = st["all_namespaces"]
     if every and every["namespaces"]:  # the root's own wraps and continuity above; everyone's here
         lines = [x + " (the root's own)" if x.startswith(("wraps: ", "continuity: ")) else x

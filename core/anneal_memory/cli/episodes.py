@@ -26,6 +26,7 @@ from .common import (
     store_location,
     store_name,
 )
+from .semantic import add_embedder_option, embedder_of
 
 _TYPES = [t.value for t in EpisodeType]
 
@@ -66,6 +67,12 @@ def register(sub: Any) -> None:
                    help="skip the first N matches, to page through them (default 0)")
     p.add_argument("--include-superseded", action="store_true",
                    help="also show episodes a newer one replaced")
+    p.add_argument("--mode", choices=("keyword", "hybrid", "semantic"),
+                   help="keyword (the default without an embedder), hybrid (the default with "
+                   "one) or semantic (by meaning alone)")
+    p.add_argument("--semantic", action="store_const", const="semantic", dest="mode",
+                   help="the same as --mode semantic")
+    add_embedder_option(p)
 
     p = command(sub, "get", "show one episode", cmd_get)
     p.add_argument("id", help="the episode id")
@@ -176,12 +183,18 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    with read_store(args) as store:
+    mode = getattr(args, "mode", None)
+    emb = embedder_of(args, required_for=f"search --mode {mode}"
+                      if mode in ("hybrid", "semantic") else None)
+    # with an embedder the store is opened for writing: a search embeds what is pending
+    with (open_store(args, embedder=emb) if emb is not None else read_store(args)) as store:
         res = store.recall(since=args.since, until=args.until, episode_type=args.type,
                            source=args.source, keyword=args.query, limit=args.limit,
-                           offset=args.offset, include_superseded=args.include_superseded)
+                           offset=args.offset, include_superseded=args.include_superseded,
+                           mode=mode)
     data = {"episodes": [e.to_dict() for e in res.episodes],
             "total_matching": res.total_matching, "query_params": res.query_params}
+    use = res.semantic
     why = res.why
     lines = [episode_line(e) + (f"  (context: {why[e.id]})" if why.get(e.id, "").startswith(
         "next to") else "") for e in res.episodes]
@@ -189,6 +202,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     shown = f"{args.offset + 1}-{args.offset + len(res.episodes)} of " if res.episodes else ""
     lines.append(f"({shown}{res.total_matching} matching" + (
         f"; {context} shown as context" if context else "") + ")")
+    if use is not None and use.reason:
+        lines.append(f"({'vectors not used: ' if not use.used else ''}{use.reason})")
     emit(args, data, "\n".join(lines))
     return 0
 

@@ -106,10 +106,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", dest="json_global",
                    help="print one JSON document (1.0.2's form of each command's --json)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    from . import admin, audit, commands, console, episodes, review, tiers, tokens, views, wrap
+    from . import (
+        admin,
+        audit,
+        commands,
+        console,
+        episodes,
+        review,
+        semantic,
+        tiers,
+        tokens,
+        views,
+        wrap,
+    )
 
     for module in (episodes, views, wrap, audit, admin, tiers, commands, review, console,
-                   tokens):
+                   tokens, semantic):
         module.register(sub)
     todo = _subparsers(p)
     while todo:

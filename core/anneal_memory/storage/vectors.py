@@ -35,6 +35,19 @@ class VectorRepo:
         #: a namespace view's scope overrides any scope in the filters it is given
         self._scope: Scope | None = getattr(backend, "scope", None)
 
+    def _exists(self) -> bool:
+        """Whether the table is there: a store opened read-only is not migrated, so one
+        written before schema 5 (SQLite) / 3 (PostgreSQL) has none, and holds no vector."""
+        if not self._b.read_only:
+            return True
+        from .sqlite import SQLiteBackend
+
+        inner = getattr(self._b, "inner", self._b)
+        sql = ("SELECT 1 FROM sqlite_master WHERE type='table' AND name='episode_vectors'"
+               if isinstance(inner, SQLiteBackend) else "SELECT to_regclass('episode_vectors')")
+        r = self._b.q1(sql)
+        return bool(r and r[0])
+
     @property
     def scope(self) -> Scope:
         return self._scope if self._scope is not None else ROOT
@@ -92,6 +105,8 @@ class VectorRepo:
         """The stored vectors of ``model`` and ``dim`` of these episode ids (ids without
         one are left out). Callers pass ids ``visible`` returned."""
         out: dict[str, bytes] = {}
+        if not ids or not self._exists():
+            return out
         for chunk in self._b._chunks(list(ids)):
             cond, params = self._b._in_list("episode_id", chunk)
             for eid, blob in self._b.q(f"SELECT episode_id, vector FROM episode_vectors WHERE "
@@ -114,6 +129,8 @@ class VectorRepo:
 
     def counts(self) -> list[tuple[str, int, int]]:
         """(model, dimension, vectors) of the episodes this repository's scope sees."""
+        if not self._exists():
+            return []
         vis, params = visible_sql(self.scope, "e")
         rows = self._b.q("SELECT v.model, v.dim, COUNT(*) FROM episode_vectors v JOIN episodes e "
                          f"ON e.id = v.episode_id WHERE TRUE{vis} GROUP BY v.model, v.dim "
