@@ -27,15 +27,16 @@ from typing import TYPE_CHECKING, Any
 from ._inputs import storable_text, whole_number
 from .embedding import Embedder, pack, similarities, top
 from .errors import EmbedderError, ValidationError
-from .recall import build_filters, keyword_recall
 from .stem import stem
 from .storage.base import SearchFilters
 from .storage.vectors import VectorRepo
 from .text import meaningful_words
 from .types import RecallResult, VectorUse
 
-if TYPE_CHECKING:
-    from .store import Store
+if TYPE_CHECKING:  # no import of the Store or recall: they call this module, not it them
+    Store = Any
+#: keyword recall, as ``recall.keyword_recall`` (the Store passes it in)
+KeywordSearch = Callable[..., RecallResult]
 
 MODES = ("keyword", "hybrid", "semantic")
 #: candidates each ranking contributes, at least
@@ -143,9 +144,11 @@ def _embed(store: Store, emb: Embedder, repo: VectorRepo, ids: Sequence[str]
     return made, None
 
 
-def recall(store: Store, mode: str, *, keyword: str | None, limit: int, offset: int,
-           **kw: Any) -> RecallResult:
-    """``store.recall`` in ``mode`` (hybrid or semantic; see the module's docstring)."""
+def recall(store: Store, mode: str, keyword_recall: KeywordSearch, filters: SearchFilters,
+           *, keyword: str | None, limit: int, offset: int, **kw: Any) -> RecallResult:
+    """``store.recall`` in ``mode`` (hybrid or semantic; see the module's docstring):
+    ``keyword_recall`` is keyword recall, ``filters`` the recall's filters, built from
+    ``kw`` (which keyword recall takes as they are)."""
     emb = store.embedder
     kw_text = keyword.strip() if isinstance(keyword, str) else ""
     if mode == "keyword" or emb is None or not kw_text:
@@ -153,14 +156,12 @@ def recall(store: Store, mode: str, *, keyword: str | None, limit: int, offset: 
     storable_text(keyword, "keyword", allow_empty=True)
     limit = whole_number(limit, "limit", minimum=0)
     offset = whole_number(offset, "offset", minimum=0)
-    filters = build_filters(kw.get("since"), kw.get("until"), kw.get("episode_type"),
-                            kw.get("source"), kw.get("include_superseded", False),
-                            kw.get("trust"))
     pool = max(POOL, 2 * (offset + limit))
     try:
         qvec = emb.embed_query(kw_text)
     except EmbedderError as exc:
-        return _keyword_only(store, mode, emb, keyword, limit, offset, kw, str(exc))
+        return _keyword_only(keyword_recall(store, keyword=keyword, limit=limit, offset=offset,
+                                            **kw), mode, emb, str(exc))
     dims = len(qvec)
     repo = VectorRepo(store.backend)
     with store.backend.read():  # the filters pick the candidates; the cache only their vectors
@@ -188,7 +189,8 @@ def recall(store: Store, mode: str, *, keyword: str | None, limit: int, offset: 
                     candidates=len(cand), pending=len(pending), embedded=embedded,
                     reason=reason if cand else (reason or "no episode has a vector yet"))
     if not cand:
-        return _keyword_only(store, mode, emb, keyword, limit, offset, kw, use.reason, use)
+        return _keyword_only(keyword_recall(store, keyword=keyword, limit=limit, offset=offset,
+                                            **kw), mode, emb, use.reason, use)
     have: dict[str, Any] = {}
     if mode == "semantic":
         ranked, why, total = vector_ids, {}, len(cand)
@@ -217,11 +219,9 @@ def recall(store: Store, mode: str, *, keyword: str | None, limit: int, offset: 
     return RecallResult(episodes, total, params)
 
 
-def _keyword_only(store: Store, mode: str, emb: Embedder, keyword: str | None, limit: int,
-                  offset: int, kw: dict[str, Any], reason: str | None,
+def _keyword_only(res: RecallResult, mode: str, emb: Embedder, reason: str | None,
                   use: VectorUse | None = None) -> RecallResult:
-    """Keyword recall's result, saying why vectors took no part."""
-    res = keyword_recall(store, keyword=keyword, limit=limit, offset=offset, **kw)
+    """Keyword recall's result ``res``, saying why vectors took no part."""
     use = use or VectorUse(mode=mode, used=False, model=emb.model, dims=emb.dims,
                            reason=reason)
     use = replace(use, used=False, reason=reason)

@@ -510,7 +510,7 @@ class Store(ContinuityMixin):
         default with one: keyword ranking first, vectors adding what it misses) or
         ``"semantic"`` (by meaning alone); ``result.semantic`` says how vectors took
         part (see docs/semantic.md)."""
-        from .recall import keyword_recall
+        from .recall import build_filters, keyword_recall
 
         args: dict[str, Any] = dict(since=since, until=until, episode_type=episode_type,
                                     source=source, include_superseded=include_superseded,
@@ -520,8 +520,10 @@ class Store(ContinuityMixin):
 
             chosen = semantic.resolve_mode(self, mode)
             if chosen != "keyword":
-                return semantic.recall(self, chosen, keyword=keyword, limit=limit,
-                                       offset=offset, **args)
+                filters = build_filters(since, until, episode_type, source,
+                                        include_superseded, trust)
+                return semantic.recall(self, chosen, keyword_recall, filters, keyword=keyword,
+                                       limit=limit, offset=offset, **args)
         return keyword_recall(self, keyword=keyword, limit=limit, offset=offset, **args)
 
     def embed_pending(self, *, rebuild: bool = False, limit: int | None = None,

@@ -39,7 +39,8 @@ LAYER_OF = {
     # text, clock and the value types everything shares
     "text": "base", "stem": "base", "clock": "base", "errors": "base", "types": "base",
     "_fileio": "base", "_lazy": "base", "_version": "base", "_identity": "base",
-    "_inputs": "base", "_audit_chain": "base", "_namespace": "base",
+    "_inputs": "base", "_audit_chain": "base", "_namespace": "base", "embedding": "base",
+    "vector_cache": "base",
     # SQL and connections
     "storage": "storage",
     # pure text rules of the continuity file
@@ -53,7 +54,7 @@ LAYER_OF = {
     "_audit_deep": "episodes", "crystal": "episodes", "spores": "episodes",
     "worth": "episodes", "tiers_db": "episodes", "portability": "episodes",
     "_import_rules": "episodes", "restore": "episodes", "erasure": "episodes",
-    "migrate_store": "episodes",
+    "migrate_store": "episodes", "semantic": "episodes",
     # immune system and governance
     "immune": "rules", "governance": "rules", "eval": "rules",
     # prepare_wrap, the save pipeline, the baton
