@@ -10,17 +10,20 @@ through the core item API (``store.items``).
 Semantics follow LangGraph's ``InMemoryStore`` where both define them: ``put`` replaces
 (``value=None`` deletes), ``search`` takes a namespace prefix, a ``filter`` (equality per
 key, nested dicts match partially, dotted keys are paths, ``$eq $ne $gt $gte $lt $lte``
-operators) and ``limit`` / ``offset``; ``query`` without a vector index ranks nothing and
-filters nothing (as ``InMemoryStore`` without ``index``): results come in the order
-items were first put, with ``score=None``. ``list_namespaces`` lists the namespaces that
-hold items. ``abatch`` runs off the event loop. TTLs are not supported.
+operators) and ``limit`` / ``offset``. With ``index=`` (LangGraph's ``IndexConfig``, see
+:mod:`._index`) ``search(query=...)`` ranks what the filters let through by cosine
+similarity and sets ``score``; without one a ``query`` ranks nothing and filters nothing
+(as ``InMemoryStore`` without ``index``): results come in the order items were first
+put, with ``score=None``. ``list_namespaces`` lists the namespaces that hold items.
+``abatch`` embeds on the event loop (the embedder's async methods) and runs the database
+work off it. TTLs are not supported.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langgraph.store.base import (
@@ -40,6 +43,8 @@ from anneal_memory import ItemCollection, Store, clock
 from anneal_memory.adapters import MemoryAdapter
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
+
+from ._index import ItemIndex
 
 COLLECTION = "langgraph.store"
 NAMESPACES = "langgraph.store.namespaces"
@@ -191,7 +196,8 @@ class AnnealStore(MemoryAdapter, BaseStore):
     supports_ttl = False
 
     def __init__(self, memory: Store | MemorySession | str | os.PathLike[str], *,
-                 namespace: Any = None, collection: str = COLLECTION) -> None:
+                 namespace: Any = None, collection: str = COLLECTION,
+                 index: Mapping[str, Any] | None = None) -> None:
         if callable(namespace):
             raise ValidationError("AnnealStore keeps its items in one memory: pass a mapping "
                                   "or a MemoryNamespace as namespace (graphs scope items by "
@@ -201,50 +207,93 @@ class AnnealStore(MemoryAdapter, BaseStore):
         self.store = view
         self._items = ItemCollection(view, collection)
         self._namespaces = ItemCollection(view, f"{collection}.namespaces")
+        self._index: ItemIndex | None = None
+        #: the ``IndexConfig`` given (None: no vector index), as InMemoryStore keeps it
+        self.index_config: dict[str, Any] | None = None
+        if index is not None:
+            self._index = ItemIndex(index, ItemCollection(view, f"{collection}.vectors"))
+            self.index_config = self._index.config
 
     # -- the two abstract methods ------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        texts, queries = self._to_embed(ops)
+        vectors = self._index.embed_documents([t for _i, _p, t in texts]) if texts else []
+        found = {q: list(self._index.embeddings.embed_query(q))
+                 for q in queries} if self._index else {}
+        return self._run(ops, texts, vectors, found)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        texts, queries = self._to_embed(ops)
+        vectors = await self._index.aembed_documents([t for _i, _p, t in texts]) if texts else []
+        found = {q: list(await self._index.embeddings.aembed_query(q))
+                 for q in queries} if self._index else {}
+        return await asyncio.to_thread(self._run, ops, texts, vectors, found)
+
+    def _to_embed(self, ops: list[Op]) -> tuple[list[tuple[int, str, str]], list[str]]:
+        """(op index, field path, text) of every field the puts index, and the distinct
+        search queries (nothing without an index)."""
+        if self._index is None:
+            return [], []
+        texts = [(i, path, text) for i, op in enumerate(ops) if isinstance(op, PutOp)
+                 for path, text in self._index.texts(op)]
+        queries = list(dict.fromkeys(op.query for op in ops
+                                     if isinstance(op, SearchOp) and op.query))
+        return texts, queries
+
+    def _run(self, ops: list[Op], texts: list[tuple[int, str, str]],
+             vectors: list[list[float]], queries: dict[str, list[float]]) -> list[Result]:
+        if len(vectors) != len(texts):
+            raise ValidationError(f"the index's embedder returned {len(vectors)} vectors for "
+                                  f"{len(texts)} texts")
+        by_op: dict[int, list[tuple[str, list[float]]]] = {}
+        for (i, path, _t), vec in zip(texts, vectors, strict=True):
+            by_op.setdefault(i, []).append((path, vec))
         results: list[Result] = []
-        for op in ops:
+        for i, op in enumerate(ops):
             if isinstance(op, GetOp):
                 results.append(self._get(tuple(op.namespace), op.key))
             elif isinstance(op, SearchOp):
-                results.append(self._search(op))
+                results.append(self._search(op, queries.get(op.query or "")))
             elif isinstance(op, ListNamespacesOp):
                 results.append(self._list_namespaces(op))
             elif isinstance(op, PutOp):
-                self._put(op)
+                self._put(op, by_op.get(i, []))
                 results.append(None)
             else:
                 raise ValidationError(f"unknown store operation {type(op).__name__}")
         return results
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return await asyncio.to_thread(self.batch, list(ops))
 
     # -- operations ------------------------------------------------------------------
     def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
         found = self._items.get(_item_key(namespace, key))
         return _to_item(found) if found is not None else None
 
-    def _put(self, op: PutOp) -> None:
+    def _put(self, op: PutOp, vectors: Sequence[tuple[str, list[float]]] = ()) -> None:
         namespace = tuple(op.namespace)
         key = _item_key(namespace, op.key)
         ns_key = _ns_part(namespace)
         if op.value is None:
+            if self._index is not None:
+                self._index.drop(key)
             if self._items.delete(key) and not self._items.count(prefix=ns_key + _SEP):
                 self._namespaces.delete(ns_key)
             return
         value = dict(op.value)
         self._items.put(key, value, metadata={"ns": list(namespace), "key": op.key,
                                               **_leaves(value)})
+        if self._index is not None:
+            self._index.save(key, vectors)
         if self._namespaces.get(ns_key) is None:
             self._namespaces.put(ns_key, list(namespace))
 
-    def _search(self, op: SearchOp) -> list[SearchItem]:
+    def _search(self, op: SearchOp, query: list[float] | None = None) -> list[SearchItem]:
         check_filter(op.filter)
         prefix = _ns_part(tuple(op.namespace_prefix)) or None
         where, whole = _sql_conditions(op.filter)
+        if query is not None and self._index is not None:
+            return self._ranked(op, query, prefix, where)
         if whole:  # the filter is all SQL: page there
             rows = self._items.list(prefix=prefix, where=where or None, limit=op.limit,
                                     offset=op.offset)
@@ -265,6 +314,26 @@ class AnnealStore(MemoryAdapter, BaseStore):
             offset += _PAGE
         return found
 
+    def _ranked(self, op: SearchOp, query: list[float], prefix: str | None,
+                where: dict[str, str]) -> list[SearchItem]:
+        """Every item the filters let through, ranked by cosine (filters first)."""
+        assert self._index is not None
+        rows: list[Any] = []
+        offset = 0
+        while True:
+            page = self._items.list(prefix=prefix, where=where or None, limit=_PAGE,
+                                    offset=offset)
+            rows += [r for r in page if matches(r.value, op.filter)]
+            if len(page) < _PAGE:
+                break
+            offset += _PAGE
+        scored, scoreless = self._index.rank(query, rows, prefix)
+        kept = [_to_item(r, search=True, score=s)
+                for s, r in scored[op.offset:op.offset + op.limit]]
+        if len(kept) < op.limit:  # as InMemoryStore: fill with what has no vector
+            kept += [_to_item(r, search=True) for r in scoreless[:op.limit - len(kept)]]
+        return kept
+
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         # a condition's literal prefix narrows in SQL; "*" and suffixes are checked here
         literal: list[str] = []
@@ -283,9 +352,9 @@ class AnnealStore(MemoryAdapter, BaseStore):
         return sorted(selected)[op.offset: op.offset + op.limit]
 
 
-def _to_item(row: Any, *, search: bool = False) -> Any:
+def _to_item(row: Any, *, search: bool = False, score: float | None = None) -> Any:
     fields = dict(namespace=tuple(row.metadata["ns"]), key=row.metadata["key"],
                   value=dict(row.value),
                   created_at=clock.parse_timestamp(row.created_at, field="created_at"),
                   updated_at=clock.parse_timestamp(row.updated_at, field="updated_at"))
-    return SearchItem(**fields, score=None) if search else Item(**fields)
+    return SearchItem(**fields, score=score) if search else Item(**fields)
