@@ -321,9 +321,22 @@ def _token(run: Run, users: dict[str, Any], tmp: Path) -> None:
     assert rc == 0 and "alice-laptop" in out
 
 
+def _embed(run: Run, users: dict[str, Any], tmp: Path) -> None:
+    emb = "anneal_memory.testing:HashingEmbedder"
+    rc, out, err = run("embed", "--embedder", emb, *AS_ALICE, "--json")
+    assert rc == 0, err
+    with Store(users["db"]) as store:
+        embedded = {r[0] for r in store.backend.q("SELECT episode_id FROM episode_vectors")}
+        assert embedded == _alice_ids(users["db"])  # alice's episodes only
+    rc, out, err = run("search", "CANARYBOB", "--semantic", "--embedder", emb, *AS_ALICE,
+                       "--json")
+    found = json.loads(out)["episodes"]
+    assert rc == 0 and found and not [e for e in found if "CANARYBOB" in e["content"]]
+
+
 SCOPED_WRITES = {"prune": _prune, "unsupersede": _unsupersede, "wrap-cancel": _wrap_cancel,
                  "set-schema": _set_schema, "outcome": _outcome, "pattern": _pattern,
-                 "erase": _erase, "token": _token}
+                 "erase": _erase, "token": _token, "embed": _embed}
 
 
 @pytest.mark.parametrize("command", sorted(SCOPED_WRITES))

@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from anneal_memory import Store
+from anneal_memory.storage.sqlite import SCHEMA_VERSION
 
 _V4_WORDS = """
 DROP TRIGGER episodes_ai; DROP TRIGGER episodes_ad; DROP TRIGGER episodes_au;
@@ -48,7 +49,8 @@ def test_a_schema_4_store_is_upgraded_and_its_words_refolded(tmp_path: Path) -> 
         store.delete(ep.id)  # the delete trigger spells as the index did: no stale tokens
         assert store.recall(keyword="hauptstrasse").episodes == []
     conn = sqlite3.connect(db)
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "5"
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(
+        SCHEMA_VERSION)  # 5 (this refold) and the later steps
     conn.execute("INSERT INTO episodes_words(episodes_words, rank) VALUES ('integrity-check', 1)")
     conn.close()
 

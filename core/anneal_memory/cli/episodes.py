@@ -22,6 +22,7 @@ from .common import (
     operator_store,
     read_store,
     read_text,
+    require_store,
     shown_location,
     store_location,
     store_name,
@@ -184,6 +185,8 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     mode = getattr(args, "mode", None)
+    if mode in ("hybrid", "semantic") or getattr(args, "embedder", None):
+        require_store(args)  # a missing store is the first thing to say
     emb = embedder_of(args, required_for=f"search --mode {mode}"
                       if mode in ("hybrid", "semantic") else None)
     # with an embedder the store is opened for writing: a search embeds what is pending

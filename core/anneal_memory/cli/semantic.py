@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from ..errors import ValidationError
-from .common import command, emit, open_store
+from .common import command, emit, open_store, require_store
 
 ENV_EMBEDDER = "ANNEAL_MEMORY_EMBEDDER"
 EMBEDDER_HELP = ("what embeds texts: 'wordllama' (the offline default, pip install "
@@ -65,6 +65,7 @@ class _Progress:
 
 
 def cmd_embed(args: argparse.Namespace) -> int:
+    require_store(args)  # a missing store is the first thing to say
     emb = embedder_of(args, required_for="embed")
     with open_store(args, embedder=emb) as store:
         rep = store.embed_pending(rebuild=args.rebuild, limit=args.limit, progress=_Progress())
