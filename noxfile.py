@@ -45,7 +45,8 @@ OFFLINE_ENV = {
 # name -> (extra, floor pins, extra test deps). The floor pins must match the extra's
 # declared minimum in pyproject.toml.
 ADAPTERS: dict[str, tuple[str, list[str], list[str]]] = {
-    "langgraph": ("langgraph", ["langgraph==1.0.0", "langchain==1.0.0"], []),
+    # numpy: LangChain's DeterministicFakeEmbedding (the vector index's tests) needs it
+    "langgraph": ("langgraph", ["langgraph==1.0.0", "langchain==1.0.0"], ["numpy"]),
     "langchain": ("langchain", ["langchain-core==1.0.0"], ["langchain-tests"]),
     "openai_agents": ("openai-agents", ["openai-agents==0.21.0"], []),
     "crewai": ("crewai", ["crewai==1.13.0"], []),
