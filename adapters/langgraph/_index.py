@@ -25,9 +25,8 @@ from typing import Any
 from langgraph.store.base import PutOp
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
-from anneal_memory.embedding import pack, similarities
+from anneal_memory import ItemCollection, cosine_similarities, pack_vector
 from anneal_memory.errors import ValidationError
-from anneal_memory.items import ItemCollection
 
 
 class ItemIndex:
@@ -74,7 +73,7 @@ class ItemIndex:
             return
         dims = len(vectors[0][1])
         self._vectors.put(key, {"dims": dims, "paths": {
-            path: base64.b64encode(pack(vec)).decode("ascii") for path, vec in vectors}})
+            path: base64.b64encode(pack_vector(vec)).decode("ascii") for path, vec in vectors}})
 
     def drop(self, key: str) -> None:
         self._vectors.delete(key)
@@ -90,7 +89,7 @@ class ItemIndex:
                     and rec.value.get("dims") == len(query):
                 stored[rec.key] = [base64.b64decode(b) for b in rec.value["paths"].values()]
         flat = [(i, blob) for i, r in enumerate(rows) for blob in stored.get(r.key, ())]
-        sims = similarities(query, [blob for _i, blob in flat])
+        sims = cosine_similarities(query, [blob for _i, blob in flat])
         best: dict[int, float] = {}
         for (i, _b), score in zip(flat, sims):
             if i not in best or score > best[i]:

@@ -26,7 +26,7 @@ if _TYPE_CHECKING:  # the names for type checkers; at run time they load on firs
         validate_schema,
     )
     from .crystal import CrystalStore, retrieve_patterns
-    from .embedding import Embedder
+    from .embedding import Embedder, cosine_similarities, pack_vector
     from .engine import Engine
     from .errors import (
         AnnealMemoryError,
@@ -106,6 +106,8 @@ _LAZY: dict[str, str] = {
     "DEFAULT_SCHEMA": ".continuity.schema",
     "DurableFact": ".continuity.durable",
     "Embedder": ".embedding",
+    "cosine_similarities": ".embedding",
+    "pack_vector": ".embedding",
     "EmbedderError": ".errors",
     "Engine": ".engine",
     "Episode": ".types",
@@ -259,9 +261,11 @@ __all__ = [
     "baton_status",
     "check_explanation_overlap",
     "claim_baton",
+    "cosine_similarities",
     "default_max_chars",
     "extract_pattern_summaries",
     "hard_max_chars",
+    "pack_vector",
     "parse_durable_facts",
     "prepare_wrap",
     "release_baton",

@@ -202,7 +202,7 @@ def as_embedder(source: Any) -> Embedder | None:
 
 # ---------------------------------------------------------------------------- vectors
 
-def pack(vec: Sequence[float]) -> bytes:
+def pack_vector(vec: Sequence[float]) -> bytes:
     """A vector as stored: normalised to length 1, little-endian float32."""
     norm = math.sqrt(sum(x * x for x in vec)) or 1.0
     a = array("f", [x / norm for x in vec])
@@ -211,7 +211,7 @@ def pack(vec: Sequence[float]) -> bytes:
     return a.tobytes()
 
 
-def unpack(blob: bytes) -> list[float]:
+def unpack_vector(blob: bytes) -> list[float]:
     a = array("f")
     a.frombytes(bytes(blob))
     if sys.byteorder == "big":
@@ -227,7 +227,7 @@ def _numpy() -> Any:
     return numpy
 
 
-def similarities(query: Sequence[float], blobs: Sequence[bytes] | bytes) -> list[float]:
+def cosine_similarities(query: Sequence[float], blobs: Sequence[bytes] | bytes) -> list[float]:
     """Cosine similarity of ``query`` to each stored vector (all of its dimension):
     ``blobs`` is a list of stored vectors, or their bytes joined."""
     joined = blobs if isinstance(blobs, bytes) else b"".join(blobs)
@@ -240,7 +240,7 @@ def similarities(query: Sequence[float], blobs: Sequence[bytes] | bytes) -> list
         m = np.frombuffer(joined, dtype="<f4").reshape(-1, len(q))
         return np.dot(m, np.asarray(q, dtype=m.dtype)).tolist()  # type: ignore[no-any-return]
     step = 4 * len(q)
-    return [sum(a * b for a, b in zip(q, unpack(joined[i:i + step])))
+    return [sum(a * b for a, b in zip(q, unpack_vector(joined[i:i + step])))
             for i in range(0, len(joined), step)]
 
 

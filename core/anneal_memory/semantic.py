@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ._inputs import storable_text, whole_number
-from .embedding import Embedder, pack, similarities, top
+from .embedding import Embedder, cosine_similarities, pack_vector, top
 from .errors import EmbedderError, ValidationError
 from .stem import stem
 from .storage.base import SearchFilters
@@ -136,7 +136,7 @@ def _embed(store: Store, emb: Embedder, repo: VectorRepo, ids: Sequence[str]
     except EmbedderError as exc:
         return {}, str(exc)
     dim = len(vectors[0])
-    packed = [(eid, ns, pack(v)) for (eid, _c, ns), v in zip(rows, vectors)]
+    packed = [(eid, ns, pack_vector(v)) for (eid, _c, ns), v in zip(rows, vectors)]
     with store._write():
         repo.put(emb.model, dim, packed)
     made = {eid: blob for eid, _ns, blob in packed}
@@ -177,7 +177,7 @@ def recall(store: Store, mode: str, keyword_recall: KeywordSearch, filters: Sear
         embedded = len(made)
         pending = [i for i in pending if i not in vecs]
     cand = [i for i in ids if i in vecs]
-    sims = similarities(qvec, store._vector_cache.stacked(emb.model, dims, cand, vecs))
+    sims = cosine_similarities(qvec, store._vector_cache.stacked(emb.model, dims, cand, vecs))
     order = top(sims, pool)
     if mode == "hybrid":  # nothing in common by meaning either: not a candidate
         order = [i for i in order if sims[i] > 0]
@@ -261,7 +261,7 @@ def embed_pending(store: Store, *, rebuild: bool = False, limit: int | None = No
         if not rows:
             break
         vectors = emb.embed_documents([content for _i, content, _ns in rows])
-        packed = [(eid, ns, pack(v)) for (eid, _c, ns), v in zip(rows, vectors)]
+        packed = [(eid, ns, pack_vector(v)) for (eid, _c, ns), v in zip(rows, vectors)]
         with store._write():
             repo.put(emb.model, len(vectors[0]), packed)
         store._vector_cache.put(emb.model, len(vectors[0]), {e: b for e, _n, b in packed})

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from anneal_memory import EmbedderError, Store, ValidationError
-from anneal_memory.embedding import Embedder, pack, similarities, unpack
+from anneal_memory.embedding import Embedder, cosine_similarities, pack_vector, unpack_vector
 from anneal_memory.storage.sqlite import SCHEMA_VERSION
 from anneal_memory.testing import HashingEmbedder
 
@@ -110,14 +110,14 @@ def test_vectors_round_trip_normalised_and_cosine_without_numpy(monkeypatch) -> 
     from anneal_memory import embedding
 
     v = [3.0, 4.0]
-    assert unpack(pack(v)) == pytest.approx([0.6, 0.8])
-    blobs = [pack([1.0, 0.0]), pack([0.0, 2.0]), pack([-1.0, 1.0])]
+    assert unpack_vector(pack_vector(v)) == pytest.approx([0.6, 0.8])
+    blobs = [pack_vector([1.0, 0.0]), pack_vector([0.0, 2.0]), pack_vector([-1.0, 1.0])]
     expected = [0.6, 0.8, pytest.approx(0.2 / 2 ** 0.5 * 1, abs=1e-6)]
     monkeypatch.setattr(embedding, "_numpy", lambda: None)  # the pure-Python path
-    pure = similarities(v, blobs)
+    pure = cosine_similarities(v, blobs)
     assert pure[:2] == pytest.approx([0.6, 0.8]) and pure[2] == expected[2]
     monkeypatch.undo()
-    assert similarities(v, blobs) == pytest.approx(pure, abs=1e-6)
+    assert cosine_similarities(v, blobs) == pytest.approx(pure, abs=1e-6)
 
 
 # ---------------------------------------------------------------- recall
