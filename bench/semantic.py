@@ -4,7 +4,8 @@
 with the offline default embedder (``anneal-memory[semantic]``: WordLlama, 256 dims):
 
 * LoCoMo evidence recall@10 (each question as written) for ``mode="keyword"``,
-  ``"hybrid"`` and ``"semantic"``, and weighted reciprocal-rank fusion of the keyword
+  ``"hybrid"`` and ``"semantic"``, ``retrieve_relevant`` (the adapters' per-turn recall)
+  without and with the embedder, and weighted reciprocal-rank fusion of the keyword
   and vector rankings at each weight of WEIGHTS (the alternative the hybrid was
   measured against);
 * a paraphrase set of our own (below): each query shares no content word with its
@@ -106,12 +107,14 @@ def locomo_quality(am: Any, locomo_dir: str, emb: Any) -> dict[str, Any]:
 
     files = sorted(Path(locomo_dir).glob("*.json"))
     rows: dict[str, list[tuple[int, dict[str, float]]]] = {
-        m: [] for m in ("keyword", "hybrid", "semantic", *(f"w={w:g}" for w in WEIGHTS))}
+        m: [] for m in ("keyword", "hybrid", "semantic", "retrieve_relevant",
+                        "retrieve_relevant+embedder", *(f"w={w:g}" for w in WEIGHTS))}
     embed_s, embedded = 0.0, 0
     for path in files:
         conv = locomo.load(path)
         with tempfile.TemporaryDirectory() as tmp:
             store = am.Store(os.path.join(tmp, "m.db"), embedder=emb, audit=False)
+            plain = am.Store(os.path.join(tmp, "m.db"), audit=False)  # the same, no embedder
             to_dia = {}
             with store.batch():
                 for t in conv.turns:
@@ -132,9 +135,14 @@ def locomo_quality(am: Any, locomo_dir: str, emb: Any) -> dict[str, Any]:
                                                   mode="semantic").episodes]
                 for w in WEIGHTS:
                     ranked[f"w={w:g}"] = semantic.fuse(kw, vec, w)[:10]
+                for name, s in (("retrieve_relevant", plain),
+                                ("retrieve_relevant+embedder", store)):
+                    ranked[name] = [e.id for e in am.retrieve_relevant(
+                        s, None, q.text, max_episodes=10).episodes]
                 for name, ids in ranked.items():
                     rows[name].append((q.category, locomo.score(
                         [to_dia.get(i, i) for i in ids], q.evidence)))
+            plain.close()
             store.close()
     out = {name: round(locomo.aggregate(r)["overall"]["recall@10"], 4)
            for name, r in rows.items()}
@@ -148,7 +156,8 @@ def paraphrase_quality(am: Any, locomo_dir: str, emb: Any) -> dict[str, Any]:
     check_paraphrases()
     files = sorted(Path(locomo_dir).glob("*.json"))
     distractors = locomo.load(files[0]).turns if files else []
-    hits: dict[str, list[float]] = {"keyword": [], "hybrid": [], "semantic": []}
+    hits: dict[str, list[float]] = {"keyword": [], "hybrid": [], "semantic": [],
+                                    "retrieve_relevant+embedder": []}
     r10: dict[str, list[float]] = {k: [] for k in hits}
     with tempfile.TemporaryDirectory() as tmp:
         store = am.Store(os.path.join(tmp, "p.db"), embedder=emb, audit=False)
@@ -159,7 +168,10 @@ def paraphrase_quality(am: Any, locomo_dir: str, emb: Any) -> dict[str, Any]:
         store.embed_pending()
         for eid, (_m, query) in zip(ids, PARAPHRASES):
             for mode in hits:
-                got = [e.id for e in store.recall(keyword=query, limit=10, mode=mode).episodes]
+                got = ([e.id for e in am.retrieve_relevant(store, None, query,
+                                                           max_episodes=10).episodes]
+                       if mode.startswith("retrieve") else
+                       [e.id for e in store.recall(keyword=query, limit=10, mode=mode).episodes])
                 hits[mode].append(1.0 if eid in got[:5] else 0.0)
                 r10[mode].append(1.0 if eid in got else 0.0)
         store.close()
@@ -210,7 +222,8 @@ def markdown(res: dict[str, Any]) -> str:
              f"Embedder: {res['embedder']}; numpy: {res['numpy']}", "",
              f"## LoCoMo evidence recall@10 ({res['locomo']['questions']} questions)", "",
              "| mode | R@10 |", "|---|---:|"]
-    lines += [f"| {m} | {lq[m]:.3f} |" for m in ("keyword", "hybrid", "semantic")]
+    lines += [f"| {m} | {lq[m]:.3f} |" for m in ("keyword", "hybrid", "semantic",
+                                                 "retrieve_relevant", "retrieve_relevant+embedder")]
     lines += ["", "Reciprocal-rank fusion, keyword : vector weight (not what hybrid does):", "", "| weight | R@10 |", "|---|---:|"]
     lines += [f"| {k[2:]}:1 | {v:.3f} |" for k, v in lq.items() if k.startswith("w=")]
     p = res["paraphrase"]

@@ -196,6 +196,11 @@ def retrieve_relevant(store: Store, crystal_store: Any, query: str, *, max_patte
     exclude = set(exclude_ids) | _recent_ids(store, exclude_recent_minutes, now)
     episodes = _scored_episodes(store, query, terms, max_episodes, episode_type, since,
                                 exclude, context) if max_episodes and terms else []
+    if max_episodes and getattr(store, "embedder", None) is not None:  # and by meaning
+        from .semantic import add_by_meaning
+
+        episodes = add_by_meaning(store, query, episodes, max_episodes,
+                                  build_filters(since, None, episode_type), exclude)
     found_facts = (_cued_facts(store, query) if include_facts and durable and query.strip()
                    else [])
     return RelevantResult(patterns, episodes, terms, found_facts)

@@ -31,7 +31,7 @@ from .stem import stem
 from .storage.base import SearchFilters
 from .storage.vectors import VectorRepo
 from .text import meaningful_words
-from .types import RecallResult, VectorUse
+from .types import RecallResult, ScoredEpisode, VectorUse
 
 if TYPE_CHECKING:  # no import of the Store or recall: they call this module, not it them
     Store = Any
@@ -109,15 +109,17 @@ def keyword_is_weak(query: str, contents: Sequence[str]) -> bool:
 
 
 def blend(keyword_ids: list[str], vector_ids: list[str], cosine: Mapping[str, float],
-          weak: bool) -> list[str]:
+          weak: bool, bar_ids: Sequence[str] | None = None) -> list[str]:
     """The hybrid ranking: keyword recall's, in its order; then the episodes only
     vectors found, by cosine. For a ``weak`` query, those closer in meaning than every
-    one of keyword recall's first PROMOTE_POOL results (by PROMOTE_MARGIN) go first."""
+    one of keyword recall's first PROMOTE_POOL results (``bar_ids``, default the first
+    of ``keyword_ids``) by PROMOTE_MARGIN go first."""
     taken = set(keyword_ids)
     extra = [v for v in vector_ids if v not in taken]
     if not weak or not extra:
         return keyword_ids + extra
-    bar = max((cosine.get(i, 0.0) for i in keyword_ids[:PROMOTE_POOL]), default=0.0)
+    bar = max((cosine.get(i, 0.0) for i in (bar_ids or keyword_ids)[:PROMOTE_POOL]),
+              default=0.0)
     ahead = [v for v in extra if cosine[v] > bar + PROMOTE_MARGIN]
     rest = extra[len(ahead):]  # ``extra`` is in cosine order: the promoted lead it
     return ahead + keyword_ids + rest
@@ -144,6 +146,49 @@ def _embed(store: Store, emb: Embedder, repo: VectorRepo, ids: Sequence[str]
     return made, None
 
 
+@dataclass
+class _Ranking:
+    """Vector ranking of one query over the filters' candidates."""
+
+    ids: list[str]           # best first, at most the pool
+    cosine: dict[str, float]  # every candidate's
+    use: VectorUse
+
+
+def _rank(store: Store, emb: Embedder, text: str, filters: SearchFilters, pool: int,
+          mode: str) -> _Ranking:
+    """Embed the query, catch up on unembedded candidates, rank them by cosine (in
+    hybrid mode only those with some similarity). EmbedderError when the query cannot be
+    embedded."""
+    qvec = emb.embed_query(text)
+    dims = len(qvec)
+    repo = VectorRepo(store.backend)
+    with store.backend.read():  # the filters pick the candidates; the cache only their vectors
+        ids = repo.visible(filters)
+        vecs = store._vector_cache.get(emb.model, dims, ids,
+                                       lambda missing: repo.vectors_of(emb.model, dims, missing))
+    pending = [i for i in ids if i not in vecs]
+    failed, embedded = None, 0
+    if pending and emb.catch_up and not store.read_only:
+        made, failed = _embed(store, emb, repo, pending[-emb.catch_up:])  # the newest first
+        embedded = len(made)
+        if made and len(next(iter(made.values()))) != 4 * dims:
+            made = {}  # another dimension than the query's: not comparable
+        pending = [i for i in pending if i not in made]
+        vecs = {**vecs, **made} if made else vecs
+    cand = [i for i in ids if i in vecs]
+    sims = cosine_similarities(qvec, store._vector_cache.stacked(emb.model, dims, cand, vecs))
+    order = top(sims, pool)
+    if mode == "hybrid":  # nothing in common by meaning either: not a candidate
+        order = [i for i in order if sims[i] > 0]
+    reason = failed or (f"{len(pending)} episode(s) have no vector of this model yet: "
+                        "store.embed_pending() embeds them" if pending else None)
+    use = VectorUse(mode=mode, used=bool(cand), model=emb.model, dims=dims,
+                    candidates=len(cand), pending=len(pending), embedded=embedded,
+                    reason=reason if cand else (reason or "no episode has a vector yet"))
+    return _Ranking([cand[i] for i in order], dict(zip(cand, sims)), use)
+
+
 def recall(store: Store, mode: str, keyword_recall: KeywordSearch, filters: SearchFilters,
            *, keyword: str | None, limit: int, offset: int, **kw: Any) -> RecallResult:
     """``store.recall`` in ``mode`` (hybrid or semantic; see the module's docstring):
@@ -156,55 +201,29 @@ def recall(store: Store, mode: str, keyword_recall: KeywordSearch, filters: Sear
     storable_text(keyword, "keyword", allow_empty=True)
     limit = whole_number(limit, "limit", minimum=0)
     offset = whole_number(offset, "offset", minimum=0)
-    pool = max(POOL, 2 * (offset + limit))
     try:
-        qvec = emb.embed_query(kw_text)
+        r = _rank(store, emb, kw_text, filters, max(POOL, 2 * (offset + limit)), mode)
     except EmbedderError as exc:
         return _keyword_only(keyword_recall(store, keyword=keyword, limit=limit, offset=offset,
                                             **kw), mode, emb, str(exc))
-    dims = len(qvec)
-    repo = VectorRepo(store.backend)
-    with store.backend.read():  # the filters pick the candidates; the cache only their vectors
-        ids = repo.visible(filters)
-        vecs = store._vector_cache.get(emb.model, dims, ids,
-                                       lambda missing: repo.vectors_of(emb.model, dims, missing))
-    pending = [i for i in ids if i not in vecs]
-    failed, embedded = None, 0
-    if pending and emb.catch_up and not store.read_only:
-        made, failed = _embed(store, emb, repo, pending[-emb.catch_up:])  # the newest first
-        if made and len(next(iter(made.values()))) == 4 * dims:
-            vecs.update(made)
-        embedded = len(made)
-        pending = [i for i in pending if i not in vecs]
-    cand = [i for i in ids if i in vecs]
-    sims = cosine_similarities(qvec, store._vector_cache.stacked(emb.model, dims, cand, vecs))
-    order = top(sims, pool)
-    if mode == "hybrid":  # nothing in common by meaning either: not a candidate
-        order = [i for i in order if sims[i] > 0]
-    vector_ids = [cand[i] for i in order]
-    cosine = dict(zip(cand, sims))
-    reason = failed or (f"{len(pending)} episode(s) have no vector of this model yet: "
-                        "store.embed_pending() embeds them" if pending else None)
-    use = VectorUse(mode=mode, used=bool(cand), model=emb.model, dims=dims,
-                    candidates=len(cand), pending=len(pending), embedded=embedded,
-                    reason=reason if cand else (reason or "no episode has a vector yet"))
-    if not cand:
+    if not r.use.used:
         return _keyword_only(keyword_recall(store, keyword=keyword, limit=limit, offset=offset,
-                                            **kw), mode, emb, use.reason, use)
+                                            **kw), mode, emb, r.use.reason, r.use)
     have: dict[str, Any] = {}
     if mode == "semantic":
-        ranked, why, total = vector_ids, {}, len(cand)
+        ranked, why, total = r.ids, {}, r.use.candidates
         params: dict[str, Any] = {
             "since": filters.since, "until": filters.until,
             "episode_type": filters.episode_type, "source": kw.get("source"),
             "include_superseded": filters.include_superseded, "match": "meaning",
             **({"trust": filters.trust} if filters.trust is not None else {})}
     else:
-        base = keyword_recall(store, keyword=keyword, limit=pool, offset=0, **kw)
+        base = keyword_recall(store, keyword=keyword, limit=max(PROMOTE_POOL, 2 * (offset + limit)),
+                              offset=0, **kw)
         keyword_ids = [e.id for e in base.episodes]
         have = {e.id: e for e in base.episodes}
         weak = keyword_is_weak(kw_text, [e.content for e in base.episodes])
-        ranked = blend(keyword_ids, vector_ids, cosine, weak)
+        ranked = blend(keyword_ids, r.ids, r.cosine, weak)
         why, params = base.why, dict(base.query_params)
         total = len(ranked)
     page = ranked[offset:offset + limit]
@@ -214,9 +233,46 @@ def recall(store: Store, mode: str, keyword_recall: KeywordSearch, filters: Sear
     episodes = [have[i] for i in page if i in have]
     params.update(keyword=keyword, limit=limit, offset=offset, mode=mode,
                   why={e.id: why.get(e.id, "meaning") for e in episodes},
-                  scores={e.id: round(cosine[e.id], 6) for e in episodes if e.id in cosine},
-                  semantic=use.to_dict())
+                  scores={e.id: round(r.cosine[e.id], 6) for e in episodes if e.id in r.cosine},
+                  semantic=r.use.to_dict())
     return RecallResult(episodes, total, params)
+
+
+def add_by_meaning(store: Store, query: str, scored: list[ScoredEpisode], k: int,
+                   filters: SearchFilters, exclude: set[str]) -> list[ScoredEpisode]:
+    """Scored recall (``retrieve_relevant``, what every adapter's per-turn hook calls)
+    with the store's embedder: keyword recall's ``scored`` episodes as the hybrid ranks
+    them, and the slots they leave (or, for a weak query, the places ahead of them) taken
+    by episodes found by meaning, scored by their cosine. Unchanged when the embedder
+    fails or nothing has a vector."""
+    emb = store.embedder
+    if emb is None or not query.strip() or k <= 0:
+        return scored
+    try:
+        r = _rank(store, emb, query.strip(), filters, max(POOL, 4 * k), "hybrid")
+    except EmbedderError:
+        return scored
+    shown = {e.id for e in scored} | {x.id for e in scored for x in e.replaces}
+    extra = [i for i in r.ids if i not in shown and i not in exclude]
+    weak = keyword_is_weak(query, [e.content for e in scored])
+    # the bar: keyword recall's first PROMOTE_POOL matches, as the hybrid recall sets it
+    bar = ([e.id for e in store.recall(keyword=query, limit=PROMOTE_POOL, mode="keyword",
+                                       episode_type=filters.episode_type, since=filters.since,
+                                       include_superseded=True).episodes] if weak else None)
+    order = blend([e.id for e in scored], extra, r.cosine, weak, bar)[:k]
+    by_id = {e.id: e for e in scored}
+    new = store.get_many([i for i in order if i not in by_id])
+    out = []
+    for eid in order:
+        if eid in by_id:
+            out.append(by_id[eid])
+        elif eid in new:
+            e = new[eid]
+            out.append(ScoredEpisode(id=e.id, timestamp=e.timestamp, type=e.type.value,
+                                     source=e.source, content=e.content,
+                                     score=round(r.cosine[eid], 6), replaces=[],
+                                     trust=e.trust))
+    return out
 
 
 def _keyword_only(res: RecallResult, mode: str, emb: Embedder, reason: str | None,

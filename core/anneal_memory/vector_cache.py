@@ -25,7 +25,9 @@ class VectorCache:
 
     def get(self, model: str, dim: int, ids: Sequence[str],
             load: Callable[[list[str]], dict[str, bytes]]) -> dict[str, bytes]:
-        """The vectors of ``ids`` that exist: cached ones, the rest from ``load``."""
+        """The model's cached vectors, after loading those of ``ids`` not cached yet
+        (``load``): a mapping that holds every one of ``ids`` that has a vector (and may
+        hold others: callers look up their ids)."""
         with self._lock:
             have = self._by_model.setdefault((model, dim), {})
             missing = [i for i in ids if i not in have]
@@ -33,7 +35,7 @@ class VectorCache:
             fresh = load(missing)
             with self._lock:
                 have.update(fresh)
-        return {i: have[i] for i in ids if i in have}
+        return have
 
     def stacked(self, model: str, dim: int, ids: Sequence[str],
                 vectors: dict[str, bytes]) -> bytes:

@@ -323,3 +323,25 @@ def test_a_read_only_open_of_a_schema_4_store_has_no_vectors_and_says_so(db: Pat
         assert s.status().vectors == [] and s.status().embedded_episodes == 0
         res = s.recall(keyword=QUERY, mode="semantic")
         assert not res.vectors_used and res.semantic.pending == 1 and res.episodes == []
+
+
+def test_scored_recall_for_hooks_adds_what_only_meaning_finds(db: Path) -> None:
+    from anneal_memory import retrieve_relevant
+
+    with Store(db, embedder=job_embedder()) as s:
+        nurse = s.record(NURSE, "observation")
+        hike = s.record(FILLER[0], "observation")
+        s.record(FILLER[2], "observation")
+        res = retrieve_relevant(s, None, QUERY, max_episodes=2)
+        assert [e.id for e in res.episodes][:1] == [nurse.id] and res.episodes[0].score > 0
+        # keyword matches keep their places; exclusions and filters hold
+        res = retrieve_relevant(s, None, "hiking in the mountains", max_episodes=2)
+        assert res.episodes[0].id == hike.id
+        assert nurse.id not in [e.id for e in retrieve_relevant(
+            s, None, QUERY, max_episodes=3, exclude_ids=[nurse.id]).episodes]
+        assert retrieve_relevant(s, None, QUERY, max_episodes=3,
+                                 episode_type="decision").episodes == []
+        alice = s.scoped({"user": "alice"})
+        assert retrieve_relevant(alice, None, QUERY, max_episodes=3).episodes == []
+    with Store(db) as s:  # without the embedder: keyword recall's result, as before
+        assert retrieve_relevant(s, None, QUERY, max_episodes=2).episodes == []
