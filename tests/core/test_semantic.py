@@ -345,3 +345,16 @@ def test_scored_recall_for_hooks_adds_what_only_meaning_finds(db: Path) -> None:
         assert retrieve_relevant(alice, None, QUERY, max_episodes=3).episodes == []
     with Store(db) as s:  # without the embedder: keyword recall's result, as before
         assert retrieve_relevant(s, None, QUERY, max_episodes=2).episodes == []
+
+
+def test_an_export_leaves_vectors_out_and_an_import_embeds_again(tmp_path: Path) -> None:
+    with Store(tmp_path / "a.db", embedder=job_embedder()) as a:
+        nurse = a.record(NURSE, "observation")
+        a.embed_pending()
+        doc = a.export()
+    assert "episode_vectors" not in str(doc.keys()) and "vector" not in doc
+    with Store(tmp_path / "b.db", embedder=job_embedder()) as b:
+        b.import_(doc)
+        assert b.status().embedded_episodes == 0  # derived data: made again here
+        res = b.recall(keyword=QUERY, limit=1)
+        assert [e.id for e in res.episodes] == [nurse.id] and res.semantic.embedded == 1
