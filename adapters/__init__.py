@@ -3,7 +3,8 @@
 ``anneal_memory.adapters.<framework>``.
 
 What every adapter shares lives in :mod:`anneal_memory.adapters._base` and is re-exported
-here: the base class :class:`MemoryAdapter` (session, ``namespace=``, compressor,
+here: the base class :class:`MemoryAdapter` (session, the shared constructor options
+:class:`MemoryOptions`, ``namespace=``, compressor,
 ``wrap_on_end``, ``wrap`` / ``awrap``, ``close``, ``memory_role``), the import guard
 :func:`require_extra`, the hook guard :func:`hook_guard` and the identity rule
 (:func:`identity`, :func:`check_identity`: an empty or invisible id is refused). None of it holds memory
@@ -14,10 +15,13 @@ from __future__ import annotations
 
 from ._base import (
     MEMORY_LABEL,
+    MEMORY_OPTIONS,
     MEMORY_ROLES,
     AdapterMemory,
     Compress,
     MemoryAdapter,
+    MemoryKwargs,
+    MemoryOptions,
     attach_memory,
     check_identity,
     check_memory_role,
@@ -28,15 +32,19 @@ from ._base import (
     label_memory,
     namespace_key,
     open_session,
+    options_except,
     require_extra,
 )
 
 __all__ = [
     "MEMORY_LABEL",
+    "MEMORY_OPTIONS",
     "MEMORY_ROLES",
     "AdapterMemory",
     "Compress",
     "MemoryAdapter",
+    "MemoryKwargs",
+    "MemoryOptions",
     "attach_memory",
     "check_identity",
     "check_memory_role",
@@ -47,5 +55,6 @@ __all__ = [
     "label_memory",
     "namespace_key",
     "open_session",
+    "options_except",
     "require_extra",
 ]

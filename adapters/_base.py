@@ -34,8 +34,8 @@ import logging
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from dataclasses import dataclass, fields, replace
+from typing import Any, ClassVar, TypedDict
 
 from anneal_memory.errors import IdentityError, MissingExtraError, ValidationError
 from anneal_memory.governance.namespace import (
@@ -218,6 +218,65 @@ def _strict(owner: Any) -> bool:
     return bool(getattr(session, "strict", False))
 
 
+# ---------------------------------------------------------------------- the options
+@dataclass(frozen=True)
+class MemoryOptions:
+    """The constructor options every adapter shares, carried once.
+
+    Whose memory (``namespace``), the wrap (``compress``, ``wrap_on_end``), the role of the
+    injected memory message (``memory_role``; None: the adapter's default) and the
+    session's own options (``project_name``, ``session_id``, ``recall_limit``,
+    ``max_content_chars``, ``crystal_store``, ``strict``; None: the session's default).
+    An adapter takes them as keywords of its constructor, or as ``options=MemoryOptions(...)``
+    (then its keywords override the fields they name): one set of options can configure
+    several adapters. Each is validated when the adapter is built."""
+
+    namespace: NamespaceOption = None
+    compress: Compress | None = None
+    wrap_on_end: bool = False
+    memory_role: str | None = None
+    project_name: str | None = None
+    session_id: str | None = None
+    recall_limit: int | None = None
+    max_content_chars: int | None = None
+    crystal_store: Any = None
+    strict: bool | None = None
+
+    def session_options(self) -> dict[str, Any]:
+        """The options that go to the :class:`MemorySession` (None: its default)."""
+        return {"project_name": self.project_name, "session_id": self.session_id,
+                "recall_limit": self.recall_limit, "max_content_chars": self.max_content_chars,
+                "crystal_store": self.crystal_store, "strict": self.strict}
+
+
+#: every field of :class:`MemoryOptions`
+MEMORY_OPTIONS: tuple[str, ...] = tuple(f.name for f in fields(MemoryOptions))
+
+
+def options_except(*names: str) -> tuple[str, ...]:
+    """The :class:`MemoryOptions` fields but ``names``: what an adapter's constructor
+    takes (:attr:`MemoryAdapter.memory_options`) when some do not apply to it."""
+    unknown = set(names) - set(MEMORY_OPTIONS)
+    if unknown:
+        raise ValueError(f"not MemoryOptions fields: {sorted(unknown)}")
+    return tuple(n for n in MEMORY_OPTIONS if n not in names)
+
+
+class MemoryKwargs(TypedDict, total=False):
+    """:class:`MemoryOptions` as keywords (for ``**options: Unpack[MemoryKwargs]``)."""
+
+    namespace: NamespaceOption
+    compress: Compress | None
+    wrap_on_end: bool
+    memory_role: str | None
+    project_name: str | None
+    session_id: str | None
+    recall_limit: int | None
+    max_content_chars: int | None
+    crystal_store: Any
+    strict: bool | None
+
+
 # ---------------------------------------------------------------------- the base class
 @dataclass
 class AdapterMemory:
@@ -264,16 +323,23 @@ class MemoryAdapter:
     #: own message unless the user asks for it
     default_memory_role: ClassVar[str] = "user"
 
+    #: the :class:`MemoryOptions` fields this adapter's constructor takes as keywords
+    #: (another is a TypeError, as for any constructor)
+    memory_options: ClassVar[tuple[str, ...]] = MEMORY_OPTIONS
+
     _anneal: AdapterMemory
 
-    def _init_memory(self, memory: MemoryOption, *, namespace: NamespaceOption = None,
-                     compress: Compress | None = None, wrap_on_end: bool = False,
-                     memory_role: str | None = None, **session_options: Any) -> MemorySession:
+    def _init_memory(self, memory: MemoryOption, options: MemoryOptions | None = None, /,
+                     **keywords: Any) -> MemorySession:
         """Open the memory (validating every option now, so a bad configuration fails at
-        construction, not inside a run). ``session_options`` (``recall_limit``,
-        ``max_content_chars``, ``session_id``, ``crystal_store``, ``strict``,
-        ``project_name``) left at None are the session's defaults; with a ready
-        MemorySession any other value is refused (they belong to it)."""
+        construction, not inside a run). ``options`` (a :class:`MemoryOptions`) with the
+        ``keywords`` that override its fields (each one of :attr:`memory_options`). The
+        session's options left at None are its defaults; with a ready MemorySession any
+        other value is refused (they belong to it)."""
+        opts = self._memory_options(options, keywords)
+        namespace, compress, wrap_on_end = opts.namespace, opts.compress, opts.wrap_on_end
+        memory_role = opts.memory_role
+        session_options = opts.session_options()
         checked = MemorySession.check_compress(compress)
         role = check_memory_role(self.default_memory_role if memory_role is None else memory_role)
         namespace = check_namespace(namespace)
@@ -298,6 +364,19 @@ class MemoryAdapter:
             session=session, namespace=namespace, pinned=pinned, compress=checked,
             wrap_on_end=wrap_on_end, memory_role=role)
         return session
+
+    def _memory_options(self, options: MemoryOptions | None,
+                        keywords: Mapping[str, Any]) -> MemoryOptions:
+        """``options`` with ``keywords`` over it, each keyword one of :attr:`memory_options`
+        (for a constructor that checks an option before it opens the memory)."""
+        if options is not None and not isinstance(options, MemoryOptions):
+            raise ValidationError("options must be a MemoryOptions, not "
+                                  f"{type(options).__name__}")
+        for name in keywords:
+            if name not in self.memory_options:
+                raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument "
+                                f"{name!r}")
+        return replace(options or MemoryOptions(), **keywords)
 
     # ------------------------------------------------------------------ what it owns
     @property

@@ -22,15 +22,20 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from autogen import ConversableAgent
 from autogen.agentchat.contrib.capabilities.agent_capability import AgentCapability
 
 from anneal_memory import Store
-from anneal_memory.adapters import MemoryAdapter, hook_guard, identity, label_memory
+from anneal_memory.adapters import MemoryAdapter, hook_guard, identity, label_memory, options_except
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from anneal_memory.adapters import MemoryKwargs, MemoryOptions
 
 LOGGER_NAME = "anneal_memory.adapters.ag2"
 _safe = hook_guard(LOGGER_NAME)
@@ -68,31 +73,21 @@ class AnnealMemory(MemoryAdapter, AgentCapability):
     (default False) wraps once per chat (see the module docstring); otherwise call
     :meth:`wrap` when a chat is over. ``store`` is a path (opened and owned: :meth:`close`
     closes it), a Store, or a ready MemorySession (then the session options go to it).
+    The shared options (``namespace``, ``compress``, ``wrap_on_end``, ``memory_role``,
+    ``project_name``, ``session_id``, ``recall_limit``, ``max_content_chars``, ``strict``)
+    are keywords, or one ``options=MemoryOptions(...)``.
     """
 
     framework = "ag2"
     extra = "ag2"
     logger_name = LOGGER_NAME
 
-    def __init__(
-        self,
-        store: Store | MemorySession | str | os.PathLike[str],
-        *,
-        namespace: Any = None,
-        project_name: str | None = None,
-        session_id: str | None = None,
-        compress: Callable[[str], str] | None = None,
-        wrap_on_end: bool = False,
-        recall_limit: int | None = None,
-        max_content_chars: int | None = None,
-        memory_role: Literal["user", "system"] = "user",
-        record_tool_calls: bool = False,
-        strict: bool | None = None,
-    ) -> None:
-        self._init_memory(store, namespace=namespace, compress=compress, wrap_on_end=wrap_on_end,
-                          memory_role=memory_role, project_name=project_name,
-                          session_id=session_id, recall_limit=recall_limit,
-                          max_content_chars=max_content_chars, strict=strict)
+    memory_options = options_except("crystal_store")
+
+    def __init__(self, store: Store | MemorySession | str | os.PathLike[str], *,
+                 record_tool_calls: bool = False, options: MemoryOptions | None = None,
+                 **memory: Unpack[MemoryKwargs]) -> None:
+        self._init_memory(store, options, **memory)
         self.record_tool_calls = record_tool_calls
         self.agent: ConversableAgent | None = None
         self._chats: dict[str, _Chat] = {}

@@ -13,7 +13,7 @@ import asyncio
 import json
 import os
 import weakref
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from autogen_core import CancellationToken, Component, ComponentModel
 from autogen_core.memory import (
@@ -36,9 +36,14 @@ from pydantic import BaseModel
 from typing_extensions import Self
 
 from anneal_memory import Store, retrieve_relevant
-from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, label_memory
+from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, label_memory, options_except
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from anneal_memory.adapters import MemoryKwargs, MemoryOptions
 
 from ._context import (
     MEMORY_SOURCE,
@@ -100,36 +105,22 @@ class AnnealMemory(MemoryAdapter, Memory, Component[AnnealMemoryConfig]):
     component_provider_override = "anneal_memory.adapters.autogen.AnnealMemory"
     component_config_schema = AnnealMemoryConfig
 
-    def __init__(
-        self,
-        store: Store | MemorySession | str | os.PathLike[str],
-        *,
-        name: str | None = None,
-        namespace: Any = None,
-        project_name: str | None = None,
-        session_id: str | None = None,
-        model_client: ChatCompletionClient | None = None,
-        compress: Compress | None = None,
-        wrap_on_end: bool = False,
-        recall_limit: int | None = None,
-        max_content_chars: int | None = None,
-        memory_role: Literal["user", "system"] = "user",
-        record_tool_calls: bool = False,
-        strict: bool | None = None,
-    ) -> None:
+    memory_options = options_except("crystal_store")
+
+    def __init__(self, store: Store | MemorySession | str | os.PathLike[str], *,
+                 name: str | None = None, model_client: ChatCompletionClient | None = None,
+                 record_tool_calls: bool = False, options: MemoryOptions | None = None,
+                 **memory: Unpack[MemoryKwargs]) -> None:
+        opts = self._memory_options(options, memory)
         if model_client is not None and not isinstance(model_client, ChatCompletionClient):
             raise ValidationError("model_client must be an autogen_core ChatCompletionClient, "
                                   f"got {type(model_client).__name__}")
-        if wrap_on_end and compress is None and model_client is None:
+        if opts.wrap_on_end and opts.compress is None and model_client is None:
             raise ValidationError("wrap_on_end=True needs a model to write the continuity: pass "
                                   "model_client= (usually the agent's own) or compress=<callable>")
-        self._init_memory(store, namespace=namespace, compress=compress,
-                          wrap_on_end=wrap_on_end, memory_role=memory_role,
-                          project_name=project_name, session_id=session_id,
-                          recall_limit=recall_limit, max_content_chars=max_content_chars,
-                          strict=strict)
+        self._init_memory(store, opts)
         self._name = name or "anneal_memory"
-        self.project_name = project_name
+        self.project_name = opts.project_name
         self.model_client = model_client
         self.record_tool_calls = record_tool_calls
         self._contexts: weakref.WeakKeyDictionary[ChatCompletionContext, ContextState] = \

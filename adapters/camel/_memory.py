@@ -17,7 +17,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from camel.memories import AgentMemory, ChatHistoryMemory, ContextRecord, MemoryRecord
 from camel.memories.context_creators.score_based import ScoreBasedContextCreator
@@ -31,9 +31,15 @@ from anneal_memory.adapters import (
     hook_guard,
     identity,
     label_memory,
+    options_except,
 )
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from anneal_memory.adapters import MemoryKwargs, MemoryOptions
 
 LOGGER_NAME = "anneal_memory.adapters.camel"
 _safe = hook_guard(LOGGER_NAME)
@@ -89,33 +95,19 @@ class AnnealAgentMemory(MemoryAdapter, AgentMemory):
     extra = "camel"
     logger_name = LOGGER_NAME
 
-    def __init__(
-        self,
-        store: Store | MemorySession | str | os.PathLike[str],
-        *,
-        namespace: Any = None,
-        model: Any = None,
-        inner: AgentMemory | None = None,
-        context_creator: Any = None,
-        compress: Callable[[str], str] | None = None,
-        wrap_on_end: bool = False,
-        project_name: str | None = None,
-        session_id: str | None = None,
-        recall_limit: int | None = None,
-        max_content_chars: int | None = None,
-        record_tool_calls: bool = False,
-        strict: bool | None = None,
-    ) -> None:
+    memory_options = options_except("memory_role", "crystal_store")
+
+    def __init__(self, store: Store | MemorySession | str | os.PathLike[str], *,
+                 model: Any = None, inner: AgentMemory | None = None,
+                 context_creator: Any = None, record_tool_calls: bool = False,
+                 options: MemoryOptions | None = None, **memory: Unpack[MemoryKwargs]) -> None:
         if inner is None and context_creator is None and model is None:
             raise ValidationError("AnnealAgentMemory needs a working window: pass model= (the agent's "
                                   "model backend), context_creator=, or inner=<an AgentMemory>")
         if inner is None:
             creator = context_creator or ScoreBasedContextCreator(model.token_counter, model.token_limit)
             inner = ChatHistoryMemory(creator)
-        self._init_memory(store, namespace=namespace, compress=compress, wrap_on_end=wrap_on_end,
-                          project_name=project_name, session_id=session_id,
-                          recall_limit=recall_limit, max_content_chars=max_content_chars,
-                          strict=strict)
+        self._init_memory(store, options, **memory)
         self.inner = inner
         self.model = model
         self.record_tool_calls = record_tool_calls

@@ -10,13 +10,18 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from camel.societies.workforce.workforce_callback import WorkforceCallback
 
 from anneal_memory import Store
-from anneal_memory.adapters import MemoryAdapter, hook_guard
+from anneal_memory.adapters import MemoryAdapter, hook_guard, options_except
 from anneal_memory.session import MemorySession, WrapOutcome
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from anneal_memory.adapters import MemoryKwargs, MemoryOptions
 
 from ._memory import LOGGER_NAME, model_compressor
 
@@ -53,21 +58,11 @@ class AnnealWorkforceCallback(MemoryAdapter, WorkforceCallback):
     extra = "camel"
     logger_name = LOGGER_NAME
 
-    def __init__(
-        self,
-        store: Store | MemorySession | str | os.PathLike[str],
-        *,
-        namespace: Any = None,
-        compress: Callable[[str], str] | None = None,
-        wrap_on_end: bool = False,
-        project_name: str | None = None,
-        session_id: str | None = None,
-        max_content_chars: int | None = None,
-        strict: bool | None = None,
-    ) -> None:
-        self._init_memory(store, namespace=namespace, compress=compress, wrap_on_end=wrap_on_end,
-                          project_name=project_name, session_id=session_id,
-                          max_content_chars=max_content_chars, strict=strict)
+    memory_options = options_except("memory_role", "recall_limit", "crystal_store")
+
+    def __init__(self, store: Store | MemorySession | str | os.PathLike[str], *,
+                 options: MemoryOptions | None = None, **memory: Unpack[MemoryKwargs]) -> None:
+        self._init_memory(store, options, **memory)
         self.workforce: Any = None
 
     @property

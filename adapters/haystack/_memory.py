@@ -17,7 +17,7 @@ import json
 import os
 import weakref
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from haystack.components.agents.state.state import State
 from haystack.components.agents.state.state_utils import replace_values
@@ -31,9 +31,21 @@ from haystack.dataclasses import ChatMessage, ChatRole
 from haystack.utils.callable_serialization import deserialize_callable, serialize_callable
 
 from anneal_memory import MemoryNamespace, Store
-from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, identity, label_memory
+from anneal_memory.adapters import (
+    Compress,
+    MemoryAdapter,
+    hook_guard,
+    identity,
+    label_memory,
+    options_except,
+)
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from anneal_memory.adapters import MemoryKwargs, MemoryOptions
 
 LOGGER_NAME = "anneal_memory.adapters.haystack"
 _safe = hook_guard(LOGGER_NAME)
@@ -82,39 +94,28 @@ class AnnealMemory(MemoryAdapter):
     extra = "haystack"
     logger_name = LOGGER_NAME
 
-    def __init__(
-        self,
-        store: Store | MemorySession | str | os.PathLike[str],
-        *,
-        namespace: Any = None,
-        project_name: str | None = None,
-        session_id: str | None = None,
-        chat_generator: Any = None,
-        compress: Compress | None = None,
-        wrap_on_end: bool = False,
-        recall_limit: int | None = None,
-        max_content_chars: int | None = None,
-        record_tool_outputs: bool = True,
-        record_tool_calls: bool = False,
-        memory_role: Literal["user", "system"] = "user",
-        strict: bool | None = None,
-    ) -> None:
+    memory_options = options_except("crystal_store")
+
+    def __init__(self, store: Store | MemorySession | str | os.PathLike[str], *,
+                 chat_generator: Any = None, record_tool_outputs: bool = True,
+                 record_tool_calls: bool = False, options: MemoryOptions | None = None,
+                 **memory: Unpack[MemoryKwargs]) -> None:
+        opts = self._memory_options(options, memory)
         if chat_generator is not None and not callable(getattr(chat_generator, "run", None)):
             raise ValidationError(
                 "chat_generator must be a Haystack chat generator (an object with run(messages=...)); "
                 f"got {type(chat_generator).__name__}"
             )
-        if wrap_on_end and compress is None and chat_generator is None:
+        if opts.wrap_on_end and opts.compress is None and chat_generator is None:
             raise ValidationError(
                 "wrap_on_end=True needs a model to write the continuity: pass chat_generator= "
                 "(usually the Agent's own) or compress=<callable prompt -> text>"
             )
-        self._options = {"session_id": session_id, "recall_limit": recall_limit,
-                         "max_content_chars": max_content_chars, "strict": strict}
-        self._init_memory(store, namespace=namespace, compress=compress, wrap_on_end=wrap_on_end,
-                          memory_role=memory_role, project_name=project_name, **self._options)
+        self._options = {"session_id": opts.session_id, "recall_limit": opts.recall_limit,
+                         "max_content_chars": opts.max_content_chars, "strict": opts.strict}
+        self._init_memory(store, opts)
         self._db_path: str | None = _store_path(self.base_session.store)
-        self.project_name = project_name
+        self.project_name = opts.project_name
         self.chat_generator = chat_generator
         self.record_tool_outputs = record_tool_outputs
         self.record_tool_calls = record_tool_calls

@@ -8,7 +8,7 @@ but cannot change inputs, so this handler only records (recall goes in through
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -17,9 +17,14 @@ from langchain_core.outputs import LLMResult
 from langchain_core.runnables.config import var_child_runnable_config
 
 from anneal_memory import Store
-from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard
+from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, options_except
 from anneal_memory.errors import IdentityError, ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from anneal_memory.adapters import MemoryKwargs, MemoryOptions
 
 from ._identity import identity_of
 from ._messages import last_message_text, message_text, payload_text
@@ -64,31 +69,19 @@ class AnnealCallbackHandler(MemoryAdapter, BaseCallbackHandler):
     extra = "langchain"
     logger_name = LOGGER_NAME
 
-    def __init__(
-        self,
-        store: Store | MemorySession | str | os.PathLike[str],
-        *,
-        namespace: Any = None,
-        session_id: str | None = None,
-        record_inputs: bool = True,
-        record_outputs: bool = True,
-        record_tools: bool = True,
-        record_llm_steps: bool = False,
-        wrap_on_end: bool = False,
-        compress: Compress | None = None,
-        recall_limit: int | None = None,
-        max_content_chars: int | None = None,
-        strict: bool | None = None,
-    ) -> None:
-        if wrap_on_end and compress is None:
+    memory_options = options_except("memory_role", "project_name", "crystal_store")
+
+    def __init__(self, store: Store | MemorySession | str | os.PathLike[str], *,
+                 record_inputs: bool = True, record_outputs: bool = True,
+                 record_tools: bool = True, record_llm_steps: bool = False,
+                 options: MemoryOptions | None = None, **memory: Unpack[MemoryKwargs]) -> None:
+        opts = self._memory_options(options, memory)
+        if opts.wrap_on_end and opts.compress is None:
             raise ValidationError(
                 "wrap_on_end=True needs compress=: a callback handler cannot reach the model; "
                 "pass compress=model_compressor(model)"
             )
-        self._init_memory(store, namespace=namespace, compress=compress,
-                          wrap_on_end=wrap_on_end, session_id=session_id,
-                          recall_limit=recall_limit, max_content_chars=max_content_chars,
-                          strict=strict)
+        self._init_memory(store, opts)
         self.record_inputs = record_inputs
         self.record_outputs = record_outputs
         self.record_tools = record_tools

@@ -25,7 +25,8 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
 from langchain_core.language_models import BaseChatModel
@@ -33,7 +34,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.runtime import Runtime
 
 from anneal_memory import Store
-from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, label_memory
+from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, label_memory, options_except
 from anneal_memory.adapters.langchain._identity import from_tuple, identity_of, is_template
 from anneal_memory.adapters.langchain._messages import (
     message_text,
@@ -41,6 +42,11 @@ from anneal_memory.adapters.langchain._messages import (
     model_compressor,
 )
 from anneal_memory.session import MemorySession
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from anneal_memory.adapters import MemoryKwargs, MemoryOptions
 
 LOGGER_NAME = "anneal_memory.adapters.langgraph"
 
@@ -86,28 +92,16 @@ class AnnealMiddleware(MemoryAdapter, AgentMiddleware):
     extra = "langgraph"
     logger_name = LOGGER_NAME
 
-    def __init__(
-        self,
-        store: Store | MemorySession | str | os.PathLike[str],
-        *,
-        namespace: Any = None,
-        session_id: str | None = None,
-        wrap_on_end: bool = False,
-        compress: Compress | None = None,
-        memory_role: str | None = None,
-        record_tools: bool = True,
-        record_steps: bool = True,
-        recall_limit: int | None = None,
-        max_content_chars: int | None = None,
-        strict: bool | None = None,
-    ) -> None:
+    memory_options = options_except("project_name", "crystal_store")
+
+    def __init__(self, store: Store | MemorySession | str | os.PathLike[str], *,
+                 record_tools: bool = True, record_steps: bool = True,
+                 options: MemoryOptions | None = None, **memory: Unpack[MemoryKwargs]) -> None:
         super().__init__()
-        if is_template(namespace):
-            namespace = _template(namespace)
-        self._init_memory(store, namespace=namespace, compress=compress,
-                          wrap_on_end=wrap_on_end, memory_role=memory_role,
-                          session_id=session_id, recall_limit=recall_limit,
-                          max_content_chars=max_content_chars, strict=strict)
+        opts = self._memory_options(options, memory)
+        if is_template(opts.namespace):
+            opts = replace(opts, namespace=_template(opts.namespace))
+        self._init_memory(store, opts)
         self.record_tools = record_tools
         self.record_steps = record_steps
         self._model: BaseChatModel | None = None

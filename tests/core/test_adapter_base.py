@@ -11,10 +11,13 @@ import pytest
 
 from anneal_memory import MemoryNamespace, MissingExtraError, Store, ValidationError
 from anneal_memory.adapters import (
+    MEMORY_OPTIONS,
     MemoryAdapter,
+    MemoryOptions,
     check_memory_role,
     check_namespace,
     hook_guard,
+    options_except,
     require_extra,
 )
 from anneal_memory.session import MemorySession
@@ -179,3 +182,44 @@ def test_memory_role_default_and_choice(store: Store) -> None:
     assert Adapter(store).memory_role == "user"
     assert Adapter(store, memory_role="system").memory_role == "system"
 
+
+
+class Narrow(MemoryAdapter):
+    """An adapter whose constructor takes some of the shared options, as keywords or as
+    one MemoryOptions (the way the framework adapters' constructors do)."""
+
+    logger_name = "anneal_memory.adapters.test"
+    memory_options = ("namespace", "compress", "wrap_on_end", "recall_limit")
+
+    def __init__(self, memory: Any, *, options: MemoryOptions | None = None,
+                 **keywords: Any) -> None:
+        self._init_memory(memory, options, **keywords)
+
+
+def test_memory_options_carry_the_shared_options_once(store: Store) -> None:
+    shared = MemoryOptions(namespace={"user": "ann"}, recall_limit=2,
+                           compress=scripted_compress)
+    a, b = Narrow(store, options=shared), Narrow(store, options=shared, recall_limit=5)
+    assert a._anneal.namespace == {"user": "ann"} and a.session.namespace.user == "ann"
+    assert a.base_session.recall_limit == 2
+    assert b.base_session.recall_limit == 5  # a keyword overrides the field it names
+    assert b._anneal.compress is shared.compress and b._anneal.namespace == {"user": "ann"}
+    # keywords alone, as before
+    c = Narrow(store, namespace={"user": "bob"}, wrap_on_end=True)
+    assert c._anneal.wrap_on_end and c.session.namespace.user == "bob"
+    assert set(MEMORY_OPTIONS) >= set(Narrow.memory_options)
+    assert options_except("memory_role", "strict") == tuple(
+        n for n in MEMORY_OPTIONS if n not in ("memory_role", "strict"))
+    with pytest.raises(ValueError, match="not MemoryOptions fields"):
+        options_except("memory_rol")
+
+
+def test_memory_options_are_checked_at_construction(store: Store) -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument 'memory_role'"):
+        Narrow(store, memory_role="system")  # a shared option this adapter does not take
+    with pytest.raises(ValidationError, match="options must be a MemoryOptions"):
+        Narrow(store, options={"recall_limit": 2})  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="wrap_on_end"):
+        Narrow(store, options=MemoryOptions(wrap_on_end="yes"))  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        Narrow(store, options=MemoryOptions(namespace={"nobody": "x"}))

@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from ratchet import nothing_gone, nothing_new
+
 ROOT = Path(__file__).resolve().parents[2]
 ADAPTERS = ROOT / "adapters"
 
@@ -86,16 +88,13 @@ def found() -> set[str]:
 
 
 def test_no_new_reach_into_the_core() -> None:
-    new = sorted(found() - BASELINE)
-    assert not new, ("these adapter imports reach core internals: import the public name "
-                     "(from anneal_memory import ...), or give what the adapter needs a public "
-                     "name first:\n  " + "\n  ".join(new))
+    nothing_new(found(), BASELINE,
+                "these adapter imports reach core internals: import the public name (from "
+                "anneal_memory import ...), or give what the adapter needs a public name first")
 
 
 def test_baseline_lists_only_what_is_still_there() -> None:
-    gone = sorted(BASELINE - found())
-    assert not gone, ("these reaches are gone: delete their lines from BASELINE in "
-                      "tests/core/test_adapter_imports.py:\n  " + "\n  ".join(gone))
+    nothing_gone(found(), BASELINE, "tests/core/test_adapter_imports.py")
 
 
 def test_the_reader_tells_public_from_internal() -> None:

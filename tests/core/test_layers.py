@@ -24,6 +24,8 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
+from ratchet import nothing_gone, nothing_new
+
 ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "core" / "anneal_memory"
 DOC = ROOT / "docs" / "architecture.md"
@@ -280,17 +282,14 @@ def test_every_module_has_a_layer_and_every_entry_a_module() -> None:
 
 
 def test_no_new_climbing_import_or_cycle() -> None:
-    new = sorted(violations(graph()) - BASELINE)
-    assert not new, (
-        "these imports climb the layer table (docs/architecture.md) or close a cycle: "
-        "import downwards only (move the name you need to the lower module, or take it as "
-        "an argument):\n  " + "\n  ".join(new))
+    nothing_new(violations(graph()), BASELINE,
+                "these imports climb the layer table (docs/architecture.md) or close a cycle: "
+                "import downwards only (move the name you need to the lower module, or take "
+                "it as an argument)")
 
 
 def test_baseline_lists_only_what_is_still_there() -> None:
-    gone = sorted(BASELINE - violations(graph()))
-    assert not gone, ("these baselined violations are fixed: delete their lines from "
-                      "BASELINE in tests/core/test_layers.py:\n  " + "\n  ".join(gone))
+    nothing_gone(violations(graph()), BASELINE, "tests/core/test_layers.py")
 
 
 def test_the_reader_sees_every_kind_of_import() -> None:
