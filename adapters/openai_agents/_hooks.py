@@ -29,7 +29,7 @@ import logging
 import os
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents import Agent, AgentHooks, RunConfig, RunContextWrapper, RunHooks, Runner
 
@@ -40,8 +40,14 @@ from anneal_memory.adapters import (
     MemoryAdapter,
     hook_guard,
     label_memory,
+    options_except,
 )
 from anneal_memory.session import MemorySession
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from anneal_memory.adapters import MemoryKwargs, MemoryOptions
 
 from ._items import item_text, latest_user_text
 from ._session import session_of_run
@@ -99,18 +105,13 @@ class AnnealMemory(MemoryAdapter):
     extra = "openai-agents"
     logger_name = LOGGER_NAME
 
+    memory_options = options_except("project_name")
+
     def __init__(self, memory: Store | MemorySession | str | os.PathLike[str], *,
-                 namespace: Any = None, wrap_on_end: bool = False,
-                 compress: Compress | None = None, memory_role: str | None = None,
                  record_user_input: bool = True, record_tools: bool = True,
-                 record_outcome: bool = True, recall_limit: int | None = None,
-                 max_content_chars: int | None = None, session_id: str | None = None,
-                 crystal_store: Any = None, strict: bool | None = None) -> None:
-        self._init_memory(memory, namespace=namespace, compress=compress,
-                          wrap_on_end=wrap_on_end, memory_role=memory_role,
-                          session_id=session_id, crystal_store=crystal_store,
-                          recall_limit=recall_limit, max_content_chars=max_content_chars,
-                          strict=strict)
+                 record_outcome: bool = True, options: MemoryOptions | None = None,
+                 **keywords: Unpack[MemoryKwargs]) -> None:
+        self._init_memory(memory, options, **keywords)
         self.record_user_input = record_user_input
         self.record_tools = record_tools
         self.record_outcome = record_outcome

@@ -24,15 +24,20 @@ import os
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smolagents.memory import ActionStep, FinalAnswerStep, PlanningStep
 from smolagents.models import ChatMessage, MessageRole, Model
 
 from anneal_memory import Store
-from anneal_memory.adapters import MemoryAdapter, hook_guard, label_memory
+from anneal_memory.adapters import MemoryAdapter, hook_guard, label_memory, options_except
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from anneal_memory.adapters import MemoryKwargs, MemoryOptions
 
 LOGGER_NAME = "anneal_memory.adapters.smolagents"
 _safe = hook_guard(LOGGER_NAME)
@@ -100,27 +105,14 @@ class AnnealMemory(MemoryAdapter):
     #: the system prompt is the one channel smolagents offers before a run's first call
     default_memory_role = "system"
 
-    def __init__(
-        self,
-        memory: Store | MemorySession | str | os.PathLike[str],
-        *,
-        namespace: Any = None,
-        wrap_on_end: bool = False,
-        compress: Compress | None = None,
-        record_user_input: bool = True,
-        record_tools: bool = True,
-        record_plans: bool = True,
-        record_outcome: bool = True,
-        recall_limit: int | None = None,
-        max_content_chars: int | None = None,
-        session_id: str | None = None,
-        crystal_store: Any = None,
-        strict: bool | None = None,
-    ) -> None:
-        self._init_memory(memory, namespace=namespace, compress=compress,
-                          wrap_on_end=wrap_on_end, session_id=session_id,
-                          crystal_store=crystal_store, recall_limit=recall_limit,
-                          max_content_chars=max_content_chars, strict=strict)
+    memory_options = options_except("memory_role", "project_name")
+
+    def __init__(self, memory: Store | MemorySession | str | os.PathLike[str], *,
+                 record_user_input: bool = True, record_tools: bool = True,
+                 record_plans: bool = True, record_outcome: bool = True,
+                 options: MemoryOptions | None = None,
+                 **keywords: Unpack[MemoryKwargs]) -> None:
+        self._init_memory(memory, options, **keywords)
         self.record_user_input = record_user_input
         self.record_tools = record_tools
         self.record_plans = record_plans
