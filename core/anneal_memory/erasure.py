@@ -30,6 +30,10 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _TOKEN = re.compile(r"[A-Za-z0-9_-]+")
 # the framing record_tool_output puts before every tool result: common to all of them
 _TOOL_FRAME = ("tool",)
+#: the root's item collection of the MCP server's bearer tokens (``mcp.tokens`` writes it):
+#: each names the namespace it serves in ``value["namespace"]``, so an erased namespace's
+#: tokens go with it
+MCP_TOKENS = "_mcp_tokens"
 
 
 def words(text: str) -> list[str]:
@@ -384,9 +388,7 @@ def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
         else:
             b.erase_scope_rows(Scope(owner, ns.project))
             report.governed_records = gsql.erase_owner(b, owner, ns.project)
-        from .mcp.tokens import forget_namespace
-
-        forget_namespace(root, ns)  # its MCP tokens name the user: they go too
+        _forget_tokens(root, ns)  # its MCP tokens name the user: they go too
         root.audit_trail.append("namespace_erased", {
             "namespace_tag": view_for(root, Scope(owner, ns.project)).ns_tag,
             **report.audit_data()}, actor="operator")
@@ -396,3 +398,17 @@ def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
     flush_pending_blobs(b)
     root._scrub()
     return report
+
+
+def _forget_tokens(root: Any, ns: Any) -> int:
+    """Delete the MCP tokens of an erased namespace (every project of it when ``ns`` names
+    none): their records name the user, and erased means erased. Returns how many."""
+    from ._namespace import coerce_namespace
+
+    items = root.items(MCP_TOKENS)
+    gone = 0
+    for item in items.list():
+        held = coerce_namespace(item.value["namespace"])
+        if held.owner == ns.owner and (ns.project is None or held.project == ns.project):
+            gone += items.delete(item.key)
+    return gone

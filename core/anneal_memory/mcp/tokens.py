@@ -19,12 +19,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..clock import iso, parse_timestamp, utcnow
+from ..erasure import MCP_TOKENS
 from ..errors import AnnealMemoryError, EpisodeNotFoundError, TrustError, ValidationError
 from ..governance.namespace import MemoryNamespace, coerce_namespace
 from ..types import coerce_trust
 
-#: the root's item collection holding the tokens (reserved: only this module writes it)
-COLLECTION = "_mcp_tokens"
+#: the root's item collection holding the tokens (reserved: only this module writes it;
+#: erasing a namespace deletes its tokens there, so the erasure names it)
+COLLECTION = MCP_TOKENS
 #: what every token starts with, so a leaked one is recognisable (and greppable)
 PREFIX = "amt_"
 #: the ceilings a token may carry: an agent's at most (operator acts are the CLI's)
@@ -192,16 +194,3 @@ def check_namespace(info: TokenInfo, asked: MemoryNamespace | None) -> None:
     if asked is not None and asked != info.namespace:
         raise TokenError(f"token {info.id} serves namespace {info.namespace.label()}, not "
                          f"{asked.label()}: use a token made for that namespace", status=403)
-
-
-def forget_namespace(store: Any, namespace: MemoryNamespace) -> int:
-    """Delete the tokens of an erased namespace (every project of it when ``namespace``
-    names none): their records name the user, and erased means erased. Returns how many."""
-    items = _root(store)
-    gone = 0
-    for item in items.list():
-        ns = coerce_namespace(item.value["namespace"])
-        if ns.owner == namespace.owner and (namespace.project is None
-                                            or ns.project == namespace.project):
-            gone += items.delete(item.key)
-    return gone
