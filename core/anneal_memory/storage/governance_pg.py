@@ -1,4 +1,4 @@
-"""The PostgreSQL dialect of the governance SQL (the queries are in ``governance_sql``).
+"""The PostgreSQL dialect of the governance SQL (the queries are in ``governance_sql``, the tables in ``governance_schema``).
 
 The tables are created in the store's own schema (the connection's search path), under
 the schema advisory lock and inside the backend's write transaction, so hosts opening a
@@ -9,7 +9,7 @@ deleted namespaced episodes, as the SQLite trigger does.
 
 from __future__ import annotations
 
-from .governance_sql import NS_META_KEY, Dialect, table_statements
+from .governance_schema import NS_META_KEY, Dialect, table_statements
 from .pg_schema import SCHEMA_LOCK
 from .postgres import PostgresBackend
 

@@ -38,7 +38,7 @@ TABLES: list[Table] = [
     ("items", "ns_key, collection, key, value, metadata, created_at, updated_at", "seq"),
     ("audit_log", "seq, ts, actor, event, data, prev_hash, hash", "seq"),
 ]
-# The governance tables of governance_sql.TABLES, every column (a test holds this list to
+# The governance tables of governance_schema.TABLES, every column (a test holds this list to
 # the tables both dialects create).
 GOV_TABLES: list[Table] = [
     ("gov_records", "seq, record_id, memory_id, ns_key, ns_owner, ns_project, version, "
