@@ -245,8 +245,7 @@ def cosine_similarities(query: Sequence[float], blobs: Sequence[bytes] | bytes) 
 
 
 def top(scores: Sequence[float], k: int) -> list[int]:
-    """Indexes of the ``k`` best scores, best first (ties: the later index first, as
-    recall ranks a later episode first)."""
+    """Indexes of the ``k`` best scores, best first (ties: the later index first)."""
     import heapq
 
     return heapq.nlargest(k, range(len(scores)), key=lambda i: (scores[i], i))

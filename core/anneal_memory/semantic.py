@@ -125,12 +125,13 @@ def blend(keyword_ids: list[str], vector_ids: list[str], cosine: Mapping[str, fl
     return ahead + keyword_ids + rest
 
 
-def _embed(store: Store, emb: Embedder, repo: VectorRepo, ids: Sequence[str]
+def _embed(store: Store, emb: Embedder, repo: VectorRepo, ids: Sequence[str], newest: int
            ) -> tuple[dict[str, bytes], str | None]:
-    """Embed and store these episodes (those still there); (their vectors, the
-    embedder's error or None). The embedder runs outside any transaction or lock."""
+    """Embed and store the ``newest`` of these episodes (those still there); (their
+    vectors, the embedder's error or None). The embedder runs outside any transaction
+    or lock."""
     with store.backend.read():
-        rows = repo.contents(ids)
+        rows = repo.contents(ids, newest=newest)
     if not rows:
         return {}, None
     try:
@@ -170,7 +171,7 @@ def _rank(store: Store, emb: Embedder, text: str, filters: SearchFilters, pool: 
     pending = [i for i in ids if i not in vecs]
     failed, embedded = None, 0
     if pending and emb.catch_up and not store.read_only:
-        made, failed = _embed(store, emb, repo, pending[-emb.catch_up:])  # the newest first
+        made, failed = _embed(store, emb, repo, pending, emb.catch_up)  # the newest first
         embedded = len(made)
         if made and len(next(iter(made.values()))) != 4 * dims:
             made = {}  # another dimension than the query's: not comparable

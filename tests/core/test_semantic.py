@@ -358,3 +358,13 @@ def test_an_export_leaves_vectors_out_and_an_import_embeds_again(tmp_path: Path)
         assert b.status().embedded_episodes == 0  # derived data: made again here
         res = b.recall(keyword=QUERY, limit=1)
         assert [e.id for e in res.episodes] == [nurse.id] and res.semantic.embedded == 1
+
+
+def test_a_recall_catches_up_on_the_newest_episodes_first(db: Path) -> None:
+    with Store(db) as s:
+        ids = [e.id for e in s.record_many([{"content": f"garden note {i}",
+                                             "episode_type": "observation"}
+                                            for i in range(30)])]
+    with Store(db, embedder=Embedder(HashingEmbedder(), catch_up=10)) as s:
+        s.recall(keyword="garden", mode="semantic")
+    assert {r[0] for r in raw_vectors(db)} == set(ids[-10:])

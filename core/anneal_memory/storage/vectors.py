@@ -95,11 +95,14 @@ class VectorRepo:
             [(model, int(dim), ns, blob, eid) for eid, ns, blob in rows])
 
     def visible(self, f: SearchFilters) -> list[str]:
-        """Ids of every episode the filters let through, oldest first: the candidates a
-        vector ranking may score (no vector is read for any other)."""
+        """Ids of every episode the filters let through (in no particular order): the
+        candidates a vector ranking may score (no vector is read for any other)."""
+        if not f.include_superseded and self._b.q1("SELECT 1 FROM supersessions LIMIT 1") is None:
+            f = replace(f, include_superseded=True)  # nothing is replaced: skip the test per row
         where, params = self._where(f)
-        return [str(r[0]) for r in self._b.q(
-            f"SELECT e.id FROM episodes e WHERE {where} ORDER BY e.rowid", params)]
+        # no ORDER BY: without filters SQLite then reads the narrow id index, not the rows
+        return [str(r[0]) for r in self._b.q(f"SELECT e.id FROM episodes e WHERE {where}",
+                                             params)]
 
     def vectors_of(self, model: str, dim: int, ids: Sequence[str]) -> dict[str, bytes]:
         """The stored vectors of ``model`` and ``dim`` of these episode ids (ids without
@@ -115,17 +118,22 @@ class VectorRepo:
                 out[str(eid)] = bytes(blob)
         return out
 
-    def contents(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
-        """(id, content, namespace key) of these episodes, in the order given."""
-        found: dict[str, tuple[str, str, str]] = {}
+    def contents(self, ids: Sequence[str], *, newest: int | None = None
+                 ) -> list[tuple[str, str, str]]:
+        """(id, content, namespace key) of these episodes, in the order given, or the
+        ``newest`` of them (last recorded first)."""
+        found: dict[str, tuple[int, str, str, str]] = {}
         vis, vparams = visible_sql(self.scope)
         for chunk in self._b._chunks(list(ids)):
             cond, params = self._b._in_list("id", chunk)
-            for eid, content, owner, project in self._b.q(
-                    f"SELECT id, content, ns_owner, ns_project FROM episodes WHERE {cond}{vis}",
-                    [*params, *vparams]):
-                found[str(eid)] = (str(eid), str(content), Scope(owner, project).key)
-        return [found[i] for i in ids if i in found]
+            for rowid, eid, content, owner, project in self._b.q(
+                    f"SELECT rowid, id, content, ns_owner, ns_project FROM episodes WHERE "
+                    f"{cond}{vis}", [*params, *vparams]):
+                found[str(eid)] = (int(rowid), str(eid), str(content), Scope(owner, project).key)
+        rows = [found[i] for i in ids if i in found]
+        if newest is not None:
+            rows = sorted(rows, key=lambda r: -r[0])[:newest]
+        return [(eid, content, ns) for _r, eid, content, ns in rows]
 
     def counts(self) -> list[tuple[str, int, int]]:
         """(model, dimension, vectors) of the episodes this repository's scope sees."""
