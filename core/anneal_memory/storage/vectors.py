@@ -40,11 +40,9 @@ class VectorRepo:
         written before schema 5 (SQLite) / 3 (PostgreSQL) has none, and holds no vector."""
         if not self._b.read_only:
             return True
-        from .sqlite import SQLiteBackend
-
         inner = getattr(self._b, "inner", self._b)
-        sql = ("SELECT 1 FROM sqlite_master WHERE type='table' AND name='episode_vectors'"
-               if isinstance(inner, SQLiteBackend) else "SELECT to_regclass('episode_vectors')")
+        sql = ("SELECT to_regclass('episode_vectors')" if getattr(inner, "dsn", None)
+               else "SELECT 1 FROM sqlite_master WHERE type='table' AND name='episode_vectors'")
         r = self._b.q1(sql)
         return bool(r and r[0])
 
