@@ -20,7 +20,7 @@ from .text import overlap_fraction_of_shorter
 from .types import TRUST_LEVELS
 
 if TYPE_CHECKING:
-    from .store import Store
+    from ._unit import Ground
 
 #: minimum shared meaningful words, as a share of the shorter text's
 SUPERSEDE_OVERLAP_FLOOR = 0.25
@@ -56,12 +56,12 @@ def validate_state_key(key: Any) -> str:
     return k
 
 
-def _reaches(store: Store, start: str, target: str) -> bool:
+def _reaches(store: Ground, start: str, target: str) -> bool:
     """Does a chain of links lead from ``start`` (as old) to ``target``?"""
     seen, frontier = {start}, [start]
     while frontier:
         nxt = []
-        for links in store.backend.supersessions_of(frontier).values():
+        for links in store.repos.links.supersessions_of(frontier).values():
             for new, _k, _c in links:
                 if new == target:
                     return True
@@ -72,7 +72,7 @@ def _reaches(store: Store, start: str, target: str) -> bool:
     return False
 
 
-def check_link(store: Store, old: EpisodeRow | None, old_id: str, new: EpisodeRow,
+def check_link(store: Ground, old: EpisodeRow | None, old_id: str, new: EpisodeRow,
                new_trust: str, *, kind: str) -> str | None:
     """Why ``old_id -> new`` cannot be a link, or None if it can (record, supersede, a
     wrap's proposals and an import's links all ask this)."""
@@ -103,9 +103,9 @@ def check_link(store: Store, old: EpisodeRow | None, old_id: str, new: EpisodeRo
     return None
 
 
-def validate_explicit_links(store: Store, new: EpisodeRow, olds: Sequence[str],
+def validate_explicit_links(store: Ground, new: EpisodeRow, olds: Sequence[str],
                             derived_from: Sequence[str]) -> None:
-    rows = store.backend.get_episodes(list(olds))
+    rows = store.repos.episodes.get_episodes(list(olds))
     new_trust = new_episode_trust(store, new.trust, derived_from)
     for old_id in olds:
         why = check_link(store, rows.get(old_id), old_id, new, new_trust, kind="explicit")
@@ -113,11 +113,11 @@ def validate_explicit_links(store: Store, new: EpisodeRow, olds: Sequence[str],
             raise SupersessionError(f"cannot record supersedes={old_id!r}: {why}; nothing was recorded")
 
 
-def check_key_trust(store: Store, row: EpisodeRow, key: str, trust_label: str | None = None) -> None:
+def check_key_trust(store: Ground, row: EpisodeRow, key: str, trust_label: str | None = None) -> None:
     """Refuse a state-key update that would hide a more trusted holder of the key: relayed
     content cannot replace an operator's fact through a key any more than through an
     explicit ``supersedes`` link."""
-    holders = [m for m in store.backend.state_key_holders(key) if m.id != row.id]
+    holders = [m for m in store.repos.episodes.state_key_holders(key) if m.id != row.id]
     if not holders or any(m.timestamp > row.timestamp for m in holders):
         return  # nothing held, or the row goes into the key's history and hides nothing
     mine = trust_label or store.effective_trust_map([row.id]).get(row.id, row.trust)
@@ -131,7 +131,7 @@ def check_key_trust(store: Store, row: EpisodeRow, key: str, trust_label: str | 
                 "with operator trust); nothing was recorded")
 
 
-def new_episode_trust(store: Store, label: str, derived_from: Sequence[str]) -> str:
+def new_episode_trust(store: Ground, label: str, derived_from: Sequence[str]) -> str:
     """A new episode's effective trust: its label, capped by its most trusted source."""
     from . import trust
 
@@ -143,105 +143,105 @@ def new_episode_trust(store: Store, label: str, derived_from: Sequence[str]) -> 
     return trust.lower(label, max(src.values(), key=TRUST_LEVELS.__getitem__))
 
 
-def apply_state_key(store: Store, row: EpisodeRow) -> list[str]:
+def apply_state_key(store: Ground, row: EpisodeRow) -> list[str]:
     """Recompute a slot after ``row`` joined it; return the ids newly replaced."""
     return _recompute_slot(store, row.state_key or "", audit=False)
 
 
-def recompute_slot(store: Store, key: str) -> list[str]:
+def recompute_slot(store: Ground, key: str) -> list[str]:
     """Relink the slot ``key`` (in ``store``'s namespace) so its newest holder replaces
     the rest; returns the ids newly replaced (an import settles its keys with this)."""
     return _recompute_slot(store, key, audit=False)
 
 
-def _recompute_slot(store: Store, key: str, *, audit: bool) -> list[str]:
-    b = store.backend
-    members = b.state_key_holders(key)
+def _recompute_slot(store: Ground, key: str, *, audit: bool) -> list[str]:
+    r = store.repos
+    members = r.episodes.state_key_holders(key)
     member_ids = {m.id for m in members}
-    before = {o for o, links in b.supersessions_of(list(member_ids)).items()
+    before = {o for o, links in r.links.supersessions_of(list(member_ids)).items()
               if any(k == "state_key" for _n, k, _c in links)}
     for m in members:
-        for new, kind, _c in b.supersessions_of([m.id]).get(m.id, []):
+        for new, kind, _c in r.links.supersessions_of([m.id]).get(m.id, []):
             if kind == "state_key":
-                b.remove_supersession(m.id, new)
+                r.links.remove_supersession(m.id, new)
     if not members:
         return []
     head = max(members, key=lambda m: (m.timestamp, m.rowid))
     for m in members:
         if m.id != head.id:
-            b.add_supersession(m.id, head.id, "state_key", now_iso())
+            r.links.add_supersession(m.id, head.id, "state_key", now_iso())
     after = {m.id for m in members if m.id != head.id}
     return sorted(after - before)
 
 
-def set_state_key(store: Store, episode_id: str, key: str) -> list[tuple[str, str]]:
+def set_state_key(store: Ground, episode_id: str, key: str) -> list[tuple[str, str]]:
     """Key an existing episode; returns the links the slot gained, as (old_id, new_id)."""
     k = validate_state_key(key)
-    with store._write():
-        rows = store.backend.get_episodes([episode_id], exact=True)
+    with store.transaction() as tx:
+        rows = tx.episodes.get_episodes([episode_id], exact=True)
         if episode_id not in rows:
             raise EpisodeNotFoundError(f"no episode {episode_id!r} in this store: check the id")
         row = rows[episode_id]
         check_key_trust(store, row, k)
-        explicit = [n for n, kind, _ in store.backend.supersessions_of([episode_id]).get(episode_id, [])
+        explicit = [n for n, kind, _ in tx.links.supersessions_of([episode_id]).get(episode_id, [])
                     if kind != "state_key"]
         if explicit or any(kind in ("explicit", "wrap")
-                           for _o, kind in store.backend.superseded_by_new(episode_id)):
+                           for _o, kind in tx.links.superseded_by_new(episode_id)):
             raise SupersessionError(
                 f"episode {episode_id} takes part in explicit supersession links: remove them "
                 "with unsupersede before keying it")
         old_key = row.state_key
         before = _slot_links(store, k)
-        store.backend.update_episode(episode_id, state_key=k)
+        tx.episodes.update_episode(episode_id, state_key=k)
         if old_key and old_key != k:
             _recompute_slot(store, old_key, audit=False)
         replaced = _recompute_slot(store, k, audit=False)
         added = sorted(_slot_links(store, k) - before)
-        store.audit_trail.append("state_key_set", {"id": episode_id, "key": k, "replaced": replaced},
-                                 actor="operator")
+        tx.audit.append("state_key_set", {"id": episode_id, "key": k, "replaced": replaced},
+                        actor="operator")
     return added
 
 
-def _slot_links(store: Store, key: str) -> set[tuple[str, str]]:
+def _slot_links(store: Ground, key: str) -> set[tuple[str, str]]:
     """The state-key links (old_id, new_id) among the holders of ``key``."""
-    ids = [m.id for m in store.backend.state_key_holders(key)]
-    return {(old, new) for old, links in store.backend.supersessions_of(ids).items()
+    ids = [m.id for m in store.repos.episodes.state_key_holders(key)]
+    return {(old, new) for old, links in store.repos.links.supersessions_of(ids).items()
             for new, kind, _c in links if kind == "state_key"}
 
 
-def clear_state_key(store: Store, episode_id: str) -> dict[str, Any]:
+def clear_state_key(store: Ground, episode_id: str) -> dict[str, Any]:
     """Take an episode out of its slot. Returns ``key`` (None when it held none), the links
     ``removed`` and ``added`` as [old_id, new_id] pairs, and ``left_live``: episodes the
     slot no longer hides."""
     storable_text(episode_id, "episode id")
-    with store._write():
-        rows = store.backend.get_episodes([episode_id], exact=True)
+    with store.transaction() as tx:
+        rows = tx.episodes.get_episodes([episode_id], exact=True)
         if episode_id not in rows:
             raise EpisodeNotFoundError(f"no episode {episode_id!r} in this store: check the id")
         key = rows[episode_id].state_key
         if not key:
             return {"key": None, "removed": [], "added": [], "left_live": []}
         before = _slot_links(store, key)
-        for new, kind, _ in store.backend.supersessions_of([episode_id]).get(episode_id, []):
+        for new, kind, _ in tx.links.supersessions_of([episode_id]).get(episode_id, []):
             if kind == "state_key":
-                store.backend.remove_supersession(episode_id, new)
+                tx.links.remove_supersession(episode_id, new)
                 before.add((episode_id, new))
-        store.backend.update_episode(episode_id, state_key=None)
+        tx.episodes.update_episode(episode_id, state_key=None)
         _recompute_slot(store, key, audit=False)
         after = _slot_links(store, key)
         hidden_after = {o for o, _n in after}
-        store.audit_trail.append("state_key_cleared", {"id": episode_id, "key": key},
-                                 actor="operator")
+        tx.audit.append("state_key_cleared", {"id": episode_id, "key": key},
+                        actor="operator")
     return {"key": key, "removed": [list(x) for x in sorted(before - after)],
             "added": [list(x) for x in sorted(after - before)],
             "left_live": sorted({o for o, _n in before if o not in hidden_after
                                  and o != episode_id})}
 
 
-def state_report(store: Store, key: str | None = None) -> list[dict[str, Any]]:
+def state_report(store: Ground, key: str | None = None) -> list[dict[str, Any]]:
     if key is not None:
         storable_text(key, "state key")
-    rows = store.backend.state_key_holders(key)
+    rows = store.repos.episodes.state_key_holders(key)
     slots: dict[str, list[EpisodeRow]] = {}
     for r in rows:
         slots.setdefault(r.state_key or "", []).append(r)
@@ -259,58 +259,58 @@ def state_report(store: Store, key: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def supersede(store: Store, old_id: str, new_id: str) -> bool:
+def supersede(store: Ground, old_id: str, new_id: str) -> bool:
     """Link ``new_id`` as replacing ``old_id`` after the fact, validated as a link written
     at record time; False when the link already exists."""
-    with store._write():
-        rows = store.backend.get_episodes([old_id, new_id])
+    with store.transaction() as tx:
+        rows = tx.episodes.get_episodes([old_id, new_id])
         new = rows.get(new_id)
         if new is None:
             raise EpisodeNotFoundError(f"no episode {new_id!r} in this store: check the id")
-        if new_id in {n for n, _k, _c in store.backend.supersessions_of([old_id]).get(old_id, [])}:
+        if new_id in {n for n, _k, _c in tx.links.supersessions_of([old_id]).get(old_id, [])}:
             return False
         new_trust = store.effective_trust_map([new_id]).get(new_id, new.trust)
         why = check_link(store, rows.get(old_id), old_id, new, new_trust, kind="explicit")
         if why:
             raise SupersessionError(f"cannot link {old_id} -> {new_id}: {why}")
-        store.backend.add_supersession(old_id, new_id, "explicit", now_iso())
-        store.audit_trail.append("supersede", {"old_id": old_id, "new_id": new_id},
-                                 actor="operator")
+        tx.links.add_supersession(old_id, new_id, "explicit", now_iso())
+        tx.audit.append("supersede", {"old_id": old_id, "new_id": new_id},
+                        actor="operator")
     return True
 
 
-def state_key_report(store: Store, key: str | None = None) -> list[dict[str, Any]]:
+def state_key_report(store: Ground, key: str | None = None) -> list[dict[str, Any]]:
     """1.0.2's shape of the state report: per key, ``current`` and ``replaced`` as lists of
     ``{id, timestamp, content}``."""
     return [{"key": slot["key"], "current": [slot["current"]], "replaced": slot["history"]}
             for slot in state_report(store, key)]
 
 
-def unsupersede(store: Store, old_id: str, new_id: str) -> bool:
+def unsupersede(store: Ground, old_id: str, new_id: str) -> bool:
     """Remove the link ``old_id -> new_id``; False when both episodes exist and no such
     link does (as 1.0.2). An id this store (or view) does not hold is refused."""
     storable_text(old_id, "old_id")
     storable_text(new_id, "new_id")
-    with store._write():
-        mine = store.backend.get_episodes([old_id, new_id], exact=True)
+    with store.transaction() as tx:
+        mine = tx.episodes.get_episodes([old_id, new_id], exact=True)
         missing = [i for i in (old_id, new_id) if i not in mine]
         if missing:
             raise SupersessionError(f"no episode {missing[0]!r} in this store: there is no "
                                     f"link {old_id} -> {new_id} to remove")
-        links = store.backend.supersessions_of([old_id]).get(old_id, []) if old_id in mine else []
+        links = tx.links.supersessions_of([old_id]).get(old_id, []) if old_id in mine else []
         kinds = {n: k for n, k, _ in links if n in mine}
         if new_id not in kinds:
             return False
-        store.backend.remove_supersession(old_id, new_id)
-        store.audit_trail.append("unsupersede", {"old_id": old_id, "new_id": new_id,
-                                                 "kind": kinds[new_id]}, actor="operator")
+        tx.links.remove_supersession(old_id, new_id)
+        tx.audit.append("unsupersede", {"old_id": old_id, "new_id": new_id,
+                                        "kind": kinds[new_id]}, actor="operator")
     return True
 
 
-def propose_wrap_link(store: Store, old_id: str, new_id: str, snapshot: set[str]) -> str | None:
+def propose_wrap_link(store: Ground, old_id: str, new_id: str, snapshot: set[str]) -> str | None:
     """Record a link a wrap proposed; return why it was rejected, or None."""
-    b = store.backend
-    rows = b.get_episodes([old_id, new_id], exact=True)
+    r = store.repos
+    rows = r.episodes.get_episodes([old_id, new_id], exact=True)
     if new_id not in snapshot:
         return f"{new_id} is not an episode of this wrap"
     new = rows.get(new_id)
@@ -320,35 +320,35 @@ def propose_wrap_link(store: Store, old_id: str, new_id: str, snapshot: set[str]
     why = check_link(store, rows.get(old_id), old_id, new, new_trust, kind="wrap")
     if why:
         return why
-    existing = {n for n, _k, _c in b.supersessions_of([old_id]).get(old_id, [])}
+    existing = {n for n, _k, _c in r.links.supersessions_of([old_id]).get(old_id, [])}
     if new_id not in existing:
-        b.add_supersession(old_id, new_id, "wrap", now_iso())
+        r.links.add_supersession(old_id, new_id, "wrap", now_iso())
     return None
 
 
-def detach_links(store: Store, eid: str) -> None:
+def detach_links(store: Ground, eid: str) -> None:
     """Before an episode is removed: drop its outgoing links and rewire links that
     pointed at it to what replaced it (never swapped in by recall)."""
-    b = store.backend
-    onward = [n for n, _k, _c in b.supersessions_of([eid]).get(eid, [])]
-    incoming = b.superseded_by_new(eid)
-    b.delete_supersessions_touching([eid])
+    r = store.repos
+    onward = [n for n, _k, _c in r.links.supersessions_of([eid]).get(eid, [])]
+    incoming = r.links.superseded_by_new(eid)
+    r.links.delete_supersessions_touching([eid])
     if onward:
         for old, _kind in incoming:
             if old != onward[-1]:
-                b.add_supersession(old, onward[-1], "rewired", now_iso())
+                r.links.add_supersession(old, onward[-1], "rewired", now_iso())
 
 
-def link_chain_head(store: Store, eid: str) -> tuple[str | None, bool]:
+def link_chain_head(store: Ground, eid: str) -> tuple[str | None, bool]:
     """Follow links from a replaced episode to the live one that replaces it.
 
     Returns (head id, swappable): swappable is False when any link on the way was
     proposed by a wrap or rewired by a delete.
     """
-    b = store.backend
+    r = store.repos
     cur, swappable, seen = eid, True, {eid}
     while True:
-        links = b.supersessions_of([cur]).get(cur, [])
+        links = r.links.supersessions_of([cur]).get(cur, [])
         if not links:
             return (None if cur == eid else cur), swappable
         new, kind, _ = links[-1]
@@ -364,14 +364,14 @@ def link_chain_head(store: Store, eid: str) -> tuple[str | None, bool]:
 CHAIN_LIMIT = 100
 
 
-def supersession_chain(store: Store, episode_id: str) -> list[dict[str, Any]]:
+def supersession_chain(store: Ground, episode_id: str) -> list[dict[str, Any]]:
     """The replacement chain through an episode, oldest first: each link ``{"old_id",
     "new_id", "kind", "created_at"}`` (kind ``explicit``, ``state_key``, ``wrap`` or
     ``rewired``), walking back through what it replaced and on through what replaced it.
     Only episodes this store (or view) can see are followed."""
     storable_text(episode_id, "episode id")
-    b = store.backend
-    if episode_id not in b.get_episodes([episode_id]):
+    r = store.repos
+    if episode_id not in r.episodes.get_episodes([episode_id]):
         raise EpisodeNotFoundError(f"no episode {episode_id!r} in this store: check the id "
                                    "(anneal-memory search)")
     links: dict[tuple[str, str], dict[str, Any]] = {}
@@ -379,9 +379,9 @@ def supersession_chain(store: Store, episode_id: str) -> list[dict[str, Any]]:
     while todo and len(seen) <= CHAIN_LIMIT:
         cur = todo.pop()
         found: list[tuple[str, str, str, str | None]] = [
-            (cur, n, k, c) for n, k, c in b.supersessions_of([cur]).get(cur, [])]
-        found += [(o, cur, k, None) for o, k in b.superseded_by_new(cur)]
-        visible = b.get_episodes([x for f in found for x in f[:2]])
+            (cur, n, k, c) for n, k, c in r.links.supersessions_of([cur]).get(cur, [])]
+        found += [(o, cur, k, None) for o, k in r.links.superseded_by_new(cur)]
+        visible = r.episodes.get_episodes([x for f in found for x in f[:2]])
         for old, new, kind, created in found:
             if old not in visible or new not in visible:
                 continue
@@ -392,6 +392,6 @@ def supersession_chain(store: Store, episode_id: str) -> list[dict[str, Any]]:
                 if nxt not in seen:
                     seen.add(nxt)
                     todo.append(nxt)
-    stamps = {i: r.timestamp for i, r in b.get_episodes(list(seen)).items()}
+    stamps = {i: r.timestamp for i, r in r.episodes.get_episodes(list(seen)).items()}
     return sorted(links.values(), key=lambda x: (stamps.get(x["old_id"], ""),
                                                  stamps.get(x["new_id"], "")))

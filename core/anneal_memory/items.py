@@ -23,7 +23,7 @@ from .clock import now_iso
 from .errors import ValidationError
 
 if TYPE_CHECKING:
-    from .store import Store
+    from ._unit import Ground
 
 _MAX_KEY = 1000
 
@@ -92,7 +92,7 @@ def _page(limit: Any, offset: Any) -> tuple[int | None, int]:
 class ItemCollection:
     """One named collection of items in one namespace of a Store."""
 
-    def __init__(self, store: Store, name: str) -> None:
+    def __init__(self, store: Ground, name: str) -> None:
         self.store = store
         self.name = _text("collection name", name, 200)
 
@@ -106,9 +106,8 @@ class ItemCollection:
         if metadata is not None and not isinstance(metadata, Mapping):
             raise ValidationError("item metadata must be a dict (or None)")
         m = _json("metadata", dict(metadata)) if metadata else None
-        self.store._check_writable()
-        with self.store._write():
-            row = self.store.backend.item_put(self.name, k, v, m, now_iso())  # type: ignore[attr-defined]
+        with self.store.transaction() as tx:
+            row = tx.items.item_put(self.name, k, v, m, now_iso())
         return _item(row)
 
     def append(self, value: Any, *, metadata: Mapping[str, Any] | None = None) -> Item:
@@ -116,7 +115,7 @@ class ItemCollection:
         return self.put(f"{time.time_ns():020d}-{secrets.token_hex(4)}", value, metadata=metadata)
 
     def get(self, key: str) -> Item | None:
-        row = self.store.backend.item_get(self.name, _text("key", key, _MAX_KEY))  # type: ignore[attr-defined]
+        row = self.store.repos.items.item_get(self.name, _text("key", key, _MAX_KEY))
         return None if row is None else _item(row)
 
     def list(self, *, prefix: str | None = None, where: Mapping[str, Any] | None = None,
@@ -128,7 +127,7 @@ class ItemCollection:
         if order not in ("asc", "desc"):
             raise ValidationError("order must be 'asc' or 'desc'")
         lim, off = _page(limit, offset)
-        rows = self.store.backend.item_list(  # type: ignore[attr-defined]
+        rows = self.store.repos.items.item_list(
             self.name, prefix=_text("prefix", prefix, _MAX_KEY) if prefix else None,
             where=_fields(where), contains=_text("search text", contains, 2000) if contains
             else None, order=order, limit=lim, offset=off)
@@ -139,26 +138,23 @@ class ItemCollection:
         return self.list(contains=text, order="desc", limit=limit)
 
     def count(self, *, prefix: str | None = None, where: Mapping[str, Any] | None = None) -> int:
-        return self.store.backend.item_count(  # type: ignore[attr-defined, no-any-return]
+        return self.store.repos.items.item_count(
             self.name, prefix=_text("prefix", prefix, _MAX_KEY) if prefix else None,
             where=_fields(where))
 
     def delete(self, key: str) -> bool:
         """Remove one item; False when there was none."""
         k = _text("key", key, _MAX_KEY)
-        self.store._check_writable()
-        with self.store._write():
-            return bool(self.store.backend.item_delete(self.name, key=k))  # type: ignore[attr-defined]
+        with self.store.transaction() as tx:
+            return bool(tx.items.item_delete(self.name, key=k))
 
     def delete_prefix(self, prefix: str) -> int:
         """Remove every item whose key starts with ``prefix``; how many went."""
         p = _text("prefix", prefix, _MAX_KEY)
-        self.store._check_writable()
-        with self.store._write():
-            return int(self.store.backend.item_delete(self.name, prefix=p))  # type: ignore[attr-defined]
+        with self.store.transaction() as tx:
+            return int(tx.items.item_delete(self.name, prefix=p))
 
     def clear(self) -> int:
         """Remove every item of this collection (in this namespace only)."""
-        self.store._check_writable()
-        with self.store._write():
-            return int(self.store.backend.item_delete(self.name))  # type: ignore[attr-defined]
+        with self.store.transaction() as tx:
+            return int(tx.items.item_delete(self.name))

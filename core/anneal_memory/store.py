@@ -17,6 +17,7 @@ from ._audit_deep import ContentCheck
 from ._fileio import atomic_write_text
 from ._inputs import metadata_text, storable_text, whole_number
 from ._lazy import sha256_hex, token_hex
+from ._unit import UnitOfWork
 from .audit import AuditTrail
 from .clock import ago, iso, normalize_timestamp, now_iso, utcnow
 from .continuity.relayed import check_policy as check_relayed_policy
@@ -28,7 +29,7 @@ from .errors import (
     ValidationError,
 )
 from .group_commit import GroupCommit
-from .storage.base import ROOT, Backend, EpisodeRow, Scope
+from .storage.base import ROOT, Backend, EpisodeRow, Repositories, Scope
 from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.sqlite import SQLiteBackend
 from .store_continuity import ContinuityMixin, stale_wrap
@@ -293,6 +294,22 @@ class Store(ContinuityMixin):
                 self._tx_owner.depth -= 1
             if outer:
                 self._audit.after_commit()
+
+    @property
+    def repos(self) -> Repositories:
+        """This store's typed repositories (a scoped view's: that namespace's), for reads
+        by the layers above storage; writes go through :meth:`transaction`."""
+        return Repositories.of(self._backend)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[UnitOfWork]:
+        """One write transaction as a typed :class:`UnitOfWork`: its repositories and the
+        audit entries that commit with them. Nested calls join the outer transaction; a
+        read_only store refuses with ReadOnlyStoreError before anything is written."""
+        self._check_writable()
+        with self._write():
+            yield UnitOfWork(self._backend, self._backend, self._backend, self._backend,
+                             self._backend, self._audit)
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[Store]:

@@ -10,7 +10,7 @@ from .errors import EpisodeNotFoundError, TrustError
 from .types import TRUST_LEVELS, coerce_trust
 
 if TYPE_CHECKING:
-    from .store import Store
+    from ._unit import Ground
 
 _BY_RANK = sorted(TRUST_LEVELS, key=TRUST_LEVELS.__getitem__)
 
@@ -37,20 +37,20 @@ def higher(a: str, b: str) -> str:
     return a if TRUST_LEVELS[a] >= TRUST_LEVELS[b] else b
 
 
-def effective_trust_map(store: Store, ids: Sequence[str]) -> dict[str, str]:
+def effective_trust_map(store: Ground, ids: Sequence[str]) -> dict[str, str]:
     """Effective trust of each id: its own class, capped at the most trusted of its
     sources, recursively. A removed source counts as the class marked at removal."""
-    b = store.backend
+    r = store.repos
     memo: dict[str, str] = {}
 
     def eff(eid: str, stack: frozenset[str]) -> str | None:
         if eid in memo:
             return memo[eid]
-        rows = b.get_episodes([eid])
+        rows = r.episodes.get_episodes([eid])
         if eid not in rows:
             return None
         own = rows[eid].trust
-        derivs = b.derivations_of([eid]).get(eid, [])
+        derivs = r.links.derivations_of([eid]).get(eid, [])
         if not derivs:
             memo[eid] = own
             return own
@@ -69,8 +69,8 @@ def effective_trust_map(store: Store, ids: Sequence[str]) -> dict[str, str]:
         return result
 
     out: dict[str, str] = {}
-    rows = b.get_episodes(list(ids))
-    derived = b.derivations_of(list(rows))
+    rows = r.episodes.get_episodes(list(ids))
+    derived = r.links.derivations_of(list(rows))
     for eid in ids:
         if eid not in rows:
             continue
@@ -81,19 +81,19 @@ def effective_trust_map(store: Store, ids: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def set_trust(store: Store, episode_id: str, trust_class: str, *, via: str = "library") -> str:
+def set_trust(store: Ground, episode_id: str, trust_class: str, *, via: str = "library") -> str:
     """Change an episode's own class; refused above the store's ceiling. Returns the class
     it had before (as 1.0.2 does)."""
     label = coerce_trust(trust_class)
     check_ceiling(label, store.trust_ceiling)
-    with store._write():
-        rows = store.backend.get_episodes([episode_id], exact=True)
+    with store.transaction() as tx:
+        rows = tx.episodes.get_episodes([episode_id], exact=True)
         if episode_id not in rows:
             raise EpisodeNotFoundError(f"no episode {episode_id!r} in this store: check the id "
                                        "(anneal-memory search)")
         old = rows[episode_id].trust
-        store.backend.update_episode(episode_id, trust=label)
-        store.audit_trail.append("trust_set", {"id": episode_id, "from": old, "to": label,
-                                               "trust_via": via, "at": now_iso()},
-                                 actor="operator")
+        tx.episodes.update_episode(episode_id, trust=label)
+        tx.audit.append("trust_set", {"id": episode_id, "from": old, "to": label,
+                                      "trust_via": via, "at": now_iso()},
+                        actor="operator")
     return old

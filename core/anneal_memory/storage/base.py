@@ -102,13 +102,12 @@ class RankedHit(NamedTuple):
     content: str = ""
 
 
-class Backend(abc.ABC):
-    """What Store, recall, the wrap, the immune system and the audit trail need."""
+class Connection(abc.ABC):
+    """Transactions, and raw SQL for the helpers inside ``storage/`` only: no module
+    above storage is handed this role (see :class:`Repositories`)."""
 
     path: str
     read_only: bool
-    # False when the audit chain lives only in the database (no per-host JSONL mirror).
-    mirrors_audit_to_files: bool = True
 
     # -- lifecycle and transactions
     @abc.abstractmethod
@@ -139,6 +138,11 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
 
+
+class MetaRepo(abc.ABC):
+    """Store-wide metadata, named text blobs (continuity, baton) and the rows erasure
+    walks: what is one per database or names the owner it acts on."""
+
     # -- metadata
     @abc.abstractmethod
     def get_meta(self, key: str) -> str | None: ...
@@ -159,9 +163,6 @@ class Backend(abc.ABC):
     def delete_blob(self, name: str, *, lock: str | None = None) -> bool: ...
     @abc.abstractmethod
     def owners(self) -> list[str]: ...  # every namespace owner with rows here
-    @abc.abstractmethod
-    def activity_by_day(self, since_day: str, *, scope: Scope = ROOT
-                        ) -> list[tuple[str, int, int]]: ...
     # -- erasure (see erasure.py): every place besides the episodes that holds text
     @abc.abstractmethod
     def text_cells(self, ns_keys: Sequence[str]) -> Iterator[tuple[str, tuple[Any, ...], str, str]]: ...
@@ -179,6 +180,10 @@ class Backend(abc.ABC):
     def erase_owner_meta(self, owner: str, extra_keys: Sequence[str] = ()) -> int: ...
     @abc.abstractmethod
     def owner_projects(self, owner: str) -> list[str | None]: ...
+
+
+class EpisodeRepo(abc.ABC):
+    """The episode rows and the keyword index over them."""
 
     # -- episodes
     @abc.abstractmethod
@@ -220,6 +225,10 @@ class Backend(abc.ABC):
     def namespace_counts(self) -> list[tuple[str, str | None, int, int]]:
         """(owner, project, episodes, saved wraps) of every namespace holding either."""
 
+    @abc.abstractmethod
+    def activity_by_day(self, since_day: str, *, scope: Scope = ROOT
+                        ) -> list[tuple[str, int, int]]: ...
+
     # -- keyword search
     @abc.abstractmethod
     def search(self, filters: SearchFilters, *, phrase: str | None = None,
@@ -251,6 +260,10 @@ class Backend(abc.ABC):
         filters' namespace (the whole store at the root): the document frequencies ranked
         word recall weighs words by. (0, {}) when a backend keeps none: plain ranking."""
         return 0, {}
+
+
+class LinkRepo(abc.ABC):
+    """Supersession links, derivations and tombstones."""
 
     # -- supersession, derivation, tombstones
     @abc.abstractmethod
@@ -287,6 +300,10 @@ class Backend(abc.ABC):
         columns each was written in, for an export)."""
     @abc.abstractmethod
     def count_tombstones(self, *, scope: Scope = ROOT) -> int: ...
+
+
+class WrapRepo(abc.ABC):
+    """Wraps, pattern history and drift probes."""
 
     # -- wraps, pattern history, drift probes
     @abc.abstractmethod
@@ -326,6 +343,10 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def delete_probe(self, probe_id: str, *, scope: Scope = ROOT) -> int: ...
 
+
+class ItemRepo(abc.ABC):
+    """Keyed item collections (framework state)."""
+
     # -- item collections (rows: seq, collection, key, value, metadata, created, updated)
     @abc.abstractmethod
     def item_put(self, collection: str, key: str, value: str, metadata: str | None,
@@ -346,6 +367,13 @@ class Backend(abc.ABC):
                     prefix: str | None = None, scope: Scope = ROOT) -> int: ...
     @abc.abstractmethod
     def item_collections(self, *, scope: Scope = ROOT) -> list[tuple[str, int]]: ...
+
+
+class AuditRepo(abc.ABC):
+    """The audit chain's database copy."""
+
+    # False when the audit chain lives only in the database (no per-host JSONL mirror).
+    mirrors_audit_to_files: bool = True
 
     # -- the audit chain's database copy
     @abc.abstractmethod
@@ -373,3 +401,26 @@ class Backend(abc.ABC):
         """Keep only the hashes of these mirrored (seq, hash) entries; how many rows were
         compacted. A backend whose copy is the chain's only one keeps every entry in full."""
         return 0
+
+
+class Backend(Connection, MetaRepo, EpisodeRepo, LinkRepo, WrapRepo, ItemRepo, AuditRepo):
+    """One database: every role at once. The Store owns it; the layers above see it
+    through the typed roles of a :class:`Repositories` or a unit of work."""
+
+
+@dataclass(frozen=True)
+class Repositories:
+    """The typed roles of one database as one Store (or a scoped view) sees them: what
+    the layers above storage read through. No raw SQL and no connection: those stay in
+    ``storage/``. A scoped view's roles carry its namespace on every call."""
+
+    episodes: EpisodeRepo
+    links: LinkRepo
+    wraps: WrapRepo
+    items: ItemRepo
+    meta: MetaRepo
+
+    @classmethod
+    def of(cls, backend: Backend) -> Repositories:
+        """Every role of ``backend`` (or of a namespace-scoped backend standing in for one)."""
+        return cls(backend, backend, backend, backend, backend)
