@@ -1,0 +1,73 @@
+"""store.transaction(): one typed unit of work whose rows and audit entries commit together."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from anneal_memory import Store
+from anneal_memory.errors import ReadOnlyStoreError
+
+
+class Boom(Exception):
+    pass
+
+
+def _audit_count(store: Store) -> int:
+    return int(store.status().audit_entry_count or 0)
+
+
+def test_rows_and_audit_entries_commit_together(tmp_path: Path) -> None:
+    with Store(tmp_path / "m.db") as store:
+        with store.transaction() as tx:
+            ep = store.record("the kettle is on the left shelf", "observation")
+            tx.episodes.update_episode(ep.id, trust="operator")
+            tx.audit.append("trust_set", {"id": ep.id, "from": "agent", "to": "operator"},
+                            actor="operator")
+        entries = _audit_count(store)
+    with Store(tmp_path / "m.db") as again:
+        assert again.get(ep.id).trust == "operator"
+        assert _audit_count(again) == entries
+        assert again.audit_trail.verify(tmp_path / "m.db").valid
+
+
+def test_an_exception_rolls_back_every_row_and_audit_entry(tmp_path: Path) -> None:
+    with Store(tmp_path / "m.db") as store:
+        start = _audit_count(store)
+        store.record("kept before the failed unit", "observation")
+        one_record = _audit_count(store) - start
+        before = (store.status().total_episodes, _audit_count(store))
+        with pytest.raises(Boom), store.transaction() as tx:
+            ep = store.record("never acknowledged", "observation")
+            tx.audit.append("trust_set", {"id": ep.id}, actor="operator")
+            raise Boom
+        assert (store.status().total_episodes, _audit_count(store)) == before
+        assert store.recall(keyword="acknowledged").episodes == []
+        store.record("written after the failed unit", "observation")  # mirrors what is pending
+        assert _audit_count(store) == before[1] + one_record
+    lines = [ln for f in tmp_path.glob("m.audit*.jsonl") for ln in f.read_text().splitlines()]
+    assert lines and not any(ep.id in ln or '"trust_set"' in ln for ln in lines)
+    with Store(tmp_path / "m.db") as again:
+        assert again.audit_trail.verify(tmp_path / "m.db").valid
+
+
+def test_a_read_only_store_refuses_a_unit_of_work_before_writing(tmp_path: Path) -> None:
+    with Store(tmp_path / "m.db") as store:
+        store.record("one", "observation")
+    with Store(tmp_path / "m.db", read_only=True) as ro:
+        with pytest.raises(ReadOnlyStoreError), ro.transaction():
+            pytest.fail("the block must not run")  # pragma: no cover
+        assert ro.status().total_episodes == 1
+
+
+def test_a_scoped_views_repositories_see_its_namespace_only(tmp_path: Path) -> None:
+    with Store(tmp_path / "m.db") as store:
+        alice, bob = store.scoped({"user": "alice"}), store.scoped({"user": "bob"})
+        a = alice.record("alice keeps bees", "observation")
+        b = bob.record("bob keeps goats", "observation")
+        assert set(alice.repos.episodes.get_episodes([a.id, b.id])) == {a.id}
+        with bob.transaction() as tx:
+            assert set(tx.episodes.get_episodes([a.id, b.id])) == {b.id}
+            assert [r.id for r in tx.episodes.all_episodes()] == [b.id]
+        assert set(store.repos.episodes.get_episodes([a.id, b.id])) == {a.id, b.id}
