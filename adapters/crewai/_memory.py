@@ -232,7 +232,8 @@ class AnnealCrewMemory(MemoryAdapter, Memory):
     def update(self, record_id: str, content: str | None = None, scope: str | None = None,
                categories: list[str] | None = None, metadata: dict[str, Any] | None = None,
                importance: float | None = None) -> MemoryRecord:
-        """Replace a record's fields (no re-embedding: this memory has no vectors)."""
+        """Replace a record's fields. A record whose content changes loses its embedding
+        (it was the old text's; this memory does not run CrewAI's embedder)."""
         existing = self._storage.get_record(record_id)
         if existing is None:
             raise ValueError(f"no memory record with id {record_id!r}: list_records() shows them")
@@ -241,6 +242,8 @@ class AnnealCrewMemory(MemoryAdapter, Memory):
         changes = {k: v for k, v in {"content": content, "scope": scope, "categories": categories,
                                      "metadata": metadata, "importance": importance}.items()
                    if v is not None}
+        if content is not None and content != existing.content:
+            changes["embedding"] = None
         updated = existing.model_copy(update=changes)
         self._storage.update(updated)
         return updated
