@@ -66,10 +66,10 @@ def _ns(owner: str | None, project: str | None) -> dict[str, Any] | None:
 def deep_check(store: Any) -> ContentCheck:
     """Compare every episode of ``store`` (the root: all of them) with its audit entry."""
     trail = store.audit_trail
-    b = store.backend
+    b = store.repos
     want: dict[str, dict[str, Any]] = {}
     with b.read():
-        for entry in b.audit_entries():
+        for entry in trail.entries():
             ev, d = entry.get("event"), entry.get("data") or {}
             if ev == "record" and isinstance(d.get("episode_id"), str):
                 want[d["episode_id"]] = {"hash": d.get("content_hash"), "type": d.get("type"),
@@ -82,7 +82,7 @@ def deep_check(store: Any) -> ContentCheck:
             elif ev == "trust_set" and d.get("id") in want:
                 want[d["id"]]["trust"] = d.get("to")
         result = ContentCheck()
-        for row in b.all_episodes():
+        for row in b.episodes.all_episodes():
             result.checked += 1
             w = want.get(row.id)
             if w is None:

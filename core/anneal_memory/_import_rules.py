@@ -79,7 +79,7 @@ class ImportRules:
         a more trusted episode's slot."""
         where = f"episode {item['index']} ({row.id})"
         if item["derived_from"]:
-            known = set(self.store.backend.get_episodes(item["derived_from"], exact=True))
+            known = set(self.store.repos.episodes.get_episodes(item["derived_from"], exact=True))
             missing = [s for s in item["derived_from"] if s not in known and s not in self.known]
             if missing:
                 raise ValidationError(f"{where} derived_from names unknown episode(s) "
@@ -102,23 +102,23 @@ class ImportRules:
         at record time; returns how many were added."""
         from .clock import now_iso
 
-        b = self.store.backend
+        b = self.store.repos
         added = 0
         for link in links:
             o, n, kind = link["old_id"], link["new_id"], link["kind"]
             if kind == "state_key" or not (o in new or n in new) or {o, n} & gone:
                 continue  # recomputed from the keys; not this import's; a deleted end
             where = f"supersessions[{link['index']}] ({o} -> {n}, {kind})"
-            rows = b.get_episodes([o, n], exact=True)
+            rows = b.episodes.get_episodes([o, n], exact=True)
             if n not in rows:
                 raise SupersessionError(f"{where} new_id: no episode {n!r} in this store or "
                                         "the import; nothing was imported")
-            if n in {x for x, _k, _c in b.supersessions_of([o]).get(o, [])}:
+            if n in {x for x, _k, _c in b.links.supersessions_of([o]).get(o, [])}:
                 continue
             trust = self.store.effective_trust_map([n]).get(n, rows[n].trust)
             why = facts.check_link(self.store, rows.get(o), o, rows[n], trust, kind=kind)
             if why:
                 raise SupersessionError(f"{where} old_id: {why}; nothing was imported")
-            b.add_supersession(o, n, kind, link["created_at"] or now_iso())
+            b.links.add_supersession(o, n, kind, link["created_at"] or now_iso())
             added += 1
         return added

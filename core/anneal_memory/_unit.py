@@ -9,12 +9,13 @@ against ``Store``, so they never import the facade they serve.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .storage.base import Repositories, Scope
+from .storage.base import Scope, TransactionLost
+from .storage.repos import Repositories
 
 
 class AuditLog(Protocol):
@@ -26,6 +27,10 @@ class AuditLog(Protocol):
     def append(self, event: str, data: dict[str, Any], *,
                actor: str = "agent") -> dict[str, Any] | None: ...
 
+    def pending_mark(self) -> int: ...
+
+    def drop_pending(self, mark: int) -> None: ...
+
 
 @dataclass(frozen=True)
 class UnitOfWork(Repositories):
@@ -34,6 +39,25 @@ class UnitOfWork(Repositories):
     exception rolls all of it back (and drops its pending audit entries)."""
 
     audit: AuditLog
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A part of the unit that an exception rolls back alone, with its audit entries
+        (the exception propagates). When the rollback itself fails the whole unit is lost:
+        the block's exception propagates out of the unit instead."""
+        mark = self.audit.pending_mark()
+        try:
+            with self._conn.savepoint():
+                yield
+        except TransactionLost as lost:
+            raise UnitLost() from lost.__cause__
+        except Exception:
+            self.audit.drop_pending(mark)
+            raise
+
+
+class UnitLost(Exception):
+    """The unit of work's transaction is gone (its ``__cause__`` says why)."""
 
 
 class Ground(Protocol):

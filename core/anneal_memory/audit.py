@@ -286,6 +286,23 @@ class AuditTrail:
         self._pending.append(entry)
         return entry
 
+    def tip(self) -> tuple[int, str]:
+        """(seq, hash) of the chain's last entry in the database ((0, "") when empty)."""
+        return self.backend.audit_tip()
+
+    def entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        """The chain's entries in the database, oldest first (compacted ones read back
+        from the audit files)."""
+        return self.backend.audit_entries(after_seq, limit)
+
+    def pending_mark(self) -> int:
+        """How many entries of the open transaction are pending (see :meth:`drop_pending`)."""
+        return len(self._pending)
+
+    def drop_pending(self, mark: int) -> None:
+        """Forget the entries appended since ``mark``: a savepoint rolled them back."""
+        del self._pending[mark:]
+
     def discard_pending(self) -> None:
         self._pending.clear()
 

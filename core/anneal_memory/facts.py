@@ -392,6 +392,6 @@ def supersession_chain(store: Ground, episode_id: str) -> list[dict[str, Any]]:
                 if nxt not in seen:
                     seen.add(nxt)
                     todo.append(nxt)
-    stamps = {i: r.timestamp for i, r in r.episodes.get_episodes(list(seen)).items()}
+    stamps = {i: row.timestamp for i, row in r.episodes.get_episodes(list(seen)).items()}
     return sorted(links.values(), key=lambda x: (stamps.get(x["old_id"], ""),
                                                  stamps.get(x["new_id"], "")))

@@ -10,14 +10,15 @@ audit entry, and its caller gets the error; the others commit.
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-_names = itertools.count()
+from ._unit import UnitLost
 
+if TYPE_CHECKING:
+    from ._unit import UnitOfWork
 
 @dataclass
 class _Slot:
@@ -75,15 +76,14 @@ class GroupCommit:
 
     def _commit(self, batch: list[_Slot], write: Callable[[Any, dict[str, Any]], Any]) -> None:
         store = batch[0].store
-        backend = store.parent.backend if hasattr(store, "parent") else store.backend
         try:
-            with store._write():
+            with store.transaction() as tx:
                 if len(batch) == 1:
                     # alone, its refusal rolls the transaction back: the same outcome as
                     # its savepoint's, without two statements per record
                     batch[0].result = write(batch[0].store, batch[0].prepared)
                 else:
-                    self._write_each(batch, write, backend)
+                    self._write_each(batch, write, tx)
         except BaseException as exc:  # the commit failed: nothing of the batch was written
             for slot in batch:
                 if slot.error is None:
@@ -96,21 +96,14 @@ class GroupCommit:
 
     @staticmethod
     def _write_each(batch: list[_Slot], write: Callable[[Any, dict[str, Any]], Any],
-                    backend: Any) -> None:
+                    tx: UnitOfWork) -> None:
         """Each record of the batch under its own savepoint: a refused one rolls back
         alone, with its audit entry, and its caller gets the error."""
         for slot in batch:
-            name = f"am_rec_{next(_names)}"
-            pending = slot.store.audit_trail._pending
-            mark = len(pending)
-            backend.q(f"SAVEPOINT {name}")
             try:
-                slot.result = write(slot.store, slot.prepared)
+                with tx.savepoint():
+                    slot.result = write(slot.store, slot.prepared)
+            except UnitLost as lost:  # the transaction itself is gone: all fail
+                raise (lost.__cause__ or lost) from None
             except Exception as exc:  # this record alone is refused
-                try:
-                    backend.q(f"ROLLBACK TO SAVEPOINT {name}")
-                except Exception:
-                    raise exc from None  # the transaction itself is gone: all fail
-                del pending[mark:]
                 slot.error, slot.result = exc, None
-            backend.q(f"RELEASE SAVEPOINT {name}")

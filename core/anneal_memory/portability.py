@@ -34,13 +34,13 @@ VERSION = 1  # the export format's version (``format_version``)
 
 
 def export_store(store: Store) -> dict[str, Any]:
-    b = store.backend
+    b = store.repos
     with b.read():
-        rows = list(b.all_episodes())
+        rows = list(b.episodes.all_episodes())
         ids = [r.id for r in rows]
         eff = trust_mod.effective_trust_map(store, ids)
-        sup = b.supersessions_of(ids)
-        der = b.derivations_of(ids)
+        sup = b.links.supersessions_of(ids)
+        der = b.links.derivations_of(ids)
         episodes = []
         for r in rows:
             links = sup.get(r.id, [])
@@ -55,16 +55,16 @@ def export_store(store: Store) -> dict[str, Any]:
                 "namespace": _namespace_out(r.ns_owner, r.ns_project),
             })
         links_out = [{"old_id": o, "new_id": n, "kind": k, "created_at": c}
-                     for o, n, k, c in b.all_supersessions()]
+                     for o, n, k, c in b.links.all_supersessions()]
         tombs = [{**{k: v for k, v in t.items() if k not in ("trust", "ns_owner", "ns_project")},
                   "namespace": _namespace_out(t["ns_owner"], t["ns_project"])}
-                 for t in b.tombstones(namespaces=True).values()]
-        wraps = b.wrap_history(None)
+                 for t in b.links.tombstones(namespaces=True).values()]
+        wraps = b.wraps.wrap_history(None)
         status = store.status()
         root = getattr(store, "namespace", None) is None and not getattr(
             store.scope, "unscoped_only", False)
         state = state_out(store) if root else None
-        tip = b.audit_tip()
+        tip = store.audit_trail.tip()
     from ._version import __version__
     from .legacy.formats import wrap_record
 
@@ -79,7 +79,7 @@ def export_store(store: Store) -> dict[str, Any]:
         "associations": [],  # retired layer: none are formed
         "consolidate_requires_baton": status.consolidate_requires_baton,
         "meta": {"sessions_produced": status.total_wraps, "format_version": VERSION,
-                 "citations_seen": b.get_meta("citations_seen") == "1"},
+                 "citations_seen": b.meta.get_meta("citations_seen") == "1"},
         # what an import into a new store restores besides the episodes (restore.py)
         **({"state": state} if state is not None else {}),
         "audit_head": {"seq": tip[0], "hash": tip[1]},
@@ -264,10 +264,10 @@ def _tombstones_in(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _deleted(store: Store, ids: list[str]) -> set[str]:
     """The ids among ``ids`` that a tombstone covers, compared in canonical form, so an
     id re-spelt (other case, a stray space, a lookalike letter) is still refused."""
-    b = store.backend
-    exact = set(b.tombstones(ids))
+    b = store.repos
+    exact = set(b.links.tombstones(ids))
     wanted = {episode_id_key(i): i for i in ids}
-    folded = {wanted[k] for k in (episode_id_key(t) for t in b.tombstones()) if k in wanted}
+    folded = {wanted[k] for k in (episode_id_key(t) for t in b.links.tombstones()) if k in wanted}
     return exact | folded
 
 
@@ -277,15 +277,15 @@ def _carry_tombstones(store: Store, deletions: list[dict[str, Any]]) -> int:
     is left alone: an import adds, it never deletes. Returns how many were added."""
     if not deletions:
         return 0
-    b = store.backend
+    b = store.repos
     ids = [t["id"] for t in deletions]
-    known = _deleted(store, ids) | set(b.get_episodes(ids, exact=True))
+    known = _deleted(store, ids) | set(b.episodes.get_episodes(ids, exact=True))
     added = 0
     for t in deletions:
         if t["id"] in known:
             continue
         known.add(t["id"])
-        b.add_tombstone(t["id"], t["type"], t["timestamp"], t["content_hash"],
+        b.links.add_tombstone(t["id"], t["type"], t["timestamp"], t["content_hash"],
                         t["removed_at"] or now_iso(), t["reason"] or "deleted", "external",
                         scope=t["scope"])
         added += 1
@@ -301,7 +301,7 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
     items = _validate(store, doc)
     deletions = _tombstones_in(doc)
     links = links_in(doc, _check_id)
-    b = store.backend
+    b = store.repos
     rules = ImportRules(store)
     state = doc.get("state") if restore is not False else None
     if state is None and restore is not False:
@@ -318,7 +318,7 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
         # the export's deletions first: an episode the same document also lists stays out
         carried = _carry_tombstones(store, deletions)
         tombs = _deleted(store, [i["id"] for i in items])
-        present = b.get_episodes([i["id"] for i in items])
+        present = b.episodes.get_episodes([i["id"] for i in items])
         rules.known = {i["id"] for i in items} | set(tombs)
         new: set[str] = set()
         new_rows: list[EpisodeRow] = []
@@ -345,11 +345,11 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
                 wrap_id=_restored_wrap(it, wrap_ids) if restoring else None,
                 ns_owner=it["ns_owner"], ns_project=it["ns_project"])
             rules.check_episode(it, row)  # refusal rolls the whole import back
-            b.insert_episode(row)
+            b.episodes.insert_episode(row)
             new_rows.append(row)
             for src in it["derived_from"]:
                 # pinned at the exported class: an import never re-derives (or raises) trust
-                b.add_derivations(it["id"], [src], pinned_trust=it["trust"])
+                b.links.add_derivations(it["id"], [src], pinned_trust=it["trust"])
             imported.append(it["id"])
             new.add(it["id"])
         rules.settle_keys()

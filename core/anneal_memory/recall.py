@@ -64,22 +64,22 @@ def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
     """
     from . import ranking  # loaded on the first ranked search, not at import
 
-    b = store.backend
+    b = store.repos
     groups = word_groups(list(terms))
     words = [w for g in groups for w in g]
-    hits, total = b.ranked_ids(filters, words, pool)
+    hits, total = b.episodes.ranked_ids(filters, words, pool)
     if not hits:
         return [], total
-    episodes, counts = b.word_counts(filters, words, ranking.COUNT_CAP)
+    episodes, counts = b.episodes.word_counts(filters, words, ranking.COUNT_CAP)
     weights = ranking.group_weights(episodes, counts, groups)
     if query:
         weights = ranking.weigh_focus(weights, groups, query)
     hits = ranking.score_hits(hits, weights, {g[0]: g[1:] for g in groups if len(g) > 1},
-                              lambda ids: b.index_scores(filters, words, ids))
+                              lambda ids: b.episodes.index_scores(filters, words, ids))
     if query and ranking.asks_when(query):
         hits = ranking.boost_when(hits)
     if context:
-        ranked, times = ranking.spread_context(hits, lambda ids: b.times_by_rowid(ids, filters),
+        ranked, times = ranking.spread_context(hits, lambda ids: b.episodes.times_by_rowid(ids, filters),
                                                via)
     else:
         ranked, times = [(h.rowid, h.score) for h in hits], {h.rowid: h.t for h in hits}
@@ -92,7 +92,7 @@ def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
 def load_ranked(store: Store, ranked: Sequence[tuple[int, float]], filters: SearchFilters
                 ) -> list[tuple[Any, float]]:
     """The rows of ranked row ids, in rank order (ids the filters hide are left out)."""
-    rows = store.backend.rows_by_rowid([rid for rid, _s in ranked], filters) if ranked else {}
+    rows = store.repos.episodes.rows_by_rowid([rid for rid, _s in ranked], filters) if ranked else {}
     return [(rows[rid], sc) for rid, sc in ranked if rid in rows]
 
 
@@ -112,11 +112,11 @@ def keyword_recall(store: Store, *, since: str | datetime | None = None,
         "include_superseded": bool(include_superseded), "match": None,
         **({"trust": filters.trust} if trust is not None else {}),
     }
-    b = store.backend
+    b = store.repos
     kw = keyword.strip() if keyword else ""
     with b.read():
         if kw:
-            rows, total = b.search(filters, phrase=kw, limit=limit, offset=offset)
+            rows, total = b.episodes.search(filters, phrase=kw, limit=limit, offset=offset)
             params["match"] = "phrase"
             if getattr(total, "estimated", False):  # past the exact bound of a count
                 params["total_estimated"] = True
@@ -141,7 +141,7 @@ def keyword_recall(store: Store, *, since: str | datetime | None = None,
             else:
                 params["why"] = {r.id: "phrase" for r, _s in rows}
         else:
-            rows, total = b.search(filters, limit=limit, offset=offset)
+            rows, total = b.episodes.search(filters, limit=limit, offset=offset)
         episodes = store._to_episodes([r for r, _s in rows])
     return RecallResult(episodes, total, params)
 
@@ -155,7 +155,7 @@ def _why(store: Store, rows: Sequence[tuple[Any, float]], via: dict[int, int],
     missing = [rid for rid in sources if rid not in known]
     if missing:
         known.update({rid: r.id for rid, r in
-                      store.backend.rows_by_rowid(missing, filters).items()})
+                      store.repos.episodes.rows_by_rowid(missing, filters).items()})
     return {r.id: (f"next to {known.get(via[r.rowid], '?')}" if r.rowid in via else "words")
             for r, _s in rows}
 
@@ -223,14 +223,14 @@ def _recent_ids(store: Store, minutes: int | None, now: Any) -> set[str]:
 
 def _scored_episodes(store: Store, query: str, terms: list[str], k: int, episode_type: Any,
                      since: Any, exclude: set[str], context: bool = True) -> list[ScoredEpisode]:
-    b = store.backend
+    b = store.repos
     filters = build_filters(since, None, episode_type, None, include_superseded=True)
     with b.read():
         ranked_ids, _total = ranked_words(store, filters, terms, pool=max(200, k * 20),
                                           context=context, query=query)
         phrase_rows: list[Any] = []
         if len(query.strip()) >= 3:
-            phrase_rows, _ = b.search(filters, phrase=query.strip(), limit=k)
+            phrase_rows, _ = b.episodes.search(filters, phrase=query.strip(), limit=k)
         top = max((s for _r, s in ranked_ids), default=1.0) or 1.0
         results: dict[str, dict[str, Any]] = {}
         order: list[str] = []
@@ -264,10 +264,10 @@ def _take(store: Store, ranked: list[tuple[Any, float]], k: int, exclude: set[st
           seen_ids: set[str], results: dict[str, dict[str, Any]], order: list[str]) -> None:
     """Fill ``results`` / ``order`` up to ``k`` from ranked rows: a replaced hit takes
     its slot for the episode that replaced it (its chain's head)."""
-    b = store.backend
+    b = store.repos
     fresh = [(r, s) for r, s in ranked if r.id not in seen_ids]
     seen_ids.update(r.id for r, _s in fresh)
-    superseded = b.supersessions_of([r.id for r, _ in fresh])
+    superseded = b.links.supersessions_of([r.id for r, _ in fresh])
     for r, score in fresh:
         if len(order) >= k:
             break
@@ -280,7 +280,7 @@ def _take(store: Store, ranked: list[tuple[Any, float]], k: int, exclude: set[st
             if head in results:
                 results[head]["replaces"].append(r)
                 continue
-            heads = b.get_episodes([head])
+            heads = b.episodes.get_episodes([head])
             if head not in heads:
                 continue
             results[head] = {"row": heads[head], "score": score, "replaces": [r]}

@@ -19,16 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .errors import ValidationError
-from .storage import governance_sql as gov
-from .storage.pg_copy import (
-    BLOBS,
-    GOV_TABLES,
-    TABLES,
-    blob_names,
-    insert_rows,
-    row_count,
-    table_rows,
-)
+from .storage.pg_copy import BLOBS, GOV_TABLES, TABLES
 
 if TYPE_CHECKING:
     from .store import Store
@@ -48,22 +39,22 @@ def _table(name: str) -> tuple[str, str, str]:
 
 def state_out(store: Store) -> dict[str, Any]:
     """The ``state`` section of an export (inside the export's read transaction)."""
-    b = store.backend
+    b = store.repos
     tables: dict[str, Any] = {}
-    for name in STATE_TABLES + (tuple(t[0] for t in GOV_TABLES) if gov.has_schema(b) else ()):
+    for name in STATE_TABLES + (tuple(t[0] for t in GOV_TABLES) if b.tables.governed() else ()):
         cols = _table(name)[1]
         tables[name] = {"columns": [c.strip() for c in cols.split(",")],
-                        "rows": table_rows(b, name)}
-    meta = {k: v for k, v in sorted(b.meta_rows()) if not k.startswith(_OWN_META_PREFIXES)}
+                        "rows": b.tables.rows(name)}
+    meta = {k: v for k, v in sorted(b.meta.meta_rows()) if not k.startswith(_OWN_META_PREFIXES)}
     blobs = {}
-    for name in blob_names(b):
+    for name in b.tables.blob_names():
         if name.endswith(BLOBS[0]):  # continuities (a baton's holder is not state)
             view = _view_of_blob(store, name)
             text = view.load_continuity() if view is not None else None
             if text is not None:
                 blobs[name] = text
     return {"format": STATE_FORMAT, "tables": tables, "meta": meta, "continuities": blobs,
-            "governed": gov.has_schema(b)}
+            "governed": b.tables.governed()}
 
 
 def check_state(state: Any) -> dict[str, Any]:
@@ -99,13 +90,13 @@ def check_state(state: Any) -> dict[str, Any]:
 
 def holds_state(store: Store) -> str | None:
     """What state the store already holds (None: none, a restore may go ahead)."""
-    b = store.backend
+    b = store.repos
     for name in STATE_TABLES:
-        if row_count(b, name):
+        if b.tables.count(name):
             return name
-    if gov.has_schema(b) and row_count(b, "gov_records"):
+    if b.tables.governed() and b.tables.count("gov_records"):
         return "governed records"
-    if any(b.read_blob(n) is not None for n in blob_names(b) if n.endswith(BLOBS[0])):
+    if any(b.meta.read_blob(n) is not None for n in b.tables.blob_names() if n.endswith(BLOBS[0])):
         return "a continuity"
     return None
 
@@ -144,15 +135,15 @@ def state_in(store: Store, state: Any) -> tuple[dict[str, Any], list[Any]]:
     why = can_restore(store)
     if why is not None:
         return {"restored": False, "reason": why}, []
-    b = store.backend
+    b = store.repos
     done: dict[str, int] = {}
     if doc.get("governed") or any(n.startswith("gov_") for n in doc["tables"]):
-        gov.dialect(b).create_schema(b)  # inside the import's transaction
+        b.tables.create_governance_schema()  # inside the import's transaction
     for name, body in doc["tables"].items():
-        done[name] = insert_rows(b, name, body["rows"])
+        done[name] = b.tables.insert(name, body["rows"])
     for key, value in (doc.get("meta") or {}).items():
         if not key.startswith(_OWN_META_PREFIXES):
-            b.set_meta(key, value)
+            b.meta.set_meta(key, value)
     staged = []
     for name, text in (doc.get("continuities") or {}).items():
         view = _view_of_blob(store, name)
@@ -172,8 +163,8 @@ def _view_of_blob(store: Store, name: str) -> Any:
     from ._namespace import MemoryNamespace
     from .governance.scoped import ScopedStore
 
-    for owner in store.backend.owners():
-        for project in store.backend.owner_projects(owner):
+    for owner in store.repos.meta.owners():
+        for project in store.repos.meta.owner_projects(owner):
             tenant, user, agent = json.loads(owner)
             view = ScopedStore(store, MemoryNamespace(tenant=tenant, user=user, agent=agent,
                                                       project=project))

@@ -130,7 +130,7 @@ def _embed(store: Store, emb: Embedder, repo: VectorRepo, ids: Sequence[str], ne
     """Embed and store the ``newest`` of these episodes (those still there); (their
     vectors, the embedder's error or None). The embedder runs outside any transaction
     or lock."""
-    with store.backend.read():
+    with store.repos.read():
         rows = repo.contents(ids, newest=newest)
     if not rows:
         return {}, None
@@ -140,7 +140,7 @@ def _embed(store: Store, emb: Embedder, repo: VectorRepo, ids: Sequence[str], ne
         return {}, str(exc)
     dim = len(vectors[0])
     packed = [(eid, ns, pack_vector(v)) for (eid, _c, ns), v in zip(rows, vectors)]
-    with store._write():
+    with store.transaction():
         repo.put(emb.model, dim, packed)
     made = {eid: blob for eid, _ns, blob in packed}
     store._vector_cache.put(emb.model, dim, made)
@@ -163,8 +163,8 @@ def _rank(store: Store, emb: Embedder, text: str, filters: SearchFilters, pool: 
     embedded."""
     qvec = emb.embed_query(text)
     dims = len(qvec)
-    repo = VectorRepo(store.backend)
-    with store.backend.read():  # the filters pick the candidates; the cache only their vectors
+    repo = store.repos.vectors
+    with store.repos.read():  # the filters pick the candidates; the cache only their vectors
         ids = repo.visible(filters)
         vecs = store._vector_cache.get(emb.model, dims, ids,
                                        lambda missing: repo.vectors_of(emb.model, dims, missing))
@@ -300,32 +300,32 @@ def embed_pending(store: Store, *, rebuild: bool = False, limit: int | None = No
     store._check_writable()
     if limit is not None:
         whole_number(limit, "limit")
-    repo = VectorRepo(store.backend)
+    repo = store.repos.vectors
     f = SearchFilters(include_superseded=True)
     dropped = 0
     if rebuild:
-        with store._write():
-            dropped = repo.drop()
+        with store.transaction() as tx:
+            dropped = tx.vectors.drop()
         store._vector_cache.clear()
-    with store.backend.read():
+    with store.repos.read():
         total = repo.count_pending(f, emb.model, emb.dims)
     if limit is not None:
         total = min(total, limit)
     done = 0
     while done < total:
-        with store.backend.read():
+        with store.repos.read():
             rows = repo.pending(f, emb.model, emb.dims, min(emb.batch_size, total - done))
         if not rows:
             break
         vectors = emb.embed_documents([content for _i, content, _ns in rows])
         packed = [(eid, ns, pack_vector(v)) for (eid, _c, ns), v in zip(rows, vectors)]
-        with store._write():
+        with store.transaction():
             repo.put(emb.model, len(vectors[0]), packed)
         store._vector_cache.put(emb.model, len(vectors[0]), {e: b for e, _n, b in packed})
         done += len(rows)
         if progress is not None:
             progress(done, total)
-    with store.backend.read():
+    with store.repos.read():
         left = repo.count_pending(f, emb.model, emb.dims)
     return EmbedReport(embedded=done, pending=left, model=emb.model, dims=emb.dims,
                        dropped=dropped)

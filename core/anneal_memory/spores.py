@@ -210,7 +210,7 @@ class JsonSidecar:
         if self.store is not None:
             from . import tiers_db
 
-            with self.store._write():
+            with self.store.transaction():
                 data = self.load()
                 before = json.dumps(data, sort_keys=True)
                 yield data

@@ -29,8 +29,9 @@ from .errors import (
     ValidationError,
 )
 from .group_commit import GroupCommit
-from .storage.base import ROOT, Backend, EpisodeRow, Repositories, Scope
+from .storage.base import ROOT, Backend, EpisodeRow, Scope
 from .storage.pg_location import pg_dsn, redact, sidecar_base
+from .storage.repos import Repositories
 from .storage.sqlite import SQLiteBackend
 from .store_continuity import ContinuityMixin, stale_wrap
 from .types import Episode, EpisodeType, NamespaceTotals, RecallResult, StoreStatus, coerce_trust
@@ -308,8 +309,9 @@ class Store(ContinuityMixin):
         read_only store refuses with ReadOnlyStoreError before anything is written."""
         self._check_writable()
         with self._write():
-            yield UnitOfWork(self._backend, self._backend, self._backend, self._backend,
-                             self._backend, self._audit)
+            r = Repositories.of(self._backend)
+            yield UnitOfWork(r.episodes, r.links, r.wraps, r.items, r.meta, r.tables, r.vectors,
+                             r._conn, self._audit)
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[Store]:

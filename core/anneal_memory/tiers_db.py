@@ -51,7 +51,7 @@ def import_sidecar(store: Any, suffix: str, read_file: Any) -> bool:
     path = sidecar_of(store, suffix)
     if not path.is_file():
         return False
-    with store._write():
+    with store.transaction():
         if store.items(TIERS).get(suffix) is not None:
             return False
         data = read_file(path)
@@ -67,7 +67,7 @@ def import_outcome_log(store: Any, path: Path, records: list[dict[str, Any]]) ->
     if getattr(store, "namespace", None) is not None or store.read_only or not path.is_file():
         return False
     col = store.items(OUTCOMES)
-    with store._write():
+    with store.transaction():
         if col.count():
             return False
         for rec in records:

@@ -52,25 +52,25 @@ def add_probe(store: Store, *, pattern: str | None = None, min_level: int | None
 
         min_level = max(MIN_PROVEN, pattern_levels(store.load_continuity(),
                                                    store.section_schema).get(pattern_key(pattern), 1))
-    with store._write():
-        taken = [int(p["id"]) for p in store.backend.probes() if str(p["id"]).isdigit()]
+    with store.transaction() as tx:
+        taken = [int(p["id"]) for p in tx.wraps.probes() if str(p["id"]).isdigit()]
         pid = max(taken, default=0) + 1
-        store.backend.insert_probe({"id": str(pid), "kind": "pattern" if pattern else "fact",
+        tx.wraps.insert_probe({"id": str(pid), "kind": "pattern" if pattern else "fact",
                                     "pattern": pattern, "min_level": min_level, "fact": fact,
                                     "section": section, "created_at": now_iso()})
         if note:
             notes = probe_notes(store)
             notes[str(pid)] = note
-            store.backend.set_meta("probe_notes", json.dumps(notes, ensure_ascii=False))
-        store.audit_trail.append("probe_added", {"id": pid, "kind": "pattern" if pattern else "fact"},
-                                 actor="operator")
+            tx.meta.set_meta("probe_notes", json.dumps(notes, ensure_ascii=False))
+        tx.audit.append("probe_added", {"id": pid, "kind": "pattern" if pattern else "fact"},
+                        actor="operator")
     return pid
 
 
 def probe_notes(store: Store) -> dict[str, str]:
     """The notes probes were declared with (kept beside the probes, keyed by id)."""
     try:
-        notes = json.loads(store.backend.get_meta("probe_notes") or "{}")
+        notes = json.loads(store.repos.meta.get_meta("probe_notes") or "{}")
     except ValueError:
         return {}
     return notes if isinstance(notes, dict) else {}
@@ -87,16 +87,16 @@ def list_probes(store: Store) -> list[dict[str, Any]]:
     notes = probe_notes(store)
     return [dict(p, id=_id(p["id"]), name=p["pattern"], text=p["fact"],
                  note=notes.get(str(p["id"])), retired_at=None)
-            for p in store.backend.probes()]
+            for p in store.repos.wraps.probes()]
 
 
 def retire_probe(store: Store, probe_id: int | str) -> bool:
     """Stop checking a probe; False when there is no such probe."""
-    with store._write():
-        gone = store.backend.delete_probe(str(probe_id)) > 0
+    with store.transaction() as tx:
+        gone = tx.wraps.delete_probe(str(probe_id)) > 0
         if gone:
-            store.audit_trail.append("probe_retired", {"id": _id(str(probe_id))},
-                                     actor="operator")
+            tx.audit.append("probe_retired", {"id": _id(str(probe_id))},
+                            actor="operator")
     return gone
 
 
@@ -108,7 +108,7 @@ def drift_status(store: Store) -> dict[str, Any]:
     # the verdicts of the last save (a probe added since has none yet)
     rows = [r for r in list_probes(store) if last and r["last_wrap_id"] == last["id"]]
     try:
-        graduated = json.loads(store.backend.get_meta("last_graduated") or "[]")
+        graduated = json.loads(store.repos.meta.get_meta("last_graduated") or "[]")
     except ValueError:
         graduated = []
     return {
@@ -161,7 +161,7 @@ def check_fact(fact: str, text: str) -> tuple[str, str]:
 def evaluate(store: Store, text: str, schema: Sequence[dict[str, Any]], crystal_names: set[str],
              wrap_id: int | None) -> dict[str, Any]:
     """Check every probe against the saved text; store verdicts; return counts and ids."""
-    probes = store.backend.probes()
+    probes = store.repos.wraps.probes()
     counts: dict[str, int] = {v: 0 for v in VERDICTS}
     results = []
     # the text is parsed only for the probes that need it, and once
@@ -201,5 +201,5 @@ def evaluate(store: Store, text: str, schema: Sequence[dict[str, Any]], crystal_
             status, detail = "unchecked", f"could not be checked: {exc}"
         counts[status] = counts.get(status, 0) + 1
         results.append({"id": _id(pr["id"]), "status": status})
-        store.backend.update_probe(pr["id"], status, detail, wrap_id)
+        store.repos.wraps.update_probe(pr["id"], status, detail, wrap_id)
     return {"counts": counts, "probes": results}

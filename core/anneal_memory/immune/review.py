@@ -104,7 +104,7 @@ def _saved_wraps(store: Store) -> list[dict[str, Any]]:
 
 
 def _edits(store: Store) -> list[dict[str, Any]]:
-    raw = store.backend.get_meta(ns_meta_key(EDITS_KEY, store.scope))
+    raw = store.repos.meta.get_meta(ns_meta_key(EDITS_KEY, store.scope))
     try:
         data = json.loads(raw) if raw else []
     except ValueError:
@@ -179,7 +179,7 @@ class WorklistItem:
 
 def reviewed_through(store: Store) -> int:
     """The newest wrap id the operator marked reviewed (0: never)."""
-    raw = store.backend.get_meta(ns_meta_key(REVIEWED_KEY, store.scope))
+    raw = store.repos.meta.get_meta(ns_meta_key(REVIEWED_KEY, store.scope))
     return int(raw) if raw and raw.isdigit() else 0
 
 
@@ -197,7 +197,7 @@ def review_worklist(store: Store, *, since_wrap: int | None = None) -> list[Work
              if "graduated" in (p.get("events") or [])]
     ids = sorted({i for _w, p in found for i in p.get("cited") or []})
     eps = store.get_many(ids) if ids else {}
-    gone = store.backend.tombstones([i for i in ids if i not in eps]) if ids else {}
+    gone = store.repos.links.tombstones([i for i in ids if i not in eps]) if ids else {}
     out = []
     for w, p in found:
         cited = []
@@ -241,7 +241,7 @@ def mark_worklist_reviewed(store: Store, *, through_wrap: int | None = None) -> 
     """Record that the operator judged the worklist up to ``through_wrap`` (default: the
     newest saved wrap). Audited as ``worklist_reviewed``; returns what was marked."""
     store._check_writable()
-    with store._write():
+    with store.transaction() as tx:
         newest = store.wrap_history(1)
         last = int(newest[0]["id"]) if newest else 0
         upto = last if through_wrap is None else whole_number(through_wrap, "through_wrap")
@@ -249,10 +249,10 @@ def mark_worklist_reviewed(store: Store, *, through_wrap: int | None = None) -> 
             raise ValidationError(f"through_wrap {upto} is after the newest saved wrap ({last})")
         before = reviewed_through(store)
         items = len(review_worklist(store, since_wrap=before)) if upto > before else 0
-        store.backend.set_meta(ns_meta_key(REVIEWED_KEY, store.scope), str(max(upto, before)))
-        store.audit_trail.append("worklist_reviewed", {"through_wrap": max(upto, before),
-                                                       "previous": before, "items": items},
-                                 actor="operator")
+        tx.meta.set_meta(ns_meta_key(REVIEWED_KEY, store.scope), str(max(upto, before)))
+        tx.audit.append("worklist_reviewed", {"through_wrap": max(upto, before),
+                                              "previous": before, "items": items},
+                        actor="operator")
     return {"through_wrap": max(upto, before), "previous": before, "items": items}
 
 
@@ -288,21 +288,21 @@ def _edit_continuity(store: Store, name: str, edit: Any) -> tuple[str, list[int]
 
 def _commit_edit(store: Store, key: str, text: str, rec: dict[str, Any] | None, *,
                  event: str, data: dict[str, Any]) -> None:
-    b = store.backend
-    with store._write():
-        if b.open_wrap() is not None:
+    b = store.repos
+    with store.transaction() as tx:
+        if b.wraps.open_wrap() is not None:
             raise WrapInProgressError("a wrap is open: save or cancel it (wrap-cancel) before "
                                       "editing a pattern by hand")
         if rec is None:
-            b.delete_pattern(key)
+            b.wraps.delete_pattern(key)
         else:
-            b.upsert_pattern(rec)
+            b.wraps.upsert_pattern(rec)
         edits = _edits(store) + [{"key": key, "from": data["from"], "to": data.get("to"),
                                   "at": now_iso()}]
-        b.set_meta(ns_meta_key(EDITS_KEY, store.scope), json.dumps(edits[-MAX_EDITS:]))
-        store.audit_trail.append(event, {**data, "name_hash": store.audit_trail.hash_content(key),
-                                         "content_hash": store.audit_trail.hash_content(text)},
-                                 actor="operator")
+        b.meta.set_meta(ns_meta_key(EDITS_KEY, store.scope), json.dumps(edits[-MAX_EDITS:]))
+        tx.audit.append(event, {**data, "name_hash": store.audit_trail.hash_content(key),
+                                "content_hash": store.audit_trail.hash_content(text)},
+                        actor="operator")
         store._stage_continuity(text)
     store._flush_continuity()
 
@@ -321,7 +321,7 @@ def demote_pattern(store: Store, name: str, level: int | None = None) -> dict[st
                               if current > 1 else f"{name!r} is at 1x, the lowest level")
     text, _ = _edit_continuity(store, name, lambda p: rewrite_line(
         p, min(p.level, to), p.date, [m for m in p.marks if m != "level-capped"], False))
-    old = store.backend.pattern_history().get(key)
+    old = store.repos.wraps.pattern_history().get(key)
     at = now_iso()
     rec = {"name": key, "level": to,
            "max_level_reached": min(int(old["max_level_reached"]), to) if old else to,

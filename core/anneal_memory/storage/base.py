@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -102,6 +103,13 @@ class RankedHit(NamedTuple):
     content: str = ""
 
 
+_SAVEPOINTS = itertools.count()
+
+
+class TransactionLost(Exception):
+    """A savepoint could not be rolled back to: the whole transaction is lost."""
+
+
 class Connection(abc.ABC):
     """Transactions, and raw SQL for the helpers inside ``storage/`` only: no module
     above storage is handed this role (see :class:`Repositories`)."""
@@ -127,6 +135,24 @@ class Connection(abc.ABC):
         """A consistent read snapshot."""
     @abc.abstractmethod
     def integrity_check(self) -> str: ...  # "ok", or what the database found wrong
+
+    @contextlib.contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A point inside the open transaction: an exception in the block rolls back to it
+        and propagates; when even that rollback fails the transaction is gone and
+        :class:`TransactionLost` (caused by the block's exception) is raised instead."""
+        name = f"am_sp_{next(_SAVEPOINTS)}"
+        self.q(f"SAVEPOINT {name}")
+        try:
+            yield
+        except Exception as exc:
+            try:
+                self.q(f"ROLLBACK TO SAVEPOINT {name}")
+            except Exception:
+                raise TransactionLost("the transaction is gone: nothing of it was written") from exc
+            self.q(f"RELEASE SAVEPOINT {name}")
+            raise
+        self.q(f"RELEASE SAVEPOINT {name}")
 
     # -- raw SQL, for helpers inside this package (``?`` placeholders on every backend)
     @abc.abstractmethod
@@ -406,21 +432,3 @@ class AuditRepo(abc.ABC):
 class Backend(Connection, MetaRepo, EpisodeRepo, LinkRepo, WrapRepo, ItemRepo, AuditRepo):
     """One database: every role at once. The Store owns it; the layers above see it
     through the typed roles of a :class:`Repositories` or a unit of work."""
-
-
-@dataclass(frozen=True)
-class Repositories:
-    """The typed roles of one database as one Store (or a scoped view) sees them: what
-    the layers above storage read through. No raw SQL and no connection: those stay in
-    ``storage/``. A scoped view's roles carry its namespace on every call."""
-
-    episodes: EpisodeRepo
-    links: LinkRepo
-    wraps: WrapRepo
-    items: ItemRepo
-    meta: MetaRepo
-
-    @classmethod
-    def of(cls, backend: Backend) -> Repositories:
-        """Every role of ``backend`` (or of a namespace-scoped backend standing in for one)."""
-        return cls(backend, backend, backend, backend, backend)

@@ -190,3 +190,39 @@ def copy_all(src: Backend, dst: Backend, progress: Progress) -> dict[str, int]:
                 done[table[0]] = _copy_table(src, dst, table, progress)
         _copy_blobs(src, dst, blob_names(src))
     return done
+
+
+class Tables:
+    """One database's whole tables and blobs, for backup, restore and store migration:
+    the only role that moves rows table by table (every other write goes through the
+    rules of the role that owns the rows)."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._b = backend
+
+    def rows(self, name: str) -> list[list[object]]:
+        return table_rows(self._b, name)
+
+    def count(self, name: str) -> int:
+        return row_count(self._b, name)
+
+    def counts(self, governed: bool = False) -> dict[str, int]:
+        return counts(self._b, governed)
+
+    def insert(self, name: str, rows: Sequence[Sequence[object]],
+               progress: Progress | None = None) -> int:
+        return insert_rows(self._b, name, rows, progress)
+
+    def blob_names(self) -> list[str]:
+        return blob_names(self._b)
+
+    def governed(self) -> bool:
+        return is_governed(self._b)
+
+    def create_governance_schema(self) -> None:
+        """The governed runtime's tables, inside the caller's transaction."""
+        gov.dialect(self._b).create_schema(self._b)
+
+    def copy_into(self, dst: Tables, progress: Progress) -> dict[str, int]:
+        """Copy everything into the empty database ``dst`` (see :func:`copy_all`)."""
+        return copy_all(self._b, dst._b, progress)

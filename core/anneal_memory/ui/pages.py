@@ -206,7 +206,7 @@ def overview(v: View) -> str:
     from .chart import activity_chart
 
     first = today() - timedelta(days=ACTIVITY_DAYS - 1)
-    seen = {d: (e, w) for d, e, w in v.store.backend.activity_by_day(first.isoformat())}
+    seen = {d: (e, w) for d, e, w in v.store.repos.episodes.activity_by_day(first.isoformat())}
     days = [(d, *seen.get(d, (0, 0))) for d in
             ((first + timedelta(days=i)).isoformat() for i in range(ACTIVITY_DAYS))]
     if not any(e or w for _d, e, w in days):

@@ -20,8 +20,8 @@ def cancel_wrap(store: Store, *, wrap_token: str | None = None, session_id: str 
     that wrap: any other (or none) is refused and nothing changes. ``expect_partial`` asks
     to clear only a half-written wrap state, which this store never leaves: an open wrap
     is refused."""
-    with store._write():
-        w = store.backend.open_wrap()
+    with store.transaction() as tx:
+        w = tx.wraps.open_wrap()
         if wrap_token is not None and (w is None or w["token"] != wrap_token):
             raise WrapTokenError("the named wrap is not the one in progress (saved, cancelled "
                                  "or another): nothing was cancelled")
@@ -36,15 +36,15 @@ def cancel_wrap(store: Store, *, wrap_token: str | None = None, session_id: str 
             raise BatonError(
                 "this wrap was prepared under the baton gate: cancel it with its wrap_token, "
                 "the session_id that prepared it, or force=True")
-        store.backend.close_wrap(w["id"], "cancelled", now_iso())
-        store.audit_trail.append("wrap_cancelled", {"wrap_id": w["id"],
-                                                    "episodes": len(w["episode_ids"]),
-                                                    "forced": bool(force)}, actor="operator")
+        tx.wraps.close_wrap(w["id"], "cancelled", now_iso())
+        tx.audit.append("wrap_cancelled", {"wrap_id": w["id"],
+                                           "episodes": len(w["episode_ids"]),
+                                           "forced": bool(force)}, actor="operator")
     return WrapCancelReceipt(w["token"], w.get("started_at"), list(w["episode_ids"]), False)
 
 
 def open_wrap_info(store: Store) -> dict[str, Any] | None:
-    return store.backend.open_wrap()
+    return store.repos.wraps.open_wrap()
 
 
 def take_over_stale(store: Store, w: dict[str, Any], session_id: str | None) -> bool:
@@ -56,7 +56,7 @@ def take_over_stale(store: Store, w: dict[str, Any], session_id: str | None) -> 
     age = wrap_age(w)
     if limit is None or age is None or age <= limit:
         return False
-    store.backend.close_wrap(w["id"], "cancelled", now_iso())
+    store.repos.wraps.close_wrap(w["id"], "cancelled", now_iso())
     store.audit_trail.append("wrap_taken_over", {
         "wrap_id": w["id"], "episodes": len(w["episode_ids"]), "age_seconds": int(age),
         "stale_wrap_after": int(limit), "session_id": session_id}, actor="system")

@@ -66,12 +66,12 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
             "uncovered_proven_to_check": [], "crystallization_candidates": [],
             "rewarm_candidates": []}
     if blocked:
-        n = store.backend.count_unwrapped()
+        n = store.repos.episodes.count_unwrapped()
         return {**base, "status": "downgraded", "episode_count": n,
                 "message": f"{n} episode(s) waiting. {blocked}"}
     today = today_iso()
-    with store._write():
-        w = store.backend.open_wrap()
+    with store.transaction() as tx:
+        w = tx.wraps.open_wrap()
         if w is not None and wrap_token != w["token"] and take_over_stale(store, w, session_id):
             w = None  # a dead host's wrap, past the operator's stale_wrap_after: taken over
         if w is not None:
@@ -85,18 +85,18 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
                     "a wrap is already in progress: save it, re-open it with its wrap token, "
                     "or abandon it with wrap_cancel")
             ids, token, today = w["episode_ids"], w["token"], w["today"]
-            rows = list(store.backend.get_episodes(ids).values())
+            rows = list(tx.episodes.get_episodes(ids).values())
         else:
-            rows = store.backend.unwrapped_episodes()
+            rows = tx.episodes.unwrapped_episodes()
             if not rows:
                 return {**base, "status": "empty", "episode_count": 0,
                         "message": "no episodes since the last wrap: nothing to compress"}
             ids = [r.id for r in rows]
             # hex, not urlsafe: a token starting with '-' reads as an option on a command line
             token = wrap_token or token_hex(18)
-            wid = store.backend.insert_wrap(now_iso(), token, session_id, ids, today)
-            store.audit_trail.append("wrap_started", {"wrap_id": wid, "episodes": len(ids),
-                                                      "session_id": session_id}, actor="agent")
+            wid = tx.wraps.insert_wrap(now_iso(), token, session_id, ids, today)
+            tx.audit.append("wrap_started", {"wrap_id": wid, "episodes": len(ids),
+                                             "session_id": session_id}, actor="agent")
     # the rows read to open the wrap are its episodes: no second read of them, and the
     # package is built from the rows (no Episode objects it would only take apart)
     sup, _sources, eff = store._episode_links(rows)

@@ -31,5 +31,5 @@ def relayed_of_wrap(store: Any, episode_ids: list[str]) -> list[tuple[str, str, 
     ids = [i for i in episode_ids if trust.get(i) in RELAYED_TRUST]
     if not ids:
         return []
-    rows = store.backend.get_episodes(ids)
+    rows = store.repos.episodes.get_episodes(ids)
     return [(i, trust[i], rows[i].content) for i in ids if i in rows]

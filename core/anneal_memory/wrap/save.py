@@ -165,8 +165,8 @@ def validated_save_continuity(
                                                isinstance(carryforward_cold_days, int) or
                                                carryforward_cold_days < 0):
         raise ValidationError("carryforward_cold_days must be a whole number >= 0, or None")
-    b = store.backend
-    wrap = b.open_wrap()
+    b = store.repos
+    wrap = b.wraps.open_wrap()
     if wrap is None:
         raise NoWrapInProgressError("no wrap is open: call prepare_wrap first (a wrap is saved "
                                     "once; a second save needs a new prepare)")
@@ -219,10 +219,10 @@ def validated_save_continuity(
     all_cited = sorted({c.episode_id for _s, _i, p in found for c in p.citations})
     in_wrap = set(snapshot_ids)
     wanted = sorted({*all_cited, *(n for _o, n, _m in markers)})
-    rows = b.get_episodes(wanted) if wanted else {}
+    rows = b.episodes.get_episodes(wanted) if wanted else {}
     snapshot = {i: r for i, r in rows.items() if i in in_wrap}
-    superseded = set(b.supersessions_of(list(snapshot))) if snapshot else set()
-    history = b.pattern_history()
+    superseded = set(b.links.supersessions_of(list(snapshot))) if snapshot else set()
+    history = b.wraps.pattern_history()
     prior_levels: dict[str, int] = {}
     prior_named: dict[str, tuple[str, int]] = {}
     for p in prior_lines:
@@ -230,12 +230,12 @@ def validated_save_continuity(
             prior_levels[p.key] = max(prior_levels.get(p.key, 0), p.level)
             if prior_levels[p.key] == p.level:
                 prior_named[p.key] = (p.name, p.level)
-    governed_before = b.has_pattern_history()
+    governed_before = b.wraps.has_pattern_history()
     ctx = WrapContext(
         today=day, snapshot=snapshot, superseded=superseded,
         trust=store.effective_trust_map(list(snapshot)) if snapshot else {}, history=history,
         prior_levels=prior_levels,
-        citations_seen=b.get_meta(ns_meta_key("citations_seen", store.scope)) == "1",
+        citations_seen=b.meta.get_meta(ns_meta_key("citations_seen", store.scope)) == "1",
         cold_days=carryforward_cold_days if governed_before else None,
         first_governed_save=not governed_before,
     )
@@ -343,7 +343,7 @@ def validated_save_continuity(
             crystal_names = set()
 
     with store._staging() as staged, store._write():
-        current = b.open_wrap()
+        current = b.wraps.open_wrap()
         if current is None or current["id"] != wrap["id"]:
             raise NoWrapInProgressError("the wrap was saved or cancelled by another process "
                                         "meanwhile: prepare a new wrap")
@@ -357,23 +357,23 @@ def validated_save_continuity(
                                                                "new_id": new_id})
         result["supersessions_recorded"] = len(result["supersessions_recorded_links"])
         result["drift"] = probes.evaluate(store, final_text, schema, crystal_names, wrap["id"])
-        b.set_meta("last_graduated", json.dumps([
+        b.meta.set_meta("last_graduated", json.dumps([
             {"name": o.line.name, "level": o.final_level,
              "citations": [c.episode_id for c in o.line.citations]}
             for o in outcomes if o.validated and o.final_level >= 2], ensure_ascii=False))
         _record_history(store, outcomes, day, history)
         if any(o.line.citations for o in outcomes):
-            b.set_meta(ns_meta_key("citations_seen", store.scope), "1")
+            b.meta.set_meta(ns_meta_key("citations_seen", store.scope), "1")
         started = ns_meta_key("pattern_history_started", store.scope)
-        b.set_meta(started, b.get_meta(started) or now_iso())
-        b.mark_wrapped(snapshot_ids, wrap["id"])
+        b.meta.set_meta(started, b.meta.get_meta(started) or now_iso())
+        b.episodes.mark_wrapped(snapshot_ids, wrap["id"])
         metrics = {k: (len(v) if isinstance(v, list) else v) for k, v in result.items()
                    if k not in ("path", "drift", "warnings", "sections")}
         metrics["patterns_extracted"] = len(outcomes)
         # per pattern and per probe, for the operator's timeline, worklist and drift view
         metrics["patterns"] = review.record_wrap_patterns(outcomes)
-        metrics["drift_probes"] = review.record_wrap_drift(b.probes(), result["drift"]["probes"])
-        b.close_wrap(wrap["id"], "saved", now_iso(), chars=len(final_text),
+        metrics["drift_probes"] = review.record_wrap_drift(b.wraps.probes(), result["drift"]["probes"])
+        b.wraps.close_wrap(wrap["id"], "saved", now_iso(), chars=len(final_text),
                      episodes_compressed=len(snapshot_ids), metrics=metrics)
         store.audit_trail.append("wrap_completed", {
             "wrap_id": wrap["id"], "episodes_compressed": len(snapshot_ids),
@@ -459,7 +459,7 @@ def _revocations(store: Store, history: dict[str, dict[str, Any]]) -> dict[str, 
     if not ids:
         return {}
     trust = store.effective_trust_map(ids)
-    for tid, t in store.backend.tombstones([i for i in ids if i not in trust]).items():
+    for tid, t in store.repos.links.tombstones([i for i in ids if i not in trust]).items():
         trust[tid] = "external" if t["reason"] == "deleted" else (t.get("trust") or "agent")
     out = {}
     for key, h in history.items():
@@ -563,4 +563,4 @@ def _record_history(store: Store, outcomes: Sequence[LineOutcome], day: str,
                  "rule": "quoted" if any(c.explanation for c in o.line.citations) else "bare"}
                 for o in validated if (old is None or o.final_level > int(old["level"]))],
         }
-        store.backend.upsert_pattern(rec)
+        store.repos.wraps.upsert_pattern(rec)
