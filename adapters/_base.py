@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar, TypedDict
 
-from anneal_memory.errors import IdentityError, MissingExtraError, ValidationError
+from anneal_memory.errors import EmbedderError, IdentityError, MissingExtraError, ValidationError
 from anneal_memory.governance.namespace import (
     FIELDS,
     MemoryNamespace,
@@ -151,10 +151,52 @@ def namespace_key(namespace: NamespaceOption) -> str:
 
 
 # ---------------------------------------------------------------------- sessions
-def open_session(memory: Any, logger_name: str, **options: Any) -> MemorySession:
+def open_session(memory: Any, logger_name: str, *, embedder: Any = None,
+                 **options: Any) -> MemorySession:
     """``MemorySession.ensure`` for an adapter's constructor: options left at None are the
-    session's defaults, and a session made here logs on the adapter's logger."""
-    return MemorySession.ensure(memory, logger=logger_name, **options)
+    session's defaults, and a session made here logs on the adapter's logger.
+
+    ``embedder`` (anything ``Store(path, embedder=...)`` takes): with a store path, the
+    Store opened here embeds with it; with a Store or a session, that store must already
+    have it (see :func:`check_embedder`), since an open Store's embedder is its own."""
+    if embedder is None:
+        return MemorySession.ensure(memory, logger=logger_name, **options)
+    if isinstance(memory, (str, os.PathLike)):
+        store = Store(memory, project_name=options.pop("project_name", None),
+                      embedder=embedder)
+        try:
+            session = MemorySession.ensure(store, logger=logger_name, **options)
+        except Exception:
+            store.close()
+            raise
+        session.owns_store = True
+        return session
+    session = MemorySession.ensure(memory, logger=logger_name, **options)
+    check_embedder(session.store, embedder)
+    return session
+
+
+def check_embedder(store: Store, embedder: Any) -> None:
+    """Refuse (:class:`~anneal_memory.errors.EmbedderError`) an adapter's ``embedder`` for
+    an open ``store`` that does not already embed with it: a Store without an embedder,
+    or with one of another model id. The same object, or an embedder of the same model id
+    (then the Store's own is used), is accepted."""
+    from anneal_memory import Embedder
+
+    own = getattr(store, "embedder", None)
+    if own is None:
+        raise EmbedderError(
+            "the Store you pass has no embedder, so the adapter's embedder would not be "
+            "used: open it with Store(path, embedder=...) (and leave the adapter's out), or "
+            "give the adapter the store path instead of the Store")
+    if embedder is own or embedder is getattr(own, "_source", None):
+        return
+    given = embedder if isinstance(embedder, Embedder) else Embedder(embedder)
+    if given.model != own.model:
+        raise EmbedderError(
+            f"the Store you pass embeds with {own.model!r}, the adapter was given "
+            f"{given.model!r}: one store ranks one model's vectors. Leave the adapter's "
+            "embedder out (the Store's is used), or open the store with the one you want")
 
 
 def attach_memory(owner: Any, memory: Any, logger_name: str, *,
@@ -226,7 +268,10 @@ class MemoryOptions:
     Whose memory (``namespace``), the wrap (``compress``, ``wrap_on_end``), the role of the
     injected memory message (``memory_role``; None: the adapter's default) and the
     session's own options (``project_name``, ``session_id``, ``recall_limit``,
-    ``max_content_chars``, ``crystal_store``, ``strict``; None: the session's default).
+    ``max_content_chars``, ``crystal_store``, ``strict``; None: the session's default) and
+    ``embedder`` (recall by meaning too: with a store path the Store opened embeds with
+    it; a Store or session given must already have it, else ``EmbedderError``; see
+    :func:`open_session`).
     An adapter takes them as keywords of its constructor, or as ``options=MemoryOptions(...)``
     (then its keywords override the fields they name): one set of options can configure
     several adapters. Each is validated when the adapter is built."""
@@ -241,12 +286,14 @@ class MemoryOptions:
     max_content_chars: int | None = None
     crystal_store: Any = None
     strict: bool | None = None
+    embedder: Any = None
 
     def session_options(self) -> dict[str, Any]:
-        """The options that go to the :class:`MemorySession` (None: its default)."""
+        """The options that go to :func:`open_session` (None: the default)."""
         return {"project_name": self.project_name, "session_id": self.session_id,
                 "recall_limit": self.recall_limit, "max_content_chars": self.max_content_chars,
-                "crystal_store": self.crystal_store, "strict": self.strict}
+                "crystal_store": self.crystal_store, "strict": self.strict,
+                "embedder": self.embedder}
 
 
 #: every field of :class:`MemoryOptions`
@@ -275,6 +322,7 @@ class MemoryKwargs(TypedDict, total=False):
     max_content_chars: int | None
     crystal_store: Any
     strict: bool | None
+    embedder: Any
 
 
 # ---------------------------------------------------------------------- the base class

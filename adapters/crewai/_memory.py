@@ -92,7 +92,10 @@ class AnnealCrewMemory(MemoryAdapter, Memory):
     what is remembered directly. ``memory`` is a Store, a store path (opened and owned:
     :meth:`close` closes it) or a MemorySession (then the session options go to it).
     ``namespace`` overrides the scope tree's identity: a mapping or ``MemoryNamespace``,
-    or a callable of the scope path. A scope naming an empty or invisible user or tenant
+    or a callable of the scope path. ``embedder`` (CrewAI's own field: a callable or a
+    provider config dict, built with CrewAI's ``build_embedder``) is the Store's embedder,
+    so recall is by meaning too: with a store path the Store opened embeds with it; a
+    Store or session given must already have it (else ``EmbedderError``). A scope naming an empty or invisible user or tenant
     (``/user/``, ``/user//x``, ``/user/\u200b``) is refused (``IdentityError``).
     """
 
@@ -112,7 +115,8 @@ class AnnealCrewMemory(MemoryAdapter, Memory):
                  strict: bool | None = None, **fields: Any) -> None:
         session = open_session(memory, LOGGER_NAME, session_id=session_id,
                                crystal_store=crystal_store, recall_limit=recall_limit,
-                               max_content_chars=max_content_chars, strict=strict)
+                               max_content_chars=max_content_chars, strict=strict,
+                               embedder=_store_embedder(fields.get("embedder")))
         try:
             # A storage object keeps CrewAI from building its default LanceDB store.
             fields.setdefault("storage", AnnealStorage(
@@ -291,6 +295,16 @@ class AnnealCrewMemory(MemoryAdapter, Memory):
     def close(self) -> None:
         """Close the store if this memory opened it (from a path)."""
         MemoryAdapter.close(self)
+
+
+def _store_embedder(embedder: Any) -> Any:
+    """CrewAI's ``embedder`` field as the Store takes it (a provider config dict is built
+    with CrewAI's own factory, as its Memory does)."""
+    if isinstance(embedder, dict):
+        from crewai.rag.embeddings.factory import build_embedder
+
+        return build_embedder(embedder)  # type: ignore[arg-type]
+    return embedder
 
 
 def _visible(meta: dict[str, Any], path: str, categories: list[str] | None,

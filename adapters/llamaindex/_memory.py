@@ -133,6 +133,7 @@ class AnnealMemory(MemoryAdapter, Memory):
         crystal_store: Any = None,
         strict: bool | None = None,
         block_priority: int = 0,
+        embed_model: Any = None,
         **memory_kwargs: Any,
     ) -> AnnealMemory:
         """A ``Memory`` (``Memory.from_defaults(session_id=..., **memory_kwargs)``) with the
@@ -141,13 +142,16 @@ class AnnealMemory(MemoryAdapter, Memory):
         ``memory`` is a Store or a store path (a session is made for it; :meth:`close`
         closes a store it opened) or a ready MemorySession (then the session options go to
         it). ``block_priority`` is the block's truncation priority (0: never truncated).
+        ``embed_model`` (a LlamaIndex ``BaseEmbedding``) makes recall by meaning too: with a
+        store path the Store opened embeds with it; a Store or session given must already
+        embed with it (``Store(path, embedder=embed_model)``), else ``EmbedderError``.
         """
         MemorySession.check_compress(compress)
         if session_id is not None:
             check_identity(session_id, "the Memory's session_id")
         session = open_session(memory, LOGGER_NAME, crystal_store=crystal_store,
                                recall_limit=recall_limit, max_content_chars=max_content_chars,
-                               strict=strict)
+                               strict=strict, embedder=embed_model)
         try:
             return cls._build(session, namespace, session_id, wrap_on_end, compress, llm,
                               record_user_input, record_tools, record_outcome,

@@ -9,18 +9,21 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.tools import FunctionTool
 
-from anneal_memory.adapters import open_session
+from anneal_memory.adapters import check_embedder, open_session
 from anneal_memory.session import MemorySession, render_item
 
 from ._block import LOGGER_NAME, Scope
 from ._memory import RECALL_TOOL_NAME
 
 
-def _scope_of(memory: Any, namespace: Any) -> Any:
-    """Something with ``scope()``: an AnnealMemory as it is, else a Scope over the session."""
+def _scope_of(memory: Any, namespace: Any, embed_model: Any = None) -> Any:
+    """Something with ``scope()``: an AnnealMemory as it is, else a Scope over the session
+    (``embed_model``: the store's embedder, as :func:`open_session` takes it)."""
     if callable(getattr(memory, "scope", None)) and not isinstance(memory, MemorySession):
+        if embed_model is not None:
+            check_embedder(memory.base_session.store, embed_model)
         return memory
-    return Scope(open_session(memory, LOGGER_NAME), namespace)
+    return Scope(open_session(memory, LOGGER_NAME, embedder=embed_model), namespace)
 
 
 class AnnealRetriever(BaseRetriever):
@@ -30,12 +33,15 @@ class AnnealRetriever(BaseRetriever):
 
     ``memory`` is an ``AnnealMemory`` (its namespace), a ``MemorySession``, a ``Store`` or a
     store path; ``namespace`` a mapping or ``MemoryNamespace`` (with a session or store).
-    ``similarity_top_k`` defaults to the session's ``recall_limit``.
+    ``similarity_top_k`` defaults to the session's ``recall_limit``. ``embed_model`` (a
+    LlamaIndex ``BaseEmbedding``): recall by meaning too; with a store path the Store
+    opened embeds with it, an open store must already (else ``EmbedderError``).
     """
 
     def __init__(self, memory: Any, *, namespace: Any = None, similarity_top_k: int | None = None,
-                 callback_manager: Any = None, verbose: bool = False) -> None:
-        self._scope = _scope_of(memory, namespace)
+                 callback_manager: Any = None, verbose: bool = False,
+                 embed_model: Any = None) -> None:
+        self._scope = _scope_of(memory, namespace, embed_model)
         self.similarity_top_k = similarity_top_k
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
@@ -62,11 +68,11 @@ class AnnealRetriever(BaseRetriever):
 
 
 def memory_tool(memory: Any, *, namespace: Any = None, name: str = RECALL_TOOL_NAME,
-                description: str | None = None) -> FunctionTool:
+                description: str | None = None, embed_model: Any = None) -> FunctionTool:
     """A tool an agent calls to search its memory: it returns the recalled episodes as one
     labelled section of data (not instructions). What it returns is never recorded back
-    as a tool result."""
-    scope = _scope_of(memory, namespace)
+    as a tool result. ``embed_model``: as for :class:`AnnealRetriever`."""
+    scope = _scope_of(memory, namespace, embed_model)
 
     def recall_memory(query: str) -> str:
         """Search long-term memory (earlier conversations, decisions, tool results)."""

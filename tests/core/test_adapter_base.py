@@ -20,8 +20,9 @@ from anneal_memory.adapters import (
     options_except,
     require_extra,
 )
+from anneal_memory.errors import EmbedderError
 from anneal_memory.session import MemorySession
-from anneal_memory.testing import scripted_compress
+from anneal_memory.testing import HashingEmbedder, scripted_compress
 
 
 class Adapter(MemoryAdapter):
@@ -223,3 +224,59 @@ def test_memory_options_are_checked_at_construction(store: Store) -> None:
         Narrow(store, options=MemoryOptions(wrap_on_end="yes"))  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         Narrow(store, options=MemoryOptions(namespace={"nobody": "x"}))
+
+
+# ---------------------------------------------------------------------- embedder=
+_PARAPHRASE = {"living": "job", "nurse": "job"}
+
+
+def test_embedder_with_a_path_opens_a_store_that_embeds(tmp_path: Path) -> None:
+    embedder = HashingEmbedder(aliases=_PARAPHRASE)
+    adapter = Adapter(tmp_path / "m.db", embedder=embedder, project_name="P")
+    store = adapter.base_session.store
+    assert store.embedder is not None and store.embedder.model.endswith(embedder.model)
+    assert store.project_name == "P"
+    ann = adapter.session_for(namespace={"user": "ann"})
+    ann.record_observation("I started as a nurse at the county hospital")
+    Adapter(store).session_for(namespace={"user": "bob"}).record_observation(
+        "bob was a nurse too")
+    found = ann.recall("what does she do for a living")  # no word shared: by meaning
+    assert [e.content for e in found] == ["I started as a nurse at the county hospital"]
+    adapter.close()  # the adapter opened the store: it closes it
+    with pytest.raises(Exception):
+        store.record("after close", "observation")
+
+
+def test_embedder_through_memory_options(tmp_path: Path) -> None:
+    embedder = HashingEmbedder()
+    shared = MemoryOptions(embedder=embedder, recall_limit=2)
+    adapter = Narrow(tmp_path / "m.db", options=shared)
+    assert adapter.base_session.store.embedder is not None
+    assert adapter.base_session.recall_limit == 2
+    assert "embedder" in MEMORY_OPTIONS and "embedder" in options_except("strict")
+    adapter.close()
+
+
+def test_an_open_store_must_already_have_the_embedder(tmp_path: Path, store: Store) -> None:
+    embedder = HashingEmbedder()
+    with pytest.raises(EmbedderError, match="has no embedder"):
+        Adapter(store, embedder=embedder)
+    with Store(tmp_path / "e.db", embedder=embedder) as own:
+        # the same object, an Embedder over it, or another instance of the same model id
+        for same in (embedder, own.embedder, HashingEmbedder()):
+            assert Adapter(own, embedder=same).base_session.store is own
+        assert Adapter(MemorySession(own), embedder=embedder).base_session.store is own
+        with pytest.raises(EmbedderError, match="embeds with '.*hashing-bow-256'.*"
+                                                 "'.*hashing-bow-64'"):
+            Adapter(own, embedder=HashingEmbedder(64))
+        with pytest.raises(EmbedderError, match="embeds with"):
+            Adapter(MemorySession(own.scoped({"user": "x"})),
+                    embedder=HashingEmbedder(model="other"))
+        with pytest.raises(EmbedderError, match="cannot embed with"):
+            Adapter(own, embedder=object())
+
+
+def test_a_bad_embedder_with_a_path_opens_nothing(tmp_path: Path) -> None:
+    with pytest.raises(EmbedderError):
+        Adapter(tmp_path / "never.db", embedder=42)
+    assert not (tmp_path / "never.db").exists()

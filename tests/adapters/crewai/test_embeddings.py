@@ -191,3 +191,40 @@ def test_a_field_only_update_keeps_the_record_and_its_episode(mem_store: Store) 
              if "anneal recall" in m.match_reasons]
     assert [r.id for r in found] == [record.id]
     assert found[0].content.endswith("Tomatoes need deep watering")
+
+
+def test_the_memorys_embedder_is_the_stores(tmp_path: Path) -> None:
+    """AnnealCrewMemory(path, embedder=...): anneal's recall finds by meaning, per user."""
+    embedder = HashingEmbedder(aliases={"living": "job", "nurse": "job"})
+    memory = AnnealCrewMemory(tmp_path / "m.db", embedder=embedder, llm=scripted_llm())
+    assert memory.session_for("/").store.embedder is not None
+    memory.remember("I started as a nurse at the county hospital", scope="/user/bob")
+    memory.remember("alice is a nurse as well", scope="/user/alice")
+    found = [m.record.content for m in memory.recall("what does he do for a living",
+                                                     scope="/user/bob")]
+    assert len(found) == 1 and found[0].endswith("I started as a nurse at the county hospital")
+    memory.close()
+
+
+def test_a_crewai_provider_config_embedder_is_built(tmp_path: Path) -> None:
+    from crewai.rag.embeddings.providers.custom.embedding_callable import (
+        CustomEmbeddingFunction,
+    )
+
+    class Hashing(CustomEmbeddingFunction):
+        def __call__(self, input):
+            return HashingEmbedder(aliases={"living": "job", "nurse": "job"})(list(input))
+
+    memory = AnnealCrewMemory(tmp_path / "m.db", llm=scripted_llm(), embedder={
+        "provider": "custom", "config": {"embedding_callable": Hashing}})
+    memory.remember("I started as a nurse at the county hospital", scope="/user/bob")
+    assert memory.recall("what does he do for a living", scope="/user/bob")
+    memory.close()
+
+
+def test_an_embedder_for_a_store_without_one_is_refused(mem_store: Store) -> None:
+    from anneal_memory.errors import EmbedderError
+
+    with pytest.raises(EmbedderError, match="has no embedder"):
+        AnnealCrewMemory(mem_store, embedder=HashingEmbedder(), llm=scripted_llm())
+    AnnealCrewMemory(mem_store, llm=scripted_llm())  # without one: keyword recall, as before

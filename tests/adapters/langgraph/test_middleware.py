@@ -241,3 +241,34 @@ def test_bad_options_raise_at_construction(store: Store) -> None:
         AnnealMiddleware(store, memory_role="assistant")
     with pytest.raises(ValidationError, match="namespace"):
         AnnealMiddleware(store, namespace=42)
+
+
+def test_embedder_option_recalls_by_meaning_per_user(tmp_path) -> None:
+    """``embedder=`` (a shared MemoryOptions field) with a store path: the run's memory
+    block holds what shares no word with the request, and only the run's user's."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from anneal_memory.adapters import MemoryOptions
+    from anneal_memory.errors import EmbedderError
+    from anneal_memory.testing import HashingEmbedder
+
+    shared = MemoryOptions(embedder=HashingEmbedder(aliases={"living": "job", "nurse": "job"}))
+    memory = AnnealMiddleware(tmp_path / "m.db", options=shared)
+    store = memory.base_session.store
+    store.scoped({"user": "ann"}).record("I started as a nurse at the county hospital",
+                                         "observation")
+    store.scoped({"user": "ben"}).record("ben was a nurse once", "observation")
+    model = scripted("A nurse.")
+    create_agent(model, tools=[], middleware=[memory]).invoke(
+        _ask("what does she do for a living"), {"configurable": {"user_id": "ann"}})
+    seen = "\n".join(model.seen)
+    assert "county hospital" in seen and "ben was" not in seen
+    memory.close()
+    # LangChain's own fake embeddings plug in unchanged; an open Store must already have it
+    fake = DeterministicFakeEmbedding(size=16)
+    with Store(tmp_path / "own.db", embedder=fake) as own:
+        assert AnnealMiddleware(own, embedder=fake).base_session.store.embedder.dims in (None, 16)
+        with pytest.raises(EmbedderError, match="embeds with"):
+            AnnealMiddleware(own, embedder=DeterministicFakeEmbedding(size=8))
+    with Store(tmp_path / "plain.db") as plain, pytest.raises(EmbedderError):
+        AnnealMiddleware(plain, embedder=fake)

@@ -24,4 +24,4 @@ sys.modules["llama_index.llms.openai"] = openai_llms
 
 
 test_the_guide_has_its_blocks, test_block_runs = guide_tests(
-    "llamaindex", HERE, PRELUDE, blocks=2, last_lines={0: "saved"})
+    "llamaindex", HERE, PRELUDE, blocks=3, last_lines={0: "saved", 2: "hybrid True"})
