@@ -295,6 +295,11 @@ class AuditTrail:
         from the audit files)."""
         return self.backend.audit_entries(after_seq, limit)
 
+    def count_entry(self, key: str) -> None:
+        """Add one to the meta counter ``key`` in the open transaction (a scoped view
+        counts the entries its namespace caused)."""
+        self.backend.add_meta_int(key, 1)
+
     def pending_mark(self) -> int:
         """How many entries of the open transaction are pending (see :meth:`drop_pending`)."""
         return len(self._pending)

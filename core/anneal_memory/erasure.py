@@ -224,12 +224,6 @@ def sidecar_files(db_path: Path) -> Iterable[Path]:
 
 
 # --------------------------------------------------------------------------- on a store
-def raw_backend(store: Any) -> Any:
-    """The database under a store or a view (a view's backend is scoped)."""
-    b = store._backend
-    return getattr(b, "inner", b)
-
-
 def root_of(store: Any) -> Any:
     return getattr(store, "parent", None) or store
 
@@ -259,7 +253,7 @@ def _scopes_seeing(b: Any, rows: Iterable[Any]) -> list[Any]:
         scope = r.scope
         seen.setdefault(scope.key, scope)
         if scope.owner is not None and scope.project is None:
-            for p in b.owner_projects(scope.owner):
+            for p in b.meta.owner_projects(scope.owner):
                 s = Scope(scope.owner, p)
                 seen.setdefault(s.key, s)
     return list(seen.values())
@@ -275,7 +269,7 @@ def scrub_episodes(store: Any, rows: Mapping[str, Any],
     matcher = TextMatcher({i: r.content for i, r in rows.items()})
     if not matcher:
         return report
-    b = raw_backend(store)
+    b = root_of(store).repos  # the database's own roles, unscoped: the rows name their scope
     scopes = _scopes_seeing(b, rows.values())
     located: set[str] = set()
     for scope in scopes:
@@ -295,22 +289,22 @@ def scrub_episodes(store: Any, rows: Mapping[str, Any],
                               if r.wrap_id is not None and i not in located)
     # a pattern's name, or a probe's, is its key: a row whose name quotes the episode goes
     for scope in scopes:
-        for name in list(b.pattern_history(scope=scope)):
+        for name in list(b.wraps.pattern_history(scope=scope)):
             if matcher.quotes(name):
-                report.cells += b.delete_pattern(name, scope=scope)
-        for probe in b.probes(scope=scope):
+                report.cells += b.wraps.delete_pattern(name, scope=scope)
+        for probe in b.wraps.probes(scope=scope):
             if probe.get("pattern") and matcher.quotes(str(probe["pattern"])):
-                report.cells += b.delete_probe(str(probe["id"]), scope=scope)
-    for table, key, col, text in list(b.text_cells([s.key for s in scopes])):
+                report.cells += b.wraps.delete_probe(str(probe["id"]), scope=scope)
+    for table, key, col, text in list(b.meta.text_cells([s.key for s in scopes])):
         new_text = redact_cell(text, matcher)
         if new_text is not None:
-            b.set_text_cell(table, key, col, new_text)
+            b.meta.set_text_cell(table, key, col, new_text)
             report.cells += 1
-    for key, value in b.meta_rows():
+    for key, value in b.meta.meta_rows():
         if value[:1] in "[{":
             new_text = redact_cell(value, matcher)
             if new_text is not None:
-                b.set_meta(key, new_text)
+                b.meta.set_meta(key, new_text)
                 report.cells += 1
     if getattr(store, "dsn", None) is None:
         for p in sidecar_files(Path(store.path)):
@@ -333,7 +327,6 @@ def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
     """Erase one namespace whole (see ``Store.erase_namespace``)."""
     from ._namespace import coerce_namespace
     from .errors import TrustError, ValidationError
-    from .storage import governance_sql as gsql
     from .storage.base import Scope
     from .store_continuity import ERASED_BLOB, PENDING_BLOB, STAGED_BLOB
     from .trust import within_ceiling
@@ -349,18 +342,17 @@ def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
         raise ValidationError(f"a view of {own.label()} cannot erase {ns.label()}: call "
                               "erase_namespace on the parent Store")
     root = root_of(store)
-    root._check_writable()
-    b = raw_backend(root)
+    b = root.repos
     owner = ns.owner
     report = ErasureReport(namespaces=[ns.label() + ("" if ns.project else " (all projects)")])
     staged: list[tuple[Any, Any]] = []
-    with root._write():
-        projects = [ns.project] if ns.project else b.owner_projects(owner)
+    with root.transaction() as tx:
+        projects = [ns.project] if ns.project else b.meta.owner_projects(owner)
         scopes = [Scope(owner, p) for p in projects]
-        ids = [i for i in b.episode_ids_of_owner(owner)
-               if ns.project is None or i in b.get_episodes([i], scope=Scope(owner, ns.project),
+        ids = [i for i in b.meta.episode_ids_of_owner(owner)
+               if ns.project is None or i in b.episodes.get_episodes([i], scope=Scope(owner, ns.project),
                                                            exact=True)]
-        rows = b.get_episodes(ids, exact=True) if ids else {}
+        rows = b.episodes.get_episodes(ids, exact=True) if ids else {}
         above = [i for i, r in rows.items() if not within_ceiling(r.trust, root.trust_ceiling)]
         if above:
             raise TrustError(
@@ -375,27 +367,25 @@ def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
             root._remove(list(rows), reason="erased")
         names = [view_for(root, s)._continuity_blob() for s in scopes]
         for name in names:
-            b.set_meta(PENDING_BLOB + name, None)
-            b.set_meta(STAGED_BLOB + name, None)
-            b.set_meta(ERASED_BLOB + name, "1")
+            b.meta.set_meta(PENDING_BLOB + name, None)
+            b.meta.set_meta(STAGED_BLOB + name, None)
+            b.meta.set_meta(ERASED_BLOB + name, "1")
         if ns.project is None:
-            b.erase_namespace_rows(owner)
-            report.governed_records = gsql.erase_owner(b, owner)
+            b.meta.erase_namespace_rows(owner)
+            report.governed_records = tx.governance.erase_owner(owner)
             tags = [view_for(root, s).ns_tag for s in scopes]
             from .governance.scoped import audit_counter_key
 
-            b.erase_owner_meta(owner, [audit_counter_key(t) for t in tags])
+            b.meta.erase_owner_meta(owner, [audit_counter_key(t) for t in tags])
         else:
-            b.erase_scope_rows(Scope(owner, ns.project))
-            report.governed_records = gsql.erase_owner(b, owner, ns.project)
+            b.meta.erase_scope_rows(Scope(owner, ns.project))
+            report.governed_records = tx.governance.erase_owner(owner, ns.project)
         _forget_tokens(root, ns)  # its MCP tokens name the user: they go too
-        root.audit_trail.append("namespace_erased", {
+        tx.audit.append("namespace_erased", {
             "namespace_tag": view_for(root, Scope(owner, ns.project)).ns_tag,
             **report.audit_data()}, actor="operator")
     publish(staged)
-    from .store_continuity import flush_pending_blobs
-
-    flush_pending_blobs(b)
+    root._flush_pending_files()
     root._scrub()
     return report
 

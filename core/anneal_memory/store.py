@@ -311,7 +311,7 @@ class Store(ContinuityMixin):
         with self._write():
             r = Repositories.of(self._backend)
             yield UnitOfWork(r.episodes, r.links, r.wraps, r.items, r.meta, r.tables, r.vectors,
-                             r._conn, self._audit)
+                             r.governance, r._conn, self._audit)
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[Store]:

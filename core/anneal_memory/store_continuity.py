@@ -221,6 +221,10 @@ class ContinuityMixin:
             raise
         return staged
 
+    def _flush_pending_files(self) -> list[str]:
+        """Put in place every committed continuity whose file is not written yet."""
+        return flush_pending_blobs(self._backend)
+
     def _flush_continuity(self, staged: Path | None = None) -> None:
         """After the save committed: put its staged file in place."""
         if staged is not None:

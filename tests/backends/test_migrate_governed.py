@@ -20,7 +20,6 @@ from anneal_memory.governance import (
     scoped,
 )
 from anneal_memory.migrate_store import migrate
-from anneal_memory.storage import governance_sql as gov
 from anneal_memory.storage.pg_copy import GOV_TABLES, counts, is_governed
 
 from wraphelp import doc, wrap
@@ -88,7 +87,7 @@ def _answers(location: str | Path, seed: dict[str, Any]) -> dict[str, Any]:
             "hidden": rt.state(PRICING, "semantic", "theme"),
             "reviews": [(r["review_id"], r["status"]) for r in rt.pending_reviews(PRICING)],
             "decided": [(r["review_id"], r["status"], r["decided_by"])
-                        for r in gov.reviews(s.backend, "alice", "pricing", status=None)],
+                        for r in s.repos.governance.reviews("alice", "pricing", status=None)],
             "view": (view.status().total_episodes, view.status().tombstone_count,
                      [e.content for e in view.recall(keyword="postgresql").episodes],
                      view.load_continuity()),

@@ -80,7 +80,7 @@ def test_gate_rejections_write_nothing(rt: MemoryRuntime, store: Store, kwargs, 
     res = rt.write(cand(**kwargs))
     assert (res.outcome, res.reason) == ("rejected", reason)
     assert rt.current(USER, "semantic", "preferred_language") is None
-    assert sql.events(store.backend) == []
+    assert store.repos.governance.events() == []
 
 
 def test_secret_scanner_catches_a_mislabelled_credential(rt: MemoryRuntime) -> None:
@@ -279,7 +279,7 @@ def test_replay_rebuilds_the_projection_and_never_resurrects(rt: MemoryRuntime,
     rt.forget(USER, "semantic", "lunch", reason="user asked")
     before = rt.profile(USER)
     with store._write():
-        sql.clear_projection(store.backend)
+        store.repos.governance.clear_projection()
     assert rt.profile(USER) == {}
     assert rt.rebuild_projection() == {"active": 1, "deleted": 1, "events": 4}
     assert rt.profile(USER) == before
@@ -405,7 +405,7 @@ def test_bad_calls_write_nothing(rt: MemoryRuntime, store: Store) -> None:
         rt.recall({"tenant": "a", "user": "u", "agent": "x", "team": "t"}, "q")
     with pytest.raises(ValidationError):
         rt.forget(USER, "semantic", "preferred_language", reason=" ")
-    assert sql.events(store.backend) == []
+    assert store.repos.governance.events() == []
 
 
 # ---------------------------------------------------------------------- audit

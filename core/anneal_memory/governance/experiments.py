@@ -202,7 +202,6 @@ def _recall_metrics(returned: list[MemoryRecord], relevant: set[str],
 
 
 def recall_exp(trace: Trace) -> dict[str, Any]:
-    from ..storage import governance_sql as sql
 
     out: dict[str, Any] = {"records": 0, "query": QUERY}
     with _runtime() as rt:
@@ -211,7 +210,7 @@ def recall_exp(trace: Trace) -> dict[str, Any]:
             rt.write(cand)
             if rel:
                 relevant.add(cand.memory_id)
-        everything = [MemoryRecord.from_dict(b) for b in sql.all_current_unscoped(rt.store.backend)]
+        everything = [MemoryRecord.from_dict(b) for b in rt.store.repos.governance.all_current_unscoped()]
         out["records"] = len(everything)
         at = rt.now()
         glob = rank(everything, QUERY, at=at, k=5, min_task_match=0)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from ..storage import governance_sql as sql
 from .contracts import (
     Authority,
     DeletionReceipt,
@@ -41,22 +40,22 @@ class Ledger:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.b = store.backend
-        sql.ensure_schema(self.b)
+        self.gov = store.repos.governance
+        self.gov.ensure_schema()
 
     # ------------------------------------------------------------------ reads
     def current_record(self, memory_id: str) -> MemoryRecord | None:
-        cur = sql.current(self.b, memory_id) if sql.has_schema(self.b) else None
+        cur = self.gov.current(memory_id) if self.gov.has_schema() else None
         if cur is None or cur["state"] != "active":
             return None
-        got = sql.record_by_id(self.b, cur["record_id"])
+        got = self.gov.record_by_id(cur["record_id"])
         return None if got is None else MemoryRecord.from_dict(got[1])
 
     def is_deleted(self, memory_id: str) -> bool:
-        return sql.has_schema(self.b) and sql.tombstone(self.b, memory_id) is not None
+        return self.gov.has_schema() and self.gov.tombstone(memory_id) is not None
 
     def versions(self, memory_id: str) -> list[MemoryRecord]:
-        return [MemoryRecord.from_dict(d) for d in sql.versions(self.b, memory_id)]
+        return [MemoryRecord.from_dict(d) for d in self.gov.versions(memory_id)]
 
     # ------------------------------------------------------------------ commit
     def commit(self, candidate: MemoryCandidate, authority: Authority, *, created_at: str,
@@ -69,15 +68,15 @@ class Ledger:
         payload = candidate.payload_digest(authority)
         with self.store._write():
             # A tombstone outranks everything, even the retry of a write it deleted.
-            if sql.tombstone(self.b, mid) is not None:
+            if self.gov.tombstone(mid) is not None:
                 return self._refuse(ns, mid, "memory_deleted", record_id=rid)
-            existing = sql.record_by_id(self.b, rid)
+            existing = self.gov.record_by_id(rid)
             if existing is not None:
                 same = existing[0] == payload
                 return self._refuse(ns, mid, "idempotent" if same else "record_id_conflict",
                                     MemoryRecord.from_dict(existing[1]) if same else None,
                                     audit=not same, record_id=rid)
-            cur = sql.current(self.b, mid)
+            cur = self.gov.current(mid)
             if first:
                 if cur is not None:
                     return self._refuse(ns, mid, "memory_id_conflict", record_id=rid)
@@ -99,13 +98,13 @@ class Ledger:
                 supersedes=supersedes, candidate_id=candidate.candidate_id)
             if record.expires_at is not None and record.expires_at <= record.valid_from:
                 return self._refuse(ns, mid, "expired_on_arrival", record_id=rid)
-            if not sql.insert_record(self.b, record_id=rid, memory_id=mid, ns_key=ns.key,
+            if not self.gov.insert_record(record_id=rid, memory_id=mid, ns_key=ns.key,
                                      ns_owner=ns.owner, ns_project=ns.project, version=version,
                                      payload_digest=payload, body=record.to_dict(),
                                      created_at=created_at):
                 return self._refuse(ns, mid, "memory_id_conflict" if first
                                     else "stale_expected_record", record_id=rid)
-            sql.set_current(self.b, memory_id=mid, ns_key=ns.key, ns_owner=ns.owner,
+            self.gov.set_current(memory_id=mid, ns_key=ns.key, ns_owner=ns.owner,
                             ns_project=ns.project, record_id=rid, version=version,
                             state="active")
             self.store.audit_trail.append(event, audit_data(
@@ -133,14 +132,14 @@ class Ledger:
         request_key = digest("forget", ns.to_dict(), request_id) if request_id else None
         with self.store._write():
             if request_key is not None:
-                prior = sql.tombstone_by_request(self.b, request_key)
+                prior = self.gov.tombstone_by_request(request_key)
                 if prior is not None:
                     return (DeletionReceipt.from_dict(prior) if prior["memory_id"] == memory_id
                             else "request_id_conflict")
-            prior = sql.tombstone(self.b, memory_id)
+            prior = self.gov.tombstone(memory_id)
             if prior is not None:
                 return DeletionReceipt.from_dict(prior)
-            versions = sql.versions(self.b, memory_id)
+            versions = self.gov.versions(memory_id)
             if not versions:
                 return "no_current_record"
             h = self.store.audit_trail.hash_content
@@ -151,22 +150,22 @@ class Ledger:
                 reason=reason,
                 content_digests=tuple(h(v["content"]) for v in versions if v["content"]),
                 request_id=request_id)
-            sql.insert_tombstone(self.b, memory_id=memory_id, ns_key=ns.key, ns_owner=ns.owner,
+            self.gov.insert_tombstone(memory_id=memory_id, ns_key=ns.key, ns_owner=ns.owner,
                                  ns_project=ns.project, receipt=receipt.to_dict(),
                                  request_key=request_key)
-            sql.set_current(self.b, memory_id=memory_id, ns_key=ns.key, ns_owner=ns.owner,
+            self.gov.set_current(memory_id=memory_id, ns_key=ns.key, ns_owner=ns.owner,
                             ns_project=ns.project, record_id=None,
                             version=len(versions), state="deleted")
-            sql.scrub_versions(self.b, memory_id)
-            cancelled = sql.cancel_reviews(self.b, memory_id, decided_at=at)
-            sql.scrub_reviews(self.b, memory_id)
+            self.gov.scrub_versions(memory_id)
+            cancelled = self.gov.cancel_reviews(memory_id, decided_at=at)
+            self.gov.scrub_reviews(memory_id)
             self.store.audit_trail.append("gov_forget", audit_data(
                 ns, memory_id, receipt_id=receipt.receipt_id, record_ids=list(receipt.record_ids),
                 reason=reason, content_digests=list(receipt.content_digests),
                 reviews_cancelled=cancelled), actor="operator")
         # the scrubbed text must not linger in the write-ahead log either
         with contextlib.suppress(Exception):
-            self.b.checkpoint()
+            self.store.repos.episodes.checkpoint()
         return receipt
 
     # ------------------------------------------------------------------ replay
@@ -174,29 +173,29 @@ class Ledger:
         """Rebuild ``current`` from the event history. A tombstone is final: no record
         event, wherever it sits in the history, brings a deleted memory back."""
         with self.store._write():
-            hidden = sql.clear_projection(self.b)
-            events = sql.events(self.b)
+            hidden = self.gov.clear_projection()
+            events = self.gov.events()
             deleted = {m for kind, m, _ns, _ref in events if kind == "tombstone"}
             heads: dict[str, dict[str, Any]] = {}
             for kind, mid, _ns, ref in events:
                 if kind != "record" or mid in deleted:
                     continue
-                got = sql.record_by_id(self.b, ref)
+                got = self.gov.record_by_id(ref)
                 if got is not None and got[1]["version"] > heads.get(mid, {"version": 0})["version"]:
                     heads[mid] = got[1]
             for mid, body in heads.items():
                 ns = MemoryNamespace.from_dict(body["namespace"])
-                sql.set_current(self.b, memory_id=mid, ns_key=ns.key, ns_owner=ns.owner,
+                self.gov.set_current(memory_id=mid, ns_key=ns.key, ns_owner=ns.owner,
                                 ns_project=ns.project, record_id=body["record_id"],
                                 version=body["version"], state="active")
             for mid in deleted:
-                receipt = sql.tombstone(self.b, mid) or {}
+                receipt = self.gov.tombstone(mid) or {}
                 ns = MemoryNamespace.from_dict(receipt["namespace"])
-                sql.set_current(self.b, memory_id=mid, ns_key=ns.key, ns_owner=ns.owner,
+                self.gov.set_current(memory_id=mid, ns_key=ns.key, ns_owner=ns.owner,
                                 ns_project=ns.project, record_id=None,
                                 version=len(receipt.get("record_ids", [])), state="deleted")
             for mid in hidden:
-                sql.set_hidden(self.b, mid, True)
+                self.gov.set_hidden(mid, True)
             self.store.audit_trail.append("gov_rebuild", {"active": len(heads),
                                                           "deleted": len(deleted)},
                                           actor="system")

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from .._inputs import storable_text
 from ..clock import iso, utcnow
 from ..errors import ValidationError
-from ..storage import governance_sql as sql
 from .contracts import (
     Authority,
     DeletionReceipt,
@@ -76,7 +75,7 @@ class MemoryRuntime:
     def _write_gated(self, c: MemoryCandidate) -> WriteResult:
         mid = c.memory_id
         rid = record_id_for(c.namespace, mid, c.candidate_id)
-        if sql.record_by_id(self.store.backend, rid) is not None:
+        if self.store.repos.governance.record_by_id(rid) is not None:
             # a retry: the ledger answers idempotent, record_id_conflict or memory_deleted
             return self.ledger.commit(c, self._authority_of(rid), created_at=self.now(),
                                       expected_record_id=None, first=True)
@@ -94,14 +93,14 @@ class MemoryRuntime:
         return self._queue(c, decision.reason)
 
     def _authority_of(self, record_id: str) -> Authority:
-        got = sql.record_by_id(self.store.backend, record_id)
+        got = self.store.repos.governance.record_by_id(record_id)
         return Authority(got[1]["authority"]) if got else Authority.MODEL_INFERRED
 
     def _queue(self, c: MemoryCandidate, reason: str) -> WriteResult:
         review_id = "rev-" + digest("review", c.namespace.to_dict(), c.candidate_id)[:32]
         ns = c.namespace
         with self.store._write():
-            if sql.insert_review(self.store.backend, review_id=review_id, memory_id=c.memory_id,
+            if self.store.repos.governance.insert_review(review_id=review_id, memory_id=c.memory_id,
                                  ns_key=ns.key, ns_owner=ns.owner, ns_project=ns.project,
                                  candidate=c.to_dict(), reason=reason, created_at=self.now()):
                 self.store.audit_trail.append("gov_review_queued", audit_data(
@@ -118,9 +117,9 @@ class MemoryRuntime:
         if namespace is None:
             namespace = getattr(self.store, "namespace", None)
             if namespace is None:
-                return sql.all_reviews(self.store.backend)
+                return self.store.repos.governance.all_reviews()
         ns = self._ns(namespace)
-        return sql.reviews(self.store.backend, ns.owner, ns.project)
+        return self.store.repos.governance.reviews(ns.owner, ns.project)
 
     def approve(self, review_id: str, *, reviewer: str,
                 namespace: MemoryNamespace | dict[str, Any] | None = None) -> WriteResult:
@@ -144,7 +143,7 @@ class MemoryRuntime:
             else:
                 res = WriteResult("rejected", decision.reason, c.memory_id)
             status = "approved" if res.outcome == "written" else "refused"
-            sql.decide_review(self.store.backend, review_id, status=status,
+            self.store.repos.governance.decide_review(review_id, status=status,
                               decided_at=self.now(), decided_by=reviewer,
                               record_id=res.record.record_id if res.record else None)
             self.store.audit_trail.append("gov_review_decided", audit_data(
@@ -157,7 +156,7 @@ class MemoryRuntime:
         """Close a review item without writing anything (``namespace`` as in approve)."""
         with self.store._write():
             item = self._pending(review_id, reviewer, namespace)
-            sql.decide_review(self.store.backend, review_id, status="rejected",
+            self.store.repos.governance.decide_review(review_id, status="rejected",
                               decided_at=self.now(), decided_by=reviewer, record_id=None)
             self.store.audit_trail.append("gov_review_decided", {
                 "namespace": MemoryNamespace.from_dict(item["candidate"]["namespace"]).to_dict(),
@@ -173,7 +172,7 @@ class MemoryRuntime:
         scope = namespace if namespace is not None else self._view
         mine = None if scope is None else require_view(self._view,
                                                        coerce_namespace(scope, partial=True))
-        item = sql.review(self.store.backend, review_id)
+        item = self.store.repos.governance.review(review_id)
         if item is not None and mine is not None:
             if MemoryNamespace.from_dict(item["candidate"]["namespace"]).key != mine.key:
                 item = None  # another namespace's review reads exactly like an unknown one
@@ -199,7 +198,7 @@ class MemoryRuntime:
 
     def _correct_gated(self, c: MemoryCandidate, expected_record_id: str) -> WriteResult:
         rid = record_id_for(c.namespace, c.memory_id, c.candidate_id)
-        if sql.record_by_id(self.store.backend, rid) is not None:
+        if self.store.repos.governance.record_by_id(rid) is not None:
             return self.ledger.commit(c, self._authority_of(rid), created_at=self.now(),
                                       expected_record_id=expected_record_id, first=False)
         decision = evaluate(c, current=self.ledger.current_record(c.memory_id),
@@ -244,7 +243,7 @@ class MemoryRuntime:
         if not isinstance(hidden, bool):
             raise ValidationError(f"hidden must be True or False, not {hidden!r}")
         with self.store._write():
-            n = sql.set_hidden(self.store.backend, mid, hidden)
+            n = self.store.repos.governance.set_hidden(mid, hidden)
             if n:
                 self.store.audit_trail.append("gov_hide", audit_data(ns, mid, hidden=hidden),
                                               actor="operator")
@@ -279,11 +278,11 @@ class MemoryRuntime:
             return "expired"
         if rec.valid_from > when:
             return "not_yet_valid"
-        cur = sql.current(self.store.backend, mid)
+        cur = self.store.repos.governance.current(mid)
         return "hidden" if cur and cur["hidden"] else "active"
 
     def _visible(self, ns: MemoryNamespace) -> list[tuple[MemoryRecord, bool]]:
-        rows = sql.visible_current(self.store.backend, ns.owner, ns.project)
+        rows = self.store.repos.governance.visible_current(ns.owner, ns.project)
         return [(MemoryRecord.from_dict({k: v for k, v in r.items() if k != "_hidden"}),
                  r["_hidden"]) for r in rows]
 

@@ -47,7 +47,7 @@ class _ScopedAudit:
     def append(self, event: str, data: dict[str, Any], *, actor: str = "agent") -> Any:
         entry = self._inner.append(event, {**data, "namespace": self._ns}, actor=actor)
         if entry is not None:  # the namespace's own count, in the entry's transaction
-            self._inner.backend.add_meta_int(self._counter, 1)
+            self._inner.count_entry(self._counter)
         return entry
 
 
@@ -88,7 +88,7 @@ class ScopedStore(Store):
 
     def _audit_entry_count(self) -> int:
         # the entries this namespace caused, counted as they were appended
-        return int(self.parent.backend.get_meta(audit_counter_key(self.ns_tag)) or 0)
+        return int(self.parent.repos.meta.get_meta(audit_counter_key(self.ns_tag)) or 0)
 
     def _status_namespace(self) -> dict[str, Any] | None:
         return self.namespace.to_dict()
@@ -148,7 +148,6 @@ def namespaces(store: Store) -> list[dict[str, Any]]:
     written without a namespace (the root's) are not listed."""
     import json
 
-    from ..storage import governance_sql as sql
 
     if isinstance(store, ScopedStore):
         raise ValidationError("list namespaces on the parent Store, not a scoped view")
@@ -158,11 +157,12 @@ def namespaces(store: Store) -> list[dict[str, Any]]:
         return counts.setdefault((owner, project), {"episodes": 0, "wraps": 0, "records": 0,
                                                     "pending_reviews": 0})
 
-    with store.backend.read():
-        for owner, project, eps, wraps in store.backend.namespace_counts():
+    r = store.repos
+    with r.read():
+        for owner, project, eps, wraps in r.episodes.namespace_counts():
             slot(owner, project).update(episodes=eps, wraps=wraps)
-        if sql.has_schema(store.backend):
-            for owner, project, records, pending in sql.namespace_counts(store.backend):
+        if r.governance.has_schema():
+            for owner, project, records, pending in r.governance.namespace_counts():
                 slot(owner, project).update(records=records, pending_reviews=pending)
     out = []
     for (owner, project), n in counts.items():

@@ -109,38 +109,7 @@ def _dumps(data: Any) -> str:
     return json.dumps(data, sort_keys=True, ensure_ascii=False)
 
 
-# ---------------------------------------------------------------------- records
-def insert_record(b: Any, *, record_id: str, memory_id: str, ns_key: str,
-                  ns_owner: str, ns_project: str | None, version: int, payload_digest: str,
-                  body: dict[str, Any], created_at: str) -> bool:
-    """Insert one immutable version; False when (memory_id, version) is already taken."""
-    # DO NOTHING rather than catching the violation: on PostgreSQL a failed statement
-    # would abort the whole write transaction.
-    got = b.q("INSERT INTO gov_records(record_id, memory_id, ns_key, ns_owner, ns_project, "
-              "version, payload_digest, body, created_at) VALUES (?,?,?,?,?,?,?,?,?) "
-              "ON CONFLICT DO NOTHING RETURNING seq",
-              (record_id, memory_id, ns_key, ns_owner, ns_project, version, payload_digest,
-               _dumps(body), created_at))
-    if not got:
-        return False
-    b.q("INSERT INTO gov_events(kind, memory_id, ns_key, ref, at) VALUES ('record',?,?,?,?)",
-        (memory_id, ns_key, record_id, created_at))
-    return True
-
-
-def record_by_id(b: Any, record_id: str) -> tuple[str, dict[str, Any]] | None:
-    """(payload_digest, body) of one version, or None."""
-    r = b.q1("SELECT payload_digest, body FROM gov_records WHERE record_id=?", (record_id,))
-    return None if r is None else (r[0], json.loads(r[1]))
-
-
-def versions(b: Any, memory_id: str) -> list[dict[str, Any]]:
-    return [json.loads(r[0]) for r in b.q(
-        "SELECT body FROM gov_records WHERE memory_id=? ORDER BY version", (memory_id,))]
-
-
-#: the fields of a governed record or review candidate that say something (the rest are
-#: ids, digests, dates and the namespace)
+# ---------------------------------------------------------------------- helpers
 FORGOTTEN_FIELDS = ("content", "subject", "source_id", "candidate_id")
 
 
@@ -155,102 +124,6 @@ def _blank(data: dict[str, Any]) -> None:
         data["source"] = dict.fromkeys(src)
 
 
-def scrub_versions(b: Any, memory_id: str) -> None:
-    """Blank what a forgotten memory said in every version: its content, subject and
-    the source and candidate it came from (ids and digests stay)."""
-    for rid, body in b.q("SELECT record_id, body FROM gov_records WHERE memory_id=?",
-                         (memory_id,)):
-        data = json.loads(body)
-        _blank(data)
-        b.q("UPDATE gov_records SET body=? WHERE record_id=?", (_dumps(data), rid))
-
-
-# ---------------------------------------------------------------------- projection
-def current(b: Any, memory_id: str) -> dict[str, Any] | None:
-    r = b.q1("SELECT record_id, version, state, hidden FROM gov_current WHERE memory_id=?",
-             (memory_id,))
-    if r is None:
-        return None
-    return {"record_id": r[0], "version": r[1], "state": r[2], "hidden": bool(r[3])}
-
-
-def set_current(b: Any, *, memory_id: str, ns_key: str, ns_owner: str,
-                ns_project: str | None, record_id: str | None, version: int, state: str) -> None:
-    b.q("INSERT INTO gov_current(memory_id, ns_key, ns_owner, ns_project, record_id, version, "
-        "state) VALUES (?,?,?,?,?,?,?) ON CONFLICT(memory_id) DO UPDATE SET "
-        "record_id=excluded.record_id, version=excluded.version, state=excluded.state",
-        (memory_id, ns_key, ns_owner, ns_project, record_id, version, state))
-
-
-def set_hidden(b: Any, memory_id: str, hidden: bool) -> int:
-    return len(b.q("UPDATE gov_current SET hidden=? WHERE memory_id=? RETURNING memory_id",
-                   (1 if hidden else 0, memory_id)))
-
-
-def visible_current(b: Any, owner: str, project: str | None) -> list[dict[str, Any]]:
-    """Bodies of the active current versions the reader's namespace may see."""
-    rows = b.q("SELECT r.body, c.hidden FROM gov_current c JOIN gov_records r "
-               f"ON r.record_id = c.record_id WHERE c.state='active' AND {_visible('c')} "
-               "ORDER BY c.memory_id", (owner, project))
-    return [{**json.loads(body), "_hidden": bool(h)} for body, h in rows]
-
-
-def all_current_unscoped(b: Any) -> list[dict[str, Any]]:
-    """Every active current version of every namespace: for the evaluation's unscoped
-    baseline and for operators, never for an agent's recall."""
-    return [json.loads(r[0]) for r in b.q(
-        "SELECT r.body FROM gov_current c JOIN gov_records r ON r.record_id = c.record_id "
-        "WHERE c.state='active' ORDER BY c.memory_id")]
-
-
-def events(b: Any) -> list[tuple[str, str, str, str]]:
-    """(kind, memory_id, ns_key, ref) in commit order: the replay source."""
-    return [tuple(r) for r in b.q(  # type: ignore[misc]
-        "SELECT kind, memory_id, ns_key, ref FROM gov_events ORDER BY seq")]
-
-
-def clear_projection(b: Any) -> dict[str, bool]:
-    """Drop the projection (keeping the hidden flags to restore) before a replay."""
-    hidden = {r[0]: True for r in b.q("SELECT memory_id FROM gov_current WHERE hidden=1")}
-    b.q("DELETE FROM gov_current")
-    return hidden
-
-
-# ---------------------------------------------------------------------- tombstones
-def tombstone(b: Any, memory_id: str) -> dict[str, Any] | None:
-    r = b.q1("SELECT receipt FROM gov_tombstones WHERE memory_id=?", (memory_id,))
-    return None if r is None else json.loads(r[0])
-
-
-def tombstone_by_request(b: Any, request_key: str) -> dict[str, Any] | None:
-    r = b.q1("SELECT receipt FROM gov_tombstones WHERE request_key=?", (request_key,))
-    return None if r is None else json.loads(r[0])
-
-
-def insert_tombstone(b: Any, *, memory_id: str, ns_key: str, ns_owner: str,
-                     ns_project: str | None, receipt: dict[str, Any],
-                     request_key: str | None) -> None:
-    b.q("INSERT INTO gov_tombstones(memory_id, ns_key, ns_owner, ns_project, receipt_id, "
-        "request_key, receipt, deleted_at) VALUES (?,?,?,?,?,?,?,?)",
-        (memory_id, ns_key, ns_owner, ns_project, receipt["receipt_id"], request_key,
-         json.dumps(receipt, sort_keys=True), receipt["deleted_at"]))
-    b.q("INSERT INTO gov_events(kind, memory_id, ns_key, ref, at) VALUES ('tombstone',?,?,?,?)",
-        (memory_id, ns_key, receipt["receipt_id"], receipt["deleted_at"]))
-
-
-# ---------------------------------------------------------------------- reviews
-def insert_review(b: Any, *, review_id: str, memory_id: str, ns_key: str,
-                  ns_owner: str, ns_project: str | None, candidate: dict[str, Any], reason: str,
-                  created_at: str) -> bool:
-    """Queue one item; False when this review id is already queued (a retry)."""
-    return bool(b.q(
-        "INSERT INTO gov_reviews(review_id, memory_id, ns_key, ns_owner, ns_project, "
-        "candidate, reason, status, created_at) VALUES (?,?,?,?,?,?,?, 'pending', ?) "
-        "ON CONFLICT DO NOTHING RETURNING review_id",
-        (review_id, memory_id, ns_key, ns_owner, ns_project,
-         json.dumps(candidate, sort_keys=True), reason, created_at)))
-
-
 _REVIEW_COLS = ("review_id", "memory_id", "ns_key", "candidate", "reason", "status", "created_at",
                 "decided_at", "decided_by", "record_id")
 
@@ -261,88 +134,230 @@ def _review(r: Sequence[Any]) -> dict[str, Any]:
     return d
 
 
-def review(b: Any, review_id: str) -> dict[str, Any] | None:
-    r = b.q1(f"SELECT {', '.join(_REVIEW_COLS)} FROM gov_reviews WHERE review_id=?",
-             (review_id,))
-    return None if r is None else _review(r)
+class GovernanceRepo:
+    """The governed runtime's tables of one database: immutable record versions, the
+    current projection, tombstones with their receipts, events and the review queue.
+    Writes run inside the caller's unit of work (``Store.transaction()``)."""
 
+    def __init__(self, backend: Any) -> None:
+        self._b = backend
 
-def reviews(b: Any, owner: str, project: str | None,
-            status: str | None = "pending") -> list[dict[str, Any]]:
-    sql = f"SELECT {', '.join(_REVIEW_COLS)} FROM gov_reviews WHERE {_visible()}"
-    params: list[Any] = [owner, project]
-    if status is not None:
-        sql += " AND status=?"
-        params.append(status)
-    return [_review(r) for r in b.q(sql + " ORDER BY created_at, review_id", params)]
+    def has_schema(self) -> bool:
+        return has_schema(self._b)
 
+    def ensure_schema(self) -> None:
+        """Create the governance tables if this database does not have them yet."""
+        ensure_schema(self._b)
 
-def all_reviews(b: Any, status: str | None = "pending") -> list[dict[str, Any]]:
-    """Review items of every namespace: the operator's queue, never an agent's."""
-    sql = f"SELECT {', '.join(_REVIEW_COLS)} FROM gov_reviews"
-    params: list[Any] = []
-    if status is not None:
-        sql += " WHERE status=?"
-        params.append(status)
-    return [_review(r) for r in b.q(sql + " ORDER BY created_at, review_id", params)]
+    # -- records
+    def insert_record(self, *, record_id: str, memory_id: str, ns_key: str,
+                      ns_owner: str, ns_project: str | None, version: int, payload_digest: str,
+                      body: dict[str, Any], created_at: str) -> bool:
+        """Insert one immutable version; False when (memory_id, version) is already taken."""
+        b = self._b
+        # DO NOTHING rather than catching the violation: on PostgreSQL a failed statement
+        # would abort the whole write transaction.
+        got = b.q("INSERT INTO gov_records(record_id, memory_id, ns_key, ns_owner, ns_project, "
+                  "version, payload_digest, body, created_at) VALUES (?,?,?,?,?,?,?,?,?) "
+                  "ON CONFLICT DO NOTHING RETURNING seq",
+                  (record_id, memory_id, ns_key, ns_owner, ns_project, version, payload_digest,
+                   _dumps(body), created_at))
+        if not got:
+            return False
+        b.q("INSERT INTO gov_events(kind, memory_id, ns_key, ref, at) VALUES ('record',?,?,?,?)",
+            (memory_id, ns_key, record_id, created_at))
+        return True
 
+    def record_by_id(self, record_id: str) -> tuple[str, dict[str, Any]] | None:
+        """(payload_digest, body) of one version, or None."""
+        b = self._b
+        r = b.q1("SELECT payload_digest, body FROM gov_records WHERE record_id=?", (record_id,))
+        return None if r is None else (r[0], json.loads(r[1]))
 
-def namespace_counts(b: Any) -> list[tuple[str, str | None, int, int]]:
-    """(owner, project, active governed records, pending reviews) per namespace."""
-    counts: dict[tuple[str, str | None], list[int]] = {}
-    for i, sql in enumerate((
-            "SELECT ns_owner, ns_project, COUNT(*) FROM gov_current WHERE state='active' "
-            "GROUP BY ns_owner, ns_project",
-            "SELECT ns_owner, ns_project, COUNT(*) FROM gov_reviews WHERE status='pending' "
-            "GROUP BY ns_owner, ns_project")):
-        for owner, project, n in b.q(sql):
-            counts.setdefault((owner, project), [0, 0])[i] = int(n)
-    return [(o, p, r, q) for (o, p), (r, q) in counts.items()]
+    def versions(self, memory_id: str) -> list[dict[str, Any]]:
+        b = self._b
+        return [json.loads(r[0]) for r in b.q(
+            "SELECT body FROM gov_records WHERE memory_id=? ORDER BY version", (memory_id,))]
 
-
-def cancel_reviews(b: Any, memory_id: str, *, decided_at: str) -> int:
-    """Close every pending review of a forgotten memory so no approval can revive it."""
-    return len(b.q(
-        "UPDATE gov_reviews SET status='cancelled', decided_at=?, decided_by='forget', "
-        "candidate='{}' WHERE memory_id=? AND status='pending' RETURNING review_id",
-        (decided_at, memory_id)))
-
-
-def scrub_reviews(b: Any, memory_id: str) -> int:
-    """Blank the candidate text of every review item of a forgotten memory, decided
-    ones too (an approved or rejected item still held the text it was shown)."""
-    n = 0
-    for rid, cand in b.q("SELECT review_id, candidate FROM gov_reviews WHERE memory_id=?",
-                         (memory_id,)):
-        data = json.loads(cand)
-        if any(_said(data.get(f)) for f in (*FORGOTTEN_FIELDS, "source")):
+    def scrub_versions(self, memory_id: str) -> None:
+        """Blank what a forgotten memory said in every version: its content, subject and
+        the source and candidate it came from (ids and digests stay)."""
+        b = self._b
+        for rid, body in b.q("SELECT record_id, body FROM gov_records WHERE memory_id=?",
+                             (memory_id,)):
+            data = json.loads(body)
             _blank(data)
-            b.q("UPDATE gov_reviews SET candidate=? WHERE review_id=?",
-                (json.dumps(data, sort_keys=True), rid))
-            n += 1
-    return n
+            b.q("UPDATE gov_records SET body=? WHERE record_id=?", (_dumps(data), rid))
 
+    # -- projection
+    def current(self, memory_id: str) -> dict[str, Any] | None:
+        b = self._b
+        r = b.q1("SELECT record_id, version, state, hidden FROM gov_current WHERE memory_id=?",
+                 (memory_id,))
+        if r is None:
+            return None
+        return {"record_id": r[0], "version": r[1], "state": r[2], "hidden": bool(r[3])}
 
-def decide_review(b: Any, review_id: str, *, status: str, decided_at: str,
-                  decided_by: str, record_id: str | None) -> int:
-    return len(b.q(
-        "UPDATE gov_reviews SET status=?, decided_at=?, decided_by=?, record_id=? "
-        "WHERE review_id=? AND status='pending' RETURNING review_id",
-        (status, decided_at, decided_by, record_id, review_id)))
+    def set_current(self, *, memory_id: str, ns_key: str, ns_owner: str,
+                    ns_project: str | None, record_id: str | None, version: int, state: str) -> None:
+        b = self._b
+        b.q("INSERT INTO gov_current(memory_id, ns_key, ns_owner, ns_project, record_id, version, "
+            "state) VALUES (?,?,?,?,?,?,?) ON CONFLICT(memory_id) DO UPDATE SET "
+            "record_id=excluded.record_id, version=excluded.version, state=excluded.state",
+            (memory_id, ns_key, ns_owner, ns_project, record_id, version, state))
 
+    def set_hidden(self, memory_id: str, hidden: bool) -> int:
+        b = self._b
+        return len(b.q("UPDATE gov_current SET hidden=? WHERE memory_id=? RETURNING memory_id",
+                       (1 if hidden else 0, memory_id)))
 
-def erase_owner(b: Any, owner: str, project: str | None = None) -> int:
-    """Remove every governed row of ``owner``'s namespaces (records, their history and
-    projection, reviews, tombstone receipts), or of its one ``project``: erasing a user
-    leaves no governed trace. Returns how many record versions went."""
-    if not has_schema(b):
-        return 0
-    cond, params = ("ns_owner=?", [owner]) if project is None else (
-        "ns_owner=? AND ns_project=?", [owner, project])
-    for t in ("gov_records", "gov_current", "gov_tombstones", "gov_reviews"):
-        b.q(f"DELETE FROM gov_events WHERE memory_id IN (SELECT memory_id FROM {t} "
-            f"WHERE {cond})", params)
-    n = len(b.q(f"DELETE FROM gov_records WHERE {cond} RETURNING record_id", params))
-    for t in ("gov_current", "gov_tombstones", "gov_reviews", "gov_episode_removed"):
-        b.q(f"DELETE FROM {t} WHERE {cond}", params)
-    return n
+    def visible_current(self, owner: str, project: str | None) -> list[dict[str, Any]]:
+        """Bodies of the active current versions the reader's namespace may see."""
+        b = self._b
+        rows = b.q("SELECT r.body, c.hidden FROM gov_current c JOIN gov_records r "
+                   f"ON r.record_id = c.record_id WHERE c.state='active' AND {_visible('c')} "
+                   "ORDER BY c.memory_id", (owner, project))
+        return [{**json.loads(body), "_hidden": bool(h)} for body, h in rows]
+
+    def all_current_unscoped(self) -> list[dict[str, Any]]:
+        """Every active current version of every namespace: for the evaluation's unscoped
+        baseline and for operators, never for an agent's recall."""
+        b = self._b
+        return [json.loads(r[0]) for r in b.q(
+            "SELECT r.body FROM gov_current c JOIN gov_records r ON r.record_id = c.record_id "
+            "WHERE c.state='active' ORDER BY c.memory_id")]
+
+    def events(self) -> list[tuple[str, str, str, str]]:
+        """(kind, memory_id, ns_key, ref) in commit order: the replay source."""
+        b = self._b
+        return [tuple(r) for r in b.q(  # type: ignore[misc]
+            "SELECT kind, memory_id, ns_key, ref FROM gov_events ORDER BY seq")]
+
+    def clear_projection(self) -> dict[str, bool]:
+        """Drop the projection (keeping the hidden flags to restore) before a replay."""
+        b = self._b
+        hidden = {r[0]: True for r in b.q("SELECT memory_id FROM gov_current WHERE hidden=1")}
+        b.q("DELETE FROM gov_current")
+        return hidden
+
+    # -- tombstones
+    def tombstone(self, memory_id: str) -> dict[str, Any] | None:
+        b = self._b
+        r = b.q1("SELECT receipt FROM gov_tombstones WHERE memory_id=?", (memory_id,))
+        return None if r is None else json.loads(r[0])
+
+    def tombstone_by_request(self, request_key: str) -> dict[str, Any] | None:
+        b = self._b
+        r = b.q1("SELECT receipt FROM gov_tombstones WHERE request_key=?", (request_key,))
+        return None if r is None else json.loads(r[0])
+
+    def insert_tombstone(self, *, memory_id: str, ns_key: str, ns_owner: str,
+                         ns_project: str | None, receipt: dict[str, Any],
+                         request_key: str | None) -> None:
+        b = self._b
+        b.q("INSERT INTO gov_tombstones(memory_id, ns_key, ns_owner, ns_project, receipt_id, "
+            "request_key, receipt, deleted_at) VALUES (?,?,?,?,?,?,?,?)",
+            (memory_id, ns_key, ns_owner, ns_project, receipt["receipt_id"], request_key,
+             json.dumps(receipt, sort_keys=True), receipt["deleted_at"]))
+        b.q("INSERT INTO gov_events(kind, memory_id, ns_key, ref, at) VALUES ('tombstone',?,?,?,?)",
+            (memory_id, ns_key, receipt["receipt_id"], receipt["deleted_at"]))
+
+    # -- reviews
+    def insert_review(self, *, review_id: str, memory_id: str, ns_key: str,
+                      ns_owner: str, ns_project: str | None, candidate: dict[str, Any], reason: str,
+                      created_at: str) -> bool:
+        """Queue one item; False when this review id is already queued (a retry)."""
+        b = self._b
+        return bool(b.q(
+            "INSERT INTO gov_reviews(review_id, memory_id, ns_key, ns_owner, ns_project, "
+            "candidate, reason, status, created_at) VALUES (?,?,?,?,?,?,?, 'pending', ?) "
+            "ON CONFLICT DO NOTHING RETURNING review_id",
+            (review_id, memory_id, ns_key, ns_owner, ns_project,
+             json.dumps(candidate, sort_keys=True), reason, created_at)))
+
+    def review(self, review_id: str) -> dict[str, Any] | None:
+        b = self._b
+        r = b.q1(f"SELECT {', '.join(_REVIEW_COLS)} FROM gov_reviews WHERE review_id=?",
+                 (review_id,))
+        return None if r is None else _review(r)
+
+    def reviews(self, owner: str, project: str | None,
+                status: str | None = "pending") -> list[dict[str, Any]]:
+        b = self._b
+        sql = f"SELECT {', '.join(_REVIEW_COLS)} FROM gov_reviews WHERE {_visible()}"
+        params: list[Any] = [owner, project]
+        if status is not None:
+            sql += " AND status=?"
+            params.append(status)
+        return [_review(r) for r in b.q(sql + " ORDER BY created_at, review_id", params)]
+
+    def all_reviews(self, status: str | None = "pending") -> list[dict[str, Any]]:
+        """Review items of every namespace: the operator's queue, never an agent's."""
+        b = self._b
+        sql = f"SELECT {', '.join(_REVIEW_COLS)} FROM gov_reviews"
+        params: list[Any] = []
+        if status is not None:
+            sql += " WHERE status=?"
+            params.append(status)
+        return [_review(r) for r in b.q(sql + " ORDER BY created_at, review_id", params)]
+
+    def namespace_counts(self) -> list[tuple[str, str | None, int, int]]:
+        """(owner, project, active governed records, pending reviews) per namespace."""
+        b = self._b
+        counts: dict[tuple[str, str | None], list[int]] = {}
+        for i, sql in enumerate((
+                "SELECT ns_owner, ns_project, COUNT(*) FROM gov_current WHERE state='active' "
+                "GROUP BY ns_owner, ns_project",
+                "SELECT ns_owner, ns_project, COUNT(*) FROM gov_reviews WHERE status='pending' "
+                "GROUP BY ns_owner, ns_project")):
+            for owner, project, n in b.q(sql):
+                counts.setdefault((owner, project), [0, 0])[i] = int(n)
+        return [(o, p, r, q) for (o, p), (r, q) in counts.items()]
+
+    def cancel_reviews(self, memory_id: str, *, decided_at: str) -> int:
+        """Close every pending review of a forgotten memory so no approval can revive it."""
+        b = self._b
+        return len(b.q(
+            "UPDATE gov_reviews SET status='cancelled', decided_at=?, decided_by='forget', "
+            "candidate='{}' WHERE memory_id=? AND status='pending' RETURNING review_id",
+            (decided_at, memory_id)))
+
+    def scrub_reviews(self, memory_id: str) -> int:
+        """Blank the candidate text of every review item of a forgotten memory, decided
+        ones too (an approved or rejected item still held the text it was shown)."""
+        b = self._b
+        n = 0
+        for rid, cand in b.q("SELECT review_id, candidate FROM gov_reviews WHERE memory_id=?",
+                             (memory_id,)):
+            data = json.loads(cand)
+            if any(_said(data.get(f)) for f in (*FORGOTTEN_FIELDS, "source")):
+                _blank(data)
+                b.q("UPDATE gov_reviews SET candidate=? WHERE review_id=?",
+                    (json.dumps(data, sort_keys=True), rid))
+                n += 1
+        return n
+
+    def decide_review(self, review_id: str, *, status: str, decided_at: str,
+                      decided_by: str, record_id: str | None) -> int:
+        b = self._b
+        return len(b.q(
+            "UPDATE gov_reviews SET status=?, decided_at=?, decided_by=?, record_id=? "
+            "WHERE review_id=? AND status='pending' RETURNING review_id",
+            (status, decided_at, decided_by, record_id, review_id)))
+
+    def erase_owner(self, owner: str, project: str | None = None) -> int:
+        """Remove every governed row of ``owner``'s namespaces (records, their history and
+        projection, reviews, tombstone receipts), or of its one ``project``: erasing a user
+        leaves no governed trace. Returns how many record versions went."""
+        b = self._b
+        if not has_schema(b):
+            return 0
+        cond, params = ("ns_owner=?", [owner]) if project is None else (
+            "ns_owner=? AND ns_project=?", [owner, project])
+        for t in ("gov_records", "gov_current", "gov_tombstones", "gov_reviews"):
+            b.q(f"DELETE FROM gov_events WHERE memory_id IN (SELECT memory_id FROM {t} "
+                f"WHERE {cond})", params)
+        n = len(b.q(f"DELETE FROM gov_records WHERE {cond} RETURNING record_id", params))
+        for t in ("gov_current", "gov_tombstones", "gov_reviews", "gov_episode_removed"):
+            b.q(f"DELETE FROM {t} WHERE {cond}", params)
+        return n

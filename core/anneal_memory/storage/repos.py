@@ -2,8 +2,8 @@
 
 :class:`Repositories` is what ``store.repos`` returns: the data roles of the store's
 backend (a scoped view's carry its namespace on every call), a read snapshot, and the
-whole-table role for backup and migration, and the
-episodes' vectors. No raw SQL, no connection: those stay in
+whole-table role for backup and migration, the
+episodes' vectors and the governed runtime's tables. No raw SQL, no connection: those stay in
 ``storage/``.
 """
 
@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from .base import Backend, Connection, EpisodeRepo, ItemRepo, LinkRepo, MetaRepo, WrapRepo
+from .governance_sql import GovernanceRepo
 from .pg_copy import Tables
 from .vectors import VectorRepo
 
@@ -28,13 +29,14 @@ class Repositories:
     meta: MetaRepo
     tables: Tables
     vectors: VectorRepo
+    governance: GovernanceRepo
     _conn: Connection = field(repr=False, compare=False)
 
     @classmethod
     def of(cls, backend: Backend) -> Repositories:
         """Every role of ``backend`` (or of a namespace-scoped backend standing in for one)."""
         return cls(backend, backend, backend, backend, backend, Tables(backend),
-                   VectorRepo(backend), backend)
+                   VectorRepo(backend), GovernanceRepo(backend), backend)
 
     def read(self) -> AbstractContextManager[None]:
         """A consistent read snapshot across the roles."""

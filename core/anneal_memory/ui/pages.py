@@ -596,9 +596,7 @@ def namespaces(v: View) -> str:
 
 def governed(v: View) -> str:
     f = v.frame
-    from ..storage.governance_sql import has_schema
-
-    if not has_schema(v.store.backend):
+    if not v.store.repos.governance.has_schema():
         return f.page("Governed memory", "/governed",
                       '<p class="muted">No governed memory in this store yet.</p>')
     reviews = MemoryRuntime(v.store).pending_reviews()
