@@ -351,7 +351,7 @@ def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
         scopes = [Scope(owner, p) for p in projects]
         ids = [i for i in b.meta.episode_ids_of_owner(owner)
                if ns.project is None or i in b.episodes.get_episodes([i], scope=Scope(owner, ns.project),
-                                                           exact=True)]
+                                                                     exact=True)]
         rows = b.episodes.get_episodes(ids, exact=True) if ids else {}
         above = [i for i, r in rows.items() if not within_ceiling(r.trust, root.trust_ceiling)]
         if above:

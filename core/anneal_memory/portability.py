@@ -286,8 +286,8 @@ def _carry_tombstones(store: Store, deletions: list[dict[str, Any]]) -> int:
             continue
         known.add(t["id"])
         b.links.add_tombstone(t["id"], t["type"], t["timestamp"], t["content_hash"],
-                        t["removed_at"] or now_iso(), t["reason"] or "deleted", "external",
-                        scope=t["scope"])
+                              t["removed_at"] or now_iso(), t["reason"] or "deleted", "external",
+                              scope=t["scope"])
         added += 1
     return added
 
@@ -314,7 +314,7 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
     imported: list[str] = []
     skipped: list[str] = []
     refused_deleted: list[str] = []
-    with store._staging() as slot, store._write():
+    with store._staging() as slot, store.transaction() as tx:
         # the export's deletions first: an episode the same document also lists stays out
         carried = _carry_tombstones(store, deletions)
         tombs = _deleted(store, [i["id"] for i in items])
@@ -359,18 +359,18 @@ def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "lib
                               restore is not False else "not asked to restore"}, []))
         slot.extend(p for _v, p in staged)
         head = doc.get("audit_head")
-        store.audit_trail.append("import", {"count": len(imported), "ids": imported,
-                                            "state_restored": restored["restored"],
-                                            **({"source_audit_head": head}
-                                               if isinstance(head, Mapping) else {}),
-                                            "skipped": len(skipped),
-                                            "refused_deleted": refused_deleted,
-                                            "tombstones": carried, "via": via},
-                                 actor="operator")
+        tx.audit.append("import", {"count": len(imported), "ids": imported,
+                                   "state_restored": restored["restored"],
+                                   **({"source_audit_head": head}
+                                      if isinstance(head, Mapping) else {}),
+                                   "skipped": len(skipped),
+                                   "refused_deleted": refused_deleted,
+                                   "tombstones": carried, "via": via},
+                        actor="operator")
         # each imported episode's content hash, type, trust and namespace, so the deep
         # verify covers imported episodes as it covers recorded ones
         for data in import_hash_entries(store, new_rows):
-            store.audit_trail.append("import_hashes", data, actor="operator")
+            tx.audit.append("import_hashes", data, actor="operator")
     for view, path in staged:
         view._flush_continuity(path)
     out = {"imported": len(imported), "skipped_existing": skipped,

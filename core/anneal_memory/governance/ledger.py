@@ -1,7 +1,7 @@
 """The ledger: immutable versions, the current projection and tombstones, committed in
 the Store's write transaction.
 
-Every commit runs inside ``Store._write()`` (BEGIN IMMEDIATE), so the checks and the
+Every commit runs inside ``Store.transaction()`` (BEGIN IMMEDIATE), so the checks and the
 insert are one serialised step across threads and processes: of two racing first
 writes of the same memory exactly one becomes version 1, the other gets
 ``memory_id_conflict``; a correction whose expected record is no longer current gets
@@ -66,17 +66,17 @@ class Ledger:
         ns, mid = candidate.namespace, candidate.memory_id
         rid = record_id_for(ns, mid, candidate.candidate_id)
         payload = candidate.payload_digest(authority)
-        with self.store._write():
+        with self.store.transaction() as tx:
             # A tombstone outranks everything, even the retry of a write it deleted.
-            if self.gov.tombstone(mid) is not None:
+            if tx.governance.tombstone(mid) is not None:
                 return self._refuse(ns, mid, "memory_deleted", record_id=rid)
-            existing = self.gov.record_by_id(rid)
+            existing = tx.governance.record_by_id(rid)
             if existing is not None:
                 same = existing[0] == payload
                 return self._refuse(ns, mid, "idempotent" if same else "record_id_conflict",
                                     MemoryRecord.from_dict(existing[1]) if same else None,
                                     audit=not same, record_id=rid)
-            cur = self.gov.current(mid)
+            cur = tx.governance.current(mid)
             if first:
                 if cur is not None:
                     return self._refuse(ns, mid, "memory_id_conflict", record_id=rid)
@@ -98,21 +98,21 @@ class Ledger:
                 supersedes=supersedes, candidate_id=candidate.candidate_id)
             if record.expires_at is not None and record.expires_at <= record.valid_from:
                 return self._refuse(ns, mid, "expired_on_arrival", record_id=rid)
-            if not self.gov.insert_record(record_id=rid, memory_id=mid, ns_key=ns.key,
-                                     ns_owner=ns.owner, ns_project=ns.project, version=version,
-                                     payload_digest=payload, body=record.to_dict(),
-                                     created_at=created_at):
+            if not tx.governance.insert_record(record_id=rid, memory_id=mid, ns_key=ns.key,
+                                               ns_owner=ns.owner, ns_project=ns.project, version=version,
+                                               payload_digest=payload, body=record.to_dict(),
+                                               created_at=created_at):
                 return self._refuse(ns, mid, "memory_id_conflict" if first
                                     else "stale_expected_record", record_id=rid)
-            self.gov.set_current(memory_id=mid, ns_key=ns.key, ns_owner=ns.owner,
-                            ns_project=ns.project, record_id=rid, version=version,
-                            state="active")
-            self.store.audit_trail.append(event, audit_data(
+            tx.governance.set_current(memory_id=mid, ns_key=ns.key, ns_owner=ns.owner,
+                                      ns_project=ns.project, record_id=rid, version=version,
+                                      state="active")
+            tx.audit.append(event, audit_data(
                 ns, mid, record_id=rid, version=version, supersedes=supersedes,
                 authority=authority.value, memory_type=candidate.memory_type.value,
                 source_id=candidate.source.source_id,
                 content_hash=self.store.audit_trail.hash_content(candidate.content)),
-                actor=actor)
+                            actor=actor)
         return WriteResult("written", "accepted" if event != "gov_approve" else "human_reviewed",
                            mid, record)
 
@@ -130,16 +130,16 @@ class Ledger:
                request_id: str | None) -> DeletionReceipt | str:
         """Tombstone a memory; returns the receipt, or a refusal reason code."""
         request_key = digest("forget", ns.to_dict(), request_id) if request_id else None
-        with self.store._write():
+        with self.store.transaction() as tx:
             if request_key is not None:
-                prior = self.gov.tombstone_by_request(request_key)
+                prior = tx.governance.tombstone_by_request(request_key)
                 if prior is not None:
                     return (DeletionReceipt.from_dict(prior) if prior["memory_id"] == memory_id
                             else "request_id_conflict")
-            prior = self.gov.tombstone(memory_id)
+            prior = tx.governance.tombstone(memory_id)
             if prior is not None:
                 return DeletionReceipt.from_dict(prior)
-            versions = self.gov.versions(memory_id)
+            versions = tx.governance.versions(memory_id)
             if not versions:
                 return "no_current_record"
             h = self.store.audit_trail.hash_content
@@ -150,16 +150,16 @@ class Ledger:
                 reason=reason,
                 content_digests=tuple(h(v["content"]) for v in versions if v["content"]),
                 request_id=request_id)
-            self.gov.insert_tombstone(memory_id=memory_id, ns_key=ns.key, ns_owner=ns.owner,
-                                 ns_project=ns.project, receipt=receipt.to_dict(),
-                                 request_key=request_key)
-            self.gov.set_current(memory_id=memory_id, ns_key=ns.key, ns_owner=ns.owner,
-                            ns_project=ns.project, record_id=None,
-                            version=len(versions), state="deleted")
-            self.gov.scrub_versions(memory_id)
-            cancelled = self.gov.cancel_reviews(memory_id, decided_at=at)
-            self.gov.scrub_reviews(memory_id)
-            self.store.audit_trail.append("gov_forget", audit_data(
+            tx.governance.insert_tombstone(memory_id=memory_id, ns_key=ns.key, ns_owner=ns.owner,
+                                           ns_project=ns.project, receipt=receipt.to_dict(),
+                                           request_key=request_key)
+            tx.governance.set_current(memory_id=memory_id, ns_key=ns.key, ns_owner=ns.owner,
+                                      ns_project=ns.project, record_id=None,
+                                      version=len(versions), state="deleted")
+            tx.governance.scrub_versions(memory_id)
+            cancelled = tx.governance.cancel_reviews(memory_id, decided_at=at)
+            tx.governance.scrub_reviews(memory_id)
+            tx.audit.append("gov_forget", audit_data(
                 ns, memory_id, receipt_id=receipt.receipt_id, record_ids=list(receipt.record_ids),
                 reason=reason, content_digests=list(receipt.content_digests),
                 reviews_cancelled=cancelled), actor="operator")
@@ -172,31 +172,31 @@ class Ledger:
     def rebuild_projection(self) -> dict[str, int]:
         """Rebuild ``current`` from the event history. A tombstone is final: no record
         event, wherever it sits in the history, brings a deleted memory back."""
-        with self.store._write():
-            hidden = self.gov.clear_projection()
-            events = self.gov.events()
+        with self.store.transaction() as tx:
+            hidden = tx.governance.clear_projection()
+            events = tx.governance.events()
             deleted = {m for kind, m, _ns, _ref in events if kind == "tombstone"}
             heads: dict[str, dict[str, Any]] = {}
             for kind, mid, _ns, ref in events:
                 if kind != "record" or mid in deleted:
                     continue
-                got = self.gov.record_by_id(ref)
+                got = tx.governance.record_by_id(ref)
                 if got is not None and got[1]["version"] > heads.get(mid, {"version": 0})["version"]:
                     heads[mid] = got[1]
             for mid, body in heads.items():
                 ns = MemoryNamespace.from_dict(body["namespace"])
-                self.gov.set_current(memory_id=mid, ns_key=ns.key, ns_owner=ns.owner,
-                                ns_project=ns.project, record_id=body["record_id"],
-                                version=body["version"], state="active")
+                tx.governance.set_current(memory_id=mid, ns_key=ns.key, ns_owner=ns.owner,
+                                          ns_project=ns.project, record_id=body["record_id"],
+                                          version=body["version"], state="active")
             for mid in deleted:
-                receipt = self.gov.tombstone(mid) or {}
+                receipt = tx.governance.tombstone(mid) or {}
                 ns = MemoryNamespace.from_dict(receipt["namespace"])
-                self.gov.set_current(memory_id=mid, ns_key=ns.key, ns_owner=ns.owner,
-                                ns_project=ns.project, record_id=None,
-                                version=len(receipt.get("record_ids", [])), state="deleted")
+                tx.governance.set_current(memory_id=mid, ns_key=ns.key, ns_owner=ns.owner,
+                                          ns_project=ns.project, record_id=None,
+                                          version=len(receipt.get("record_ids", [])), state="deleted")
             for mid in hidden:
-                self.gov.set_hidden(mid, True)
-            self.store.audit_trail.append("gov_rebuild", {"active": len(heads),
-                                                          "deleted": len(deleted)},
-                                          actor="system")
+                tx.governance.set_hidden(mid, True)
+            tx.audit.append("gov_rebuild", {"active": len(heads),
+                                            "deleted": len(deleted)},
+                            actor="system")
         return {"active": len(heads), "deleted": len(deleted), "events": len(events)}

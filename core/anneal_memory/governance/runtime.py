@@ -57,8 +57,8 @@ class MemoryRuntime:
         return iso(self._clock())
 
     def _audit(self, event: str, data: dict[str, Any], actor: str = "agent") -> None:
-        with self.store._write():
-            self.store.audit_trail.append(event, data, actor=actor)
+        with self.store.transaction() as tx:
+            tx.audit.append(event, data, actor=actor)
 
     # ------------------------------------------------------------------ write
     def write(self, candidate: MemoryCandidate) -> WriteResult:
@@ -69,7 +69,7 @@ class MemoryRuntime:
         # The retry check, the gate and the commit share one write transaction: a retry
         # racing its first attempt on another host must be told ``idempotent``, not
         # ``duplicate_memory`` (the gate reading the first attempt's version as current).
-        with self.store._write():
+        with self.store.transaction():
             return self._write_gated(c)
 
     def _write_gated(self, c: MemoryCandidate) -> WriteResult:
@@ -99,11 +99,11 @@ class MemoryRuntime:
     def _queue(self, c: MemoryCandidate, reason: str) -> WriteResult:
         review_id = "rev-" + digest("review", c.namespace.to_dict(), c.candidate_id)[:32]
         ns = c.namespace
-        with self.store._write():
-            if self.store.repos.governance.insert_review(review_id=review_id, memory_id=c.memory_id,
-                                 ns_key=ns.key, ns_owner=ns.owner, ns_project=ns.project,
-                                 candidate=c.to_dict(), reason=reason, created_at=self.now()):
-                self.store.audit_trail.append("gov_review_queued", audit_data(
+        with self.store.transaction() as tx:
+            if tx.governance.insert_review(review_id=review_id, memory_id=c.memory_id,
+                                           ns_key=ns.key, ns_owner=ns.owner, ns_project=ns.project,
+                                           candidate=c.to_dict(), reason=reason, created_at=self.now()):
+                tx.audit.append("gov_review_queued", audit_data(
                     ns, c.memory_id, review_id=review_id, candidate_id=c.candidate_id,
                     reason=reason), actor="agent")
         return WriteResult("review", reason, c.memory_id, review_id=review_id)
@@ -130,7 +130,7 @@ class MemoryRuntime:
         # The pending check, the gate and the decision share one write transaction: of two
         # reviewers approving at once (or one approving while the memory is forgotten) the
         # second sees the first's outcome, not a stale "pending".
-        with self.store._write():
+        with self.store.transaction() as tx:
             item = self._pending(review_id, reviewer, namespace)
             c = MemoryCandidate.from_dict(item["candidate"])
             decision = evaluate(c, current=self.ledger.current_record(c.memory_id),
@@ -143,10 +143,10 @@ class MemoryRuntime:
             else:
                 res = WriteResult("rejected", decision.reason, c.memory_id)
             status = "approved" if res.outcome == "written" else "refused"
-            self.store.repos.governance.decide_review(review_id, status=status,
-                              decided_at=self.now(), decided_by=reviewer,
-                              record_id=res.record.record_id if res.record else None)
-            self.store.audit_trail.append("gov_review_decided", audit_data(
+            tx.governance.decide_review(review_id, status=status,
+                                        decided_at=self.now(), decided_by=reviewer,
+                                        record_id=res.record.record_id if res.record else None)
+            tx.audit.append("gov_review_decided", audit_data(
                 c.namespace, c.memory_id, review_id=review_id, status=status,
                 reason=res.reason, reviewer=reviewer), actor="operator")
         return res
@@ -154,11 +154,11 @@ class MemoryRuntime:
     def reject_review(self, review_id: str, *, reviewer: str,
                       namespace: MemoryNamespace | dict[str, Any] | None = None) -> None:
         """Close a review item without writing anything (``namespace`` as in approve)."""
-        with self.store._write():
+        with self.store.transaction() as tx:
             item = self._pending(review_id, reviewer, namespace)
-            self.store.repos.governance.decide_review(review_id, status="rejected",
-                              decided_at=self.now(), decided_by=reviewer, record_id=None)
-            self.store.audit_trail.append("gov_review_decided", {
+            tx.governance.decide_review(review_id, status="rejected",
+                                        decided_at=self.now(), decided_by=reviewer, record_id=None)
+            tx.audit.append("gov_review_decided", {
                 "namespace": MemoryNamespace.from_dict(item["candidate"]["namespace"]).to_dict(),
                 "memory_id": item["memory_id"], "review_id": review_id, "status": "rejected",
                 "reviewer": reviewer}, actor="operator")
@@ -193,7 +193,7 @@ class MemoryRuntime:
         if not isinstance(expected_record_id, str) or not expected_record_id:
             raise ValidationError("expected_record_id must be the record_id you last read "
                                   "(runtime.current(...).record_id)")
-        with self.store._write():  # one transaction, as in write()
+        with self.store.transaction():  # one transaction, as in write()
             return self._correct_gated(c, expected_record_id)
 
     def _correct_gated(self, c: MemoryCandidate, expected_record_id: str) -> WriteResult:
@@ -242,11 +242,11 @@ class MemoryRuntime:
         ns, mid = self._address(namespace, memory_type, subject)
         if not isinstance(hidden, bool):
             raise ValidationError(f"hidden must be True or False, not {hidden!r}")
-        with self.store._write():
-            n = self.store.repos.governance.set_hidden(mid, hidden)
+        with self.store.transaction() as tx:
+            n = tx.governance.set_hidden(mid, hidden)
             if n:
-                self.store.audit_trail.append("gov_hide", audit_data(ns, mid, hidden=hidden),
-                                              actor="operator")
+                tx.audit.append("gov_hide", audit_data(ns, mid, hidden=hidden),
+                                actor="operator")
         return bool(n)
 
     # ------------------------------------------------------------------ reads

@@ -56,8 +56,8 @@ def add_probe(store: Store, *, pattern: str | None = None, min_level: int | None
         taken = [int(p["id"]) for p in tx.wraps.probes() if str(p["id"]).isdigit()]
         pid = max(taken, default=0) + 1
         tx.wraps.insert_probe({"id": str(pid), "kind": "pattern" if pattern else "fact",
-                                    "pattern": pattern, "min_level": min_level, "fact": fact,
-                                    "section": section, "created_at": now_iso()})
+                               "pattern": pattern, "min_level": min_level, "fact": fact,
+                               "section": section, "created_at": now_iso()})
         if note:
             notes = probe_notes(store)
             notes[str(pid)] = note

@@ -4,7 +4,7 @@ The governance tables live in the store's own database (beside the episodes, in 
 PostgreSQL store's own schema) and are created idempotently on first use. Every table
 carries the namespace (``ns_key`` for exact identity, ``ns_owner`` + ``ns_project`` for
 the visibility rule) and every index leads with it. Writes run inside the caller's
-``Store._write()`` transaction, which serialises racing first writes across threads,
+``Store.transaction()`` unit of work, which serialises racing first writes across threads,
 processes and hosts: SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's advisory write lock.
 
 The queries here are written once, with ``?`` placeholders (both backends' ``q``

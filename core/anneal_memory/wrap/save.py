@@ -342,7 +342,7 @@ def validated_save_continuity(
         except Exception:
             crystal_names = set()
 
-    with store._staging() as staged, store._write():
+    with store._staging() as staged, store.transaction() as tx:
         current = b.wraps.open_wrap()
         if current is None or current["id"] != wrap["id"]:
             raise NoWrapInProgressError("the wrap was saved or cancelled by another process "
@@ -374,8 +374,8 @@ def validated_save_continuity(
         metrics["patterns"] = review.record_wrap_patterns(outcomes)
         metrics["drift_probes"] = review.record_wrap_drift(b.wraps.probes(), result["drift"]["probes"])
         b.wraps.close_wrap(wrap["id"], "saved", now_iso(), chars=len(final_text),
-                     episodes_compressed=len(snapshot_ids), metrics=metrics)
-        store.audit_trail.append("wrap_completed", {
+                           episodes_compressed=len(snapshot_ids), metrics=metrics)
+        tx.audit.append("wrap_completed", {
             "wrap_id": wrap["id"], "episodes_compressed": len(snapshot_ids),
             "continuity_chars": len(final_text),
             "graduations_validated": result["graduations_validated"],
@@ -383,7 +383,7 @@ def validated_save_continuity(
             "patterns_extracted": len(outcomes),
             "associations_formed": 0, "associations_strengthened": 0, "associations_decayed": 0,
         }, actor="agent")
-        store.audit_trail.append("continuity_saved", {
+        tx.audit.append("continuity_saved", {
             "wrap_id": wrap["id"], "chars": len(final_text),
             "content_hash": store.audit_trail.hash_content(final_text),
             "episodes_compressed": len(snapshot_ids),
