@@ -295,6 +295,14 @@ class AuditTrail:
         from the audit files)."""
         return self.backend.audit_entries(after_seq, limit)
 
+    def verify_stored(self) -> AuditVerifyResult:
+        """Walk the chain this store's database holds (the whole trail on PostgreSQL)."""
+        return verify_database(self.backend)
+
+    def repair_files(self, *, force: bool = False) -> dict[str, Any]:
+        """:meth:`repair` for this store's own files and database."""
+        return AuditTrail.repair(self.paths.db, self.backend, force=force)
+
     def count_entry(self, key: str) -> None:
         """Add one to the meta counter ``key`` in the open transaction (a scoped view
         counts the entries its namespace caused)."""

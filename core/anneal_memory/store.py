@@ -297,6 +297,12 @@ class Store(ContinuityMixin):
                 self._audit.after_commit()
 
     @property
+    def legacy_upgrade(self) -> dict[str, Any] | None:
+        """What the in-place upgrade of a 1.0.2 database did when this Store opened it
+        (None: no upgrade ran on this open)."""
+        return getattr(self._backend, "legacy_upgrade", None)
+
+    @property
     def repos(self) -> Repositories:
         """This store's typed repositories (a scoped view's: that namespace's), for reads
         by the layers above storage; writes go through :meth:`transaction`."""
@@ -485,8 +491,9 @@ class Store(ContinuityMixin):
         ids = [r.id for r in rows]
         b = self._backend
         # a store without any link (or derivation) skips looking each id up in an empty table
-        sup = b.supersessions_of(ids) if ids and b.q1("SELECT 1 FROM supersessions LIMIT 1") else {}
-        der = b.derivations_of(ids) if ids and b.q1("SELECT 1 FROM derivations LIMIT 1") else {}
+        links, derivations = b.link_tables_used() if ids else (False, False)
+        sup = b.supersessions_of(ids) if links else {}
+        der = b.derivations_of(ids) if derivations else {}
         # only derived episodes can differ from their own class
         derived = [i for i in ids if i in der]
         eff = trust.effective_trust_map(self, derived) if derived else {}

@@ -15,8 +15,10 @@ from .errors import ValidationError, WrapInProgressError
 from .types import WrapCancelReceipt
 
 if TYPE_CHECKING:
+    from ._unit import UnitOfWork
     from .audit import AuditTrail
     from .storage.base import Backend, Scope
+    from .storage.repos import Repositories
 
 
 #: meta key prefix of a committed text whose file is not written yet (stores saved by
@@ -58,9 +60,8 @@ def _staged_text(path: Path, record: tuple[str, str] | None) -> str | None:
 
 def staged_files(backend: Backend) -> set[str]:
     """Names of the staged files committed saves point at (never stale leftovers)."""
-    rows = backend.q("SELECT value FROM meta WHERE substr(key, 1, ?) = ?",
-                     (len(STAGED_BLOB), STAGED_BLOB))
-    return {str(v).split(" ", 1)[1] for (v,) in rows if v and " " in str(v)}
+    rows = backend.meta_with_prefix(STAGED_BLOB)
+    return {v.split(" ", 1)[1] for _k, v in rows if v and " " in v}
 
 
 def publish_blob(backend: Backend, db_path: str | Path, name: str, *,
@@ -99,15 +100,11 @@ def flush_pending_blobs(backend: Backend, names: Sequence[str] | None = None) ->
         with backend.transaction():
             backend.set_meta(key, None)
     if getattr(backend, "dsn", None) is None:  # sidecar files beside a SQLite database
-        rows = backend.q("SELECT key FROM meta WHERE substr(key, 1, ?) = ?",
-                         (len(STAGED_BLOB), STAGED_BLOB))
-        for (key,) in rows:
+        for key, _v in backend.meta_with_prefix(STAGED_BLOB):
             name = key[len(STAGED_BLOB):]
             if (names is None or name in names) and publish_blob(backend, backend.path, name):
                 done.append(name)
-    rows = backend.q("SELECT key FROM meta WHERE substr(key, 1, ?) = ?",
-                     (len(PENDING_BLOB), PENDING_BLOB))
-    for (key,) in rows:
+    for key, _v in backend.meta_with_prefix(PENDING_BLOB):
         name = key[len(PENDING_BLOB):]
         if names is not None and name not in names:
             continue
@@ -117,7 +114,7 @@ def flush_pending_blobs(backend: Backend, names: Sequence[str] | None = None) ->
         written = backend.update_blob(name, current, lock=CONTINUITY_LOCK)
         if written is not None:
             with backend.transaction():
-                backend.q("DELETE FROM meta WHERE key=? AND value=?", (key, written))
+                backend.delete_meta_if(key, written)
             done.append(name)
     return done
 
@@ -169,7 +166,9 @@ class ContinuityMixin:
     scope: Scope
 
     if TYPE_CHECKING:
-        def _write(self) -> contextlib.AbstractContextManager[None]: ...
+        @property
+        def repos(self) -> Repositories: ...
+        def transaction(self) -> contextlib.AbstractContextManager[UnitOfWork]: ...
         def audit_event(self, event: str, data: dict[str, Any], actor: str = "operator") -> None: ...
 
     # ------------------------------------------------------------------ continuity
@@ -186,10 +185,10 @@ class ContinuityMixin:
         whose file is not in place yet (a crash right after the commit) is the current
         one: the commit is the record."""
         name = self._continuity_blob()
-        pending = self._backend.get_meta(PENDING_BLOB + name)  # kept by an earlier build
+        pending = self.repos.meta.get_meta(PENDING_BLOB + name)  # kept by an earlier build
         if pending is not None:
             return pending
-        text = self._backend.read_blob(name)
+        text = self.repos.meta.read_blob(name)
         if self.dsn is None:  # the last save's staged file is gone once it is in place
             waiting = _staged_text(self.continuity_path, _staged_record(self._backend, name))
             if waiting is not None:
@@ -197,7 +196,7 @@ class ContinuityMixin:
         return text
 
     def _write_continuity_file(self, text: str) -> None:
-        self._backend.write_blob(self._continuity_blob(), text, lock=CONTINUITY_LOCK)
+        self.repos.meta.write_blob(self._continuity_blob(), text, lock=CONTINUITY_LOCK)
 
     def _stage_continuity(self, text: str) -> Path | None:
         """Inside the save's transaction, its last write. Beside a SQLite database the
@@ -208,14 +207,14 @@ class ContinuityMixin:
         on disk under a name the committed record holds. A PostgreSQL store's text is a
         row that commits with the save. Returns the staged file."""
         name = self._continuity_blob()
-        self._backend.set_meta(PENDING_BLOB + name, None)
+        self.repos.meta.set_meta(PENDING_BLOB + name, None)
         if self.dsn is not None:
-            self._backend.write_blob(name, text, lock=CONTINUITY_LOCK)
+            self.repos.meta.write_blob(name, text, lock=CONTINUITY_LOCK)
             return None
         data = text.encode("utf-8")
         staged = stage_bytes(self.continuity_path, data, suffix=_STAGED_SUFFIX, durable_name=True)
         try:
-            self._backend.set_meta(STAGED_BLOB + name, f"{_sha(data)} {staged.name}")
+            self.repos.meta.set_meta(STAGED_BLOB + name, f"{_sha(data)} {staged.name}")
         except BaseException:
             self._discard_staged(staged)
             raise
@@ -255,9 +254,9 @@ class ContinuityMixin:
         if not isinstance(text, str):
             raise ValidationError("continuity text must be a string")
         name = self._continuity_blob()
-        with self._write():  # the raw text replaces any save still waiting for its file
-            self._backend.set_meta(PENDING_BLOB + name, None)
-            self._backend.set_meta(STAGED_BLOB + name, None)
+        with self.transaction() as tx:  # the raw text replaces any save still waiting for its file
+            tx.meta.set_meta(PENDING_BLOB + name, None)
+            tx.meta.set_meta(STAGED_BLOB + name, None)
             self._write_continuity_file(text)
             self.audit_event("continuity_saved", {"chars": len(text), "raw": True,
                                                   "content_hash": self._audit.hash_content(text)},
@@ -273,9 +272,9 @@ class ContinuityMixin:
         from .storage.common import ns_meta_key
 
         # a namespace's own schema (set through its view), else the store's
-        raw = self._backend.get_meta(ns_meta_key("section_schema", self.scope))
+        raw = self.repos.meta.get_meta(ns_meta_key("section_schema", self.scope))
         if raw is None and self.scope.owner is not None:
-            raw = self._backend.get_meta("section_schema")
+            raw = self.repos.meta.get_meta("section_schema")
         if raw is None:
             return [dict(s) for s in DEFAULT_SCHEMA]
         from .continuity.schema import validate_schema
@@ -296,26 +295,26 @@ class ContinuityMixin:
         from .storage.common import ns_meta_key
 
         validated = validate_schema(schema)
-        with self._write():
-            if self._backend.open_wrap() is not None:
+        with self.transaction() as tx:
+            if tx.wraps.open_wrap() is not None:
                 raise WrapInProgressError(
                     "a wrap is open: save or cancel it (wrap-cancel) before changing the schema")
-            self._backend.set_meta(ns_meta_key("section_schema", self.scope),
-                                   json.dumps(validated))
-            self._audit.append("schema_set", {"headings": [s["heading"] for s in validated]},
-                               actor="operator")
+            tx.meta.set_meta(ns_meta_key("section_schema", self.scope),
+                             json.dumps(validated))
+            tx.audit.append("schema_set", {"headings": [s["heading"] for s in validated]},
+                            actor="operator")
 
     # ------------------------------------------------------------------ wrap helpers
     def consolidate_requires_baton(self) -> bool:
         """True when the store's policy gates every wrap behind the baton (a method, as in
         1.0.2; ``status().consolidate_requires_baton`` is the same flag)."""
-        return self._backend.get_meta("consolidate_requires_baton") == "1"
+        return self.repos.meta.get_meta("consolidate_requires_baton") == "1"
 
     def set_consolidate_requires_baton(self, required: bool) -> None:
         """Store policy: every wrap must come from the session holding the baton."""
-        with self._write():
-            self._backend.set_meta("consolidate_requires_baton", "1" if required else "0")
-            self._audit.append("baton_policy", {"required": bool(required)}, actor="operator")
+        with self.transaction() as tx:
+            tx.meta.set_meta("consolidate_requires_baton", "1" if required else "0")
+            tx.audit.append("baton_policy", {"required": bool(required)}, actor="operator")
 
     def set_stale_wrap_after(self, seconds: float | None) -> None:
         """Save the stale-wrap policy for every host of this store: a wrap open longer
@@ -325,8 +324,8 @@ class ContinuityMixin:
         if seconds is not None and (isinstance(seconds, bool) or not isinstance(
                 seconds, (int, float)) or not 60 <= seconds <= 10**9):
             raise ValidationError("stale_wrap_after must be seconds from 60 up, or None")
-        with self._write():
-            self._backend.set_meta(STALE_POLICY_KEY, None if seconds is None else str(seconds))
+        with self.transaction() as tx:
+            tx.meta.set_meta(STALE_POLICY_KEY, None if seconds is None else str(seconds))
             self.audit_event("wrap_policy", {"stale_wrap_after": seconds}, actor="operator")
 
     def wrap_cancelled(self, *, wrap_token: str | None = None, session_id: str | None = None,
@@ -369,5 +368,5 @@ class ContinuityMixin:
 
     def pattern_grounding(self) -> dict[str, list[dict[str, Any]]]:
         """For each named pattern, the episodes that grounded each rung it earned."""
-        return {n: rec.get("grounding", []) for n, rec in self._backend.pattern_history().items()}
+        return {n: rec.get("grounding", []) for n, rec in self.repos.wraps.pattern_history().items()}
 

@@ -489,8 +489,8 @@ def _store_upgrade(args: argparse.Namespace) -> tuple[dict[str, Any] | None, boo
     if not path.exists():
         return None, False
     with open_store(args) as store:
-        now = getattr(store.backend, "legacy_upgrade", None)
-        return (now or upgrade_report(store.backend)), now is not None
+        now = store.legacy_upgrade
+        return (now or upgrade_report(store.repos.meta)), now is not None
 
 
 def _upgrade_text(report: dict[str, Any] | None, now: bool) -> str:

@@ -193,7 +193,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
                                             "PostgreSQL store keeps its chain in the database)"}
     else:
         with open_store(args) as store:
-            result = AuditTrail.repair(store.path, store.backend, force=args.force)
+            result = store.audit_trail.repair_files(force=args.force)
     if not result["valid"]:
         lost = result.get("lost_entries") or []
         why = (f"entries {ranges_text(lost)} are kept in the database as their hashes only (once "

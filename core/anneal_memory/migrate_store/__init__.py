@@ -16,9 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..audit import AuditTrail, verify_database
+from ..audit import AuditTrail
 from ..errors import StoreError
-from ..storage.pg_copy import copy_all, counts, is_governed
 from ..storage.pg_location import pg_dsn, redact
 
 
@@ -34,22 +33,23 @@ def migrate(src: str, dst: str, *,
     from ..store import Store
 
     with Store(src, read_only=True) as source, Store(dst, audit=False) as target:
-        governed = is_governed(source.backend)
-        copied = copy_all(source.backend, target.backend, progress or _quiet)
-        want, got = counts(source.backend, governed), counts(target.backend, governed)
+        src_tables, dst_tables = source.repos.tables, target.repos.tables
+        governed = src_tables.governed()
+        copied = src_tables.copy_into(dst_tables, progress or _quiet)
+        want, got = src_tables.counts(governed), dst_tables.counts(governed)
         if want != got:
             raise StoreError(f"the copy does not match the source (source {want}, copy {got}): "
                              "the destination is left as written; drop it and retry")
         if pg_dsn(dst):
-            chain = verify_database(target.backend)
+            chain = target.audit_trail.verify_stored()
         else:
-            AuditTrail.repair(target.path, target.backend)
+            target.audit_trail.repair_files()
             chain = AuditTrail.verify(target.path)
         if not chain.valid:
             raise StoreError(f"the copied audit chain does not verify ({chain.reason} at entry "
                              f"{chain.chain_break_at}): check the source with 'anneal-memory "
                              "audit verify'")
-        if source.backend.audit_tip() != target.backend.audit_tip():
+        if source.audit_trail.tip() != target.audit_trail.tip():
             raise StoreError("the copied audit chain ends elsewhere than the source's")
     return {"source": _label(src), "destination": _label(dst), "copied": copied,
             "audit_entries": chain.total_entries, "governed": governed, "verified": True}

@@ -176,6 +176,12 @@ class MetaRepo(abc.ABC):
     def set_meta(self, key: str, value: str | None) -> None: ...
     @abc.abstractmethod
     def add_meta_int(self, key: str, delta: int) -> None: ...
+    @abc.abstractmethod
+    def meta_with_prefix(self, prefix: str) -> list[tuple[str, str]]:
+        """(key, value) of every metadata key that starts with ``prefix``."""
+    @abc.abstractmethod
+    def delete_meta_if(self, key: str, value: str) -> bool:
+        """Drop ``key`` only while it still holds ``value``; whether it did."""
 
     # -- named text blobs (the continuity file, the baton)
     @abc.abstractmethod
@@ -292,6 +298,10 @@ class LinkRepo(abc.ABC):
     """Supersession links, derivations and tombstones."""
 
     # -- supersession, derivation, tombstones
+    @abc.abstractmethod
+    def link_tables_used(self) -> tuple[bool, bool]:
+        """(any supersession link, any derivation) in the database: a store with none
+        skips looking each id up."""
     @abc.abstractmethod
     def add_supersession(self, old_id: str, new_id: str, kind: str, created_at: str) -> None: ...
     @abc.abstractmethod

@@ -743,6 +743,18 @@ class SQLBackend(Backend):
                 found.add(str(key).partition("\x1f")[0])
         return sorted(found)
 
+    def meta_with_prefix(self, prefix: str) -> list[tuple[str, str]]:
+        return [(str(k), str(v)) for k, v in self.q(
+            "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
+            if v is not None]
+
+    def delete_meta_if(self, key: str, value: str) -> bool:
+        return bool(self.q("DELETE FROM meta WHERE key=? AND value=? RETURNING key", (key, value)))
+
+    def link_tables_used(self) -> tuple[bool, bool]:
+        return (self.q1("SELECT 1 FROM supersessions LIMIT 1") is not None,
+                self.q1("SELECT 1 FROM derivations LIMIT 1") is not None)
+
     def meta_rows(self) -> list[tuple[str, str]]:
         return [(str(k), str(v)) for k, v in self.q("SELECT key, value FROM meta")
                 if v is not None]

@@ -25,7 +25,8 @@ NEUTRAL: frozenset[str] = frozenset({
     "delete_episode_rows", "delete_supersessions_touching", "derivations_of", "execute",
     "executemany", "get_meta", "id_taken", "in_transaction", "integrity_check",
     "mark_source_removed", "mark_wrapped", "mirrors_audit_to_files", "path", "q", "q1",
-    "read", "read_blob", "read_only", "savepoint", "remove_supersession", "scrub_indexes", "set_meta",
+    "read", "read_blob", "read_only", "savepoint", "meta_with_prefix",
+    "delete_meta_if", "link_tables_used", "remove_supersession", "scrub_indexes", "set_meta",
     "superseded_by_new", "supersessions_of", "transaction", "update_blob", "update_episode",
     "update_probe", "write_blob", "dsn", "schema",
     # erasure: each names the owner, keys or ids it acts on (the erase path passes them)
