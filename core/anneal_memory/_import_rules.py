@@ -20,7 +20,7 @@ from .errors import SupersessionError, ValidationError
 from .storage.base import EpisodeRow
 
 if TYPE_CHECKING:
-    from .store import Store
+    from ._unit import Facade
 
 #: the link kinds a store writes (a state_key link is recomputed from the keys, never
 #: taken from the file)
@@ -59,14 +59,14 @@ class ImportRules:
     """The checks for one import, with a view per namespace the import writes in (a
     state key's slot is per namespace, as a view's record sees it)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Facade) -> None:
         self.store = store
-        self._views: dict[tuple[str | None, str | None], Store] = {}
+        self._views: dict[tuple[str | None, str | None], Facade] = {}
         self.keys: set[tuple[tuple[str | None, str | None], str]] = set()
         #: ids a source may name besides the store's: the import's own and its deletions
         self.known: set[str] = set()
 
-    def view(self, item: Mapping[str, Any]) -> Store:
+    def view(self, item: Mapping[str, Any]) -> Facade:
         """The store as the item's namespace sees it (the root store without one)."""
         key = (item["ns_owner"], item["ns_project"])
         if key not in self._views:

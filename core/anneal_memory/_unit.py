@@ -12,10 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol
 
-from .storage.base import Scope, TransactionLost
+from .storage.base import EpisodeRow, Scope, TransactionLost
 from .storage.repos import Repositories
+from .types import Episode, RecallResult, StoreStatus
 
 
 class AuditLog(Protocol):
@@ -26,6 +29,8 @@ class AuditLog(Protocol):
 
     def append(self, event: str, data: dict[str, Any], *,
                actor: str = "agent") -> dict[str, Any] | None: ...
+
+    def tip(self) -> tuple[int, str]: ...
 
     def pending_mark(self) -> int: ...
 
@@ -79,3 +84,35 @@ class Ground(Protocol):
     def transaction(self) -> AbstractContextManager[UnitOfWork]: ...
 
     def effective_trust_map(self, ids: Sequence[str]) -> dict[str, str]: ...
+
+
+class Facade(Ground, Protocol):
+    """The rest of the Store that the modules it owns call back (recall, export, import,
+    restore): its continuity, its own recall, its views, and how rows become episodes.
+    They are written against this, not against ``Store``, so none imports the facade."""
+
+    store_id: str
+    project_name: str
+    path: Path
+
+    @property
+    def section_schema(self) -> list[dict[str, Any]]: ...
+
+    def load_continuity(self) -> str | None: ...
+
+    def status(self) -> StoreStatus: ...
+
+    def scoped(self, namespace: Any) -> Facade: ...
+
+    def recall(self, since: str | datetime | None = None, *, limit: int = 100,
+               include_superseded: bool = False) -> RecallResult: ...
+
+    def _to_episodes(self, rows: Sequence[EpisodeRow]) -> list[Episode]: ...
+
+    def _staging(self) -> AbstractContextManager[list[Path | None]]: ...
+
+    def _stage_continuity(self, text: str) -> Path | None: ...
+
+    def _flush_continuity(self, staged: Path | None = None) -> None: ...
+
+    def _continuity_blob(self) -> str: ...

@@ -27,13 +27,13 @@ from .storage.base import EpisodeRow, Scope
 from .types import EpisodeType, coerce_trust
 
 if TYPE_CHECKING:
-    from .store import Store
+    from ._unit import Facade
 
 FORMAT = "anneal-memory-export"
 VERSION = 1  # the export format's version (``format_version``)
 
 
-def export_store(store: Store) -> dict[str, Any]:
+def export_store(store: Facade) -> dict[str, Any]:
     b = store.repos
     with b.read():
         rows = list(b.episodes.all_episodes())
@@ -152,7 +152,7 @@ def _check_id(eid: Any, where: str) -> str:
     return eid
 
 
-def _validate(store: Store, data: Any) -> list[dict[str, Any]]:
+def _validate(store: Facade, data: Any) -> list[dict[str, Any]]:
     data = _load(data)
     if is_legacy_export(data):  # written by anneal-memory 1.0.2
         data = adopt_export(dict(data), FORMAT, VERSION)
@@ -261,7 +261,7 @@ def _tombstones_in(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _deleted(store: Store, ids: list[str]) -> set[str]:
+def _deleted(store: Facade, ids: list[str]) -> set[str]:
     """The ids among ``ids`` that a tombstone covers, compared in canonical form, so an
     id re-spelt (other case, a stray space, a lookalike letter) is still refused."""
     b = store.repos
@@ -271,7 +271,7 @@ def _deleted(store: Store, ids: list[str]) -> set[str]:
     return exact | folded
 
 
-def _carry_tombstones(store: Store, deletions: list[dict[str, Any]]) -> int:
+def _carry_tombstones(store: Facade, deletions: list[dict[str, Any]]) -> int:
     """Record the export's deletions this store does not know yet, as deletions (no
     text; the hash is the source store's). An id this store still holds as an episode
     is left alone: an import adds, it never deletes. Returns how many were added."""
@@ -292,7 +292,7 @@ def _carry_tombstones(store: Store, deletions: list[dict[str, Any]]) -> int:
     return added
 
 
-def import_store(store: Store, data: Mapping[str, Any] | str, *, via: str = "library",
+def import_store(store: Facade, data: Mapping[str, Any] | str, *, via: str = "library",
                  progress: Callable[[int, int], None] | None = None,
                  restore: bool | None = None) -> dict[str, Any]:
     doc = _load(data)

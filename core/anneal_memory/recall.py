@@ -24,9 +24,9 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from ._unit import Facade
     from .continuity.durable import DurableFact
     from .crystal import PatternMatch
-    from .store import Store
 
 
 def _int_arg(value: Any, name: str, minimum: int) -> int:
@@ -46,7 +46,7 @@ def build_filters(since: Any = None, until: Any = None, episode_type: Any = None
     )
 
 
-def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
+def ranked_words(store: Facade, filters: SearchFilters, terms: Sequence[str],
                  pool: int, *, context: bool = True, query: str | None = None,
                  via: dict[int, int] | None = None,
                  ) -> tuple[list[tuple[int, float]], int]:
@@ -89,14 +89,14 @@ def ranked_words(store: Store, filters: SearchFilters, terms: Sequence[str],
     return ranked, total
 
 
-def load_ranked(store: Store, ranked: Sequence[tuple[int, float]], filters: SearchFilters
+def load_ranked(store: Facade, ranked: Sequence[tuple[int, float]], filters: SearchFilters
                 ) -> list[tuple[Any, float]]:
     """The rows of ranked row ids, in rank order (ids the filters hide are left out)."""
     rows = store.repos.episodes.rows_by_rowid([rid for rid, _s in ranked], filters) if ranked else {}
     return [(rows[rid], sc) for rid, sc in ranked if rid in rows]
 
 
-def keyword_recall(store: Store, *, since: str | datetime | None = None,
+def keyword_recall(store: Facade, *, since: str | datetime | None = None,
                    until: str | datetime | None = None, episode_type: Any = None,
                    source: str | None = None, keyword: str | None = None, limit: int = 100,
                    offset: int = 0, include_superseded: bool = False,
@@ -146,7 +146,7 @@ def keyword_recall(store: Store, *, since: str | datetime | None = None,
     return RecallResult(episodes, total, params)
 
 
-def _why(store: Store, rows: Sequence[tuple[Any, float]], via: dict[int, int],
+def _why(store: Facade, rows: Sequence[tuple[Any, float]], via: dict[int, int],
          filters: SearchFilters) -> dict[str, str]:
     """Why each episode of a word recall is there: ``"words"`` (it holds query words) or
     ``"next to <id>"`` (recorded beside that match: its reply, or the turn it answers)."""
@@ -163,7 +163,7 @@ def _why(store: Store, rows: Sequence[tuple[Any, float]], via: dict[int, int],
 RETRIEVAL_MODES = ("prompt", "query")
 
 
-def retrieve_relevant(store: Store, crystal_store: Any, query: str, *, max_patterns: int = 3,
+def retrieve_relevant(store: Facade, crystal_store: Any, query: str, *, max_patterns: int = 3,
                       max_episodes: int = 3, episode_type: Any = None,
                       include_facts: bool = True, since: Any = None,
                       exclude_ids: Sequence[str] = (), context: bool = True,
@@ -206,7 +206,7 @@ def retrieve_relevant(store: Store, crystal_store: Any, query: str, *, max_patte
     return RelevantResult(patterns, episodes, terms, found_facts)
 
 
-def _recent_ids(store: Store, minutes: int | None, now: Any) -> set[str]:
+def _recent_ids(store: Facade, minutes: int | None, now: Any) -> set[str]:
     """Ids of episodes recorded in the ``minutes`` before ``now`` (default: the clock)."""
     if minutes is None:
         return set()
@@ -221,7 +221,7 @@ def _recent_ids(store: Store, minutes: int | None, now: Any) -> set[str]:
     return {e.id for e in recent}
 
 
-def _scored_episodes(store: Store, query: str, terms: list[str], k: int, episode_type: Any,
+def _scored_episodes(store: Facade, query: str, terms: list[str], k: int, episode_type: Any,
                      since: Any, exclude: set[str], context: bool = True) -> list[ScoredEpisode]:
     b = store.repos
     filters = build_filters(since, None, episode_type, None, include_superseded=True)
@@ -260,7 +260,7 @@ def _scored_episodes(store: Store, query: str, terms: list[str], k: int, episode
     return out
 
 
-def _take(store: Store, ranked: list[tuple[Any, float]], k: int, exclude: set[str],
+def _take(store: Facade, ranked: list[tuple[Any, float]], k: int, exclude: set[str],
           seen_ids: set[str], results: dict[str, dict[str, Any]], order: list[str]) -> None:
     """Fill ``results`` / ``order`` up to ``k`` from ranked rows: a replaced hit takes
     its slot for the episode that replaced it (its chain's head)."""
@@ -290,7 +290,7 @@ def _take(store: Store, ranked: list[tuple[Any, float]], k: int, exclude: set[st
             order.append(r.id)
 
 
-def _cued_facts(store: Store, query: str) -> list[DurableFact]:
+def _cued_facts(store: Facade, query: str) -> list[DurableFact]:
     text = store.load_continuity()
     if not text:
         return []

@@ -22,7 +22,7 @@ from .errors import ValidationError
 from .storage.pg_copy import BLOBS, GOV_TABLES, TABLES
 
 if TYPE_CHECKING:
-    from .store import Store
+    from ._unit import Facade
 
 #: the tables a state section carries (episodes, links and tombstones go through the
 #: import's own rules; the audit trail stays the target's, anchored to the source's head)
@@ -37,7 +37,7 @@ def _table(name: str) -> tuple[str, str, str]:
     return next(t for t in [*TABLES, *GOV_TABLES] if t[0] == name)
 
 
-def state_out(store: Store) -> dict[str, Any]:
+def state_out(store: Facade) -> dict[str, Any]:
     """The ``state`` section of an export (inside the export's read transaction)."""
     b = store.repos
     tables: dict[str, Any] = {}
@@ -88,7 +88,7 @@ def check_state(state: Any) -> dict[str, Any]:
     return dict(state)
 
 
-def holds_state(store: Store) -> str | None:
+def holds_state(store: Facade) -> str | None:
     """What state the store already holds (None: none, a restore may go ahead)."""
     b = store.repos
     for name in STATE_TABLES:
@@ -101,7 +101,7 @@ def holds_state(store: Store) -> str | None:
     return None
 
 
-def can_restore(store: Store) -> str | None:
+def can_restore(store: Facade) -> str | None:
     """Why a backup's state may not be restored into ``store`` (None: it may)."""
     if store.trust_ceiling != "operator":
         return ("the continuity, wraps and governed records are restored only by a store "
@@ -127,7 +127,7 @@ def legacy_state(doc: Mapping[str, Any]) -> dict[str, Any] | None:
             "continuities": {BLOBS[0]: text}}
 
 
-def state_in(store: Store, state: Any) -> tuple[dict[str, Any], list[Any]]:
+def state_in(store: Facade, state: Any) -> tuple[dict[str, Any], list[Any]]:
     """Inside the import's write transaction, after its episodes: restore ``state``;
     returns what was restored (or why not) and the continuity files staged for after the
     commit."""
@@ -155,19 +155,18 @@ def state_in(store: Store, state: Any) -> tuple[dict[str, Any], list[Any]]:
     return {"restored": True, "rows": done}, staged
 
 
-def _view_of_blob(store: Store, name: str) -> Any:
+def _view_of_blob(store: Facade, name: str) -> Any:
     """The store or namespace view whose continuity is blob ``name`` (None: no namespace
     of this store has that tag, e.g. one erased since)."""
     if name == BLOBS[0]:
         return store
     from ._namespace import MemoryNamespace
-    from .governance.scoped import ScopedStore
 
     for owner in store.repos.meta.owners():
         for project in store.repos.meta.owner_projects(owner):
             tenant, user, agent = json.loads(owner)
-            view = ScopedStore(store, MemoryNamespace(tenant=tenant, user=user, agent=agent,
-                                                      project=project))
+            view = store.scoped(MemoryNamespace(tenant=tenant, user=user, agent=agent,
+                                                project=project))
             if view._continuity_blob() == name:
                 return view
     return None

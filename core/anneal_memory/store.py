@@ -174,9 +174,11 @@ class Store(ContinuityMixin):
                 db.parent.mkdir(parents=True, exist_ok=True)
         else:
             existed = db.exists() and db.stat().st_size > 0
+            from .audit import chain_entries
             from .legacy import upgrade as legacy_upgrade
 
-            self._backend = SQLiteBackend(db, read_only=read_only, legacy=legacy_upgrade)
+            self._backend = SQLiteBackend(db, read_only=read_only, legacy=legacy_upgrade,
+                                          compacted_entries=chain_entries)
         self._closed = False
         self._lock = threading.RLock()
         self._tx_owner = threading.local()  # this thread's write depth (joins its batch)

@@ -28,7 +28,7 @@ from .common import EP_COLS as _EP_COLS
 from .common import episode_row as _row
 from .common import like_pattern, trigrams, visible_sql
 from .driver import sqlite_driver
-from .sqlite_audit import SQLiteAudit
+from .sqlite_audit import CompactedReader, SQLiteAudit
 
 SCHEMA_VERSION = 6
 _NAN = float("nan")  # a ranked hit's index score left out (see ranked_ids)
@@ -266,9 +266,13 @@ class SQLiteBackend(SQLiteAudit):
     _IN_CHUNK = 500  # bound parameters per statement stay far below SQLite's limit
 
     def __init__(self, path: str | Path, *, read_only: bool = False,
-                 busy_timeout_ms: int = 60_000, legacy: Any = None) -> None:
+                 busy_timeout_ms: int = 60_000, legacy: Any = None,
+                 compacted_entries: CompactedReader | None = None) -> None:
         self.path = str(path)
         self.read_only = read_only
+        #: reads compacted audit entries back from the audit files (``audit.chain_entries``,
+        #: handed in by the Store: the files are the audit layer's, above storage)
+        self._compacted_entries = compacted_entries
         #: the 1.0.2 upgrade (``anneal_memory.legacy.upgrade``, handed in by the Store: it
         #: sits above storage); without it a 1.0.2 database is refused, not upgraded
         self._legacy = legacy

@@ -16,9 +16,10 @@ in full, which a mirror writes out; ``audit_digests`` the chain as (seq, hash, c
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from ..errors import AuditError
 from .common import SQLBackend
 
 #: The database's copy in seq order: full rows, then compacted ones with NULL content
@@ -57,8 +58,15 @@ def chain_rows(conn: Any, after_seq: int = 0) -> Iterator[tuple[Any, ...]]:
     return iter(conn.execute(FULL_SQL, (after_seq,)))
 
 
+#: (db path, backend, after_seq, limit) -> every entry in full, compacted ones read back
+#: from the audit files
+CompactedReader = Callable[[str, Any, int, "int | None"], list[dict[str, Any]]]
+
+
 class SQLiteAudit(SQLBackend):
     """The audit methods of the SQLite backend that know about compacted entries."""
+
+    _compacted_entries: CompactedReader | None = None
 
     _compact_table: bool | None = None
     _incremental: bool | None = None
@@ -90,9 +98,10 @@ class SQLiteAudit(SQLBackend):
         if not self._compacts() or not self.q1(
                 "SELECT 1 FROM audit_hashes WHERE seq > ? LIMIT 1", (after_seq,)):
             return self.audit_rows(after_seq, limit)
-        from ..audit import chain_entries
-
-        return chain_entries(self.path, self, after_seq, limit)
+        if self._compacted_entries is None:
+            raise AuditError("this database keeps compacted audit entries, whose text is in "
+                             "the audit files: open it through Store(path) to read them")
+        return self._compacted_entries(self.path, self, after_seq, limit)
 
     def audit_digests(self, after_seq: int = 0,
                       limit: int | None = None) -> list[tuple[int, str, bool]]:
