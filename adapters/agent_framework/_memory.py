@@ -189,7 +189,7 @@ class AnnealContextProvider(MemoryAdapter, ContextProvider):
                  record_outcome: bool = True, memory_role: str | None = None,
                  recall_limit: int | None = None, max_content_chars: int | None = None,
                  session_id: str | None = None, crystal_store: Any = None,
-                 strict: bool | None = None) -> None:
+                 strict: bool | None = None, embedder: Any = None) -> None:
         if not isinstance(source_id, str) or not source_id.strip():
             raise ValidationError("source_id must be a non-empty string")
         ContextProvider.__init__(self, source_id)
@@ -197,7 +197,7 @@ class AnnealContextProvider(MemoryAdapter, ContextProvider):
                           wrap_on_end=wrap_on_end, memory_role=memory_role,
                           session_id=session_id, crystal_store=crystal_store,
                           recall_limit=recall_limit, max_content_chars=max_content_chars,
-                          strict=strict)
+                          strict=strict, embedder=embedder)
         self.record_user_input = bool(record_user_input)
         self.record_tools = bool(record_tools)
         self.record_outcome = bool(record_outcome)

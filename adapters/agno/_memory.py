@@ -135,12 +135,13 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
                  record_tools: bool = True, record_outcome: bool = True,
                  recall_limit: int | None = None, max_content_chars: int | None = None,
                  session_id: str | None = None, crystal_store: Any = None,
-                 strict: bool | None = None) -> None:
+                 strict: bool | None = None, embedder: Any = None) -> None:
         MemoryManager.__init__(self, id="anneal-memory", name="anneal-memory")
         self._init_memory(memory, namespace=namespace, compress=compress,
                           wrap_on_end=wrap_on_end, session_id=session_id,
                           crystal_store=crystal_store, recall_limit=recall_limit,
-                          max_content_chars=max_content_chars, strict=strict)
+                          max_content_chars=max_content_chars, strict=strict,
+                          embedder=embedder)
         self.record_user_input = bool(record_user_input)
         self.record_tools = bool(record_tools)
         self.record_outcome = bool(record_outcome)

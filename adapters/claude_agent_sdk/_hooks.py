@@ -83,13 +83,13 @@ class AnnealMemory:
                  server_name: str = "anneal_memory", wrap_timeout: float = 600.0,
                  recall_limit: int | None = None, max_content_chars: int | None = None,
                  session_id: str | None = None, crystal_store: Any = None,
-                 strict: bool | None = None) -> None:
+                 strict: bool | None = None, embedder: Any = None) -> None:
         if wrap_on_end is None:
             wrap_on_end = compress is not None
         attach_memory(self, memory, LOGGER_NAME, compress=compress, wrap_on_end=wrap_on_end,
                       session_id=session_id, crystal_store=crystal_store,
                       recall_limit=recall_limit, max_content_chars=max_content_chars,
-                      strict=strict)
+                      strict=strict, embedder=embedder)
         self._fixed = isinstance(memory, MemorySession)
         if self._fixed and namespace is not None:
             raise ValidationError("namespace belongs to the MemorySession you pass: "

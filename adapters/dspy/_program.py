@@ -145,6 +145,7 @@ class MemoryProgram(DSPyMemory, dspy.Module):
         record_evaluation: bool = False,
         recall_limit: int | None = None,
         max_content_chars: int | None = None,
+        embedder: Any = None,
     ) -> None:
         super().__init__()
         if not callable(program):
@@ -155,7 +156,7 @@ class MemoryProgram(DSPyMemory, dspy.Module):
         self.memory_field = memory_field
         self._init_memory(store, namespace=namespace, compress=compress, wrap_on_end=wrap_on_end,
                           session_id=session_id, recall_limit=recall_limit,
-                          max_content_chars=max_content_chars)
+                          max_content_chars=max_content_chars, embedder=embedder)
         self.record_tools = record_tools
         self.record_lm = record_lm
         self.record_evaluation = record_evaluation

@@ -146,6 +146,7 @@ class AnnealMemoryService(MemoryAdapter, BaseMemoryService):
         record_intermediate: bool = False,
         strict: bool | None = None,
         stop_words: Iterable[str] | None = None,
+        embedder: Any = None,
     ) -> None:
         del agents_dir  # what ADK's registry passes every factory; the URI says where
         options: dict[str, Any] = {"search_limit": search_limit, "recall_limit": recall_limit,
@@ -153,7 +154,7 @@ class AnnealMemoryService(MemoryAdapter, BaseMemoryService):
                                    "record_intermediate": record_intermediate, "strict": strict}
         memory, owned = _memory_from_uri(memory, uri, options, URI_OPTIONS,
                                          {"search_limit": _MAX_RESULTS,
-                                          "record_intermediate": False})
+                                          "record_intermediate": False}, embedder=embedder)
         search_limit = options["search_limit"]
         if isinstance(search_limit, bool) or not isinstance(search_limit, int) or search_limit < 1:
             raise ValidationError(f"search_limit must be a positive int, got {search_limit!r}")
@@ -165,7 +166,7 @@ class AnnealMemoryService(MemoryAdapter, BaseMemoryService):
         try:
             self._init_memory(memory, namespace=namespace, recall_limit=options["recall_limit"],
                               max_content_chars=options["max_content_chars"],
-                              strict=options["strict"])
+                              strict=options["strict"], embedder=embedder)
         except Exception:
             if owned is not None:
                 owned.close()
@@ -275,7 +276,8 @@ class AnnealMemoryService(MemoryAdapter, BaseMemoryService):
     # --- reads ---------------------------------------------------------------------------
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
         """The user's memories sharing the most words with ``query``, stop words left out
-        (at most ``search_limit``); a failure answers no memories."""
+        (at most ``search_limit``), then, when the store has an embedder, the closest in
+        meaning of the rest in the slots left; a failure answers no memories."""
         return SearchMemoryResponse(memories=await self._search(app_name, user_id, query) or [])
 
     @_safe
@@ -287,7 +289,15 @@ class AnnealMemoryService(MemoryAdapter, BaseMemoryService):
         episodes = await asyncio.to_thread(_all_episodes, memory.store)
         scored = [(n, e) for e in episodes if (n := _score(words, e.content))]
         scored.sort(key=lambda pair: -pair[0])  # stable: ties stay in recorded order
-        return [self.to_entry(e) for _, e in scored[: self.search_limit]]
+        found = [e for _, e in scored[: self.search_limit]]
+        if memory.store.embedder is not None and len(found) < self.search_limit:
+            # words first, as the core's hybrid recall: vectors add what they missed
+            near = await asyncio.to_thread(memory.store.recall, keyword=query,
+                                           mode="semantic", limit=self.search_limit)
+            have = {e.id for e in found}
+            found += [e for e in near.episodes if e.id not in have][
+                : self.search_limit - len(found)]
+        return [self.to_entry(e) for e in found]
 
     async def list_memories(self, *, app_name: str, user_id: str, limit: int = 100) -> list[MemoryEntry]:
         """Every memory of one ADK user, newest first (not part of ADK's interface)."""
@@ -350,11 +360,12 @@ def _all_episodes(store: Store) -> list[Episode]:
 
 
 def _memory_from_uri(memory: Any, uri: str | None, options: dict[str, Any],
-                     allowed: Mapping[str, Any], defaults: Mapping[str, Any]
-                     ) -> tuple[Any, Store | None]:
+                     allowed: Mapping[str, Any], defaults: Mapping[str, Any], *,
+                     embedder: Any = None) -> tuple[Any, Store | None]:
     """Resolve ``memory`` / ``uri=`` of a service constructor: the memory to use and the
-    Store opened here (None when the caller's). A URI's options are merged into
-    ``options``; one given both ways (and differently) is refused."""
+    Store opened here (None when the caller's; it embeds with ``embedder``). A URI's
+    options are merged into ``options``; one given both ways (and differently) is
+    refused."""
     if isinstance(memory, str) and memory.split(":", 1)[0].lower() in SCHEMES:
         if uri is not None:
             raise ServiceUriError("give the anneal URI once: as the first argument or as uri=")
@@ -374,5 +385,5 @@ def _memory_from_uri(memory: Any, uri: str | None, options: dict[str, Any],
             raise ServiceUriError(f"{parsed.shown!r} sets {name}={value!r} and the constructor "
                                   f"{name}={given!r}: give it once")
         options[name] = value
-    store = parsed.open_store()
+    store = parsed.open_store(embedder)
     return store, store

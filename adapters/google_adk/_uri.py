@@ -68,11 +68,12 @@ class AnnealUri:
         """The URI without its password (for messages)."""
         return _shown(self.uri)
 
-    def open_store(self) -> Store:
-        """Open the store; its refusal (not a store, no such folder, no postgres extra)
-        becomes a :class:`ServiceUriError` naming this URI."""
+    def open_store(self, embedder: Any = None) -> Store:
+        """Open the store (embedding with ``embedder``, when given); its refusal (not a
+        store, no such folder, no postgres extra) becomes a :class:`ServiceUriError`
+        naming this URI."""
         try:
-            return Store(self.location)
+            return Store(self.location, embedder=embedder)
         except AnnealMemoryError as exc:
             raise ServiceUriError(f"the store of {self.shown!r} cannot be opened: {exc}") from exc
 

@@ -113,13 +113,15 @@ class AnnealMemory(MemoryAdapter, AbstractCapability[Any]):
     session_id: str | None = None
     crystal_store: Any = None
     strict: bool | None = None
+    embedder: Any = None
 
     def __post_init__(self) -> None:
         self._init_memory(self.memory, namespace=self.namespace, compress=self.compress,
                           wrap_on_end=self.wrap_on_end, memory_role=self.memory_role,
                           session_id=self.session_id, crystal_store=self.crystal_store,
                           recall_limit=self.recall_limit,
-                          max_content_chars=self.max_content_chars, strict=self.strict)
+                          max_content_chars=self.max_content_chars, strict=self.strict,
+                          embedder=self.embedder)
         self._run_session: MemorySession | None = None
         self._block = ""
         self._model: Model | None = None

@@ -224,7 +224,8 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
                  inject: Any = "everyTurn", search_tool: Any = True,
                  store_name: str = "anneal", recall_limit: int | None = None,
                  max_content_chars: int | None = None, session_id: str | None = None,
-                 crystal_store: Any = None, strict: bool | None = None) -> None:
+                 crystal_store: Any = None, strict: bool | None = None,
+                 embedder: Any = None) -> None:
         if inject not in ("everyTurn", "userTurn") and not callable(inject):
             raise ValidationError("inject must be 'everyTurn', 'userTurn' or a predicate of "
                                   f"Strands' InjectionContext, not {inject!r}")
@@ -233,7 +234,8 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
         self._init_memory(memory, namespace=namespace, compress=compress,
                           wrap_on_end=wrap_on_end, session_id=session_id,
                           crystal_store=crystal_store, recall_limit=recall_limit,
-                          max_content_chars=max_content_chars, strict=strict)
+                          max_content_chars=max_content_chars, strict=strict,
+                          embedder=embedder)
         self.record_user_input = bool(record_user_input)
         self.record_tools = bool(record_tools)
         self.record_outcome = bool(record_outcome)

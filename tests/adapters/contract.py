@@ -40,9 +40,10 @@ from typing import Any, TypeVar
 import pytest
 
 from anneal_memory import Store
-from anneal_memory.errors import IdentityError, ValidationError
+from anneal_memory.errors import EmbedderError, IdentityError, ValidationError
 from anneal_memory.governance.namespace import coerce_namespace
 from anneal_memory.session import MemorySession
+from anneal_memory.testing import HashingEmbedder
 
 T = TypeVar("T")
 
@@ -357,6 +358,44 @@ class AdapterContract:
             self.build(MemorySession(store), recall_limit=2)
         with pytest.raises(ValidationError, match="compress"):
             self.build(store, compress="not callable")
+
+    # --- recall by meaning (docs/semantic.md) --------------------------------------------
+    #: the adapter's keyword for the store's embedder (LlamaIndex: ``embed_model``)
+    embedder_option = "embedder"
+
+    def test_a_store_with_an_embedder_recalls_by_meaning(self, tmp_path: Path) -> None:
+        """A run recalls what shares no word with its request when the store embeds (and
+        the same runs over a store without an embedder do not: the control)."""
+        seen = {}
+        for name, embedder in (("plain", None), ("embedding", HashingEmbedder(aliases=JOBS))):
+            with Store(tmp_path / f"{name}.db", embedder=embedder) as store:
+                self.run(store, NURSE)
+                seen[name] = "\n".join(self.run(store, LIVING).model_inputs)
+        assert "county hospital" in seen["embedding"], "meaning did not reach the model"
+        assert "county hospital" not in seen["plain"], "the control recalled it without vectors"
+
+    def test_the_embedder_option(self, store: Store, tmp_path: Path) -> None:
+        """``embedder=`` with a path: the Store opened embeds with it; with an open Store
+        that does not embed with it: EmbedderError, never ignored."""
+        embedder = HashingEmbedder()
+        owned = self.build(tmp_path / "owned.db", **{self.embedder_option: embedder}).session
+        try:
+            assert owned.owns_store and owned.store.embedder is not None
+        finally:
+            owned.close()
+        with pytest.raises(EmbedderError, match="has no embedder"):
+            self.build(store, **{self.embedder_option: embedder})
+        with Store(tmp_path / "own.db", embedder=embedder) as own:
+            assert self.build(own, **{self.embedder_option: embedder}).session.store is own
+            with pytest.raises(EmbedderError, match="embeds with"):
+                self.build(own, **{self.embedder_option: HashingEmbedder(64)})
+
+
+#: a memory and a request that share no content word ("living" and "nurse" are one word
+#: to the test embedder)
+JOBS = {"living": "job", "nurse": "job"}
+NURSE = "Remember that I started as a nurse at the county hospital"
+LIVING = "What does she do for a living?"
 
 
 def _episode_count(store: Store) -> int:

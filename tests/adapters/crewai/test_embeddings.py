@@ -148,6 +148,10 @@ def test_crewai_memory_ranks_as_with_its_default_storage(mem_store: Store,
     theirs = lance.recall(query, scope="/garden", depth="shallow", limit=2)
     assert [m.record.content for m in mine] == [m.record.content for m in theirs]
     assert mine[0].record.content == "The greenhouse valve was replaced in March"
+    # CrewAI's deep recall flow (a short query: embedded as it is, no LLM analysis)
+    deep = ours.recall(query, limit=2)
+    assert [m.record.content for m in deep] == [m.record.content for m in lance.recall(
+        query, limit=2)] == [m.record.content for m in mine]
     qvec = embed([query])[0]
     for match in mine:
         expected, reasons = compute_composite_score(

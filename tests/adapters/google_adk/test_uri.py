@@ -176,3 +176,15 @@ def test_the_plugin_takes_the_uri_and_saves_once_to_the_same_store(tmp_path: Pat
     runner_memory.close()
     with pytest.raises(ServiceUriError):
         AnnealMemoryPlugin("anneal://relative/memory.db")
+
+
+def test_a_uri_store_embeds_with_the_services_embedder(tmp_path) -> None:
+    from anneal_memory.testing import HashingEmbedder
+
+    embedder = HashingEmbedder()
+    service = AnnealMemoryService(uri=f"anneal://{tmp_path / 'm.db'}", embedder=embedder)
+    try:
+        assert service.base_session.store.embedder is not None
+        assert service.base_session.store.embedder.model.endswith(embedder.model)
+    finally:
+        service.close()

@@ -15,6 +15,8 @@ from contract import RunTrace
 
 
 class TestLlamaIndexContract(AsyncLoopContract):
+    embedder_option = "embed_model"
+
     def build(self, memory: Any, **options: Any) -> Any:
         return AnnealMemory.from_store(memory, **options)
 
