@@ -33,14 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .audit import (
-    GENESIS,
-    MIRRORED_SEQ_KEY,
-    AuditPaths,
-    AuditVerifyResult,
-    entry_hash,
-    load_manifest,
-)
+from ._audit_chain import GENESIS, MIRRORED_SEQ_KEY, entry_hash
+from ._audit_files import AuditPaths, AuditVerifyResult, load_manifest
 from .errors import AuditError
 from .legacy.upgrade import LEGACY_AUDIT_FORMAT, LEGACY_TAIL_KEY, legacy_tail
 from .legacy.upgrade import as_entry as legacy_entry
@@ -262,9 +256,9 @@ def _sealed_meta_problem(meta: Mapping[str, Any],
 
 
 def _progress_every() -> int:
-    from . import audit
+    from . import _audit_files
 
-    return int(audit.PROGRESS_EVERY)
+    return int(_audit_files.PROGRESS_EVERY)
 
 
 def _int(value: Any, default: int) -> int:

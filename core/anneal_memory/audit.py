@@ -46,18 +46,22 @@ import os
 import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._audit_chain import GENESIS, MIRRORED_SEQ_KEY, entry_hash
+from ._audit_files import (
+    AuditHead,
+    AuditPaths,
+    AuditVerifyResult,
+    load_manifest,
+)
 from ._fileio import (
     atomic_write_bytes,
     atomic_write_json,
     file_lock,
     fsync_dir,
     open_append_private,
-    sidecar_path,
 )
 from ._lazy import LazyLogger, sha256_hex
 from .clock import iso_week, now_iso
@@ -71,9 +75,6 @@ if TYPE_CHECKING:
     from .storage.base import Backend
 
 log = LazyLogger("anneal_memory")
-
-#: how often verify reports progress within one file (entries)
-PROGRESS_EVERY = 5000
 
 #: Hex digits of a salted label hash in new entries (128 bits of SHA-256).
 LABEL_HEX = 32
@@ -131,84 +132,6 @@ def _digests(entries: list[dict[str, Any]]) -> list[tuple[int, str]]:
     """(seq, hash) of rows just written to the files as they are: their text is kept
     there byte for byte (even a row that does not check out: verify names it there)."""
     return [(int(e["seq"]), str(e["hash"])) for e in entries]
-
-
-@dataclass
-class AuditVerifyResult:
-    """Outcome of walking the whole chain. ``chain_break_at`` is the seq of the first
-    entry that does not check out; ``chain_break_file`` the file (or ``database``,
-    ``anchor``) where it was found."""
-
-    valid: bool
-    total_entries: int
-    files_verified: int
-    chain_break_at: int | None = None
-    chain_break_file: str | None = None
-    reason: str | None = None
-    unmirrored_entries: int = 0
-    files: list[str] = field(default_factory=list)
-    anchor: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class AuditHead:
-    """The newest entry of a chain: keep ``seq`` and ``hash`` elsewhere as an anchor."""
-
-    seq: int
-    hash: str
-    ts: str | None
-    store_id: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def __str__(self) -> str:
-        return f"{self.seq}:{self.hash}"
-
-
-class AuditPaths:
-    def __init__(self, db_path: str | Path) -> None:
-        self.db = Path(db_path)
-        if not self.db.name:
-            raise AuditError(f"{str(db_path)!r} names no store file: pass the path of the "
-                             "store's database (e.g. ./memory.db)")
-        self.active = sidecar_path(db_path, ".audit.jsonl")
-        self.manifest = sidecar_path(db_path, ".audit.manifest.json")
-        self.lock = sidecar_path(db_path, ".audit.lock")
-
-    def sealed(self, week: str) -> Path:
-        return sidecar_path(self.db, f".audit.{week}.jsonl.gz")
-
-    def unused_sealed(self, week: str) -> Path:
-        """The sealed file name for ``week``, never one that exists: a week sealed twice
-        (the clock stepped back) gets ``<week>.2``, ``<week>.3``..."""
-        target, n = self.sealed(week), 1
-        while target.exists():
-            n += 1
-            target = self.sealed(f"{week}.{n}")
-        return target
-
-
-def load_manifest(paths: AuditPaths) -> dict[str, Any]:
-    if not paths.manifest.exists():
-        return {"version": 1, "files": [], "active_week": None}
-    try:
-        data = json.loads(paths.manifest.read_text("utf-8"))
-        if not isinstance(data, dict) or not isinstance(data.get("files"), list) or not all(
-                isinstance(f, dict) and isinstance(f.get("file"), str) for f in data["files"]):
-            raise ValueError("bad shape")
-        if any(Path(f["file"]).name != f["file"] or f["file"].startswith(".")
-               for f in data["files"]):
-            raise ValueError("it names a file outside the store's folder")
-        return data
-    except (OSError, ValueError) as exc:
-        raise AuditError(
-            f"the audit manifest {str(paths.manifest)!r} is unreadable ({exc}): "
-            "AuditTrail.repair rebuilds it from the database's copy of the chain"
-        ) from None
 
 
 def _read_lines(path: Path) -> list[str]:
@@ -959,7 +882,8 @@ def _verify_legacy_copy(db: Path, progress: Callable[[str, int], None] | None,
     import tempfile
 
     from ._audit_verify import verify_files
-    from .store import Store
+    from .legacy import upgrade as legacy_upgrade
+    from .storage.sqlite import SQLiteBackend
 
     with tempfile.TemporaryDirectory(prefix="anneal-verify-") as tmp:
         copy = Path(tmp) / db.name
@@ -972,5 +896,11 @@ def _verify_legacy_copy(db: Path, progress: Callable[[str, int], None] | None,
                 shutil.copy2(side, Path(tmp) / side.name)
         if not copy.exists():
             shutil.copy2(db, copy)
-        Store(copy).close()
+        # opening the copy upgrades it in place, as a Store's open would, and its trail
+        # mirrors what the upgrade appended to the chain
+        backend = SQLiteBackend(copy, legacy=legacy_upgrade, compacted_entries=chain_entries)
+        try:
+            AuditTrail(backend, copy, salt=backend.get_meta("audit_salt") or "").flush()
+        finally:
+            backend.close()
         return verify_files(copy, progress, anchor)

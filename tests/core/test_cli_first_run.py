@@ -358,11 +358,11 @@ def test_import_progress_moves_on_a_terminal(cli: Run, tmp_path: Path,
 
 
 def test_verify_progress_counts_entries_within_a_file(cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
-    from anneal_memory import audit
+    from anneal_memory import _audit_files
 
     with Store(cli.db) as s:
         s.record_many([{"content": f"item {i}", "episode_type": "observation"} for i in range(40)])
-    monkeypatch.setattr(audit, "PROGRESS_EVERY", 10)
+    monkeypatch.setattr(_audit_files, "PROGRESS_EVERY", 10)
     monkeypatch.setattr(cli_common.Progress, "INTERVAL", 0)
     tty = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", tty)

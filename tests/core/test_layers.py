@@ -42,6 +42,7 @@ LAYER_OF = {
     "text": "base", "stem": "base", "clock": "base", "errors": "base", "types": "base",
     "_fileio": "base", "_lazy": "base", "_version": "base", "_identity": "base",
     "_inputs": "base", "_audit_chain": "base", "_namespace": "base", "embedding": "base",
+    "_audit_files": "base",
     "vector_cache": "base",
     # SQL and connections
     "storage": "storage",
@@ -80,20 +81,7 @@ BASELINE = frozenset({
     "store_continuity -> immune.probes  (climbs episodes -> rules)",
     "store_continuity -> wrap.lifecycle  (climbs episodes -> wrap)",
     "erasure -> governance.scoped  (climbs episodes -> rules)",
-    # --- cycles inside one layer (16)
-    # the Store knot: modules below the facade take a Store and call back into it
-    "store -> _audit_deep  (cycle in episodes)",
-    "store -> audit  (cycle in episodes)",
-    "store -> erasure  (cycle in episodes)",
-    "store -> portability  (cycle in episodes)",
-    "store -> store_continuity  (cycle in episodes)",
-    "audit -> store  (cycle in episodes)",
-    "_audit_deep -> audit  (cycle in episodes)",
-    "_audit_verify -> audit  (cycle in episodes)",
-    "audit -> _audit_verify  (cycle in episodes)",
-    "erasure -> store_continuity  (cycle in episodes)",
-    "portability -> _audit_deep  (cycle in episodes)",
-    "store_continuity -> audit  (cycle in episodes)",
+    # --- cycles inside one layer (4)
     # storage: the migration reads the backend's namespace tag SQL, the backend runs it
     "storage.sqlite -> storage.sqlite_migrate  (cycle in storage)",
     "storage.sqlite_migrate -> storage.sqlite  (cycle in storage)",
