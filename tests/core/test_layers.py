@@ -81,13 +81,7 @@ BASELINE = frozenset({
     "store_continuity -> immune.probes  (climbs episodes -> rules)",
     "store_continuity -> wrap.lifecycle  (climbs episodes -> wrap)",
     "erasure -> governance.scoped  (climbs episodes -> rules)",
-    # --- cycles inside one layer (4)
-    # storage: the migration reads the backend's namespace tag SQL, the backend runs it
-    "storage.sqlite -> storage.sqlite_migrate  (cycle in storage)",
-    "storage.sqlite_migrate -> storage.sqlite  (cycle in storage)",
-    # the MCP server and its HTTP transport
-    "mcp.http -> mcp.server  (cycle in transports)",
-    "mcp.server -> mcp.http  (cycle in transports)",
+    # --- cycles inside one layer (0)
 })
 
 

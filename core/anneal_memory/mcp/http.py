@@ -124,13 +124,13 @@ class App:
     def __init__(self, store: Store, host: str, port: int) -> None:
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-        from .server import _build
+        from .sdk import build_server
 
         self.store = store
         self.allowed = allowed_hosts(host, port)
         self.principals = Principals(store)
         self.manager = StreamableHTTPSessionManager(
-            app=_build(current_tools, offload=True), stateless=True, json_response=True)
+            app=build_server(current_tools, offload=True), stateless=True, json_response=True)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":

@@ -29,6 +29,7 @@ from .common import episode_row as _row
 from .common import like_pattern, trigrams, visible_sql
 from .driver import sqlite_driver
 from .sqlite_audit import CompactedReader, SQLiteAudit
+from .sqlite_migrate import NS_TAG_SQL
 
 SCHEMA_VERSION = 6
 _NAN = float("nan")  # a ranked hit's index score left out (see ranked_ids)
@@ -192,8 +193,6 @@ END;
 # The namespace as one word of the word index, so a namespace's ranked search is
 # intersected inside the index: "u" + hex(owner) for a user-level episode, "p" +
 # hex(owner, project) for a project's (the SQL filter on the columns stays the rule).
-NS_TAG_SQL = ("CASE WHEN ns_owner IS NULL THEN '' WHEN ns_project IS NULL THEN "
-              "'u' || hex(ns_owner) ELSE 'p' || hex(ns_owner || char(31) || ns_project) END")
 _SCHEMA = _SCHEMA.replace("NS_TAG_SQL", NS_TAG_SQL)
 
 

@@ -25,6 +25,10 @@ from __future__ import annotations
 
 from typing import Any
 
+#: the SQL of the episodes' generated ns_tag column (the schema and the migration that adds it)
+NS_TAG_SQL = ("CASE WHEN ns_owner IS NULL THEN '' WHEN ns_project IS NULL THEN "
+              "'u' || hex(ns_owner) ELSE 'p' || hex(ns_owner || char(31) || ns_project) END")
+
 _STAMP = "$._anneal_ns"
 
 
@@ -65,8 +69,6 @@ def _to_v2(conn: Any, schema: list[str]) -> None:
                      "r.ns_project FROM gov_episode_removed r WHERE r.id = tombstones.id) "
                      "WHERE id IN (SELECT id FROM gov_episode_removed)")
     if "ns_tag" not in _columns(conn, "episodes"):
-        from .sqlite import NS_TAG_SQL
-
         conn.execute(f"ALTER TABLE episodes ADD COLUMN ns_tag TEXT GENERATED ALWAYS AS "
                      f"({NS_TAG_SQL}) VIRTUAL")
     # the word index gains the namespace word: recreate it (and the triggers feeding it)
