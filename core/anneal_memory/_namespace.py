@@ -8,7 +8,6 @@ exactly; there is no wildcard.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import unicodedata
 from collections.abc import Mapping
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._inputs import storable_text
+from ._lazy import sha256_hex
 from .errors import IdentityError, ValidationError
 
 FIELDS = ("tenant", "user", "project", "agent")
@@ -79,7 +79,7 @@ def _check(name: str, value: Any, *, optional: bool = False) -> None:
 def digest(*parts: Any) -> str:
     """A canonical SHA-256 digest of JSON-encodable parts (ids, never shown content)."""
     text = json.dumps(list(parts), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_hex(text.encode("utf-8"))
 
 
 @dataclass(frozen=True)

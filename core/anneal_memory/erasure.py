@@ -236,10 +236,9 @@ def view_for(store: Any, scope: Any) -> Any:
     if getattr(store, "scope", None) == scope and getattr(store, "namespace", None) is not None:
         return store
     from ._namespace import MemoryNamespace
-    from .governance.scoped import ScopedStore
 
     tenant, user, agent = json.loads(scope.owner)
-    return ScopedStore(root, MemoryNamespace(tenant=tenant, user=user, agent=agent,
+    return root.scoped(MemoryNamespace(tenant=tenant, user=user, agent=agent,
                                              project=scope.project))
 
 
@@ -374,7 +373,7 @@ def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
             b.meta.erase_namespace_rows(owner)
             report.governed_records = tx.governance.erase_owner(owner)
             tags = [view_for(root, s).ns_tag for s in scopes]
-            from .governance.scoped import audit_counter_key
+            from .storage.common import audit_counter_key
 
             b.meta.erase_owner_meta(owner, [audit_counter_key(t) for t in tags])
         else:

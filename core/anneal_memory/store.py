@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import threading
@@ -14,15 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 from . import erasure, facts, trust
 from ._audit_deep import ContentCheck
-from ._fileio import atomic_write_text
+from ._fileio import atomic_write_text, sidecar_path
 from ._inputs import metadata_text, storable_text, whole_number
 from ._lazy import sha256_hex, token_hex
+from ._namespace import MemoryNamespace, coerce_namespace, digest
 from ._unit import UnitOfWork
 from .audit import AuditTrail
 from .clock import ago, iso, normalize_timestamp, now_iso, utcnow
 from .continuity.relayed import check_policy as check_relayed_policy
 from .erasure import ErasureReport
 from .errors import (
+    GovernanceError,
     StoreError,
     StoreLocationError,
     TrustError,
@@ -30,8 +33,10 @@ from .errors import (
 )
 from .group_commit import GroupCommit
 from .storage.base import ROOT, Backend, EpisodeRow, Scope
+from .storage.common import audit_counter_key
 from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.repos import Repositories
+from .storage.scoped import ScopedBackend
 from .storage.sqlite import SQLiteBackend
 from .store_continuity import ContinuityMixin, stale_wrap
 from .types import Episode, EpisodeType, NamespaceTotals, RecallResult, StoreStatus, coerce_trust
@@ -268,8 +273,6 @@ class Store(ContinuityMixin):
         """A view of this store limited to one namespace (a mapping with any of
         ``tenant``, ``user``, ``project``, ``agent``, or a ``MemoryNamespace``): its
         recall, continuity, wraps, baton and probes are that namespace's alone."""
-        from .governance.scoped import ScopedStore
-
         return ScopedStore(self, namespace)
 
     @property
@@ -728,9 +731,7 @@ class Store(ContinuityMixin):
     def namespaces(self) -> list[dict[str, Any]]:
         """The namespaces holding memory in this store, with counts; open one with
         ``store.scoped(entry["namespace"])``. The root store only."""
-        from .governance.scoped import namespaces
-
-        return namespaces(self)
+        return _namespaces(self)
 
     def set_state_key(self, episode_id: str, key: str) -> list[tuple[str, str]]:
         """Put an existing episode into a state-key slot; returns the links it added."""
@@ -860,3 +861,135 @@ class Store(ContinuityMixin):
 
         return import_store(self, data, via=via, progress=progress, restore=restore)
 
+
+class _ScopedAudit:
+    """The parent's audit trail, adding the namespace to every entry's data (the trail
+    writes it as salted hashes, field by field)."""
+
+    def __init__(self, inner: Any, namespace: MemoryNamespace, counter: str) -> None:
+        self._inner = inner
+        self._ns = namespace.to_dict()
+        self._counter = counter
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def append(self, event: str, data: dict[str, Any], *, actor: str = "agent") -> Any:
+        entry = self._inner.append(event, {**data, "namespace": self._ns}, actor=actor)
+        if entry is not None:  # the namespace's own count, in the entry's transaction
+            self._inner.count_entry(self._counter)
+        return entry
+
+
+class ScopedStore(Store):
+    """A Store view limited to one namespace. Close the parent, not the view."""
+
+    def __init__(self, store: Store, namespace: MemoryNamespace | Mapping[str, Any]) -> None:
+        # Not Store.__init__: the view reuses the parent's open database and state.
+        if isinstance(store, ScopedStore):
+            raise ValidationError("scope the parent Store, not another scoped view")
+        if not isinstance(store, Store):
+            raise ValidationError("ScopedStore needs an open anneal_memory.Store")
+        ns = coerce_namespace(namespace, partial=True)
+        self.__dict__.update(copy.copy(store.__dict__))
+        self.namespace = ns
+        self.parent = store
+        self.scope = Scope(ns.owner, ns.project)
+        self.ns_tag = digest("continuity", ns.to_dict())[:16]
+        self._backend = ScopedBackend(store.backend, self.scope)  # type: ignore[assignment]
+        self._audit = _ScopedAudit(store.audit_trail, ns,  # type: ignore[assignment]
+                                   audit_counter_key(self.ns_tag))
+
+    def __repr__(self) -> str:
+        return f"ScopedStore({str(self.path)!r}, {self.namespace.label()!r})"
+
+    def close(self) -> None:
+        """A view owns nothing: closing it leaves the parent Store open."""
+
+    @property
+    def continuity_path(self) -> Path:
+        return sidecar_path(self.path, f".ns-{self.ns_tag}.continuity.md")
+
+    def _audit_entry_count(self) -> int:
+        # the entries this namespace caused, counted as they were appended
+        return int(self.parent.repos.meta.get_meta(audit_counter_key(self.ns_tag)) or 0)
+
+    def _status_namespace(self) -> dict[str, Any] | None:
+        return self.namespace.to_dict()
+
+    def _namespace_totals(self) -> None:
+        return None
+
+    def scoped(self, namespace: MemoryNamespace | Mapping[str, Any]) -> ScopedStore:
+        """Refused: scope the parent Store (a view of a view would widen nothing)."""
+        raise ValidationError("scope the parent Store, not another scoped view")
+
+    def import_(self, data: Mapping[str, Any] | str, *, via: str = "library",
+                progress: Any = None, restore: bool | None = None) -> dict[str, Any]:
+        """Refused: an export's episodes carry their own namespaces (or none), so
+        importing them through a view could write into another namespace."""
+        raise GovernanceError("import through the parent Store, not a scoped view: an "
+                              "export's namespaces are its own")
+
+
+class UnscopedView(Store):
+    """The root store as a model served from it reads it: only the episodes written
+    without a namespace. What a ``MemorySession`` without a namespace recalls through,
+    so one user's memory in a shared store never reaches a run that named nobody."""
+
+    namespace = None
+
+    def __init__(self, store: Store) -> None:
+        if isinstance(store, (ScopedStore, UnscopedView)):
+            raise ValidationError("build the view over the parent Store")
+        self.__dict__.update(copy.copy(store.__dict__))
+        self.parent = store
+        self.scope = Scope(None, None, unscoped_only=True)
+        self._backend = ScopedBackend(store.backend, self.scope)  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"UnscopedView({str(self.path)!r})"
+
+    def scoped(self, namespace: MemoryNamespace | Mapping[str, Any]) -> ScopedStore:
+        return ScopedStore(self.parent, namespace)
+
+    def _namespace_totals(self) -> None:
+        return None
+
+    def close(self) -> None:
+        """A view owns nothing: closing it leaves the parent Store open."""
+
+
+def _namespaces(store: Store) -> list[dict[str, Any]]:
+    """Every namespace that holds episodes, saved wraps, governed records or pending
+    reviews in ``store``: ``{"namespace": MemoryNamespace, "episodes", "wraps",
+    "records", "pending_reviews"}``, ordered by tenant, user, project, agent. Episodes
+    written without a namespace (the root's) are not listed."""
+    import json
+
+
+    if isinstance(store, ScopedStore):
+        raise ValidationError("list namespaces on the parent Store, not a scoped view")
+    counts: dict[tuple[str, str | None], dict[str, int]] = {}
+
+    def slot(owner: str, project: str | None) -> dict[str, int]:
+        return counts.setdefault((owner, project), {"episodes": 0, "wraps": 0, "records": 0,
+                                                    "pending_reviews": 0})
+
+    r = store.repos
+    with r.read():
+        for owner, project, eps, wraps in r.episodes.namespace_counts():
+            slot(owner, project).update(episodes=eps, wraps=wraps)
+        if r.governance.has_schema():
+            for owner, project, records, pending in r.governance.namespace_counts():
+                slot(owner, project).update(records=records, pending_reviews=pending)
+    out = []
+    for (owner, project), n in counts.items():
+        try:
+            tenant, user, agent = json.loads(owner)
+            ns = MemoryNamespace(tenant=tenant, user=user, agent=agent, project=project)
+        except (ValueError, TypeError, ValidationError):
+            continue  # not a namespace this version writes
+        out.append({"namespace": ns, **n})
+    return sorted(out, key=lambda d: (d["namespace"].tenant, d["namespace"].user,
+                                      d["namespace"].project or "", d["namespace"].agent))

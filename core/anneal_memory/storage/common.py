@@ -122,6 +122,12 @@ def ns_meta_key(key: str, scope: Scope) -> str:
     return key if scope.owner is None else f"{key}@{scope.key}"
 
 
+def audit_counter_key(ns_tag: str) -> str:
+    """The meta key counting one namespace's audit entries (by its hashed tag: the
+    store's files and tables never name a user in clear)."""
+    return f"audit_count:ns-{ns_tag}"
+
+
 def _json_list(text: str | None) -> list[Any]:
     return json.loads(text) if text else []
 
