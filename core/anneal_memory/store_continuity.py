@@ -11,6 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from ._fileio import file_lock, publish_staged, sidecar_path, stage_bytes
 from ._lazy import sha256_hex
+from ._wrap_age import (  # noqa: F401  (re-exported)
+    STALE_POLICY_KEY,
+    STALE_WRAP_NOTICE,
+    stale_policy,
+    stale_wrap,
+    wrap_age,
+)
 from .errors import ValidationError, WrapInProgressError
 from .types import WrapCancelReceipt
 
@@ -117,42 +124,6 @@ def flush_pending_blobs(backend: Backend, names: Sequence[str] | None = None) ->
                 backend.delete_meta_if(key, written)
             done.append(name)
     return done
-
-
-#: without a stale_wrap_after policy, status still calls a wrap this old stale (a notice:
-#: nothing is taken over)
-STALE_WRAP_NOTICE = 3600.0
-#: meta key of the stale-wrap policy a store keeps for every host (seconds)
-STALE_POLICY_KEY = "stale_wrap_after"
-
-
-def wrap_age(w: dict[str, Any]) -> float | None:
-    """Seconds since the open wrap ``w`` was prepared (None when its time is unreadable)."""
-    from .clock import parse_or_none, utcnow
-
-    started = parse_or_none(w.get("started_at"))
-    return None if started is None else (utcnow() - started).total_seconds()
-
-
-def stale_policy(store: Any) -> float | None:
-    """The store's stale-wrap policy in seconds: the Store's ``stale_wrap_after``, else
-    the one ``set_stale_wrap_after`` saved in the store (None: off)."""
-    if getattr(store, "stale_wrap_after", None) is not None:
-        return float(store.stale_wrap_after)
-    raw = store.backend.get_meta(STALE_POLICY_KEY)
-    try:
-        return float(raw) if raw else None
-    except ValueError:
-        return None
-
-
-def stale_wrap(store: Any, w: dict[str, Any]) -> bool:
-    """Whether the open wrap ``w`` is stale: older than the store's stale-wrap policy,
-    or than STALE_WRAP_NOTICE without one."""
-    age = wrap_age(w)
-    limit = stale_policy(store) or STALE_WRAP_NOTICE
-    return age is not None and age > limit
-
 
 
 class ContinuityMixin:

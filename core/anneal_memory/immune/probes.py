@@ -21,7 +21,7 @@ from ..errors import ValidationError
 from ..text import is_meaningful, tokenize
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from .._unit import Facade
 
 NEGATIONS = frozenset({"not", "no", "never", "none", "cannot", "can't", "don't", "doesn't",
                        "isn't", "won't", "without", "nor", "neither", "aren't", "wasn't"})
@@ -30,7 +30,7 @@ VERDICTS = ("held", "changed", "weakened", "crystallized", "lost", "unchecked")
 MIN_PROVEN = 2
 
 
-def add_probe(store: Store, *, pattern: str | None = None, min_level: int | None = None,
+def add_probe(store: Facade, *, pattern: str | None = None, min_level: int | None = None,
               fact: str | None = None, section: str | None = None,
               note: str | None = None) -> int:
     """Declare a probe; returns its id, a number counted from 1 (as 1.0.2's)."""
@@ -67,7 +67,7 @@ def add_probe(store: Store, *, pattern: str | None = None, min_level: int | None
     return pid
 
 
-def probe_notes(store: Store) -> dict[str, str]:
+def probe_notes(store: Facade) -> dict[str, str]:
     """The notes probes were declared with (kept beside the probes, keyed by id)."""
     try:
         notes = json.loads(store.repos.meta.get_meta("probe_notes") or "{}")
@@ -81,7 +81,7 @@ def _id(value: Any) -> Any:
     return int(value) if isinstance(value, str) and value.isdigit() else value
 
 
-def list_probes(store: Store) -> list[dict[str, Any]]:
+def list_probes(store: Facade) -> list[dict[str, Any]]:
     """Every declared probe with the verdict of the last save that checked it; also under
     1.0.2's keys (``name`` for the pattern, ``text`` for the fact, ``note``)."""
     notes = probe_notes(store)
@@ -90,7 +90,7 @@ def list_probes(store: Store) -> list[dict[str, Any]]:
             for p in store.repos.wraps.probes()]
 
 
-def retire_probe(store: Store, probe_id: int | str) -> bool:
+def retire_probe(store: Facade, probe_id: int | str) -> bool:
     """Stop checking a probe; False when there is no such probe."""
     with store.transaction() as tx:
         gone = tx.wraps.delete_probe(str(probe_id)) > 0
@@ -100,7 +100,7 @@ def retire_probe(store: Store, probe_id: int | str) -> bool:
     return gone
 
 
-def drift_status(store: Store) -> dict[str, Any]:
+def drift_status(store: Facade) -> dict[str, Any]:
     """Each probe's verdict at the last save, and that save's worklist: the patterns it
     graduated with a validated citation (for the operator to judge truth)."""
     wraps = store.wrap_history(1)
@@ -158,7 +158,7 @@ def check_fact(fact: str, text: str) -> tuple[str, str]:
                     + (f"; closest: {closest!r}" if closest else ""))
 
 
-def evaluate(store: Store, text: str, schema: Sequence[dict[str, Any]], crystal_names: set[str],
+def evaluate(store: Facade, text: str, schema: Sequence[dict[str, Any]], crystal_names: set[str],
              wrap_id: int | None) -> dict[str, Any]:
     """Check every probe against the saved text; store verdicts; return counts and ids."""
     probes = store.repos.wraps.probes()

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._wrap_age import stale_policy, wrap_age
 from ..clock import now_iso
 from ..errors import BatonError, WrapInProgressError, WrapTokenError
-from ..store_continuity import stale_policy, wrap_age
 from ..types import WrapCancelReceipt
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from .._unit import Facade
 
 
-def cancel_wrap(store: Store, *, wrap_token: str | None = None, session_id: str | None = None,
+def cancel_wrap(store: Facade, *, wrap_token: str | None = None, session_id: str | None = None,
                 force: bool = False, expect_partial: bool = False) -> WrapCancelReceipt:
     """Abandon the open wrap; its episodes go to the next one. A wrap prepared under a
     session needs its token, that session id, or ``force``. Naming a token cancels only
@@ -43,11 +43,11 @@ def cancel_wrap(store: Store, *, wrap_token: str | None = None, session_id: str 
     return WrapCancelReceipt(w["token"], w.get("started_at"), list(w["episode_ids"]), False)
 
 
-def open_wrap_info(store: Store) -> dict[str, Any] | None:
+def open_wrap_info(store: Facade) -> dict[str, Any] | None:
     return store.repos.wraps.open_wrap()
 
 
-def take_over_stale(store: Store, w: dict[str, Any], session_id: str | None) -> bool:
+def take_over_stale(store: Facade, w: dict[str, Any], session_id: str | None) -> bool:
     """Inside prepare_wrap's transaction: when the store's policy allows it, close the
     stale open wrap ``w`` (its episodes are unwrapped still, so the new wrap takes them
     with the ones since) and audit who took it over. False when the policy is off or the
