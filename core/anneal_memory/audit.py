@@ -151,7 +151,7 @@ class AuditTrail:
     def __init__(self, backend: Backend, db_path: str | Path, *, salt: str,
                  on_event: Callable[[dict[str, Any]], Any] | None = None,
                  enabled: bool = True, hash_labels: bool = True) -> None:
-        self.backend = backend
+        self._backend = backend
         self.paths = AuditPaths(db_path)
         self.salt = salt
         self.on_event = on_event
@@ -199,37 +199,37 @@ class AuditTrail:
         """Add an entry inside the caller's open transaction."""
         if not self.enabled:
             return None
-        if not self.backend.in_transaction:
+        if not self._backend.in_transaction:
             raise AuditError("internal: audit append outside a transaction")
-        seq, prev = self.backend.audit_tip()
+        seq, prev = self._backend.audit_tip()
         entry = {"seq": seq + 1, "ts": now_iso(), "actor": actor, "event": event,
                  "data": self.redact(event, data), "prev_hash": prev}
         entry["hash"] = entry_hash(entry)
-        self.backend.audit_insert(entry)
+        self._backend.audit_insert(entry)
         self._pending.append(entry)
         return entry
 
     def tip(self) -> tuple[int, str]:
         """(seq, hash) of the chain's last entry in the database ((0, "") when empty)."""
-        return self.backend.audit_tip()
+        return self._backend.audit_tip()
 
     def entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
         """The chain's entries in the database, oldest first (compacted ones read back
         from the audit files)."""
-        return self.backend.audit_entries(after_seq, limit)
+        return self._backend.audit_entries(after_seq, limit)
 
     def verify_stored(self) -> AuditVerifyResult:
         """Walk the chain this store's database holds (the whole trail on PostgreSQL)."""
-        return verify_database(self.backend)
+        return verify_database(self._backend)
 
     def repair_files(self, *, force: bool = False) -> dict[str, Any]:
         """:meth:`repair` for this store's own files and database."""
-        return AuditTrail.repair(self.paths.db, self.backend, force=force)
+        return AuditTrail.repair(self.paths.db, self._backend, force=force)
 
     def count_entry(self, key: str) -> None:
         """Add one to the meta counter ``key`` in the open transaction (a scoped view
         counts the entries its namespace caused)."""
-        self.backend.add_meta_int(key, 1)
+        self._backend.add_meta_int(key, 1)
 
     def pending_mark(self) -> int:
         """How many entries of the open transaction are pending (see :meth:`drop_pending`)."""
@@ -278,9 +278,9 @@ class AuditTrail:
             log.warning("anneal-memory: audit mirror failed (%s); entries are safe in the "
                         "database and will be mirrored by the next flush", exc)
             with contextlib.suppress(Exception):
-                with self.backend.transaction():
-                    self.backend.add_meta_int("audit_write_failures", 1)
-                    self.backend.set_meta("audit_last_failure", f"{now_iso()} {exc}")
+                with self._backend.transaction():
+                    self._backend.add_meta_int("audit_write_failures", 1)
+                    self._backend.set_meta("audit_last_failure", f"{now_iso()} {exc}")
             return False
 
     def mirror(self) -> int:
@@ -293,7 +293,7 @@ class AuditTrail:
         so a cut at the end of the files is caught by ``verify``, and keeps only the hashes
         of the entries just written (in the same transaction).
         """
-        if not getattr(self.backend, "mirrors_audit_to_files", True):
+        if not getattr(self._backend, "mirrors_audit_to_files", True):
             return 0  # a server database keeps the one chain every host shares
         with file_lock(self.paths.lock):
             manifest = load_manifest(self.paths)
@@ -301,7 +301,7 @@ class AuditTrail:
             sealed_last = int(sealed[-1]["last_seq"]) if sealed else 0
             first, last_entry = self._active_bounds(sealed_last)
             last = int(last_entry["seq"]) if last_entry else sealed_last
-            new = self.backend.audit_rows(after_seq=last)
+            new = self._backend.audit_rows(after_seq=last)
             if new and int(new[0]["seq"]) != last + 1:
                 log.warning("anneal-memory: the audit files end at entry %d but the next entry "
                             "the database holds in full is %d: run anneal-memory verify",
@@ -376,7 +376,7 @@ class AuditTrail:
         compacted (its text stays there); any other stays in full (verify names it)."""
         from ._audit_verify import file_entries, same_entry
 
-        b = self.backend
+        b = self._backend
         head = b.audit_rows(after_seq=0, limit=1)
         if not head or int(head[0]["seq"]) > upto or b.read_only:
             return
@@ -403,7 +403,7 @@ class AuditTrail:
     def _record_mirrored(self, seq: int, compact: list[tuple[int, str]] | None = None) -> None:
         """Note in the database that the files hold every entry up to ``seq``, and keep
         only the hashes of ``compact`` (entries just written there), in one transaction."""
-        b = self.backend
+        b = self._backend
         if b.read_only or not seq:
             return
         try:

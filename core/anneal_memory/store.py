@@ -252,10 +252,6 @@ class Store(ContinuityMixin):
     def __repr__(self) -> str:
         return f"Store({redact(self.dsn) if self.dsn else str(self.path)!r})"
 
-    @property
-    def backend(self) -> Backend:
-        return self._backend
-
     def items(self, collection: str) -> ItemCollection:
         """One named collection of keyed items in this store's namespace (framework
         state such as a chat history or a key-value store; see :mod:`.items`)."""
@@ -896,7 +892,7 @@ class ScopedStore(Store):
         self.parent = store
         self.scope = Scope(ns.owner, ns.project)
         self.ns_tag = digest("continuity", ns.to_dict())[:16]
-        self._backend = ScopedBackend(store.backend, self.scope)  # type: ignore[assignment]
+        self._backend = ScopedBackend(store._backend, self.scope)  # type: ignore[assignment]
         self._audit = _ScopedAudit(store.audit_trail, ns,  # type: ignore[assignment]
                                    audit_counter_key(self.ns_tag))
 
@@ -945,7 +941,7 @@ class UnscopedView(Store):
         self.__dict__.update(copy.copy(store.__dict__))
         self.parent = store
         self.scope = Scope(None, None, unscoped_only=True)
-        self._backend = ScopedBackend(store.backend, self.scope)  # type: ignore[assignment]
+        self._backend = ScopedBackend(store._backend, self.scope)  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"UnscopedView({str(self.path)!r})"

@@ -1,11 +1,16 @@
 """Helpers for users' tests: a deterministic compressor that writes a valid continuity
-for any wrap prompt, with no model."""
+for any wrap prompt, with no model; a deterministic embedder; the raw backend under a
+store, for tests that tamper with it."""
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 from .wrap.render import PACKAGE_MARKER
+
+if TYPE_CHECKING:
+    from .storage.base import Backend
 
 _EP_RE = re.compile(r"^- \[([A-Za-z0-9_-]+)\] \((\w+), (\d{4}-\d{2}-\d{2})\)((?: \[[^\]]*\])*) (.*)$",
                     re.MULTILINE)
@@ -108,3 +113,15 @@ class HashingEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         return self([text])[0]
+
+
+def backend_of(store: Any) -> Backend:
+    """The database under a Store (or a scoped view: the view's scoped backend), for
+    tests that reach below the public API on purpose: tamper with rows as an attacker
+    would, read the raw SQL plan, or count pages. Library code never needs it: it reads
+    through ``store.repos`` and writes through ``store.transaction()``."""
+    from .store import Store
+
+    if not isinstance(store, Store):
+        raise TypeError(f"backend_of needs an anneal_memory.Store, not {type(store).__name__}")
+    return store._backend

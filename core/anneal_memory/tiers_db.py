@@ -27,7 +27,7 @@ OUTCOMES = "_outcomes"
 
 def is_store(obj: Any) -> bool:
     """Whether ``obj`` is a Store or a scoped view (not a path)."""
-    return hasattr(obj, "items") and hasattr(obj, "_write") and hasattr(obj, "backend")
+    return hasattr(obj, "items") and hasattr(obj, "transaction") and hasattr(obj, "repos")
 
 
 def sidecar_of(store: Any, suffix: str) -> Path:

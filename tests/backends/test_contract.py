@@ -24,6 +24,7 @@ from anneal_memory.errors import (
     ValidationError,
     WrapInProgressError,
 )
+from anneal_memory.testing import backend_of
 
 from wraphelp import doc, wrap
 
@@ -184,8 +185,8 @@ def test_audit_chain_valid_and_tamper_detected(store: Store, location: str) -> N
     assert res.valid and res.total_entries >= 8, res
     b = Store(location)
     try:
-        with b.backend.transaction():
-            b.backend.execute("UPDATE audit_log SET actor = 'forged' WHERE seq = 3")
+        with backend_of(b).transaction():
+            backend_of(b).execute("UPDATE audit_log SET actor = 'forged' WHERE seq = 3")
     finally:
         b.close()
     if location.startswith("postgres"):

@@ -10,7 +10,7 @@ from typing import Any
 
 from anneal_memory import CrystalStore, MemoryRuntime, MemorySession, SporeStore, Store
 from anneal_memory.governance import MemoryCandidate, MemoryNamespace, SourceRef
-from anneal_memory.testing import scripted_compress
+from anneal_memory.testing import backend_of, scripted_compress
 
 
 def _files_with(folder: Path, needle: str) -> list[str]:
@@ -22,7 +22,7 @@ def _rows_with(store: Store, needle: str) -> list[str]:
     """Tables of a PostgreSQL store whose rows (as text) hold ``needle``."""
     if store.dsn is None:
         return []
-    b = store.backend
+    b = backend_of(store)
     tables = [r[0] for r in b.q("SELECT table_name FROM information_schema.tables WHERE "
                                 "table_schema = current_schema()")]
     return [t for t in tables

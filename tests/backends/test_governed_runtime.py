@@ -18,6 +18,7 @@ from anneal_memory.governance import (
     MemoryRuntime,
     SourceRef,
 )
+from anneal_memory.testing import backend_of
 
 USER = MemoryNamespace(tenant="acme", user="alice", agent="coder")
 PRICING = MemoryNamespace(tenant="acme", user="alice", agent="coder", project="pricing")
@@ -163,7 +164,7 @@ def test_forget_blocks_later_appends_and_recall(rt: MemoryRuntime, store: Store,
     assert exc.value.reason == "request_id_conflict"
     assert rt.rebuild_projection()["deleted"] == 1
     assert rt.state(PRICING, "semantic", "language") == "deleted"
-    trail = json.dumps(store.backend.audit_entries())
+    trail = json.dumps(store.audit_trail.entries())
     assert "Julia" not in trail and "Python" not in trail
     assert verify(location, store)
 
@@ -196,11 +197,11 @@ def test_the_governance_tables_are_created_once_and_idempotently(open_store: Cal
 
     a, b = open_store(), open_store()
     MemoryRuntime(a).write(cand("c1", "Prefer Python for code examples"))
-    d = sql.dialect(b.backend)
-    with b.backend.transaction():
-        d.create_schema(b.backend)
-        d.create_schema(b.backend)
-    assert sql.has_schema(b.backend)
+    d = sql.dialect(backend_of(b))
+    with backend_of(b).transaction():
+        d.create_schema(backend_of(b))
+        d.create_schema(backend_of(b))
+    assert sql.has_schema(backend_of(b))
     assert MemoryRuntime(b).current(PRICING, "semantic", "language") is not None
 
 

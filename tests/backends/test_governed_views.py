@@ -12,6 +12,7 @@ import pytest
 from anneal_memory import GovernanceError, Store, prepare_wrap, retrieve_relevant
 from anneal_memory import validated_save_continuity as save
 from anneal_memory.governance import MemoryNamespace, ScopedStore, scoped
+from anneal_memory.testing import backend_of
 
 from wraphelp import doc
 
@@ -96,7 +97,7 @@ def test_a_wrap_compresses_only_its_namespace(views: dict[str, ScopedStore],
 
 def test_audit_entries_carry_the_writing_namespace(views: dict[str, ScopedStore],
                                                    store: Store) -> None:
-    recs = [e for e in store.backend.audit_entries() if e["event"] == "record"]
+    recs = [e for e in store.audit_trail.entries() if e["event"] == "record"]
     stamped = [json.dumps(e["data"].get("namespace"), sort_keys=True) for e in recs]
     for ns in NAMESPACES.values():
         hashed = store.audit_trail.hash_label(ns.to_dict())
@@ -112,7 +113,7 @@ def test_every_backend_method_is_scoped_or_declared_shared(store: Store) -> None
     # through a view, on this backend too; a method taking a scope is never forwarded.
     from anneal_memory.storage.scoped import NEUTRAL, ScopedBackend
 
-    cls = type(store.backend)
+    cls = type(backend_of(store))
     public = {n for n, f in inspect.getmembers(cls) if not n.startswith("_")
               and (inspect.isfunction(f) or isinstance(f, property))}
     scoped_here = {n for n in vars(ScopedBackend) if not n.startswith("_")}
@@ -125,13 +126,13 @@ def test_governance_tables_live_in_the_store_schema(store: Store, location: str)
     from anneal_memory.storage import governance_sql
 
     scoped(store, NAMESPACES["pricing"]).record("anything at all", "observation")
-    governance_sql.ensure_schema(store.backend)
+    governance_sql.ensure_schema(backend_of(store))
     if not location.startswith("postgres"):
-        assert store.backend.q1("SELECT 1 FROM sqlite_master WHERE name='gov_records'")
+        assert backend_of(store).q1("SELECT 1 FROM sqlite_master WHERE name='gov_records'")
         return
-    rows = store.backend.q("SELECT table_schema = current_schema() FROM "
+    rows = backend_of(store).q("SELECT table_schema = current_schema() FROM "
                            "information_schema.tables WHERE table_name = 'gov_records'")
     assert rows == [(True,)]
-    trig = store.backend.q("SELECT count(*) FROM pg_trigger WHERE tgname = 'gov_episode_ad' "
+    trig = backend_of(store).q("SELECT count(*) FROM pg_trigger WHERE tgname = 'gov_episode_ad' "
                            "AND tgrelid = 'episodes'::regclass")
     assert trig == [(1,)]

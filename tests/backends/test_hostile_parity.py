@@ -39,11 +39,11 @@ BAD_RECORDS: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("case", sorted(BAD_RECORDS))
 def test_a_bad_record_is_refused_alike_and_writes_nothing(store: Store, case: str) -> None:
     kw = dict(BAD_RECORDS[case])
-    before = (store.status().total_episodes, len(store.backend.audit_entries()))
+    before = (store.status().total_episodes, len(store.audit_trail.entries()))
     with pytest.raises(AnnealMemoryError) as err:  # a typed refusal, not a driver error
         store.record(kw.pop("content"), "observation", **kw)
     assert str(err.value)
-    assert (store.status().total_episodes, len(store.backend.audit_entries())) == before
+    assert (store.status().total_episodes, len(store.audit_trail.entries())) == before
 
 
 def test_metadata_the_json_column_must_keep_is_kept_exactly(store: Store) -> None:
@@ -163,7 +163,7 @@ def test_racing_reviewers_decide_once_on_both_backends(open_store: Callable[...,
     run_threads(decide, range(4), timeout=60)
     assert results.count("review_not_pending") == 3, results  # the first decision holds
     check = open_store()
-    entries = check.backend.audit_entries()
+    entries = check.audit_trail.entries()
     assert len([e for e in entries if e["event"] == "gov_review_decided"]) == 1
     written = MemoryRuntime(check).current(ALICE, "semantic", "drink") is not None
     assert written is ("written" in results)

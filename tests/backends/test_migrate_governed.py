@@ -21,6 +21,7 @@ from anneal_memory.governance import (
 )
 from anneal_memory.migrate_store import migrate
 from anneal_memory.storage.pg_copy import GOV_TABLES, counts, is_governed
+from anneal_memory.testing import backend_of
 
 from wraphelp import doc, wrap
 
@@ -97,7 +98,7 @@ def _answers(location: str | Path, seed: dict[str, Any]) -> dict[str, Any]:
 def _gov_rows(location: str | Path) -> dict[str, list[tuple[Any, ...]]]:
     """Every governance row, as stored: the copy is row for row, sequence numbers too."""
     with Store(location, read_only=True) as s:
-        return {t: [tuple(r) for r in s.backend.execute(f"SELECT {cols} FROM {t} ORDER BY {o}")]
+        return {t: [tuple(r) for r in backend_of(s).execute(f"SELECT {cols} FROM {t} ORDER BY {o}")]
                 for t, cols, o in GOV_TABLES}
 
 
@@ -135,7 +136,7 @@ def test_governed_round_trip(location: str, tmp_path: Path,
     assert want["view"][:3] == (1, 1, ["the pricing service moved to PostgreSQL"])
     assert want["view"][3] == seed["view_continuity"] and seed["view_continuity"]
     with Store(src, read_only=True) as s:
-        source_counts = counts(s.backend, governed=True)
+        source_counts = counts(backend_of(s), governed=True)
     # every governance table holds rows, but the removed-episode trace: schema 2 keeps a
     # deleted episode's namespace on its tombstone instead
     assert all(source_counts[t] for t, _c, _o in GOV_TABLES if t != "gov_episode_removed"), \
@@ -164,7 +165,7 @@ def test_copy_lists_every_governance_column(location: str) -> None:
     """GOV_TABLES holds every governance table and column the dialect creates."""
     with Store(location) as s:
         MemoryRuntime(s)
-        b = s.backend
+        b = backend_of(s)
         if not location.startswith("postgres"):
             names = [r[0] for r in b.execute(
                 "SELECT name FROM sqlite_master WHERE type='table' AND name LIKE ?", ("gov%",))]
@@ -194,11 +195,11 @@ def test_governed_records_alone_make_a_destination_not_empty(location: str,
     _fill(src)
     with Store(location, audit=False) as s:
         assert MemoryRuntime(s).write(cand("x1", "Prefer Python for scripts")).ok
-        assert (s.backend.count_episodes(), s.backend.audit_count()) == (0, 0)
+        assert (backend_of(s).count_episodes(), backend_of(s).audit_count()) == (0, 0)
     with pytest.raises(StoreError, match="not empty"):
         migrate(str(src), location)
     with Store(location) as s:
-        assert counts(s.backend, governed=True)["gov_records"] == 1
+        assert counts(backend_of(s), governed=True)["gov_records"] == 1
 
 
 def test_a_plain_store_stays_plain(location: str, tmp_path: Path) -> None:
@@ -209,4 +210,4 @@ def test_a_plain_store_stays_plain(location: str, tmp_path: Path) -> None:
     assert not result["governed"] and "gov_records" not in result["copied"]
     with Store(location) as s:
         assert s.recall(keyword="governed").episodes
-        assert not is_governed(s.backend)
+        assert not is_governed(backend_of(s))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from anneal_memory import Store
 from anneal_memory.recall import build_filters
+from anneal_memory.testing import backend_of
 
 
 def _ids(store: Store, question: str, **kw: object) -> list[str]:
@@ -18,12 +19,12 @@ def test_word_counts_per_backend_and_namespace(store: Store) -> None:
         store.record(f"painting number {i}", "observation")
     alice = store.scoped({"user": "alice"})
     alice.record("alice paints a lighthouse", "observation")
-    total, counts = store.backend.word_counts(build_filters(), ["paint", "lighthouse", "zebra"],
+    total, counts = backend_of(store).word_counts(build_filters(), ["paint", "lighthouse", "zebra"],
                                               100)
     assert total >= 6 and counts == {"paint": 6, "lighthouse": 1, "zebra": 0}
-    total, counts = alice.backend.word_counts(build_filters(), ["paint", "lighthouse"], 100)
+    total, counts = backend_of(alice).word_counts(build_filters(), ["paint", "lighthouse"], 100)
     assert (total, counts) == (1, {"paint": 1, "lighthouse": 1})
-    _t, capped = store.backend.word_counts(build_filters(), ["paint"], 2)
+    _t, capped = backend_of(store).word_counts(build_filters(), ["paint"], 2)
     assert capped == {"paint": 2}
 
 

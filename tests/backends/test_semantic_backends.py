@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from anneal_memory import Store
-from anneal_memory.testing import HashingEmbedder
+from anneal_memory.testing import HashingEmbedder, backend_of
 
 NURSE = "I started as a nurse at the county hospital"
 QUERY = "what does she do for a living"
@@ -17,7 +17,7 @@ def embedder(**kw: object) -> HashingEmbedder:
 
 
 def vector_rows(store: Store) -> list[tuple[str, int]]:
-    return sorted((str(r[0]), int(r[1])) for r in store.backend.q(
+    return sorted((str(r[0]), int(r[1])) for r in backend_of(store).q(
         "SELECT episode_id, dim FROM episode_vectors"))
 
 

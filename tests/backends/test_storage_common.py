@@ -9,6 +9,7 @@ import pytest
 from anneal_memory import Store
 from anneal_memory.storage.base import Backend, EpisodeRow, SearchFilters
 from anneal_memory.storage.common import qmark_to_format
+from anneal_memory.testing import backend_of
 
 
 @pytest.mark.parametrize(("sql", "want"), [
@@ -25,7 +26,7 @@ def test_qmark_to_format_leaves_quoted_text_alone(sql: str, want: str) -> None:
 def test_backend_is_the_whole_interface(store: Store) -> None:
     # Every public method a backend has is declared on Backend, so code typed against
     # Backend can call anything; and nothing on Backend is left unimplemented.
-    cls = type(store.backend)
+    cls = type(backend_of(store))
     assert not inspect.isabstract(cls), cls.__abstractmethods__
     public = {n for n, f in inspect.getmembers(cls) if not n.startswith("_")
               and (inspect.isfunction(f) or isinstance(f, property))}
@@ -43,7 +44,7 @@ def _row(i: int, **kw: object) -> EpisodeRow:
 
 
 def test_id_lists_longer_than_one_statement(store: Store) -> None:
-    b = store.backend
+    b = backend_of(store)
     n = 1203  # more than two SQLite chunks of bound ids
     with b.transaction():
         for i in range(n):
@@ -67,7 +68,7 @@ def test_id_lists_longer_than_one_statement(store: Store) -> None:
 
 
 def test_links_upserts_and_counters(store: Store) -> None:
-    b = store.backend
+    b = backend_of(store)
     with b.transaction():
         for i in range(4):
             b.insert_episode(_row(i))
@@ -92,7 +93,7 @@ def test_links_upserts_and_counters(store: Store) -> None:
 
 
 def test_patterns_probes_and_bulk_insert(store: Store) -> None:
-    b = store.backend
+    b = backend_of(store)
     rec = {"name": "p", "level": 1, "max_level_reached": 1, "first_seen_at": "a",
            "last_saved_at": "b", "explanations": ["why"], "grounding": ["ep1"]}
     with b.transaction():

@@ -26,6 +26,7 @@ from deviations import DEVIATIONS
 
 from anneal_memory import AuditTrail, CrystalStore, SporeStore, Store, StoreError
 from anneal_memory.legacy import upgrade as legacy
+from anneal_memory.testing import backend_of
 
 
 def test_read_legacy_matches_1_0_2(legacy_dir: Path, pythons: dict[str, str],
@@ -57,12 +58,12 @@ def test_upgrade_keeps_a_backup_and_says_what_it_did(legacy_copy: Path) -> None:
     db = legacy_copy / "legacy.db"
     assert "metadata" in _tables(db) and "meta" not in _tables(db)
     with Store(db) as s:
-        report_now = s.backend.legacy_upgrade
+        report_now = s.legacy_upgrade
         assert report_now is not None and report_now["from_version"] == "1.0.2"
         assert report_now["episodes"] == 8 and report_now["supersessions"] == 1
         assert report_now["state_keys"] == 1 and report_now["trust_classes"] == 1
         assert report_now["wraps"] == 1 and report_now["audit"]["valid"] is True
-        assert legacy.upgrade_report(s.backend) == report_now
+        assert legacy.upgrade_report(backend_of(s)) == report_now
     backup = legacy.backup_path(db)
     assert backup.exists() and "metadata" in _tables(backup)  # the 1.0.2 store, untouched
     conn = sqlite3.connect(backup)
@@ -76,7 +77,7 @@ def test_upgrade_keeps_a_backup_and_says_what_it_did(legacy_copy: Path) -> None:
             (legacy_copy / side).read_bytes()
     assert "meta" in _tables(db) and not {"metadata", "episode_trust"} & _tables(db)
     with Store(db) as s:  # a second open finds nothing to do
-        assert s.backend.legacy_upgrade is None and s.status().total_episodes == 8
+        assert s.legacy_upgrade is None and s.status().total_episodes == 8
 
 
 def test_a_failed_upgrade_changes_nothing(legacy_copy: Path, monkeypatch: pytest.MonkeyPatch
@@ -164,7 +165,7 @@ def test_repair_of_an_upgraded_store_keeps_the_1_0_2_part_and_rebuilds_ours(
         active.write_text("\n".join(reversed(lines)) + "\n", "utf-8")
     assert not AuditTrail.verify(db).valid
     with Store(db) as s:
-        res = AuditTrail.repair(db, s.backend)
+        res = AuditTrail.repair(db, backend_of(s))
     assert res["valid"], res
     assert res["lost_entries"] == [] and res["rebuilt_entries"] == len(ours) == 4
     assert sealed.read_bytes() == old  # 1.0.2's part is untouched, still first in the chain
@@ -243,7 +244,7 @@ def test_a_gzipped_sealed_week_of_1_0_2_is_walked_too(legacy_copy: Path) -> None
     manifest["files"] = [{"file": week.name, "entries": len(head)}]
     (legacy_copy / "legacy.audit.manifest.json").write_text(json.dumps(manifest), "utf-8")
     with Store(legacy_copy / "legacy.db") as s:
-        assert s.backend.legacy_upgrade["audit"]["entries"] == len(lines)
+        assert s.legacy_upgrade["audit"]["entries"] == len(lines)
         s.record("after", "observation")
     res = AuditTrail.verify(legacy_copy / "legacy.db")
     assert res.valid and res.total_entries == len(lines) + 2, res
@@ -252,7 +253,7 @@ def test_a_gzipped_sealed_week_of_1_0_2_is_walked_too(legacy_copy: Path) -> None
 _OPEN = ("import sys, time\nfrom anneal_memory import Store\n"
          "while time.time() < float(sys.argv[2]):\n    pass\n"
          "s = Store(sys.argv[1]); print(s.status().total_episodes, "
-         "s.backend.legacy_upgrade is not None); s.close()\n")
+         "s.legacy_upgrade is not None); s.close()\n")
 
 
 def test_processes_opening_a_1_0_2_store_at_once_upgrade_it_once(legacy_copy: Path) -> None:

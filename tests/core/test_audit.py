@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from anneal_memory import AuditTrail, Store
+from anneal_memory.testing import backend_of
 
 
 def _lines(db: Path) -> list[str]:
@@ -196,7 +197,7 @@ def test_kill_9_loses_no_acknowledged_episode(db: Path) -> None:
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
     with Store(db) as s:
-        assert s.backend.integrity_check() == "ok"
+        assert backend_of(s).integrity_check() == "ok"
         present = s.get_many(acked)
         assert set(acked) <= set(present)
     r = AuditTrail.verify(db)
@@ -230,13 +231,13 @@ def test_many_processes_creating_one_fresh_store(db: Path) -> None:
 
 def test_repair_leaves_a_good_trail_alone_and_rebuilds_a_broken_one(trail: Path) -> None:
     with Store(trail) as s:
-        res = AuditTrail.repair(trail, s.backend)
+        res = AuditTrail.repair(trail, backend_of(s))
         assert res["set_aside"] == [] and res["rebuilt_entries"] == 0
         shuffled = _lines(trail)
         shuffled[3], shuffled[4] = shuffled[4], shuffled[3]
         _write_lines(trail, shuffled)
         assert not AuditTrail.verify(trail).valid
-        res = AuditTrail.repair(trail, s.backend)
+        res = AuditTrail.repair(trail, backend_of(s))
         # every line is still on disk: each is found by the hash the database keeps
         assert res["rebuilt_entries"] == 10 and res["set_aside"] and res["lost_entries"] == []
     assert AuditTrail.verify(trail).valid
@@ -248,7 +249,7 @@ def test_repair_names_the_entry_whose_text_is_gone(trail: Path) -> None:
     del lines[3]  # entry 4: mirrored, so the database kept only its hash
     _write_lines(trail, lines)
     with Store(trail) as s:
-        res = AuditTrail.repair(trail, s.backend)
+        res = AuditTrail.repair(trail, backend_of(s))
     assert res["valid"] is False and res["lost_entries"] == [[4, 4]]
     assert res["rebuilt_entries"] == 9 and "entries 4 cannot be" in res["status"]
     r = AuditTrail.verify(trail)  # the gap stays visible, never passed over

@@ -32,6 +32,7 @@ from anneal_memory.audit import (
     same_label,
 )
 from anneal_memory.errors import AuditError
+from anneal_memory.testing import backend_of
 
 W45 = datetime(2026, 11, 3, 9, tzinfo=timezone.utc)  # ISO week 2026-W45
 
@@ -76,9 +77,9 @@ def test_mirrored_entries_are_kept_in_the_database_as_their_hashes(db: Path) -> 
     with Store(db) as s:
         assert s.status().audit_entry_count == 12
         # the backend still reads the whole chain in full (text from the files)
-        assert s.backend.audit_entries() == [{k: e[k] for k in e} for e in entries]
-        assert s.backend.audit_entries(after_seq=10) == entries[10:]
-        assert AuditTrail.head(db).seq == 12 and s.backend.audit_tip()[1] == entries[-1]["hash"]
+        assert s.audit_trail.entries() == [{k: e[k] for k in e} for e in entries]
+        assert s.audit_trail.entries(after_seq=10) == entries[10:]
+        assert AuditTrail.head(db).seq == 12 and s.audit_trail.tip()[1] == entries[-1]["hash"]
     # one compact JSON object per line, every field named by the API, its own hash too
     line = _lines(db)[0]
     assert ": " not in line and ", " not in line
@@ -115,7 +116,7 @@ def test_labels_are_128_bit_hashes_and_old_full_length_ones_still_match(db: Path
         s.record("a labelled entry", "observation", source="laptop-7")
         h = s.audit_trail.hash_label("laptop-7")
         assert len(h) == LABEL_HEX == 32 and int(h, 16) >= 0
-        assert s.backend.audit_entries()[-1]["data"]["source"] == h
+        assert s.audit_trail.entries()[-1]["data"]["source"] == h
         from anneal_memory.audit import content_hash
 
         old = content_hash(s.audit_trail.salt, "label\x00laptop-7")  # how entries had it
@@ -263,7 +264,7 @@ def test_a_schema_2_store_verifies_as_it_is_and_is_compacted_on_open(db: Path) -
     r = AuditTrail.verify(db)
     assert r.valid and r.total_entries == 8
     with Store(db, read_only=True) as ro:
-        assert ro.status().audit_entry_count == 8 and ro.backend.audit_entries() == entries
+        assert ro.status().audit_entry_count == 8 and ro.audit_trail.entries() == entries
     with clock.frozen(W45 + timedelta(hours=1)), Store(db) as s:
         s.record("after the upgrade", "observation")
     from anneal_memory.storage.sqlite import SCHEMA_VERSION
@@ -296,7 +297,7 @@ def test_old_lines_with_spaces_and_full_length_label_hashes_verify(db: Path) -> 
                         e["seq"]) for e in entries])
     assert AuditTrail.verify(db).valid
     with Store(db) as s:
-        assert same_label(s.backend.audit_entries()[0]["data"]["source"],
+        assert same_label(s.audit_trail.entries()[0]["data"]["source"],
                           s.audit_trail.hash_label("agent"))
     assert _full_rows(db) == 0 and AuditTrail.verify(db).valid
 
@@ -368,7 +369,7 @@ def test_repair_rebuilds_every_entry_still_on_disk(db: Path) -> None:
     AuditPaths(db).manifest.unlink()  # the index is gone, every line is still there
     assert not AuditTrail.verify(db).valid
     with Store(db) as s:
-        res = AuditTrail.repair(db, s.backend)
+        res = AuditTrail.repair(db, backend_of(s))
     assert res["valid"] and res["lost_entries"] == [] and res["salvaged_entries"] == 12
     assert _file_entries(db) == before and AuditTrail.verify(db).valid
 
@@ -378,7 +379,7 @@ def test_repair_names_the_range_a_deleted_sealed_week_took_with_it(db: Path) -> 
     manifest = json.loads(AuditPaths(db).manifest.read_text())
     db.with_name(manifest["files"][1]["file"]).unlink()  # entries 5-8
     with Store(db) as s:
-        res = AuditTrail.repair(db, s.backend)
+        res = AuditTrail.repair(db, backend_of(s))
     assert res["valid"] is False and res["lost_entries"] == [[5, 8]]
     assert res["rebuilt_entries"] == 8 and "entries 5-8 cannot be" in res["status"]
     assert [e["seq"] for e in _file_entries(db)] == [1, 2, 3, 4, 9, 10, 11, 12]
@@ -386,7 +387,7 @@ def test_repair_names_the_range_a_deleted_sealed_week_took_with_it(db: Path) -> 
     assert not r.valid and r.chain_break_at == 5
     with Store(db) as s:  # reading the chain in full says where its text is missing
         with pytest.raises(AuditError, match="entry 5 "):
-            s.backend.audit_entries()
+            s.audit_trail.entries()
         s.record("the store keeps working", "observation")  # and new entries still land
     assert _file_entries(db)[-1]["seq"] == 13
 
@@ -403,7 +404,7 @@ def test_repair_rebuilds_unmirrored_entries_from_the_database(db: Path, monkeypa
         for f in db.parent.glob("memory.audit*"):  # and the files are lost too
             if f.name != "memory.audit.lock":
                 f.unlink()
-        res = AuditTrail.repair(db, s.backend)
+        res = AuditTrail.repair(db, backend_of(s))
     # the two in full come back; the three mirrored ones are named
     assert res["lost_entries"] == [[1, 3]] and res["rebuilt_entries"] == 2
     assert [e["seq"] for e in _file_entries(db)] == [4, 5] and _full_rows(db) == 0
@@ -413,7 +414,7 @@ def test_repair_force_on_a_good_trail_rebuilds_it_from_its_own_lines(db: Path) -
     _weeks(db, 2, 3)
     before = _file_entries(db)
     with Store(db) as s:
-        res = AuditTrail.repair(db, s.backend, force=True)
+        res = AuditTrail.repair(db, backend_of(s), force=True)
     assert res["valid"] and res["salvaged_entries"] == 6 and res["set_aside"]
     assert _file_entries(db) == before
 

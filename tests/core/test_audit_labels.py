@@ -38,7 +38,7 @@ LABELS = {
 def _trail_text(db: Path, store: Store) -> str:
     store.audit_trail.flush()
     files = "".join(p.read_text() for p in db.parent.glob("memory.audit*.jsonl"))
-    rows = json.dumps(store.backend.audit_entries(), ensure_ascii=False)
+    rows = json.dumps(store.audit_trail.entries(), ensure_ascii=False)
     return files + rows
 
 
@@ -70,7 +70,7 @@ def test_labels_are_hashed_by_default(db: Path) -> None:
         leaked = [k for k, v in LABELS.items() if v in text]
         assert leaked == []
         h = store.audit_trail.hash_label
-        entries = store.backend.audit_entries()
+        entries = store.audit_trail.entries()
         by_event: dict[str, dict] = {}
         for e in entries:  # the first entry of each event
             by_event.setdefault(e["event"], e["data"])

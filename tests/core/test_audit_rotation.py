@@ -16,6 +16,7 @@ import pytest
 
 from anneal_memory import AuditTrail, Store, clock
 from anneal_memory.cli import main
+from anneal_memory.testing import backend_of
 
 W45 = datetime(2026, 11, 3, 9, tzinfo=timezone.utc)  # ISO week 2026-W45
 W46, W47, W48 = (W45 + timedelta(weeks=n) for n in (1, 2, 3))
@@ -46,7 +47,7 @@ def test_a_clock_stepping_back_never_overwrites_a_sealed_week(db: Path) -> None:
     weeks = [f["week"] for f in manifest["files"]]
     assert weeks == sorted(weeks) and len(set(f["file"] for f in manifest["files"])) == len(weeks)
     with Store(db) as s:
-        res = AuditTrail.repair(db, s.backend, force=True)
+        res = AuditTrail.repair(db, backend_of(s), force=True)
     assert res["valid"] and AuditTrail.verify(db).valid
 
 
@@ -55,7 +56,7 @@ def test_repair_force_reports_a_broken_database_copy_as_a_failure(db: Path, caps
     with sqlite3.connect(db) as c:  # entry 3 is mirrored: the database keeps its hash
         assert c.execute("UPDATE audit_hashes SET hash=zeroblob(32) WHERE seq=3").rowcount == 1
     with Store(db) as s:
-        res = AuditTrail.repair(db, s.backend, force=True)
+        res = AuditTrail.repair(db, backend_of(s), force=True)
     assert res["valid"] is False and "entry 3" in res["status"] and res["set_aside"]
     # no line on disk has the hash the database keeps for entry 3: named, never written
     assert res["lost_entries"] == [[3, 3]] and res["rebuilt_entries"] == 4

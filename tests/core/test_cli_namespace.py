@@ -16,7 +16,7 @@ import pytest
 from anneal_memory import Store, prepare_wrap, validated_save_continuity
 from anneal_memory.cli.common import STORE_WIDE
 from anneal_memory.cli.main import build_parser, main
-from anneal_memory.testing import scripted_compress
+from anneal_memory.testing import backend_of, scripted_compress
 from anneal_memory.wrap.render import render_package
 
 ALICE, BOB = {"user": "alice"}, {"user": "bob"}
@@ -326,7 +326,7 @@ def _embed(run: Run, users: dict[str, Any], tmp: Path) -> None:
     rc, out, err = run("embed", "--embedder", emb, *AS_ALICE, "--json")
     assert rc == 0, err
     with Store(users["db"]) as store:
-        embedded = {r[0] for r in store.backend.q("SELECT episode_id FROM episode_vectors")}
+        embedded = {r[0] for r in backend_of(store).q("SELECT episode_id FROM episode_vectors")}
         assert embedded == _alice_ids(users["db"])  # alice's episodes only
     rc, out, err = run("search", "CANARYBOB", "--semantic", "--embedder", emb, *AS_ALICE,
                        "--json")

@@ -52,7 +52,7 @@ def test_one_frozen_clock_moves_every_part(db: Path, far_east_local_time: None) 
         with Store(db) as s:
             ep = s.record("frozen in time", "observation")
             assert ep.timestamp.startswith(UTC_DAY + "T23:30:00")
-            entries = s.backend.audit_entries()
+            entries = s.audit_trail.entries()
             assert entries and all(e["ts"].startswith(UTC_DAY) for e in entries)
             w = prepare_wrap(s)
             assert w["package"]["today"] == UTC_DAY

@@ -14,6 +14,7 @@ import pytest
 
 from anneal_memory import DEFAULT_SCHEMA, Store
 from anneal_memory.continuity.parse import parse_sections
+from anneal_memory.testing import backend_of
 
 SAVER = textwrap.dedent("""
     import sys
@@ -46,6 +47,6 @@ def test_kill_during_save(tmp_path: Path, delay: float) -> None:
             state = text.split("## State\n")[1].split("\n")[0]
             n = state.split()[2]
             assert text.rstrip().endswith(f"END {n}")
-        assert s.backend.integrity_check() == "ok"
+        assert backend_of(s).integrity_check() == "ok"
         leftovers = [x for x in os.listdir(tmp_path) if x.endswith(".tmp")]
         assert leftovers == [] or all(x.startswith(".") for x in leftovers)

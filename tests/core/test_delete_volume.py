@@ -17,6 +17,7 @@ import pytest
 from anneal_memory import AuditTrail, Store, StoreError
 from anneal_memory.storage import fts
 from anneal_memory.storage.driver import choose_driver, sqlite_driver
+from anneal_memory.testing import backend_of
 
 
 def _fill(store: Store, n: int, *, days_ago: int = 0, tag: str = "bulk") -> list[str]:
@@ -30,7 +31,7 @@ def _fill(store: Store, n: int, *, days_ago: int = 0, tag: str = "bulk") -> list
 def _check_healthy(path: Path, *, survivors: int) -> None:
     """Reopen, check both SQLite's and FTS5's own integrity, then write and read again."""
     with Store(path) as s:
-        conn = s.backend.conn  # type: ignore[attr-defined]
+        conn = backend_of(s).conn  # type: ignore[attr-defined]
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         for table in fts.FTS_TABLES:
             conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")

@@ -17,6 +17,7 @@ from anneal_memory.governance import (
     MemoryRuntime,
     SourceRef,
 )
+from anneal_memory.testing import backend_of
 
 NS = MemoryNamespace(tenant="acme", user="alice", agent="coder")
 SECRET_TEXT = "Prefers the Zanzibar deployment checklist"
@@ -71,7 +72,7 @@ def test_forget_scrubs_every_version_and_every_review_item(rt: MemoryRuntime, st
     assert SECRET_TEXT.encode() in _raw_bytes(db)
 
     rt.forget(NS, "semantic", "preferred_language", reason="user asked")
-    b = store.backend
+    b = backend_of(store)
     bodies = [json.loads(r[0]) for r in b.q("SELECT body FROM gov_records")]
     assert bodies and all(x["content"] is None for x in bodies)
     cands = [json.loads(r[0]) for r in b.q("SELECT candidate FROM gov_reviews")]

@@ -419,7 +419,7 @@ def test_every_governance_audit_entry_names_its_namespace(store: Store, db, cloc
     rt.correct(cand("c-ts", "Prefer TypeScript for code examples"), expected_record_id=v1.record_id)
     rt.correct(cand("c-go", "Prefer Go"), expected_record_id=v1.record_id)
     rt.forget(USER, "semantic", "preferred_language", reason="asked")
-    entries = [e for e in store.backend.audit_entries() if e["event"].startswith("gov_")]
+    entries = [e for e in store.audit_trail.entries() if e["event"].startswith("gov_")]
     events = {e["event"] for e in entries}
     assert {"gov_write", "gov_decision", "gov_review_queued", "gov_approve", "gov_correct",
             "gov_refused", "gov_forget", "gov_review_decided"} <= events

@@ -15,6 +15,7 @@ from anneal_memory import (
     validated_save_continuity,
 )
 from anneal_memory.governance import NS_META_KEY, MemoryNamespace, ScopedStore, scoped
+from anneal_memory.testing import backend_of
 
 from wraphelp import doc
 
@@ -45,7 +46,7 @@ def views(store: Store) -> dict[str, ScopedStore]:
 def test_writes_carry_the_namespace_in_columns_and_it_cannot_be_forged(views, store: Store) -> None:
     ep = views["pricing"].record("stamped", "observation", metadata={"k": 1})
     assert ep.metadata == {"k": 1}
-    row = store.backend.get_episodes([ep.id])[ep.id]
+    row = backend_of(store).get_episodes([ep.id])[ep.id]
     assert (row.ns_owner, row.ns_project) == (ALICE_PRICING.owner, "pricing")
     with pytest.raises(ValidationError):
         views["pricing"].record("forged", "observation",
@@ -124,7 +125,7 @@ def test_wrap_package_is_scoped_and_continuity_is_per_namespace(views, store: St
 
 
 def test_audit_entries_from_a_view_carry_the_namespace(views, store: Store) -> None:
-    entries = [e for e in store.backend.audit_entries() if e["event"] == "record"]
+    entries = [e for e in store.audit_trail.entries() if e["event"] == "record"]
     stamped = [e for e in entries if "namespace" in e["data"]]
     assert len(stamped) == 7 and len(entries) == 8
     assert {json.dumps(e["data"]["namespace"], sort_keys=True) for e in stamped} >= {

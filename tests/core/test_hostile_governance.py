@@ -132,12 +132,12 @@ def test_a_runtime_over_a_view_cannot_name_another_namespace(store: Store, call:
     root.write(cand("b2", OTHERS["tenant"], "Globex alice may like safes", subject="decor",
                     kind="model"))
     before = (store.repos.governance.events(), root.pending_reviews(OTHERS["tenant"]),
-              store.backend.audit_entries())
+              store.audit_trail.entries())
     view_rt = MemoryRuntime(store.scoped(ALICE), clock=lambda: T0)
     with pytest.raises(ValidationError, match="namespace tenant 'globex' does not match"):
         VIEW_CALLS[call](view_rt, OTHERS["tenant"])
     assert (store.repos.governance.events(), root.pending_reviews(OTHERS["tenant"]),
-            store.backend.audit_entries()) == before
+            store.audit_trail.entries()) == before
     assert root.current(OTHERS["tenant"], "semantic", "spare_key") == theirs.record
     # its own namespace still works through the view
     assert view_rt.write(cand("a1", ALICE)).outcome == "written"

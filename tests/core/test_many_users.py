@@ -25,6 +25,7 @@ from anneal_memory import (
     retrieve_relevant,
     validated_save_continuity,
 )
+from anneal_memory.testing import backend_of
 
 from wraphelp import doc
 
@@ -121,9 +122,9 @@ def test_writes_through_a_view_never_reach_another_namespace(two, store: Store) 
     bob_view.record("bob lives in Oslo", "context", state_key="user.city")
     assert bob_view.prune(older_than_days=0) >= 1  # bob's own episodes only
     assert not bob_view.wrap_cancelled(force=True)  # alice's open wrap is not his (falsy receipt)
-    assert not bob_view.backend.probes()
-    assert bob_view.backend.delete_probe(probe) == 0
-    assert _snapshot(alice_view) and store.backend.open_wrap(scope=alice_view.scope)
+    assert not backend_of(bob_view).probes()
+    assert backend_of(bob_view).delete_probe(probe) == 0
+    assert _snapshot(alice_view) and backend_of(store).open_wrap(scope=alice_view.scope)
     after = _snapshot(alice_view)
     assert json.loads(after)["episodes"] == [e for e in json.loads(before)["episodes"]
                                              if e["id"] in {x["id"] for x in json.loads(after)["episodes"]}]
@@ -323,7 +324,7 @@ def test_a_caller_cannot_delete_or_prune_above_its_trust_ceiling(db: Path) -> No
         with pytest.raises(TrustError, match="above this store's trust ceiling"):
             agent.delete(fact.id)
         assert agent.get(fact.id) is not None
-        refusals = [e for e in agent.backend.audit_entries() if e["event"] == "delete_refused"]
+        refusals = [e for e in agent.audit_trail.entries() if e["event"] == "delete_refused"]
         assert [e["data"]["id"] for e in refusals] == [fact.id]
         assert agent.prune(older_than_days=30) == 1  # the agent's own old note only
         assert agent.get(mine.id) is None and agent.get(fact.id) is not None
@@ -343,7 +344,7 @@ def test_a_users_recall_in_a_crowded_store_matches_their_store_alone(tmp_path: P
                 {"content": f"{t} (u{u})" if u else t, "episode_type": "observation"} for t in texts)
         alone.record_many({"content": t, "episode_type": "observation"} for t in texts)
         me = crowded.scoped({"user": "u0"})
-        assert me.backend.inner._few_rows(__import__(  # type: ignore[attr-defined]
+        assert backend_of(me).inner._few_rows(__import__(  # type: ignore[attr-defined]
             "anneal_memory.storage.base", fromlist=["SearchFilters"]).SearchFilters(scope=me.scope))
         for q in ("äpfel", "ÄPFEL UND", "invoice", "连接", "cache MISSES", "queue invoice",
                   "rounded totals", "nothing here"):
@@ -386,7 +387,7 @@ def test_concurrent_writers_share_commits_and_lose_nothing(db: Path) -> None:
         assert len(errors) == 50 * 4 and len(ids) == 50 * 36 == len(set(ids))
         assert store.status().total_episodes == 1 + 50 * 36
         assert all(store.get(i) is not None for i in ids[:50])
-        records = [e for e in store.backend.audit_entries() if e["event"] == "record"]
+        records = [e for e in store.audit_trail.entries() if e["event"] == "record"]
         assert len(records) == 1 + 50 * 36  # no audit entry of a refused record survived
         assert store._group.commits < store._group.records  # fsyncs were shared
         assert store.get(base.id).superseded_by is None

@@ -10,6 +10,7 @@ import pytest
 
 from anneal_memory import Store, ranking, retrieve_relevant
 from anneal_memory.stem import stem
+from anneal_memory.testing import backend_of
 from anneal_memory.text import query_terms, word_forms, word_groups
 
 
@@ -185,7 +186,7 @@ def test_word_counts_count_episodes_per_word_up_to_the_cap(store: Store) -> None
     for i in range(7):
         store.record(f"painting number {i}", "observation")
     store.record("a paint brush", "observation")
-    b = store.backend
+    b = backend_of(store)
     from anneal_memory.recall import build_filters
 
     total, counts = b.word_counts(build_filters(), ["paints", "brush", "zebra"], 1000)
@@ -203,7 +204,7 @@ def test_word_counts_in_a_namespace_see_only_its_episodes(store: Store) -> None:
     alice = store.scoped({"user": "alice"})
     alice.record("alice lighthouse keeper", "observation")
     alice.record("alice notes", "observation")
-    total, counts = alice.backend.word_counts(build_filters(), ["lighthouse"], 100)
+    total, counts = backend_of(alice).word_counts(build_filters(), ["lighthouse"], 100)
     assert (total, counts) == (2, {"lighthouse": 1})
 
 

@@ -12,6 +12,7 @@ import pytest
 from anneal_memory import Store
 from anneal_memory.storage.common import MAX_TRIGRAMS, trigrams
 from anneal_memory.storage.sqlite import SCHEMA_VERSION, SQLiteBackend
+from anneal_memory.testing import backend_of
 
 
 @pytest.fixture(params=["index", "scan"])
@@ -115,7 +116,7 @@ def _make_v2(db: Path) -> None:
 
 
 def test_small_store_and_rare_type_are_checked_row_by_row(store: Store) -> None:
-    b = store.backend
+    b = backend_of(store)
     from anneal_memory.storage.base import SearchFilters
 
     for i in range(30):
@@ -143,16 +144,16 @@ def test_schema_2_store_is_upgraded_and_keeps_every_episode(db: Path) -> None:
     c.close()
     s = Store(db, project_name="Up")
     try:
-        assert s.backend.get_meta("schema_version") == str(SCHEMA_VERSION)
-        ddl = s.backend.q1("SELECT sql FROM sqlite_master WHERE name='episodes_tri'")[0]
+        assert backend_of(s).get_meta("schema_version") == str(SCHEMA_VERSION)
+        ddl = backend_of(s).q1("SELECT sql FROM sqlite_master WHERE name='episodes_tri'")[0]
         assert "detail='none'" in ddl
         r = s.recall(keyword="phrase number 123")
         assert [e.id for e in r.episodes] == [ids[123]]
         new = s.record("recorded after the upgrade", "observation")
         assert [e.id for e in s.recall(keyword="after the upgr").episodes] == [new.id]
-        assert s.backend.q1("INSERT INTO episodes_tri(episodes_tri) "
+        assert backend_of(s).q1("INSERT INTO episodes_tri(episodes_tri) "
                             "VALUES ('integrity-check')") is None
-        assert s.backend.integrity_check() == "ok"
+        assert backend_of(s).integrity_check() == "ok"
         assert s.recall(limit=1).total_matching == 301
     finally:
         s.close()
@@ -187,7 +188,7 @@ def test_indexed_substring_search_never_sorts_its_matches(store: Store, monkeypa
     monkeypatch.setattr(SQLiteBackend, "SCAN_ROWS", 0)
     for i in range(40):
         store.record(f"thanks again {i}", "observation")
-    b = store.backend
+    b = backend_of(store)
     plans: list[str] = []
     b.conn.set_trace_callback(None)
     real_q = b.q
@@ -215,9 +216,9 @@ def test_word_statistics_of_a_root_session_ignore_named_users(store: Store) -> N
     store.record("our zephyrion is quiet", "observation")
     store.record("nothing else here", "observation")
     own = SearchFilters(scope=Scope(None, None, unscoped_only=True))
-    episodes, counts = store.backend.word_counts(own, ["zephyrion"], 100)
+    episodes, counts = backend_of(store).word_counts(own, ["zephyrion"], 100)
     assert (episodes, counts) == (2, {"zephyrion": 1})
-    everyone, all_counts = store.backend.word_counts(SearchFilters(), ["zephyrion"], 100)
+    everyone, all_counts = backend_of(store).word_counts(SearchFilters(), ["zephyrion"], 100)
     assert everyone == 8 and all_counts == {"zephyrion": 7}
 
 
@@ -282,7 +283,7 @@ def test_a_pool_holding_every_match_skips_the_index_score_and_gets_it_back(store
 
     for i in range(12):
         store.record(f"garden {'rose ' * (i % 3)}note {i}", "decision" if i % 2 else "observation")
-    b = store.backend
+    b = backend_of(store)
     f = SearchFilters(episode_type="decision")
     with b.read():
         cheap, n = b.ranked_ids(f, ["garden", "rose"], 200)

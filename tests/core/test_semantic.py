@@ -12,7 +12,7 @@ import pytest
 from anneal_memory import EmbedderError, Store, ValidationError
 from anneal_memory.embedding import Embedder, cosine_similarities, pack_vector, unpack_vector
 from anneal_memory.storage.sqlite import SCHEMA_VERSION
-from anneal_memory.testing import HashingEmbedder
+from anneal_memory.testing import HashingEmbedder, backend_of
 
 NURSE = "I started as a nurse at the county hospital"
 QUERY = "what does she do for a living"
@@ -156,9 +156,9 @@ def test_without_an_embedder_recall_is_keyword_and_modes_are_refused(store: Stor
         store.recall(keyword="nurse", mode="hybrid")
     with pytest.raises(ValidationError, match="unknown recall mode"):
         store.recall(keyword="nurse", mode="fuzzy")
-    assert "episode_vectors" in {r[0] for r in store.backend.q(
+    assert "episode_vectors" in {r[0] for r in backend_of(store).q(
         "SELECT name FROM sqlite_master WHERE type='table'")}
-    assert store.backend.q("SELECT COUNT(*) FROM episode_vectors") == [(0,)]
+    assert backend_of(store).q("SELECT COUNT(*) FROM episode_vectors") == [(0,)]
 
 
 def test_recording_never_waits_for_a_failing_embedder(db: Path) -> None:
@@ -288,7 +288,7 @@ def test_a_store_from_before_vectors_gains_the_table(db: Path) -> None:
         c.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION - 1),))
     with Store(db, embedder=job_embedder()) as s:
         assert [x.id for x in s.recall(keyword=QUERY).episodes] == [e.id]
-        assert s.backend.get_meta("schema_version") == str(SCHEMA_VERSION)
+        assert backend_of(s).get_meta("schema_version") == str(SCHEMA_VERSION)
 
 
 def test_status_shows_the_embedder(db: Path) -> None:

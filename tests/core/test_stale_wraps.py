@@ -19,7 +19,7 @@ from anneal_memory import (
     WrapInProgressError,
     prepare_wrap,
 )
-from anneal_memory.testing import scripted_compress
+from anneal_memory.testing import backend_of, scripted_compress
 from anneal_memory.wrap.render import render_package
 
 
@@ -29,8 +29,8 @@ def _age(store: Store, seconds: int) -> None:
 
     from anneal_memory.clock import iso, utcnow
 
-    with store.backend.transaction():
-        store.backend.q("UPDATE wraps SET started_at=? WHERE status='open'",
+    with backend_of(store).transaction():
+        backend_of(store).q("UPDATE wraps SET started_at=? WHERE status='open'",
                         (iso(utcnow() - timedelta(seconds=seconds)),))
 
 
@@ -116,4 +116,4 @@ def test_bad_policies_are_refused(tmp_path: Path, bad: object) -> None:
     with Store(tmp_path / "n.db") as s:
         with pytest.raises(ValidationError, match="stale_wrap_after"):
             s.set_stale_wrap_after(bad)  # type: ignore[arg-type]
-        assert s.backend.get_meta("stale_wrap_after") is None
+        assert backend_of(s).get_meta("stale_wrap_after") is None

@@ -19,6 +19,7 @@ from anneal_memory import (
     UnknownEpisodeTypeError,
     ValidationError,
 )
+from anneal_memory.testing import backend_of
 
 
 def test_record_and_get_roundtrip(store: Store) -> None:
@@ -151,7 +152,7 @@ def test_corrupt_database_is_refused(tmp_path: Path) -> None:
         s = Store(p)
         s.recall(keyword="episode")
         s.status()
-        raise StoreError("opened") if s.backend.integrity_check() != "ok" else AssertionError
+        raise StoreError("opened") if backend_of(s).integrity_check() != "ok" else AssertionError
 
 
 def test_read_only_refuses_writes(db: Path) -> None:
@@ -314,8 +315,8 @@ def test_an_import_puts_each_deletion_back_in_its_namespace(tmp_path: Path) -> N
     assert tomb["namespace"]["user"] == "bob" and "content" not in tomb
     with Store(tmp_path / "b.db") as b:
         assert b.import_(doc)["tombstones_added"] == 1
-        assert gone.id in b.scoped({"user": "bob"}).backend.tombstones()
-        assert gone.id not in b.scoped({"user": "alice"}).backend.tombstones()
+        assert gone.id in b.scoped({"user": "bob"}).repos.links.tombstones()
+        assert gone.id not in b.scoped({"user": "alice"}).repos.links.tombstones()
 
 
 def test_a_new_store_uses_the_small_page_size_and_an_old_one_keeps_its_own(
@@ -326,7 +327,7 @@ def test_a_new_store_uses_the_small_page_size_and_an_old_one_keeps_its_own(
 
     with Store(tmp_path / "new.db") as s:
         s.record("a durable record syncs fewer bytes", "observation")
-        assert s.backend.conn.execute("PRAGMA page_size").fetchone()[0] == SQLiteBackend.PAGE_SIZE
+        assert backend_of(s).conn.execute("PRAGMA page_size").fetchone()[0] == SQLiteBackend.PAGE_SIZE
     old = tmp_path / "old.db"
     with Store(old) as s:
         s.record("made with 4096-byte pages", "observation")
@@ -339,10 +340,10 @@ def test_a_new_store_uses_the_small_page_size_and_an_old_one_keeps_its_own(
     finally:
         c.close()
     with Store(old) as s:
-        assert s.backend.conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+        assert backend_of(s).conn.execute("PRAGMA page_size").fetchone()[0] == 4096
         assert [e.content for e in s.recall(keyword="4096").episodes] == ["made with 4096-byte pages"]
         s.record("still writes", "observation")
-        assert s.backend.integrity_check() == "ok"
+        assert backend_of(s).integrity_check() == "ok"
 
 
 def test_public_api_exports() -> None:

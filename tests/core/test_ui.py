@@ -21,6 +21,7 @@ import pytest
 from anneal_memory import AuditTrail, MemorySession, Store, ValidationError
 from anneal_memory.audit import same_label
 from anneal_memory.governance import MemoryNamespace
+from anneal_memory.testing import backend_of
 from anneal_memory.ui import Console
 from anneal_memory.ui.pages import ns_token
 
@@ -637,7 +638,7 @@ def test_a_store_without_governed_memory(tmp_path: Path) -> None:
         assert "No wrap has recorded" in text_of(client.get("/patterns").body)
         assert "Nothing to review" in text_of(client.get("/worklist").body)
         assert "no namespaces" in text_of(client.get("/namespaces").body)
-        assert not has_schema(c.store.backend)  # looking created nothing
+        assert not has_schema(backend_of(c.store))  # looking created nothing
 
 
 def test_many_namespaces_are_paged(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from anneal_memory import (
     validated_save_continuity,
 )
 from anneal_memory import store as store_mod
+from anneal_memory.testing import backend_of
 
 from wraphelp import doc, fail_commits, wrap
 
@@ -27,7 +28,7 @@ from wraphelp import doc, fail_commits, wrap
 def _commits(store: Store) -> list[str]:
     """Every COMMIT the store's connection runs from now on."""
     seen: list[str] = []
-    store.backend.conn.set_trace_callback(
+    backend_of(store).conn.set_trace_callback(
         lambda sql: seen.append(sql) if sql.strip().upper() == "COMMIT" else None)
     return seen
 
@@ -45,7 +46,7 @@ def test_prepare_and_save_each_commit_once(store: Store, tmp_path: Path) -> None
     validated_save_continuity(store, doc(), wrap_token=w["wrap_token"])
     assert len(seen) == 2  # the save is one transaction: no second one to tidy up
     assert store.continuity_path.read_text("utf-8") == doc()
-    assert store.backend.get_meta("pending_blob:.continuity.md") is None
+    assert backend_of(store).get_meta("pending_blob:.continuity.md") is None
     assert _staged(tmp_path) == []
 
 
@@ -61,7 +62,7 @@ def test_the_save_makes_its_file_durable_before_its_commit(
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    store.backend.conn.set_trace_callback(
+    backend_of(store).conn.set_trace_callback(
         lambda sql: order.append("commit") if sql.strip().upper() == "COMMIT" else None)
     validated_save_continuity(store, doc(), wrap_token=w["wrap_token"])
     # the text and its name are on disk before the commit that points at them; the
@@ -110,7 +111,7 @@ def test_a_rename_a_crash_lost_is_redone_at_the_next_open(db: Path) -> None:
         s.record("the second session chose WAL", "decision")
         wrap(s, doc(context="- new"))
         path = s.continuity_path
-        record = s.backend.get_meta("staged_blob:.continuity.md")
+        record = backend_of(s).get_meta("staged_blob:.continuity.md")
     assert record is not None
     # what the disk holds when a crash came after the commit but before the folder held
     # the rename: the new text under its staged name, the old one in place
@@ -185,14 +186,14 @@ def test_a_pending_copy_left_by_an_earlier_build_is_written_at_open(db: Path) ->
     with Store(db) as s:
         s.record("an episode", "observation")
         wrap(s, doc(context="- old"))
-        with s.backend.transaction():  # the shape an earlier build committed before its file
-            s.backend.set_meta("pending_blob:.continuity.md", doc(context="- pending"))
+        with backend_of(s).transaction():  # the shape an earlier build committed before its file
+            backend_of(s).set_meta("pending_blob:.continuity.md", doc(context="- pending"))
         assert s.load_continuity() == doc(context="- pending")
     with Store(db) as s:
         assert s.continuity_path.read_text("utf-8") == doc(context="- pending")
-        assert s.backend.get_meta("pending_blob:.continuity.md") is None
-        with s.backend.transaction():  # one more, still there when the next save runs
-            s.backend.set_meta("pending_blob:.continuity.md", doc(context="- stale"))
+        assert backend_of(s).get_meta("pending_blob:.continuity.md") is None
+        with backend_of(s).transaction():  # one more, still there when the next save runs
+            backend_of(s).set_meta("pending_blob:.continuity.md", doc(context="- stale"))
         s.record("the next episode", "observation")
         wrap(s, doc(context="- next"))  # the save drops such a copy in its transaction
         assert s.load_continuity() == doc(context="- next")

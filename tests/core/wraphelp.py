@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from anneal_memory import Store, StoreError, prepare_wrap, validated_save_continuity
+from anneal_memory.testing import backend_of
 
 
 def doc(patterns: str = "- first pattern | 1x", *, state: str = "- working", decisions: str = "- none",
@@ -31,7 +32,7 @@ def wrap(store: Store, text: str, **kw: Any) -> dict[str, Any]:
 def fail_commits(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """From now on the store's outermost transactions run their body, then refuse to
     commit (as a disk error at COMMIT would): everything they wrote rolls back."""
-    backend = store.backend
+    backend = backend_of(store)
     real = backend.transaction
 
     @contextlib.contextmanager

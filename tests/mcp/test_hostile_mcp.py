@@ -76,8 +76,8 @@ def test_hostile_arguments_are_one_line_tool_errors_and_write_nothing(db: Path) 
     run(body)
     with Store(db) as s:
         assert s.status().total_episodes == 0
-        assert s.backend.audit_entries() == [] or all(
-            e["event"] != "record" for e in s.backend.audit_entries())
+        assert s.audit_trail.entries() == [] or all(
+            e["event"] != "record" for e in s.audit_trail.entries())
 
 
 def _raw_session(db: Path, lines: list[str], last_id: int) -> dict[object, dict[str, object]]:

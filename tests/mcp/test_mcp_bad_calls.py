@@ -73,4 +73,4 @@ def test_a_client_cannot_delete_an_operator_episode(db: Path) -> None:
     run(body)
     with Store(db) as s:
         assert s.get(fact.id) is not None
-        assert any(e["event"] == "delete_refused" for e in s.backend.audit_entries())
+        assert any(e["event"] == "delete_refused" for e in s.audit_trail.entries())
