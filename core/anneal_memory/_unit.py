@@ -9,9 +9,9 @@ against ``Store``, so they never import the facade they serve.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -44,6 +44,17 @@ class UnitOfWork(Repositories):
     exception rolls all of it back (and drops its pending audit entries)."""
 
     audit: AuditLog
+    _stage: Callable[[Any, str, list[OSError]], None] = field(repr=False, compare=False)
+    #: what could not be put in place after the commit (the texts are committed: the next
+    #: open of the store puts them in place)
+    unpublished: list[OSError] = field(default_factory=list, compare=False)
+
+    def stage_continuity(self, text: str, view: Any = None) -> None:
+        """Save ``text`` as the continuity of ``view`` (default: the store that opened
+        this unit) in this unit: the text commits with it. Beside a SQLite database its
+        file is staged now and put in place after the outermost commit (a crash between
+        the two: the next open does it); a rollback removes the staged file."""
+        self._stage(view, text, self.unpublished)
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -258,12 +258,13 @@ def _scopes_seeing(b: Any, rows: Iterable[Any]) -> list[Any]:
     return list(seen.values())
 
 
-def scrub_episodes(store: Any, rows: Mapping[str, Any],
-                   staged: list[tuple[Any, Any]]) -> ErasureReport:
-    """Inside the delete's write transaction, before the rows go: take the episodes' text
-    out of every continuity that may quote them (staged: ``(view, file)`` pairs to put in
-    place after the commit), every per-namespace text field, the meta documents, and the
-    JSON sidecar files beside a SQLite database."""
+def scrub_episodes(store: Any, rows: Mapping[str, Any], tx: Any, *,
+                   whole: Sequence[Any] = ()) -> ErasureReport:
+    """Inside the delete's unit of work ``tx``, before the rows go: take the episodes'
+    text out of every continuity that may quote them (each rewritten one staged in
+    ``tx``, put in place after the commit), every per-namespace text field, the meta
+    documents, and the JSON sidecar files beside a SQLite database. ``whole``: scopes
+    whose continuity goes whole (an erased namespace): reported, never rewritten."""
     report = ErasureReport(episodes=sorted(rows))
     matcher = TextMatcher({i: r.content for i, r in rows.items()})
     if not matcher:
@@ -279,7 +280,8 @@ def scrub_episodes(store: Any, rows: Mapping[str, Any],
         label = None if scope.owner is None else view.namespace.label()
         new, removed = scrub_continuity(text, matcher, label)
         if removed:
-            staged.append((view, view._stage_continuity(new)))
+            if scope not in whole:
+                tx.stage_continuity(new, view)
             report.continuity_lines.extend(removed)
             for entry in removed:
                 located.update(entry["episode_ids"])
@@ -312,16 +314,6 @@ def scrub_episodes(store: Any, rows: Mapping[str, Any],
     return report
 
 
-def publish(staged: list[tuple[Any, Any]]) -> None:
-    """After the commit: put each rewritten continuity in place (a crash before this is
-    redone when the store is next opened)."""
-    import contextlib
-
-    for view, path in staged:
-        with contextlib.suppress(OSError):
-            view._flush_continuity(path)
-
-
 def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
     """Erase one namespace whole (see ``Store.erase_namespace``)."""
     from ._namespace import coerce_namespace
@@ -344,7 +336,6 @@ def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
     b = root.repos
     owner = ns.owner
     report = ErasureReport(namespaces=[ns.label() + ("" if ns.project else " (all projects)")])
-    staged: list[tuple[Any, Any]] = []
     with root.transaction() as tx:
         projects = [ns.project] if ns.project else b.meta.owner_projects(owner)
         scopes = [Scope(owner, p) for p in projects]
@@ -358,10 +349,9 @@ def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
                 f"{len(above)} episode(s) of {ns.label()} are labelled above this store's "
                 f"trust ceiling {root.trust_ceiling!r}: open the store with "
                 "trust_ceiling='operator' to erase a namespace; nothing was erased")
-        report = scrub_episodes(root, rows, staged) if rows else report
+        # their continuity goes whole: nothing of it is staged to be put back
+        report = scrub_episodes(root, rows, tx, whole=scopes) if rows else report
         report.namespaces = [ns.label() + ("" if ns.project else " (all projects)")]
-        staged = [(v, p) for v, p in staged
-                  if getattr(v, "scope", None) not in scopes]  # their continuity goes whole
         if rows:
             root._remove(list(rows), reason="erased")
         names = [view_for(root, s)._continuity_blob() for s in scopes]
@@ -383,7 +373,6 @@ def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
         tx.audit.append("namespace_erased", {
             "namespace_tag": view_for(root, Scope(owner, ns.project)).ns_tag,
             **report.audit_data()}, actor="operator")
-    publish(staged)
     root._flush_pending_files()
     root._scrub()
     return report

@@ -314,7 +314,7 @@ def import_store(store: Facade, data: Mapping[str, Any] | str, *, via: str = "li
     imported: list[str] = []
     skipped: list[str] = []
     refused_deleted: list[str] = []
-    with store._staging() as slot, store.transaction() as tx:
+    with store.transaction() as tx:
         # the export's deletions first: an episode the same document also lists stays out
         carried = _carry_tombstones(store, deletions)
         tombs = _deleted(store, [i["id"] for i in items])
@@ -354,10 +354,9 @@ def import_store(store: Facade, data: Mapping[str, Any] | str, *, via: str = "li
             new.add(it["id"])
         rules.settle_keys()
         rules.add_links(links, new, set(refused_deleted) | set(tombs))
-        restored, staged = (state_in(store, state) if state is not None else
-                            ({"restored": False, "reason": "the import carries no state" if
-                              restore is not False else "not asked to restore"}, []))
-        slot.extend(p for _v, p in staged)
+        restored = (state_in(store, state, tx) if state is not None else
+                    {"restored": False, "reason": "the import carries no state" if
+                     restore is not False else "not asked to restore"})
         head = doc.get("audit_head")
         tx.audit.append("import", {"count": len(imported), "ids": imported,
                                    "state_restored": restored["restored"],
@@ -371,8 +370,6 @@ def import_store(store: Facade, data: Mapping[str, Any] | str, *, via: str = "li
         # verify covers imported episodes as it covers recorded ones
         for data in import_hash_entries(store, new_rows):
             tx.audit.append("import_hashes", data, actor="operator")
-    for view, path in staged:
-        view._flush_continuity(path)
     out = {"imported": len(imported), "skipped_existing": skipped,
            "refused_deleted": refused_deleted, "ids": imported, "tombstones_added": carried,
            "state": restored}

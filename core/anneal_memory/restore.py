@@ -22,7 +22,7 @@ from .errors import ValidationError
 from .storage.pg_copy import BLOBS, GOV_TABLES, TABLES
 
 if TYPE_CHECKING:
-    from ._unit import Facade
+    from ._unit import Facade, UnitOfWork
 
 #: the tables a state section carries (episodes, links and tombstones go through the
 #: import's own rules; the audit trail stays the target's, anchored to the source's head)
@@ -127,14 +127,14 @@ def legacy_state(doc: Mapping[str, Any]) -> dict[str, Any] | None:
             "continuities": {BLOBS[0]: text}}
 
 
-def state_in(store: Facade, state: Any) -> tuple[dict[str, Any], list[Any]]:
-    """Inside the import's write transaction, after its episodes: restore ``state``;
-    returns what was restored (or why not) and the continuity files staged for after the
-    commit."""
+def state_in(store: Facade, state: Any, tx: UnitOfWork) -> dict[str, Any]:
+    """Inside the import's unit of work ``tx``, after its episodes: restore ``state``
+    (each continuity staged in ``tx``, put in place after the commit); returns what was
+    restored, or why not."""
     doc = check_state(state)
     why = can_restore(store)
     if why is not None:
-        return {"restored": False, "reason": why}, []
+        return {"restored": False, "reason": why}
     b = store.repos
     done: dict[str, int] = {}
     if doc.get("governed") or any(n.startswith("gov_") for n in doc["tables"]):
@@ -144,15 +144,14 @@ def state_in(store: Facade, state: Any) -> tuple[dict[str, Any], list[Any]]:
     for key, value in (doc.get("meta") or {}).items():
         if not key.startswith(_OWN_META_PREFIXES):
             b.meta.set_meta(key, value)
-    staged = []
     for name, text in (doc.get("continuities") or {}).items():
         view = _view_of_blob(store, name)
         if view is None:
             continue
-        staged.append((view, view._stage_continuity(text)))
+        tx.stage_continuity(text, view)
         done.setdefault("continuities", 0)
         done["continuities"] += 1
-    return {"restored": True, "rows": done}, staged
+    return {"restored": True, "rows": done}
 
 
 def _view_of_blob(store: Facade, name: str) -> Any:

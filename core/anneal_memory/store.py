@@ -284,6 +284,8 @@ class Store(ContinuityMixin):
         """
         with self._lock:
             outer = not self._backend.in_transaction
+            if outer:
+                self._tx_owner.staged = []
             self._tx_owner.depth = getattr(self._tx_owner, "depth", 0) + 1
             try:
                 with self._backend.transaction():
@@ -291,11 +293,33 @@ class Store(ContinuityMixin):
             except BaseException:
                 if outer:
                     self._audit.discard_pending()
+                    for target, path, _sink, _nested in self._tx_owner.staged:
+                        target._discard_staged(path)  # the save did not commit
+                    self._tx_owner.staged = []
                 raise
             finally:
                 self._tx_owner.depth -= 1
             if outer:
                 self._audit.after_commit()
+                self._publish_staged()
+
+    def _stage_in_unit(self, view: Any, text: str, sink: list[OSError]) -> None:
+        target = self if view is None else view
+        path = target._stage_continuity(text)
+        self._tx_owner.staged.append((target, path, sink, self._tx_owner.depth > 1))
+
+    def _publish_staged(self) -> None:
+        """After the outermost commit: put every continuity the units staged in place."""
+        staged, self._tx_owner.staged = self._tx_owner.staged, []
+        for target, path, sink, nested in staged:
+            try:
+                target._flush_continuity(path)
+            except OSError as exc:  # committed: the next open puts the file in place
+                sink.append(exc)
+                if nested:  # its unit has ended: nobody else will say so
+                    warnings.warn(f"a saved continuity could not be put in place yet ({exc}); "
+                                  "it is put in place when the store is next opened",
+                                  UserWarning, stacklevel=3)
 
     @property
     def legacy_upgrade(self) -> dict[str, Any] | None:
@@ -318,7 +342,7 @@ class Store(ContinuityMixin):
         with self._write():
             r = Repositories.of(self._backend)
             yield UnitOfWork(r.episodes, r.links, r.wraps, r.items, r.meta, r.tables, r.vectors,
-                             r.governance, r._conn, self._audit)
+                             r.governance, r._conn, self._audit, self._stage_in_unit)
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[Store]:
@@ -586,15 +610,13 @@ class Store(ContinuityMixin):
         ceiling is refused (TrustError) and nothing is erased."""
         ids = facts.normalize_ids(episode_ids, "episode_ids")
         refused: EpisodeRow | None = None
-        staged: list[Any] = []
         report = ErasureReport()
-        with self._staging() as slot, self._write():
+        with self.transaction() as tx:
             rows = self._backend.get_episodes(ids, exact=True)
             refused = next((r for r in rows.values()
                             if not trust.within_ceiling(r.trust, self.trust_ceiling)), None)
             if refused is None and rows:
-                report = erasure.scrub_episodes(self, rows, staged)
-                slot.extend(p for _v, p in staged)
+                report = erasure.scrub_episodes(self, rows, tx)
                 # what went besides the rows rides on each delete entry (1.0.2's events)
                 self._remove(list(rows), reason="deleted",
                              audit_extra={"erased": report.audit_data()}
@@ -609,7 +631,6 @@ class Store(ContinuityMixin):
                 "it; nothing was deleted")
         self.last_erasure = report
         if report.episodes:
-            erasure.publish(staged)
             self._scrub()
         return report
 
@@ -634,14 +655,12 @@ class Store(ContinuityMixin):
         retention_days), their text from every place it was written (as ``erase``;
         ``last_erasure`` holds the report). Returns how many were removed."""
         days = self._prune_days(older_than_days)
-        staged: list[Any] = []
         report = ErasureReport()
-        with self._staging() as slot, self._write():
+        with self.transaction() as tx:
             ids = self._prunable_ids(days)
             rows = self._backend.get_episodes(ids, exact=True) if ids else {}
             if rows:
-                report = erasure.scrub_episodes(self, rows, staged)
-                slot.extend(p for _v, p in staged)
+                report = erasure.scrub_episodes(self, rows, tx)
             n = self._remove(list(rows), reason="pruned") if rows else 0
             if n:
                 self._audit.append("prune", {"count": n, "older_than_days": days, **(
@@ -649,7 +668,6 @@ class Store(ContinuityMixin):
                     actor="system")
         self.last_erasure = report
         if n:
-            erasure.publish(staged)
             self._scrub()
         return n
 

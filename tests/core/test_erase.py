@@ -24,7 +24,6 @@ from anneal_memory import (
     TrustError,
     ValidationError,
 )
-from anneal_memory import erasure as erasure_mod
 from anneal_memory.governance import MemoryCandidate, MemoryNamespace, SourceRef
 from anneal_memory.testing import backend_of, scripted_compress
 
@@ -216,7 +215,9 @@ def test_a_crash_after_the_commit_is_finished_at_the_next_open(tmp_path: Path,
     ses = _wrapped_user(store, "gina")
     victim = ses.store.recall(keyword="shelf 1").episodes[0].id
     monkeypatch.setattr(store_continuity, "flush_pending_blobs", lambda *a, **k: [])
-    monkeypatch.setattr(erasure_mod, "publish", lambda staged: None)
+    # the "crash" right after each commit: nothing staged is put in place
+    monkeypatch.setattr(Store, "_publish_staged",
+                        lambda self: setattr(self._tx_owner, "staged", []))
     store.erase_namespace({"user": "frank"})
     ses.store.erase([victim])
     assert path.exists()  # the "crash": the files were not touched after the commit
@@ -269,3 +270,4 @@ def test_cli_erase(tmp_path: Path) -> None:
     assert raw_hits(tmp_path, "ZQXCLI") == {}
     r = _cli(db, "namespaces")
     assert "ivy" in r.stdout and "hal" not in r.stdout
+

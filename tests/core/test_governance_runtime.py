@@ -278,8 +278,8 @@ def test_replay_rebuilds_the_projection_and_never_resurrects(rt: MemoryRuntime,
     rt.write(cand("c-l", "Likes ramen for lunch", subject="lunch"))
     rt.forget(USER, "semantic", "lunch", reason="user asked")
     before = rt.profile(USER)
-    with store._write():
-        store.repos.governance.clear_projection()
+    with store.transaction() as tx:
+        tx.governance.clear_projection()
     assert rt.profile(USER) == {}
     assert rt.rebuild_projection() == {"active": 1, "deleted": 1, "events": 4}
     assert rt.profile(USER) == before

@@ -71,3 +71,29 @@ def test_a_scoped_views_repositories_see_its_namespace_only(tmp_path: Path) -> N
             assert set(tx.episodes.get_episodes([a.id, b.id])) == {b.id}
             assert [r.id for r in tx.episodes.all_episodes()] == [b.id]
         assert set(store.repos.episodes.get_episodes([a.id, b.id])) == {a.id, b.id}
+
+
+def test_a_staged_continuity_is_put_in_place_after_the_outermost_commit(tmp_path: Path) -> None:
+    with Store(tmp_path / "m.db") as store:
+        store.save_continuity("## State\n- before\n")
+        with store.transaction():
+            with store.transaction() as tx:
+                tx.stage_continuity("## State\n- after\n")
+            # committed only with the outer unit: the file still holds the old text
+            assert store.continuity_path.read_text("utf-8") == "## State\n- before\n"
+        assert store.continuity_path.read_text("utf-8") == "## State\n- after\n"
+        assert store.load_continuity() == "## State\n- after\n"
+        assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_rolled_back_unit_leaves_no_staged_file_and_the_old_continuity(tmp_path: Path) -> None:
+    with Store(tmp_path / "m.db") as store:
+        store.save_continuity("## State\n- kept\n")
+        with pytest.raises(Boom), store.transaction() as tx:
+            tx.stage_continuity("## State\n- ZQXROLLEDBACK\n")
+            raise Boom
+        assert store.load_continuity() == "## State\n- kept\n"
+    for f in tmp_path.iterdir():
+        assert b"ZQXROLLEDBACK" not in f.read_bytes(), f.name
+    with Store(tmp_path / "m.db") as again:
+        assert again.load_continuity() == "## State\n- kept\n"

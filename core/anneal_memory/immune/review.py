@@ -303,8 +303,7 @@ def _commit_edit(store: Store, key: str, text: str, rec: dict[str, Any] | None, 
         tx.audit.append(event, {**data, "name_hash": store.audit_trail.hash_content(key),
                                 "content_hash": store.audit_trail.hash_content(text)},
                         actor="operator")
-        store._stage_continuity(text)
-    store._flush_continuity()
+        tx.stage_continuity(text)
 
 
 def demote_pattern(store: Store, name: str, level: int | None = None) -> dict[str, Any]:

@@ -342,7 +342,7 @@ def validated_save_continuity(
         except Exception:
             crystal_names = set()
 
-    with store._staging() as staged, store.transaction() as tx:
+    with store.transaction() as tx:
         current = b.wraps.open_wrap()
         if current is None or current["id"] != wrap["id"]:
             raise NoWrapInProgressError("the wrap was saved or cancelled by another process "
@@ -404,11 +404,9 @@ def validated_save_continuity(
             "drift": result["drift"],
             "session_id": session_id,
         }, actor="agent")
-        staged.append(store._stage_continuity(final_text))
-    try:
-        store._flush_continuity(*staged)
-    except OSError as exc:  # committed: the file is put in place when the store is next opened
-        result["warnings"].append(f"the continuity file could not be put in place yet ({exc}); "
+        tx.stage_continuity(final_text)
+    for err in tx.unpublished:  # committed: the file is put in place when the store is next opened
+        result["warnings"].append(f"the continuity file could not be put in place yet ({err}); "
                                   "the saved text waits beside it and is put in place on "
                                   "the next open")
     for w in result["warnings"]:
