@@ -33,13 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._audit_chain import GENESIS, MIRRORED_SEQ_KEY, entry_hash
+from ._audit_chain import GENESIS, entry_hash
 from ._audit_files import AuditPaths, AuditVerifyResult, load_manifest
 from .errors import AuditError
 from .legacy.upgrade import LEGACY_AUDIT_FORMAT, LEGACY_TAIL_KEY, legacy_tail
 from .legacy.upgrade import as_entry as legacy_entry
 from .storage.driver import sqlite_driver
 from .storage.sqlite_audit import chain_rows
+from .storage.sqlite_peek import ChainReader
 
 _FIELDS = ("seq", "ts", "actor", "event", "data", "prev_hash", "hash")
 _HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
@@ -124,27 +125,20 @@ class _DbCopy:
         self.mirrored = 0
         self._rows: Iterator[tuple[Any, ...]] = iter(())
         self._conn: Any = None
+        self._reader: ChainReader | None = None
         self._next: dict[str, Any] | None = None
         self.prev_seq, self.prev_hash = 0, GENESIS
-        if not db.exists() or db.stat().st_size == 0:
-            return
         sqlite3 = sqlite_driver()
         try:
-            conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True)
-            has_log = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
-                                   "name='audit_log'").fetchone()
-            if not has_log:
-                conn.close()
+            reader = ChainReader(db, LEGACY_TAIL_KEY)
+            if not reader.available:
                 return
-            got = conn.execute("SELECT value FROM meta WHERE key=?",
-                               (MIRRORED_SEQ_KEY,)).fetchone()
-            self.mirrored = int(got[0]) if got and str(got[0]).isdigit() else 0
-            tail = conn.execute("SELECT value FROM meta WHERE key=?",
-                                (LEGACY_TAIL_KEY,)).fetchone()
-            if tail:  # an upgraded 1.0.2 store: its entries are in the files only
-                self.prev_seq, self.prev_hash = legacy_tail(tail[0])
-            self._rows = chain_rows(conn)
-            self._conn = conn
+            self.mirrored = reader.mirrored
+            if reader.legacy_tail:  # an upgraded 1.0.2 store: its entries are in the files only
+                self.prev_seq, self.prev_hash = legacy_tail(reader.legacy_tail)
+            self._rows = reader.rows
+            self._reader = reader
+            self._conn = reader.conn
             self.available = True
         except (sqlite3.DatabaseError, ValueError) as exc:
             raise _Break(1, "database", f"the database's copy of the chain cannot be read "
@@ -152,8 +146,8 @@ class _DbCopy:
         self._advance()
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
+        if self._reader is not None:
+            self._reader.close()
 
     def refresh(self) -> None:
         """Read on past the end: entries committed since the walk began (a writer that

@@ -67,9 +67,8 @@ from ._lazy import LazyLogger, sha256_hex
 from .clock import iso_week, now_iso
 from .errors import AuditError
 from .legacy.upgrade import LEGACY_AUDIT_FORMAT, sealed_part, upgrade_report
-from .storage.driver import sqlite_driver
+from .storage import sqlite_peek as peek
 from .storage.pg_location import pg_dsn
-from .storage.sqlite_audit import tip_row
 
 if TYPE_CHECKING:
     from .storage.base import Backend
@@ -503,7 +502,7 @@ class AuditTrail:
         for name, e in file_entries(paths, load_manifest(paths), strict=False):
             last = max(last, int(e.get("seq", 0)))
             yield name, e
-        for e in _db_entries_after(paths.db, last):
+        for e in peek.audit_entries_after(paths.db, last):
             yield "database", e
 
     @staticmethod
@@ -539,8 +538,8 @@ class AuditTrail:
         last: dict[str, Any] | None = None
         for _name, e in AuditTrail.iter_entries(db_path):
             last = e
-        store_id = _db_meta(paths.db, "store_id")
-        tip = _db_tip(paths.db)  # the database's copy knows the newest even past the files
+        store_id = peek.meta_value(paths.db, "store_id")
+        tip = peek.audit_tip(paths.db)  # the database's copy knows the newest even past the files
         if tip is not None and (last is None or int(last["seq"]) < tip[0]):
             return AuditHead(tip[0], tip[1], None, store_id)
         if last is None:
@@ -757,59 +756,6 @@ def _set_aside(paths: AuditPaths, keep: set[str]) -> list[str]:
     return set_aside
 
 
-def _db_meta(db: Path, key: str) -> str | None:
-    conn = _ro_connect(db)
-    if conn is None:
-        return None
-    try:
-        r = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-        return None if r is None else str(r[0])
-    except Exception:
-        return None
-    finally:
-        conn.close()
-
-
-def _db_tip(db: Path) -> tuple[int, str] | None:
-    """(seq, hash) of the newest entry in the database's copy (None when it holds none or
-    cannot be read)."""
-    conn = _ro_connect(db)
-    if conn is None:
-        return None
-    try:
-        return tip_row(conn)
-    except sqlite_driver().DatabaseError:
-        return None
-    finally:
-        conn.close()
-
-
-def _ro_connect(db: Path) -> Any:
-    if not db.is_file() or db.stat().st_size == 0:
-        return None
-    sqlite3 = sqlite_driver()
-    try:
-        return sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True)
-    except sqlite3.DatabaseError:
-        return None
-
-
-def _db_entries_after(db: Path, after: int) -> list[dict[str, Any]]:
-    """The database's entries after ``after`` (empty when it cannot be read)."""
-    conn = _ro_connect(db)
-    if conn is None:
-        return []
-    try:
-        rows = conn.execute("SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log "
-                            "WHERE seq > ? ORDER BY seq", (after,)).fetchall()
-        return [{"seq": r[0], "ts": r[1], "actor": r[2], "event": r[3], "data": json.loads(r[4]),
-                 "prev_hash": r[5], "hash": r[6]} for r in rows]
-    except (sqlite_driver().DatabaseError, ValueError):
-        return []
-    finally:
-        conn.close()
-
-
 @contextlib.contextmanager
 def _server_backend(location: Any) -> Iterator[Any]:
     from .storage.postgres import PostgresBackend
@@ -855,21 +801,14 @@ def _check_db_path(db_path: Any) -> None:
 def _unupgraded_legacy(db_path: str | Path) -> bool:
     """A store 1.0.2 wrote that no Store of ours has opened (so not upgraded yet)."""
     from .legacy.upgrade import is_legacy_store
-    from .storage.driver import sqlite_driver
 
-    p = Path(db_path)
-    if not p.is_file():
-        return False
-    try:
-        conn = sqlite_driver().connect(p.resolve().as_uri() + "?mode=ro&immutable=1", uri=True)
-    except Exception:  # not a database: the walk reports it
-        return False
-    try:
-        return is_legacy_store(conn)
-    except Exception:
-        return False
-    finally:
-        conn.close()
+    with peek.read_only(Path(db_path), immutable=True) as conn:
+        if conn is None:  # not a database: the walk reports it
+            return False
+        try:
+            return is_legacy_store(conn)
+        except Exception:
+            return False
 
 
 def _verify_legacy_copy(db: Path, progress: Callable[[str, int], None] | None,
