@@ -76,6 +76,15 @@ class UnitLost(Exception):
     """The unit of work's transaction is gone (its ``__cause__`` says why)."""
 
 
+def require_writable(store: Any) -> None:
+    """Refuse early (ReadOnlyStoreError) on a store opened read_only, before any check or
+    read a write would start with."""
+    if getattr(store, "read_only", False):
+        from .errors import ReadOnlyStoreError
+
+        raise ReadOnlyStoreError("this store was opened read_only: reopen it to write")
+
+
 class Ground(Protocol):
     """What the modules below the Store facade need of the Store (or scoped view) they
     act for: its repositories, a unit of work, whose memory it is and its trust ceiling."""

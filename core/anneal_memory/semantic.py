@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ._inputs import storable_text, whole_number
+from ._unit import require_writable
 from .embedding import Embedder, cosine_similarities, pack_vector, top
 from .errors import EmbedderError, ValidationError
 from .stem import stem
@@ -297,7 +298,7 @@ def embed_pending(store: Store, *, rebuild: bool = False, limit: int | None = No
     if emb is None:
         raise ValidationError("this store has no embedder: open it with Store(path, "
                               "embedder=...) to embed its episodes")
-    store._check_writable()
+    require_writable(store)
     if limit is not None:
         whole_number(limit, "limit")
     repo = store.repos.vectors

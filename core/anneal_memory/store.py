@@ -19,7 +19,7 @@ from ._fileio import atomic_write_text, sidecar_path
 from ._inputs import metadata_text, storable_text, whole_number
 from ._lazy import sha256_hex, token_hex
 from ._namespace import MemoryNamespace, coerce_namespace, digest
-from ._unit import UnitOfWork
+from ._unit import UnitOfWork, require_writable
 from .audit import AuditTrail
 from .clock import ago, iso, normalize_timestamp, now_iso, utcnow
 from .continuity.relayed import check_policy as check_relayed_policy
@@ -260,10 +260,7 @@ class Store(ContinuityMixin):
         return ItemCollection(self, collection)
 
     def _check_writable(self) -> None:
-        if self.read_only:
-            from .errors import ReadOnlyStoreError
-
-            raise ReadOnlyStoreError("this store was opened read_only: reopen it to write")
+        require_writable(self)
 
     def scoped(self, namespace: Any) -> Store:
         """A view of this store limited to one namespace (a mapping with any of

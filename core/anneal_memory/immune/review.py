@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._inputs import storable_text, whole_number
+from .._unit import require_writable
 from ..clock import now_iso
 from ..continuity.parse import parse_pattern_line, parse_sections, pattern_key
 from ..errors import ValidationError, WrapInProgressError
@@ -240,7 +241,7 @@ def _count(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
 def mark_worklist_reviewed(store: Store, *, through_wrap: int | None = None) -> dict[str, Any]:
     """Record that the operator judged the worklist up to ``through_wrap`` (default: the
     newest saved wrap). Audited as ``worklist_reviewed``; returns what was marked."""
-    store._check_writable()
+    require_writable(store)
     with store.transaction() as tx:
         newest = store.wrap_history(1)
         last = int(newest[0]["id"]) if newest else 0
@@ -310,7 +311,7 @@ def demote_pattern(store: Store, name: str, level: int | None = None) -> dict[st
     """Lower a pattern to ``level`` (default: one rung down, never below 1x) in the
     continuity and in the store's pattern record, so the next save measures it from
     there. Refused while a wrap is open, and for a level that is not lower."""
-    store._check_writable()
+    require_writable(store)
     key = pattern_key(name) if isinstance(name, str) else ""
     current = max(_edit_continuity(store, name, lambda p: p.line)[1])
     to = max(1, current - 1) if level is None else whole_number(level, "level", minimum=1)
@@ -335,7 +336,7 @@ def demote_pattern(store: Store, name: str, level: int | None = None) -> dict[st
 def retire_pattern(store: Store, name: str) -> dict[str, Any]:
     """Take a pattern out of the continuity and forget its level record, so it counts as
     new (1x) if it is ever written again. Refused while a wrap is open."""
-    store._check_writable()
+    require_writable(store)
     key = pattern_key(name) if isinstance(name, str) else ""
     text, levels = _edit_continuity(store, name, lambda p: None)
     _commit_edit(store, key, text, None, event="pattern_retired",
