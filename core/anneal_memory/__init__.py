@@ -13,8 +13,9 @@ from typing import Any as _Any
 from ._version import __version__
 
 if _TYPE_CHECKING:  # the names for type checkers; at run time they load on first use
-    from .audit import AuditTrail, AuditVerifyResult
-    from .continuity.durable import DurableFact, parse_durable_facts
+    from ._audit_files import AuditVerifyResult
+    from .audit import AuditTrail
+    from .continuity.durable import parse_durable_facts
     from .continuity.parse import PatternSummary, extract_pattern_summaries
     from .continuity.schema import (
         DEFAULT_SCHEMA,
@@ -79,6 +80,7 @@ if _TYPE_CHECKING:  # the names for type checkers; at run time they load on firs
     from .text import check_explanation_overlap
     from .types import (
         AffectiveState,
+        DurableFact,
         Episode,
         EpisodeType,
         NamespaceTotals,

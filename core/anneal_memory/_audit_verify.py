@@ -362,7 +362,7 @@ def _differs(e: Mapping[str, Any], d: Mapping[str, Any]) -> bool:
     """Whether the file's entry ``e`` is not the database's ``d`` (kept in full, or as
     its hash only: then the file entry's recomputed hash must be that hash)."""
     if d.get("compacted"):
-        return e.get("hash") != d["hash"] or entry_hash(e) != d["hash"]
+        return bool(e.get("hash") != d["hash"] or entry_hash(e) != d["hash"])
     return not same_entry(e, d)
 
 

@@ -511,6 +511,7 @@ def _grounding_ids(store: Any, key: str) -> list[str]:
 
 
 def _find(data: dict[str, Any], name: str) -> dict[str, Any] | None:
+    row: dict[str, Any]
     for row in data["crystals"]:
         if row.get("name") == name:
             return row

@@ -25,8 +25,7 @@ from .types import (
 
 if TYPE_CHECKING:
     from ._unit import Facade
-    from .continuity.durable import DurableFact
-    from .crystal import PatternMatch
+    from .types import DurableFact, PatternMatch
 
 
 def _int_arg(value: Any, name: str, minimum: int) -> int:

@@ -27,8 +27,7 @@ from .wrap.render import render_package
 from .wrap.save import validated_save_continuity
 
 if TYPE_CHECKING:
-    from .continuity.durable import DurableFact
-    from .crystal import PatternMatch
+    from .types import DurableFact, PatternMatch
 
 T = TypeVar("T")
 

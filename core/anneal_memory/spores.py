@@ -555,6 +555,7 @@ class SporeStore(JsonSidecar):
         return dropped
 
     def _open_row(self, data: dict[str, Any], spore_id: str) -> dict[str, Any]:
+        row: dict[str, Any]
         for row in data["open"]:
             if row.get("id") == spore_id:
                 return row

@@ -20,6 +20,7 @@ from ._inputs import metadata_text, storable_text, whole_number
 from ._lazy import sha256_hex, token_hex
 from ._namespace import MemoryNamespace, coerce_namespace, digest
 from ._unit import UnitOfWork, require_writable
+from ._wrap_age import stale_wrap
 from .audit import AuditTrail
 from .clock import ago, iso, normalize_timestamp, now_iso, utcnow
 from .continuity.relayed import check_policy as check_relayed_policy
@@ -38,7 +39,7 @@ from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.repos import Repositories
 from .storage.scoped import ScopedBackend
 from .storage.sqlite import SQLiteBackend
-from .store_continuity import ContinuityMixin, stale_wrap
+from .store_continuity import ContinuityMixin
 from .types import Episode, EpisodeType, NamespaceTotals, RecallResult, StoreStatus, coerce_trust
 
 if TYPE_CHECKING:
@@ -926,7 +927,7 @@ class ScopedStore(Store):
         return int(self.parent.repos.meta.get_meta(audit_counter_key(self.ns_tag)) or 0)
 
     def _status_namespace(self) -> dict[str, Any] | None:
-        return self.namespace.to_dict()
+        return dict(self.namespace.to_dict())
 
     def _namespace_totals(self) -> None:
         return None

@@ -107,7 +107,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def _anchored(path: Any) -> bool:
     """True when the trail starts at its genesis entry (not after a cut or a lost head)."""
-    from ..audit import GENESIS
+    from .._audit_chain import GENESIS
 
     for _name, entry in AuditTrail.iter_entries(path):
         return bool(entry.get("prev_hash") == GENESIS)

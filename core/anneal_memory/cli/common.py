@@ -45,8 +45,9 @@ def add_verbose(p: argparse.ArgumentParser) -> None:
 def command(sub: Any, name: str, help_text: str, func: Any,
             aliases: tuple[str, ...] = ()) -> argparse.ArgumentParser:
     """Declare a command that prints data (so it takes --json) and runs ``func``."""
-    p = sub.add_parser(name, help=help_text, description=_sentence(help_text),
-                       aliases=list(aliases))
+    p: argparse.ArgumentParser = sub.add_parser(name, help=help_text,
+                                                description=_sentence(help_text),
+                                                aliases=list(aliases))
     add_json(p)
     p.set_defaults(func=func)
     return p

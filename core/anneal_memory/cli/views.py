@@ -77,7 +77,7 @@ def _open_wrap(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def cmd_wrap_status(args: argparse.Namespace) -> int:
-    from ..store_continuity import stale_policy, stale_wrap, wrap_age
+    from .._wrap_age import stale_policy, stale_wrap, wrap_age
     from ..wrap.lifecycle import open_wrap_info
 
     with read_store(args) as store:

@@ -86,13 +86,16 @@ def build_server(tools: MemoryTools | Callable[[], MemoryTools], *, offload: boo
     async def run_call(name: str, arguments: Any) -> tuple[str, bool]:
         mine = current()
         if offload:
-            return await anyio.to_thread.run_sync(call_tool, mine, name, arguments)
+            got: tuple[str, bool] = await anyio.to_thread.run_sync(call_tool, mine, name,
+                                                                   arguments)
+            return got
         return call_tool(mine, name, arguments)
 
     async def run_read(uri: str) -> tuple[str, str]:
         mine = current()
         if offload:
-            return await anyio.to_thread.run_sync(read_resource, mine.store, uri)
+            text: tuple[str, str] = await anyio.to_thread.run_sync(read_resource, mine.store, uri)
+            return text
         return read_resource(mine.store, uri)
 
     def tool_list() -> Any:
@@ -128,12 +131,12 @@ def build_server(tools: MemoryTools | Callable[[], MemoryTools], *, offload: boo
     # SDK 1.x: decorators.
     server = Server(SERVER_NAME, version=version, instructions=INSTRUCTIONS)
 
-    @server.list_tools()  # type: ignore[attr-defined,misc]
+    @server.list_tools()  # type: ignore[attr-defined,misc,untyped-decorator]
     async def _list_tools() -> Any:
         return tool_list()
 
     # Our own argument check (args.py) answers bad calls, the same on every SDK version.
-    @server.call_tool(validate_input=False)  # type: ignore[attr-defined,misc]
+    @server.call_tool(validate_input=False)  # type: ignore[attr-defined,misc,untyped-decorator]
     async def _call_tool(name: str, arguments: Any) -> Any:
         text, is_error = await run_call(name, arguments)
         if is_error:
@@ -142,11 +145,11 @@ def build_server(tools: MemoryTools | Callable[[], MemoryTools], *, offload: boo
             raise _ToolFailed(text)
         return [t.TextContent(type="text", text=text)]
 
-    @server.list_resources()  # type: ignore[attr-defined,misc]
+    @server.list_resources()  # type: ignore[attr-defined,misc,untyped-decorator]
     async def _list_resources() -> Any:
         return res_list()
 
-    @server.read_resource()  # type: ignore[attr-defined,misc]
+    @server.read_resource()  # type: ignore[attr-defined,misc,untyped-decorator]
     async def _read_resource(uri: Any) -> Any:
         from mcp.server.lowlevel.helper_types import ReadResourceContents
 

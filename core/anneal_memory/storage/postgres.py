@@ -209,10 +209,14 @@ class PostgresBackend(SQLBackend):
 
     def q(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Rows of ``sql``; ``?`` placeholders, as on SQLite."""
-        return self._run(sql, params, lambda cur: cur.fetchall() if cur.description else [])
+        rows: list[tuple[Any, ...]] = self._run(
+            sql, params, lambda cur: cur.fetchall() if cur.description else [])
+        return rows
 
     def q1(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        return self._run(sql, params, lambda cur: cur.fetchone() if cur.description else None)
+        row: tuple[Any, ...] | None = self._run(
+            sql, params, lambda cur: cur.fetchone() if cur.description else None)
+        return row
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         def run(conn: Any) -> None:

@@ -503,7 +503,8 @@ class SQLiteBackend(SQLiteAudit):
         self._check_open()
         with self._lock:  # one connection shared by threads: a statement at a time
             try:
-                return self.conn.execute(sql, tuple(params)).fetchall()
+                rows: list[tuple[Any, ...]] = self.conn.execute(sql, tuple(params)).fetchall()
+                return rows
             except sqlite_errors.caught() as exc:
                 sqlite_errors.reraise(exc, self.path)
 
@@ -511,7 +512,8 @@ class SQLiteBackend(SQLiteAudit):
         self._check_open()
         with self._lock:
             try:
-                return self.conn.execute(sql, tuple(params)).fetchone()
+                row: tuple[Any, ...] | None = self.conn.execute(sql, tuple(params)).fetchone()
+                return row
             except sqlite_errors.caught() as exc:
                 sqlite_errors.reraise(exc, self.path)
 
