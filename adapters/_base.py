@@ -413,16 +413,18 @@ class MemoryAdapter:
             wrap_on_end=wrap_on_end, memory_role=role)
         return session
 
-    def _memory_options(self, options: MemoryOptions | None,
+    @classmethod
+    def _memory_options(cls, options: MemoryOptions | None,
                         keywords: Mapping[str, Any]) -> MemoryOptions:
         """``options`` with ``keywords`` over it, each keyword one of :attr:`memory_options`
-        (for a constructor that checks an option before it opens the memory)."""
+        (for a constructor that checks an option before it opens the memory, or a
+        classmethod that builds the adapter)."""
         if options is not None and not isinstance(options, MemoryOptions):
             raise ValidationError("options must be a MemoryOptions, not "
                                   f"{type(options).__name__}")
         for name in keywords:
-            if name not in self.memory_options:
-                raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument "
+            if name not in cls.memory_options:
+                raise TypeError(f"{cls.__name__}() got an unexpected keyword argument "
                                 f"{name!r}")
         return replace(options or MemoryOptions(), **keywords)
 

@@ -30,7 +30,7 @@ import secrets
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from agent_framework import ContextProvider, HistoryProvider, Message
@@ -43,9 +43,15 @@ from anneal_memory.adapters import (
     hook_guard,
     identity,
     label_memory,
+    options_except,
 )
 from anneal_memory.errors import IdentityError, ValidationError
 from anneal_memory.session import MemorySession
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from anneal_memory.adapters import MemoryKwargs, MemoryOptions
 
 LOGGER_NAME = "anneal_memory.adapters.agent_framework"
 _log = logging.getLogger(LOGGER_NAME)
@@ -182,22 +188,17 @@ class AnnealContextProvider(MemoryAdapter, ContextProvider):
     logger_name = LOGGER_NAME
     identity_source = USER_SOURCE
 
+    memory_options = options_except("project_name")
+
     def __init__(self, memory: Store | MemorySession | str | os.PathLike[str], *,
-                 source_id: str = "anneal_memory", namespace: Any = None,
-                 wrap_on_end: bool = False, compress: Compress | None = None,
-                 record_user_input: bool = True, record_tools: bool = True,
-                 record_outcome: bool = True, memory_role: str | None = None,
-                 recall_limit: int | None = None, max_content_chars: int | None = None,
-                 session_id: str | None = None, crystal_store: Any = None,
-                 strict: bool | None = None, embedder: Any = None) -> None:
+                 source_id: str = "anneal_memory", record_user_input: bool = True,
+                 record_tools: bool = True, record_outcome: bool = True,
+                 options: MemoryOptions | None = None,
+                 **keywords: Unpack[MemoryKwargs]) -> None:
         if not isinstance(source_id, str) or not source_id.strip():
             raise ValidationError("source_id must be a non-empty string")
         ContextProvider.__init__(self, source_id)
-        self._init_memory(memory, namespace=namespace, compress=compress,
-                          wrap_on_end=wrap_on_end, memory_role=memory_role,
-                          session_id=session_id, crystal_store=crystal_store,
-                          recall_limit=recall_limit, max_content_chars=max_content_chars,
-                          strict=strict, embedder=embedder)
+        self._init_memory(memory, options, **keywords)
         self.record_user_input = bool(record_user_input)
         self.record_tools = bool(record_tools)
         self.record_outcome = bool(record_outcome)

@@ -27,7 +27,7 @@ import contextvars
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agno.exceptions import CheckTrigger, InputCheckError
 from agno.memory import MemoryManager, UserMemory
@@ -43,11 +43,17 @@ from anneal_memory.adapters import (
     hook_guard,
     identity,
     label_memory,
+    options_except,
 )
 from anneal_memory.clock import parse_timestamp
 from anneal_memory.errors import IdentityError, ValidationError
 from anneal_memory.governance.scoped import UnscopedView
 from anneal_memory.session import MemorySession
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from anneal_memory.adapters import MemoryKwargs, MemoryOptions
 
 LOGGER_NAME = "anneal_memory.adapters.agno"
 _log = logging.getLogger(LOGGER_NAME)
@@ -129,19 +135,14 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
     #: Agno's seam puts memories in the system prompt; the block is labelled as data
     default_memory_role = "system"
 
+    memory_options = options_except("memory_role", "project_name")
+
     def __init__(self, memory: Store | MemorySession | str | os.PathLike[str], *,
-                 namespace: Any = None, wrap_on_end: bool = False,
-                 compress: Compress | None = None, record_user_input: bool = True,
-                 record_tools: bool = True, record_outcome: bool = True,
-                 recall_limit: int | None = None, max_content_chars: int | None = None,
-                 session_id: str | None = None, crystal_store: Any = None,
-                 strict: bool | None = None, embedder: Any = None) -> None:
+                 record_user_input: bool = True, record_tools: bool = True,
+                 record_outcome: bool = True, options: MemoryOptions | None = None,
+                 **keywords: Unpack[MemoryKwargs]) -> None:
         MemoryManager.__init__(self, id="anneal-memory", name="anneal-memory")
-        self._init_memory(memory, namespace=namespace, compress=compress,
-                          wrap_on_end=wrap_on_end, session_id=session_id,
-                          crystal_store=crystal_store, recall_limit=recall_limit,
-                          max_content_chars=max_content_chars, strict=strict,
-                          embedder=embedder)
+        self._init_memory(memory, options, **keywords)
         self.record_user_input = bool(record_user_input)
         self.record_tools = bool(record_tools)
         self.record_outcome = bool(record_outcome)

@@ -27,24 +27,31 @@ import os
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, project_key_for_directory
 
-from anneal_memory import ScopedStore, Store
+from anneal_memory import Store
 from anneal_memory.adapters import (
     MEMORY_LABEL,
     Compress,
-    attach_memory,
+    MemoryAdapter,
     check_identity,
     check_namespace,
     check_namespace_identity,
     hook_guard,
+    label_memory,
     namespace_key,
+    options_except,
 )
 from anneal_memory.errors import IdentityError, ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from anneal_memory.adapters import MemoryKwargs, MemoryOptions
 
 LOGGER_NAME = "anneal_memory.adapters.claude_agent_sdk"
 _safe = hook_guard(LOGGER_NAME)
@@ -58,48 +65,46 @@ CONTEXT_LABEL = MEMORY_LABEL
 _MAX_SESSIONS = 1024
 
 
-class AnnealMemory:
+class AnnealMemory(MemoryAdapter):
     """Anneal memory for Claude Agent SDK sessions: hooks, memory tools, one wrap per Stop.
 
     ``memory`` is a :class:`~anneal_memory.Store`, a store path (opened and owned:
     :meth:`close` closes it) or a ready :class:`~anneal_memory.session.MemorySession`
     (then that one session is used for every SDK session, and the session options go to
     it). Pass :attr:`hooks` and :attr:`mcp_server` to ``ClaudeAgentOptions`` or let
-    :meth:`options` do it.
+    :meth:`options` do it. The shared options (``namespace``, ``compress``,
+    ``wrap_on_end``, ``recall_limit``, ``max_content_chars``, ``session_id``,
+    ``crystal_store``, ``strict``, ``embedder``) are keywords, or one
+    ``options=MemoryOptions(...)`` (a keyword overrides the field it names).
 
     ``wrap_on_end`` (default: ``True`` when ``compress`` is given) wraps at every ``Stop``;
     otherwise call :meth:`awrap` or let the agent wrap with the ``prepare_wrap`` /
     ``save_continuity`` tools.
     """
 
-    compress: Compress | None
-    wrap_on_end: bool
-    _base: MemorySession
+    framework = "claude-agent-sdk"
+    extra = "claude-agent-sdk"
+    logger_name = LOGGER_NAME
+    identity_source = "the hook input's cwd"
+
+    #: the memory goes in as the hook's ``additionalContext``: no role to choose
+    memory_options = options_except("memory_role", "project_name")
 
     def __init__(self, memory: Store | MemorySession | str | os.PathLike[str], *,
-                 namespace: Namespace = None, compress: Compress | None = None,
-                 wrap_on_end: bool | None = None, record_user_input: bool = True,
-                 record_tools: bool = True, record_outcome: bool = True,
-                 server_name: str = "anneal_memory", wrap_timeout: float = 600.0,
-                 recall_limit: int | None = None, max_content_chars: int | None = None,
-                 session_id: str | None = None, crystal_store: Any = None,
-                 strict: bool | None = None, embedder: Any = None) -> None:
-        if wrap_on_end is None:
-            wrap_on_end = compress is not None
-        attach_memory(self, memory, LOGGER_NAME, compress=compress, wrap_on_end=wrap_on_end,
-                      session_id=session_id, crystal_store=crystal_store,
-                      recall_limit=recall_limit, max_content_chars=max_content_chars,
-                      strict=strict, embedder=embedder)
+                 record_user_input: bool = True, record_tools: bool = True,
+                 record_outcome: bool = True, server_name: str = "anneal_memory",
+                 wrap_timeout: float = 600.0, options: MemoryOptions | None = None,
+                 **keywords: Unpack[MemoryKwargs]) -> None:
+        wrap_on_end = keywords.pop("wrap_on_end", None)
+        opts = self._memory_options(options, keywords)
+        if wrap_on_end is None:  # a compressor given: wrap at every Stop
+            wrap_on_end = opts.wrap_on_end or opts.compress is not None
+        opts = replace(opts, wrap_on_end=bool(wrap_on_end))
         self._fixed = isinstance(memory, MemorySession)
-        if self._fixed and namespace is not None:
+        if self._fixed and opts.namespace is not None:
             raise ValidationError("namespace belongs to the MemorySession you pass: "
                                   "MemorySession(store.scoped(namespace))")
-        # a view (store.scoped(...)) is one namespace already: every SDK session uses it
-        self._scoped_store = isinstance(self._base.store, ScopedStore)
-        if self._scoped_store and namespace is not None:
-            raise ValidationError("the store you pass is already a scoped view: pass the "
-                                  "parent Store with namespace=, or the view alone")
-        if self.wrap_on_end and self.compress is None:
+        if opts.wrap_on_end and opts.compress is None:
             raise ValidationError("wrap_on_end needs compress= (a callable prompt -> "
                                   "continuity, e.g. claude_compressor()); or leave "
                                   "wrap_on_end off and wrap with memory.awrap() or the "
@@ -110,13 +115,12 @@ class AnnealMemory:
         if not isinstance(server_name, str) or not server_name.strip() \
                 or not server_name.replace("_", "").replace("-", "").isalnum():
             raise ValidationError("server_name must be letters, digits, '-' or '_'")
-        self.namespace = check_namespace(namespace)
         self.record_user_input = record_user_input
         self.record_tools = record_tools
         self.record_outcome = record_outcome
         self.server_name = server_name
         self.wrap_timeout = float(wrap_timeout)
-        self._session_id = session_id
+        self._session_id = opts.session_id
         self._sessions: OrderedDict[tuple[str, str], MemorySession] = OrderedDict()
         #: namespace key -> {SDK session id: namespace}: the SDK sessions between a prompt
         #: and their Stop (the memory tools act for these)
@@ -126,36 +130,40 @@ class AnnealMemory:
         #: the IdentityErrors of hook inputs whose session id, cwd or namespace was empty
         #: or invisible (each such prompt was blocked with the refusal's message)
         self.identity_refusals: list[IdentityError] = []
-        if self.namespace is not None and not callable(self.namespace):
-            self._session_for_namespace(self.namespace, session_id)  # bad namespace: raise now
+        # validates every option, opens the memory; a bad namespace raises now
+        self._init_memory(memory, opts)
 
     # ------------------------------------------------------------------ the memory
+    @property
+    def namespace(self) -> Namespace:
+        """The ``namespace=`` option (None: each hook input's project)."""
+        return self._anneal.namespace
+
+    @property
+    def compress(self) -> Compress | None:
+        """The constructor's compressor (None: none)."""
+        return self._anneal.compress
+
+    @property
+    def wrap_on_end(self) -> bool:
+        """Whether every ``Stop`` wraps."""
+        return self._anneal.wrap_on_end
+
     @property
     def session(self) -> MemorySession:
         """This adapter's own memory: the session given (or over the view given), the
         session of a fixed ``namespace=``, else the store's session. With a callable
         ``namespace=`` the memory is chosen per hook input, so this refuses: call
         :meth:`session_for` with the hook input."""
-        base = self._base
-        namespace = getattr(self, "namespace", None)  # None while the constructor runs
-        if namespace is None or self._fixed or self._scoped_store:
-            return base
-        if callable(namespace):
+        state = self._anneal
+        if state.namespace is None or self._fixed or state.pinned:
+            return state.session
+        if callable(state.namespace):
             raise ValidationError(
                 "this AnnealMemory's namespace is chosen per hook input (a callable), so it "
                 "has no one session: call session_for(hook_input) with the SDK's hook input "
                 "(its session_id and cwd)")
-        return self._session_for_namespace(namespace, None)
-
-    @session.setter
-    def session(self, value: MemorySession) -> None:
-        self._base = value
-
-    @property
-    def base_session(self) -> MemorySession:
-        """The session given (or made from the Store / path): every namespace's session
-        is derived from it."""
-        return self._base
+        return self._session_for_namespace(state.namespace, None)
 
     # ------------------------------------------------------------------ wiring
     @property
@@ -213,30 +221,34 @@ class AnnealMemory:
         return replace(opts, **changes)
 
     # ------------------------------------------------------------------ identity
-    def session_for(self, hook_input: Mapping[str, Any]) -> MemorySession:
-        """The memory session of one hook input: its namespace and SDK session id."""
+    def session_for(self, context: Mapping[str, Any] | None = None, *,
+                    namespace: Namespace = None) -> MemorySession:
+        """The memory session of one hook input (``context``): its namespace and SDK
+        session id; ``namespace`` (a mapping or MemoryNamespace) names one instead."""
         if self._fixed:
-            return self._base
-        namespace = self._namespace_of(hook_input)
+            return self.base_session
+        hook_input = context if context is not None else {}
+        if namespace is not None:
+            if self._anneal.pinned:
+                return super().session_for(namespace=namespace)  # the view's, or refused
+            namespace = check_namespace(
+                check_namespace_identity(namespace, "namespace= of this call"))
+        else:
+            namespace = self._namespace_of(hook_input)
         return self._session_for_namespace(namespace, _sid(hook_input) or None)
 
-    def _namespace_of(self, hook_input: Mapping[str, Any]) -> Any:
-        if self._scoped_store:
-            return None
-        if callable(self.namespace):
-            found = self.namespace(hook_input)
-            if found is None:
-                raise ValidationError("the namespace callable returned None: return a "
-                                      "mapping or a MemoryNamespace for every hook input")
-            return check_namespace(
-                check_namespace_identity(found, "the namespace callable's result"))
-        if self.namespace is not None:
-            return self.namespace
-        raw = hook_input.get("cwd")
+    def default_namespace(self, context: Any) -> Any:
+        """The hook input's project: ``{"project": <the SDK's key of its cwd>}``."""
+        raw = context.get("cwd") if isinstance(context, Mapping) else None
         if raw is None:
             raise ValidationError("the hook input has no cwd, so its project namespace is "
                                   "unknown: pass namespace= to AnnealMemory")
-        return project_namespace(check_identity(raw, "the hook input's cwd", "project"))
+        return project_namespace(check_identity(raw, self.identity_source, "project"))
+
+    def _namespace_of(self, hook_input: Mapping[str, Any]) -> Any:
+        if self._anneal.pinned:
+            return None
+        return self._configured_namespace(hook_input)[0]
 
     def _session_for_namespace(self, namespace: Any, sid: str | None) -> MemorySession:
         """One MemorySession per (namespace, SDK session id); its own ``session_id`` is the
@@ -246,8 +258,8 @@ class AnnealMemory:
         if session is not None:
             self._sessions.move_to_end(key)
             return session
-        base = self._base
-        view = base.store if namespace is None or self._scoped_store \
+        base = self.base_session
+        view = base.store if namespace is None or self._anneal.pinned \
             else base.store.scoped(namespace)
         session = MemorySession(view, session_id=self._session_id,
                                 crystal_store=base.crystal_store,
@@ -264,7 +276,7 @@ class AnnealMemory:
         (namespace) now between a prompt and its Stop. Several namespaces at once on one
         instance are refused rather than guessed."""
         if self._fixed:
-            return self._base
+            return self.base_session
         if self.namespace is not None and not callable(self.namespace):
             live = self._active.get(namespace_key(self.namespace), {})
             return self._session_for_namespace(self.namespace,
@@ -330,7 +342,7 @@ class AnnealMemory:
         prompt = _text(hook_input.get("prompt"))
         if self._fixed:
             sid = _sid(hook_input)
-            session, is_new = self._base, sid not in self._fixed_seen
+            session, is_new = self.base_session, sid not in self._fixed_seen
             self._fixed_seen[sid] = None
             while len(self._fixed_seen) > _MAX_SESSIONS:
                 self._fixed_seen.popitem(last=False)
@@ -351,7 +363,7 @@ class AnnealMemory:
         if not block:
             return None
         return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
-                                       "additionalContext": f"{CONTEXT_LABEL}\n\n{block}"}}
+                                       "additionalContext": label_memory(block)}}
 
     @_safe
     async def _tool(self, hook_input: Mapping[str, Any], *, failed: bool) -> None:
@@ -406,10 +418,6 @@ class AnnealMemory:
         # compressor itself is bounded by wrap_timeout, and a timeout cancels the wrap).
         with anyio.CancelScope(shield=True):
             return await session.awrap_first(bounded)
-
-    def close(self) -> None:
-        """Close the store if this adapter opened it (from a path)."""
-        self._base.close()
 
 
 # ---------------------------------------------------------------------- helpers

@@ -30,7 +30,13 @@ from crewai.memory.unified_memory import Memory
 from pydantic import PrivateAttr
 
 from anneal_memory import ScoredEpisode, Store
-from anneal_memory.adapters import MemoryAdapter, hook_guard, open_session
+from anneal_memory.adapters import (
+    MemoryAdapter,
+    MemoryOptions,
+    hook_guard,
+    open_session,
+    options_except,
+)
 from anneal_memory.session import MemorySession, WrapOutcome, render_item
 
 from . import _scope
@@ -107,24 +113,27 @@ class AnnealCrewMemory(MemoryAdapter, Memory):
     _episode_type: str = PrivateAttr(default="observation")
     _last_scope: str = PrivateAttr(default="/")
 
+    #: the shared options this constructor takes as keywords (``embedder`` is CrewAI's
+    #: own field; the other keywords are CrewAI's ``Memory`` fields)
+    memory_options: ClassVar[tuple[str, ...]] = options_except(
+        "memory_role", "project_name", "embedder")
+
     def __init__(self, memory: Store | MemorySession | str | os.PathLike[str], *,
-                 namespace: Any = None, wrap_on_end: bool = False,
-                 compress: Compress | None = None, episode_type: str = "observation",
-                 recall_limit: int | None = None, max_content_chars: int | None = None,
-                 session_id: str | None = None, crystal_store: Any = None,
-                 strict: bool | None = None, **fields: Any) -> None:
-        session = open_session(memory, LOGGER_NAME, session_id=session_id,
-                               crystal_store=crystal_store, recall_limit=recall_limit,
-                               max_content_chars=max_content_chars, strict=strict,
-                               embedder=_store_embedder(fields.get("embedder")))
+                 episode_type: str = "observation", options: MemoryOptions | None = None,
+                 **fields: Any) -> None:
+        opts = self._memory_options(
+            options, {k: fields.pop(k) for k in self.memory_options if k in fields})
+        session_options = opts.session_options()
+        session_options["embedder"] = _store_embedder(fields.get("embedder", opts.embedder))
+        session = open_session(memory, LOGGER_NAME, **session_options)
         try:
             # A storage object keeps CrewAI from building its default LanceDB store.
             fields.setdefault("storage", AnnealStorage(
                 session.store, episode_type=episode_type,
                 memory_of=lambda scope: self.session_for(scope)))
             super().__init__(**fields)
-            self._init_memory(session, namespace=namespace, compress=compress,
-                              wrap_on_end=wrap_on_end)
+            self._init_memory(session, MemoryOptions(
+                namespace=opts.namespace, compress=opts.compress, wrap_on_end=opts.wrap_on_end))
         except Exception:
             session.close()
             raise

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dspy
 from dspy.utils.callback import BaseCallback
@@ -29,6 +29,11 @@ except ImportError:  # dspy 3.0
 from anneal_memory import Store
 from anneal_memory.adapters import MemoryAdapter, hook_guard
 from anneal_memory.session import MemorySession
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from anneal_memory.adapters import MemoryKwargs, MemoryOptions
 
 LOGGER_NAME = "anneal_memory.adapters.dspy"
 
@@ -92,24 +97,16 @@ class AnnealCallback(DSPyMemory, BaseCallback):
     :class:`MemorySession`.
     """
 
-    def __init__(
-        self,
-        store: Memory,
-        *,
-        namespace: Any = None,
-        session_id: str | None = None,
-        record_inputs: bool = True,
-        record_outputs: bool = True,
-        record_tools: bool = True,
-        record_lm: bool = False,
-        record_evaluation: bool = False,
-        skip_fields: Iterable[str] = (),
-        skip_tools: Iterable[str] = (),
-        recall_limit: int | None = None,
-        max_content_chars: int | None = None,
-    ) -> None:
-        self._init_memory(store, namespace=namespace, session_id=session_id,
-                          recall_limit=recall_limit, max_content_chars=max_content_chars)
+    #: a callback records: the wrap and the memory message are the program's
+    memory_options = ("namespace", "session_id", "recall_limit", "max_content_chars")
+
+    def __init__(self, store: Memory, *, record_inputs: bool = True,
+                 record_outputs: bool = True, record_tools: bool = True,
+                 record_lm: bool = False, record_evaluation: bool = False,
+                 skip_fields: Iterable[str] = (), skip_tools: Iterable[str] = (),
+                 options: MemoryOptions | None = None,
+                 **keywords: Unpack[MemoryKwargs]) -> None:
+        self._init_memory(store, options, **keywords)
         self.record_inputs = record_inputs
         self.record_outputs = record_outputs
         self.record_tools = record_tools

@@ -15,13 +15,18 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dspy
 
-from anneal_memory.adapters import Compress, hook_guard
+from anneal_memory.adapters import Compress, hook_guard, options_except
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from anneal_memory.adapters import MemoryKwargs, MemoryOptions
 
 from ._callback import (
     LOGGER_NAME,
@@ -130,23 +135,12 @@ class MemoryProgram(DSPyMemory, dspy.Module):
     recall but record nothing and never wrap, unless ``record_evaluation=True``.
     """
 
-    def __init__(
-        self,
-        program: Any,
-        store: Memory,
-        *,
-        namespace: Any = None,
-        memory_field: str = "memory",
-        session_id: str | None = None,
-        wrap_on_end: bool = False,
-        compress: Compress | None = None,
-        record_tools: bool = True,
-        record_lm: bool = False,
-        record_evaluation: bool = False,
-        recall_limit: int | None = None,
-        max_content_chars: int | None = None,
-        embedder: Any = None,
-    ) -> None:
+    memory_options = options_except("memory_role", "project_name", "crystal_store", "strict")
+
+    def __init__(self, program: Any, store: Memory, *, memory_field: str = "memory",
+                 record_tools: bool = True, record_lm: bool = False,
+                 record_evaluation: bool = False, options: MemoryOptions | None = None,
+                 **keywords: Unpack[MemoryKwargs]) -> None:
         super().__init__()
         if not callable(program):
             raise ValidationError("program must be a DSPy module (or any callable program)")
@@ -154,9 +148,7 @@ class MemoryProgram(DSPyMemory, dspy.Module):
             raise ValidationError(f"memory_field must be a field name, not {memory_field!r}")
         self.program = program
         self.memory_field = memory_field
-        self._init_memory(store, namespace=namespace, compress=compress, wrap_on_end=wrap_on_end,
-                          session_id=session_id, recall_limit=recall_limit,
-                          max_content_chars=max_content_chars, embedder=embedder)
+        self._init_memory(store, options, **keywords)
         self.record_tools = record_tools
         self.record_lm = record_lm
         self.record_evaluation = record_evaluation

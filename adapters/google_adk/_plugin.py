@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
@@ -29,11 +29,16 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.preload_memory_tool import PreloadMemoryTool
 from google.genai import types
 
-from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, label_memory
+from anneal_memory.adapters import Compress, MemoryAdapter, MemoryOptions, hook_guard, label_memory
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome, in_transcript, transcript_keys
 
 from ._service import LOGGER_NAME, AdkUser, AnnealMemoryService, _text_of
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from anneal_memory.adapters import MemoryKwargs
 
 _safe = hook_guard(LOGGER_NAME)
 
@@ -135,18 +140,14 @@ class AnnealMemoryPlugin(MemoryAdapter, BasePlugin):
     extra = "google-adk"
     logger_name = LOGGER_NAME
 
-    def __init__(
-        self,
-        memory: AnnealMemoryService | str,
-        *,
-        name: str = "anneal_memory",
-        wrap_on_end: bool = False,
-        compress: Compress | None = None,
-        memory_role: str | None = None,
-        inject_continuity: bool = True,
-        inject_recall: bool = True,
-        save_session: bool = True,
-    ) -> None:
+    #: the session's options are the service's
+    memory_options = ("compress", "wrap_on_end", "memory_role")
+
+    def __init__(self, memory: AnnealMemoryService | str, *, name: str = "anneal_memory",
+                 inject_continuity: bool = True, inject_recall: bool = True,
+                 save_session: bool = True, options: MemoryOptions | None = None,
+                 **keywords: Unpack[MemoryKwargs]) -> None:
+        opts = self._memory_options(options, keywords)
         self._own_service: AnnealMemoryService | None = None
         if isinstance(memory, str):
             memory = self._own_service = AnnealMemoryService(uri=memory)
@@ -156,8 +157,8 @@ class AnnealMemoryPlugin(MemoryAdapter, BasePlugin):
                 f"{type(memory).__name__}: pass AnnealMemoryService(Store('memory.db'))"
             )
         super().__init__(name=name)
-        self._init_memory(memory.base_session, compress=compress, wrap_on_end=wrap_on_end,
-                          memory_role=memory_role)
+        self._init_memory(memory.base_session, MemoryOptions(
+            compress=opts.compress, wrap_on_end=opts.wrap_on_end, memory_role=opts.memory_role))
         self.memory = memory
         self.inject_continuity = inject_continuity
         self.inject_recall = inject_recall

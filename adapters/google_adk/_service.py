@@ -27,8 +27,8 @@ import os
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
 from google.adk.memory.memory_entry import MemoryEntry
@@ -38,6 +38,11 @@ from anneal_memory import Episode, EpisodeType, Store
 from anneal_memory.adapters import MemoryAdapter, check_identity, hook_guard
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from anneal_memory.adapters import MemoryKwargs, MemoryOptions
 
 from ._uri import BOOL, INT, SCHEMES, ServiceUriError, parse_uri
 
@@ -133,29 +138,24 @@ class AnnealMemoryService(MemoryAdapter, BaseMemoryService):
     extra = "google-adk"
     logger_name = LOGGER_NAME
 
-    def __init__(
-        self,
-        memory: Store | MemorySession | str | os.PathLike[str] | None = None,
-        *,
-        uri: str | None = None,
-        agents_dir: str | None = None,
-        namespace: Any = None,
-        search_limit: int = _MAX_RESULTS,
-        recall_limit: int | None = None,
-        max_content_chars: int | None = None,
-        record_intermediate: bool = False,
-        strict: bool | None = None,
-        stop_words: Iterable[str] | None = None,
-        embedder: Any = None,
-    ) -> None:
+    #: the service records and recalls: the wrap and the memory message are the plugin's
+    memory_options = ("namespace", "recall_limit", "max_content_chars", "strict", "embedder")
+
+    def __init__(self, memory: Store | MemorySession | str | os.PathLike[str] | None = None,
+                 *, uri: str | None = None, agents_dir: str | None = None,
+                 search_limit: int = _MAX_RESULTS, record_intermediate: bool = False,
+                 stop_words: Iterable[str] | None = None, options: MemoryOptions | None = None,
+                 **keywords: Unpack[MemoryKwargs]) -> None:
         del agents_dir  # what ADK's registry passes every factory; the URI says where
-        options: dict[str, Any] = {"search_limit": search_limit, "recall_limit": recall_limit,
-                                   "max_content_chars": max_content_chars,
-                                   "record_intermediate": record_intermediate, "strict": strict}
-        memory, owned = _memory_from_uri(memory, uri, options, URI_OPTIONS,
+        opts = self._memory_options(options, keywords)
+        settings: dict[str, Any] = {
+            "search_limit": search_limit, "recall_limit": opts.recall_limit,
+            "max_content_chars": opts.max_content_chars,
+            "record_intermediate": record_intermediate, "strict": opts.strict}
+        memory, owned = _memory_from_uri(memory, uri, settings, URI_OPTIONS,
                                          {"search_limit": _MAX_RESULTS,
-                                          "record_intermediate": False}, embedder=embedder)
-        search_limit = options["search_limit"]
+                                          "record_intermediate": False}, embedder=opts.embedder)
+        search_limit = settings["search_limit"]
         if isinstance(search_limit, bool) or not isinstance(search_limit, int) or search_limit < 1:
             raise ValidationError(f"search_limit must be a positive int, got {search_limit!r}")
         if stop_words is None:
@@ -164,9 +164,9 @@ class AnnealMemoryService(MemoryAdapter, BaseMemoryService):
             raise ValidationError("stop_words must be a collection of words (strings), e.g. "
                                   "STOP_WORDS | {'please'} or () for none")
         try:
-            self._init_memory(memory, namespace=namespace, recall_limit=options["recall_limit"],
-                              max_content_chars=options["max_content_chars"],
-                              strict=options["strict"], embedder=embedder)
+            self._init_memory(memory, replace(
+                opts, recall_limit=settings["recall_limit"],
+                max_content_chars=settings["max_content_chars"], strict=settings["strict"]))
         except Exception:
             if owned is not None:
                 owned.close()
@@ -174,7 +174,7 @@ class AnnealMemoryService(MemoryAdapter, BaseMemoryService):
         self._owned_store = owned
         self.store = self.base_session.store
         self.search_limit = search_limit
-        self.record_intermediate = bool(options["record_intermediate"])
+        self.record_intermediate = bool(settings["record_intermediate"])
         self.stop_words = frozenset(w.lower() for w in stop_words)
 
     def close(self) -> None:

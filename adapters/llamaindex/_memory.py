@@ -26,10 +26,12 @@ from anneal_memory import Store
 from anneal_memory.adapters import (
     Compress,
     MemoryAdapter,
+    MemoryOptions,
     check_identity,
     hook_guard,
     identity,
     open_session,
+    options_except,
 )
 from anneal_memory.session import MemorySession, WrapOutcome
 
@@ -114,26 +116,25 @@ class AnnealMemory(MemoryAdapter, Memory):
     _last_llm: Any = PrivateAttr(default=None)
     _identity: bool = PrivateAttr(default=False)
 
+    #: the shared options ``from_store`` takes as keywords (``session_id`` is LlamaIndex's
+    #: chat id, ``embed_model`` the embedder)
+    memory_options: ClassVar[tuple[str, ...]] = options_except(
+        "memory_role", "project_name", "session_id", "embedder")
+
     @classmethod
     def from_store(
         cls,
         memory: Store | MemorySession | str | os.PathLike[str],
         *,
-        namespace: Any = None,
         session_id: str | None = None,
-        wrap_on_end: bool = False,
-        compress: Compress | None = None,
         llm: Any = None,
         record_user_input: bool = True,
         record_tools: bool = True,
         record_outcome: bool = True,
         record_evicted: bool = True,
-        recall_limit: int | None = None,
-        max_content_chars: int | None = None,
-        crystal_store: Any = None,
-        strict: bool | None = None,
         block_priority: int = 0,
         embed_model: Any = None,
+        options: MemoryOptions | None = None,
         **memory_kwargs: Any,
     ) -> AnnealMemory:
         """A ``Memory`` (``Memory.from_defaults(session_id=..., **memory_kwargs)``) with the
@@ -141,35 +142,41 @@ class AnnealMemory(MemoryAdapter, Memory):
 
         ``memory`` is a Store or a store path (a session is made for it; :meth:`close`
         closes a store it opened) or a ready MemorySession (then the session options go to
-        it). ``block_priority`` is the block's truncation priority (0: never truncated).
-        ``embed_model`` (a LlamaIndex ``BaseEmbedding``) makes recall by meaning too: with a
-        store path the Store opened embeds with it; a Store or session given must already
-        embed with it (``Store(path, embedder=embed_model)``), else ``EmbedderError``.
+        it). The shared options (``namespace``, ``compress``, ``wrap_on_end``,
+        ``recall_limit``, ``max_content_chars``, ``crystal_store``, ``strict``) are
+        keywords, or one ``options=MemoryOptions(...)``; the other keywords go to
+        ``Memory.from_defaults``. ``block_priority`` is the block's truncation priority (0:
+        never truncated). ``embed_model`` (a LlamaIndex ``BaseEmbedding``; else
+        ``options.embedder``) makes recall by meaning too: with a store path the Store
+        opened embeds with it; a Store or session given must already embed with it
+        (``Store(path, embedder=embed_model)``), else ``EmbedderError``.
         """
-        MemorySession.check_compress(compress)
+        shared = {k: memory_kwargs.pop(k) for k in cls.memory_options if k in memory_kwargs}
+        opts = cls._memory_options(options, shared)
+        MemorySession.check_compress(opts.compress)
         if session_id is not None:
             check_identity(session_id, "the Memory's session_id")
-        session = open_session(memory, LOGGER_NAME, crystal_store=crystal_store,
-                               recall_limit=recall_limit, max_content_chars=max_content_chars,
-                               strict=strict, embedder=embed_model)
+        session_options = opts.session_options()
+        if embed_model is not None:
+            session_options["embedder"] = embed_model
+        session = open_session(memory, LOGGER_NAME, **session_options)
         try:
-            return cls._build(session, namespace, session_id, wrap_on_end, compress, llm,
-                              record_user_input, record_tools, record_outcome,
-                              record_evicted, block_priority, memory_kwargs)
+            return cls._build(session, opts, session_id, llm, record_user_input, record_tools,
+                              record_outcome, record_evicted, block_priority, memory_kwargs)
         except Exception:
             session.close()  # a store this call opened (from a path) is closed again
             raise
 
     @classmethod
-    def _build(cls, session: MemorySession, namespace: Any, session_id: str | None,
-               wrap_on_end: bool, compress: Compress | None, llm: Any,
-               record_user_input: bool, record_tools: bool, record_outcome: bool,
+    def _build(cls, session: MemorySession, opts: MemoryOptions, session_id: str | None,
+               llm: Any, record_user_input: bool, record_tools: bool, record_outcome: bool,
                record_evicted: bool, block_priority: int,
                memory_kwargs: dict[str, Any]) -> AnnealMemory:
         block = AnnealMemoryBlock(session=session, priority=block_priority)
         blocks = [block, *(memory_kwargs.pop("memory_blocks", None) or [])]
         mem = cls.from_defaults(session_id=session_id, memory_blocks=blocks, **memory_kwargs)
-        mem._init_memory(session, namespace=namespace, compress=compress, wrap_on_end=wrap_on_end)
+        mem._init_memory(session, MemoryOptions(namespace=opts.namespace, compress=opts.compress,
+                                                wrap_on_end=opts.wrap_on_end))
         mem._identity = session_id is not None
         mem._block = block
         block.use_scope(mem)

@@ -24,7 +24,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
@@ -33,7 +33,14 @@ from pydantic_ai.messages import ModelRequest, TextPart, UserPromptPart
 from pydantic_ai.models import Model
 
 from anneal_memory import Store
-from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, label_memory
+from anneal_memory.adapters import (
+    Compress,
+    MemoryAdapter,
+    MemoryOptions,
+    hook_guard,
+    label_memory,
+    options_except,
+)
 from anneal_memory.session import MemorySession
 
 LOGGER_NAME = "anneal_memory.adapters.pydantic_ai"
@@ -81,6 +88,10 @@ def _with_memory(messages: list[Any], text: str) -> list[Any]:
     return messages
 
 
+def _is_default(value: Any, default: Any) -> bool:
+    return value is default or (type(value) is type(default) and value == default)
+
+
 @dataclasses.dataclass
 class AnnealMemory(MemoryAdapter, AbstractCapability[Any]):
     """Anneal memory for a Pydantic AI agent, as a capability.
@@ -114,14 +125,21 @@ class AnnealMemory(MemoryAdapter, AbstractCapability[Any]):
     crystal_store: Any = None
     strict: bool | None = None
     embedder: Any = None
+    options: MemoryOptions | None = None
+
+    #: the shared options, fields of this dataclass
+    memory_options: ClassVar[tuple[str, ...]] = options_except("project_name")
 
     def __post_init__(self) -> None:
-        self._init_memory(self.memory, namespace=self.namespace, compress=self.compress,
-                          wrap_on_end=self.wrap_on_end, memory_role=self.memory_role,
-                          session_id=self.session_id, crystal_store=self.crystal_store,
-                          recall_limit=self.recall_limit,
-                          max_content_chars=self.max_content_chars, strict=self.strict,
-                          embedder=self.embedder)
+        # with options=, the fields left at their defaults are its; the others override it
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        given = {name: getattr(self, name) for name in self.memory_options
+                 if self.options is None or not _is_default(getattr(self, name), defaults[name])}
+        opts = self._memory_options(self.options, given)
+        self._init_memory(self.memory, opts)
+        for name in self.memory_options:  # the fields say what this memory uses
+            setattr(self, name, getattr(opts, name))
+        self.memory_role = self._anneal.memory_role
         self._run_session: MemorySession | None = None
         self._block = ""
         self._model: Model | None = None

@@ -34,7 +34,7 @@ import inspect
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from strands.hooks import AfterInvocationEvent, AfterToolCallEvent, BeforeInvocationEvent
 from strands.memory import InvocationTrigger, MemoryEntry, MemoryManager
@@ -46,9 +46,15 @@ from anneal_memory.adapters import (
     hook_guard,
     identity,
     label_memory,
+    options_except,
 )
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from anneal_memory.adapters import MemoryKwargs, MemoryOptions
 
 LOGGER_NAME = "anneal_memory.adapters.strands"
 _log = logging.getLogger(LOGGER_NAME)
@@ -217,31 +223,27 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
     identity_source = "invocation_state['user_id']"
     name = "anneal-memory"
 
+    memory_options = options_except("memory_role", "project_name")
+
     def __init__(self, memory: Store | MemorySession | str | os.PathLike[str], *,
-                 namespace: Any = None, wrap_on_end: bool = False,
-                 compress: Compress | None = None, record_user_input: bool = True,
-                 record_tools: bool = True, record_outcome: bool = True,
-                 inject: Any = "everyTurn", search_tool: Any = True,
-                 store_name: str = "anneal", recall_limit: int | None = None,
-                 max_content_chars: int | None = None, session_id: str | None = None,
-                 crystal_store: Any = None, strict: bool | None = None,
-                 embedder: Any = None) -> None:
+                 record_user_input: bool = True, record_tools: bool = True,
+                 record_outcome: bool = True, inject: Any = "everyTurn",
+                 search_tool: Any = True, store_name: str = "anneal",
+                 options: MemoryOptions | None = None,
+                 **keywords: Unpack[MemoryKwargs]) -> None:
+        opts = self._memory_options(options, keywords)
         if inject not in ("everyTurn", "userTurn") and not callable(inject):
             raise ValidationError("inject must be 'everyTurn', 'userTurn' or a predicate of "
                                   f"Strands' InjectionContext, not {inject!r}")
         if not isinstance(store_name, str) or not store_name.strip():
             raise ValidationError("store_name must be a non-empty string")
-        self._init_memory(memory, namespace=namespace, compress=compress,
-                          wrap_on_end=wrap_on_end, session_id=session_id,
-                          crystal_store=crystal_store, recall_limit=recall_limit,
-                          max_content_chars=max_content_chars, strict=strict,
-                          embedder=embedder)
+        self._init_memory(memory, opts)
         self.record_user_input = bool(record_user_input)
         self.record_tools = bool(record_tools)
         self.record_outcome = bool(record_outcome)
         self._model: Any = None
         store = _RunStore(self, store_name, "Long-term memory of this user from earlier "
-                          "sessions (anneal-memory)", recall_limit)
+                          "sessions (anneal-memory)", opts.recall_limit)
         MemoryManager.__init__(self, stores=[store], search_tool_config=search_tool,
                                add_tool_config=False,
                                injection={"trigger": inject, "query": self._injection_query,
@@ -350,26 +352,24 @@ class AnnealMemoryStore(MemoryAdapter):
     extra = "strands"
     logger_name = LOGGER_NAME
 
+    memory_options = options_except("wrap_on_end", "memory_role", "project_name", "embedder")
+
     def __init__(self, memory: Store | MemorySession | str | os.PathLike[str], *,
-                 namespace: Any = None, name: str = "anneal",
+                 name: str = "anneal",
                  description: str | None = "Long-term memory from earlier sessions "
                                            "(anneal-memory)",
                  max_search_results: int | None = None, writable: bool = True,
-                 extraction: Any = None, compress: Compress | None = None,
-                 recall_limit: int | None = None, max_content_chars: int | None = None,
-                 session_id: str | None = None, crystal_store: Any = None,
-                 strict: bool | None = None) -> None:
-        if callable(namespace):
+                 extraction: Any = None, options: MemoryOptions | None = None,
+                 **keywords: Unpack[MemoryKwargs]) -> None:
+        opts = self._memory_options(options, keywords)
+        if callable(opts.namespace):
             raise ValidationError(
                 "AnnealMemoryStore's namespace is fixed per store (a Strands MemoryStore "
                 "receives no run context): pass a mapping or MemoryNamespace, or use "
                 "AnnealMemory for an identity per invocation")
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("name must be a non-empty string")
-        self._init_memory(memory, namespace=namespace, compress=compress,
-                          session_id=session_id, crystal_store=crystal_store,
-                          recall_limit=recall_limit, max_content_chars=max_content_chars,
-                          strict=strict)
+        self._init_memory(memory, opts)
         self.name = name
         self.description = description
         self.max_search_results = max_search_results

@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 import pytest
 
 from anneal_memory import Store
+from anneal_memory.adapters import MemoryOptions
 from anneal_memory.errors import EmbedderError, IdentityError, ValidationError
 from anneal_memory.governance.namespace import coerce_namespace
 from anneal_memory.session import MemorySession
@@ -358,6 +359,30 @@ class AdapterContract:
             self.build(MemorySession(store), recall_limit=2)
         with pytest.raises(ValidationError, match="compress"):
             self.build(store, compress="not callable")
+
+    #: the constructor takes the shared options as one ``options=MemoryOptions(...)`` too
+    takes_options = True
+
+    def test_shared_options_as_one_object(self, store: Store) -> None:
+        """``options=MemoryOptions(...)`` carries the shared options, a keyword overrides
+        the field it names, and anything but a MemoryOptions (or a bad field) is refused
+        at construction."""
+        if not self.takes_options:
+            pytest.skip("this adapter takes the shared options as keywords only")
+        shared = MemoryOptions(namespace={"user": "alice"}, recall_limit=3)
+        alice = self.build(store, options=shared).session
+        assert alice.store.namespace == coerce_namespace({"user": "alice"}, partial=True)
+        assert alice.recall_limit == 3
+        bob = self.build(store, options=shared, namespace={"user": "bob"}).session
+        assert bob.store.namespace == coerce_namespace({"user": "bob"}, partial=True)
+        assert bob.recall_limit == 3
+        with pytest.raises(ValidationError, match="MemoryOptions"):
+            self.build(store, options={"namespace": {"user": "alice"}})
+        with pytest.raises(IdentityError, match="namespace="):
+            self.build(store, options=MemoryOptions(namespace={"user": " "}))
+        with pytest.raises(ValidationError, match="compress"):
+            self.build(store, options=MemoryOptions(compress="not callable"))
+        assert _episode_count(store) == 0
 
     # --- recall by meaning (docs/semantic.md) --------------------------------------------
     #: the adapter's keyword for the store's embedder (LlamaIndex: ``embed_model``)
