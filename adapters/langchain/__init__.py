@@ -21,7 +21,7 @@ require_extra("langchain", "langchain", "langchain_core")
 
 from ._callbacks import LOGGER_NAME, AnnealCallbackHandler  # noqa: E402
 from ._history import COLLECTION, AnnealChatMessageHistory  # noqa: E402
-from ._identity import from_tuple, identity_of  # noqa: E402
+from ._identity import from_tuple, identity_of, is_template  # noqa: E402
 from ._messages import message_text, model_acompressor, model_compressor  # noqa: E402
 from ._retriever import AnnealRetriever, format_memory_documents  # noqa: E402
 
@@ -34,6 +34,7 @@ __all__ = [
     "format_memory_documents",
     "from_tuple",
     "identity_of",
+    "is_template",
     "message_text",
     "model_acompressor",
     "model_compressor",

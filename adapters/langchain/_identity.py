@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from anneal_memory.adapters._base import NAMESPACE_FIELDS as FIELDS
 from anneal_memory.adapters._base import check_identity, identity
 from anneal_memory.errors import ValidationError
-from anneal_memory.governance.namespace import FIELDS
 
 _LABELS = {f: f for f in FIELDS} | {f"{f}s": f for f in FIELDS}
 

@@ -15,8 +15,7 @@ from anneal_memory.adapters import require_extra
 
 require_extra("langgraph", "langgraph", "langchain.agents.middleware", "langgraph.store.base")
 
-from anneal_memory.adapters.langchain._identity import from_tuple, identity_of  # noqa: E402
-from anneal_memory.adapters.langchain._messages import model_compressor  # noqa: E402
+from anneal_memory.adapters.langchain import from_tuple, identity_of, model_compressor  # noqa: E402
 
 from ._middleware import LOGGER_NAME, AnnealMiddleware  # noqa: E402
 from ._store import COLLECTION, AnnealStore, matches  # noqa: E402

@@ -35,8 +35,10 @@ from langgraph.runtime import Runtime
 
 from anneal_memory import Store
 from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, label_memory, options_except
-from anneal_memory.adapters.langchain._identity import from_tuple, identity_of, is_template
-from anneal_memory.adapters.langchain._messages import (
+from anneal_memory.adapters.langchain import (
+    from_tuple,
+    identity_of,
+    is_template,
     message_text,
     model_acompressor,
     model_compressor,

@@ -29,7 +29,6 @@ from agents.memory import SessionSettings
 from anneal_memory import MemoryNamespace, Store
 from anneal_memory.adapters import check_identity, check_namespace
 from anneal_memory.errors import ValidationError
-from anneal_memory.governance.namespace import coerce_namespace
 from anneal_memory.session import MemorySession
 
 if TYPE_CHECKING:
@@ -186,5 +185,5 @@ def _fixed_namespace(memory: Any) -> Any:
     if isinstance(memory, AnnealMemory):
         option = memory._anneal.namespace
         if option is not None and not callable(option):
-            return coerce_namespace(option, partial=True)
+            return memory.session.namespace  # the option, as the MemoryNamespace it names
     return None
