@@ -312,14 +312,16 @@ def embed_pending(store: Store, *, rebuild: bool = False, limit: int | None = No
         total = repo.count_pending(f, emb.model, emb.dims)
     if limit is not None:
         total = min(total, limit)
-    done = 0
+    done, after = 0, 0
     while done < total:
         with store.repos.read():
-            rows = repo.pending(f, emb.model, emb.dims, min(emb.batch_size, total - done))
+            rows = repo.pending(f, emb.model, emb.dims, min(emb.batch_size, total - done),
+                                after=after)
         if not rows:
             break
-        vectors = emb.embed_documents([content for _i, content, _ns in rows])
-        packed = [(eid, ns, pack_vector(v)) for (eid, _c, ns), v in zip(rows, vectors)]
+        after = rows[-1][0]
+        vectors = emb.embed_documents([content for _r, _i, content, _ns in rows])
+        packed = [(eid, ns, pack_vector(v)) for (_r, eid, _c, ns), v in zip(rows, vectors)]
         with store.transaction():
             repo.put(emb.model, len(vectors[0]), packed)
         store._vector_cache.put(emb.model, len(vectors[0]), {e: b for e, _n, b in packed})

@@ -56,16 +56,19 @@ class VectorRepo:
         where, params = self._b._filter_sql(f, "e")
         return where, list(params)
 
-    def pending(self, f: SearchFilters, model: str, dim: int | None, limit: int
-                ) -> list[tuple[str, str, str]]:
-        """(id, content, namespace key) of up to ``limit`` episodes the filters let
-        through that have no vector of ``model`` (of ``dim``, when known), oldest first."""
+    def pending(self, f: SearchFilters, model: str, dim: int | None, limit: int, *,
+                after: int = 0) -> list[tuple[int, str, str, str]]:
+        """(row id, id, content, namespace key) of up to ``limit`` episodes after row id
+        ``after`` that the filters let through and that have no vector of ``model`` (of
+        ``dim``, when known), oldest first. A caller walking every pending episode passes
+        the last row id it got, so each batch starts where the last one ended instead of
+        stepping again over every episode embedded before it."""
         where, params = self._where(f)
         cond, extra = self._pending_cond(model, dim)
-        rows = self._b.q(f"SELECT e.id, e.content, e.ns_owner, e.ns_project FROM episodes e "
-                         f"WHERE {where} AND {cond} ORDER BY e.rowid LIMIT ?",
-                         [*params, *extra, int(limit)])
-        return [(str(r[0]), str(r[1]), Scope(r[2], r[3]).key) for r in rows]
+        rows = self._b.q(f"SELECT e.rowid, e.id, e.content, e.ns_owner, e.ns_project "
+                         f"FROM episodes e WHERE e.rowid > ? AND {where} AND {cond} "
+                         f"ORDER BY e.rowid LIMIT ?", [int(after), *params, *extra, int(limit)])
+        return [(int(r[0]), str(r[1]), str(r[2]), Scope(r[3], r[4]).key) for r in rows]
 
     def count_pending(self, f: SearchFilters, model: str, dim: int | None) -> int:
         where, params = self._where(f)
