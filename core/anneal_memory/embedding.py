@@ -33,6 +33,9 @@ DEFAULT_BATCH = 64
 #: wait for the next recall or ``store.embed_pending()``
 DEFAULT_CATCH_UP = 512
 _MODEL_ATTRS = ("model", "model_name", "model_id", "name")
+#: a model attribute that names nothing (LlamaIndex's default model_name)
+_NO_NAME = frozenset({"unknown"})
+_SIZE_ATTRS = ("size", "embed_dim", "dimensions", "dims")
 
 
 def _await(value: Any) -> Any:
@@ -63,11 +66,12 @@ def _model_id(source: Any) -> str:
     name = f"{getattr(kind, '__module__', '')}.{getattr(kind, '__qualname__', repr(kind))}"
     for attr in _MODEL_ATTRS:
         value = getattr(source, attr, None) if not inspect.isroutine(source) else None
-        if isinstance(value, str) and value.strip():
+        if isinstance(value, str) and value.strip() and value.strip().lower() not in _NO_NAME:
             return f"{name}:{value.strip()}"[:200]
-    size = getattr(source, "size", None)  # LangChain's fake embeddings carry only a size
-    if isinstance(size, int) and not isinstance(size, bool):
-        return f"{name}:{size}"[:200]
+    for attr in _SIZE_ATTRS:  # fakes carry only a size (LangChain's size, LlamaIndex's embed_dim)
+        size = getattr(source, attr, None) if not inspect.isroutine(source) else None
+        if isinstance(size, int) and not isinstance(size, bool):
+            return f"{name}:{size}"[:200]
     return name[:200]
 
 

@@ -368,3 +368,27 @@ def test_a_recall_catches_up_on_the_newest_episodes_first(db: Path) -> None:
     with Store(db, embedder=Embedder(HashingEmbedder(), catch_up=10)) as s:
         s.recall(keyword="garden", mode="semantic")
     assert {r[0] for r in raw_vectors(db)} == set(ids[-10:])
+
+
+def test_a_fake_that_names_no_model_is_told_apart_by_its_size() -> None:
+    """LlamaIndex's MockEmbedding calls every size model "unknown": two sizes must not read
+    as one model (an adapter's check would take one store's embedder for the other's)."""
+
+    class Fake:
+        model_name = "unknown"
+
+        def __init__(self, embed_dim: int) -> None:
+            self.embed_dim = embed_dim
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return [[1.0] * self.embed_dim for _ in texts]
+
+        def embed_query(self, text: str) -> list[float]:
+            return [1.0] * self.embed_dim
+
+    eight, sixteen = Embedder(Fake(8)), Embedder(Fake(16))
+    assert eight.model != sixteen.model
+    assert eight.model.endswith(":8") and Embedder(Fake(8)).model == eight.model
+    named = Fake(8)
+    named.model_name = "text-embedding-3-small"  # type: ignore[misc]
+    assert Embedder(named).model.endswith(":text-embedding-3-small")
