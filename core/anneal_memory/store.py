@@ -304,6 +304,8 @@ class Store(ContinuityMixin):
     def _stage_in_unit(self, view: Any, text: str, sink: list[OSError]) -> None:
         target = self if view is None else view
         path = target._stage_continuity(text)
+        if not hasattr(self._tx_owner, "staged"):  # a transaction not opened by _write:
+            self._tx_owner.staged = []  # its commit is not ours; the next open publishes
         self._tx_owner.staged.append((target, path, sink, self._tx_owner.depth > 1))
 
     def _publish_staged(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,24 @@ def test_a_rolled_back_unit_leaves_no_staged_file_and_the_old_continuity(tmp_pat
         assert b"ZQXROLLEDBACK" not in f.read_bytes(), f.name
     with Store(tmp_path / "m.db") as again:
         assert again.load_continuity() == "## State\n- kept\n"
+
+
+def test_a_savepoint_rolls_back_its_part_alone_with_its_audit_entries(tmp_path: Path) -> None:
+    told: list[dict] = []  # what the audit callback is told after the commit
+    with Store(tmp_path / "m.db", on_audit_event=told.append) as store:
+        with store.transaction() as tx:
+            kept = store.record("the kept part of the unit", "observation")
+            with pytest.raises(Boom), tx.savepoint():
+                gone = store.record("ZQXSAVEPOINT the part rolled back", "observation")
+                raise Boom
+            after = store.record("written after the savepoint", "observation")
+        assert store.get(gone.id) is None
+        assert store.get(kept.id) is not None and store.get(after.id) is not None
+        entries = store.audit_trail.entries()
+    assert gone.id not in json.dumps(entries)
+    assert gone.id not in json.dumps(told) and kept.id in json.dumps(told)
+    assert {kept.id, after.id} <= {e["data"].get("episode_id") for e in entries}
+    with Store(tmp_path / "m.db") as again:
+        assert again.audit_trail.verify(tmp_path / "m.db").valid
+    lines = [ln for f in tmp_path.glob("m.audit*.jsonl") for ln in f.read_text().splitlines()]
+    assert not any(gone.id in ln for ln in lines)
