@@ -69,15 +69,15 @@ def effective_trust_map(store: Ground, ids: Sequence[str]) -> dict[str, str]:
         return result
 
     out: dict[str, str] = {}
-    rows = r.episodes.get_episodes(list(ids))
-    derived = r.links.derivations_of(list(rows))
+    own = r.episodes.trusts_of(list(ids))  # one column: a wrap asks this of every episode
+    derived = r.links.derivations_of(list(own))
     for eid in ids:
-        if eid not in rows:
+        if eid not in own:
             continue
         if eid not in derived:
-            out[eid] = rows[eid].trust
+            out[eid] = own[eid]
         else:
-            out[eid] = eff(eid, frozenset()) or rows[eid].trust
+            out[eid] = eff(eid, frozenset()) or own[eid]
     return out
 
 

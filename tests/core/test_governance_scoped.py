@@ -160,3 +160,12 @@ def test_every_backend_method_is_classified_for_scoped_views() -> None:
                    and "scope" in inspect.signature(getattr(SQLiteBackend, n)).parameters}
     assert takes_scope and not takes_scope & NEUTRAL
     assert takes_scope <= scoped_here
+
+
+def test_effective_trust_reads_only_the_views_own_episodes(views: dict[str, ScopedStore]) -> None:
+    """A view asking the trust of another user's episode id learns nothing of it (not even
+    that it exists); its own episodes are answered."""
+    bob_id = views["bob"].recall().episodes[0].id
+    own = views["pricing"].recall().episodes[0].id
+    assert views["pricing"].effective_trust_map([bob_id, own]) == {own: "agent"}
+    assert views["bob"].effective_trust_map([bob_id]) == {bob_id: "agent"}

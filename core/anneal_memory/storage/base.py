@@ -226,6 +226,9 @@ class EpisodeRepo(abc.ABC):
     def get_episodes(self, ids: Sequence[str], *, scope: Scope = ROOT,
                      exact: bool = False) -> dict[str, EpisodeRow]: ...
     @abc.abstractmethod
+    def trusts_of(self, ids: Sequence[str], *, scope: Scope = ROOT) -> dict[str, str]:
+        """Each visible id's own trust class (what ``get_episodes`` would say, one column)."""
+    @abc.abstractmethod
     def all_episodes(self, *, order: str = "timestamp ASC, rowid ASC",
                      scope: Scope = ROOT) -> Iterator[EpisodeRow]: ...
     @abc.abstractmethod

@@ -295,6 +295,15 @@ class SQLBackend(Backend):
                 out[r[1]] = episode_row(r)
         return out
 
+    def trusts_of(self, ids: Sequence[str], *, scope: Scope = ROOT) -> dict[str, str]:
+        extra, xparams = visible_sql(scope)
+        out: dict[str, str] = {}
+        for chunk in self._chunks(ids):
+            cond, params = self._in_list("id", chunk)
+            out.update((r[0], r[1]) for r in self.q(
+                f"SELECT id, trust FROM episodes WHERE {cond}{extra}", [*params, *xparams]))
+        return out
+
     def all_episodes(self, *, order: str = "timestamp ASC, rowid ASC",
                      scope: Scope = ROOT) -> Iterator[EpisodeRow]:
         extra, params = visible_sql(scope)

@@ -62,6 +62,9 @@ class ScopedBackend:
                      **_: Any) -> dict[str, EpisodeRow]:
         return self._inner.get_episodes(ids, scope=self.scope, exact=exact)
 
+    def trusts_of(self, ids: Sequence[str], **_: Any) -> dict[str, str]:
+        return self._inner.trusts_of(ids, scope=self.scope)
+
     def all_episodes(self, *, order: str = "timestamp ASC, rowid ASC",
                      **_: Any) -> Iterator[EpisodeRow]:
         return self._inner.all_episodes(order=order, scope=self.scope)
