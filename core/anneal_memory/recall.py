@@ -60,15 +60,36 @@ def ranked_words(store: Facade, filters: SearchFilters, terms: Sequence[str],
     Returns (row ids with scores, best first) and the number of word matches; ranking
     reads ids, times and scores only, and the caller loads the rows it shows. ``via``
     (filled when given) maps each context row id ranked to the match it is context of.
+    The ranking is kept per database state (``EpisodeRepo.memo``): the same question
+    asked again before anything is written costs a lookup.
     """
+    key = ("ranked_words", filters_key(filters), tuple(terms), pool, context, query)
+    ranked, total, found_via = store.repos.episodes.memo(
+        key, lambda: _ranked_words(store, filters, terms, pool, context, query),
+        size=lambda v: len(v[0]) + len(v[2]))
+    if via is not None:
+        via.update(found_via)
+    return list(ranked), total
+
+
+def filters_key(f: SearchFilters) -> tuple[Any, ...]:
+    """``f`` as a hashable key (its fields, in order)."""
+    return (f.since, f.until, f.episode_type, f.source, f.include_superseded,
+            f.only_unwrapped, f.trust, None if f.ids is None else tuple(f.ids), f.scope)
+
+
+def _ranked_words(store: Facade, filters: SearchFilters, terms: Sequence[str], pool: int,
+                  context: bool, query: str | None
+                  ) -> tuple[tuple[tuple[int, float], ...], int, dict[int, int]]:
     from . import ranking  # loaded on the first ranked search, not at import
 
+    via: dict[int, int] = {}
     b = store.repos
     groups = word_groups(list(terms))
     words = [w for g in groups for w in g]
     hits, total = b.episodes.ranked_ids(filters, words, pool)
     if not hits:
-        return [], total
+        return (), total, via
     episodes, counts = b.episodes.word_counts(filters, words, ranking.COUNT_CAP)
     weights = ranking.group_weights(episodes, counts, groups)
     if query:
@@ -85,7 +106,7 @@ def ranked_words(store: Facade, filters: SearchFilters, terms: Sequence[str],
     periods = ranking.dated_periods(query) if query else []
     if periods:
         ranked = ranking.boost_dated(ranked, times, periods)
-    return ranked, total
+    return tuple(ranked), total, via
 
 
 def load_ranked(store: Facade, ranked: Sequence[tuple[int, float]], filters: SearchFilters
@@ -115,7 +136,7 @@ def keyword_recall(store: Facade, *, since: str | datetime | None = None,
     kw = keyword.strip() if keyword else ""
     with b.read():
         if kw:
-            rows, total = b.episodes.search(filters, phrase=kw, limit=limit, offset=offset)
+            rows, total = _search(store, filters, kw, limit, offset)
             params["match"] = "phrase"
             if getattr(total, "estimated", False):  # past the exact bound of a count
                 params["total_estimated"] = True
@@ -140,9 +161,23 @@ def keyword_recall(store: Facade, *, since: str | datetime | None = None,
             else:
                 params["why"] = {r.id: "phrase" for r, _s in rows}
         else:
-            rows, total = b.episodes.search(filters, limit=limit, offset=offset)
+            rows, total = _search(store, filters, None, limit, offset)
         episodes = store._to_episodes([r for r, _s in rows])
     return RecallResult(episodes, total, params)
+
+
+def _search(store: Facade, filters: SearchFilters, phrase: str | None, limit: int,
+            offset: int) -> tuple[list[tuple[Any, float]], int]:
+    """One page of the episodes holding ``phrase`` (or of all, without one) and the
+    number of them, kept per database state like ranked words."""
+    def run() -> tuple[tuple[tuple[Any, float], ...], int]:
+        rows, total = store.repos.episodes.search(filters, phrase=phrase, limit=limit,
+                                                  offset=offset)
+        return tuple(rows), total
+
+    rows, total = store.repos.episodes.memo(
+        ("search", filters_key(filters), phrase, limit, offset), run, size=lambda v: len(v[0]))
+    return list(rows), total
 
 
 def _why(store: Facade, rows: Sequence[tuple[Any, float]], via: dict[int, int],

@@ -11,9 +11,11 @@ from __future__ import annotations
 import abc
 import contextlib
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,14 @@ class MetaRepo(abc.ABC):
 
 class EpisodeRepo(abc.ABC):
     """The episode rows and the keyword index over them."""
+
+    def memo(self, key: Hashable, compute: Callable[[], _T], *, scope: Scope = ROOT,
+             size: Callable[[_T], int] | None = None) -> _T:
+        """``compute()``, or what it returned for ``key`` in ``scope`` while nothing has
+        been written to the database since (by any connection); ``size(value)`` weighs
+        what is kept against the backend's bound. A backend that cannot tell computes
+        every time. The value is shared: callers must not change it."""
+        return compute()
 
     # -- episodes
     @abc.abstractmethod

@@ -11,7 +11,7 @@ later cannot leak across namespaces by being forwarded unscoped.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -61,6 +61,10 @@ class ScopedBackend:
     def get_episodes(self, ids: Sequence[str], *, exact: bool = False,
                      **_: Any) -> dict[str, EpisodeRow]:
         return self._inner.get_episodes(ids, scope=self.scope, exact=exact)
+
+    def memo(self, key: Any, compute: Callable[[], Any], *,
+             size: Callable[[Any], int] | None = None, **_: Any) -> Any:
+        return self._inner.memo(key, compute, scope=self.scope, size=size)
 
     def trusts_of(self, ids: Sequence[str], **_: Any) -> dict[str, str]:
         return self._inner.trusts_of(ids, scope=self.scope)

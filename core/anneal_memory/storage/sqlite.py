@@ -14,15 +14,16 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .._fileio import create_private
 from ..errors import ReadOnlyStoreError, StoreError
 from ..text import LETTER_SPELLINGS, spell_letters
 from . import fts, sqlite_errors, sqlite_migrate
-from .base import EpisodeRow, EstimatedCount, RankedHit, SearchFilters
+from .base import ROOT, EpisodeRow, EstimatedCount, RankedHit, Scope, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
 from .common import episode_row as _row
@@ -30,6 +31,8 @@ from .common import like_pattern, trigrams, visible_sql
 from .driver import sqlite_driver
 from .sqlite_audit import CompactedReader, SQLiteAudit
 from .sqlite_migrate import NS_TAG_SQL
+
+_T = TypeVar("_T")
 
 SCHEMA_VERSION = 6
 _NAN = float("nan")  # a ranked hit's index score left out (see ranked_ids)
@@ -278,7 +281,11 @@ class SQLiteBackend(SQLiteAudit):
         #: what an in-place upgrade of a 1.0.2 store did on this open (None otherwise)
         self.legacy_upgrade: dict[str, Any] | None = None
         self._depth = 0
+        self._writing = False  # the open transaction is a write (not a read snapshot)
         self._lock = threading.RLock()
+        #: results of ``memo`` by key, each with the database state it was computed in
+        self._memo: OrderedDict[Hashable, tuple[tuple[int, int], int, Any]] = OrderedDict()
+        self._memo_used = 0
         p = Path(self.path)
         if not p.parent.exists():
             raise StoreError(
@@ -423,6 +430,8 @@ class SQLiteBackend(SQLiteAudit):
 
     def close(self) -> None:
         self._shut = True
+        self._memo.clear()
+        self._memo_used = 0
         with contextlib.suppress(Exception):
             self.conn.close()
 
@@ -459,15 +468,15 @@ class SQLiteBackend(SQLiteAudit):
                     self._depth -= 1
                 return
             self.conn.execute("BEGIN IMMEDIATE")
-            self._depth = 1
+            self._depth, self._writing = 1, True
             try:
                 yield
             except BaseException:
-                self._depth = 0
+                self._depth, self._writing = 0, False
                 with contextlib.suppress(Exception):
                     self.conn.execute("ROLLBACK")
                 raise
-            self._depth = 0
+            self._depth, self._writing = 0, False
             try:
                 self.conn.execute("COMMIT")
             except BaseException as exc:
@@ -496,6 +505,45 @@ class SQLiteBackend(SQLiteAudit):
                 self._depth = 0
                 with contextlib.suppress(Exception):
                     self.conn.execute("COMMIT")
+
+    #: what ``memo`` keeps at most: entries, and their summed ``size`` (the least recently
+    #: used go first; at the bound a few MB)
+    MEMO_ENTRIES = 1024
+    MEMO_BUDGET = 100_000
+
+    def _state(self) -> tuple[int, int]:
+        """Which database state this connection reads: ``data_version`` changes when
+        another connection commits (read in a snapshot it is the snapshot's, and starts
+        it), ``total_changes`` when this one writes a row."""
+        return (int(self.conn.execute("PRAGMA data_version").fetchone()[0]),
+                int(self.conn.total_changes))
+
+    def memo(self, key: Hashable, compute: Callable[[], _T], *, scope: Scope = ROOT,
+             size: Callable[[_T], int] | None = None) -> _T:
+        self._check_open()
+        with self._lock:
+            if self._writing:  # uncommitted rows could still roll back: never kept
+                return compute()
+            full = (scope, key)
+            state = self._state()
+            hit = self._memo.get(full)
+            if hit is not None and hit[0] == state:
+                self._memo.move_to_end(full)
+                value: _T = hit[2]
+                return value
+            value = compute()
+            if self._state() != state:  # written to while it ran: not kept
+                return value
+            cost = 1 + (size(value) if size is not None else 0)
+            if hit is not None:
+                self._memo_used -= hit[1]
+            self._memo[full] = (state, cost, value)
+            self._memo.move_to_end(full)
+            self._memo_used += cost
+            while self._memo and (len(self._memo) > self.MEMO_ENTRIES
+                                  or self._memo_used > self.MEMO_BUDGET):
+                self._memo_used -= self._memo.popitem(last=False)[1][1]
+            return value
 
     # Each query turns what SQLite cannot do into the library's typed errors (see
     # sqlite_errors): an unstorable value is a ValidationError, a damaged file a StoreError.
