@@ -264,7 +264,7 @@ def _scored_episodes(store: Facade, query: str, terms: list[str], k: int, episod
                                           context=context, query=query)
         phrase_rows: list[Any] = []
         if len(query.strip()) >= 3:
-            phrase_rows, _ = b.episodes.search(filters, phrase=query.strip(), limit=k)
+            phrase_rows, _ = _search(store, filters, query.strip(), k, 0)
         top = max((s for _r, s in ranked_ids), default=1.0) or 1.0
         results: dict[str, dict[str, Any]] = {}
         order: list[str] = []
