@@ -21,3 +21,21 @@ def entry_hash(entry: Mapping[str, Any]) -> str:
     body = {k: entry.get(k) for k in ("seq", "ts", "actor", "event", "data", "prev_hash")}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return sha256_hex(canonical.encode("utf-8", "surrogatepass"))
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
+def canonical_json(value: Any) -> str:
+    """``value`` as the chain's hash serialises it (sorted keys, compact, unescaped)."""
+    return _CANONICAL(value)
+
+
+def chain_hash(seq: int, ts: str, actor: str, event: str, data_json: str, prev_hash: str) -> str:
+    """:func:`entry_hash` of the entry these fields make, its data given already as
+    ``canonical_json(data)``: the canonical JSON of the entry is that of its fields in
+    key order, so a writer serialises each entry's data once, before it knows its seq."""
+    c = _CANONICAL
+    canonical = (f'{{"actor":{c(actor)},"data":{data_json},"event":{c(event)},'
+                 f'"prev_hash":{c(prev_hash)},"seq":{c(seq)},"ts":{c(ts)}}}')
+    return sha256_hex(canonical.encode("utf-8", "surrogatepass"))

@@ -45,11 +45,11 @@ import json
 import os
 import time
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ._audit_chain import GENESIS, MIRRORED_SEQ_KEY, entry_hash
+from ._audit_chain import GENESIS, MIRRORED_SEQ_KEY, canonical_json, chain_hash, entry_hash
 from ._audit_files import (
     AuditHead,
     AuditPaths,
@@ -89,6 +89,21 @@ HASHED_KEYS: frozenset[str] = frozenset({
 })
 #: Keys hashed only in some events (elsewhere ``reason`` is a stable code).
 HASHED_IN_EVENT: dict[str, frozenset[str]] = {"gov_forget": frozenset({"reason"})}
+
+
+#: an entry's data as the database's ``data`` column holds it
+_STORED = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+
+
+class StagedEntry(NamedTuple):
+    """An audit entry before its place in the chain: see :meth:`AuditTrail.stage`."""
+
+    event: str
+    actor: str
+    data: dict[str, Any]  # labels hashed
+    canonical: str  # ``canonical_json(data)``: what the entry's hash covers
+    stored: str  # the data as the database's column holds it
+    counter: str | None = None  # the meta counter the entry adds one to
 
 
 def content_hash(salt: str, text: str) -> str:
@@ -198,15 +213,43 @@ class AuditTrail:
         """Add an entry inside the caller's open transaction."""
         if not self.enabled:
             return None
+        entries = self.append_staged([self.stage(event, data, actor=actor)])
+        return entries[0] if entries else None
+
+    def stage(self, event: str, data: Mapping[str, Any], *, actor: str = "agent",
+              counter: str | None = None) -> StagedEntry:
+        """An entry's parts that need no transaction: its data with the labels hashed and
+        serialised (a writer stages its entry before it queues for a group commit)."""
+        red = self.redact(event, data)
+        return StagedEntry(event, actor, red, canonical_json(red), _STORED(red), counter)
+
+    def append_staged(self, staged: Sequence[StagedEntry]) -> list[dict[str, Any]] | None:
+        """Add the staged entries inside the caller's open transaction, oldest first,
+        with one read of the chain's tip and one insert; each adds one to its
+        ``counter`` (a scoped view's count of the entries its namespace caused)."""
+        if not self.enabled:
+            return None
         if not self._backend.in_transaction:
             raise AuditError("internal: audit append outside a transaction")
         seq, prev = self._backend.audit_tip()
-        entry = {"seq": seq + 1, "ts": now_iso(), "actor": actor, "event": event,
-                 "data": self.redact(event, data), "prev_hash": prev}
-        entry["hash"] = entry_hash(entry)
-        self._backend.audit_insert(entry)
-        self._pending.append(entry)
-        return entry
+        ts = now_iso()  # one transaction: its entries are appended at one moment
+        entries: list[dict[str, Any]] = []
+        rows: list[tuple[Any, ...]] = []
+        counts: dict[str, int] = {}
+        for st in staged:
+            seq += 1
+            h = chain_hash(seq, ts, st.actor, st.event, st.canonical, prev)
+            entries.append({"seq": seq, "ts": ts, "actor": st.actor, "event": st.event,
+                            "data": st.data, "prev_hash": prev, "hash": h})
+            rows.append((seq, ts, st.actor, st.event, st.stored, prev, h))
+            prev = h
+            if st.counter:
+                counts[st.counter] = counts.get(st.counter, 0) + 1
+        self._backend.audit_insert_rows(rows)
+        for key, n in counts.items():
+            self._backend.add_meta_int(key, n)
+        self._pending.extend(entries)
+        return entries
 
     def tip(self) -> tuple[int, str]:
         """(seq, hash) of the chain's last entry in the database ((0, "") when empty)."""
@@ -224,11 +267,6 @@ class AuditTrail:
     def repair_files(self, *, force: bool = False) -> dict[str, Any]:
         """:meth:`repair` for this store's own files and database."""
         return AuditTrail.repair(self.paths.db, self._backend, force=force)
-
-    def count_entry(self, key: str) -> None:
-        """Add one to the meta counter ``key`` in the open transaction (a scoped view
-        counts the entries its namespace caused)."""
-        self._backend.add_meta_int(key, 1)
 
     def pending_mark(self) -> int:
         """How many entries of the open transaction are pending (see :meth:`drop_pending`)."""
@@ -333,8 +371,12 @@ class AuditTrail:
         buf: list[str] = []
         size = self.paths.active.stat().st_size if first is not None else 0
         bound = self._seal_bound(manifest, high)
+        weeks: dict[Any, str | None] = {}  # a batch's entries share one timestamp
         for e in entries:
-            week = _week_of(e["ts"]) or high
+            ts = e["ts"] if isinstance(e["ts"], str) else None
+            if ts not in weeks:
+                weeks[ts] = _week_of(ts)
+            week = weeks[ts] or high
             if high is not None and week is not None and week > high and (size or buf):
                 self._write_active_append(buf)
                 buf, size = [], 0

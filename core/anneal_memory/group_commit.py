@@ -3,16 +3,21 @@
 A server records from many threads at once. Each call still returns only after the
 commit that holds its episode is durable, but while one commit (and its fsync) is under
 way the calls that arrive queue up and go into the next transaction together, so fifty
-writers share fsyncs instead of paying one each. Each episode is written under its own
-savepoint: a refused record (a bad supersession link, say) rolls back alone, with its
-audit entry, and its caller gets the error; the others commit.
+writers share fsyncs instead of paying one each.
+
+A record that checks something against the store (a supersession link, a state key, its
+sources) is written under its own savepoint: refused, it rolls back alone, with its audit
+entry, and its caller gets the error; the others commit. A run of consecutive records
+that check nothing (``write_many`` given) is written together, under one savepoint, in
+one statement each for the new ids, the rows and the audit entries; should the database
+refuse that run, it is rolled back and written again a record at a time, each under its
+own savepoint, so a refusal still fails that record alone.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._unit import UnitLost
@@ -20,14 +25,25 @@ from ._unit import UnitLost
 if TYPE_CHECKING:
     from ._unit import UnitOfWork
 
-@dataclass
+#: writes one prepared record through its store; returns what its caller gets
+Write = Callable[[Any, dict[str, Any]], Any]
+#: writes a run of ``(store, prepared)`` in one go; returns what each caller gets, in order
+WriteMany = Callable[[list[tuple[Any, dict[str, Any]]]], list[Any]]
+
+
 class _Slot:
-    store: Any
-    prepared: dict[str, Any]
-    done: threading.Event = field(default_factory=threading.Event)
-    lead: bool = False  # handed the leader's role while waiting
-    result: Any = None
-    error: BaseException | None = None
+    __slots__ = ("store", "prepared", "many", "wake", "done", "result", "error")
+
+    def __init__(self, store: Any, prepared: dict[str, Any], many: WriteMany | None = None) -> None:
+        self.store = store
+        self.prepared = prepared
+        self.many = many  # how a run of such records is written together
+        #: held until the call is woken: its commit is over (``done``), or it leads next
+        self.wake = threading.Lock()
+        self.wake.acquire()
+        self.done = False
+        self.result: Any = None
+        self.error: BaseException | None = None
 
 
 class GroupCommit:
@@ -41,47 +57,69 @@ class GroupCommit:
         self.commits = 0
         self.records = 0
 
-    def record(self, store: Any, prepared: dict[str, Any],
-               write: Callable[[Any, dict[str, Any]], Any]) -> Any:
-        """Write ``prepared`` through ``write(store, prepared)`` in a shared transaction."""
-        slot = _Slot(store, prepared)
+    def record(self, store: Any, prepared: dict[str, Any], write: Write,
+               write_many: WriteMany | None = None) -> Any:
+        """Write ``prepared`` through ``write(store, prepared)`` in a shared transaction
+        (with its neighbours in the batch through ``write_many``, when given)."""
+        slot = _Slot(store, prepared, write_many)
         with self._mutex:
             self._queue.append(slot)
             lead = not self._leading
             self._leading = True
         if not lead:
-            slot.done.wait()
-            if slot.lead:  # the previous leader finished its own call: lead from here
-                slot.done.clear()
-                self._lead(slot, write)
-        elif not slot.done.is_set():
+            slot.wake.acquire()  # woken: its commit is over, or the leader's role is its
+        if not slot.done:
             self._lead(slot, write)
         if slot.error is not None:
             raise slot.error
         return slot.result
 
-    def _lead(self, mine: _Slot, write: Callable[[Any, dict[str, Any]], Any]) -> None:
-        while not mine.done.is_set():
-            with self._mutex:
-                batch, self._queue = self._queue, []
-            if batch:
-                self._commit(batch, write)
-        with self._mutex:
-            if self._queue:  # hand over: the oldest waiting call leads the next round
-                nxt = self._queue[0]
-                nxt.lead = True
-                nxt.done.set()
-            else:
-                self._leading = False
+    #: most rounds one leader commits before it hands the role on and returns
+    ROUNDS = 8
 
-    def _commit(self, batch: list[_Slot], write: Callable[[Any, dict[str, Any]], Any]) -> None:
+    def _lead(self, mine: _Slot, write: Write) -> None:
+        """Commit what is queued (``mine`` with it) and wake the batch's callers; go on
+        with what was queued meanwhile, for up to ``ROUNDS`` rounds, so no other thread
+        has to wake up before the next commit starts; then hand the leader's role to the
+        oldest waiting call."""
+        rounds = 0
+        try:
+            while True:
+                with self._mutex:
+                    if mine.done and (not self._queue or rounds >= self.ROUNDS):
+                        break
+                    batch, self._queue = self._queue, []
+                try:
+                    self._commit(batch, write)
+                finally:
+                    rounds += 1
+                    for slot in batch:
+                        if slot is not mine:
+                            slot.wake.release()
+        finally:
+            with self._mutex:
+                if self._queue:  # the oldest waiting call leads the next round
+                    self._queue[0].wake.release()
+                else:
+                    self._leading = False
+
+    def _commit(self, batch: list[_Slot], write: Write) -> None:
         store = batch[0].store
+        try:
+            self._commit_batch(store, batch, write)
+        finally:
+            for slot in batch:
+                slot.done = True
+
+    def _commit_batch(self, store: Any, batch: list[_Slot], write: Write) -> None:
         try:
             with store.transaction() as tx:
                 if len(batch) == 1:
                     # alone, its refusal rolls the transaction back: the same outcome as
                     # its savepoint's, without two statements per record
-                    batch[0].result = write(batch[0].store, batch[0].prepared)
+                    only = batch[0]
+                    only.result = (only.many([(only.store, only.prepared)])[0] if only.many
+                                   else write(only.store, only.prepared))
                 else:
                     self._write_each(batch, write, tx)
         except BaseException as exc:  # the commit failed: nothing of the batch was written
@@ -91,19 +129,46 @@ class GroupCommit:
         else:
             self.commits += 1
             self.records += sum(1 for s in batch if s.error is None)
-        for slot in batch:
-            slot.done.set()
+
+    @classmethod
+    def _write_each(cls, batch: list[_Slot], write: Write, tx: UnitOfWork) -> None:
+        """The batch in order: each run of records written together, every other record
+        under its own savepoint."""
+        i = 0
+        while i < len(batch):
+            j = i + 1
+            while j < len(batch) and batch[i].many is not None and batch[j].many is batch[i].many:
+                j += 1
+            if j - i > 1:
+                cls._write_run(batch[i:j], write, tx)
+            else:
+                cls._write_one(batch[i], write, tx)
+            i = j
+
+    @classmethod
+    def _write_run(cls, run: list[_Slot], write: Write, tx: UnitOfWork) -> None:
+        many = run[0].many
+        assert many is not None
+        try:
+            with tx.savepoint():
+                results = many([(slot.store, slot.prepared) for slot in run])
+        except UnitLost as lost:  # the transaction itself is gone: all fail
+            raise (lost.__cause__ or lost) from None
+        except Exception:  # refused in the database: find which, a record at a time
+            for slot in run:
+                cls._write_one(slot, write, tx)
+            return
+        for slot, result in zip(run, results):
+            slot.result = result
 
     @staticmethod
-    def _write_each(batch: list[_Slot], write: Callable[[Any, dict[str, Any]], Any],
-                    tx: UnitOfWork) -> None:
-        """Each record of the batch under its own savepoint: a refused one rolls back
-        alone, with its audit entry, and its caller gets the error."""
-        for slot in batch:
-            try:
-                with tx.savepoint():
-                    slot.result = write(slot.store, slot.prepared)
-            except UnitLost as lost:  # the transaction itself is gone: all fail
-                raise (lost.__cause__ or lost) from None
-            except Exception as exc:  # this record alone is refused
-                slot.error, slot.result = exc, None
+    def _write_one(slot: _Slot, write: Write, tx: UnitOfWork) -> None:
+        """One record under its own savepoint: refused, it rolls back alone, with its
+        audit entry, and its caller gets the error."""
+        try:
+            with tx.savepoint():
+                slot.result = write(slot.store, slot.prepared)
+        except UnitLost as lost:  # the transaction itself is gone: all fail
+            raise (lost.__cause__ or lost) from None
+        except Exception as exc:  # this record alone is refused
+            slot.error, slot.result = exc, None

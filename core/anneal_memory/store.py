@@ -9,6 +9,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -86,6 +87,66 @@ def _episode(row: EpisodeRow, superseded_by: str | None = None,
         superseded_by=superseded_by, trust=trust_value or row.trust, state_key=row.state_key,
         derived_from=list(derived_from),
     )
+
+
+def _id_candidate(content: str, ts: str) -> str:
+    """A new episode id (8 hex digits): the caller checks that no episode or tombstone
+    holds it yet."""
+    return sha256_hex(f"{content}\x00{ts}\x00{token_hex(8)}".encode())[:8]
+
+
+def _record_entry(audit: Any, p: dict[str, Any], eid: str,
+                  replaced_by_key: Sequence[str] = ()) -> tuple[dict[str, Any], str]:
+    """The data and actor of the audit entry that records the prepared episode ``p``."""
+    return {
+        "episode_id": eid, "type": p["type"], "trust": p["trust"], "source": p["source"],
+        "content_hash": audit.hash_content(p["content"]),
+        **({"supersedes": p["supersedes"]} if p["supersedes"] else {}),
+        **({"state_key": p["state_key"], "replaced": list(replaced_by_key)} if p["state_key"] else {}),
+        **({"derived_from": p["derived_from"]} if p["derived_from"] else {}),
+    }, p["source"] if p["source"] in ("agent", "operator", "system") else "agent"
+
+
+def _stage_plain(view: Store, p: dict[str, Any]) -> None:
+    """Before a record that checks nothing against the store queues for its group
+    commit: its row and its audit entry, under a new id the commit still checks (in the
+    caller's thread, while the batch before it is being written)."""
+    eid = _id_candidate(p["content"], p["timestamp"])
+    p["row"] = EpisodeRow(
+        id=eid, timestamp=p["timestamp"], type=p["type"], content=p["content"],
+        source=p["source"], session_id=view.session_id, metadata=p["metadata"],
+        trust=p["trust"], state_key=None, wrap_id=None, ns_owner=view.scope.owner,
+        ns_project=view.scope.project)
+    _stage_plain_entry(view, p, eid)
+
+
+def _stage_plain_entry(view: Store, p: dict[str, Any], eid: str) -> None:
+    if view._audit.enabled:
+        data, actor = _record_entry(view._audit, p, eid)
+        p["entry"] = view._audit.stage("record", data, actor=actor)
+
+
+def _insert_plain_many(pairs: Sequence[tuple[Store, dict[str, Any]]]) -> list[EpisodeRow]:
+    """Write a group commit's run of records staged by ``_stage_plain``, each ``(store or
+    view, prepared)`` of one database: the rows and audit entries ``_insert_prepared``
+    writes one by one, in the same order, in one statement each for the ids' check, the
+    rows and the entries."""
+    root: Store = getattr(pairs[0][0], "parent", pairs[0][0])
+    b = root._backend
+    rows: list[EpisodeRow] = [p["row"] for _v, p in pairs]
+    taken = b.ids_taken([r.id for r in rows])
+    seen: set[str] = set()
+    for i, (view, p) in enumerate(pairs):
+        if rows[i].id in taken or rows[i].id in seen:  # held already: draw another
+            while rows[i].id in taken or rows[i].id in seen or b.id_taken(rows[i].id):
+                rows[i] = replace(rows[i], id=_id_candidate(p["content"], p["timestamp"]))
+            _stage_plain_entry(view, p, rows[i].id)
+        seen.add(rows[i].id)
+    b.insert_episodes(rows)
+    entries = [p["entry"] for _v, p in pairs if "entry" in p]
+    if entries:
+        root._audit.append_staged(entries)
+    return rows
 
 
 class Store(ContinuityMixin):
@@ -362,8 +423,7 @@ class Store(ContinuityMixin):
     # ------------------------------------------------------------------ record
     def _new_id(self, content: str, ts: str) -> str:
         while True:
-            seed = f"{content}\x00{ts}\x00{token_hex(8)}".encode()
-            eid = sha256_hex(seed)[:8]
+            eid = _id_candidate(content, ts)
             if not self._backend.id_taken(eid):
                 return eid
 
@@ -391,7 +451,14 @@ class Store(ContinuityMixin):
         if self._in_own_write():  # inside this thread's batch(): join it
             with self._write():
                 return self._insert_prepared(prepared)
-        return self._group.record(self, prepared, Store._insert_prepared)  # type: ignore[no-any-return]
+        # a record with no link, key or source to check against the store can be written
+        # with the others of its batch in one statement each for the rows and entries
+        if prepared["supersedes"] or prepared["state_key"] or prepared["derived_from"]:
+            return self._group.record(self, prepared, Store._insert_prepared)  # type: ignore[no-any-return]
+        _stage_plain(self, prepared)
+        out = self._group.record(self, prepared, Store._insert_prepared, _insert_plain_many)
+        # written with its batch: the row, made the episode here, out of the commit's way
+        return out if isinstance(out, Episode) else _episode(out, trust_value=prepared["trust"])
 
     def _in_own_write(self) -> bool:
         return getattr(self._tx_owner, "depth", 0) > 0
@@ -483,13 +550,8 @@ class Store(ContinuityMixin):
         replaced_by_key: list[str] = []
         if p["state_key"]:
             replaced_by_key = facts.apply_state_key(self, row)
-        self._audit.append("record", {
-            "episode_id": eid, "type": p["type"], "trust": p["trust"], "source": p["source"],
-            "content_hash": self._audit.hash_content(p["content"]),
-            **({"supersedes": p["supersedes"]} if p["supersedes"] else {}),
-            **({"state_key": p["state_key"], "replaced": replaced_by_key} if p["state_key"] else {}),
-            **({"derived_from": p["derived_from"]} if p["derived_from"] else {}),
-        }, actor=p["source"] if p["source"] in ("agent", "operator", "system") else "agent")
+        data, actor = _record_entry(self._audit, p, eid, replaced_by_key)
+        self._audit.append("record", data, actor=actor)
         effective = (trust.effective_trust_map(self, [eid]).get(eid, p["trust"])
                      if p["derived_from"] else p["trust"])
         return _episode(row, derived_from=p["derived_from"], trust_value=effective)
@@ -888,11 +950,16 @@ class _ScopedAudit:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
+    def stage(self, event: str, data: Mapping[str, Any], *, actor: str = "agent") -> Any:
+        # the entry also adds one to the namespace's own count, in its transaction
+        return self._inner.stage(event, {**data, "namespace": self._ns}, actor=actor,
+                                 counter=self._counter)
+
     def append(self, event: str, data: dict[str, Any], *, actor: str = "agent") -> Any:
-        entry = self._inner.append(event, {**data, "namespace": self._ns}, actor=actor)
-        if entry is not None:  # the namespace's own count, in the entry's transaction
-            self._inner.count_entry(self._counter)
-        return entry
+        if not self._inner.enabled:
+            return None
+        entries = self._inner.append_staged([self.stage(event, data, actor=actor)])
+        return entries[0] if entries else None
 
 
 class ScopedStore(Store):

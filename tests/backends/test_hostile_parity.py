@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from threadhelp import run_threads
+from threadhelp import batched, run_threads
 
 from anneal_memory import AnnealMemoryError, AuditTrail, MemorySession, Store, ValidationError
 from anneal_memory.governance import (
@@ -182,6 +182,31 @@ def test_threads_sharing_one_store_lose_nothing_and_keep_the_chain(store: Store,
 
     run_threads(work, range(6))
     assert store.status().total_episodes == 36
+    assert AuditTrail.verify(location).valid
+
+
+def test_a_group_commit_batch_writes_each_record_alike(store: Store, location: str) -> None:
+    # one batch: namespaces mixed, a refused link in the middle, a checked link allowed
+    base = store.record("the cache warms up after a deploy", "observation")
+    alice, bob = store.scoped({"user": "alice"}), store.scoped({"user": "bob"})
+    got = batched(store, [
+        lambda: alice.record("alice's note about the cache", "observation"),
+        lambda: store.record("a bad link", "observation", supersedes=["ghost"]),
+        lambda: bob.record("bob's note about the cache", "observation"),
+        lambda: store.record("the cache now warms up before a deploy", "observation",
+                             supersedes=[base.id]),
+        lambda: alice.record("alice's second note", "observation"),
+    ])
+    assert isinstance(got[1], AnnealMemoryError)
+    written = [g.id for i, g in enumerate(got) if i != 1]
+    entries = [e for e in store.audit_trail.entries() if e["event"] == "record"]
+    assert [e["data"]["episode_id"] for e in entries[-4:]] == written
+    assert {e.id for e in alice.recall().episodes} == {written[0], written[3]}
+    assert {e.id for e in bob.recall().episodes} == {written[1]}
+    assert alice.status().audit_entry_count == 2 and bob.status().audit_entry_count == 1
+    assert store.get(base.id).superseded_by == written[2]  # type: ignore[union-attr]
+    assert store.status().total_episodes == 6
+    store.audit_trail.flush()
     assert AuditTrail.verify(location).valid
 
 

@@ -67,6 +67,22 @@ def test_id_lists_longer_than_one_statement(store: Store) -> None:
     assert b.count_episodes() == n - 650
 
 
+def test_rows_inserted_many_to_a_statement_keep_their_order(store: Store) -> None:
+    # a group commit's batch: several statements of a power of two rows each
+    b = backend_of(store)
+    n = 1203  # past SQLite's chunk of bound ids as well
+    with b.transaction():
+        b.insert_episodes([_row(i) for i in range(n)])
+        b.insert_episodes([])
+    ids = [f"ep{i:05d}" for i in range(n)]
+    assert [r.id for r in b.all_episodes(order="rowid ASC")] == ids
+    assert b.ids_taken([*ids[::7], "missing"]) == set(ids[::7])
+    assert b.get_meta("backdated_episodes") is None  # each row newer than the one before
+    with b.transaction():
+        b.insert_episodes([_row(n + 1), _row(n)])
+    assert b.get_meta("backdated_episodes") == "1"
+
+
 def test_links_upserts_and_counters(store: Store) -> None:
     b = backend_of(store)
     with b.transaction():

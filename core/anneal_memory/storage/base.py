@@ -232,6 +232,16 @@ class EpisodeRepo(abc.ABC):
     def insert_episode(self, row: EpisodeRow) -> None: ...
     @abc.abstractmethod
     def id_taken(self, episode_id: str) -> bool: ...
+
+    def insert_episodes(self, rows: Sequence[EpisodeRow]) -> None:
+        """Insert ``rows`` in order (a group commit's batch: one statement for them all
+        where the database allows)."""
+        for row in rows:
+            self.insert_episode(row)
+
+    def ids_taken(self, ids: Sequence[str]) -> set[str]:
+        """Those of ``ids`` an episode or a tombstone holds."""
+        return {i for i in ids if self.id_taken(i)}
     @abc.abstractmethod
     def get_episodes(self, ids: Sequence[str], *, scope: Scope = ROOT,
                      exact: bool = False) -> dict[str, EpisodeRow]: ...
@@ -429,6 +439,11 @@ class AuditRepo(abc.ABC):
     def audit_tip(self) -> tuple[int, str]: ...
     @abc.abstractmethod
     def audit_insert(self, entry: dict[str, Any]) -> None: ...
+
+    @abc.abstractmethod
+    def audit_insert_rows(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Insert consecutive entries of the chain, oldest first, each as its column
+        values (seq, ts, actor, event, data as JSON text, prev_hash, hash)."""
     @abc.abstractmethod
     def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]: ...
     @abc.abstractmethod

@@ -27,6 +27,10 @@ _PROBE_COLS = ("id", "kind", "pattern", "min_level", "fact", "section", "created
 _PATTERN_COLS = ("name", "level", "max_level_reached", "first_seen_at", "last_seen_at",
                  "last_saved_at", "explanations", "grounding")
 _AUDIT_COLS = ("seq", "ts", "actor", "event", "data", "prev_hash", "hash")
+_INSERT_COLS = ("id", "timestamp", "type", "content", "source", "session_id", "metadata",
+                "trust", "state_key", "wrap_id", "ns_owner", "ns_project")
+#: most rows one INSERT statement carries (12 columns each: under 999 bound values)
+_ROWS_PER_INSERT = 64
 
 
 # ---------------------------------------------------------------------- rows -> values
@@ -209,6 +213,20 @@ class SQLBackend(Backend):
         yield from self.q(sql, params)
 
     # -- helpers built on the hooks
+    def _insert_rows(self, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Insert ``rows`` in order, many to a statement: one multi-row VALUES list per
+        power of two of them (so a few statements of each size are ever prepared, and
+        SQLite's oldest limit of 999 bound values is never reached)."""
+        if not rows:
+            return
+        one = "(" + ",".join("?" * len(cols)) + ")"
+        head = f"INSERT INTO {table}({', '.join(cols)}) VALUES "
+        i, n = 0, len(rows)
+        while i < n:
+            size = min(_ROWS_PER_INSERT, 1 << ((n - i).bit_length() - 1))
+            self.q(head + ",".join([one] * size), [v for r in rows[i:i + size] for v in r])
+            i += size
+
     def _chunks(self, ids: Sequence[Any]) -> Iterator[list[Any]]:
         unique = list(dict.fromkeys(ids))
         for i in range(0, len(unique), self._IN_CHUNK):
@@ -269,19 +287,37 @@ class SQLBackend(Backend):
 
     # -- episodes
     def insert_episode(self, row: EpisodeRow) -> None:
+        self.insert_episodes([row])
+
+    def insert_episodes(self, rows: Sequence[EpisodeRow]) -> None:
+        if not rows:
+            return
         newest = self.q1("SELECT MAX(timestamp) FROM episodes")
-        if newest and newest[0] and row.timestamp < newest[0]:
+        high = newest[0] if newest and newest[0] else ""
+        backdated = False
+        for row in rows:
             # a backdated episode: recording order no longer equals time order
+            backdated = backdated or row.timestamp < high
+            high = max(high, row.timestamp)
+        if backdated:
             self.set_meta("backdated_episodes", "1")
-        self.q("INSERT INTO episodes(id, timestamp, type, content, source, session_id, metadata, "
-               "trust, state_key, wrap_id, ns_owner, ns_project) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-               (row.id, row.timestamp, row.type, row.content, row.source, row.session_id,
-                row.metadata, row.trust, row.state_key, row.wrap_id, row.ns_owner,
-                row.ns_project))
+        self._insert_rows("episodes", _INSERT_COLS, [
+            (row.id, row.timestamp, row.type, row.content, row.source, row.session_id,
+             row.metadata, row.trust, row.state_key, row.wrap_id, row.ns_owner, row.ns_project)
+            for row in rows])
 
     def id_taken(self, episode_id: str) -> bool:
         return bool(self.q1("SELECT 1 FROM episodes WHERE id=? UNION ALL "
                             "SELECT 1 FROM tombstones WHERE id=?", (episode_id, episode_id)))
+
+    def ids_taken(self, ids: Sequence[str]) -> set[str]:
+        taken: set[str] = set()
+        for chunk in self._chunks(ids):
+            cond, params = self._in_list("id", chunk)
+            taken.update(r[0] for r in self.q(
+                f"SELECT id FROM episodes WHERE {cond} UNION ALL "
+                f"SELECT id FROM tombstones WHERE {cond}", [*params, *params]))
+        return taken
 
     def get_episodes(self, ids: Sequence[str], *, scope: Scope = ROOT,
                      exact: bool = False) -> dict[str, EpisodeRow]:
@@ -586,11 +622,12 @@ class SQLBackend(Backend):
         return (0, "0" * 64) if r is None else (int(r[0]), str(r[1]))
 
     def audit_insert(self, entry: dict[str, Any]) -> None:
-        self.q("INSERT INTO audit_log(seq, ts, actor, event, data, prev_hash, hash) "
-               "VALUES (?,?,?,?,?,?,?)",
-               (entry["seq"], entry["ts"], entry["actor"], entry["event"],
-                json.dumps(entry["data"], sort_keys=True, ensure_ascii=False),
-                entry["prev_hash"], entry["hash"]))
+        self.audit_insert_rows([(entry["seq"], entry["ts"], entry["actor"], entry["event"],
+                                 json.dumps(entry["data"], sort_keys=True, ensure_ascii=False),
+                                 entry["prev_hash"], entry["hash"])])
+
+    def audit_insert_rows(self, rows: Sequence[Sequence[Any]]) -> None:
+        self._insert_rows("audit_log", _AUDIT_COLS, rows)
 
     def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
         sql = ("SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log "

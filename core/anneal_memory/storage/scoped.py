@@ -21,9 +21,9 @@ from .base import Backend, EpisodeRow, RankedHit, Scope, SearchFilters
 #: already filtered, or on what is one per database: transactions, audit, metadata).
 NEUTRAL: frozenset[str] = frozenset({
     "add_derivations", "add_meta_int", "add_supersession", "audit_compact", "audit_count",
-    "audit_digests", "audit_entries", "audit_insert", "audit_rows", "audit_tip", "checkpoint", "close", "close_wrap", "closed", "conn",
+    "audit_digests", "audit_entries", "audit_insert", "audit_insert_rows", "audit_rows", "audit_tip", "checkpoint", "close", "close_wrap", "closed", "conn",
     "delete_episode_rows", "delete_supersessions_touching", "derivations_of", "execute",
-    "executemany", "get_meta", "id_taken", "in_transaction", "integrity_check",
+    "executemany", "get_meta", "id_taken", "ids_taken", "in_transaction", "integrity_check",
     "mark_source_removed", "mark_wrapped", "mirrors_audit_to_files", "path", "q", "q1",
     "read", "read_blob", "read_only", "savepoint", "meta_with_prefix",
     "delete_meta_if", "link_tables_used", "remove_supersession", "scrub_indexes", "set_meta",
@@ -57,6 +57,10 @@ class ScopedBackend:
     def insert_episode(self, row: EpisodeRow) -> None:
         self._inner.insert_episode(replace(row, ns_owner=self.scope.owner,
                                            ns_project=self.scope.project))
+
+    def insert_episodes(self, rows: Sequence[EpisodeRow]) -> None:
+        self._inner.insert_episodes([replace(row, ns_owner=self.scope.owner,
+                                             ns_project=self.scope.project) for row in rows])
 
     def get_episodes(self, ids: Sequence[str], *, exact: bool = False,
                      **_: Any) -> dict[str, EpisodeRow]:
