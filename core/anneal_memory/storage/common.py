@@ -324,6 +324,11 @@ class SQLBackend(Backend):
         """The episodes with these ids that ``scope`` may read (``exact``: may change)."""
         extra, xparams = (reach_sql if exact else visible_sql)(scope)
         out: dict[str, EpisodeRow] = {}
+        if len(ids) == 1:  # get(): one index seek, no list to build
+            for r in self.q(f"SELECT {EP_COLS} FROM episodes WHERE id=?{extra}",
+                            [ids[0], *xparams]):
+                out[r[1]] = episode_row(r)
+            return out
         for chunk in self._chunks(ids):
             cond, params = self._in_list("id", chunk)
             for r in self.q(f"SELECT {EP_COLS} FROM episodes WHERE {cond}{extra}",
@@ -804,8 +809,9 @@ class SQLBackend(Backend):
         return bool(self.q("DELETE FROM meta WHERE key=? AND value=? RETURNING key", (key, value)))
 
     def link_tables_used(self) -> tuple[bool, bool]:
-        return (self.q1("SELECT 1 FROM supersessions LIMIT 1") is not None,
-                self.q1("SELECT 1 FROM derivations LIMIT 1") is not None)
+        r = self.q1("SELECT EXISTS (SELECT 1 FROM supersessions), "
+                    "EXISTS (SELECT 1 FROM derivations)")
+        return (bool(r[0]), bool(r[1])) if r else (False, False)
 
     def meta_rows(self) -> list[tuple[str, str]]:
         return [(str(k), str(v)) for k, v in self.q("SELECT key, value FROM meta")
