@@ -265,7 +265,7 @@ def _scored_episodes(store: Facade, query: str, terms: list[str], k: int, episod
         phrase_rows: list[Any] = []
         if len(query.strip()) >= 3:
             phrase_rows, _ = _search(store, filters, query.strip(), k, 0)
-        top = max((s for _r, s in ranked_ids), default=1.0) or 1.0
+        top = (ranked_ids[0][1] if ranked_ids else 1.0) or 1.0  # ranked best first
         results: dict[str, dict[str, Any]] = {}
         order: list[str] = []
         seen_ids: set[str] = set()
