@@ -35,7 +35,15 @@ def chain_hash(seq: int, ts: str, actor: str, event: str, data_json: str, prev_h
     """:func:`entry_hash` of the entry these fields make, its data given already as
     ``canonical_json(data)``: the canonical JSON of the entry is that of its fields in
     key order, so a writer serialises each entry's data once, before it knows its seq."""
+    return chain_entry(seq, ts, actor, event, data_json, prev_hash)[0]
+
+
+def chain_entry(seq: int, ts: str, actor: str, event: str, data_json: str,
+                prev_hash: str) -> tuple[str, str]:
+    """(hash, line): :func:`chain_hash`, and the entry with its hash as the audit files'
+    line holds it (``audit.entry_line``: the same canonical JSON, ``hash`` in its place)."""
     c = _CANONICAL
-    canonical = (f'{{"actor":{c(actor)},"data":{data_json},"event":{c(event)},'
-                 f'"prev_hash":{c(prev_hash)},"seq":{c(seq)},"ts":{c(ts)}}}')
-    return sha256_hex(canonical.encode("utf-8", "surrogatepass"))
+    head = f'{{"actor":{c(actor)},"data":{data_json},"event":{c(event)},'
+    tail = f'"prev_hash":{c(prev_hash)},"seq":{c(seq)},"ts":{c(ts)}}}'
+    h = sha256_hex((head + tail).encode("utf-8", "surrogatepass"))
+    return h, f'{head}"hash":{c(h)},{tail}'

@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ._audit_chain import GENESIS, MIRRORED_SEQ_KEY, canonical_json, chain_hash, entry_hash
+from ._audit_chain import GENESIS, MIRRORED_SEQ_KEY, canonical_json, chain_entry, entry_hash
 from ._audit_files import (
     AuditHead,
     AuditPaths,
@@ -68,6 +68,7 @@ from .clock import iso_week, now_iso
 from .errors import AuditError
 from .legacy.upgrade import LEGACY_AUDIT_FORMAT, sealed_part, upgrade_report
 from .storage import sqlite_peek as peek
+from .storage.common import audit_record
 from .storage.pg_location import pg_dsn
 
 if TYPE_CHECKING:
@@ -173,6 +174,12 @@ class AuditTrail:
         #: write sources, keys, names, reasons, reviewers and namespaces as salted hashes
         self.hash_labels = hash_labels
         self._pending: list[dict[str, Any]] = []
+        #: whether the chain is mirrored to files here (not on a server database)
+        self._files = bool(getattr(backend, "mirrors_audit_to_files", True))
+        #: seq -> (row as written, its line for the files) of the entries this trail
+        #: appended since its last mirror, which then writes them without parsing the
+        #: row and serialising it again (a row that differs is read as stored)
+        self._lines: dict[int, tuple[tuple[Any, ...], str]] = {}
         self.write_failures_this_process = 0
         self._unmirrored = 0
         self._last_mirror = time.monotonic()
@@ -236,12 +243,18 @@ class AuditTrail:
         entries: list[dict[str, Any]] = []
         rows: list[tuple[Any, ...]] = []
         counts: dict[str, int] = {}
+        lines = self._lines if self._files else None
+        if lines is not None and len(lines) > 8 * self.MIRROR_EVERY:
+            lines.clear()  # the files are not being written: keep no more
         for st in staged:
             seq += 1
-            h = chain_hash(seq, ts, st.actor, st.event, st.canonical, prev)
+            h, line = chain_entry(seq, ts, st.actor, st.event, st.canonical, prev)
             entries.append({"seq": seq, "ts": ts, "actor": st.actor, "event": st.event,
                             "data": st.data, "prev_hash": prev, "hash": h})
-            rows.append((seq, ts, st.actor, st.event, st.stored, prev, h))
+            row = (seq, ts, st.actor, st.event, st.stored, prev, h)
+            rows.append(row)
+            if lines is not None:
+                lines[seq] = (row, line)
             prev = h
             if st.counter:
                 counts[st.counter] = counts.get(st.counter, 0) + 1
@@ -338,12 +351,13 @@ class AuditTrail:
             sealed_last = int(sealed[-1]["last_seq"]) if sealed else 0
             first, last_entry = self._active_bounds(sealed_last)
             last = int(last_entry["seq"]) if last_entry else sealed_last
-            new = self._backend.audit_rows(after_seq=last)
+            new, lines = self._unmirrored_rows(last)
             if new and int(new[0]["seq"]) != last + 1:
                 log.warning("anneal-memory: the audit files end at entry %d but the next entry "
                             "the database holds in full is %d: run anneal-memory verify",
                             last, new[0]["seq"])
-            self._write_entries(manifest, first, last_entry, new)
+            self._write_entries(manifest, first, last_entry, new, lines)
+            self._lines.clear()  # all in the files now
             if not self._stragglers_checked:
                 self._stragglers_checked = True
                 try:  # best effort: the files are written; a row left in full is harmless
@@ -354,11 +368,30 @@ class AuditTrail:
         self._record_mirrored(int(new[-1]["seq"]) if new else last, _digests(new))
         return len(new)
 
+    def _unmirrored_rows(self, after_seq: int) -> tuple[list[dict[str, Any]], list[str]]:
+        """The entries the database holds in full after ``after_seq`` (their seq, ts and
+        hash at least) and their lines for the files: a row exactly as this trail wrote
+        it takes the line it kept; any other is parsed and serialised."""
+        new: list[dict[str, Any]] = []
+        lines: list[str] = []
+        kept = self._lines
+        for row in self._backend.audit_row_values(after_seq):
+            hit = kept.get(row[0])
+            if hit is not None and hit[0] == tuple(row):
+                new.append({"seq": row[0], "ts": row[1], "hash": row[6]})
+                lines.append(hit[1])
+            else:
+                e = audit_record(row)
+                new.append(e)
+                lines.append(entry_line(e))
+        return new, lines
+
     def _write_entries(self, manifest: dict[str, Any], first: Mapping[str, Any] | None,
                        last_entry: Mapping[str, Any] | None,
-                       entries: list[dict[str, Any]]) -> None:
-        """Append ``entries`` to the active file (held under the file lock), sealing it on
-        a new week and at its size bound (``_seal_bound``)."""
+                       entries: list[dict[str, Any]], lines: list[str] | None = None) -> None:
+        """Append ``entries`` (their ``lines`` for the files, when given) to the active
+        file (held under the file lock), sealing it on a new week and at its size bound
+        (``_seal_bound``)."""
         if not entries:
             return
         sealed = manifest["files"]
@@ -372,7 +405,7 @@ class AuditTrail:
         size = self.paths.active.stat().st_size if first is not None else 0
         bound = self._seal_bound(manifest, high)
         weeks: dict[Any, str | None] = {}  # a batch's entries share one timestamp
-        for e in entries:
+        for i, e in enumerate(entries):
             ts = e["ts"] if isinstance(e["ts"], str) else None
             if ts not in weeks:
                 weeks[ts] = _week_of(ts)
@@ -384,7 +417,7 @@ class AuditTrail:
             if week is not None and (high is None or week > high):
                 high = week
                 bound = self._seal_bound(manifest, high)
-            line = entry_line(e)
+            line = lines[i] if lines is not None else entry_line(e)
             buf.append(line)
             size += len(line) + 1
             if size >= bound * 4:  # a very large mirror (a rebuild) is cut into parts too

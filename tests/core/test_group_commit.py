@@ -6,6 +6,7 @@ entries; a record that checks something (a link, a key) keeps its own savepoint.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,8 @@ from threadhelp import batched
 
 import anneal_memory.store as store_module
 from anneal_memory import AuditTrail, Episode, Store, SupersessionError
-from anneal_memory._audit_chain import canonical_json, chain_hash, entry_hash
-from anneal_memory.audit import same_label
+from anneal_memory._audit_chain import canonical_json, chain_entry, chain_hash, entry_hash
+from anneal_memory.audit import entry_line, same_label
 from anneal_memory.testing import backend_of
 
 
@@ -181,3 +182,26 @@ def test_the_writer_hashes_an_entry_as_verify_does(seq: int, ts: str, actor: str
     entry = {"seq": seq, "ts": ts, "actor": actor, "event": event, "data": data,
              "prev_hash": prev}
     assert chain_hash(seq, ts, actor, event, canonical_json(data), prev) == entry_hash(entry)
+    h, line = chain_entry(seq, ts, actor, event, canonical_json(data), prev)
+    assert h == entry_hash(entry) and line == entry_line({**entry, "hash": h})
+
+
+def test_the_mirror_writes_a_row_changed_since_it_was_appended_as_stored(store: Store) -> None:
+    # the lines kept for the entries this trail appended are used only for rows exactly
+    # as written: a row changed in the database is mirrored as it now reads
+    trail = store.audit_trail
+    trail.MIRROR_SECONDS = 1e9  # type: ignore[misc]  # mirrored only when flushed below
+    eps = [store.record(f"note {i}", "observation") for i in range(3)]
+    seqs = {e["data"]["episode_id"]: e["seq"] for e in _records(store)}
+    changed = seqs[eps[1].id]
+    backend_of(store).execute("UPDATE audit_log SET data = ? WHERE seq = ?",
+                              ('{"episode_id": "forged"}', changed))
+    assert trail._lines  # kept for the mirror
+    trail.flush()
+    lines = {json.loads(x)["seq"]: json.loads(x) for x in
+             trail.paths.active.read_text("utf-8").splitlines()}
+    assert lines[changed]["data"] == {"episode_id": "forged"}
+    assert lines[seqs[eps[0].id]]["data"]["episode_id"] == eps[0].id
+    assert lines[seqs[eps[2].id]]["data"]["episode_id"] == eps[2].id
+    assert not trail._lines
+    assert not AuditTrail.verify(store.path).valid  # the forged entry is named

@@ -449,6 +449,11 @@ class AuditRepo(abc.ABC):
     @abc.abstractmethod
     def audit_count(self) -> int: ...
 
+    @abc.abstractmethod
+    def audit_row_values(self, after_seq: int = 0) -> list[tuple[Any, ...]]:
+        """What ``audit_rows`` reads, each entry as its column values (seq, ts, actor,
+        event, data as its JSON text, prev_hash, hash), its data not parsed."""
+
     def audit_rows(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
         """The entries the database holds in full (``audit_entries`` reads compacted ones
         back from the audit files): what a mirror writes to the files."""

@@ -27,6 +27,8 @@ _PROBE_COLS = ("id", "kind", "pattern", "min_level", "fact", "section", "created
 _PATTERN_COLS = ("name", "level", "max_level_reached", "first_seen_at", "last_seen_at",
                  "last_saved_at", "explanations", "grounding")
 _AUDIT_COLS = ("seq", "ts", "actor", "event", "data", "prev_hash", "hash")
+_AUDIT_ROWS_SQL = ("SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log "
+                   "WHERE seq > ? ORDER BY seq")
 _INSERT_COLS = ("id", "timestamp", "type", "content", "source", "session_id", "metadata",
                 "trust", "state_key", "wrap_id", "ns_owner", "ns_project")
 #: most rows one INSERT statement carries (12 columns each: under 999 bound values)
@@ -635,11 +637,13 @@ class SQLBackend(Backend):
         self._insert_rows("audit_log", _AUDIT_COLS, rows)
 
     def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-        sql = ("SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log "
-               "WHERE seq > ? ORDER BY seq")
-        rows = (self.q(sql + " LIMIT ?", (after_seq, limit)) if limit
-                else self.q(sql, (after_seq,)))
+        rows = (self.q(_AUDIT_ROWS_SQL + " LIMIT ?", (after_seq, limit)) if limit
+                else self.q(_AUDIT_ROWS_SQL, (after_seq,)))
         return [audit_record(r) for r in rows]
+
+    def audit_row_values(self, after_seq: int = 0) -> list[tuple[Any, ...]]:
+        # the table's rows, as audit_entries reads them (on SQLite: its full rows)
+        return [(int(r[0]), *r[1:]) for r in self.q(_AUDIT_ROWS_SQL, (after_seq,))]
 
     def audit_count(self) -> int:
         # an upgraded 1.0.2 store: its entries before ours are in its sealed files only

@@ -21,7 +21,7 @@ from .base import Backend, EpisodeRow, RankedHit, Scope, SearchFilters
 #: already filtered, or on what is one per database: transactions, audit, metadata).
 NEUTRAL: frozenset[str] = frozenset({
     "add_derivations", "add_meta_int", "add_supersession", "audit_compact", "audit_count",
-    "audit_digests", "audit_entries", "audit_insert", "audit_insert_rows", "audit_rows", "audit_tip", "checkpoint", "close", "close_wrap", "closed", "conn",
+    "audit_digests", "audit_entries", "audit_insert", "audit_insert_rows", "audit_row_values", "audit_rows", "audit_tip", "checkpoint", "close", "close_wrap", "closed", "conn",
     "delete_episode_rows", "delete_supersessions_touching", "derivations_of", "execute",
     "executemany", "get_meta", "id_taken", "ids_taken", "in_transaction", "integrity_check",
     "mark_source_removed", "mark_wrapped", "mirrors_audit_to_files", "path", "q", "q1",
