@@ -112,8 +112,11 @@ class GroupCommit:
                 slot.done = True
 
     def _commit_batch(self, store: Any, batch: list[_Slot], write: Write) -> None:
+        # records that check nothing against the store only add rows and audit entries:
+        # a backend shared by hosts may then lock at the audit append, not at the start
+        plain = all(slot.many is not None for slot in batch)
         try:
-            with store.transaction() as tx:
+            with store.transaction(appends_only=plain) as tx:
                 if len(batch) == 1:
                     # alone, its refusal rolls the transaction back: the same outcome as
                     # its savepoint's, without two statements per record

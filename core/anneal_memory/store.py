@@ -335,7 +335,7 @@ class Store(ContinuityMixin):
         return self._audit
 
     @contextlib.contextmanager
-    def _write(self) -> Iterator[None]:
+    def _write(self, appends_only: bool = False) -> Iterator[None]:
         """A write transaction whose audit entries are mirrored after it commits.
 
         Held under the store's lock from the first statement to the mirror, so threads
@@ -347,7 +347,7 @@ class Store(ContinuityMixin):
                 self._tx_owner.staged = []
             self._tx_owner.depth = getattr(self._tx_owner, "depth", 0) + 1
             try:
-                with self._backend.transaction():
+                with self._backend.transaction(appends_only=appends_only):
                     yield
             except BaseException:
                 if outer:
@@ -395,12 +395,14 @@ class Store(ContinuityMixin):
         return Repositories.of(self._backend)
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[UnitOfWork]:
+    def transaction(self, *, appends_only: bool = False) -> Iterator[UnitOfWork]:
         """One write transaction as a typed :class:`UnitOfWork`: its repositories and the
         audit entries that commit with them. Nested calls join the outer transaction; a
-        read_only store refuses with ReadOnlyStoreError before anything is written."""
+        read_only store refuses with ReadOnlyStoreError before anything is written.
+        ``appends_only``: it only adds new episodes and their audit entries (see
+        ``Connection.transaction``)."""
         self._check_writable()
-        with self._write():
+        with self._write(appends_only):
             r = Repositories.of(self._backend)
             yield UnitOfWork(r.episodes, r.links, r.wraps, r.items, r.meta, r.tables, r.vectors,
                              r.governance, r._conn, self._audit, self._stage_in_unit)

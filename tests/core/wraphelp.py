@@ -36,9 +36,9 @@ def fail_commits(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     real = backend.transaction
 
     @contextlib.contextmanager
-    def commit_fails() -> Iterator[None]:
+    def commit_fails(**kw: bool) -> Iterator[None]:
         outer = not backend.in_transaction
-        with real():
+        with real(**kw):
             yield
             if outer:
                 raise StoreError("the commit failed: disk I/O error")

@@ -130,8 +130,12 @@ class Connection(abc.ABC):
     def in_transaction(self) -> bool: ...
 
     @abc.abstractmethod
-    def transaction(self) -> contextlib.AbstractContextManager[None]:
-        """An immediate write transaction; nested calls join the outer one."""
+    def transaction(self, *, appends_only: bool = False
+                    ) -> contextlib.AbstractContextManager[None]:
+        """An immediate write transaction; nested calls join the outer one.
+        ``appends_only``: the transaction only adds new episodes and appends their audit
+        entries (it checks nothing another writer could change), so a backend shared by
+        hosts may take its write lock at the first audit append instead of at the start."""
     @abc.abstractmethod
     def read(self) -> contextlib.AbstractContextManager[None]:
         """A consistent read snapshot."""

@@ -3,8 +3,10 @@
 Same methods and semantics as the SQLite backend. A write transaction takes one
 transaction-scoped advisory lock before its first statement, so writers are
 serialized across processes and hosts exactly as SQLite's ``BEGIN IMMEDIATE``
-serializes them: every check-then-write (the audit tip, a free episode id, the one
-open wrap) sees the latest committed state. Reads run in a repeatable-read snapshot.
+serializes them: every check-then-write (the audit tip, the one open wrap, a link's
+target) sees the latest committed state. An appends-only transaction (plain records:
+new rows and their audit entries) takes it at its first audit append instead, or
+before it writes a shared metadata row, so hosts insert side by side. Reads run in a repeatable-read snapshot.
 Connections come from a pool shared by every Store of the process on the same URL.
 Needs the ``postgres`` extra (psycopg 3, psycopg-pool).
 """
@@ -160,13 +162,14 @@ class PostgresBackend(SQLBackend):
         return self._depth > 0
 
     @contextlib.contextmanager
-    def _session(self, begin: str, write: bool) -> Iterator[None]:
+    def _session(self, begin: str, write: bool, defer: bool = False) -> Iterator[None]:
         loc = self._local
         if self._depth:
-            if write and not getattr(loc, "write", False):
-                # a write inside a read snapshot: serialize it like any other writer
+            if write and not defer and not getattr(loc, "locked", False):
+                # a write inside a read snapshot or an appends-only transaction:
+                # serialize it like any other writer from here on
                 self.q("SELECT pg_advisory_xact_lock(?)", (pg_schema.WRITE_LOCK,))
-                loc.write = True
+                loc.write = loc.locked = True
             loc.depth += 1
             try:
                 yield
@@ -176,30 +179,60 @@ class PostgresBackend(SQLBackend):
         if self._closed:
             raise StoreError(f"the store {self.path} is closed: open a new Store")
         with self._lock, self._pool.connection() as conn:
-            conn.execute(begin)
-            loc.conn, loc.depth, loc.write = conn, 1, write
+            locked = write and not defer
+            # the lock in the same round trip as BEGIN (a constant: no parameter to bind)
+            conn.execute(f"{begin}; SELECT pg_advisory_xact_lock({int(pg_schema.WRITE_LOCK)})"
+                         if locked else begin)
+            loc.conn, loc.depth, loc.write, loc.locked = conn, 1, write, locked
             try:
-                if write:
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (pg_schema.WRITE_LOCK,))
                 yield
             except BaseException:
-                loc.conn, loc.depth, loc.write = None, 0, False
+                loc.conn, loc.depth, loc.write, loc.locked = None, 0, False, False
                 with contextlib.suppress(Exception):
                     conn.execute("ROLLBACK")
                 raise
-            loc.conn, loc.depth, loc.write = None, 0, False
+            loc.conn, loc.depth, loc.write, loc.locked = None, 0, False, False
             try:
                 conn.execute("COMMIT")
             except psycopg.OperationalError as exc:
                 raise StoreError(f"the commit to {self.path} failed ({exc}); the write was "
                                  "not acknowledged: retry it") from None
 
+    def _lock_for_append(self) -> None:
+        """An appends-only transaction takes the write lock at its first audit append:
+        from there to its commit no other writer appends, so the tip it reads stays the
+        tip (READ COMMITTED: each statement sees every commit before it)."""
+        loc = self._local
+        if self._depth and getattr(loc, "write", False) and not getattr(loc, "locked", False):
+            self.q("SELECT pg_advisory_xact_lock(?)", (pg_schema.WRITE_LOCK,))
+            loc.locked = True
+
+    def audit_tip(self) -> tuple[int, str]:
+        self._lock_for_append()
+        return super().audit_tip()
+
+    # a metadata row is shared by every writer: an appends-only transaction that would
+    # lock one (a backdated episode's flag) takes the write lock first, so it never
+    # holds a row another writer waits for while it waits for the write lock
+    def set_meta(self, key: str, value: str | None) -> None:
+        self._lock_for_append()
+        super().set_meta(key, value)
+
+    def add_meta_int(self, key: str, delta: int) -> None:
+        self._lock_for_append()
+        super().add_meta_int(key, delta)
+
+    def audit_insert_rows(self, rows: Sequence[Sequence[Any]]) -> None:
+        self._lock_for_append()
+        super().audit_insert_rows(rows)
+
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, *, appends_only: bool = False) -> Iterator[None]:
         if self.read_only:
             raise ReadOnlyStoreError(f"the store {self.path!r} was opened read_only: reopen it "
                                      "without read_only to write")
-        with self._session("BEGIN ISOLATION LEVEL READ COMMITTED", write=True):
+        with self._session("BEGIN ISOLATION LEVEL READ COMMITTED", write=True,
+                           defer=appends_only):
             yield
 
     @contextlib.contextmanager

@@ -452,7 +452,8 @@ class SQLiteBackend(SQLiteAudit):
                              "inside its 'with' block)")
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, *, appends_only: bool = False) -> Iterator[None]:
+        # appends_only changes nothing here: one file has one writer at a time anyway
         if self.read_only:
             raise ReadOnlyStoreError(
                 f"the store {self.path!r} was opened read_only: reopen it without read_only "
