@@ -303,15 +303,26 @@ class AuditTrail:
             return
         pending, self._pending = self._pending, []
         self._unmirrored += len(pending)
-        now = time.monotonic()
-        if self._unmirrored >= self.MIRROR_EVERY or now - self._last_mirror >= self.MIRROR_SECONDS:
-            self.flush()
+        if not self.hold_mirror:
+            self.mirror_if_due()
         if self.on_event is not None:
             for entry in pending:
                 try:
                     self.on_event(dict(entry))
                 except Exception as exc:
                     log.warning("anneal-memory: on_audit_event callback raised %r", exc)
+
+    #: while set, committed entries wait for ``mirror_if_due`` (a group commit's leader
+    #: mirrors after it has woken the callers of its batch, not before)
+    hold_mirror = False
+
+    def mirror_if_due(self) -> None:
+        """Mirror when the files are ``MIRROR_EVERY`` entries or ``MIRROR_SECONDS``
+        behind (outside any transaction)."""
+        if self.enabled and self._unmirrored and (
+                self._unmirrored >= self.MIRROR_EVERY
+                or time.monotonic() - self._last_mirror >= self.MIRROR_SECONDS):
+            self.flush()
 
     def flush(self) -> bool:
         """Mirror every committed entry to the files now. A failure is counted in the

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from ._unit import UnitLost
@@ -49,7 +50,10 @@ class _Slot:
 class GroupCommit:
     """One per database connection (a Store and its scoped views share it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, round_: Callable[[], AbstractContextManager[None]] | None = None) -> None:
+        #: what a leader holds around each round (the Store: the audit mirror it would
+        #: do after the commit waits until the round's callers are woken)
+        self._round = round_ or nullcontext
         self._mutex = threading.Lock()
         self._queue: list[_Slot] = []
         self._leading = False
@@ -89,13 +93,14 @@ class GroupCommit:
                     if mine.done and (not self._queue or rounds >= self.ROUNDS):
                         break
                     batch, self._queue = self._queue, []
-                try:
-                    self._commit(batch, write)
-                finally:
-                    rounds += 1
-                    for slot in batch:
-                        if slot is not mine:
-                            slot.wake.release()
+                with self._round():
+                    try:
+                        self._commit(batch, write)
+                    finally:
+                        rounds += 1
+                        for slot in batch:
+                            if slot is not mine:
+                                slot.wake.release()
         finally:
             with self._mutex:
                 if self._queue:  # the oldest waiting call leads the next round

@@ -249,7 +249,7 @@ class Store(ContinuityMixin):
         self._closed = False
         self._lock = threading.RLock()
         self._tx_owner = threading.local()  # this thread's write depth (joins its batch)
-        self._group = GroupCommit()
+        self._group = GroupCommit(self._group_round)
         if not read_only:
             with self._backend.transaction():
                 if self._backend.get_meta("store_id") is None:
@@ -361,6 +361,18 @@ class Store(ContinuityMixin):
             if outer:
                 self._audit.after_commit()
                 self._publish_staged()
+
+    @contextlib.contextmanager
+    def _group_round(self) -> Iterator[None]:
+        """A group commit's round: the audit files are mirrored (when due) after the
+        round's callers are woken, so they go on while the files are written."""
+        self._audit.hold_mirror = True
+        try:
+            yield
+        finally:
+            self._audit.hold_mirror = False
+            with self._lock:
+                self._audit.mirror_if_due()
 
     def _stage_in_unit(self, view: Any, text: str, sink: list[OSError]) -> None:
         target = self if view is None else view

@@ -205,3 +205,18 @@ def test_the_mirror_writes_a_row_changed_since_it_was_appended_as_stored(store: 
     assert lines[seqs[eps[2].id]]["data"]["episode_id"] == eps[2].id
     assert not trail._lines
     assert not AuditTrail.verify(store.path).valid  # the forged entry is named
+
+
+def test_a_batch_is_mirrored_once_its_callers_are_woken(tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+    s = Store(tmp_path / "m.db", on_audit_event=seen.append)
+    try:
+        s.audit_trail.MIRROR_EVERY = 3  # type: ignore[misc]
+        got = batched(s, [lambda i=i: s.record(f"note {i}", "observation") for i in range(4)])
+        assert all(isinstance(g, Episode) for g in got)
+        assert not s.audit_trail.hold_mirror
+        lines = s.audit_trail.paths.active.read_text("utf-8").splitlines()
+        assert [json.loads(x)["seq"] for x in lines] == [e["seq"] for e in s.audit_trail.entries()]
+        assert [e["seq"] for e in seen] == [e["seq"] for e in s.audit_trail.entries()]
+    finally:
+        s.close()
