@@ -370,8 +370,8 @@ def markdown(res: dict[str, Any]) -> str:
         "the mixed phase, so a client's recalls run while the other clients write. "
         "Clients, their server and the machine's other work share the same CPUs here: "
         "separate hosts would not share the client side. Both backends serialize writers "
-        "(PostgreSQL: one advisory lock per write transaction; SQLite: the file's write "
-        "lock), and a Store runs one transaction at a time, so what more clients buy is "
+        "(PostgreSQL: one advisory lock per write transaction, which a plain record takes "
+        "at its audit append; SQLite: the file's write lock), and a Store runs one transaction at a time, so what more clients buy is "
         "the overlap of everything outside the write lock (and group commit's shared "
         "commits, for threads on one Store).",
         "",
