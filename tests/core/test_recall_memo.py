@@ -50,8 +50,8 @@ def test_asking_again_is_answered_from_the_memo_and_equals_a_fresh_answer(filled
     # and a kept answer is used: an entry doctored in place is what comes back
     key = next(k for k in kept if k[1][0] == "ranked_words"
                and k[1][2] == ("latency", "budget", "thanks"))
-    state, cost, (ranked, total, via) = kept[key]
-    kept[key] = (state, cost, (ranked[::-1], total, via))
+    cost, (ranked, total, via) = kept[key]
+    kept[key] = (cost, (ranked[::-1], total, via))
     doctored = _answer(filled, "latency budget thanks")[0]
     assert doctored != _fresh(db, "latency budget thanks")[0]
 
@@ -97,6 +97,18 @@ def test_a_delete_and_an_erase_are_seen(filled: Store, db: Path) -> None:
     filled.erase(ids[0])
     got = _answer(filled, "queue latency")
     assert ids[0] not in got[0] and got == _fresh(db, "queue latency")
+
+
+def test_an_erased_episode_leaves_nothing_of_it_kept(filled: Store) -> None:
+    secret = filled.record("the vault code is zebra-4471 for the queue latency budget",
+                           "observation")
+    for q in ("zebra-4471", "vault code", "vault zebra thanks"):  # phrase and words paths
+        assert secret.id in _answer(filled, q)[0]
+    assert "zebra-4471" in repr(backend_of(filled)._memo)  # kept, with its text
+    filled.erase(secret.id)
+    # the write dropped every kept answer: the erased text is not left in memory
+    assert "zebra-4471" not in repr(backend_of(filled)._memo)
+    assert _answer(filled, "zebra-4471")[0] == []
 
 
 def test_a_refused_write_leaves_answers_right(filled: Store, db: Path) -> None:

@@ -284,8 +284,10 @@ class SQLiteBackend(SQLiteAudit):
         self._writing = False  # the open transaction is a write (not a read snapshot)
         self._lock = threading.RLock()
         #: results of ``memo`` by key, each with the database state it was computed in
-        self._memo: OrderedDict[Hashable, tuple[tuple[int, int], int, Any]] = OrderedDict()
+        self._memo: OrderedDict[Hashable, tuple[int, Any]] = OrderedDict()
         self._memo_used = 0
+        #: the database state every kept result was computed in
+        self._memo_state: tuple[int, int] | None = None
         p = Path(self.path)
         if not p.parent.exists():
             raise StoreError(
@@ -430,8 +432,7 @@ class SQLiteBackend(SQLiteAudit):
 
     def close(self) -> None:
         self._shut = True
-        self._memo.clear()
-        self._memo_used = 0
+        self._forget_memo()
         with contextlib.suppress(Exception):
             self.conn.close()
 
@@ -470,6 +471,7 @@ class SQLiteBackend(SQLiteAudit):
                 return
             self.conn.execute("BEGIN IMMEDIATE")
             self._depth, self._writing = 1, True
+            self._forget_memo()
             try:
                 yield
             except BaseException:
@@ -525,26 +527,33 @@ class SQLiteBackend(SQLiteAudit):
         with self._lock:
             if self._writing:  # uncommitted rows could still roll back: never kept
                 return compute()
-            full = (scope, key)
             state = self._state()
+            if state != self._memo_state:  # written to since: nothing kept still holds
+                self._forget_memo()
+                self._memo_state = state
+            full = (scope, key)
             hit = self._memo.get(full)
-            if hit is not None and hit[0] == state:
+            if hit is not None:
                 self._memo.move_to_end(full)
-                value: _T = hit[2]
+                value: _T = hit[1]
                 return value
             value = compute()
             if self._state() != state:  # written to while it ran: not kept
                 return value
             cost = 1 + (size(value) if size is not None else 0)
-            if hit is not None:
-                self._memo_used -= hit[1]
-            self._memo[full] = (state, cost, value)
-            self._memo.move_to_end(full)
+            self._memo[full] = (cost, value)
             self._memo_used += cost
             while self._memo and (len(self._memo) > self.MEMO_ENTRIES
                                   or self._memo_used > self.MEMO_BUDGET):
-                self._memo_used -= self._memo.popitem(last=False)[1][1]
+                self._memo_used -= self._memo.popitem(last=False)[1][0]
             return value
+
+    def _forget_memo(self) -> None:
+        """Drop what ``memo`` keeps (a write makes all of it stale; an erased episode's
+        text must not stay behind in memory either)."""
+        self._memo.clear()
+        self._memo_used = 0
+        self._memo_state = None
 
     # Each query turns what SQLite cannot do into the library's typed errors (see
     # sqlite_errors): an unstorable value is a ValidationError, a damaged file a StoreError.
