@@ -138,6 +138,8 @@ def speed_specs(results: dict[str, Any]) -> list[SpeedRow]:
                      lambda p, s=size: _get(p, "wrap", s, "total_ms"), "ms", "<= 0.5x"))
         rows.append((f"wrap (prepare + save) p95 @ {size} episodes (ms)",
                      lambda p, s=size: _get(p, "wrap", s, "total_p95_ms"), "ms", "<= 1.0x"))
+        rows.append((f"first wrap of a process @ {size} episodes (ms)",
+                     lambda p, s=size: _get(p, "wrap", s, "total_first_ms"), "ms", ""))
     return rows
 
 
@@ -232,7 +234,9 @@ def markdown(results: dict[str, Any]) -> str:
         f"Reproduce: `{meta.get('command', 'nox -s bench')}`.",
         *([f"Note: {meta['note']}.", ""] if meta.get("note") else [""]),
         "Both packages fsync on commit: every `record()` is durable before it returns "
-        "(the strace row counts the sync calls per record).",
+        "(the strace row counts the sync calls per record)."
+        + (" Both run from compiled bytecode, as `pip install` leaves them."
+           if meta.get("bytecode") else ""),
         "",
         f"| metric | ours | peer | ours/peer | spread over {1 + len(results.get('repeats', []))}"
         " runs | goal |",

@@ -79,6 +79,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.size_list = sorted({*args.size_list, 100_000, args.scale_size})
     args.queries = 50 if args.quick else 200
     args.repeats = 3 if args.quick else 7
+    # a p95 needs 20 samples to be more than the maximum; the first wrap of each process
+    # (which loads the wrap's modules) is reported on its own as well
+    args.wrap_repeats = 5 if args.quick else 20
     args.import_runs = 5 if args.quick else 15
     if args.tail_records is None:
         args.tail_records = 300 if args.quick else 1000
@@ -208,7 +211,7 @@ class Package:
         for size in (50, 500):
             steps[f"wrap{size}"] = (f"wrap @ {size}", functools.partial(
                 self._phase_into, ("wrap", str(size)), "wrap", args, size=size,
-                repeats=args.repeats))
+                repeats=args.wrap_repeats))
         if not args.no_locomo:
             steps["locomo"] = ("locomo", functools.partial(
                 self._phase_into, ("locomo",), "locomo", args))
@@ -266,6 +269,27 @@ def check_ours(python: str) -> None:
                          f"not {REPO / 'core'}: install this checkout with `pip install -e .`")
 
 
+def compile_bytecode(python: str) -> str:
+    """Compile the package that ``python`` imports to bytecode, as ``pip install`` does.
+
+    Neither venv is installed by pip: uv does not compile, and where the environment sets
+    PYTHONDONTWRITEBYTECODE nothing is cached at import either, so without this every
+    fresh process of either package would compile its source again and the import and
+    first-call figures would measure the compiler, not what a user's install runs."""
+    code = ("import compileall, os, anneal_memory as a; "
+            "ok = compileall.compile_dir(os.path.dirname(a.__file__), quiet=1); "
+            "print('compiled' if ok else 'failed')")
+    try:
+        proc = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True,
+                              cwd=tempfile.gettempdir())
+        said = (proc.stderr or proc.stdout).strip()[-300:]
+    except OSError as exc:
+        proc, said = None, str(exc)
+    if proc is None or proc.returncode != 0 or proc.stdout.strip() != "compiled":
+        raise BenchError(f"could not compile {python}'s anneal_memory to bytecode: {said}")
+    return "compiled"
+
+
 def write_report(results: dict[str, Any], out: Path) -> str:
     out.mkdir(parents=True, exist_ok=True)
     (out / "latest.json").write_text(json.dumps(results, indent=1) + "\n")
@@ -299,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     }, "packages": {}}
     for who, python in pythons.items():
         print(f"{who}: {python}", flush=True)
+        results["meta"].setdefault("bytecode", {})[who] = compile_bytecode(python)
     results["packages"] = measure(pythons, args)
     results["meta"]["load_average_end"] = os.getloadavg()[0]
     results["repeats"] = []

@@ -3,20 +3,23 @@ check, supersession validation and the durable-facts comparison."""
 
 from __future__ import annotations
 
-import functools
 import re
 
 from .errors import ValidationError
 from .stem import stem
 
 _WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
-#: Japanese kana, CJK ideographs and Hangul (compiled on first use: a large class)
-_CJK = "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]"
+#: Japanese kana, CJK ideographs and Hangul, as code point ranges (a regex class this
+#: large costs milliseconds to compile, which a first wrap would pay)
+_CJK_RANGES = ((0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF),
+               (0xAC00, 0xD7AF))
 
 
-@functools.cache
-def _cjk_re() -> re.Pattern[str]:
-    return re.compile(_CJK)
+def _has_cjk(word: str) -> bool:
+    """True when ``word`` holds a kana, CJK ideograph or Hangul character."""
+    if word.isascii():
+        return False
+    return any(lo <= ord(c) <= hi for c in word for lo, hi in _CJK_RANGES)
 
 STOPWORDS: frozenset[str] = frozenset(
     """
@@ -74,7 +77,7 @@ def is_meaningful(word: str) -> bool:
     """
     if word in STOPWORDS:
         return False
-    if _cjk_re().search(word):
+    if _has_cjk(word):
         return len(word) >= 2
     return len(word) > 2
 
@@ -113,7 +116,7 @@ def query_terms(text: str) -> list[str]:
     for word in tokenize(text):
         if word in STOPWORDS or word in QUESTION_WORDS:
             continue
-        if len(word) < 2 and not _cjk_re().search(word):
+        if len(word) < 2 and not _has_cjk(word):
             continue
         seen.setdefault(word, None)
     return list(seen)

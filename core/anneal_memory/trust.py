@@ -70,7 +70,11 @@ def effective_trust_map(store: Ground, ids: Sequence[str]) -> dict[str, str]:
 
     out: dict[str, str] = {}
     own = r.episodes.trusts_of(list(ids))  # one column: a wrap asks this of every episode
-    derived = r.links.derivations_of(list(own))
+    # a store without derivations (the common case) skips looking each id up in an
+    # empty table: one EXISTS instead of an IN list as long as the wrap
+    many = len(own) > 8
+    derived = (r.links.derivations_of(list(own))
+               if own and (not many or r.links.link_tables_used()[1]) else {})
     for eid in ids:
         if eid not in own:
             continue

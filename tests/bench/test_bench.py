@@ -192,3 +192,20 @@ def test_plot_writes_png(tmp_path: Path) -> None:
     grow = tmp_path / "scaling.png"
     report.plot_scaling(_results(), str(grow))
     assert grow.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+
+def test_compile_bytecode_writes_the_package_bytecode(tmp_path: Path) -> None:
+    import importlib.util
+
+    import run
+
+    import anneal_memory
+
+    pyc = Path(importlib.util.cache_from_source(str(Path(anneal_memory.__file__).parent
+                                                    / "text.py")))
+    pyc.unlink(missing_ok=True)
+    assert run.compile_bytecode(sys.executable) == "compiled"
+    assert pyc.is_file()
+    with pytest.raises(run.BenchError, match="could not compile"):
+        run.compile_bytecode(str(tmp_path / "no-such-python"))

@@ -50,6 +50,17 @@ def test_overlap_check() -> None:
     assert not check_explanation_overlap("totally unrelated words", "Cache invalidation caused stale reads")
 
 
+def test_overlap_counts_two_character_words_of_cjk_scripts_only() -> None:
+    # kana, ideographs and Hangul pack a word into fewer characters: two count there
+    assert check_explanation_overlap("東京 大阪", "会議は 東京 と 大阪 で")
+    assert check_explanation_overlap("서울 부산", "회의는 서울 과 부산 에서")
+    assert check_explanation_overlap("カフェ ラテ", "朝は カフェ で ラテ を")
+    # two-letter words of other scripts (Latin, Cyrillic, Greek) do not
+    assert not check_explanation_overlap("db io", "the db io path")
+    assert not check_explanation_overlap("да он", "да он пришёл")
+    assert not check_explanation_overlap("αβ γδ", "αβ γδ εζ")
+
+
 def test_new_pattern_enters_at_1x_even_when_claiming_9x(store: Store) -> None:
     e = store.record("Retries without jitter overload the queue", "observation")
     with pytest.warns(UserWarning, match="level-capped"):
