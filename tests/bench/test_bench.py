@@ -194,7 +194,6 @@ def test_plot_writes_png(tmp_path: Path) -> None:
     assert grow.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-
 def test_compile_bytecode_writes_the_package_bytecode(tmp_path: Path) -> None:
     import importlib.util
 

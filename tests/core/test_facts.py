@@ -12,6 +12,7 @@ from anneal_memory import (
     SupersessionError,
     TrustError,
     ValidationError,
+    prepare_wrap,
     retrieve_relevant,
 )
 
@@ -116,6 +117,24 @@ def test_derived_trust_is_capped_by_sources(db) -> None:
         assert s.effective_trust_map([summ.id])[summ.id] == "external"
         exported = {e["id"]: e["trust"] for e in s.export()["episodes"]}
         assert exported[summ2.id] == "external"
+
+
+
+def test_derived_trust_is_capped_in_a_map_of_many_ids(db) -> None:
+    # a map of many ids (a wrap asks one of every episode) looks derivations up only when
+    # the store holds some: it must still find the one derived episode among them
+    with Store(db) as s:
+        plain = [s.record(f"note {i} about the queue depth", "observation") for i in range(12)]
+        assert s.effective_trust_map([e.id for e in plain]) == {e.id: "agent" for e in plain}
+        page = s.record("web page claims the queue never drains", "observation", trust="external")
+        summ = s.record("summary: queue never drains", "observation", derived_from=[page.id])
+        ids = [e.id for e in plain] + [summ.id]
+        got = s.effective_trust_map(ids)
+        assert got[summ.id] == "external"
+        assert all(got[e.id] == "agent" for e in plain)
+        w = prepare_wrap(s)
+        listed = {e["id"]: e["trust"] for e in w["package"]["episode_list"]}
+        assert listed[summ.id] == "external" and len(listed) == 14
 
 
 def test_set_trust_refuses_above_ceiling(store: Store) -> None:
