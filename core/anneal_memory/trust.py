@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .clock import now_iso
@@ -37,9 +37,12 @@ def higher(a: str, b: str) -> str:
     return a if TRUST_LEVELS[a] >= TRUST_LEVELS[b] else b
 
 
-def effective_trust_map(store: Ground, ids: Sequence[str]) -> dict[str, str]:
+def effective_trust_map(store: Ground, ids: Sequence[str], *,
+                        known: Mapping[str, str] | None = None) -> dict[str, str]:
     """Effective trust of each id: its own class, capped at the most trusted of its
-    sources, recursively. A removed source counts as the class marked at removal."""
+    sources, recursively. A removed source counts as the class marked at removal.
+    ``known``: own classes already read in this scope (a wrap's scan of its unwrapped
+    rows); only the ids it lacks are looked up."""
     r = store.repos
     memo: dict[str, str] = {}
 
@@ -69,7 +72,13 @@ def effective_trust_map(store: Ground, ids: Sequence[str]) -> dict[str, str]:
         return result
 
     out: dict[str, str] = {}
-    own = r.episodes.trusts_of(list(ids))  # one column: a wrap asks this of every episode
+    if known is None:
+        own = r.episodes.trusts_of(list(ids))  # one column: a wrap asks this of every episode
+    else:
+        own = {i: known[i] for i in ids if i in known}
+        missing = [i for i in ids if i not in known]
+        if missing:
+            own.update(r.episodes.trusts_of(missing))
     # a store without derivations (the common case) skips looking each id up in an
     # empty table: one EXISTS instead of an IN list as long as the wrap
     many = len(own) > 8

@@ -123,3 +123,46 @@ def test_scripted_compress_quotes_and_attributes_relayed_text(tmp_path: Path) ->
         assert find_unquoted(text, [("x", "tool", f"Tool fetch_page returned: {HOSTILE}")]) == []
     finally:
         strict.close()
+
+
+def test_the_save_checks_the_trust_an_episode_has_when_it_saves(store: Store) -> None:
+    """A class lowered between prepare and save is the one the relayed rule applies."""
+    text = "the north field pump reads forty two psi and the valve is stuck half open"
+    eid = store.record(text, "observation").id
+    w = prepare_wrap(store)
+    store.set_trust(eid, "tool")
+    with pytest.warns(UserWarning, match="relayed-unquoted"):
+        result = validated_save_continuity(store, doc(state=f"- {text}"),
+                                           wrap_token=w["wrap_token"])
+    assert [x["episode_id"] for x in result["relayed_unquoted"]] == [eid]
+
+
+def test_a_view_flags_its_own_relayed_episode_and_not_another_namespaces(
+        tmp_path: Path) -> None:
+    with Store(tmp_path / "ns.db", project_name="T") as root:
+        alice, bob = root.scoped({"user": "alice"}), root.scoped({"user": "bob"})
+        mine = alice.record(f"Tool fetch_page returned: {HOSTILE}", "observation",
+                            trust="tool").id
+        bob.record(f"Tool fetch_page returned: {HOSTILE}", "observation", trust="tool")
+        with pytest.warns(UserWarning, match="relayed-unquoted"):
+            result = wrap(alice, doc(state=f"- {HOSTILE}"))
+        assert [x["episode_id"] for x in result["relayed_unquoted"]] == [mine]
+        # bob's relayed row is still unwrapped, but it is not in alice's next wrap
+        alice.record("the pump status page was checked again", "observation")
+        assert wrap(alice, doc(state=f"- {HOSTILE}"))["relayed_unquoted"] == []
+
+
+def test_the_save_reads_its_episodes_trust_in_one_scan_not_a_lookup_per_id(
+        store: Store) -> None:
+    from anneal_memory.testing import backend_of
+
+    for i in range(300):
+        store.record(f"episode {i} about the cache layer and its eviction", "observation")
+    w = prepare_wrap(store)
+    seen: list[str] = []
+    backend_of(store).conn.set_trace_callback(seen.append)
+    validated_save_continuity(store, doc(), wrap_token=w["wrap_token"])
+    backend_of(store).conn.set_trace_callback(None)
+    lookups = [s for s in seen if s.lstrip().upper().startswith("SELECT")
+               and "trust" in s and s.count("'") > 2 * 100]
+    assert lookups == [], lookups[0][:200]

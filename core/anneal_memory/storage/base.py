@@ -258,6 +258,10 @@ class EpisodeRepo(abc.ABC):
     @abc.abstractmethod
     def unwrapped_episodes(self, *, scope: Scope = ROOT) -> list[EpisodeRow]: ...
     @abc.abstractmethod
+    def unwrapped_trusts(self, *, scope: Scope = ROOT) -> dict[str, str]:
+        """Own trust class of each not-yet-wrapped episode written in ``scope`` (one scan of
+        the unwrapped index: cheaper for a wrap than looking each of its ids up)."""
+    @abc.abstractmethod
     def state_key_holders(self, key: str | None = None, *,
                           scope: Scope = ROOT) -> list[EpisodeRow]: ...
     @abc.abstractmethod

@@ -358,6 +358,11 @@ class SQLBackend(Backend):
         extra, params = own_sql(scope)
         return self._episodes(f"wrap_id IS NULL{extra}", params)
 
+    def unwrapped_trusts(self, *, scope: Scope = ROOT) -> dict[str, str]:
+        extra, params = own_sql(scope)
+        return {r[0]: r[1] for r in self.q(
+            f"SELECT id, trust FROM episodes WHERE wrap_id IS NULL{extra}", params)}
+
     def state_key_holders(self, key: str | None = None, *,
                           scope: Scope = ROOT) -> list[EpisodeRow]:
         extra, params = own_sql(scope)

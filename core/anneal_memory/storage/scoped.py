@@ -80,6 +80,9 @@ class ScopedBackend:
     def unwrapped_episodes(self, **_: Any) -> list[EpisodeRow]:
         return self._inner.unwrapped_episodes(scope=self.scope)
 
+    def unwrapped_trusts(self, **_: Any) -> dict[str, str]:
+        return self._inner.unwrapped_trusts(scope=self.scope)
+
     def state_key_holders(self, key: str | None = None, **_: Any) -> list[EpisodeRow]:
         return self._inner.state_key_holders(key, scope=self.scope)
 

@@ -18,6 +18,7 @@ from ..continuity.relayed import (
     unquoted,
     words,
 )
+from ..trust import effective_trust_map
 
 __all__ = ["GUIDANCE", "MIN_WORDS", "POLICIES", "RELAYED_TRUST", "RUN_WORDS", "Unquoted",
            "check_policy", "find_unquoted", "relayed_of_wrap", "unquoted", "words"]
@@ -27,7 +28,10 @@ def relayed_of_wrap(store: Any, episode_ids: list[str]) -> list[tuple[str, str, 
     """``(id, effective trust, content)`` of the wrap's relayed episodes."""
     if not episode_ids:
         return []
-    trust: Mapping[str, str] = store.effective_trust_map(episode_ids)
+    # the wrap's rows are (nearly always) exactly the scope's unwrapped ones: one scan of
+    # that index, not a lookup per id; ids it lacks (wrapped or deleted since) are looked up
+    trust: Mapping[str, str] = effective_trust_map(
+        store, episode_ids, known=store.repos.episodes.unwrapped_trusts())
     ids = [i for i in episode_ids if trust.get(i) in RELAYED_TRUST]
     if not ids:
         return []
