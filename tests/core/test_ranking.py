@@ -446,3 +446,24 @@ def test_query_syntax_never_reaches_the_index(store: Store, question: str) -> No
     _camping(store)
     res = store.recall(keyword=question)
     assert res.query_params["match"] == "words" and res.episodes
+
+
+@pytest.mark.parametrize(("limit", "offset", "pool"), [
+    (10, 0, 100),    # a page of ten: ten times the page (LoCoMo ranks its top ten as at 200)
+    (20, 0, 200),
+    (5, 10, 150),
+    (100, 0, 200),   # the default page of 100: the 200 it always had, not 1,000
+    (300, 0, 600),   # a big page: twice the page, as before
+])
+def test_a_word_recall_rescores_ten_times_its_page_within_the_old_bound(
+        store: Store, monkeypatch: pytest.MonkeyPatch, limit: int, offset: int,
+        pool: int) -> None:
+    for i in range(30):
+        store.record(f"note {i} on the garden pump", "observation")
+    asked: list[int] = []
+    backend = backend_of(store)
+    real = backend.ranked_ids
+    monkeypatch.setattr(backend, "ranked_ids",
+                        lambda f, words, p: asked.append(p) or real(f, words, p))
+    res = store.recall(keyword="garden hose pump", limit=limit, offset=offset)
+    assert res.query_params["match"] == "words" and asked == [pool]
