@@ -18,7 +18,7 @@ from . import erasure, facts, trust
 from ._audit_deep import ContentCheck
 from ._fileio import atomic_write_text, sidecar_path
 from ._inputs import metadata_text, storable_text, whole_number
-from ._lazy import sha256_hex, token_hex
+from ._lazy import id_token, sha256_hex, token_hex
 from ._namespace import MemoryNamespace, coerce_namespace, digest
 from ._unit import UnitOfWork, require_writable
 from ._wrap_age import stale_wrap
@@ -92,7 +92,7 @@ def _episode(row: EpisodeRow, superseded_by: str | None = None,
 def _id_candidate(content: str, ts: str) -> str:
     """A new episode id (8 hex digits): the caller checks that no episode or tombstone
     holds it yet."""
-    return sha256_hex(f"{content}\x00{ts}\x00{token_hex(8)}".encode())[:8]
+    return sha256_hex(f"{content}\x00{ts}\x00{id_token()}".encode())[:8]
 
 
 def _record_entry(audit: Any, p: dict[str, Any], eid: str,

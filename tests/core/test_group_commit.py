@@ -220,3 +220,48 @@ def test_a_batch_is_mirrored_once_its_callers_are_woken(tmp_path: Path) -> None:
         assert [e["seq"] for e in seen] == [e["seq"] for e in s.audit_trail.entries()]
     finally:
         s.close()
+
+
+def test_new_ids_draw_os_randomness_in_batches_not_once_per_record(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``os.urandom`` call lets go of the interpreter lock: fifty threads recording
+    at once would each wait to get it back once per episode id."""
+    import os
+
+    import anneal_memory._lazy as lazy
+
+    calls: list[int] = []
+    real = os.urandom
+
+    def counted(n: int) -> bytes:
+        calls.append(n)
+        return real(n)
+
+    monkeypatch.setattr(lazy.os, "urandom", counted)
+    lazy._ID_BYTES.clear()
+    eps = [store.record(f"note {i} about the queue", "observation") for i in range(300)]
+    assert len({e.id for e in eps}) == 300
+    assert len(calls) == 1 and calls[0] >= 300 * 8
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
+def test_a_forked_child_never_draws_the_parents_id_bytes_again() -> None:
+    """Two processes on one store would otherwise propose the same ids in the same order."""
+    import os
+
+    from anneal_memory._lazy import id_token
+
+    id_token()  # the parent's batch is drawn and held
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next draw, to the parent
+        try:
+            os.write(w, ",".join(id_token() for _ in range(4)).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    child = os.read(r, 4096).decode().split(",")
+    os.close(r)
+    os.waitpid(pid, 0)
+    mine = [id_token() for _ in range(4)]
+    assert len(child) == 4 and not set(child) & set(mine)

@@ -90,12 +90,12 @@ def trigrams(phrase: str, *, ascii_words: bool = False) -> list[str]:
 
 
 def episode_row(r: Sequence[Any]) -> EpisodeRow:
-    """An ``EP_COLS`` row as an EpisodeRow."""
+    """An ``EP_COLS`` row as an EpisodeRow (built positionally: a wrap reads hundreds)."""
+    rowid, wrap_id = r[0], r[10]
     return EpisodeRow(
-        rowid=int(r[0]), id=r[1], timestamp=r[2], type=r[3], content=r[4], source=r[5],
-        session_id=r[6], metadata=r[7], trust=r[8], state_key=r[9],
-        wrap_id=None if r[10] is None else int(r[10]), ns_owner=r[11], ns_project=r[12],
-    )
+        r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
+        wrap_id if wrap_id is None or type(wrap_id) is int else int(wrap_id),
+        rowid if type(rowid) is int else int(rowid), r[11], r[12])
 
 
 def visible_sql(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
