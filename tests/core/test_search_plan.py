@@ -183,6 +183,36 @@ def test_phrase_totals_past_the_exact_bound_are_estimated(store: Store, monkeypa
     assert exact.total_matching == 300 and "total_estimated" not in exact.query_params
 
 
+def test_a_phrase_count_walks_the_trigram_index_once_and_never_whole(
+        store: Store, monkeypatch) -> None:
+    # a common phrase's whole trigram intersection costs 10-20 ms in a million episodes:
+    # a count walks at most one past the exact bound, once, beside the page's own walk
+    monkeypatch.setattr(SQLiteBackend, "EXACT_COUNT", 50)
+    monkeypatch.setattr(SQLiteBackend, "SAMPLE_ROWS", 40)
+    monkeypatch.setattr(SQLiteBackend, "SCAN_ROWS", 0)
+    for i in range(200):
+        store.record(f"quokka zebra {i}" if i < 30 else f"zebra {i} crossing", "observation")
+    b = backend_of(store)
+    walks: list[str] = []
+    real_q = b.q
+
+    def spy(sql, params=()):
+        if "episodes_tri MATCH" in sql:
+            walks.append(sql)
+        return real_q(sql, params)
+
+    monkeypatch.setattr(b, "q", spy)
+    monkeypatch.setattr(b, "q1", lambda sql, params=(): (spy(sql, params) or [None])[0])
+    for phrase, estimated, total in (("zebra", True, None), ("quokka zeb", False, 30)):
+        walks.clear()
+        b._memo.clear()
+        r = store.recall(keyword=phrase, limit=5)
+        assert bool(r.query_params.get("total_estimated")) is estimated
+        assert total is None or r.total_matching == total
+        assert total is not None or 180 <= r.total_matching <= 220  # truly 200
+        assert len(walks) == 2 and all("LIMIT" in w for w in walks), walks
+
+
 def test_indexed_substring_search_never_sorts_its_matches(store: Store, monkeypatch) -> None:
     # a page of the newest matches must come straight off the index: a sort would read
     # every match first (hundreds of milliseconds for a common word in a large store)

@@ -900,24 +900,39 @@ class SQLiteBackend(SQLiteAudit):
                       params: list[Any], filters: SearchFilters) -> int:
         """How many episodes contain the phrase. Exact, unless the trigram index offers
         more than EXACT_COUNT rows to a search with no filter but type and superseded:
-        then the share of matches among the first SAMPLE_ROWS of them, times their number,
+        then the share of matches among the first SAMPLE_ROWS of them, times the number
+        the index offers (from how densely its first EXACT_COUNT + 1 fill the row ids),
         returned as an :class:`EstimatedCount`."""
         bare, _ = SQLiteBackend._filter_sql(self, SearchFilters(
             include_superseded=filters.include_superseded, episode_type=filters.episode_type))
-        if len(mparams) == 2 and where == bare:
-            grams = mparams[0]
-            offered = self._scalar("SELECT COUNT(*) FROM episodes_tri WHERE episodes_tri "
-                                   "MATCH ?", [grams])
-            if offered > self.EXACT_COUNT:
-                test, _needle = _contains_test(phrase)
-                r = self.q1(f"SELECT COUNT(*), SUM(CASE WHEN {test} AND {where} THEN 1 ELSE 0 END) "
-                            "FROM (SELECT t.rowid AS rowid FROM episodes_tri t WHERE "
-                            "episodes_tri MATCH ? ORDER BY t.rowid LIMIT ?) c CROSS JOIN "
-                            "episodes e ON e.rowid = c.rowid",
-                            [mparams[1], *params, grams, self.SAMPLE_ROWS])
-                seen, hit = (int(r[0]), int(r[1] or 0)) if r else (0, 0)
-                return EstimatedCount(round(offered * hit / seen) if seen else 0)
-        return self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])
+        if len(mparams) != 2 or where != bare:
+            return self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])
+        # the index's row ids up to one past the bound, walked once: the whole intersection
+        # of a common phrase's trigrams (10-20 ms in a million episodes) is never walked
+        offered = [int(r[0]) for r in self.q(
+            "SELECT rowid FROM episodes_tri WHERE episodes_tri MATCH ? ORDER BY rowid "
+            "LIMIT ?", [mparams[0], self.EXACT_COUNT + 1])]
+        if len(offered) <= self.EXACT_COUNT:
+            return self._count_among(offered, where, [mparams[1], *params], phrase)
+        ends = self.q1(  # two lookups: MIN and MAX in one aggregate scan the table
+            "SELECT (SELECT MIN(rowid) FROM episodes), (SELECT MAX(rowid) FROM episodes)")
+        lo, hi = (int(ends[0]), int(ends[1])) if ends else (1, offered[-1])
+        sample = offered[:self.SAMPLE_ROWS]
+        hit = self._count_among(sample, where, [mparams[1], *params], phrase)
+        share = len(offered) * (hi - lo + 1) / (offered[-1] - lo + 1)
+        return EstimatedCount(round(share * hit / len(sample)))
+
+    def _count_among(self, rowids: list[int], where: str, params: list[Any],
+                     phrase: str) -> int:
+        """How many of the rows at ``rowids`` contain the phrase and pass ``where``."""
+        test, _needle = _contains_test(phrase)
+        n = 0
+        for i in range(0, len(rowids), self._IN_CHUNK):
+            chunk = rowids[i:i + self._IN_CHUNK]
+            n += self._scalar(f"SELECT COUNT(*) FROM episodes e WHERE e.rowid IN "
+                              f"({','.join('?' * len(chunk))}) AND {test} AND {where}",
+                              [*chunk, *params])
+        return n
 
     def _match_count(self, fts: str | None, mparams: list[Any], src: str, where: str,
                params: list[Any], filters: SearchFilters) -> int:
