@@ -191,26 +191,36 @@ def test_a_phrase_count_walks_the_trigram_index_once_and_never_whole(
     monkeypatch.setattr(SQLiteBackend, "SAMPLE_ROWS", 40)
     monkeypatch.setattr(SQLiteBackend, "SCAN_ROWS", 0)
     for i in range(200):
-        store.record(f"quokka zebra {i}" if i < 30 else f"zebra {i} crossing", "observation")
+        store.record(f"quokka zebra {i}" if i < 30 else f"zebra {i} crossing",
+                     "decision" if i % 2 else "observation")
     b = backend_of(store)
     walks: list[str] = []
+    plans: list[str] = []
     real_q = b.q
 
     def spy(sql, params=()):
         if "episodes_tri MATCH" in sql:
             walks.append(sql)
+        if "e.rowid IN" in sql:  # each offered row by its id, never a walk of its type
+            plans.extend(str(r[-1]) for r in b.conn.execute("EXPLAIN QUERY PLAN " + sql,
+                                                            tuple(params)))
         return real_q(sql, params)
 
     monkeypatch.setattr(b, "q", spy)
     monkeypatch.setattr(b, "q1", lambda sql, params=(): (spy(sql, params) or [None])[0])
-    for phrase, estimated, total in (("zebra", True, None), ("quokka zeb", False, 30)):
+    for phrase, kind, estimated, total in (("zebra", None, True, 200), ("quokka zeb", None,
+                                           False, 30), ("zebra", "decision", True, 100)):
         walks.clear()
         b._memo.clear()
-        r = store.recall(keyword=phrase, limit=5)
+        r = store.recall(keyword=phrase, episode_type=kind, limit=5)
         assert bool(r.query_params.get("total_estimated")) is estimated
-        assert total is None or r.total_matching == total
-        assert total is not None or 180 <= r.total_matching <= 220  # truly 200
+        if estimated:
+            assert 0.9 * total <= r.total_matching <= 1.1 * total
+        else:
+            assert r.total_matching == total
         assert len(walks) == 2 and all("LIMIT" in w for w in walks), walks
+    rows = [p for p in plans if p.startswith(("SEARCH e ", "SCAN e"))]
+    assert rows and all("INTEGER PRIMARY KEY" in p for p in rows), rows
 
 
 def test_indexed_substring_search_never_sorts_its_matches(store: Store, monkeypatch) -> None:

@@ -924,12 +924,14 @@ class SQLiteBackend(SQLiteAudit):
 
     def _count_among(self, rowids: list[int], where: str, params: list[Any],
                      phrase: str) -> int:
-        """How many of the rows at ``rowids`` contain the phrase and pass ``where``."""
+        """How many of the rows at ``rowids`` contain the phrase and pass ``where``. Each
+        row is found by its row id: left to choose, the planner would walk every row of
+        the filter's type off the type index instead (200,000 of a million)."""
         test, _needle = _contains_test(phrase)
         n = 0
         for i in range(0, len(rowids), self._IN_CHUNK):
             chunk = rowids[i:i + self._IN_CHUNK]
-            n += self._scalar(f"SELECT COUNT(*) FROM episodes e WHERE e.rowid IN "
+            n += self._scalar(f"SELECT COUNT(*) FROM episodes e NOT INDEXED WHERE e.rowid IN "
                               f"({','.join('?' * len(chunk))}) AND {test} AND {where}",
                               [*chunk, *params])
         return n
