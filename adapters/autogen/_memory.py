@@ -329,7 +329,8 @@ class AnnealMemory(MemoryAdapter, Memory, Component[AnnealMemoryConfig]):
         ns = self.session_for(None).namespace
         return AnnealMemoryConfig(
             store=os.fspath(self.base_session.store.path), name=self._name,
-            namespace=ns.to_dict() if ns is not None else None, project_name=self.project_name,
+            namespace=None if ns is None else ns.to_partial(),
+            project_name=self.project_name,
             memory_role=self.memory_role, wrap_on_end=self._anneal.wrap_on_end,
             record_tool_calls=self.record_tool_calls, session_id=self.base_session.session_id,
             recall_limit=self.recall_limit, max_content_chars=self.base_session.max_content_chars,

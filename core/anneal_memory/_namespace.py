@@ -19,6 +19,8 @@ from ._lazy import sha256_hex
 from .errors import IdentityError, ValidationError
 
 FIELDS = ("tenant", "user", "project", "agent")
+#: the fields a namespace always has (project may be None: a user-level record)
+REQUIRED = ("tenant", "user", "agent")
 _MAX = 200
 
 
@@ -62,6 +64,11 @@ def identity_problem(value: Any) -> str | None:
 def _check(name: str, value: Any, *, optional: bool = False) -> None:
     if value is None and optional:
         return
+    if value is None:
+        raise IdentityError(
+            f"namespace {name} is None: an unset {name} names nobody, and is never read as "
+            f"the default {name} or anyone's memory. Give the real {name} id, or leave the "
+            f"field out of a partial namespace for the documented default")
     if not isinstance(value, str):
         raise ValidationError(
             f"namespace {name} must be a non-empty string, not {value!r}"
@@ -120,6 +127,13 @@ class MemoryNamespace:
         return {"tenant": self.tenant, "user": self.user, "project": self.project,
                 "agent": self.agent}
 
+    def to_partial(self) -> dict[str, str]:
+        """The fields that are not the default: the partial namespace that names this one
+        (``coerce_namespace(ns.to_partial(), partial=True) == ns``), for a config or a
+        header to carry without spelling out the reserved default."""
+        return {k: v for k, v in self.to_dict().items()
+                if v is not None and not (k in REQUIRED and v == DEFAULT_FIELD)}
+
     @property
     def key(self) -> str:
         """Exact identity of this namespace (all four fields)."""
@@ -146,12 +160,19 @@ class MemoryNamespace:
 DEFAULT_FIELD = "default"
 
 
-def coerce_namespace(value: Any, *, partial: bool = False) -> MemoryNamespace:
+def coerce_namespace(value: Any, *, partial: bool = False,
+                     allow_default: bool = False) -> MemoryNamespace:
     """A MemoryNamespace from a MemoryNamespace or a mapping.
 
     ``partial``: the mapping may hold any of the four fields (at least one); tenant,
     user and agent left out are ``"default"``. Otherwise tenant, user and agent are
     required, as governed records need them.
+
+    In a partial mapping, tenant, user and agent given as None, empty or invisible are an
+    :class:`IdentityError` (an unset identity is never the shared default), and so is
+    ``"default"`` given by name: it is reserved for a field left out, so that no real id
+    shares the memory of runs without one. ``allow_default`` accepts it, for namespaces
+    read back from the library's own exports and records, which spell the default out.
     """
     if isinstance(value, MemoryNamespace):
         return value
@@ -160,6 +181,16 @@ def coerce_namespace(value: Any, *, partial: bool = False) -> MemoryNamespace:
         if unknown:
             raise ValidationError(f"unknown namespace key(s) {unknown}: a namespace holds any "
                                   f"of {', '.join(FIELDS)}")
+        for key in REQUIRED:
+            if key in value:
+                _check(key, value[key])
+                if value[key] == DEFAULT_FIELD and not allow_default:
+                    raise IdentityError(
+                        f"namespace {key} {DEFAULT_FIELD!r} is reserved: it is what a {key} "
+                        "left out of a partial namespace means (the shared memory of runs "
+                        f"without one), so a real {key} of that name would share it. Leave "
+                        f"the field out for the default {key}, or give the real id another "
+                        "name")
         given = {k: v for k, v in value.items() if v is not None}
         if not given:
             raise ValidationError("a namespace needs at least one of "

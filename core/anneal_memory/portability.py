@@ -110,7 +110,7 @@ def _namespace_of(value: Any, where: str) -> Any:
                               "project, agent (or null)")
     from ._namespace import coerce_namespace
 
-    return coerce_namespace(value, partial=True)
+    return coerce_namespace(value, partial=True, allow_default=True)
 
 
 def _load(data: Any) -> Any:

@@ -149,7 +149,7 @@ def test_one_users_import_cannot_touch_anothers(run: Run, tmp_path: Path) -> Non
                                                timestamp="2026-01-01T00:00:00Z").id
         s.scoped({"user": "bob"}).record("bob's keyed fact", "observation",
                                          state_key="home.city", timestamp="2026-01-01T00:00:00Z")
-    alice = {"tenant": None, "user": "alice", "project": None, "agent": None}
+    alice = {"user": "alice"}
     doc = _doc([_episode("e0000004", LIE, trust="agent", namespace=alice)],
                [_link(bob, "e0000004")])
     _both_refuse(run.db, run, tmp_path, doc, SupersessionError, "supersessions[0]",

@@ -17,6 +17,7 @@ from anneal_memory.adapters import MEMORY_LABEL
 from anneal_memory.adapters.openai_agents import COLLECTION, AnnealMemory, AnnealSession
 from anneal_memory.adapters.openai_agents._items import item_text
 from anneal_memory.errors import ValidationError
+from anneal_memory.governance.namespace import MemoryNamespace
 
 
 def _items(n: int) -> list[dict]:
@@ -169,7 +170,8 @@ def test_namespace_callable_gets_the_run_context(mem_store: Store) -> None:
                     hooks=memory.run_hooks)
     assert [e.content for e in mem_store.scoped({"user": "cat"}).recall().episodes
             if e.type.value == "context"] == ["My seed tray count is 12"]
-    assert mem_store.scoped({"user": "default"}).recall().episodes == []
+    everyone_default = MemoryNamespace("default", "default", "default")
+    assert mem_store.scoped(everyone_default).recall().episodes == []
 
 
 def test_bad_arguments_raise(mem_store: Store) -> None:
