@@ -21,6 +21,32 @@ MAX_COUNT = 10**12
 #: How deeply nested a JSON document (an import, a metadata dict) may be.
 MAX_JSON_DEPTH = 200
 
+#: The longest episode ``record()`` takes by default (``Store(max_episode_chars=...)``):
+#: about 25,000 tokens, far above a turn, a decision or a tool result's gist, far below the
+#: documents that would crowd a wrap prompt out. Imports keep a longer one whole.
+DEFAULT_MAX_EPISODE_CHARS = 100_000
+
+
+def episode_bound(value: Any) -> int | None:
+    """A ``max_episode_chars`` option: a whole number >= 1, or None for no bound."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError(f"max_episode_chars must be a whole number >= 1 (or None for no "
+                              f"bound), not {value!r}")
+    return value
+
+
+def check_episode_size(content: str, bound: int | None) -> None:
+    """A ContentTooLargeError when ``content`` is longer than ``bound`` characters."""
+    if bound is not None and len(content) > bound:
+        from .errors import ContentTooLargeError
+
+        raise ContentTooLargeError(
+            f"content is {len(content):,} characters, over this store's bound of {bound:,} "
+            "(Store(max_episode_chars=...)): record a summary that names where the full "
+            "document lives, or open the store with a larger bound (None: no bound)")
+
 
 def lone_surrogate(text: str) -> int | None:
     """Index of the first lone surrogate in ``text``, or None when it encodes as UTF-8."""

@@ -7,6 +7,7 @@
     │   ├── UnknownEpisodeTypeError
     │   ├── TrustError             a trust label above the store's ceiling, or unknown
     │   ├── IdentityError          a namespace / identity value that is empty, blank or invisible
+    │   ├── ContentTooLargeError   an episode longer than the store's bound (max_episode_chars)
     │   └── SchemaError            an invalid continuity section schema
     ├── EpisodeNotFoundError       an id that is not in the store (also LookupError)
     ├── SupersessionError          a supersession link that fails validation
@@ -66,6 +67,10 @@ class IdentityError(ValidationError):
     """An identity (a namespace value, or the id a framework carries for a run) that is
     empty, whitespace, made of invisible characters or holds one: it would name the root
     memory, everyone's, or a user that displays as another. Nothing was written or read."""
+
+
+class ContentTooLargeError(ValidationError):
+    """An episode's content longer than the store's ``max_episode_chars``."""
 
 
 class EpisodeNotFoundError(AnnealMemoryError, LookupError, ValueError):

@@ -373,6 +373,13 @@ def import_store(store: Facade, data: Mapping[str, Any] | str, *, via: str = "li
     out = {"imported": len(imported), "skipped_existing": skipped,
            "refused_deleted": refused_deleted, "ids": imported, "tombstones_added": carried,
            "state": restored}
+    bound = getattr(store, "max_episode_chars", None)
+    if bound is not None:
+        # kept whole (a 1.0.2 store had no bound), and named: record() would refuse them,
+        # and a wrap or a memory block shows them shortened
+        big = [r.id for r in new_rows if len(r.content) > bound]
+        if big:
+            out["oversized"] = big
     if "legacy" in doc:
         out["from_version"] = doc["legacy"]["from_version"]
     return out

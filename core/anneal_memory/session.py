@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ._identity import content_key
 from .errors import AnnealMemoryError, ValidationError
 from .recall import retrieve_relevant, split_relayed
+from .shorten import PROMPT_EPISODE_CHARS, shorten
 from .store import Store
 from .types import Episode, EpisodeType, ScoredEpisode
 from .wrap.prepare import prepare_wrap
@@ -522,9 +523,10 @@ def guard_hook(logger: logging.Logger | str) -> Callable[[Callable[..., Any]], C
 
 
 def _line(e: ScoredEpisode) -> str:
-    s = f"- [{e.id}] ({e.type}, {e.timestamp[:10]}) {e.content}"
+    s = f"- [{e.id}] ({e.type}, {e.timestamp[:10]}) {shorten(e.content, PROMPT_EPISODE_CHARS, e.id)}"
     for r in e.replaces:
-        s += f"\n  (replaces [{r.id}] from {r.timestamp[:10]}: {r.content})"
+        s += (f"\n  (replaces [{r.id}] from {r.timestamp[:10]}: "
+              f"{shorten(r.content, PROMPT_EPISODE_CHARS, r.id)})")
     return s
 
 

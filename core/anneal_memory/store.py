@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 from . import erasure, facts, trust
 from ._audit_deep import ContentCheck
 from ._fileio import atomic_write_text, sidecar_path
-from ._inputs import metadata_text, storable_text, whole_number
+from ._inputs import (
+    DEFAULT_MAX_EPISODE_CHARS,
+    check_episode_size,
+    episode_bound,
+    metadata_text,
+    storable_text,
+    whole_number,
+)
 from ._lazy import id_token, sha256_hex, token_hex
 from ._namespace import MemoryNamespace, coerce_namespace, digest
 from ._unit import UnitOfWork, require_writable
@@ -184,6 +191,7 @@ class Store(ContinuityMixin):
         stale_wrap_after: float | None = None,
         relayed_text: str = "flag",
         embedder: Any = None,
+        max_episode_chars: int | None = DEFAULT_MAX_EPISODE_CHARS,
     ) -> None:
         if path is not None and not isinstance(path, (str, os.PathLike)):
             raise ValidationError(f"the store path must be a str or a path, not "
@@ -193,6 +201,8 @@ class Store(ContinuityMixin):
         if on_audit_event is not None and not callable(on_audit_event):
             raise ValidationError("on_audit_event must be a callable taking one audit entry "
                                   f"(a dict), not {type(on_audit_event).__name__}")
+        #: the longest content record() takes (None: no bound); imports keep longer ones whole
+        self.max_episode_chars = episode_bound(max_episode_chars)
         dsn = pg_dsn(path if path is not None else os.environ.get(ENV_DB, ""))
         db = (_pg_sidecar_base(dsn) if dsn else
               Path(path).expanduser() if path is not None else default_db_path())
@@ -513,6 +523,7 @@ class Store(ContinuityMixin):
 
             raise ReadOnlyStoreError("this store was opened read_only: reopen it to record")
         storable_text(content, "content")
+        check_episode_size(content, self.max_episode_chars)
         etype = EpisodeType.coerce(episode_type)
         if not isinstance(source, str) or not source.strip():
             raise ValidationError("source must be a non-empty string such as 'agent'")

@@ -13,6 +13,7 @@ from ..continuity.parse import parse_sections, pattern_lines, pattern_summaries
 from ..continuity.schema import default_max_chars, schema_role_warning
 from ..errors import AnnealMemoryError, ValidationError, WrapInProgressError
 from ..immune.signals import stale_patterns
+from ..shorten import PACKAGE_EPISODES_BUDGET, fair_cap, shorten
 from .baton import baton_holder
 from .lifecycle import take_over_stale
 from .render import instructions, render_episodes
@@ -114,9 +115,14 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
         except AnnealMemoryError:
             lines = []
     summaries = pattern_summaries(lines) if lines else []
-    listed = [{"id": r.id, "timestamp": r.timestamp, "type": r.type, "content": r.content,
+    # what the model reads of each episode: long ones shortened to a fair share of the
+    # package's budget, each naming the episode whose whole text stays in the store
+    cap = fair_cap([len(r.content) for r in rows])
+    listed = [{"id": r.id, "timestamp": r.timestamp, "type": r.type,
+               "content": shorten(r.content, cap, r.id),
                "source": r.source, "trust": eff.get(r.id) or r.trust,
                "superseded_by": sup[r.id][-1][0] if r.id in sup else None} for r in rows]
+    cut = [r.id for r in rows if len(r.content) > cap]
     package = {
         "episodes": render_episodes(listed),  # text, as 1.0.2 gives it
         "episode_list": listed,
@@ -127,10 +133,18 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
         "max_chars": target,
         "project_name": store.project_name,
     }
-    package["instructions"] = instructions(
+    if cut:
+        package["shortened"] = {"episode_ids": cut, "chars_per_episode": cap,
+                                "episodes_budget": PACKAGE_EPISODES_BUDGET}
+    told = instructions(
         schema, project_name=store.project_name, max_chars=target, today=today,
         proven=[s for s in summaries if s.level >= 2], summaries=summaries,
         durable_chars=doc_durable, pending=pending_lines(doc))
+    if cut:
+        told += (f"\n\n{len(cut)} episode(s) are longer than {cap:,} characters and are shown "
+                 "shortened (each says so); their full text stays in the store under its id. "
+                 "Compress from what is shown; cite them by id as any other.")
+    package["instructions"] = told
     package["crystallization_candidates"] = [
         {"name": s.name, "level": s.level, "summary": s.summary} for s in summaries
         if s.level >= CRYSTALLIZE_LEVEL]
