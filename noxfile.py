@@ -120,6 +120,14 @@ def semantic(session: nox.Session) -> None:
 
 
 @nox.session(python=PY)
+def otel(session: nox.Session) -> None:
+    """OpenTelemetry spans and metrics (anneal-memory[otel]) read from the SDK's in-memory
+    exporter."""
+    session.install("-e", ".[otel]", "opentelemetry-sdk", "pytest")
+    _pytest(session, "tests/otel")
+
+
+@nox.session(python=PY)
 def lint(session: nox.Session) -> None:
     """ruff over the tree, mypy over the core package."""
     session.install("ruff", "mypy")

@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from . import tracing
 from ._audit_chain import GENESIS, MIRRORED_SEQ_KEY, canonical_json, chain_entry, entry_hash
 from ._audit_files import (
     AuditHead,
@@ -216,6 +217,7 @@ class AuditTrail:
         keys = HASHED_KEYS | HASHED_IN_EVENT.get(event, frozenset())
         return {k: self.hash_label(v) if k in keys else v for k, v in data.items()}
 
+    @tracing.phase("audit_append")
     def append(self, event: str, data: dict[str, Any], *, actor: str = "agent") -> dict[str, Any] | None:
         """Add an entry inside the caller's open transaction."""
         if not self.enabled:
@@ -230,6 +232,7 @@ class AuditTrail:
         red = self.redact(event, data)
         return StagedEntry(event, actor, red, canonical_json(red), _STORED(red), counter)
 
+    @tracing.phase("audit_append")
     def append_staged(self, staged: Sequence[StagedEntry]) -> list[dict[str, Any]] | None:
         """Add the staged entries inside the caller's open transaction, oldest first,
         with one read of the chain's tip and one insert; each adds one to its

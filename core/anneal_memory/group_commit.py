@@ -21,6 +21,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
+from . import tracing
 from ._unit import UnitLost
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ class GroupCommit:
         self.commits = 0
         self.records = 0
 
+    @tracing.phase("group_commit")
     def record(self, store: Any, prepared: dict[str, Any], write: Write,
                write_many: WriteMany | None = None) -> Any:
         """Write ``prepared`` through ``write(store, prepared)`` in a shared transaction

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import facts
+from . import facts, tracing
 from ._inputs import storable_text, whole_number
 from .clock import parse_since
 from .errors import ValidationError
@@ -87,6 +87,7 @@ def filters_key(f: SearchFilters) -> tuple[Any, ...]:
             f.only_unwrapped, f.trust, None if f.ids is None else tuple(f.ids), f.scope)
 
 
+@tracing.phase("ranking")
 def _ranked_words(store: Facade, filters: SearchFilters, terms: Sequence[str], pool: int,
                   context: bool, query: str | None
                   ) -> tuple[tuple[tuple[int, float], ...], int, dict[int, int]]:
@@ -175,6 +176,7 @@ def keyword_recall(store: Facade, *, since: str | datetime | None = None,
     return RecallResult(episodes, total, params)
 
 
+@tracing.phase("text_search")
 def _search(store: Facade, filters: SearchFilters, phrase: str | None, limit: int,
             offset: int) -> tuple[list[tuple[Any, float]], int]:
     """One page of the episodes holding ``phrase`` (or of all, without one) and the
@@ -207,6 +209,7 @@ def _why(store: Facade, rows: Sequence[tuple[Any, float]], via: dict[int, int],
 RETRIEVAL_MODES = ("prompt", "query")
 
 
+@tracing.traced(tracing.SEARCH, "retrieve_relevant", query="query", result=tracing.found)
 def retrieve_relevant(store: Facade, crystal_store: Any, query: str, *, max_patterns: int = 3,
                       max_episodes: int = 3, episode_type: Any = None,
                       include_facts: bool = True, since: Any = None,

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from . import tracing
 from ._inputs import storable_text, whole_number
 from ._unit import require_writable
 from .embedding import Embedder, cosine_similarities, pack_vector, top
@@ -126,6 +127,7 @@ def blend(keyword_ids: list[str], vector_ids: list[str], cosine: Mapping[str, fl
     return ahead + keyword_ids + rest
 
 
+@tracing.phase("embedding")
 def _embed(store: Store, emb: Embedder, repo: VectorRepo, ids: Sequence[str], newest: int
            ) -> tuple[dict[str, bytes], str | None]:
     """Embed and store the ``newest`` of these episodes (those still there); (their
@@ -157,6 +159,7 @@ class _Ranking:
     use: VectorUse
 
 
+@tracing.phase("vector_scan")
 def _rank(store: Store, emb: Embedder, text: str, filters: SearchFilters, pool: int,
           mode: str) -> _Ranking:
     """Embed the query, catch up on unembedded candidates, rank them by cosine (in

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from . import tracing
 from ._identity import content_key
 from .errors import AnnealMemoryError, ValidationError
 from .recall import retrieve_relevant, split_relayed
@@ -371,6 +372,7 @@ class MemorySession:
             self.last_wrap = await self.awrap(compress)
         return self.last_wrap
 
+    @tracing.traced(tracing.UPDATE, "wrap", of=lambda s: s.store)
     def wrap(self, compress: Callable[[str], str]) -> WrapOutcome:
         """Prepare, compress with ``compress(prompt) -> continuity``, validate and save.
 

@@ -14,7 +14,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import erasure, facts, trust
+from . import erasure, facts, tracing, trust
 from ._audit_deep import ContentCheck
 from ._fileio import atomic_write_text, sidecar_path
 from ._inputs import (
@@ -451,6 +451,7 @@ class Store(ContinuityMixin):
             if not self._backend.id_taken(eid):
                 return eid
 
+    @tracing.traced(tracing.UPDATE, "record", result=tracing.recorded)
     def record(
         self,
         content: str,
@@ -487,6 +488,7 @@ class Store(ContinuityMixin):
     def _in_own_write(self) -> bool:
         return getattr(self._tx_owner, "depth", 0) > 0
 
+    @tracing.traced(tracing.UPDATE, "record_many", result=tracing.recorded)
     def record_many(self, items: Iterable[Mapping[str, Any]]) -> list[Episode]:
         """Record many episodes in one transaction: all of them, or none on a refusal.
 
@@ -621,6 +623,7 @@ class Store(ContinuityMixin):
                                 trust_value=eff.get(r.id)))
         return out
 
+    @tracing.traced(tracing.SEARCH, "recall", query="keyword", result=tracing.found)
     def recall(
         self,
         since: str | datetime | None = None,
@@ -679,6 +682,7 @@ class Store(ContinuityMixin):
         return self._to_episodes(self._backend.unwrapped_episodes())
 
     # ------------------------------------------------------------------ delete / prune
+    @tracing.traced(tracing.DELETE, "delete", record_id="episode_id", result=tracing.erased)
     def delete(self, episode_id: str) -> bool:
         """Remove an episode for good: its text goes from the database and from every
         place the library wrote it (see ``erase``), leaving a tombstone that holds only a
@@ -686,6 +690,7 @@ class Store(ContinuityMixin):
         storable_text(episode_id, "episode id")
         return bool(self.erase([episode_id]).episodes)
 
+    @tracing.traced(tracing.DELETE, "erase", result=tracing.erased)
     def erase(self, episode_ids: Sequence[str]) -> ErasureReport:
         """Delete episodes and take their text out of every place the library wrote it:
         the episodes table and keyword indexes, each continuity that quotes a line of
@@ -729,6 +734,7 @@ class Store(ContinuityMixin):
 
         return deep_check(self)
 
+    @tracing.traced(tracing.DELETE, "erase_namespace", result=tracing.erased)
     def erase_namespace(self, namespace: Any = None) -> ErasureReport:
         """Forget one user (or any namespace) whole: every episode, continuity, wrap,
         pattern history, probe, item collection (crystals, spores, chat histories) and
@@ -737,6 +743,7 @@ class Store(ContinuityMixin):
         without ``project`` takes its projects with it. On a view, its own namespace."""
         return erasure.erase_namespace(self, namespace)
 
+    @tracing.traced(tracing.DELETE, "prune", result=tracing.erased)
     def prune(self, older_than_days: int | None = None) -> int:
         """Remove episodes older than ``older_than_days`` (default: the store's
         retention_days), their text from every place it was written (as ``erase``;
@@ -949,6 +956,7 @@ class Store(ContinuityMixin):
                                  f"{exc.strerror or exc}") from exc
         return text
 
+    @tracing.traced(tracing.UPDATE, "import", result=tracing.imported)
     def import_(self, data: Mapping[str, Any] | str, *, via: str = "library",
                 progress: Callable[[int, int], None] | None = None,
                 restore: bool | None = None) -> dict[str, Any]:

@@ -40,7 +40,7 @@ LAYERS = ("base", "storage", "continuity", "legacy", "episodes", "rules", "wrap"
 LAYER_OF = {
     # text, clock and the value types everything shares
     "text": "base", "stem": "base", "clock": "base", "errors": "base", "types": "base",
-    "shorten": "base",
+    "shorten": "base", "tracing": "base",
     "_fileio": "base", "_lazy": "base", "_version": "base", "_identity": "base",
     "_inputs": "base", "_audit_chain": "base", "_namespace": "base", "embedding": "base",
     "_audit_files": "base",

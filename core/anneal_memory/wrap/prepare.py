@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from .. import tracing
 from .._inputs import storable_text
 from .._lazy import token_hex
 from ..clock import now_iso, today_iso
@@ -38,6 +39,7 @@ def _gate(store: Store, session_id: str | None) -> str | None:
             f"claims it with: anneal-memory baton claim {session_id}")
 
 
+@tracing.traced(tracing.UPDATE, "wrap.prepare", result=tracing.prepared)
 def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: int = 7,
                  crystal_store: Any = None, session_id: str | None = None,
                  wrap_token: str | None = None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .. import tracing
 from .._inputs import lone_surrogate
 from ..clock import now_iso
 from ..continuity.durable import durable_chars, merge_durable
@@ -143,6 +144,7 @@ def _marker_only(line: str) -> bool:
     return bool(found) and not line.replace(found[0][2], "").strip(" -*")
 
 
+@tracing.traced(tracing.UPDATE, "wrap.save", result=tracing.saved)
 def validated_save_continuity(
     store: Store,
     text: str,
