@@ -42,13 +42,17 @@ OFFLINE_ENV = {
     "ENABLE_SENSITIVE_DATA": "false",
 }
 
+# The OpenTelemetry SDK, for the tests that read our memory spans inside a framework's run
+# (ADK and Strands install it themselves)
+OTEL_SDK = ["opentelemetry-sdk"]
+
 # name -> (extra, floor pins, extra test deps). The floor pins must match the extra's
 # declared minimum in pyproject.toml.
 ADAPTERS: dict[str, tuple[str, list[str], list[str]]] = {
     # numpy: LangChain's DeterministicFakeEmbedding (the vector index's tests) needs it
-    "langgraph": ("langgraph", ["langgraph==1.0.0", "langchain==1.0.0"], ["numpy"]),
+    "langgraph": ("langgraph", ["langgraph==1.0.0", "langchain==1.0.0"], ["numpy", *OTEL_SDK]),
     "langchain": ("langchain", ["langchain-core==1.0.0"], ["langchain-tests"]),
-    "openai_agents": ("openai-agents", ["openai-agents==0.21.0"], []),
+    "openai_agents": ("openai-agents", ["openai-agents==0.21.0"], OTEL_SDK),
     "crewai": ("crewai", ["crewai==1.13.0"], []),
     "google_adk": ("google-adk", ["google-adk==1.21.0"], []),
     "pydantic_ai": ("pydantic-ai", ["pydantic-ai-slim==2.0.0"], []),
@@ -68,7 +72,7 @@ ADAPTERS: dict[str, tuple[str, list[str], list[str]]] = {
     "agno": ("agno", ["agno==3.0.0"], ["sqlalchemy[asyncio]", "aiosqlite"]),
     # 1.0.0 is the first release on the context provider pipeline without the old aliases
     # (ContextProvider / HistoryProvider, Agent(context_providers=...), AgentSession)
-    "agent_framework": ("agent-framework", ["agent-framework-core==1.0.0"], []),
+    "agent_framework": ("agent-framework", ["agent-framework-core==1.0.0"], OTEL_SDK),
 }
 
 

@@ -561,11 +561,15 @@ def scope_store(store: Store, namespace: Any) -> Store:
 
 
 async def _off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn`` in a worker thread, in the caller's context (its current trace span
+    included, so a memory span nests under the framework's own)."""
     import asyncio
+    import contextvars
     import functools
 
+    ctx = contextvars.copy_context()
     return await asyncio.get_running_loop().run_in_executor(
-        None, functools.partial(fn, *args, **kwargs))
+        None, functools.partial(ctx.run, fn, *args, **kwargs))
 
 
 def _isawaitable(value: Any) -> bool:
