@@ -34,7 +34,8 @@ FENCE = re.compile(r"^```(\S*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 SERVER_URL = re.compile(r"postgres(?:ql)?://[^\s\"')]+")
 SERVE = re.compile(r"^[^#\n]*\banneal-memory\b[^#\n]*\sserve\b", re.M)
 SHELL = {"sh", "bash"}
-KNOWN = {"python", "json", "toml"} | SHELL
+#: ``text``: output a document shows (a trace, a table a command printed), not code to run
+KNOWN = {"python", "json", "toml", "text"} | SHELL
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,11 @@ class Block:
     @property
     def needs_server(self) -> bool:
         return bool(SERVER_URL.search(self.text))
+
+    @property
+    def needs_otel(self) -> bool:
+        """A Python block that configures an OpenTelemetry SDK (the otel suite has one)."""
+        return self.lang == "python" and "opentelemetry" in self.text
 
     @property
     def needs_mcp(self) -> bool:
@@ -98,6 +104,8 @@ def suite_for(group: list[Block]) -> str:
         return "backends"
     if any(b.needs_mcp for b in group):
         return "mcp"
+    if any(b.needs_otel for b in group):
+        return "otel"
     return "core"
 
 

@@ -41,7 +41,7 @@ def test_the_collector_sees_every_document() -> None:
 
 def test_every_block_names_a_language_the_test_runs() -> None:
     unknown = [f"{b.where} ({b.lang or 'no language'})" for b in BLOCKS if b.lang not in KNOWN]
-    assert not unknown, f"label these blocks python, sh, bash, json or toml: {unknown}"
+    assert not unknown, f"label these blocks python, sh, bash, json, toml or text (output): {unknown}"
 
 
 @pytest.mark.parametrize(("doc", "kind"), CORE, ids=[f"{d}-{k}" for d, k in CORE])
@@ -66,7 +66,8 @@ def test_config_blocks_start_the_server(block: Block) -> None:
 
 @pytest.mark.parametrize(("suite", "test_file"), [
     ("backends", "tests/backends/test_docs_postgres.py"),
-    ("mcp", "tests/mcp/test_mcp_docs.py")])
+    ("mcp", "tests/mcp/test_mcp_docs.py"),
+    ("otel", "tests/otel/test_otel_docs.py")])
 def test_groups_that_need_more_run_in_their_suite(suite: str, test_file: str) -> None:
     """A group needing a server or the MCP extra runs in that suite: it lists the doc."""
     docs = {doc for (doc, _kind), g in GROUPS.items() if suite_for(g) == suite}
