@@ -13,11 +13,9 @@ decorator, ``__wrapped__``), and their ratio.
 from __future__ import annotations
 
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 SETUPS = {
     "extra absent": "import sys; sys.modules['opentelemetry'] = None",
