@@ -105,6 +105,38 @@ def _meters() -> dict[str, Any] | None:
     return found
 
 
+#: the standard variables that ask a process for exporters
+EXPORTER_ENV = ("OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_LOGS_EXPORTER")
+
+
+def configure_from_env() -> bool:
+    """For the CLI and the servers: set up the SDK from the standard ``OTEL_*`` environment
+    (``OTEL_TRACES_EXPORTER=otlp``, ``OTEL_EXPORTER_OTLP_ENDPOINT``, ...) when an exporter is
+    asked for, the SDK is installed and the process has no provider yet; an exporter left
+    unset is ``none``. True when it configured one."""
+    asked = [n for n in EXPORTER_ENV if os.environ.get(n, "").strip().lower() not in ("", "none")]
+    if not asked or os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    api = _load()
+    if api is False or _configured(api[0].get_tracer_provider()):
+        return False
+    try:
+        from opentelemetry.sdk._configuration import _OTelSDKConfigurator
+    except ImportError:
+        return False
+    for name in EXPORTER_ENV:
+        os.environ.setdefault(name, "none")
+    try:
+        _OTelSDKConfigurator().configure()
+    except Exception as exc:  # a tracing setup problem never stops the command
+        import sys
+
+        print(f"anneal-memory: tracing not set up from {', '.join(asked)}: {exc}",
+              file=sys.stderr)
+        return False
+    return True
+
+
 def capture_content() -> bool:
     """Whether spans may carry content and query text (the standard opt-in switch)."""
     value = os.environ.get(CAPTURE_ENV, "").strip().lower()

@@ -55,8 +55,10 @@ class Block:
 
     @property
     def needs_otel(self) -> bool:
-        """A Python block that configures an OpenTelemetry SDK (the otel suite has one)."""
-        return self.lang == "python" and "opentelemetry" in self.text
+        """A block that configures an OpenTelemetry SDK, in code or through the ``OTEL_*``
+        environment (the otel suite installs one)."""
+        return (self.lang == "python" and "opentelemetry" in self.text) or (
+            self.lang in SHELL and "OTEL_" in self.text)
 
     @property
     def needs_mcp(self) -> bool:

@@ -19,6 +19,9 @@ OTEL_DOCS = ["docs/observability.md"]
 def test_tracing_blocks_run_as_written(doc: str, tmp_path: Path) -> None:
     from docblocks import groups, run
 
-    res = run(groups()[(doc, "python")], "python", tmp_path)
+    res = run(groups()[(doc, "python")], "python", tmp_path / "py")
     assert res.returncode == 0, f"{doc}:\n{res.stdout}\n{res.stderr}"
     assert "update_memory Harbour record" in res.stdout
+    res = run(groups()[(doc, "shell")], "shell", tmp_path / "sh")
+    assert res.returncode == 0, f"{doc}:\n{res.stdout}\n{res.stderr}"
+    assert res.stdout.split() == ["1"]  # the CLI's one record, one update_memory span

@@ -212,3 +212,22 @@ def test_without_an_sdk_nothing_is_traced_and_everything_works(tmp_path: Path,
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "1"
+
+
+def test_the_cli_traces_with_the_standard_environment(tmp_path: Path) -> None:
+    """``OTEL_TRACES_EXPORTER`` (here the SDK's console exporter) sets the CLI's SDK up."""
+    import os
+
+    env = {**os.environ, "OTEL_TRACES_EXPORTER": "console"}
+    env.pop(CAPTURE, None)
+    env.pop("OTEL_SDK_DISABLED", None)
+    done = subprocess.run([sys.executable, "-m", "anneal_memory", "--db", str(tmp_path / "c.db"),
+                           "record", "--type", "observation", SECRET],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert '"name": "update_memory' in done.stdout and "4417" not in done.stdout
+    plain = subprocess.run([sys.executable, "-m", "anneal_memory", "--db",
+                            str(tmp_path / "c.db"), "search", "harbour"],
+                           capture_output=True, text=True, timeout=120,
+                           env={k: v for k, v in env.items() if k != "OTEL_TRACES_EXPORTER"})
+    assert plain.returncode == 0 and '"name"' not in plain.stdout
