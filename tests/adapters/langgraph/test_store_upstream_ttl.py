@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib.metadata
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, asynccontextmanager, contextmanager
@@ -65,6 +66,14 @@ class ABoth(Both):
         return call
 
 
+# AsyncSqliteStore before langgraph-checkpoint-sqlite 3 (2.0.11 is what resolves beside
+# langgraph 1.0.0, the floor) fails its own asearch(refresh_ttl=True) case: its refresh
+# runs as one statement with the search ("near UPDATE: syntax error"). There that one
+# case runs on AnnealStore alone.
+REFERENCE_ASEARCH_REFRESHES = int(
+    importlib.metadata.version("langgraph-checkpoint-sqlite").split(".")[0]) >= 3
+
+
 def each(results: dict[str, Any], check: Callable[[Any], bool]) -> None:
     """``check`` holds for every store's answer (the failing store is named)."""
     for label, value in results.items():
@@ -84,13 +93,15 @@ def both(tmp_path: Path, **kwargs: Any) -> Iterator[Both]:
 
 
 @asynccontextmanager
-async def aboth(tmp_path: Path, **kwargs: Any) -> Any:
+async def aboth(tmp_path: Path, *, reference: bool = True, **kwargs: Any) -> Any:
+    """The reference AsyncSqliteStore (unless ``reference=False``) and AnnealStore."""
     async with AsyncSqliteStore.from_conn_string(str(tmp_path / "areference.db"),
-                                                 **kwargs) as reference:
+                                                 **kwargs) as ref:
         with Store(tmp_path / "aanneal.db") as store:
             ours = AnnealStore(store, **kwargs)
+            stores = {"AsyncSqliteStore": ref} if reference else {}
             try:
-                yield ABoth({"AsyncSqliteStore": reference, "AnnealStore": ours}, ASYNC_NAMES)
+                yield ABoth({**stores, "AnnealStore": ours}, ASYNC_NAMES)
             finally:
                 ours.close()
 
@@ -290,7 +301,7 @@ def test_async_asearch_refresh_ttl(tmp_path: Path, attempt: int = 0) -> None:
     async def case() -> None:
         ttl_seconds = 4.0
         ttl_minutes = ttl_seconds / 60.0
-        async with aboth(_dir(tmp_path, attempt),
+        async with aboth(_dir(tmp_path, attempt), reference=REFERENCE_ASEARCH_REFRESHES,
                          ttl={"default_ttl": ttl_minutes, "refresh_on_read": True}) as s:
             await s.setup()
             namespace = ("docs", "user1")
