@@ -11,10 +11,9 @@ are the embedding requests its own ``batch`` plans for the puts
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
-
-import sqlite3
 
 import pytest
 from langchain_core.embeddings import Embeddings

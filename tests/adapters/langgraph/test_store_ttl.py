@@ -165,12 +165,14 @@ def test_the_sweeper_thread_starts_once_and_stops(store: Store) -> None:
     lg = AnnealStore(store, ttl={"default_ttl": seconds(0.3),
                                  "sweep_interval_minutes": seconds(0.2)})
     future = lg.start_ttl_sweeper()
-    lg.start_ttl_sweeper()  # already running: no second thread
-    assert len([t for t in threading.enumerate() if t.name == "anneal-ttl-sweeper"]) == 1
-    lg.put(("docs",), "d", {"text": "x"})
-    time.sleep(0.9)
-    assert raw(store) == 0  # deleted by the thread, not only hidden
-    assert lg.stop_ttl_sweeper(timeout=5) is True
+    try:
+        lg.start_ttl_sweeper()  # already running: no second thread
+        assert len([t for t in threading.enumerate() if t.name == "anneal-ttl-sweeper"]) == 1
+        lg.put(("docs",), "d", {"text": "x"})
+        time.sleep(0.9)
+        assert raw(store) == 0  # deleted by the thread, not only hidden
+    finally:
+        assert lg.stop_ttl_sweeper(timeout=5) is True
     assert future.result(timeout=5) is None
     assert not [t for t in threading.enumerate() if t.name == "anneal-ttl-sweeper"]
     lg.start_ttl_sweeper()
@@ -183,11 +185,13 @@ def test_the_sweeper_task_on_an_event_loop(store: Store) -> None:
         lg = AnnealStore(store, ttl={"default_ttl": seconds(0.3),
                                      "sweep_interval_minutes": seconds(0.2)})
         task = await lg.astart_ttl_sweeper()
-        assert await lg.astart_ttl_sweeper() is task
-        await lg.aput(("docs",), "d", {"text": "x"})
-        await asyncio.sleep(0.9)
-        assert raw(store) == 0
-        assert await lg.astop_ttl_sweeper(timeout=5) is True
+        try:
+            assert await lg.astart_ttl_sweeper() is task
+            await lg.aput(("docs",), "d", {"text": "x"})
+            await asyncio.sleep(0.9)
+            assert raw(store) == 0
+        finally:
+            assert await lg.astop_ttl_sweeper(timeout=5) is True
         assert task.done()
         idle = await AnnealStore(store).astart_ttl_sweeper()
         await idle

@@ -12,6 +12,10 @@ of the same name (``await sweep_ttl()`` -> ``await asweep_ttl()``, ``setup`` ->
 session has no pytest-asyncio). Upstream marks seven cases ``flaky(retries=3)`` (the
 reference's clock has one-second steps); ``flaky`` below reruns those on fresh stores,
 as often, without a plugin.
+
+One thing is added to their assertions: after a sweep, the rows each store still holds
+(``rows``/``arows``). AnnealStore hides an expired item before any sweep, so a ``get``
+returning None cannot show on its own that the sweep deleted anything.
 """
 
 from __future__ import annotations
@@ -29,8 +33,8 @@ from langgraph.store.base import TTLConfig
 from langgraph.store.sqlite import SqliteStore
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 
-from anneal_memory import Store
-from anneal_memory.adapters.langgraph import AnnealStore
+from anneal_memory import ItemCollection, Store
+from anneal_memory.adapters.langgraph import COLLECTION, AnnealStore
 
 # AsyncSqliteStore's async methods -> AnnealStore's async twins of the same job
 ASYNC_NAMES = {"setup": "asetup", "sweep_ttl": "asweep_ttl", "start_ttl_sweeper": "astart_ttl_sweeper",
@@ -80,12 +84,31 @@ def each(results: dict[str, Any], check: Callable[[Any], bool]) -> None:
         assert check(value), f"{label}: {value!r}"
 
 
+def rows(s: Both) -> dict[str, int]:
+    """The rows each store holds, expired or not (SqliteStore's ``store`` table)."""
+    return {label: ItemCollection(st.store, COLLECTION).count() if isinstance(st, AnnealStore)
+            else st.conn.execute("SELECT count(*) FROM store").fetchone()[0]
+            for label, st in s.stores.items()}
+
+
+async def arows(s: Both) -> dict[str, int]:
+    out = {}
+    for label, st in s.stores.items():
+        if isinstance(st, AnnealStore):
+            out[label] = ItemCollection(st.store, COLLECTION).count()
+        else:
+            async with st.conn.execute("SELECT count(*) FROM store") as cur:
+                out[label] = (await cur.fetchone())[0]
+    return out
+
+
 @contextmanager
 def both(tmp_path: Path, **kwargs: Any) -> Iterator[Both]:
     """The reference SqliteStore and AnnealStore, built from the same ``ttl=`` / ``index=``."""
     with ExitStack() as stack:
         reference = stack.enter_context(
             SqliteStore.from_conn_string(str(tmp_path / "reference.db"), **kwargs))
+        stack.callback(reference.stop_ttl_sweeper, 5)  # a failed case leaves none running
         store = stack.enter_context(Store(tmp_path / "anneal.db"))
         ours = AnnealStore(store, **kwargs)
         stack.callback(ours.close)
@@ -139,6 +162,7 @@ def test_ttl_basic(tmp_path: Path) -> None:
         time.sleep(ttl_seconds + 1.0)
         s.sweep_ttl()
         each(s.get(("test",), "item1"), lambda i: i is None)
+        each(rows(s), lambda n: n == 0)
 
 
 @flaky(3)
@@ -171,9 +195,8 @@ def test_ttl_sweeper(tmp_path: Path) -> None:
         s.put(("test",), "item1", {"value": "test"})
         each(s.get(("test",), "item1"), lambda i: i is not None)
         time.sleep(ttl_seconds + (ttl_seconds / 2) + 0.5)
-        # swept automatically: gone from the table itself, not only hidden
         each(s.get(("test",), "item1"), lambda i: i is None)
-        each(s.sweep_ttl(), lambda n: n == 0)
+        each(rows(s), lambda n: n == 0)  # swept by the thread, not only hidden
         each(s.stop_ttl_sweeper(), lambda ok: ok is True)
 
 
@@ -187,9 +210,11 @@ def test_ttl_custom_value(tmp_path: Path, attempt: int = 0) -> None:
         s.sweep_ttl()
         each(s.get(("test",), "item1"), lambda i: i is None)
         each(s.get(("test",), "item2"), lambda i: i is not None)
+        each(rows(s), lambda n: n == 1)
         time.sleep(4)
         s.sweep_ttl()
         each(s.get(("test",), "item2"), lambda i: i is None)
+        each(rows(s), lambda n: n == 0)
 
 
 @flaky(3)
@@ -204,10 +229,12 @@ def test_ttl_override_default(tmp_path: Path, attempt: int = 0) -> None:
         each(s.get(("test",), "item1"), lambda i: i is None)
         each(s.get(("test",), "item2"), lambda i: i is not None)
         each(s.get(("test",), "item3"), lambda i: i is not None)
+        each(rows(s), lambda n: n == 2)
         time.sleep(4)
         s.sweep_ttl()
         each(s.get(("test",), "item2"), lambda i: i is None)
         each(s.get(("test",), "item3"), lambda i: i is not None)
+        each(rows(s), lambda n: n == 1)
 
 
 @flaky(3)
@@ -223,6 +250,7 @@ def test_search_with_ttl(tmp_path: Path, attempt: int = 0) -> None:
         time.sleep(ttl_seconds + 1)
         s.sweep_ttl()
         each(s.search(("test",), filter={"value": "apple"}), lambda r: len(r) == 0)
+        each(rows(s), lambda n: n == 0)
 
 
 # -- the async cases -----------------------------------------------------------------------
@@ -238,6 +266,7 @@ def test_async_ttl_basic(tmp_path: Path) -> None:
             await asyncio.sleep(ttl_seconds + 1.0)
             await s.sweep_ttl()
             each(await s.aget(("test",), "item1"), lambda i: i is None)
+            each(await arows(s), lambda n: n == 0)
     asyncio.run(case())
 
 
@@ -258,6 +287,7 @@ def test_async_ttl_refresh(tmp_path: Path, attempt: int = 0) -> None:
             await asyncio.sleep(ttl_seconds + 1.0)
             await s.sweep_ttl()
             each(await s.aget(("test",), "item1"), lambda i: i is None)
+            each(await arows(s), lambda n: n == 0)
     asyncio.run(case())
 
 
@@ -274,7 +304,7 @@ def test_async_ttl_sweeper(tmp_path: Path) -> None:
             each(await s.aget(("test",), "item1"), lambda i: i is not None)
             await asyncio.sleep(ttl_seconds + (ttl_seconds / 2) + 0.5)
             each(await s.aget(("test",), "item1"), lambda i: i is None)
-            each(await s.sweep_ttl(), lambda n: n == 0)  # the task swept it, not a read
+            each(await arows(s), lambda n: n == 0)  # swept by the task, not only hidden
             each(await s.stop_ttl_sweeper(), lambda ok: ok is True)
     asyncio.run(case())
 
@@ -293,6 +323,7 @@ def test_async_search_with_ttl(tmp_path: Path, attempt: int = 0) -> None:
             await asyncio.sleep(ttl_seconds + 1)
             await s.sweep_ttl()
             each(await s.asearch(("test",), filter={"value": "apple"}), lambda r: len(r) == 0)
+            each(await arows(s), lambda n: n == 0)
     asyncio.run(case())
 
 
@@ -316,7 +347,9 @@ def test_async_asearch_refresh_ttl(tmp_path: Path, attempt: int = 0) -> None:
             each(await s.aget(namespace, "item1", refresh_ttl=False),
                  lambda i: i is not None and i.value["text"] == "content1")
             each(await s.aget(namespace, "item2", refresh_ttl=False), lambda i: i is None)
+            each(await arows(s), lambda n: n == 1)
             await asyncio.sleep(ttl_seconds * 0.625)                         # t=7.5
             await s.sweep_ttl()
             each(await s.aget(namespace, "item1", refresh_ttl=False), lambda i: i is None)
+            each(await arows(s), lambda n: n == 0)
     asyncio.run(case())
