@@ -76,8 +76,10 @@ class Deadlines:
 
     @property
     def refresh_on_read(self) -> bool:
-        """Whether reads may restart clocks (SqliteStore: only when the config says so)."""
-        return bool(self.config and self.config.get("refresh_on_read", False))
+        """Whether reads may restart clocks (SqliteStore: only when the config says so;
+        a read-only store's reads never write)."""
+        return bool(self.config and self.config.get("refresh_on_read", False)) \
+            and not self._records.store.read_only
 
     def set(self, key: str, minutes: float | None, now: float) -> None:
         """Start ``key``'s clock (None: it never expires); inside the put's transaction."""

@@ -207,3 +207,16 @@ def test_langgraph_reads_the_config(store: Store) -> None:
     lg.put(("docs",), "d", {"text": "x"})  # BaseStore.put applies default_ttl
     record = ItemCollection(store, COLLECTION + ".ttl").list()[0].value
     assert record["ttl"] == 5 and 290 < record["expires_at"] - time.time() <= 300
+
+
+def test_a_read_only_store_reads_without_refreshing(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    with Store(path) as writer:
+        AnnealStore(writer).put(("docs",), "d", {"text": "x"}, ttl=10)
+        deadline = ItemCollection(writer, COLLECTION + ".ttl").list()[0].value["expires_at"]
+    with Store(path, read_only=True) as reader:
+        lg = AnnealStore(reader, ttl={"refresh_on_read": True})
+        assert lg.get(("docs",), "d", refresh_ttl=True) is not None  # no write attempted
+        assert [i.key for i in lg.search(("docs",), refresh_ttl=True)] == ["d"]
+        assert ItemCollection(reader, COLLECTION + ".ttl").list()[0].value["expires_at"] == \
+            deadline
