@@ -294,8 +294,7 @@ class AnnealStore(MemoryAdapter, BaseStore):
                 self._deadlines.refresh([key], now)
         return _to_item(found)
 
-    def _put(self, op: PutOp, vectors: Sequence[tuple[str, list[float]]] = (),
-             now: float = 0.0) -> None:
+    def _put(self, op: PutOp, vectors: Sequence[tuple[str, list[float]]], now: float) -> None:
         namespace = tuple(op.namespace)
         key = _item_key(namespace, op.key)
         ns_key = _ns_part(namespace)
@@ -310,7 +309,7 @@ class AnnealStore(MemoryAdapter, BaseStore):
                 **({"ttl": minutes} if minutes is not None else {})})
             if self._index is not None:
                 self._index.save(key, vectors)
-            self._deadlines.set(key, minutes, now)
+            self._deadlines.start(key, minutes, now)
             if self._namespaces.get(ns_key) is None:
                 self._namespaces.put(ns_key, list(namespace))
 
@@ -325,8 +324,7 @@ class AnnealStore(MemoryAdapter, BaseStore):
             return True
         return False
 
-    def _search(self, op: SearchOp, query: list[float] | None = None,
-                now: float = 0.0) -> list[SearchItem]:
+    def _search(self, op: SearchOp, query: list[float] | None, now: float) -> list[SearchItem]:
         check_filter(op.filter)
         prefix = _ns_part(tuple(op.namespace_prefix)) or None
         where, whole = _sql_conditions(op.filter)
@@ -376,7 +374,7 @@ class AnnealStore(MemoryAdapter, BaseStore):
             kept += [(r, None) for r in scoreless[:op.limit - len(kept)]]
         return kept
 
-    def _list_namespaces(self, op: ListNamespacesOp, now: float = 0.0) -> list[tuple[str, ...]]:
+    def _list_namespaces(self, op: ListNamespacesOp, now: float) -> list[tuple[str, ...]]:
         # a condition's literal prefix narrows in SQL; "*" and suffixes are checked here
         literal: list[str] = []
         for condition in op.match_conditions or ():

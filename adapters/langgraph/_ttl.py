@@ -81,7 +81,7 @@ class Deadlines:
         return bool(self.config and self.config.get("refresh_on_read", False)) \
             and not self._records.store.read_only
 
-    def set(self, key: str, minutes: float | None, now: float) -> None:
+    def start(self, key: str, minutes: float | None, now: float) -> None:
         """Start ``key``'s clock (None: it never expires); inside the put's transaction."""
         if minutes is None:
             if self._records.get(key) is not None:
