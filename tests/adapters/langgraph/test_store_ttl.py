@@ -12,8 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
+from langchain.tools import ToolRuntime, tool
 from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.messages import AIMessage
 from langgraph.store.base import PutOp
+from lc_scripted import ScriptedChatModel
 
 from anneal_memory import ItemCollection, Store
 from anneal_memory.adapters.langgraph import COLLECTION, AnnealStore
@@ -220,3 +224,36 @@ def test_a_read_only_store_reads_without_refreshing(tmp_path: Path) -> None:
         assert [i.key for i in lg.search(("docs",), refresh_ttl=True)] == ["d"]
         assert ItemCollection(reader, COLLECTION + ".ttl").list()[0].value["expires_at"] == \
             deadline
+
+
+def test_an_agents_tools_store_expiring_items_through_the_real_loop(store: Store) -> None:
+    """create_agent(store=AnnealStore(ttl=...)): the default TTL applies to a tool's put
+    through runtime.store, and a later run's tool no longer finds the expired item."""
+    @tool
+    def remember(code: str, runtime: ToolRuntime) -> str:
+        """Keep a one-time code for a moment."""
+        runtime.store.put(("codes",), "otp", {"code": code})
+        return "kept"
+
+    @tool
+    def recall_code(runtime: ToolRuntime) -> str:
+        """Read the one-time code back."""
+        item = runtime.store.get(("codes",), "otp")
+        return item.value["code"] if item else "no code"
+
+    def call(name: str, args: dict[str, Any]) -> AIMessage:
+        return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": name,
+                                                  "type": "tool_call"}])
+
+    model = ScriptedChatModel(messages=iter([
+        call("remember", {"code": "4711"}), AIMessage(content="Kept."),
+        call("recall_code", {}), AIMessage(content="Done."),
+    ]))
+    lg = AnnealStore(store, ttl={"default_ttl": seconds(0.4)})
+    agent = create_agent(model, tools=[remember, recall_code], store=lg)
+    agent.invoke({"messages": [{"role": "user", "content": "keep 4711"}]})
+    assert raw(store, COLLECTION + ".ttl") == 1  # the tool's put took the default TTL
+    time.sleep(0.6)
+    out = agent.invoke({"messages": [{"role": "user", "content": "what was the code?"}]})
+    assert [m.text for m in out["messages"] if m.type == "tool"] == ["no code"]
+    assert lg.sweep_ttl() == 1
