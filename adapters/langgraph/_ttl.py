@@ -102,12 +102,18 @@ class Deadlines:
                 if _deadline(r.value) <= now}
 
     def refresh(self, keys: Iterable[str], now: float) -> None:
-        """Restart the clocks of ``keys`` that expire (their own ttl, from now)."""
-        for key in keys:
-            record = self._records.get(key)
-            if record is not None and _deadline(record.value) > now:
-                minutes = float(record.value["ttl"])
-                self._records.put(key, {"expires_at": now + minutes * 60.0, "ttl": minutes})
+        """Restart the clocks of ``keys`` that expire (their own ttl, from now), in one
+        transaction (none when there is nothing to refresh)."""
+        keys = list(keys)
+        if not keys:
+            return
+        with self._records.store.transaction():
+            for key in keys:
+                record = self._records.get(key)
+                if record is not None and _deadline(record.value) > now:
+                    minutes = float(record.value["ttl"])
+                    self._records.put(key, {"expires_at": now + minutes * 60.0,
+                                            "ttl": minutes})
 
 
 def _deadline(value: Any) -> float:
