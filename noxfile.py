@@ -49,8 +49,10 @@ OTEL_SDK = ["opentelemetry-sdk"]
 # name -> (extra, floor pins, extra test deps). The floor pins must match the extra's
 # declared minimum in pyproject.toml.
 ADAPTERS: dict[str, tuple[str, list[str], list[str]]] = {
-    # numpy: LangChain's DeterministicFakeEmbedding (the vector index's tests) needs it
-    "langgraph": ("langgraph", ["langgraph==1.0.0", "langchain==1.0.0"], ["numpy", *OTEL_SDK]),
+    # numpy: LangChain's DeterministicFakeEmbedding (the vector index's tests) needs it;
+    # langgraph-checkpoint-sqlite: SqliteStore, the reference the TTL and index tests compare with
+    "langgraph": ("langgraph", ["langgraph==1.0.0", "langchain==1.0.0"],
+                  ["numpy", "langgraph-checkpoint-sqlite", *OTEL_SDK]),
     "langchain": ("langchain", ["langchain-core==1.0.0"], ["langchain-tests"]),
     "openai_agents": ("openai-agents", ["openai-agents==0.21.0"], OTEL_SDK),
     "crewai": ("crewai", ["crewai==1.13.0"], []),

@@ -6,7 +6,8 @@
   own memory (its namespace from the run context), and the wrap through the agent's model.
 - :class:`AnnealStore`: a LangGraph ``BaseStore`` over the store's item collections, so
   ``create_agent(store=...)``, ``compile(store=...)`` and ``runtime.store`` keep their
-  items in the same database.
+  items in the same database; vector search (``index=``, ``fields`` or ``text_fields``)
+  and expiry (``ttl=``, ``put(..., ttl=...)``, the TTL sweeper) as LangGraph's own stores.
 """
 
 from __future__ import annotations

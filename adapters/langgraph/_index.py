@@ -2,8 +2,11 @@
 
 ``index`` is LangGraph's ``IndexConfig``: ``embed`` (a LangChain ``Embeddings``, a sync
 or async ``list[str] -> list[list[float]]``, or a ``"provider:model"`` string, normalised
-by LangGraph's own ``ensure_embeddings``), ``dims`` and ``fields`` (default ``["$"]``,
-the whole value). ``put(..., index=False | [paths])`` overrides the fields per item. Each
+by LangGraph's own ``ensure_embeddings``), ``dims`` and the paths to embed: ``fields``
+(the key ``InMemoryStore`` and ``PostgresStore`` read) or ``text_fields`` (the key
+``SqliteStore`` reads; when it is given it decides, as in ``SqliteStore``, and ``fields``
+is not read), a list of paths or one path, default ``["$"]``, the whole value.
+``put(..., index=False | [paths])`` overrides the fields per item. Each
 indexed field's text is embedded at ``put``; its vectors are kept in the database beside
 the item (the ``<collection>.vectors`` item collection of the same memory, normalised
 float32 as the core stores episode vectors) and go when the item goes.
@@ -29,6 +32,20 @@ from anneal_memory import ItemCollection, cosine_similarities, pack_vector
 from anneal_memory.errors import ValidationError
 
 
+def index_fields(config: Mapping[str, Any]) -> list[str]:
+    """The paths an ``IndexConfig`` embeds: ``text_fields`` when given (``SqliteStore``
+    reads only that key: a user moving from it keeps the same embedded text), else
+    ``fields`` (``InMemoryStore``, ``PostgresStore``); empty or absent: ``["$"]``."""
+    key = "text_fields" if config.get("text_fields") is not None else "fields"
+    paths = config.get(key) or ["$"]
+    if isinstance(paths, str):
+        paths = [paths]
+    if not isinstance(paths, (list, tuple)) or not all(isinstance(p, str) and p for p in paths):
+        raise ValidationError(f"index {key!r} must be a list of field paths (or one path), "
+                              f"not {paths!r:.60}")
+    return list(paths)
+
+
 class ItemIndex:
     """The vectors of one AnnealStore's items, by item key and field path."""
 
@@ -40,7 +57,7 @@ class ItemIndex:
         self.config = dict(config)
         self.embeddings = ensure_embeddings(self.config["embed"])
         self.fields = [(p, tokenize_path(p)) if p != "$" else (p, p)
-                       for p in (self.config.get("fields") or ["$"])]
+                       for p in index_fields(self.config)]
         self._vectors = vectors
 
     # -- what to embed -----------------------------------------------------------------

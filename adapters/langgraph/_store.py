@@ -16,12 +16,16 @@ similarity and sets ``score``; without one a ``query`` ranks nothing and filters
 (as ``InMemoryStore`` without ``index``): results come in the order items were first
 put, with ``score=None``. ``list_namespaces`` lists the namespaces that hold items.
 ``abatch`` embeds on the event loop (the embedder's async methods) and runs the database
-work off it. TTLs are not supported.
+work off it. With ``ttl=`` (LangGraph's ``TTLConfig``, see :mod:`._ttl`) or
+``put(..., ttl=minutes)`` items expire as in ``SqliteStore``: invisible once past their
+deadline, deleted by ``sweep_ttl`` or the sweeper a server starts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -44,7 +48,9 @@ from anneal_memory.adapters import MemoryAdapter
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 
+from . import _ttl
 from ._index import ItemIndex
+from ._ttl import Deadlines, Sweeper, check_minutes, check_ttl_config
 
 COLLECTION = "langgraph.store"
 NAMESPACES = "langgraph.store.namespaces"
@@ -186,22 +192,25 @@ class AnnealStore(MemoryAdapter, BaseStore):
 
     ``AnnealStore(memory)``: a :class:`~anneal_memory.Store`, a store path (opened and
     owned: :meth:`close` closes it) or a :class:`MemorySession`; ``namespace`` (a mapping
-    or ``MemoryNamespace``) keeps the items in that namespace of the store. Pass it to
-    ``create_agent(..., store=...)`` or ``graph.compile(store=...)``.
+    or ``MemoryNamespace``) keeps the items in that namespace of the store. ``index``: a
+    LangGraph ``IndexConfig`` (vector search); ``ttl``: a ``TTLConfig`` (expiry). Pass it
+    to ``create_agent(..., store=...)`` or ``graph.compile(store=...)``.
     """
 
     framework = "langgraph"
     extra = "langgraph"
     logger_name = "anneal_memory.adapters.langgraph"
-    supports_ttl = False
+    supports_ttl = True
 
     def __init__(self, memory: Store | MemorySession | str | os.PathLike[str], *,
                  namespace: Any = None, collection: str = COLLECTION,
-                 index: Mapping[str, Any] | None = None) -> None:
+                 index: Mapping[str, Any] | None = None,
+                 ttl: Mapping[str, Any] | None = None) -> None:
         if callable(namespace):
             raise ValidationError("AnnealStore keeps its items in one memory: pass a mapping "
                                   "or a MemoryNamespace as namespace (graphs scope items by "
                                   "their own namespace tuples)")
+        ttl_config = check_ttl_config(ttl)
         self._init_memory(memory, namespace=namespace)
         view = self.session_for().store
         self.store = view
@@ -213,10 +222,16 @@ class AnnealStore(MemoryAdapter, BaseStore):
         if index is not None:
             self._index = ItemIndex(index, ItemCollection(view, f"{collection}.vectors"))
             self.index_config = self._index.config
+        self._vectors = ItemCollection(view, f"{collection}.vectors")
+        #: the ``TTLConfig`` given (None: items expire only with ``put(..., ttl=...)``)
+        self.ttl_config = ttl_config  # type: ignore[assignment]
+        self._deadlines = Deadlines(ItemCollection(view, f"{collection}.ttl"), ttl_config)
+        self._sweeper = Sweeper(self.sweep_ttl, self.asweep_ttl,
+                                logging.getLogger(self.logger_name))
 
     # -- the two abstract methods ------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
+        ops = _checked(ops)
         texts, queries = self._to_embed(ops)
         vectors = self._index.embed_documents([t for _i, _p, t in texts]) if texts else []
         found = {q: list(self._index.embeddings.embed_query(q))
@@ -224,7 +239,7 @@ class AnnealStore(MemoryAdapter, BaseStore):
         return self._run(ops, texts, vectors, found)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
+        ops = _checked(ops)
         texts, queries = self._to_embed(ops)
         vectors = await self._index.aembed_documents([t for _i, _p, t in texts]) if texts else []
         found = {q: list(await self._index.embeddings.aembed_query(q))
@@ -251,71 +266,96 @@ class AnnealStore(MemoryAdapter, BaseStore):
         for (i, path, _t), vec in zip(texts, vectors, strict=True):
             by_op.setdefault(i, []).append((path, vec))
         results: list[Result] = []
+        now = _ttl.now()
         for i, op in enumerate(ops):
             if isinstance(op, GetOp):
-                results.append(self._get(tuple(op.namespace), op.key))
+                results.append(self._get(op, now))
             elif isinstance(op, SearchOp):
-                results.append(self._search(op, queries.get(op.query or "")))
+                results.append(self._search(op, queries.get(op.query or ""), now))
             elif isinstance(op, ListNamespacesOp):
-                results.append(self._list_namespaces(op))
+                results.append(self._list_namespaces(op, now))
             elif isinstance(op, PutOp):
-                self._put(op, by_op.get(i, []))
+                self._put(op, by_op.get(i, []), now)
                 results.append(None)
             else:
                 raise ValidationError(f"unknown store operation {type(op).__name__}")
         return results
 
     # -- operations ------------------------------------------------------------------
-    def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
-        found = self._items.get(_item_key(namespace, key))
-        return _to_item(found) if found is not None else None
+    def _get(self, op: GetOp, now: float) -> Item | None:
+        key = _item_key(tuple(op.namespace), op.key)
+        found = self._items.get(key)
+        if found is None:
+            return None
+        if _expires(found):
+            if self._deadlines.expired(key, now):
+                return None
+            if getattr(op, "refresh_ttl", False) and self._deadlines.refresh_on_read:
+                self._deadlines.refresh([key], now)
+        return _to_item(found)
 
-    def _put(self, op: PutOp, vectors: Sequence[tuple[str, list[float]]] = ()) -> None:
+    def _put(self, op: PutOp, vectors: Sequence[tuple[str, list[float]]], now: float) -> None:
         namespace = tuple(op.namespace)
         key = _item_key(namespace, op.key)
         ns_key = _ns_part(namespace)
-        if op.value is None:
+        with self.store.transaction():  # the item, its vectors and deadline: all or none
+            if op.value is None:
+                self._delete(key, namespace)
+                return
+            value = dict(op.value)
+            minutes = getattr(op, "ttl", None)
+            self._items.put(key, value, metadata={
+                "ns": list(namespace), "key": op.key, **_leaves(value),
+                **({"ttl": minutes} if minutes is not None else {})})
             if self._index is not None:
-                self._index.drop(key)
-            if self._items.delete(key) and not self._items.count(prefix=ns_key + _SEP):
-                self._namespaces.delete(ns_key)
-            return
-        value = dict(op.value)
-        self._items.put(key, value, metadata={"ns": list(namespace), "key": op.key,
-                                              **_leaves(value)})
-        if self._index is not None:
-            self._index.save(key, vectors)
-        if self._namespaces.get(ns_key) is None:
-            self._namespaces.put(ns_key, list(namespace))
+                self._index.save(key, vectors)
+            self._deadlines.start(key, minutes, now)
+            if self._namespaces.get(ns_key) is None:
+                self._namespaces.put(ns_key, list(namespace))
 
-    def _search(self, op: SearchOp, query: list[float] | None = None) -> list[SearchItem]:
+    def _delete(self, key: str, namespace: tuple[str, ...]) -> bool:
+        """Remove one item, its vectors and deadline (and its namespace once empty)."""
+        ns_key = _ns_part(namespace)
+        self._vectors.delete(key)
+        self._deadlines.drop(key)
+        if self._items.delete(key):
+            if not self._items.count(prefix=ns_key + _SEP):
+                self._namespaces.delete(ns_key)
+            return True
+        return False
+
+    def _search(self, op: SearchOp, query: list[float] | None, now: float) -> list[SearchItem]:
         check_filter(op.filter)
         prefix = _ns_part(tuple(op.namespace_prefix)) or None
         where, whole = _sql_conditions(op.filter)
+        expired = self._deadlines.expired_under(prefix, now)
         if query is not None and self._index is not None:
-            return self._ranked(op, query, prefix, where)
-        if whole:  # the filter is all SQL: page there
+            found = self._ranked(op, query, prefix, where, expired)
+        elif whole and not expired:  # the filter is all SQL and nothing hides: page there
             rows = self._items.list(prefix=prefix, where=where or None, limit=op.limit,
                                     offset=op.offset)
-            return [_to_item(r, search=True) for r in rows]
-        found: list[SearchItem] = []
-        skip, offset = op.offset, 0
-        while len(found) < op.limit:
-            rows = self._items.list(prefix=prefix, where=where or None, limit=_PAGE,
-                                    offset=offset)
-            for row in rows:
-                if matches(row.value, op.filter):
-                    if skip:
-                        skip -= 1
-                    elif len(found) < op.limit:
-                        found.append(_to_item(row, search=True))
-            if len(rows) < _PAGE:
-                break
-            offset += _PAGE
-        return found
+            found = [(r, None) for r in rows]
+        else:
+            found = []
+            skip, offset = op.offset, 0
+            while len(found) < op.limit:
+                rows = self._items.list(prefix=prefix, where=where or None, limit=_PAGE,
+                                        offset=offset)
+                for row in rows:
+                    if row.key not in expired and matches(row.value, op.filter):
+                        if skip:
+                            skip -= 1
+                        elif len(found) < op.limit:
+                            found.append((row, None))
+                if len(rows) < _PAGE:
+                    break
+                offset += _PAGE
+        if getattr(op, "refresh_ttl", False) and self._deadlines.refresh_on_read:
+            self._deadlines.refresh([r.key for r, _s in found if _expires(r)], now)
+        return [_to_item(r, search=True, score=s) for r, s in found]
 
     def _ranked(self, op: SearchOp, query: list[float], prefix: str | None,
-                where: dict[str, str]) -> list[SearchItem]:
+                where: dict[str, str], expired: set[str]) -> list[tuple[Any, float | None]]:
         """Every item the filters let through, ranked by cosine (filters first)."""
         assert self._index is not None
         rows: list[Any] = []
@@ -323,18 +363,18 @@ class AnnealStore(MemoryAdapter, BaseStore):
         while True:
             page = self._items.list(prefix=prefix, where=where or None, limit=_PAGE,
                                     offset=offset)
-            rows += [r for r in page if matches(r.value, op.filter)]
+            rows += [r for r in page if r.key not in expired and matches(r.value, op.filter)]
             if len(page) < _PAGE:
                 break
             offset += _PAGE
         scored, scoreless = self._index.rank(query, rows, prefix)
-        kept = [_to_item(r, search=True, score=s)
-                for s, r in scored[op.offset:op.offset + op.limit]]
+        kept: list[tuple[Any, float | None]] = [
+            (r, s) for s, r in scored[op.offset:op.offset + op.limit]]
         if len(kept) < op.limit:  # as InMemoryStore: fill with what has no vector
-            kept += [_to_item(r, search=True) for r in scoreless[:op.limit - len(kept)]]
+            kept += [(r, None) for r in scoreless[:op.limit - len(kept)]]
         return kept
 
-    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+    def _list_namespaces(self, op: ListNamespacesOp, now: float) -> list[tuple[str, ...]]:
         # a condition's literal prefix narrows in SQL; "*" and suffixes are checked here
         literal: list[str] = []
         for condition in op.match_conditions or ():
@@ -344,12 +384,101 @@ class AnnealStore(MemoryAdapter, BaseStore):
                         break
                     literal.append(label)
                 break
-        rows = self._namespaces.list(prefix=_ns_part(tuple(literal)) or None)
-        selected = {tuple(r.value) for r in rows
-                    if all(_match(tuple(r.value), c) for c in (op.match_conditions or ()))}
+        prefix = _ns_part(tuple(literal)) or None
+        rows = self._namespaces.list(prefix=prefix)
+        hidden = self._expired_namespaces(prefix, now)
+        selected = {tuple(r.value) for r in rows if r.key not in hidden
+                    and all(_match(tuple(r.value), c) for c in (op.match_conditions or ()))}
         if op.max_depth is not None:
             selected = {ns[: op.max_depth] for ns in selected}
         return sorted(selected)[op.offset: op.offset + op.limit]
+
+    def _expired_namespaces(self, prefix: str | None, now: float) -> set[str]:
+        """The namespaces (by key) under ``prefix`` whose every item has expired."""
+        by_ns: dict[str, int] = {}
+        for key in self._deadlines.expired_under(prefix, now):
+            ns_key = key.partition(_SEP)[0]
+            by_ns[ns_key] = by_ns.get(ns_key, 0) + 1
+        return {ns for ns, n in by_ns.items() if self._items.count(prefix=ns + _SEP) <= n}
+
+    def setup(self) -> None:
+        """Nothing to do: the store's tables exist once it is open. Here so code written
+        for ``SqliteStore`` / ``PostgresStore`` (which must ``setup()`` first) runs as is."""
+
+    async def asetup(self) -> None:
+        """Async :meth:`setup` (``AsyncSqliteStore``'s ``await store.setup()``)."""
+
+    # -- TTL ---------------------------------------------------------------------------
+    def sweep_ttl(self) -> int:
+        """Delete this store's expired items (with their vectors, and namespaces left
+        empty) in one transaction; how many went. Only this store's memory namespace is
+        read: another user's items are never touched."""
+        if not self._deadlines.expired_under(None, _ttl.now()):
+            return 0  # nothing due: no write transaction
+        swept = 0
+        with self.store.transaction():
+            now = _ttl.now()  # re-read under the write lock: a refresh may have won
+            for key in sorted(self._deadlines.expired_under(None, now)):
+                row = self._items.get(key)
+                if row is None:
+                    self._deadlines.drop(key)
+                    continue
+                swept += self._delete(key, tuple(row.metadata["ns"]))
+        return swept
+
+    async def asweep_ttl(self) -> int:
+        """Async :meth:`sweep_ttl` (the database work off the event loop)."""
+        return await asyncio.to_thread(self.sweep_ttl)
+
+    def _interval(self, minutes: float | None) -> float:
+        chosen = minutes or (self.ttl_config or {}).get("sweep_interval_minutes")
+        return check_minutes("sweep_interval_minutes", chosen or _ttl.DEFAULT_SWEEP_MINUTES,
+                             optional=False) or _ttl.DEFAULT_SWEEP_MINUTES
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None,
+                          ) -> concurrent.futures.Future[None]:
+        """Sweep every ``sweep_interval_minutes`` (else the config's, else 5) in a daemon
+        thread until :meth:`stop_ttl_sweeper`, as ``SqliteStore`` does; without a
+        ``ttl`` config nothing starts (a finished future)."""
+        if not self.ttl_config:
+            done: concurrent.futures.Future[None] = concurrent.futures.Future()
+            done.set_result(None)
+            return done
+        return self._sweeper.start(self._interval(sweep_interval_minutes))
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; False if it had not stopped within ``timeout`` s."""
+        return self._sweeper.stop(timeout)
+
+    async def astart_ttl_sweeper(self, sweep_interval_minutes: float | None = None,
+                                 ) -> asyncio.Task[None]:
+        """The sweeper as a task of the running event loop (an async server's), as
+        ``AsyncSqliteStore.start_ttl_sweeper``; :meth:`astop_ttl_sweeper` ends it."""
+        if not self.ttl_config:  # as AsyncSqliteStore: a task that is done at once
+            return asyncio.get_running_loop().create_task(asyncio.sleep(0))
+        return await self._sweeper.astart(self._interval(sweep_interval_minutes))
+
+    async def astop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper task; False if it had not stopped within ``timeout`` s."""
+        return await self._sweeper.astop(timeout)
+
+    def close(self) -> None:
+        """Stop the sweeper thread, then close the store if this adapter opened it."""
+        self._sweeper.stop()
+        super().close()
+
+
+def _checked(ops: Iterable[Op]) -> list[Op]:
+    """The ops, each put's ``ttl`` checked before anything is embedded or written."""
+    ops = list(ops)
+    for op in ops:
+        if isinstance(op, PutOp) and op.value is not None:
+            check_minutes("ttl", getattr(op, "ttl", None))
+    return ops
+
+
+def _expires(row: Any) -> bool:
+    return row.metadata.get("ttl") is not None
 
 
 def _to_item(row: Any, *, search: bool = False, score: float | None = None) -> Any:

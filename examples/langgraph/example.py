@@ -6,7 +6,9 @@ Run: ``python examples/langgraph/example.py [path/to/memory.db]``
 One ``create_agent`` agent with ``AnnealMiddleware``, one store, two users told apart by the
 run's ``context`` (``context_schema``). Alice's run calls a tool (which also writes through
 ``AnnealStore``, the LangGraph ``BaseStore`` over the same database) and wraps her memory;
-Bob's run sees none of it; Alice's next run gets her memory as a labelled message.
+Bob's run sees none of it; Alice's next run gets her memory as a labelled message. The
+reading the tool stores expires after a day (``ttl=``, in minutes, as LangGraph's
+``SqliteStore`` takes it).
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ class Context:
 def soil_moisture(bed: str, runtime: ToolRuntime) -> str:
     """Read the soil moisture sensor of a garden bed, and note the reading."""
     reading = f"bed {bed}: 18% moisture, below the 25% target"
-    runtime.store.put(("users", runtime.context.user_id, "readings"), bed, {"text": reading})
+    # a reading is stale after a day: the store hides it then, and its sweep deletes it
+    runtime.store.put(("users", runtime.context.user_id, "readings"), bed, {"text": reading},
+                      ttl=24 * 60)
     return reading
 
 

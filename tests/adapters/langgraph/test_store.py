@@ -139,7 +139,8 @@ def test_filter_and_paging_run_in_sql(lg: AnnealStore, store: Store, monkeypatch
 
     def spy(self, **kwargs: Any) -> Any:
         rows = real(self, **kwargs)
-        seen.append({**kwargs, "rows": len(rows)})
+        if self.name == COLLECTION:  # the items (the deadlines' own look-up reads none)
+            seen.append({**kwargs, "rows": len(rows)})
         return rows
 
     monkeypatch.setattr(type(lg._items), "list", spy)
