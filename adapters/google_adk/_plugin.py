@@ -146,7 +146,9 @@ class AnnealMemoryPlugin(MemoryAdapter, BasePlugin):
     or an ``anneal:`` URI, for an app that ADK's tooling runs (``adk web``, ``adk
     api_server``) with the same URI as ``--memory_service_uri``: the plugin opens its own
     service on that store and the runner's memory service (ADK's, from the URI) serves
-    recall.
+    recall. A SQLite store that does not exist yet is created at the plugin's first run, so
+    an agent module that builds the plugin creates no file when it is imported (a malformed
+    URI, a missing folder or a bad option is still refused at construction).
     ``wrap_on_end`` (default ``False``) wraps the run's user's memory after every run;
     otherwise ``await plugin.awrap(app_name=..., user_id=...)`` when a conversation ends.
     ``inject_recall=False`` when the agent already has ``PreloadMemoryTool`` (it would add
