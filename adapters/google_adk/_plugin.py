@@ -20,6 +20,7 @@ goes on, unless the service's session is ``strict``.
 from __future__ import annotations
 
 import json
+import os
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
@@ -30,10 +31,12 @@ from google.adk.tools.preload_memory_tool import PreloadMemoryTool
 from google.genai import types
 
 from anneal_memory.adapters import Compress, MemoryAdapter, MemoryOptions, hook_guard, label_memory
+from anneal_memory.adapters._base import check_memory_role
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome, in_transcript, transcript_keys
 
-from ._service import LOGGER_NAME, AdkUser, AnnealMemoryService, _text_of
+from ._service import LOGGER_NAME, URI_OPTIONS, AdkUser, AnnealMemoryService, _text_of
+from ._uri import ServiceUriError, parse_uri
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -110,6 +113,20 @@ def _user_of(context: Any) -> AdkUser:
     return AdkUser(str(session.app_name), str(session.user_id))
 
 
+def _not_created_yet(uri: str) -> bool:
+    """Whether ``uri`` is a well-formed ``anneal:`` URI of a SQLite store that does not
+    exist yet, in a folder that does (a URI with any other fault raises
+    :class:`ServiceUriError` here, as the service would)."""
+    parsed = parse_uri(uri, URI_OPTIONS)
+    if not parsed.uri.split(":", 1)[0].lower() == "anneal":
+        return False
+    folder = os.path.dirname(parsed.location)
+    if not os.path.isdir(folder):
+        raise ServiceUriError(f"the store of {parsed.shown!r} cannot be opened: its folder "
+                              f"{folder!r} does not exist (create it first)")
+    return not os.path.exists(parsed.location)
+
+
 def _same_memory(service: Any, ours: AnnealMemoryService) -> bool:
     """Whether the runner's memory service is another AnnealMemoryService on our database
     with the same mapping of users (ADK's tooling built it from the same URI)."""
@@ -129,7 +146,9 @@ class AnnealMemoryPlugin(MemoryAdapter, BasePlugin):
     or an ``anneal:`` URI, for an app that ADK's tooling runs (``adk web``, ``adk
     api_server``) with the same URI as ``--memory_service_uri``: the plugin opens its own
     service on that store and the runner's memory service (ADK's, from the URI) serves
-    recall.
+    recall. A SQLite store that does not exist yet is created at the plugin's first run, so
+    an agent module that builds the plugin creates no file when it is imported (a malformed
+    URI, a missing folder or a bad option is still refused at construction).
     ``wrap_on_end`` (default ``False``) wraps the run's user's memory after every run;
     otherwise ``await plugin.awrap(app_name=..., user_id=...)`` when a conversation ends.
     ``inject_recall=False`` when the agent already has ``PreloadMemoryTool`` (it would add
@@ -149,23 +168,71 @@ class AnnealMemoryPlugin(MemoryAdapter, BasePlugin):
                  **keywords: Unpack[MemoryKwargs]) -> None:
         opts = self._memory_options(options, keywords)
         self._own_service: AnnealMemoryService | None = None
-        if isinstance(memory, str):
-            memory = self._own_service = AnnealMemoryService(uri=memory)
-        if not isinstance(memory, AnnealMemoryService):
-            raise ValidationError(
-                f"memory must be an AnnealMemoryService or an anneal: URI, not "
-                f"{type(memory).__name__}: pass AnnealMemoryService(Store('memory.db'))"
-            )
-        super().__init__(name=name)
-        self._init_memory(memory.base_session, MemoryOptions(
-            compress=opts.compress, wrap_on_end=opts.wrap_on_end, memory_role=opts.memory_role))
-        self.memory = memory
+        self._pending: tuple[str, MemoryOptions] | None = None
+        own = MemoryOptions(compress=opts.compress, wrap_on_end=opts.wrap_on_end,
+                            memory_role=opts.memory_role)
+        if isinstance(memory, str) and _not_created_yet(memory):
+            # an app module (agent.py) builds its plugin when imported: a SQLite store that
+            # does not exist yet is created at the plugin's first use, not by the import
+            super().__init__(name=name)
+            MemorySession.check_compress(own.compress)  # what _init_memory checks, now
+            check_memory_role(self.default_memory_role if own.memory_role is None
+                              else own.memory_role)
+            if not isinstance(own.wrap_on_end, bool):
+                raise ValidationError(f"wrap_on_end must be True or False, not {own.wrap_on_end!r}")
+            self._pending = (memory, own)
+        else:
+            if isinstance(memory, str):
+                memory = self._own_service = AnnealMemoryService(uri=memory)
+            if not isinstance(memory, AnnealMemoryService):
+                raise ValidationError(
+                    f"memory must be an AnnealMemoryService or an anneal: URI, not "
+                    f"{type(memory).__name__}: pass AnnealMemoryService(Store('memory.db'))"
+                )
+            super().__init__(name=name)
+            self._init_memory(memory.base_session, own)
+            self.memory = memory
         self.inject_continuity = inject_continuity
         self.inject_recall = inject_recall
         self.save_session = save_session
         self._preload = PreloadMemoryTool()
         self._continuity: OrderedDict[str, str] = OrderedDict()  # invocation id -> block
         self._last_model: BaseLlm | None = None
+
+    @property
+    def memory(self) -> AnnealMemoryService:
+        """The plugin's memory service (opened now if it was given as the URI of a store
+        not created yet)."""
+        self._open_pending()
+        return self.__dict__["_memory_service"]
+
+    @memory.setter
+    def memory(self, service: AnnealMemoryService) -> None:
+        self.__dict__["_memory_service"] = service
+
+    @property  # type: ignore[override]
+    def _anneal(self) -> Any:
+        self._open_pending()
+        return self.__dict__["_anneal_state"]
+
+    @_anneal.setter
+    def _anneal(self, state: Any) -> None:
+        self.__dict__["_anneal_state"] = state
+
+    def _open_pending(self) -> None:
+        """Open the service of a URI whose store did not exist at construction."""
+        pending = self.__dict__.get("_pending")
+        if pending is None:
+            return
+        uri, own = pending
+        service = AnnealMemoryService(uri=uri)
+        try:
+            self._init_memory(service.base_session, own)
+        except Exception:
+            service.close()
+            raise
+        self._own_service, self._pending = service, None
+        self.memory = service
 
     async def close(self) -> None:
         """What ADK's runner awaits when it closes (``adk web`` at shutdown): closes the

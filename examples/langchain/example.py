@@ -27,6 +27,7 @@ from anneal_memory.adapters.langchain import (
     format_memory_documents,
     model_compressor,
 )
+from anneal_memory.errors import IdentityError
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 
@@ -44,6 +45,13 @@ class ScriptedModel(GenericFakeChatModel):
         return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
 
 
+def whose_run(values: dict[str, Any]) -> dict[str, str]:
+    """The run's user, from its config; a run without one is refused (as in the guide)."""
+    if not values.get("user_id"):
+        raise IdentityError("no user_id in the run's config")
+    return {"user": values["user_id"]}
+
+
 def main(db_path: str) -> None:
     with Store(db_path, project_name="Garden") as store:
         model = ScriptedModel(messages=iter([
@@ -51,8 +59,10 @@ def main(db_path: str) -> None:
             AIMessage(content="I do not know your barrel."),
             AIMessage(content="About 200 litres."),
         ]))
-        handler = AnnealCallbackHandler(store, wrap_on_end=True, compress=model_compressor(model))
-        retriever = AnnealRetriever(memory=store, k=3, include_continuity=True)
+        handler = AnnealCallbackHandler(store, namespace=whose_run, wrap_on_end=True,
+                                        compress=model_compressor(model))
+        retriever = AnnealRetriever(memory=store, k=3, include_continuity=True,
+                                    namespace=whose_run)
         prompt = ChatPromptTemplate.from_messages([("human", "{memory}"), ("human", "{q}")])
         chain = ({"memory": (lambda x: x["q"]) | retriever | format_memory_documents,
                   "q": lambda x: x["q"]} | prompt | model)
@@ -68,6 +78,10 @@ def main(db_path: str) -> None:
         print("bob's prompt holds alice's memory:", "200 litres" in model.last_prompt)
         print("alice, run 2:", ask("alice", "How much does the rain barrel hold?"))
         print("recalled memory in the model's prompt:", "200 litres" in model.last_prompt)
+        try:
+            chain.invoke({"q": "How much does the rain barrel hold?"}, {"callbacks": [handler]})
+        except IdentityError:
+            print("a run without a user: refused")
         print("alice's episodes:")
         for ep in reversed(alice.recall(limit=20).episodes):
             print(f"  [{ep.type.value}] trust={ep.trust} {ep.content[:70]}")

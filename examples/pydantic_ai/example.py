@@ -20,6 +20,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from anneal_memory import Store
 from anneal_memory.adapters.pydantic_ai import AnnealMemory
+from anneal_memory.errors import IdentityError
 from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 models.ALLOW_MODEL_REQUESTS = False  # only the scripted model below may answer
@@ -40,6 +41,9 @@ def scripted(messages, info: AgentInfo) -> ModelResponse:
 
 
 def whose(ctx: RunContext[Deps]) -> dict[str, str]:
+    """The run's user, from its deps; a run without one is refused (as in the guide)."""
+    if ctx.deps is None or not ctx.deps.user_id:
+        raise IdentityError("a run without Deps(user_id=...) gets no memory")
     return {"user": ctx.deps.user_id}
 
 
@@ -57,6 +61,10 @@ def main(db_path: Path) -> None:
         agent.run_sync("Which greenhouse heater do we have?", deps=Deps("bob"))
         print("alice, run 2")
         agent.run_sync("Which greenhouse heater do we have?", deps=Deps("alice"))
+        try:
+            agent.run_sync("Which greenhouse heater do we have?")  # no deps: no user
+        except IdentityError:
+            print("a run without a user: refused")
 
 
 if __name__ == "__main__":

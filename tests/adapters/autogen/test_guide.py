@@ -1,28 +1,13 @@
-"""docs/integrations/autogen.md: every Python block runs as written, offline."""
+"""docs/integrations/autogen.md: every Python block runs as written, offline.
+
+The blocks run one after another in one fresh folder, with the network refused and no keys
+(``offline_guide_tests``): the guide's own stand-in model (autogen-ext's
+``ReplayChatCompletionClient``) is what they run on; nothing is swapped in.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+from guide_blocks import offline_guide_tests
 
-from guide_blocks import guide_tests
-
-HERE = Path(__file__).resolve().parent
-
-# The guide's OpenAI client (autogen-ext[openai], a key, the network) is replaced by the
-# replay client of the tests, which also answers the wrap prompt.
-PRELUDE = """
-import os
-import sys
-import types
-
-os.environ.setdefault("AUTOGEN_DISABLE_RUNTIME_TRACING", "true")
-from autogen_scripted import ScriptedClient
-
-openai_models = types.ModuleType("autogen_ext.models.openai")
-openai_models.OpenAIChatCompletionClient = lambda **kwargs: ScriptedClient(["Noted."] * 8)
-sys.modules["autogen_ext.models.openai"] = openai_models
-"""
-
-
-test_the_guide_has_its_blocks, test_block_runs = guide_tests(
-    "autogen", HERE, PRELUDE, blocks=2, last_lines={0: "saved"})
+test_the_guide_has_its_blocks, test_block_runs = offline_guide_tests(
+    "autogen", blocks=2, last_lines={0: "saved", 1: "False"})

@@ -3,8 +3,11 @@
 ``agent.py`` as written, with ``anneal:`` URIs for memory and sessions, driven through its
 HTTP API as the dev UI drives it: two users, two sessions each, then a restart.
 
-The guide's agent names ``gemini-2.5-flash``; ADK's model registry (``LLMRegistry``) maps
-that name to a scripted model here, the one substitution (no network, no key).
+The guide's agent runs on a stand-in model that only says "Noted."; to see each user's
+facts come back, its ``model=Noted()`` becomes ``model="gemini-2.5-flash"`` (what the guide
+says to write for a real model) and ADK's model registry (``LLMRegistry``) maps that name to
+a scripted model that answers from what it is given: the one substitution (no network, no
+key). ``test_guide.py`` runs the same files exactly as written.
 """
 
 from __future__ import annotations
@@ -81,7 +84,10 @@ def _agents_folder(root: Path) -> Path:
     agents = root / "agents"
     (agents / APP).mkdir(parents=True)
     (agents / "services.py").write_text(_guide_file("# agents/services.py"), "utf-8")
-    (agents / APP / "agent.py").write_text(_guide_file("# agents/garden/agent.py"), "utf-8")
+    agent = _guide_file("# agents/garden/agent.py")
+    assert agent.count("model=Noted()") == 1
+    (agents / APP / "agent.py").write_text(
+        agent.replace("model=Noted()", 'model="gemini-2.5-flash"'), "utf-8")
     (agents / APP / "__init__.py").write_text("from . import agent\n", "utf-8")
     return agents
 

@@ -178,6 +178,43 @@ def test_the_plugin_takes_the_uri_and_saves_once_to_the_same_store(tmp_path: Pat
         AnnealMemoryPlugin("anneal://relative/memory.db")
 
 
+def test_a_plugin_on_a_store_not_created_yet_creates_it_at_its_first_run(
+        tmp_path: Path) -> None:
+    """An agent.py builds its plugin when ADK imports it: that must create no file. The
+    store is created when the plugin first runs; a bad URI or option still fails at once."""
+    from adk_scripted import ScriptedLlm, run_turn
+    from google.adk.agents import LlmAgent
+    from google.adk.apps import App
+    from google.adk.runners import Runner
+    from google.adk.sessions import InMemorySessionService
+
+    from anneal_memory.adapters.google_adk import AnnealMemoryPlugin
+    from anneal_memory.errors import ValidationError
+
+    uri = f"anneal://{tmp_path}/memory.db"
+    plugin = AnnealMemoryPlugin(uri, wrap_on_end=True)
+    assert list(tmp_path.iterdir()) == []  # building the plugin made no file
+    runner = Runner(app=App(name=APP, root_agent=LlmAgent(name="g", model=ScriptedLlm(inputs=[])),
+                            plugins=[plugin]),
+                    session_service=InMemorySessionService())
+    asyncio.run(run_turn(runner, "alice", "The gate code is 8080"))
+    assert (tmp_path / "memory.db").exists()
+    with Store(str(tmp_path / "memory.db")) as store:  # the first run went to that store
+        alice = store.scoped({"project": APP, "user": "alice"})
+        assert any("8080" in e.content for e in alice.recall(limit=10).episodes)
+    asyncio.run(runner.close())
+    with pytest.raises(StoreError, match="closed"):
+        plugin.memory.store.recall()
+    # refused at construction, nothing created
+    with pytest.raises(ServiceUriError, match="does not exist"):
+        AnnealMemoryPlugin(f"anneal://{tmp_path}/no/such/folder/memory.db")
+    with pytest.raises(ServiceUriError, match="unknown option"):
+        AnnealMemoryPlugin(f"anneal://{tmp_path}/other.db?serch_limit=3")
+    with pytest.raises(ValidationError, match="wrap_on_end"):
+        AnnealMemoryPlugin(f"anneal://{tmp_path}/other.db", wrap_on_end="yes")  # type: ignore[arg-type]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".db") == ["memory.db"]
+
+
 def test_a_uri_store_embeds_with_the_services_embedder(tmp_path) -> None:
     from anneal_memory.testing import HashingEmbedder
 

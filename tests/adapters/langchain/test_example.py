@@ -11,4 +11,5 @@ from contract import run_example_and_check
 def test_example_runs_offline(tmp_path: Path) -> None:
     run_example_and_check("langchain", tmp_path, "continuity saved: True",
                           "bob's prompt holds alice's memory: False",
+                          "a run without a user: refused",
                           re.compile(r"^recalled memory in the .*: True$", re.M))

@@ -9,6 +9,7 @@ from contract import run_example_and_check
 
 def test_example_runs_offline(tmp_path: Path) -> None:
     out = run_example_and_check("pydantic_ai", tmp_path, "continuity saved: True",
+                                "a run without a user: refused",
                                 line=("model input:", "Zephyrion"))
     bob = out.split("bob, run 1")[1].split("alice, run 2")[0]
     assert "model input:" in bob and "Zephyrion" not in bob
