@@ -1,6 +1,7 @@
 """docs/integrations/dspy.md: every Python block runs exactly as written (its stand-in LM is
 DSPy's own DummyLM, shown in the guide), in order in one fresh folder, with the network
-refused and no keys."""
+refused and no keys. LITELLM_LOCAL_MODEL_COST_MAP=True, the step the guide's Install section
+states for DSPy 3.0, comes from conftest.py; at the latest release the blocks pass without it."""
 
 from __future__ import annotations
 
