@@ -3,6 +3,9 @@
 A guide shows the framework's real model (it needs a key and the network); the test runs
 each block verbatim in its own folder after a ``prelude`` that puts the test's scripted
 model in place of that class. Everything else in the block is the framework's and ours.
+
+``offline_guide_tests`` runs a guide whose blocks show their own stand-in model: each block
+exactly as written, in order in one fresh folder, with only ``NO_NETWORK`` before it.
 """
 
 from __future__ import annotations
