@@ -6,6 +6,7 @@ One Agent serves two users, told apart by ``hook_context={"user_id": ...}``. Ali
 fact and her run wraps; a new conversation of hers gets it back as memory, bob's does not.
 Then alice chats on in the usual pattern (``result["messages"] + [new]``): each model call
 gets one memory message, and the history the Agent returns holds none.
+A run that names no user is refused by the namespace callable before the model is called.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from haystack.dataclasses import ChatMessage  # noqa: E402
 
 from anneal_memory import Store  # noqa: E402
 from anneal_memory.adapters.haystack import AnnealMemory  # noqa: E402
+from anneal_memory.errors import IdentityError  # noqa: E402
 from anneal_memory.testing import is_wrap_prompt, scripted_compress  # noqa: E402
 
 SEEN: list[list[str]] = []  # the texts of each model call
@@ -36,6 +38,14 @@ def model(messages: list[ChatMessage]) -> str:
     return f"Noted: {last}"
 
 
+def whose(hook_context: dict) -> dict:
+    """The run's user; a run without one is refused, never given the store's memory."""
+    user = hook_context.get("user_id")
+    if not user:
+        raise IdentityError("this run names no user_id")
+    return {"user": user}
+
+
 def ask(agent: Agent, user: str, question: str) -> list[str]:
     """A new conversation of ``user``: what the model was given for it."""
     result = agent.run(messages=[ChatMessage.from_user(question)], hook_context={"user_id": user})
@@ -46,7 +56,8 @@ def ask(agent: Agent, user: str, question: str) -> list[str]:
 def main(db: str) -> None:
     generator = MockChatGenerator(response_fn=model)
     with Store(db, project_name="HaystackExample") as store:
-        memory = AnnealMemory(store, chat_generator=generator, wrap_on_end=True)
+        memory = AnnealMemory(store, namespace=whose, chat_generator=generator,
+                              wrap_on_end=True)
         agent = Agent(chat_generator=generator, hooks=memory.hooks())
 
         ask(agent, "alice", "Our greenhouse heater is a Zephyrion 4000.")
@@ -64,6 +75,12 @@ def main(db: str) -> None:
         print(f"memory messages in the last model call: {blocks}")
         kept = sum(1 for m in history if (m.meta or {}).get("anneal_memory"))
         print(f"memory messages in the returned history: {kept}")
+
+        calls = len(SEEN)
+        try:
+            agent.run(messages=[ChatMessage.from_user("Which greenhouse heater do we have?")])
+        except IdentityError as refused:
+            print(f"a run without a user: refused ({refused}); model calls: {len(SEEN) - calls}")
 
         alice = store.scoped({"user": "alice"})
         print(f"alice: {alice.status().total_episodes} episodes, {alice.status().total_wraps} wraps; "

@@ -6,6 +6,7 @@ One memory manager, one store, two users told apart by each call's
 ``invocation_state["user_id"]``. Alice tells a fact and her invocation wraps her memory;
 Bob asks and sees nothing of hers; Alice asks again (on a new Agent, so no chat history
 carries the fact) and the model's input carries her recalled memory.
+A call that names no user is refused by the namespace callable before the model runs.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from strands import Agent  # noqa: E402
 from strands.models import Model  # noqa: E402
 
 from anneal_memory import Store  # noqa: E402
-from anneal_memory.adapters.strands import AnnealMemory  # noqa: E402
+from anneal_memory.adapters.strands import AnnealMemory, RunContext  # noqa: E402
+from anneal_memory.errors import IdentityError  # noqa: E402
 from anneal_memory.testing import is_wrap_prompt, scripted_compress  # noqa: E402
 
 
@@ -56,7 +58,15 @@ class ScriptedModel(Model):
         yield {"messageStop": {"stopReason": "end_turn"}}
 
 
-def ask(memory: AnnealMemory, user: str, text: str) -> None:
+def whose(run: RunContext) -> dict[str, str]:
+    """The call's user; a call without one is refused, never given the store's memory."""
+    user_id = run.invocation_state.get("user_id")
+    if not user_id:
+        raise IdentityError("this call names no user_id")
+    return {"user": user_id}
+
+
+def ask(memory: AnnealMemory, user: str | None, text: str) -> None:
     # one Agent per conversation (Strands refuses two calls at once on one Agent);
     # the memory manager is shared by all of them
     agent = Agent(model=ScriptedModel(), memory_manager=memory, callback_handler=None)
@@ -65,7 +75,7 @@ def ask(memory: AnnealMemory, user: str, text: str) -> None:
 
 def main(db_path: Path) -> None:
     with Store(db_path, project_name="Gardener") as store:
-        memory = AnnealMemory(store, wrap_on_end=True)
+        memory = AnnealMemory(store, namespace=whose, wrap_on_end=True)
         print("alice, run 1")
         ask(memory, "alice", "Our greenhouse heater is a Zephyrion 4000.")
         alice = store.scoped({"user": "alice"})
@@ -75,6 +85,11 @@ def main(db_path: Path) -> None:
         ask(memory, "bob", "Which greenhouse heater do we have?")
         print("alice, run 2")
         ask(memory, "alice", "Which greenhouse heater do we have?")
+        print("a call without a user")
+        try:
+            ask(memory, None, "Which greenhouse heater do we have?")
+        except IdentityError as refused:
+            print(f"  refused before the model ran: {refused}")
 
 
 if __name__ == "__main__":

@@ -13,3 +13,5 @@ def test_example_runs_offline(tmp_path: Path) -> None:
                                 line=("model input:", "Zephyrion"))
     bob = out.split("bob, run 1")[1].split("alice, run 2")[0]
     assert "model input:" in bob and "Zephyrion" not in bob
+    anonymous = out.split("a call without a user")[1]
+    assert "refused before the model ran" in anonymous and "model input:" not in anonymous
