@@ -847,9 +847,9 @@ def _set_aside(paths: AuditPaths, keep: set[str]) -> list[str]:
 
 @contextlib.contextmanager
 def _server_backend(location: Any) -> Iterator[Any]:
-    from .storage.postgres import PostgresBackend
+    from . import storage
 
-    backend = PostgresBackend(str(pg_dsn(location)), read_only=True)
+    backend = storage.open(str(pg_dsn(location)), read_only=True)
     try:
         yield backend
     finally:
@@ -909,9 +909,9 @@ def _verify_legacy_copy(db: Path, progress: Callable[[str, int], None] | None,
     import shutil
     import tempfile
 
+    from . import storage
     from ._audit_verify import verify_files
     from .legacy import upgrade as legacy_upgrade
-    from .storage.sqlite import SQLiteBackend
 
     with tempfile.TemporaryDirectory(prefix="anneal-verify-") as tmp:
         copy = Path(tmp) / db.name
@@ -926,7 +926,7 @@ def _verify_legacy_copy(db: Path, progress: Callable[[str, int], None] | None,
             shutil.copy2(db, copy)
         # opening the copy upgrades it in place, as a Store's open would, and its trail
         # mirrors what the upgrade appended to the chain
-        backend = SQLiteBackend(copy, legacy=legacy_upgrade, compacted_entries=chain_entries)
+        backend = storage.open(copy, legacy=legacy_upgrade, compacted_entries=chain_entries)
         try:
             AuditTrail(backend, copy, salt=backend.get_meta("audit_salt") or "").flush()
         finally:

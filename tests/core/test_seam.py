@@ -23,12 +23,9 @@ BACKENDS = {"SQLiteBackend", "PostgresBackend", "ScopedBackend"}
 
 #: module -> backend class it constructs, outside storage/
 BUILT_OUTSIDE = frozenset({
-    "audit -> PostgresBackend",
-    "audit -> SQLiteBackend",
     "store -> PostgresBackend",
     "store -> SQLiteBackend",
     "store -> ScopedBackend",
-    "wrap.baton -> PostgresBackend",
 })
 #: uses of ``._backend`` and ``._write(`` in store*.py
 PRIVATE_WAY_DOWN = 57

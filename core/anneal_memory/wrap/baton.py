@@ -46,9 +46,9 @@ def _blobs(db_path: str | Path) -> Iterator[Any]:
     if dsn is None:
         yield SidecarBlobs(db_path)
         return
-    from ..storage.postgres import PostgresBackend
+    from .. import storage
 
-    backend = PostgresBackend(dsn)
+    backend = storage.open(dsn)
     try:
         yield backend
     finally:
