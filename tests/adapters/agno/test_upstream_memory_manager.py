@@ -415,3 +415,48 @@ def test_db_without_a_user_is_the_default_users_never_everyones(tmp_path: Path,
     assert [m.memory for m in ours.get_user_memories()] == ["nobody's"]
     with pytest.raises(NotImplementedError, match="memories only"):
         ours.get_sessions()
+
+
+# ---------------------------------------------- the db itself (unit/memory/test_update_memory_fields.py)
+def test_db_keeps_every_field_of_a_memory_as_agnos_sqlite_does(tmp_path: Path,
+                                                              mem_store: Store) -> None:
+    def round_trip(db: Any) -> dict[str, Any]:
+        db.upsert_user_memory(UserMemory(
+            memory="Likes tea", memory_id="m-1", topics=["drinks"], user_id="u1",
+            input="I like tea", agent_id="agent-1", team_id="team-1", feedback="good"))
+        got = db.get_user_memory("m-1", user_id="u1")
+        fields = ("memory", "memory_id", "topics", "user_id", "input", "agent_id", "team_id",
+                  "feedback")
+        seen = {f: getattr(got, f) for f in fields}
+        seen["other user"] = db.get_user_memory("m-1", user_id="u2")
+        # an update through the db (Agno's update_memory tool): same id, new text
+        db.upsert_user_memory(UserMemory(memory="Likes green tea", memory_id="m-1",
+                                         user_id="u1", agent_id="agent-1", team_id="team-1"))
+        seen["after update"] = [(m.memory_id, m.memory) for m in
+                                db.get_user_memories(user_id="u1")]
+        db.delete_user_memory("m-1", user_id="u2")  # another user's delete: nothing
+        seen["after foreign delete"] = len(db.get_user_memories(user_id="u1"))
+        db.delete_user_memories(["m-1"], user_id="u1")
+        seen["after delete"] = db.get_user_memories(user_id="u1")
+        return seen
+
+    ours = round_trip(AnnealMemory(mem_store).db)
+    theirs = round_trip(SqliteDb(db_file=str(tmp_path / "agno.db")))
+    assert ours == theirs
+    assert theirs["input"] == "I like tea" and theirs["after update"] == [
+        ("m-1", "Likes green tea")]
+
+
+def test_agnos_own_manager_extracting_memories_into_our_db(mem_store: Store) -> None:
+    # Agno's MemoryManager (its model-driven create_user_memories, through its add_memory
+    # tool) over AnnealMemoryDb: the memory lands in the user's namespace, input kept
+    ours = AnnealMemory(mem_store)
+    agno_manager = MemoryManager(model=writer(), db=ours.db)
+    message = "My name is John Doe and I like to play basketball"
+    agno_manager.create_user_memories(message, user_id="test_user")
+    found = ours.get_user_memories(user_id="test_user")
+    assert [(m.memory, m.input, m.topics) for m in found] == [
+        ("The user's name is John Doe", message, ["name"])]
+    assert [e.content for e in mem_store.scoped({"user": "test_user"}).recall().episodes] == [
+        "The user's name is John Doe"]
+    assert ours.get_user_memories(user_id="other") == []
