@@ -191,7 +191,7 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
         model = getattr(agent, "model", None)
         if isinstance(model, Model):
             self._last_model = model
-        def resolve() -> MemorySession:
+        def resolve() -> MemorySession | None:
             if context.session_id is not None:
                 check_identity(context.session_id, "Agno's session_id", "session")
             return self.resolve_session(context)
