@@ -23,7 +23,6 @@ user's memories at once) is refused.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -31,7 +30,7 @@ from agno.db.base import BaseDb
 from agno.memory import UserMemory
 
 from anneal_memory import Episode
-from anneal_memory.clock import parse_timestamp
+from anneal_memory.clock import parse_timestamp, utcnow
 from anneal_memory.errors import ValidationError
 from anneal_memory.governance.scoped import UnscopedView
 from anneal_memory.session import MemorySession
@@ -203,7 +202,7 @@ class AnnealMemoryDb(BaseDb):
         if session is None:
             return None
         old = self.find(memory.memory_id, memory.user_id) if memory.memory_id else None
-        now = int(time.time())
+        now = int(utcnow().timestamp())  # the store's clock (a frozen one in tests)
         if old is not None:
             created = to_user_memory(old, memory.user_id).created_at
         else:
