@@ -5,7 +5,7 @@
 What every adapter shares lives in :mod:`anneal_memory.adapters._base` and is re-exported
 here: the base class :class:`MemoryAdapter` (session, the shared constructor options
 :class:`MemoryOptions`, ``namespace=``, compressor,
-``wrap_on_end``, ``wrap`` / ``awrap``, ``close``, ``memory_role``), the import guard
+``wrap_on_end``, ``wrap`` / ``awrap``, ``close``, ``memory_role``, ``anonymous``), the import guard
 :func:`require_extra`, the hook guard :func:`hook_guard` and the identity rule
 (:func:`identity`, :func:`check_identity`: an empty or invisible id is refused). None of it holds memory
 logic: that is the core session's.
@@ -14,6 +14,7 @@ logic: that is the core session's.
 from __future__ import annotations
 
 from ._base import (
+    ANONYMOUS_POLICIES,
     MEMORY_LABEL,
     MEMORY_OPTIONS,
     MEMORY_ROLES,
@@ -24,6 +25,7 @@ from ._base import (
     MemoryKwargs,
     MemoryOptions,
     attach_memory,
+    check_anonymous,
     check_embedder,
     check_identity,
     check_memory_role,
@@ -39,6 +41,7 @@ from ._base import (
 )
 
 __all__ = [
+    "ANONYMOUS_POLICIES",
     "MEMORY_LABEL",
     "MEMORY_OPTIONS",
     "MEMORY_ROLES",
@@ -49,6 +52,7 @@ __all__ = [
     "MemoryKwargs",
     "MemoryOptions",
     "attach_memory",
+    "check_anonymous",
     "check_embedder",
     "check_identity",
     "check_memory_role",

@@ -21,6 +21,10 @@ its integrations: what each adapter would otherwise repeat lives here once.
   :class:`~anneal_memory.errors.IdentityError` naming where it came from; it never
   means the root memory or everyone's. One shared memory is said by giving no identity
   at all (no ``namespace=`` and no id in the run).
+- The anonymous policy (``anonymous=``, :data:`ANONYMOUS_POLICIES`): what a run with no
+  identity at all gets. ``"shared"`` (the default, right for a one-user app): the store's
+  shared memory; ``"refuse"`` (a multi-user app): an :class:`IdentityError`, the run
+  stops; ``"none"``: the run goes on without memory (nothing recalled, nothing recorded).
 
 Each adapter keeps only the translation of its framework's hooks and types.
 """
@@ -56,6 +60,11 @@ NamespaceOption = Any
 MemoryOption = MemorySession | Store | str | os.PathLike[str]
 
 MEMORY_ROLES = ("user", "system")
+
+#: what ``anonymous=`` takes: a run with no identity uses the store's shared memory
+#: ("shared", the default), is refused with an IdentityError ("refuse"), or runs
+#: without memory ("none")
+ANONYMOUS_POLICIES = ("shared", "refuse", "none")
 
 #: the fields of a namespace, in the order of ``MemoryNamespace.to_dict()``
 NAMESPACE_FIELDS: tuple[str, ...] = FIELDS
@@ -132,6 +141,16 @@ def check_memory_role(role: Any) -> str:
     if role not in MEMORY_ROLES:
         raise ValidationError(f"memory_role must be 'user' or 'system', not {role!r}")
     return str(role)
+
+
+def check_anonymous(policy: Any) -> str:
+    """Validate an ``anonymous`` option at construction: one of
+    :data:`ANONYMOUS_POLICIES` (a typo must not silently mean the shared memory)."""
+    if not isinstance(policy, str) or policy not in ANONYMOUS_POLICIES:
+        raise ValidationError("anonymous must be 'shared' (runs without an identity use the "
+                              "store's shared memory), 'refuse' (they are refused) or 'none' "
+                              f"(they run without memory), not {policy!r}")
+    return policy
 
 
 def check_namespace(namespace: NamespaceOption) -> NamespaceOption:
@@ -271,10 +290,12 @@ class MemoryOptions:
     Whose memory (``namespace``), the wrap (``compress``, ``wrap_on_end``), the role of the
     injected memory message (``memory_role``; None: the adapter's default) and the
     session's own options (``project_name``, ``session_id``, ``recall_limit``,
-    ``max_content_chars``, ``crystal_store``, ``strict``; None: the session's default) and
+    ``max_content_chars``, ``crystal_store``, ``strict``; None: the session's default),
     ``embedder`` (recall by meaning too: with a store path the Store opened embeds with
     it; a Store or session given must already have it, else ``EmbedderError``; see
-    :func:`open_session`).
+    :func:`open_session`) and ``anonymous`` (a run with no identity: ``"shared"``, the
+    store's shared memory, the default; ``"refuse"``, an ``IdentityError``; ``"none"``,
+    no memory; see :meth:`MemoryAdapter.resolve_session`).
     An adapter takes them as keywords of its constructor, or as ``options=MemoryOptions(...)``
     (then its keywords override the fields they name): one set of options can configure
     several adapters. Each is validated when the adapter is built."""
@@ -290,6 +311,7 @@ class MemoryOptions:
     crystal_store: Any = None
     strict: bool | None = None
     embedder: Any = None
+    anonymous: str = "shared"
 
     def session_options(self) -> dict[str, Any]:
         """The options that go to :func:`open_session` (None: the default)."""
@@ -326,6 +348,7 @@ class MemoryKwargs(TypedDict, total=False):
     crystal_store: Any
     strict: bool | None
     embedder: Any
+    anonymous: str
 
 
 # ---------------------------------------------------------------------- the base class
@@ -341,6 +364,8 @@ class AdapterMemory:
     compress: Compress | None
     wrap_on_end: bool
     memory_role: str
+    #: one of :data:`ANONYMOUS_POLICIES`
+    anonymous: str = "shared"
 
 
 class MemoryAdapter:
@@ -360,8 +385,9 @@ class MemoryAdapter:
     - ``namespace=`` a callable: what it returns for the call's run context (the adapter
       documents what it passes); returning None is an error, never "everyone's memory";
     - otherwise the framework's own identity (:meth:`default_namespace`), and without one
-      the store as it is (the single-user setup; the root's recall sees every namespace,
-      so an app serving several users gives every run an identity).
+      what ``anonymous=`` says: the store as it is (``"shared"``, the default: the
+      single-user setup; the root's recall sees every namespace), a refusal
+      (``"refuse"``: an app serving several users) or no memory (``"none"``).
     """
 
     #: the framework, as MissingExtraError and the guide name it
@@ -393,6 +419,7 @@ class MemoryAdapter:
         session_options = opts.session_options()
         checked = MemorySession.check_compress(compress)
         role = check_memory_role(self.default_memory_role if memory_role is None else memory_role)
+        anonymous = check_anonymous(opts.anonymous)
         namespace = check_namespace(namespace)
         if not isinstance(wrap_on_end, bool):
             raise ValidationError(f"wrap_on_end must be True or False, not {wrap_on_end!r}")
@@ -413,7 +440,7 @@ class MemoryAdapter:
         # keeps it among its private attributes (out of copies of its fields)
         self._anneal = AdapterMemory(
             session=session, namespace=namespace, pinned=pinned, compress=checked,
-            wrap_on_end=wrap_on_end, memory_role=role)
+            wrap_on_end=wrap_on_end, memory_role=role, anonymous=anonymous)
         return session
 
     @classmethod
@@ -457,6 +484,11 @@ class MemoryAdapter:
         return self._anneal.session
 
     @property
+    def anonymous(self) -> str:
+        """The anonymous policy: ``"shared"``, ``"refuse"`` or ``"none"``."""
+        return self._anneal.anonymous
+
+    @property
     def memory_role(self) -> str:
         """``"user"`` or ``"system"``: the role of the message memory is injected as, where
         the framework lets the adapter choose."""
@@ -472,8 +504,22 @@ class MemoryAdapter:
                     namespace: NamespaceOption = None) -> MemorySession:
         """The memory session of one call: ``namespace`` when given, else the adapter's
         ``namespace=`` option (a callable gets ``context``), else the framework's identity
-        in ``context``, else the given session. Sessions are cached per namespace, so
+        in ``context``, else the given session (with ``anonymous="refuse"`` an
+        :class:`IdentityError`, with ``"none"`` a :class:`ValidationError`: there is no
+        memory without an identity). Sessions are cached per namespace, so
         de-duplication and the wrap of one user never mix with another's."""
+        session = self.resolve_session(context, namespace=namespace)
+        if session is None:
+            raise ValidationError(
+                "this adapter gives runs without an identity no memory (anonymous='none'): "
+                "name whose memory with namespace= or the run's identity")
+        return session
+
+    def resolve_session(self, context: Any = None, *,
+                        namespace: NamespaceOption = None) -> MemorySession | None:
+        """As :meth:`session_for`, with the anonymous policy applied to a call that
+        names no identity: the shared memory (``"shared"``), an :class:`IdentityError`
+        (``"refuse"``) or None, no memory (``"none"``)."""
         state = self._anneal
         if state.pinned:
             if namespace is not None and namespace_key(namespace) != namespace_key(
@@ -485,17 +531,33 @@ class MemoryAdapter:
         if namespace is None:
             namespace, source = self._configured_namespace(context)
         if namespace is None:
-            return state.session
+            return self.anonymous_session()
         return state.session.for_namespace(check_namespace_identity(namespace, source))
 
+    def anonymous_session(self) -> MemorySession | None:
+        """The memory of a call with no identity, by the ``anonymous=`` policy: the
+        store's shared memory (``"shared"``), None (``"none"``), or an
+        :class:`IdentityError` naming :attr:`identity_source` (``"refuse"``)."""
+        policy = self._anneal.anonymous
+        if policy == "refuse":
+            raise IdentityError(
+                f"{self.identity_source}: none given, and this {type(self).__name__} refuses "
+                "runs without an identity (anonymous='refuse'): give every run its user's id")
+        if policy == "none":
+            return None
+        return self._anneal.session
+
     def run_session(self, context: Any = None, *,
-                    resolve: Callable[[], MemorySession] | None = None) -> MemorySession | None:
-        """The memory of one run, for a hook: ``session_for(context)`` (or ``resolve()``).
-        An :class:`IdentityError` propagates (the run stops: an empty id is nobody's, never
-        everyone's); any other failure is logged and the run goes on without memory,
-        never with someone else's, unless the session is ``strict``."""
+                    resolve: Callable[[], MemorySession | None] | None = None
+                    ) -> MemorySession | None:
+        """The memory of one run, for a hook: ``resolve_session(context)`` (or
+        ``resolve()``); None for no memory (``anonymous="none"`` and no identity). An
+        :class:`IdentityError` propagates (the run stops: an empty id is nobody's, never
+        everyone's, and ``anonymous="refuse"`` refuses a run without one); any other
+        failure is logged and the run goes on without memory, never with someone else's,
+        unless the session is ``strict``."""
         try:
-            return resolve() if resolve is not None else self.session_for(context)
+            return resolve() if resolve is not None else self.resolve_session(context)
         except IdentityError:
             raise
         except Exception as exc:

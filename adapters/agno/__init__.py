@@ -19,6 +19,7 @@ from anneal_memory.adapters import require_extra
 
 require_extra("agno", "agno", "agno.memory", "agno.agent")
 
+from ._db import AnnealMemoryDb  # noqa: E402
 from ._memory import (  # noqa: E402
     AGNO_DEFAULT_USER,
     LOGGER_NAME,
@@ -28,4 +29,4 @@ from ._memory import (  # noqa: E402
 )
 
 __all__ = ["AGNO_DEFAULT_USER", "LOGGER_NAME", "AgnoIdentityError", "AnnealMemory",
-           "model_compressor"]
+           "AnnealMemoryDb", "model_compressor"]

@@ -31,11 +31,16 @@ from typing import TYPE_CHECKING, Any
 
 from agno.exceptions import CheckTrigger, InputCheckError
 from agno.memory import MemoryManager, UserMemory
+from agno.memory.strategies import MemoryOptimizationStrategy
+from agno.memory.strategies.types import (
+    MemoryOptimizationStrategyFactory,
+    MemoryOptimizationStrategyType,
+)
 from agno.models.base import Model
 from agno.models.message import Message
 from agno.run import RunContext
 
-from anneal_memory import Episode, Store
+from anneal_memory import Store
 from anneal_memory.adapters import (
     Compress,
     MemoryAdapter,
@@ -45,10 +50,10 @@ from anneal_memory.adapters import (
     label_memory,
     options_except,
 )
-from anneal_memory.clock import parse_timestamp
 from anneal_memory.errors import IdentityError, ValidationError
-from anneal_memory.governance.scoped import UnscopedView
 from anneal_memory.session import MemorySession
+
+from ._db import AGNO_DEFAULT_USER, AnnealMemoryDb, to_user_memory
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -58,11 +63,6 @@ if TYPE_CHECKING:
 LOGGER_NAME = "anneal_memory.adapters.agno"
 _log = logging.getLogger(LOGGER_NAME)
 _safe = hook_guard(LOGGER_NAME)
-
-#: The user id Agno's memory code uses for a run without one. Agno's own manager files
-#: those memories under this user; the adapter keeps them in the store's own memory (no
-#: namespace): one shared memory, as in Agno, for the runs that name no user.
-AGNO_DEFAULT_USER = "default"
 
 #: The id of the one UserMemory that carries a run's recalled memory.
 BLOCK_MEMORY_ID = "anneal-memory"
@@ -104,13 +104,6 @@ def _same_user(a: str | None, b: str | None) -> bool:
     return (a or AGNO_DEFAULT_USER) == (b or AGNO_DEFAULT_USER)
 
 
-def _epoch(timestamp: str) -> int | None:
-    try:
-        return int(parse_timestamp(timestamp).timestamp())
-    except (TypeError, ValueError):  # ValidationError is a ValueError
-        return None
-
-
 class AnnealMemory(MemoryAdapter, MemoryManager):
     """Anneal memory for Agno agents: pass it as ``memory_manager=`` and its hooks as
     ``pre_hooks=[memory.pre_hook]``, ``post_hooks=[memory.post_hook]`` (or
@@ -120,12 +113,17 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
     :meth:`close` closes it) or a ready :class:`~anneal_memory.session.MemorySession`.
     Whose memory a run uses: ``namespace=`` when given (a mapping, a ``MemoryNamespace``
     or a callable of Agno's ``RunContext``), else Agno's own ``user_id`` of the run
-    (``{"user": user_id}``; the run's ``user_id`` falls back to ``Agent(user_id=)``), and
-    for a run without one (Agno's ``"default"`` user) the store's own memory. Agno's
-    ``session_id`` is checked by the same identity rule and recorded on each episode.
-    ``wrap_on_end`` (default ``False``) wraps after every run; otherwise call
-    :meth:`wrap` / :meth:`awrap` when a conversation ends. ``compress`` defaults to the
-    agent's model.
+    (``{"user": user_id}``; the run's ``user_id`` falls back to ``Agent(user_id=)``).
+    A run without one (None, ``""``, which Agno turns into None before any hook, or
+    Agno's ``"default"`` user) gets what ``anonymous=`` says: the store's shared memory
+    (``"shared"``, the default, for a one-user app), a refusal before the model runs
+    (``"refuse"``, for a multi-user app: :class:`AgnoIdentityError`) or no memory
+    (``"none"``). Agno's ``session_id`` is checked by the same identity rule and recorded
+    on each episode. ``wrap_on_end`` (default ``False``) wraps after every run; otherwise
+    call :meth:`wrap` / :meth:`awrap` when a conversation ends. ``compress`` defaults to
+    the agent's model. ``model`` (else the agent's, which Agno hands its memory manager)
+    is the one :meth:`optimize_memories` asks. ``db`` (and ``memory_db``) is an
+    :class:`~anneal_memory.adapters.agno.AnnealMemoryDb` over the same memory.
     """
 
     framework = "agno"
@@ -138,11 +136,16 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
     memory_options = options_except("memory_role", "project_name")
 
     def __init__(self, memory: Store | MemorySession | str | os.PathLike[str], *,
-                 record_user_input: bool = True, record_tools: bool = True,
-                 record_outcome: bool = True, options: MemoryOptions | None = None,
+                 model: Model | str | None = None, record_user_input: bool = True,
+                 record_tools: bool = True, record_outcome: bool = True,
+                 options: MemoryOptions | None = None,
                  **keywords: Unpack[MemoryKwargs]) -> None:
-        MemoryManager.__init__(self, id="anneal-memory", name="anneal-memory")
+        MemoryManager.__init__(self, model=model, id="anneal-memory", name="anneal-memory")
         self._init_memory(memory, options, **keywords)
+        #: Agno's memory database over the store: Agno's own paths through ``self.db``
+        #: (its memory tools, an app's db calls) use the same memories
+        self.memory_db = AnnealMemoryDb(self._memory_or_none)
+        self.db = self.memory_db
         self.record_user_input = bool(record_user_input)
         self.record_tools = bool(record_tools)
         self.record_outcome = bool(record_outcome)
@@ -171,13 +174,15 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
         stands for: Agno's user id, no run, no session."""
         return RunContext(run_id="", session_id="", user_id=user_id)
 
-    def _memory_of(self, user_id: str | None) -> MemorySession:
+    def _memory_or_none(self, user_id: str | None) -> MemorySession | None:
         """The memory a memory-manager call for ``user_id`` works on: the current run's
-        when it is that user's, else that user's (as the run of that id would use)."""
+        when it is that user's, else that user's (as the run of that id would use); for
+        no user (None or Agno's ``"default"``) the ``anonymous=`` policy's (None: no
+        memory; ``"refuse"``: an IdentityError)."""
         state = self._run_var.get()
-        if state is not None and state.session is not None and _same_user(state.user_id, user_id):
+        if state is not None and _same_user(state.user_id, user_id):
             return state.session
-        return self.session_for(self._user_context(user_id))
+        return self.resolve_session(self._user_context(user_id))
 
     # ------------------------------------------------------------------ the run hooks
     def _begin(self, run_context: RunContext | None, agent: Any) -> _Run:
@@ -186,10 +191,10 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
         model = getattr(agent, "model", None)
         if isinstance(model, Model):
             self._last_model = model
-        def resolve() -> MemorySession:
+        def resolve() -> MemorySession | None:
             if context.session_id is not None:
                 check_identity(context.session_id, "Agno's session_id", "session")
-            return self.session_for(context)
+            return self.resolve_session(context)
 
         try:
             session = self.run_session(resolve=resolve)
@@ -294,68 +299,42 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
                 return []
             return [UserMemory(memory=label_memory(state.block), memory_id=BLOCK_MEMORY_ID,
                                user_id=user_id or AGNO_DEFAULT_USER)]
-        return self._list(user_id)
+        return self.memory_db.memories(user_id)
 
     async def aget_user_memories(self, user_id: str | None = None) -> list[UserMemory]:
         state = self._run_var.get()
         if state is not None and _same_user(state.user_id, user_id):
             return self.get_user_memories(user_id)
-        return await asyncio.to_thread(self._list, user_id)
-
-    def _view(self, session: MemorySession) -> Store:
-        """What one user's memory lists: the namespace view, or for the store's own
-        memory only the episodes written without a namespace."""
-        store = session.store
-        if getattr(store, "namespace", None) is None and not hasattr(store, "parent"):
-            return UnscopedView(store)
-        return store
-
-    def _episodes(self, user_id: str | None) -> list[Episode]:
-        view = self._view(self._memory_of(user_id))
-        found: list[Episode] = []
-        while True:
-            page = view.recall(limit=1000, offset=len(found)).episodes
-            found.extend(page)
-            if len(page) < 1000:
-                return sorted(found, key=lambda e: e.timestamp)
-
-    def _to_memory(self, episode: Any, user_id: str | None) -> UserMemory:
-        stamp = _epoch(episode.timestamp)
-        kind = getattr(episode.type, "value", episode.type)
-        return UserMemory(memory=episode.content, memory_id=episode.id, topics=[str(kind)],
-                          user_id=user_id or AGNO_DEFAULT_USER, created_at=stamp,
-                          updated_at=stamp)
-
-    def _list(self, user_id: str | None) -> list[UserMemory]:
-        return [self._to_memory(e, user_id) for e in self._episodes(user_id)]
+        return await asyncio.to_thread(self.memory_db.memories, user_id)
 
     def get_user_memory(self, memory_id: str, user_id: str | None = None) -> UserMemory | None:
         """One memory of ``user_id`` by id (None when it is not theirs)."""
-        found = self._find(memory_id, user_id)
-        return self._to_memory(found, user_id) if found is not None else None
-
-    def _find(self, memory_id: str, user_id: str | None) -> Episode | None:
-        if not isinstance(memory_id, str) or not memory_id.strip():
-            return None
-        return next((e for e in self._episodes(user_id) if e.id == memory_id), None)
+        found = self.memory_db.find(memory_id, user_id)
+        return to_user_memory(found, user_id) if found is not None else None
 
     def search_user_memories(self, query: str | None = None, limit: int | None = None,
                              retrieval_method: str | None = None,
                              user_id: str | None = None) -> list[UserMemory]:
-        """Agno's search: ``"last_n"`` (default) the newest ``limit``, ``"first_n"`` the
-        oldest, oldest first as Agno returns them; ``"agentic"`` (a query required) the
-        memories anneal's recall ranks for the query, best first (Agno asks its model)."""
+        """Agno's search: ``"last_n"`` (default) the ``limit`` most recently updated,
+        ``"first_n"`` the least, in order of ``updated_at`` as Agno returns them;
+        ``"agentic"`` (a query required) the memories anneal's recall ranks for the
+        query, best first (Agno asks its model)."""
         if retrieval_method == "agentic":
             if not query:
                 raise ValueError("Query is required for agentic search")
-            session = self._memory_of(user_id)
+            session = self._memory_or_none(user_id)
+            if session is None:
+                return []
             k = limit if limit is not None and limit > 0 else session.recall_limit
-            return [self._to_memory(e, user_id)
-                    for e in session.recall(query, k, context=False)]
-        memories = self._list(user_id)
-        if limit is not None and limit > 0:
-            memories = memories[:limit] if retrieval_method == "first_n" else memories[-limit:]
-        return memories
+            ranked = [e.id for e in session.recall(query, k, context=False)]
+            current = {e.id: e for e in self.memory_db.episodes(user_id)}
+            return [to_user_memory(current[i], user_id) for i in ranked if i in current]
+        memories = self.memory_db.memories(user_id)
+        if retrieval_method == "first_n":
+            memories.sort(key=lambda m: m.updated_at if m.updated_at is not None else 2**63)
+            return memories[:limit] if limit is not None and limit > 0 else memories
+        memories.sort(key=lambda m: m.updated_at if m.updated_at is not None else 0)
+        return memories[-limit:] if limit is not None and limit > 0 else memories
 
     # ------------------------------------------------------------------ record (Agno's write)
     def create_user_memories(self, message: str | None = None,
@@ -363,8 +342,9 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
                              team_id: str | None = None, user_id: str | None = None,
                              run_metrics: Any = None) -> str:
         """Agno's write after a run's input (``update_memory_on_run=True``): the user's
-        message as a ``context`` episode, no model call. With the pre-hook it has already
-        been recorded, and the session records it once."""
+        message as a ``context`` episode (its memory's ``input`` is the message), no model
+        call: the wrap distils it later. With the pre-hook it has already been recorded,
+        and the session records it once."""
         if not self.record_user_input:
             return "No memories recorded"
         texts = [message] if message else [
@@ -391,44 +371,35 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
             return state.session
         if callable(self._anneal.namespace):
             return None
-        return self.session_for(self._user_context(user_id))
+        return self._memory_or_none(user_id)
 
     def add_user_memory(self, memory: UserMemory, user_id: str | None = None) -> str | None:
-        """Add ``memory`` to ``user_id``'s memory (an ``observation``); sets and returns
-        its ``memory_id`` (None when the same text is already there)."""
-        session = self._memory_of(user_id)
-        episode = session.record(memory.memory, "observation",
-                                 metadata={"topics": memory.topics} if memory.topics else None)
-        if episode is None:
-            return None
-        memory.memory_id = episode.id
+        """Add ``memory`` to ``user_id``'s memory (an ``observation``), as Agno's manager
+        does: its own ``memory_id`` is kept (one the user already has is replaced), else
+        one is set; ``user_id`` and ``updated_at`` (when unset) are set on ``memory``.
+        Returns the id (None: no memory for this user, ``anonymous="none"``)."""
         memory.user_id = user_id or AGNO_DEFAULT_USER
-        return episode.id
+        if self.memory_db.upsert_user_memory(memory) is None:
+            return None
+        return memory.memory_id
 
     def replace_user_memory(self, memory_id: str, memory: UserMemory,
                             user_id: str | None = None) -> str | None:
-        """Replace one of ``user_id``'s memories: the new text is recorded and the old
-        one deleted, as Agno overwrites it (episodes are append-only and audited, so the
-        id returned, and set on ``memory``, is the new episode's)."""
-        old = self._find(memory_id, user_id)
-        if old is None:
-            return None
-        new_id = self.add_user_memory(memory, user_id)
-        if new_id is not None:
-            self._memory_of(user_id).store.delete(old.id)
-        return new_id
+        """Replace ``user_id``'s memory ``memory_id`` with ``memory``, which keeps that id
+        (a lookup by it finds the new text; its ``created_at`` stays). The old text is
+        erased, as Agno overwrites it. Returns the id."""
+        memory.memory_id = memory_id
+        return self.add_user_memory(memory, user_id)
 
     def delete_user_memory(self, memory_id: str, user_id: str | None = None) -> None:
         """Delete one of ``user_id``'s memories for good (another user's id: nothing)."""
-        found = self._find(memory_id, user_id)
-        if found is not None:
-            self._memory_of(user_id).store.delete(found.id)
+        self.memory_db.delete_user_memory(memory_id, user_id)
 
     def clear_user_memories(self, user_id: str | None = None) -> None:
         """Delete every memory of ``user_id`` (their episodes; the continuity stays)."""
-        ids = [e.id for e in self._episodes(user_id)]
+        ids = [m.memory_id for m in self.memory_db.memories(user_id) if m.memory_id]
         if ids:
-            self._memory_of(user_id).store.erase(ids)
+            self.memory_db.delete_user_memories(ids, user_id)
 
     async def aclear_user_memories(self, user_id: str | None = None) -> None:
         await asyncio.to_thread(self.clear_user_memories, user_id)
@@ -442,12 +413,68 @@ class AnnealMemory(MemoryAdapter, MemoryManager):
     def update_memory_task(self, task: str, user_id: str | None = None) -> str:
         """Agno's agentic memory tool (``enable_agentic_memory``): the model's request is
         recorded as an ``observation`` of the user's memory; no model-driven edits."""
-        episode = self._memory_of(user_id).record(task, "observation",
-                                                  metadata={"agno": "update_user_memory"})
+        session = self._memory_or_none(user_id)
+        episode = None if session is None else session.record(
+            task, "observation", metadata={"agno": "update_user_memory"})
         return "Memory recorded" if episode is not None else "Nothing new to record"
 
     async def aupdate_memory_task(self, task: str, user_id: str | None = None) -> str:
         return await asyncio.to_thread(self.update_memory_task, task, user_id)
+
+    # ------------------------------------------------------------------ optimize
+    def optimize_memories(self, user_id: str | None = None,
+                          strategy: Any = MemoryOptimizationStrategyType.SUMMARIZE,
+                          apply: bool = True) -> list[UserMemory]:
+        """Agno's memory optimization on ``user_id``'s memories in the store: the strategy
+        (default: summarize) runs with this manager's model (``model=``, or the agent's,
+        which Agno hands its memory manager). With ``apply`` the optimized memories are
+        recorded first and the ones they replace erased after. Returns them."""
+        memories, strategy_of, model = self._optimize_inputs(user_id, strategy)
+        if not memories:
+            return []
+        optimized = strategy_of.optimize(memories=memories, model=model)
+        if apply:
+            self._apply_optimized(user_id, memories, optimized)
+        return list(optimized)
+
+    async def aoptimize_memories(self, user_id: str | None = None,
+                                 strategy: Any = MemoryOptimizationStrategyType.SUMMARIZE,
+                                 apply: bool = True) -> list[UserMemory]:
+        """Async :meth:`optimize_memories`: the model is awaited, the store's work runs
+        off the event loop."""
+        memories, strategy_of, model = await asyncio.to_thread(
+            self._optimize_inputs, user_id, strategy)
+        if not memories:
+            return []
+        optimized = await strategy_of.aoptimize(memories=memories, model=model)
+        if apply:
+            await asyncio.to_thread(self._apply_optimized, user_id, memories, optimized)
+        return list(optimized)
+
+    def _optimize_inputs(self, user_id: str | None, strategy: Any
+                         ) -> tuple[list[UserMemory], Any, Model]:
+        if isinstance(strategy, MemoryOptimizationStrategyType):
+            strategy = MemoryOptimizationStrategyFactory.create_strategy(strategy)
+        elif not isinstance(strategy, MemoryOptimizationStrategy):
+            raise ValidationError("strategy must be a MemoryOptimizationStrategyType or a "
+                                  f"MemoryOptimizationStrategy, not {type(strategy).__name__}")
+        model = self.model if isinstance(self.model, Model) else self._last_model
+        if model is None:
+            raise ValidationError(
+                "optimize_memories needs a model: AnnealMemory(store, model=...), or run the "
+                "agent it is the memory_manager of once (Agno hands it the agent's model)")
+        return self.memory_db.memories(user_id), strategy, model
+
+    def _apply_optimized(self, user_id: str | None, before: list[UserMemory],
+                         optimized: list[UserMemory]) -> None:
+        kept = set()
+        for memory in optimized:
+            memory.user_id = user_id or AGNO_DEFAULT_USER
+            self.memory_db.upsert_user_memory(memory)
+            kept.add(memory.memory_id)
+        gone = [m.memory_id for m in before if m.memory_id and m.memory_id not in kept]
+        if gone:
+            self.memory_db.delete_user_memories(gone, user_id)
 
 
 def _input_text(run_input: Any) -> str:

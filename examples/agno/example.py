@@ -4,7 +4,9 @@ API key, telemetry off).
 Run: python examples/agno/example.py [memory.db]
 One agent, one store, two users told apart by Agno's own ``user_id``. Alice tells a fact
 and her run wraps her memory; Bob asks and sees nothing of hers; Alice asks and the
-model's input (Agno's system prompt) carries her recalled memory.
+model's input (Agno's system prompt) carries her recalled memory; a run that names no user
+is refused before the model runs (``anonymous="refuse"``, the multi-user setting). Alice's
+memory keeps the id the app gives it, through a replace.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from agno.agent import Agent  # noqa: E402
+from agno.memory import UserMemory  # noqa: E402
 from agno.models.base import Model  # noqa: E402
 from agno.models.response import ModelResponse  # noqa: E402
 
@@ -60,7 +63,7 @@ class ScriptedModel(Model):
 
 def main(db_path: Path) -> None:
     with Store(db_path, project_name="Gardener") as store:
-        memory = AnnealMemory(store, wrap_on_end=True)
+        memory = AnnealMemory(store, wrap_on_end=True, anonymous="refuse")
         agent = Agent(model=ScriptedModel(), id="gardener", memory_manager=memory,
                       pre_hooks=[memory.pre_hook], post_hooks=[memory.post_hook],
                       telemetry=False)
@@ -76,6 +79,16 @@ def main(db_path: Path) -> None:
         agent.run("Which greenhouse heater do we have?", user_id="alice", session_id="alice-2")
         print(f"  alice's memories, as Agno lists them: "
               f"{[m.memory for m in memory.get_user_memories(user_id='alice')]}")
+        print("a run with no user_id (refused: anonymous='refuse')")
+        nobody = agent.run("Which greenhouse heater do we have?")
+        print(f"  status: {nobody.status.value}, model called: no")
+        print("the app's own memory, by its own id")
+        memory.add_user_memory(UserMemory(memory="Waters at 6am", memory_id="watering"),
+                               user_id="alice")
+        memory.replace_user_memory("watering", UserMemory(memory="Waters at 7am"),
+                                   user_id="alice")
+        kept = memory.get_user_memory("watering", user_id="alice")
+        print(f"  watering: {kept.memory if kept else None}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from anneal_memory.adapters import (
     options_except,
     require_extra,
 )
-from anneal_memory.errors import EmbedderError
+from anneal_memory.errors import EmbedderError, IdentityError
 from anneal_memory.session import MemorySession
 from anneal_memory.testing import HashingEmbedder, scripted_compress
 
@@ -280,3 +280,52 @@ def test_a_bad_embedder_with_a_path_opens_nothing(tmp_path: Path) -> None:
     with pytest.raises(EmbedderError):
         Adapter(tmp_path / "never.db", embedder=42)
     assert not (tmp_path / "never.db").exists()
+
+
+# ---------------------------------------------------------------------- anonymous=
+def test_anonymous_shared_is_the_default_and_keeps_the_shared_memory(store: Store) -> None:
+    adapter = Adapter(store)
+    assert adapter.anonymous == "shared" and MemoryOptions().anonymous == "shared"
+    assert "anonymous" in MEMORY_OPTIONS
+    assert adapter.session_for(None) is adapter.base_session
+    assert adapter.run_session(None) is adapter.base_session
+    assert adapter.run_session({"who": "ann"}).namespace.user == "ann"
+
+
+def test_anonymous_refuse_stops_a_run_without_identity(store: Store) -> None:
+    adapter = Adapter(store, anonymous="refuse")
+    for call in (lambda: adapter.run_session(None), lambda: adapter.session_for({}),
+                 lambda: adapter.wrap(compress=scripted_compress)):
+        with pytest.raises(IdentityError, match="anonymous='refuse'"):
+            call()
+    ann = adapter.run_session({"who": "ann"})
+    assert ann is not None and ann.namespace.user == "ann"
+    # an explicit namespace= or one given to the adapter is an identity
+    assert adapter.session_for(namespace={"user": "bob"}).namespace.user == "bob"
+    pinned = Adapter(store, anonymous="refuse", namespace={"user": "cy"})
+    assert pinned.run_session(None).namespace.user == "cy"
+    assert store.recall().episodes == []
+
+
+def test_anonymous_none_runs_without_memory(store: Store) -> None:
+    adapter = Adapter(store, anonymous="none")
+    assert adapter.run_session(None) is None
+    assert adapter.resolve_session({}) is None
+    with pytest.raises(ValidationError, match="anonymous='none'"):
+        adapter.session_for(None)
+    ann = adapter.run_session({"who": "ann"})
+    assert ann is not None and ann.namespace.user == "ann"
+
+
+def test_anonymous_is_checked_at_construction_and_carried_by_options(tmp_path: Path,
+                                                                     store: Store) -> None:
+    for bad in ("refused", "", None, "SHARED", ["refuse"]):
+        with pytest.raises(ValidationError, match="anonymous must be"):
+            Adapter(tmp_path / "never.db", anonymous=bad)
+    assert not (tmp_path / "never.db").exists()
+    # an adapter whose keywords do not name it still takes it through options=
+    narrow = Narrow(store, options=MemoryOptions(anonymous="refuse"))
+    with pytest.raises(IdentityError):
+        narrow.run_session(None)
+    with pytest.raises(TypeError, match="'anonymous'"):
+        Narrow(store, anonymous="refuse")

@@ -38,8 +38,8 @@ BASELINE = frozenset({
     "_base.py -> governance.namespace",
     # internals with no public name: a scoped view's class, the clock, DSN redaction, the
     # relayed trust levels
-    "agno/_memory.py -> clock",
-    "agno/_memory.py -> governance.scoped",
+    "agno/_db.py -> clock",
+    "agno/_db.py -> governance.scoped",
     "claude_agent_sdk/_session_store.py -> clock",
     "claude_agent_sdk/testing.py -> clock",
     "google_adk/_sessions.py -> clock",
