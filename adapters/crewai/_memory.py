@@ -133,7 +133,8 @@ class AnnealCrewMemory(MemoryAdapter, Memory):
                 memory_of=lambda scope: self.session_for(scope)))
             super().__init__(**fields)
             self._init_memory(session, MemoryOptions(
-                namespace=opts.namespace, compress=opts.compress, wrap_on_end=opts.wrap_on_end))
+                namespace=opts.namespace, compress=opts.compress, wrap_on_end=opts.wrap_on_end,
+                anonymous=opts.anonymous))
         except Exception:
             session.close()
             raise

@@ -176,7 +176,8 @@ class AnnealMemory(MemoryAdapter, Memory):
         blocks = [block, *(memory_kwargs.pop("memory_blocks", None) or [])]
         mem = cls.from_defaults(session_id=session_id, memory_blocks=blocks, **memory_kwargs)
         mem._init_memory(session, MemoryOptions(namespace=opts.namespace, compress=opts.compress,
-                                                wrap_on_end=opts.wrap_on_end))
+                                                wrap_on_end=opts.wrap_on_end,
+                                                anonymous=opts.anonymous))
         mem._identity = session_id is not None
         mem._block = block
         block.use_scope(mem)

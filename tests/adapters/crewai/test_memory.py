@@ -261,3 +261,15 @@ def test_storage_reads_only_the_scopes_items(mem_store: Store, monkeypatch) -> N
     assert [r.content for r in memory.list_records(scope="/user/u7")] == ["note 7"]
     assert memory.info("/user/u7").record_count == 1
     assert calls and all(c["prefix"] == "/user/u7/" and c["rows"] <= 1 for c in calls)
+
+
+def test_the_anonymous_policy_reaches_the_adapter(tmp_path) -> None:
+    from anneal_memory import Store
+    from anneal_memory.adapters.crewai import AnnealCrewMemory as _Memory
+    from anneal_memory.errors import ValidationError as _Invalid
+
+    with Store(tmp_path / "anon.db") as s:
+        assert _Memory(s, anonymous="refuse").anonymous == "refuse"
+        assert _Memory(s).anonymous == "shared"
+        with pytest.raises(_Invalid, match="anonymous"):
+            _Memory(s, anonymous="everyone")
