@@ -25,9 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
-import json
 import logging
-import math
 import os
 import secrets
 import time
@@ -48,6 +46,7 @@ from anneal_memory.adapters import (
     label_memory,
     options_except,
 )
+from anneal_memory.adapters._json import from_item_value, item_value
 from anneal_memory.errors import IdentityError, ValidationError
 from anneal_memory.session import MemorySession
 
@@ -135,46 +134,15 @@ def _remember(owner: MemoryAdapter, session: Any, memory: MemorySession) -> None
         pass
 
 
-def _non_finite(value: Any) -> bool:
-    """Whether ``value`` holds a NaN or an infinity anywhere (dicts, lists, tuples)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                return True
-        elif isinstance(item, Mapping):
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-    return False
-
-
-def _message_value(message: Message) -> Any:
-    """What an item keeps of ``message``: its ``to_dict()``; when that holds NaN or an
-    infinity (a tool's result, a property), the dict as one JSON text written as the
-    framework's file history provider writes it (``NaN``, ``Infinity``), since the store's
-    JSON values refuse them. A message's dict is never a string, so a string value is
-    always such a text."""
-    data = message.to_dict()
-    if _non_finite(data):
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return data
-
-
 def _message_of(value: Any, key: str) -> Message:
-    """The ``Message`` an item keeps (see :func:`_message_value`); a value that is not one
-    is refused with a ``ValidationError`` naming its key."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            raise ValidationError(f"history item {key!r} is not a stored message "
-                                  "(its text is not JSON)") from None
-    if not isinstance(value, Mapping):
+    """The ``Message`` an item keeps: its ``to_dict()``, or (holding NaN or an infinity)
+    that dict's JSON text as the framework's file history provider writes it (``NaN``,
+    ``Infinity``); a value that is no message is refused with a ``ValidationError``."""
+    data = from_item_value(value, f"history item {key!r}")
+    if not isinstance(data, Mapping):
         raise ValidationError(f"history item {key!r} is not a stored message (not a mapping)")
     try:
-        return Message.from_dict(dict(value))
+        return Message.from_dict(dict(data))
     except (TypeError, ValueError, KeyError) as exc:
         raise ValidationError(f"history item {key!r} is not a valid Message: {exc}") from None
 
@@ -409,7 +377,7 @@ class AnnealHistoryProvider(MemoryAdapter, HistoryProvider):
         if not messages:
             return
         prefix = self._prefix(session_id)
-        values = [(_message_value(m), _role(m)) for m in messages]
+        values = [(item_value(m.to_dict()), _role(m)) for m in messages]
         # one transaction under the store's lock: a save lands whole or not at all, and
         # two saves to one session at once never interleave their messages
         with memory.store.batch():
