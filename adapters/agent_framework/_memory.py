@@ -23,6 +23,7 @@ The framework's providers are async only; the store's work runs off the event lo
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import logging
 import os
@@ -45,6 +46,7 @@ from anneal_memory.adapters import (
     label_memory,
     options_except,
 )
+from anneal_memory.adapters._json import from_item_value, item_value
 from anneal_memory.errors import IdentityError, ValidationError
 from anneal_memory.session import MemorySession
 
@@ -107,6 +109,12 @@ def _run_context(agent: Any, session: Any, context: Any) -> RunContext:
                       options=dict(options) if isinstance(options, Mapping) else {})
 
 
+#: the history provider and the memory of the run whose framework hook is running: what
+#: the hook's own ``get_messages`` / ``save_messages`` calls (session id only) read and write
+_RUN_MEMORY: contextvars.ContextVar[tuple[Any, MemorySession] | None] = contextvars.ContextVar(
+    "anneal_memory_agent_framework_history", default=None)
+
+
 #: AgentSession -> {id of the root store: the memory its current run resolved}: what a
 #: history provider driven per model call (``require_per_service_call_history_persistence``,
 #: whose contexts carry no options) falls back on
@@ -124,6 +132,19 @@ def _remember(owner: MemoryAdapter, session: Any, memory: MemorySession) -> None
         _SESSION_MEMORY.setdefault(session, {})[_root_id(owner)] = memory
     except TypeError:  # not weak-referenceable: nothing to fall back on
         pass
+
+
+def _message_of(value: Any, key: str) -> Message:
+    """The ``Message`` an item keeps: its ``to_dict()``, or (holding NaN or an infinity)
+    that dict's JSON text as the framework's file history provider writes it (``NaN``,
+    ``Infinity``); a value that is no message is refused with a ``ValidationError``."""
+    data = from_item_value(value, f"history item {key!r}")
+    if not isinstance(data, Mapping):
+        raise ValidationError(f"history item {key!r} is not a stored message (not a mapping)")
+    try:
+        return Message.from_dict(dict(data))
+    except (TypeError, ValueError, KeyError) as exc:
+        raise ValidationError(f"history item {key!r} is not a valid Message: {exc}") from None
 
 
 def _role(message: Any) -> str:
@@ -295,9 +316,12 @@ class AnnealHistoryProvider(MemoryAdapter, HistoryProvider):
     by another. The flags (``load_messages``, ``store_inputs``, ``store_outputs``,
     ``store_context_messages``, ``store_context_from``) are the framework's.
     ``max_messages`` keeps only the newest that many messages per session (as the
-    framework's Redis history provider does). Outside a run, :meth:`get_messages`,
-    :meth:`save_messages` and :meth:`clear` take ``namespace=`` (else this provider's
-    fixed namespace).
+    framework's Redis history provider does); ``skip_excluded`` leaves out of what is
+    loaded the messages marked ``additional_properties["_excluded"]`` (as the framework's
+    in-memory and file providers do). A message holding NaN or an infinity is kept and
+    loaded back with it, as the framework's file provider keeps it. Outside a run,
+    :meth:`get_messages`, :meth:`save_messages` and :meth:`clear` take ``namespace=``
+    (else this provider's fixed namespace).
     """
 
     framework = "agent-framework-core"
@@ -310,7 +334,7 @@ class AnnealHistoryProvider(MemoryAdapter, HistoryProvider):
                  load_messages: bool = True, store_inputs: bool = True,
                  store_context_messages: bool = False,
                  store_context_from: set[str] | None = None, store_outputs: bool = True,
-                 max_messages: int | None = None) -> None:
+                 skip_excluded: bool = False, max_messages: int | None = None) -> None:
         if not isinstance(source_id, str) or not source_id.strip():
             raise ValidationError("source_id must be a non-empty string")
         if max_messages is not None and (isinstance(max_messages, bool) or not isinstance(
@@ -322,6 +346,7 @@ class AnnealHistoryProvider(MemoryAdapter, HistoryProvider):
                                  store_context_from=store_context_from,
                                  store_outputs=store_outputs)
         self._init_memory(memory, namespace=namespace)
+        self.skip_excluded = bool(skip_excluded)
         self.max_messages = max_messages
         self._runs: weakref.WeakKeyDictionary[Any, MemorySession] = weakref.WeakKeyDictionary()
 
@@ -341,25 +366,35 @@ class AnnealHistoryProvider(MemoryAdapter, HistoryProvider):
 
     def _load(self, memory: MemorySession, session_id: str | None) -> list[Message]:
         items = memory.store.items(COLLECTION).list(prefix=self._prefix(session_id))
-        return [Message.from_dict(item.value) for item in items]
+        messages = [_message_of(item.value, item.key) for item in items]
+        if self.skip_excluded:
+            messages = [m for m in messages
+                        if not (m.additional_properties or {}).get("_excluded", False)]
+        return messages
 
     def _save(self, memory: MemorySession, session_id: str | None,
               messages: Sequence[Message]) -> None:
         if not messages:
             return
-        collection = memory.store.items(COLLECTION)
         prefix = self._prefix(session_id)
-        for message in messages:
-            collection.put(f"{prefix}{time.time_ns():020d}-{secrets.token_hex(4)}",
-                           message.to_dict(),
-                           metadata={"session_id": session_id or "default",
-                                     "role": _role(message)})
-        if self.max_messages is not None:
-            kept = collection.list(prefix=prefix, order="desc", offset=self.max_messages)
-            for item in kept:
-                collection.delete(item.key)
+        values = [(item_value(m.to_dict()), _role(m)) for m in messages]
+        # one transaction under the store's lock: a save lands whole or not at all, and
+        # two saves to one session at once never interleave their messages
+        with memory.store.batch():
+            collection = memory.store.items(COLLECTION)
+            for value, role in values:
+                collection.put(f"{prefix}{time.time_ns():020d}-{secrets.token_hex(4)}", value,
+                               metadata={"session_id": session_id or "default", "role": role})
+            if self.max_messages is not None:
+                for item in collection.list(prefix=prefix, order="desc",
+                                            offset=self.max_messages):
+                    collection.delete(item.key)
 
     def _memory_of(self, namespace: Any) -> MemorySession:
+        if namespace is None:
+            current = _RUN_MEMORY.get()
+            if current is not None and current[0] is self:
+                return current[1]
         return self.session_for(None, namespace=namespace)
 
     # ------------------------------------------------------------------ the framework's API
@@ -403,8 +438,9 @@ class AnnealHistoryProvider(MemoryAdapter, HistoryProvider):
 
     async def before_run(self, *, agent: Any, session: Any, context: Any,
                          state: dict[str, Any]) -> None:
-        """The session's history, in front of the new input (identity refused: raised;
-        any other failure to resolve the run's memory loads nothing, logged)."""
+        """The session's history, in front of the new input, loaded by the framework's
+        own ``HistoryProvider.before_run`` from this run's memory (identity refused:
+        raised; any other failure to resolve the run's memory loads nothing, logged)."""
         try:
             memory = self._run_memory(agent, session, context)
         except IdentityError:
@@ -416,23 +452,25 @@ class AnnealHistoryProvider(MemoryAdapter, HistoryProvider):
             return
         if session is not None:
             _remember(self, session, memory)
-        await self._load_into(memory, context)
-
-    @_safe
-    async def _load_into(self, memory: MemorySession, context: Any) -> None:
-        history = await asyncio.to_thread(self._load, memory, context.session_id)
-        context.extend_messages(self, history)
+        await self._as_framework(memory, HistoryProvider.before_run, agent=agent,
+                                 session=session, context=context, state=state)
 
     @_safe
     async def after_run(self, *, agent: Any, session: Any, context: Any,
                         state: dict[str, Any]) -> None:
-        """The run's input and response appended, as the framework's flags say."""
+        """The run's input and response appended, as the framework's own
+        ``HistoryProvider.after_run`` and its flags choose them."""
         memory = self._run_memory(agent, session, context)
         self._runs.pop(context, None)
-        messages: list[Message] = list(self._get_context_messages_to_store(context))
-        if self.store_inputs:
-            messages.extend(context.input_messages or ())
-        response = getattr(context, "response", None)
-        if self.store_outputs and response is not None and response.messages:
-            messages.extend(response.messages)
-        await asyncio.to_thread(self._save, memory, context.session_id, messages)
+        await self._as_framework(memory, HistoryProvider.after_run, agent=agent,
+                                 session=session, context=context, state=state)
+
+    @_safe
+    async def _as_framework(self, memory: MemorySession, hook: Any, **arguments: Any) -> None:
+        """Run the framework's base ``hook`` with this run's memory behind
+        :meth:`get_messages` / :meth:`save_messages` (its calls carry only the session id)."""
+        token = _RUN_MEMORY.set((self, memory))
+        try:
+            await hook(self, **arguments)
+        finally:
+            _RUN_MEMORY.reset(token)

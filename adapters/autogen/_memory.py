@@ -37,6 +37,7 @@ from typing_extensions import Self
 
 from anneal_memory import Store, retrieve_relevant
 from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, label_memory, options_except
+from anneal_memory.adapters._json import from_item_value, item_value
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
@@ -240,7 +241,10 @@ class AnnealMemory(MemoryAdapter, Memory, Component[AnnealMemoryConfig]):
         await session.arecord(_content_text(content), str(given.get("type", "observation")),
                               trust=str(given.get("trust", "agent")),
                               source=given.get("source"),
-                              metadata={_ADDED: {"mime_type": mime, "metadata": given}})
+                              metadata={_ADDED: {"mime_type": mime,
+                                                 # NaN / ±Infinity kept as ListMemory keeps
+                                                 # them (the store's metadata is strict JSON)
+                                                 "metadata": item_value(given)}})
 
     async def clear(self) -> None:
         """Delete every entry of this memory's namespace (a memory without a namespace is
@@ -375,5 +379,5 @@ def _episode_content(episode: Any, *, score: float | None = None) -> MemoryConte
             content = json.loads(episode.content)
         except ValueError:  # cut by max_content_chars: the text is all there is
             mime = MemoryMimeType.TEXT.value
-    return MemoryContent(content=content, mime_type=mime,
-                         metadata={**ours, **dict(added.get("metadata") or {})})
+    given = from_item_value(added.get("metadata") or {}, f"episode {episode.id}'s metadata")
+    return MemoryContent(content=content, mime_type=mime, metadata={**ours, **dict(given)})

@@ -17,6 +17,7 @@ from camel.storages.key_value_storages.json import CamelJSONEncoder
 
 from anneal_memory import Store
 from anneal_memory.adapters import MemoryAdapter
+from anneal_memory.adapters._json import from_item_value, item_value
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 
@@ -46,11 +47,13 @@ class AnnealKeyValueStorage(MemoryAdapter, BaseKeyValueStorage):
 
     def save(self, records: list[dict[str, Any]]) -> None:
         for record in records:
-            # CAMEL's enums and models as JsonStorage writes them
-            self.items.append(json.loads(json.dumps(record, cls=CamelJSONEncoder)))
+            # CAMEL's enums and models as JsonStorage writes them; NaN / ±Infinity (a
+            # tool's result, a score) kept as JsonStorage keeps them
+            self.items.append(item_value(json.loads(json.dumps(record, cls=CamelJSONEncoder))))
 
     def load(self) -> list[dict[str, Any]]:
-        return [json.loads(json.dumps(item.value), object_hook=_camel_types)
+        return [json.loads(json.dumps(from_item_value(item.value, f"record {item.key!r}")),
+                           object_hook=_camel_types)
                 for item in self.items.list(order="asc")]
 
     def clear(self) -> None:

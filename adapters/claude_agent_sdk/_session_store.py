@@ -30,6 +30,7 @@ import anyio
 from claude_agent_sdk import fold_session_summary
 
 from anneal_memory import Store
+from anneal_memory.adapters._json import from_item_value, item_value
 from anneal_memory.clock import utcnow
 from anneal_memory.errors import ValidationError
 
@@ -112,7 +113,9 @@ class AnnealSessionStore:
             if not fresh:
                 return
             stamp = f"{time.time_ns():020d}-{os.urandom(4).hex()}"
-            self.items.put(f"e/{pk}/{sid}/{sub}/{stamp}", {"entries": fresh})
+            # NaN / ±Infinity in an entry (a tool's result) kept as the SDK's
+            # InMemorySessionStore keeps them
+            self.items.put(f"e/{pk}/{sid}/{sub}/{stamp}", item_value({"entries": fresh}))
             for uid in seen:
                 self.items.put(f"u/{pk}/{sid}/{sub}/{_part(uid, 'uuid')}", {})
             if sub:
@@ -135,7 +138,8 @@ class AnnealSessionStore:
                 return None
             out: list[Any] = []
             for item in sorted(batches, key=lambda i: i.key):
-                out.extend(item.value["entries"])
+                out.extend(from_item_value(item.value, f"transcript batch {item.key!r}")[
+                    "entries"])
             return out
         return await anyio.to_thread.run_sync(run)
 

@@ -28,8 +28,10 @@ from datetime import datetime
 from typing import Any
 
 from crewai.memory.types import MemoryRecord, ScopeInfo
+from pydantic_core import to_jsonable_python
 
 from anneal_memory import ItemCollection, Store
+from anneal_memory.adapters._json import from_item_value, item_value
 from anneal_memory.session import MemorySession
 
 from . import _scope
@@ -43,8 +45,12 @@ VECTOR_KEY = "_vector"
 
 
 def record_fields(record: MemoryRecord) -> dict[str, Any]:
-    """A record's CrewAI fields as JSON (everything but its embedding)."""
-    return record.model_dump(mode="json", exclude={"embedding"})
+    """A record's CrewAI fields as JSON (everything but its embedding); its metadata with
+    NaN / ±Infinity kept, as CrewAI's LanceDB storage keeps them (``json.dumps``), where
+    pydantic's JSON mode would write them as null."""
+    fields = record.model_dump(mode="json", exclude={"embedding"})
+    fields["metadata"] = to_jsonable_python(record.metadata)
+    return fields
 
 
 def _is_vector(value: Any) -> bool:
@@ -95,7 +101,7 @@ def _key(record: MemoryRecord) -> str:
 
 
 def _record(item: Any) -> MemoryRecord:
-    fields = dict(item.value)
+    fields = dict(from_item_value(item.value, f"memory record {item.key!r}"))
     packed = fields.pop(VECTOR_KEY, None)
     return MemoryRecord(**fields, embedding=_unpack(packed) if packed else None)
 
@@ -239,7 +245,7 @@ class AnnealStorage:
             return None
         value = {**fields, VECTOR_KEY: _pack(record.embedding)} if record.embedding else fields
         with self._lock:
-            self._items.put(_key(record), value, metadata={
+            self._items.put(_key(record), item_value(value), metadata={
                 "record_id": record.id, "episode": episode.id, "private": record.private,
                 **({"source": record.source} if record.source else {})})
         return record

@@ -42,6 +42,7 @@ from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
 from anneal_memory import Store
+from anneal_memory.adapters._json import from_item_value, item_value
 from anneal_memory.clock import utcnow
 from anneal_memory.errors import ValidationError
 
@@ -74,6 +75,12 @@ def _jsonable(value: Any) -> Any:
     from pydantic_core import to_jsonable_python
 
     return to_jsonable_python(value, fallback=repr)
+
+
+def _value(item: Any) -> Any:
+    """A stored state or session record: NaN / ±Infinity in its state come back as ADK's
+    own services give them (in memory: as they were; SQLite: Python's JSON)."""
+    return from_item_value(item.value, f"session item {item.key!r}")
 
 
 def _split(state: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -150,14 +157,14 @@ class AnnealSessionService(BaseSessionService):
     @staticmethod
     def _state_of(view: Store, collection: str) -> dict[str, Any]:
         item = view.items(collection).get(_STATE_KEY)
-        return dict(item.value) if item is not None else {}
+        return dict(_value(item)) if item is not None else {}
 
     @classmethod
     def _merge_into(cls, view: Store, collection: str, delta: dict[str, Any]) -> None:
         if delta:
             state = cls._state_of(view, collection)
             state.update(delta)
-            view.items(collection).put(_STATE_KEY, state)
+            view.items(collection).put(_STATE_KEY, item_value(state))
 
     def _find(self, user: Store, session_id: str) -> tuple[str, Any] | None:
         """The stored id and record of a session: the id as given, else without its
@@ -167,7 +174,7 @@ class AnnealSessionService(BaseSessionService):
             if candidate:
                 item = sessions.get(candidate)
                 if item is not None:
-                    return candidate, item.value
+                    return candidate, _value(item)
         return None
 
     # --- the interface ---------------------------------------------------------------------
@@ -191,8 +198,9 @@ class AnnealSessionService(BaseSessionService):
                 raise AlreadyExistsError(f"Session with id {sid} already exists.")
             self._merge_into(app, APP_STATE, app_delta)
             self._merge_into(user, USER_STATE, user_delta)
-            user.items(SESSIONS).put(sid, {"id": sid, "state": own, "create_time": now,
-                                           "update_time": now, "events": 0})
+            user.items(SESSIONS).put(sid, item_value({"id": sid, "state": own,
+                                                      "create_time": now, "update_time": now,
+                                                      "events": 0}))
             app.items(SESSION_INDEX).put(f"{_key(user_id)}/{_key(sid)}",
                                          {"user_id": user_id, "session_id": sid},
                                          metadata={"user_id": user_id})
@@ -255,7 +263,7 @@ class AnnealSessionService(BaseSessionService):
             user = self._user(app_name, uid)
             user_state = self._state_of(user, USER_STATE)
             for item in user.items(SESSIONS).list():
-                record = item.value
+                record = _value(item)
                 sessions.append(Session(
                     app_name=app_name, user_id=uid, id=record["id"], events=[],
                     state=_merged(app_state, user_state, record["state"]),
@@ -316,7 +324,7 @@ class AnnealSessionService(BaseSessionService):
             item = user.items(SESSIONS).get(session.id)
             if item is None:
                 raise SessionNotFoundError(f"Session {session.id} not found.")
-            record = dict(item.value)
+            record = dict(_value(item))
             if record["update_time"] > session.last_update_time:
                 raise StaleSessionError(
                     f"Session {session.id} was modified in storage after this copy was read "
@@ -327,4 +335,4 @@ class AnnealSessionService(BaseSessionService):
             record["update_time"] = event.timestamp
             record["events"] = int(record["events"]) + 1
             user.items(SESSION_EVENTS).put(f"{_key(session.id)}/{record['events']:012d}", data)
-            user.items(SESSIONS).put(session.id, record)
+            user.items(SESSIONS).put(session.id, item_value(record))

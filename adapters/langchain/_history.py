@@ -24,6 +24,7 @@ from langchain_core.messages import BaseMessage, message_to_dict, messages_from_
 
 from anneal_memory import Store
 from anneal_memory.adapters import MemoryAdapter, check_identity
+from anneal_memory.adapters._json import from_item_value, item_value
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 
@@ -79,7 +80,8 @@ class AnnealChatMessageHistory(MemoryAdapter, BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """This conversation's messages, oldest first."""
-        return messages_from_dict([i.value for i in self._items.list(prefix=self._prefix)])
+        return messages_from_dict([from_item_value(i.value, f"history item {i.key!r}")
+                                   for i in self._items.list(prefix=self._prefix)])
 
     async def aget_messages(self) -> list[BaseMessage]:
         import asyncio
@@ -90,7 +92,9 @@ class AnnealChatMessageHistory(MemoryAdapter, BaseChatMessageHistory):
         with self._lock:
             for message in messages:
                 key = f"{self._prefix}{time.time_ns():020d}-{secrets.token_hex(4)}"
-                self._items.put(key, message_to_dict(message),
+                # NaN / ±Infinity (a tool's artifact, token scores) kept as LangChain's own
+                # histories keep them
+                self._items.put(key, item_value(message_to_dict(message)),
                                 metadata={"conversation_id": self.conversation_id,
                                           "type": message.type})
         if self.record_episodes:

@@ -28,6 +28,7 @@ from agents.memory import SessionSettings
 
 from anneal_memory import MemoryNamespace, Store
 from anneal_memory.adapters import check_identity, check_namespace
+from anneal_memory.adapters._json import from_item_value, item_value
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 
@@ -45,6 +46,12 @@ def session_of_run(context: Any) -> AnnealSession | None:
     """The AnnealSession the run of ``context`` (any of the SDK's run contexts) uses."""
     usage = getattr(context, "usage", None)
     return _RUNS.get(id(usage)) if usage is not None else None
+
+
+def _item_of(item: Any) -> Any:
+    """A session item as stored (a copy): NaN / ±Infinity in it (a tool's output, a
+    model's scores) come back as the SDK's own SQLiteSession gives them."""
+    return copy.deepcopy(from_item_value(item.value, f"session item {item.key!r}"))
 
 
 class AnnealSession:
@@ -123,7 +130,7 @@ class AnnealSession:
             return []
         found = await asyncio.to_thread(self._items.list, prefix=self._prefix, order="desc",
                                         limit=limit)
-        return [copy.deepcopy(item.value) for item in reversed(found)]
+        return [_item_of(item) for item in reversed(found)]
 
     async def add_items(self, items: list[Any], *, wrapper: Any = None) -> None:
         """Store each item, in order."""
@@ -135,7 +142,8 @@ class AnnealSession:
             with self._lock:
                 for value in values:
                     key = f"{self._prefix}{time.time_ns():020d}-{secrets.token_hex(4)}"
-                    self._items.put(key, value, metadata={"session_id": self.session_id})
+                    self._items.put(key, item_value(value),
+                                    metadata={"session_id": self.session_id})
         await asyncio.to_thread(put)
 
     async def pop_item(self, *, wrapper: Any = None) -> Any | None:
@@ -148,7 +156,7 @@ class AnnealSession:
                 if not last:
                     return None
                 self._items.delete(last[0].key)
-                return copy.deepcopy(last[0].value)
+                return _item_of(last[0])
         return await asyncio.to_thread(pop)
 
     async def clear_session(self, *, wrapper: Any = None) -> None:

@@ -24,6 +24,7 @@ from strands.types.session import Session, SessionAgent, SessionMessage
 
 from anneal_memory import Store
 from anneal_memory.adapters import MemoryAdapter
+from anneal_memory.adapters._json import from_item_value, item_value
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 
@@ -42,6 +43,12 @@ def _key(*parts: Any) -> str:
 
 def _message_key(session_id: str, agent_id: str, message_id: int) -> str:
     return f"{_key(session_id, agent_id)}/{int(message_id):012d}"
+
+
+def _value(item: Any) -> Any:
+    """A stored record: NaN / ±Infinity in it (agent state, a tool result) come back as
+    Strands' own FileSessionManager gives them (its files are Python's JSON)."""
+    return from_item_value(item.value, f"session item {item.key!r}")
 
 
 class AnnealSessionRepository(MemoryAdapter, SessionRepository):
@@ -72,12 +79,12 @@ class AnnealSessionRepository(MemoryAdapter, SessionRepository):
         items = self._items(SESSIONS)
         if items.get(_key(session.session_id)) is not None:
             raise SessionException(f"Session {session.session_id} already exists")
-        items.put(_key(session.session_id), session.to_dict())
+        items.put(_key(session.session_id), item_value(session.to_dict()))
         return session
 
     def read_session(self, session_id: str, **kwargs: Any) -> Session | None:
         item = self._items(SESSIONS).get(_key(session_id))
-        return None if item is None else Session.from_dict(item.value)
+        return None if item is None else Session.from_dict(_value(item))
 
     def delete_session(self, session_id: str, **kwargs: Any) -> None:
         """Delete a session with its agents, messages and multi-agent states."""
@@ -89,11 +96,12 @@ class AnnealSessionRepository(MemoryAdapter, SessionRepository):
 
     # ------------------------------------------------------------------ agents
     def create_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
-        self._items(AGENTS).put(_key(session_id, session_agent.agent_id), session_agent.to_dict())
+        self._items(AGENTS).put(_key(session_id, session_agent.agent_id),
+                                item_value(session_agent.to_dict()))
 
     def read_agent(self, session_id: str, agent_id: str, **kwargs: Any) -> SessionAgent | None:
         item = self._items(AGENTS).get(_key(session_id, agent_id))
-        return None if item is None else SessionAgent.from_dict(item.value)
+        return None if item is None else SessionAgent.from_dict(_value(item))
 
     def update_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
         previous = self.read_agent(session_id, session_agent.agent_id)
@@ -101,19 +109,20 @@ class AnnealSessionRepository(MemoryAdapter, SessionRepository):
             raise SessionException(
                 f"Agent {session_agent.agent_id} in session {session_id} does not exist")
         session_agent.created_at = previous.created_at
-        self._items(AGENTS).put(_key(session_id, session_agent.agent_id), session_agent.to_dict())
+        self._items(AGENTS).put(_key(session_id, session_agent.agent_id),
+                                item_value(session_agent.to_dict()))
 
     # ------------------------------------------------------------------ messages
     def create_message(self, session_id: str, agent_id: str, session_message: SessionMessage,
                        **kwargs: Any) -> None:
         self._items(MESSAGES).put(
             _message_key(session_id, agent_id, session_message.message_id),
-            session_message.to_dict())
+            item_value(session_message.to_dict()))
 
     def read_message(self, session_id: str, agent_id: str, message_id: int,
                      **kwargs: Any) -> SessionMessage | None:
         item = self._items(MESSAGES).get(_message_key(session_id, agent_id, message_id))
-        return None if item is None else SessionMessage.from_dict(item.value)
+        return None if item is None else SessionMessage.from_dict(_value(item))
 
     def update_message(self, session_id: str, agent_id: str, session_message: SessionMessage,
                        **kwargs: Any) -> None:
@@ -131,17 +140,17 @@ class AnnealSessionRepository(MemoryAdapter, SessionRepository):
         items = self._items(MESSAGES).list(prefix=f"{_key(session_id, agent_id)}/")
         items = sorted(items, key=lambda item: item.key)  # zero-padded ids sort as numbers
         chosen = items[offset:] if limit is None else items[offset:offset + limit]
-        return [SessionMessage.from_dict(item.value) for item in chosen]
+        return [SessionMessage.from_dict(_value(item)) for item in chosen]
 
     # ------------------------------------------------------------------ multi-agent
     def create_multi_agent(self, session_id: str, multi_agent: Any, **kwargs: Any) -> None:
         self._items(MULTI_AGENTS).put(_key(session_id, multi_agent.id),
-                                      multi_agent.serialize_state())
+                                      item_value(multi_agent.serialize_state()))
 
     def read_multi_agent(self, session_id: str, multi_agent_id: str,
                          **kwargs: Any) -> dict[str, Any] | None:
         item = self._items(MULTI_AGENTS).get(_key(session_id, multi_agent_id))
-        return None if item is None else dict(item.value)
+        return None if item is None else dict(_value(item))
 
     def update_multi_agent(self, session_id: str, multi_agent: Any, **kwargs: Any) -> None:
         if self.read_multi_agent(session_id, multi_agent.id) is None:

@@ -5,7 +5,9 @@ Run: python examples/agent_framework/example.py [memory.db]
 One agent, one store, two users told apart by each run's ``options={"user": ...}``. Alice
 tells a fact in one session and her run wraps her memory; Bob asks and sees nothing of
 hers; Alice asks in a new session and the model's input carries her recalled memory (the
-sessions' histories live in the same database, through the history provider).
+sessions' histories live in the same database, through the history provider); a run that
+names no user is refused before the model is called (``whose``: a multi-user app never
+falls back to one shared memory).
 """
 
 from __future__ import annotations
@@ -30,7 +32,11 @@ from agent_framework import (  # noqa: E402
 )
 
 from anneal_memory import Store  # noqa: E402
-from anneal_memory.adapters.agent_framework import AnnealContextProvider  # noqa: E402
+from anneal_memory.adapters.agent_framework import (  # noqa: E402
+    AnnealContextProvider,
+    RunContext,
+)
+from anneal_memory.errors import IdentityError  # noqa: E402
 from anneal_memory.testing import is_wrap_prompt, scripted_compress  # noqa: E402
 
 
@@ -54,9 +60,16 @@ class ScriptedClient(FunctionInvocationLayer, ChatMiddlewareLayer, BaseChatClien
         return get()
 
 
+def whose(run: RunContext) -> dict[str, str]:
+    """The run's memory is its user's: a run that names none is refused."""
+    if not run.user:
+        raise IdentityError("this run names no user: pass options={'user': ...}")
+    return {"user": run.user}
+
+
 async def main(db_path: Path) -> None:
     with Store(db_path, project_name="Gardener") as store:
-        memory = AnnealContextProvider(store, wrap_on_end=True)
+        memory = AnnealContextProvider(store, namespace=whose, wrap_on_end=True)
         agent = Agent(ScriptedClient(), "You are a gardening assistant.",
                       context_providers=[memory, memory.history_provider()])
         print("alice, run 1")
@@ -77,6 +90,11 @@ async def main(db_path: Path) -> None:
         history = alice.items("agent_framework.history").list()
         print(f"  alice's sessions in the database: "
               f"{sorted({i.metadata['session_id'] for i in history})}")
+        print("a run with no user")
+        try:
+            await agent.run("Which greenhouse heater do we have?")
+        except IdentityError as exc:
+            print(f"  refused: {exc}")
 
 
 if __name__ == "__main__":

@@ -22,15 +22,17 @@ from anneal_memory.testing import is_wrap_prompt, scripted_compress
 
 
 class ScriptedClient(FunctionInvocationLayer, ChatMiddlewareLayer, BaseChatClient):
-    """``inputs``: per model call, the instructions and every message's text joined."""
+    """``inputs``: per model call, the instructions and every message's text joined;
+    ``properties``: the answer message's ``additional_properties``."""
 
     def __init__(self, *, call_tool: bool = False, answer: str = "Done: noted.",
-                 tool: tuple[str, dict[str, Any]] = ("lookup", {"query": "pump pressure"})
-                 ) -> None:
+                 tool: tuple[str, dict[str, Any]] = ("lookup", {"query": "pump pressure"}),
+                 properties: dict[str, Any] | None = None) -> None:
         super().__init__(middleware=[])
         self.call_tool = call_tool
         self.tool = tool
         self.answer = answer
+        self.properties = properties
         self.inputs: list[str] = []
         self.messages: list[list[Message]] = []
 
@@ -46,7 +48,8 @@ class ScriptedClient(FunctionInvocationLayer, ChatMiddlewareLayer, BaseChatClien
         if self.call_tool and not returned:
             call = Content.from_function_call("call-1", self.tool[0], arguments=self.tool[1])
             return ChatResponse(messages=Message(role="assistant", contents=[call]))
-        return ChatResponse(messages=Message(role="assistant", contents=[self.answer]))
+        return ChatResponse(messages=Message(role="assistant", contents=[self.answer],
+                                             additional_properties=dict(self.properties or {})))
 
     def _inner_get_response(self, *, messages: Any, stream: bool, options: Any,
                             **kwargs: Any) -> Any:

@@ -15,3 +15,5 @@ def test_example_runs_offline(tmp_path: Path) -> None:
                                 line=("model input:", "Zephyrion"))
     bob = out.split("bob, run 1")[1].split("alice, run 2")[0]
     assert "model input:" in bob and "Zephyrion" not in bob
+    nobody = out.split("a run with no user")[1]
+    assert "refused: this run names no user" in nobody and "model input:" not in nobody

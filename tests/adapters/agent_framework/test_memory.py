@@ -5,10 +5,15 @@ against the framework's own ``InMemoryHistoryProvider`` (its reference)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import math
+import warnings
 from pathlib import Path
 from typing import Any
 
+import agent_framework
+import pytest
 from agent_framework import Agent, AgentSession, InMemoryHistoryProvider, Message
 from maf_scripted import ScriptedClient, lookup
 
@@ -176,6 +181,72 @@ def test_history_behaves_as_the_frameworks_in_memory_history(mem_store: Store) -
         "conv-1", namespace=ALICE))
     assert shape(stored) == shape(ref_session.state["in_memory"]["messages"])
     assert "in_memory" not in session.state  # the agent added no history of its own
+
+
+def measure(limit: float) -> float:
+    """Measure against a limit."""
+    return limit * 2
+
+
+def nan_runs(providers: list[Any], value: float) -> tuple[list[str], AgentSession]:
+    """A tool run whose call carries ``value`` and whose answer holds it in its
+    properties, then a second run; the second model call's messages as JSON text
+    (NaN written as ``NaN``: comparable), without the provider's attribution and the
+    call ids the framework draws per run."""
+    session = AgentSession(session_id="conv-nan")
+    first = ScriptedClient(call_tool=True, tool=("measure", {"limit": value}),
+                           properties={"score": value})
+    second = ScriptedClient()
+    for client, text in ((first, "Measure it"), (second, "And?")):
+        agent = Agent(client, "You are a test agent.", tools=[measure],
+                      context_providers=providers)
+        asyncio.run(agent.run(text, session=session, options={"user": "alice"}))
+    seen = []
+    for message in second.messages[0]:
+        if (message.text or "").startswith(MEMORY_LABEL):
+            continue  # our memory's message: not history
+        data = message.to_dict()
+        data.get("additional_properties", {}).pop("_attribution", None)
+        for content in data["contents"]:
+            content.pop("id", None)  # the framework draws a fresh one per call
+        seen.append(json.dumps(data, sort_keys=True))
+    return seen, session
+
+
+def reference_history(tmp_path: Path) -> Any:
+    """The framework's file history provider where this release has it, else its
+    in-memory one (1.0.0)."""
+    file_provider = getattr(agent_framework, "FileHistoryProvider", None)
+    if file_provider is None:
+        return InMemoryHistoryProvider()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return file_provider(tmp_path / "reference")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")],
+                         ids=["nan", "inf", "-inf"])
+def test_non_finite_values_round_trip_through_the_real_loop(mem_store: Store, tmp_path: Path,
+                                                            value: float) -> None:
+    """A tool call and an answer holding NaN / an infinity are stored, reloaded into the
+    next run and given to the model exactly as the framework's own file provider does
+    (save_messages used to refuse: "Out of range float values are not JSON compliant");
+    the session still serialises; the memory records the run."""
+    reference, _ = nan_runs([reference_history(tmp_path)], value)
+    memory = AnnealContextProvider(mem_store)
+    ours, session = nan_runs([memory, memory.history_provider()], value)
+    assert ours == reference
+    assert len(ours) == 5 and "Measure it" in ours[0] and "And?" in ours[-1]
+    stored = asyncio.run(memory.history_provider().get_messages("conv-nan", namespace=ALICE))
+    args = stored[1].contents[0].arguments
+    restored = args["limit"] if isinstance(args, dict) else json.loads(args)["limit"]
+    assert math.isnan(restored) if math.isnan(value) else restored == value
+    score = stored[3].additional_properties["score"]
+    assert math.isnan(score) if math.isnan(value) else score == value
+    again = AgentSession.from_dict(json.loads(json.dumps(session.to_dict())))
+    assert again.session_id == "conv-nan"
+    kinds = {e.type.value + "/" + e.trust for e in mem_store.scoped(ALICE).recall(limit=100).episodes}
+    assert {"observation/tool", "outcome/agent"} <= kinds
 
 
 def test_history_lives_in_the_database(tmp_path: Path) -> None:

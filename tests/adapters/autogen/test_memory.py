@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,27 @@ def test_shared_semantics_with_list_memory(store: Store) -> None:
             assert (await memory.query("pizza")).results == []
 
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")],
+                         ids=["nan", "inf", "-inf"])
+def test_non_finite_values_come_back_as_from_list_memory(store: Store, value: float) -> None:
+    """An entry whose metadata and JSON content hold NaN / an infinity (a tool's reading)
+    is added and queried back as ListMemory gives it (the store's JSON metadata refused
+    it: add raised)."""
+    entry = MemoryContent(content={"reading": value}, mime_type=MemoryMimeType.JSON,
+                          metadata={"category": "sensor", "score": value})
+
+    async def go(memory: Memory) -> MemoryContent:
+        await memory.add(entry)
+        (found,) = (await memory.query("")).results
+        return found
+
+    for memory in (AnnealMemory(store), ListMemory()):
+        found = asyncio.run(go(memory))
+        assert found.metadata["category"] == "sensor" and _mime(found) == "application/json"
+        for got in (found.metadata["score"], found.content["reading"]):
+            assert math.isnan(got) if math.isnan(value) else got == value
 
 
 def _mime(content: MemoryContent) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -259,3 +260,28 @@ def test_key_value_storage_behaves_as_camels_own(store: Store) -> None:
     reopened.clear()
     assert ours.load() == [] and store.status().total_episodes == 0
 
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")],
+                         ids=["nan", "inf", "-inf"])
+def test_key_value_storage_keeps_non_finite_values_as_camels_json_storage(
+        store: Store, tmp_path: Path, value: float) -> None:
+    """Records holding NaN / an infinity (a tool's result in a message's meta) are kept
+    and loaded back as CAMEL's own JsonStorage keeps them (the store's JSON refused them)."""
+    from camel.storages.key_value_storages import JsonStorage
+    from camel.types import OpenAIBackendRole
+
+    records = [{"role_at_backend": OpenAIBackendRole.USER, "uuid": "u1",
+                "message": {"content": "measure it", "meta_dict": {"reading": value}}},
+               {"role_at_backend": OpenAIBackendRole.ASSISTANT, "uuid": "u2",
+                "message": {"content": "done", "meta_dict": None}}]
+    ours = AnnealKeyValueStorage(store, namespace={"user": "alice"})
+    reference = JsonStorage(tmp_path / "reference.json")
+    for storage in (ours, reference):
+        storage.save(records)
+    mine, theirs = ours.load(), reference.load()
+    assert [(r["uuid"], r["role_at_backend"]) for r in mine] == [
+        (r["uuid"], r["role_at_backend"]) for r in theirs]
+    for got in (mine[0]["message"]["meta_dict"]["reading"],
+                theirs[0]["message"]["meta_dict"]["reading"]):
+        assert math.isnan(got) if math.isnan(value) else got == value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,27 @@ async def test_entries_roundtrip_verbatim_and_dedupe_by_uuid(mem_store: Store) -
         await s.append({"project_key": "p", "session_id": ""}, [entry])
     with pytest.raises(ValidationError, match="subpath"):
         await s.load({"project_key": "p", "session_id": "s", "subpath": ""})
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")],
+                         ids=["nan", "inf", "-inf"])
+async def test_entries_with_non_finite_values_as_the_sdks_in_memory_store(
+        mem_store: Store, value: float) -> None:
+    """An entry holding NaN / an infinity (a tool's result) is kept and loaded back as the
+    SDK's InMemorySessionStore keeps it (the store's JSON refused it: append raised)."""
+    from claude_agent_sdk import InMemorySessionStore
+
+    key = {"project_key": "p", "session_id": "s1"}
+    entries = [{"type": "user", "uuid": "u1", "toolUseResult": {"reading": value}},
+               {"type": "assistant", "uuid": "u2", "message": {"content": "done"}}]
+    loaded = []
+    for s in (AnnealSessionStore(mem_store), InMemorySessionStore()):
+        await s.append(key, entries)
+        got = await s.load(key)
+        assert got is not None and [e["uuid"] for e in got] == ["u1", "u2"]
+        loaded.append(got[0]["toolUseResult"]["reading"])
+    for got in loaded:
+        assert math.isnan(got) if math.isnan(value) else got == value
 
 
 async def test_a_second_host_sees_the_transcripts(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 from crew_scripted import AnnealEventListener, run_crew, scripted_llm
@@ -273,3 +274,23 @@ def test_the_anonymous_policy_reaches_the_adapter(tmp_path) -> None:
         assert _Memory(s).anonymous == "shared"
         with pytest.raises(_Invalid, match="anonymous"):
             _Memory(s, anonymous="everyone")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")],
+                         ids=["nan", "inf", "-inf"])
+def test_record_metadata_keeps_non_finite_values_as_crewais_lancedb_storage(
+        mem_store: Store, tmp_path, value: float) -> None:
+    """A record whose metadata holds NaN / an infinity (a tool's reading) is kept and read
+    back as CrewAI's own LanceDB storage keeps it (ours wrote it as null: pydantic's JSON
+    mode)."""
+    from crewai.memory.storage.lancedb_storage import LanceDBStorage
+
+    record = MemoryRecord(content="The pump reading was taken", metadata={"reading": value},
+                          embedding=[0.1, 0.2, 0.3])
+    for storage in (AnnealStorage(mem_store), LanceDBStorage(path=str(tmp_path / "lance"))):
+        storage.save([record])
+        got = storage.get_record(record.id)
+        assert got is not None and got.content == record.content
+        restored = got.metadata["reading"]
+        assert isinstance(restored, float), (storage, restored)
+        assert math.isnan(restored) if math.isnan(value) else restored == value

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import os
 import time
 import uuid
@@ -298,6 +299,34 @@ async def test_append_event_complete(session_service: Any) -> None:
     await session_service.append_event(session, event)
     got = await session_service.get_session(app_name="my_app", user_id="u", session_id=session.id)
     assert got == session
+
+
+def _same_float(got: Any, value: float) -> bool:
+    return isinstance(got, float) and (math.isnan(got) if math.isnan(value) else got == value)
+
+
+@pytest.mark.parametrize("session_service", [*OURS, "adk_in_memory"], indirect=True)
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")],
+                         ids=["nan", "inf", "-inf"])
+@sync
+async def test_state_with_non_finite_values_round_trips(session_service: Any,
+                                                        value: float) -> None:
+    """Session, user and app state holding NaN / an infinity (a tool's reading kept in
+    state) are stored and read back as ADK's default InMemorySessionService keeps them
+    (ours refused them: the store's strict JSON). ADK's SqliteSessionService is no
+    reference here: SQLite's JSON functions refuse such state ("malformed JSON")."""
+    session = await session_service.create_session(
+        app_name="my_app", user_id="u", state={"reading": value, "user:best": value})
+    await session_service.append_event(session, _event(
+        actions=_delta(score=value, **{"app:limit": value}),
+        timestamp=session.last_update_time + 1))
+    got = await session_service.get_session(app_name="my_app", user_id="u",
+                                            session_id=session.id)
+    assert got is not None and len(got.events) == 1
+    for key in ("reading", "user:best", "score", "app:limit"):
+        assert _same_float(got.state[key], value), (key, got.state)
+    listed = (await session_service.list_sessions(app_name="my_app", user_id="u")).sessions
+    assert _same_float(listed[0].state["reading"], value)
 
 
 @on()

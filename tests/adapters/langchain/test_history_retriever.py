@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import math
 
+import pytest
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
@@ -140,6 +142,31 @@ def test_history_behaves_as_langchains_in_memory_history(store: Store) -> None:
 
     expected = asyncio.run(script(InMemoryChatMessageHistory()))
     assert asyncio.run(script(AnnealChatMessageHistory(store, "s1"))) == expected
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")],
+                         ids=["nan", "inf", "-inf"])
+def test_history_keeps_non_finite_values_as_langchains_in_memory_history(
+        store: Store, value: float) -> None:
+    """A tool's artifact and a model's metadata holding NaN / an infinity come back as
+    LangChain's InMemoryChatMessageHistory gives them (the store's JSON refused them)."""
+    from langchain_core.chat_history import InMemoryChatMessageHistory
+
+    def script(history: BaseChatMessageHistory) -> list[object]:
+        history.add_messages([
+            HumanMessage("measure it"),
+            ToolMessage("measured", tool_call_id="c1", artifact={"reading": value}),
+            AIMessage("done", response_metadata={"logprob": value})])
+        got = history.messages
+        return [(m.type, m.text) for m in got] + [
+            got[1].artifact["reading"], got[2].response_metadata["logprob"]]
+
+    ours = script(AnnealChatMessageHistory(store, "s1"))
+    again = AnnealChatMessageHistory(store, "s1").messages  # read anew from the database
+    reference = script(InMemoryChatMessageHistory())
+    assert ours[:3] == reference[:3]
+    for got in (*ours[3:], *reference[3:], again[1].artifact["reading"]):
+        assert math.isnan(got) if math.isnan(value) else got == value
 
 
 def test_retriever_honours_k_at_invoke_and_the_runs_identity(store: Store) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,30 @@ def test_behaves_as_the_sdks_sqlite_session(mem_store: Store, tmp_path: Path) ->
     reference = SQLiteSession("s1", str(tmp_path / "reference.db"))
     expected = asyncio.run(_script(reference))
     assert asyncio.run(_script(AnnealSession("s1", mem_store))) == expected
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")],
+                         ids=["nan", "inf", "-inf"])
+def test_non_finite_values_round_trip_as_in_the_sdks_sqlite_session(
+        mem_store: Store, tmp_path: Path, value: float) -> None:
+    """A tool output and a model item holding NaN / an infinity are stored and given back
+    as the SDK's own SQLiteSession gives them (the store's JSON refused them)."""
+    sent = [{"role": "user", "content": "measure it"},
+            {"type": "function_call_output", "call_id": "c1", "output": {"reading": value}},
+            {"role": "assistant", "content": "done", "logprob": value}]
+
+    async def script(session: Session) -> list[object]:
+        await session.add_items(sent)
+        got = await session.get_items()
+        last = await session.pop_item()
+        return [got[0], got[1]["output"]["reading"], got[2]["logprob"], last["logprob"],
+                len(await session.get_items())]
+
+    reference = asyncio.run(script(SQLiteSession("s1", str(tmp_path / "reference.db"))))
+    ours = asyncio.run(script(AnnealSession("s1", mem_store)))
+    assert ours[0] == reference[0] and ours[4] == reference[4] == 2
+    for got in (*ours[1:4], *reference[1:4]):
+        assert math.isnan(got) if math.isnan(value) else got == value
 
 
 def test_sessions_are_isolated(mem_store: Store) -> None:

@@ -5,6 +5,7 @@ namespace."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,38 @@ def test_multi_agent_state(repo: Any) -> None:
     repo.create_multi_agent("test-session", Graph({"n": 1}))
     repo.update_multi_agent("test-session", Graph({"n": 2}))
     assert repo.read_multi_agent("test-session", "test-multi-agent")["state"] == {"n": 2}
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")],
+                         ids=["nan", "inf", "-inf"])
+def test_non_finite_values_round_trip_as_in_files(repo: Any, value: float) -> None:
+    """Agent state, a tool result and multi-agent state holding NaN / an infinity come back
+    as the file repository gives them (its files are Python's JSON; the store's JSON
+    refused them)."""
+    repo.create_session(_session())
+    agent = _agent()
+    agent.state = {"reading": value}
+    repo.create_agent("test-session", agent)
+    repo.create_message("test-session", "test-agent", SessionMessage.from_message(
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "status": "success",
+                                                      "content": [{"json": {"x": value}}]}}]},
+        0))
+
+    class Graph:
+        id = "graph"
+
+        def serialize_state(self) -> dict[str, Any]:
+            return {"id": self.id, "state": {"score": value}}
+
+    repo.create_multi_agent("test-session", Graph())
+    got = [repo.read_agent("test-session", "test-agent").state["reading"],
+           repo.read_message("test-session", "test-agent", 0).message["content"][0][
+               "toolResult"]["content"][0]["json"]["x"],
+           repo.list_messages("test-session", "test-agent")[0].message["content"][0][
+               "toolResult"]["content"][0]["json"]["x"],
+           repo.read_multi_agent("test-session", "graph")["state"]["score"]]
+    for restored in got:
+        assert math.isnan(restored) if math.isnan(value) else restored == value
 
 
 def test_a_real_agent_restores_its_conversation_as_with_files(tmp_path: Path) -> None:
