@@ -39,6 +39,7 @@ from ._base import (
     options_except,
     require_extra,
 )
+from ._json import from_item_value, has_non_finite, item_value
 
 __all__ = [
     "ANONYMOUS_POLICIES",
@@ -57,6 +58,9 @@ __all__ = [
     "check_identity",
     "check_memory_role",
     "check_namespace",
+    "from_item_value",
+    "has_non_finite",
+    "item_value",
     "check_namespace_identity",
     "hook_guard",
     "identity",

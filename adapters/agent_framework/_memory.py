@@ -41,12 +41,13 @@ from anneal_memory.adapters import (
     Compress,
     MemoryAdapter,
     check_identity,
+    from_item_value,
     hook_guard,
     identity,
+    item_value,
     label_memory,
     options_except,
 )
-from anneal_memory.adapters._json import from_item_value, item_value
 from anneal_memory.errors import IdentityError, ValidationError
 from anneal_memory.session import MemorySession
 

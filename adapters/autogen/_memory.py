@@ -36,8 +36,15 @@ from pydantic import BaseModel
 from typing_extensions import Self
 
 from anneal_memory import Store, retrieve_relevant
-from anneal_memory.adapters import Compress, MemoryAdapter, hook_guard, label_memory, options_except
-from anneal_memory.adapters._json import from_item_value, item_value
+from anneal_memory.adapters import (
+    Compress,
+    MemoryAdapter,
+    from_item_value,
+    hook_guard,
+    item_value,
+    label_memory,
+    options_except,
+)
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 

@@ -16,8 +16,7 @@ from camel.storages.key_value_storages import BaseKeyValueStorage
 from camel.storages.key_value_storages.json import CamelJSONEncoder
 
 from anneal_memory import Store
-from anneal_memory.adapters import MemoryAdapter
-from anneal_memory.adapters._json import from_item_value, item_value
+from anneal_memory.adapters import MemoryAdapter, from_item_value, item_value
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 

@@ -30,7 +30,7 @@ import anyio
 from claude_agent_sdk import fold_session_summary
 
 from anneal_memory import Store
-from anneal_memory.adapters._json import from_item_value, item_value
+from anneal_memory.adapters import from_item_value, item_value
 from anneal_memory.clock import utcnow
 from anneal_memory.errors import ValidationError
 

@@ -31,7 +31,7 @@ from crewai.memory.types import MemoryRecord, ScopeInfo
 from pydantic_core import to_jsonable_python
 
 from anneal_memory import ItemCollection, Store
-from anneal_memory.adapters._json import from_item_value, item_value
+from anneal_memory.adapters import from_item_value, item_value
 from anneal_memory.session import MemorySession
 
 from . import _scope

@@ -42,7 +42,7 @@ from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
 from anneal_memory import Store
-from anneal_memory.adapters._json import from_item_value, item_value
+from anneal_memory.adapters import from_item_value, item_value
 from anneal_memory.clock import utcnow
 from anneal_memory.errors import ValidationError
 

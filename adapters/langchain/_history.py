@@ -23,8 +23,7 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
 from anneal_memory import Store
-from anneal_memory.adapters import MemoryAdapter, check_identity
-from anneal_memory.adapters._json import from_item_value, item_value
+from anneal_memory.adapters import MemoryAdapter, check_identity, from_item_value, item_value
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 

@@ -44,7 +44,7 @@ from langgraph.store.base import (
 )
 
 from anneal_memory import ItemCollection, Store, clock
-from anneal_memory.adapters import MemoryAdapter
+from anneal_memory.adapters import MemoryAdapter, from_item_value, item_value
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 
@@ -304,7 +304,7 @@ class AnnealStore(MemoryAdapter, BaseStore):
                 return
             value = dict(op.value)
             minutes = getattr(op, "ttl", None)
-            self._items.put(key, value, metadata={
+            self._items.put(key, item_value(value), metadata={
                 "ns": list(namespace), "key": op.key, **_leaves(value),
                 **({"ttl": minutes} if minutes is not None else {})})
             if self._index is not None:
@@ -342,7 +342,7 @@ class AnnealStore(MemoryAdapter, BaseStore):
                 rows = self._items.list(prefix=prefix, where=where or None, limit=_PAGE,
                                         offset=offset)
                 for row in rows:
-                    if row.key not in expired and matches(row.value, op.filter):
+                    if row.key not in expired and matches(_value(row), op.filter):
                         if skip:
                             skip -= 1
                         elif len(found) < op.limit:
@@ -363,7 +363,7 @@ class AnnealStore(MemoryAdapter, BaseStore):
         while True:
             page = self._items.list(prefix=prefix, where=where or None, limit=_PAGE,
                                     offset=offset)
-            rows += [r for r in page if r.key not in expired and matches(r.value, op.filter)]
+            rows += [r for r in page if r.key not in expired and matches(_value(r), op.filter)]
             if len(page) < _PAGE:
                 break
             offset += _PAGE
@@ -481,9 +481,15 @@ def _expires(row: Any) -> bool:
     return row.metadata.get("ttl") is not None
 
 
+def _value(row: Any) -> Any:
+    """An item's value as LangGraph put it (one holding NaN or an infinity is kept as its
+    JSON text: the store's values are strict JSON, LangGraph's stores keep such floats)."""
+    return from_item_value(row.value, f"the item {row.metadata.get('key')!r}")
+
+
 def _to_item(row: Any, *, search: bool = False, score: float | None = None) -> Any:
     fields = dict(namespace=tuple(row.metadata["ns"]), key=row.metadata["key"],
-                  value=dict(row.value),
+                  value=dict(_value(row)),
                   created_at=clock.parse_timestamp(row.created_at, field="created_at"),
                   updated_at=clock.parse_timestamp(row.updated_at, field="updated_at"))
     return SearchItem(**fields, score=score) if search else Item(**fields)

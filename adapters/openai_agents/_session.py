@@ -27,8 +27,7 @@ from urllib.parse import quote
 from agents.memory import SessionSettings
 
 from anneal_memory import MemoryNamespace, Store
-from anneal_memory.adapters import check_identity, check_namespace
-from anneal_memory.adapters._json import from_item_value, item_value
+from anneal_memory.adapters import check_identity, check_namespace, from_item_value, item_value
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 

@@ -23,8 +23,7 @@ from strands.types.exceptions import SessionException
 from strands.types.session import Session, SessionAgent, SessionMessage
 
 from anneal_memory import Store
-from anneal_memory.adapters import MemoryAdapter
-from anneal_memory.adapters._json import from_item_value, item_value
+from anneal_memory.adapters import MemoryAdapter, from_item_value, item_value
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
 

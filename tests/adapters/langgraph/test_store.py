@@ -217,3 +217,25 @@ def test_agent_tool_uses_runtime_store(store: Store) -> None:
     assert out["messages"][-1].text == "Saved it."
     item = lg.get(("facts",), "f1")
     assert item is not None and item.value == {"text": "the gate code is 1234"}
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")],
+                         ids=["nan", "inf", "-inf"])
+def test_non_finite_values_round_trip_as_in_memory_store(tmp_path, value: float) -> None:
+    """A value holding NaN or an infinity (a tool's reading) is kept and read back, by get
+    and by search, as LangGraph's InMemoryStore keeps it (ours refused it: strict JSON)."""
+    import math
+
+    from langgraph.store.memory import InMemoryStore
+
+    from anneal_memory import Store
+    from anneal_memory.adapters.langgraph import AnnealStore
+
+    with Store(tmp_path / "nf.db") as s:
+        for store in (AnnealStore(s), InMemoryStore()):
+            store.put(("sensors",), "pump", {"reading": value, "unit": "bar"})
+            got = [store.get(("sensors",), "pump").value["reading"],
+                   store.search(("sensors",), filter={"unit": "bar"})[0].value["reading"]]
+            for r in got:
+                assert isinstance(r, float) and (math.isnan(r) if math.isnan(value)
+                                                 else r == value), (store, r)
