@@ -340,6 +340,12 @@ def serve_http(store: Store, address: str, *, rate_limit: str | None = edge.DEFA
         def handle_exit(self, sig: int, frame: Any) -> None:
             app.stopping = True
             super().handle_exit(sig, frame)
+            # uvicorn raises the signal again once it has stopped, which would end the
+            # process before the store is closed (its audit files flushed): the stop
+            # asked for has happened, so return instead (Ctrl-C twice still forces it)
+            captured = getattr(self, "_captured_signals", None)
+            if isinstance(captured, list) and sig in captured:
+                captured.remove(sig)
 
     with contextlib.closing(sock):
         _Server(config).run(sockets=[sock])
