@@ -336,7 +336,7 @@ def serve_http(store: Store, address: str, *, rate_limit: str | None = edge.DEFA
                             timeout_graceful_shutdown=GRACE)
     _one_line_logs()
 
-    class _Server(uvicorn.Server):
+    class _Server(uvicorn.Server):  # type: ignore[misc]
         def handle_exit(self, sig: int, frame: Any) -> None:
             app.stopping = True
             super().handle_exit(sig, frame)
