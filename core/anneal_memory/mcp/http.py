@@ -183,6 +183,7 @@ class App:
         self.principals = Principals(store)
         self.usage = edge.Usage(lambda seen: record_use(store, seen))
         self.stopping = False  # set when a shutdown starts: /healthz says so
+        self.on_ready: Callable[[], None] | None = None  # called once it is serving
         self.manager = StreamableHTTPSessionManager(
             app=build_server(current_tools, offload=True), stateless=True, json_response=True)
 
@@ -197,6 +198,8 @@ class App:
 
         await receive()  # lifespan.startup
         async with self.manager.run():
+            if self.on_ready is not None:  # signals are handled from here on
+                self.on_ready()
             await send({"type": "lifespan.startup.complete"})
             await receive()  # lifespan.shutdown: every request in flight has finished
         with contextlib.suppress(Exception):
@@ -330,8 +333,11 @@ def serve_http(store: Store, address: str, *, rate_limit: str | None = edge.DEFA
     port = sock.getsockname()[1]
     app = App(store, host, port, rate_limit=rate_limit, allow_origins=allow_origins)
     shown = f"[{host}]" if ":" in host else host
-    print(f"anneal-memory: MCP over HTTP at http://{shown}:{port}{PATH} (each request needs "
-          "a bearer token: anneal-memory token create)", flush=True)
+    # the line says it is ready: printed once uvicorn handles SIGTERM (a stop asked for
+    # right after it is graceful) and the listening socket accepts
+    app.on_ready = lambda: print(
+        f"anneal-memory: MCP over HTTP at http://{shown}:{port}{PATH} (each request needs "
+        "a bearer token: anneal-memory token create)", flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
                             timeout_graceful_shutdown=GRACE)
     _one_line_logs()
