@@ -375,6 +375,36 @@ def test_shutdown_finishes_the_request_in_flight(tmp_path: Path) -> None:
     assert _count(db) == 1
 
 
+def test_the_sdk_s_client_error_tracebacks_become_one_line() -> None:
+    import io
+    import logging
+
+    from starlette.requests import ClientDisconnect
+
+    from anneal_memory.mcp.edge import OneLineClientErrors
+
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.addFilter(OneLineClientErrors())
+    log = logging.getLogger("mcp.server.streamable_http.edge-test")
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        try:
+            raise ClientDisconnect()
+        except ClientDisconnect:
+            log.exception("Error handling POST request")
+        try:
+            raise RuntimeError("a bug of ours")
+        except RuntimeError:
+            log.exception("tool failed")
+    finally:
+        log.removeHandler(handler)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "Error handling POST request (a client's request: ClientDisconnect)"
+    assert lines[1] == "tool failed" and lines[2].startswith("Traceback")  # a bug keeps it
+
+
 def test_a_reused_connection_is_not_held_by_nagle_and_delayed_ack(srv: Server) -> None:
     sock = _listen("127.0.0.1", 0)
     try:

@@ -182,7 +182,6 @@ class App:
         self.limiter = edge.RateLimiter(*rate) if rate else None
         self.principals = Principals(store)
         self.usage = edge.Usage(lambda seen: record_use(store, seen))
-        self.stopping = False  # set when a shutdown starts: /healthz says so
         self.on_ready: Callable[[], None] | None = None  # called once it is serving
         self.manager = StreamableHTTPSessionManager(
             app=build_server(current_tools, offload=True), stateless=True, json_response=True)
@@ -207,15 +206,12 @@ class App:
         await send({"type": "lifespan.shutdown.complete"})
 
     async def _health(self, scope: Scope, send: Send) -> None:
-        """``GET /healthz``: 200 ``ok`` while the store answers; 503 when it does not, or
-        while the server is stopping. Nothing about the store is said."""
+        """``GET /healthz``: 200 ``ok`` while the store answers, 503 when it does not
+        (a stopping server accepts no new connection). Nothing about the store is said."""
         import anyio
 
         if scope.get("method") not in ("GET", "HEAD"):
             await _reply(send, 405, f"{HEALTH} answers GET", [(b"allow", b"GET, HEAD")])
-            return
-        if self.stopping:
-            await _reply(send, 503, "stopping")
             return
         try:
             await anyio.to_thread.run_sync(self.store.repos.meta.get_meta, "store_id")
@@ -344,7 +340,6 @@ def serve_http(store: Store, address: str, *, rate_limit: str | None = edge.DEFA
 
     class _Server(uvicorn.Server):  # type: ignore[misc]
         def handle_exit(self, sig: int, frame: Any) -> None:
-            app.stopping = True
             super().handle_exit(sig, frame)
             # uvicorn raises the signal again once it has stopped, which would end the
             # process before the store is closed (its audit files flushed): the stop
