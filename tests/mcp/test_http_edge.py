@@ -295,6 +295,20 @@ def test_the_audit_names_the_token_never_its_secret(srv: Server) -> None:
     assert secret not in json.dumps(entries)
     for f in srv.db.parent.iterdir():
         assert secret.encode() not in f.read_bytes(), f
+
+    async def wrap() -> None:  # a whole wrap through the token: its entries name it too
+        from anneal_memory.testing import scripted_compress
+
+        async with connect(srv.url, srv.bob["token"]) as c:
+            package = await call(c, "prepare_wrap")
+            token = re.search(r"^Wrap token: (\S+)$", package, re.M).group(1)  # type: ignore[union-attr]
+            assert "Continuity saved" in await call(c, "save_continuity", {
+                "text": scripted_compress(package), "wrap_token": token})
+
+    run(wrap)
+    with Store(srv.db, read_only=True) as store:
+        later = [e for e in store.audit_trail.entries() if e["seq"] > entries[-1]["seq"]]
+    assert later and all(e["data"].get("token_id") == srv.bob["id"] for e in later), later
     res = cli(srv.db, "verify", "--deep")
     assert res.returncode == 0, res.stdout + res.stderr
 
