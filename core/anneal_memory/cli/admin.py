@@ -588,7 +588,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if not result.valid:
             raise ValidationError(f"the audit chain breaks at entry {result.chain_break_at} "
                                   f"({result.reason}): not serving; see anneal-memory audit-repair")
+    edge = ({"rate_limit": args.rate_limit, "allow_origins": args.allow_origin}
+            if args.http is not None else {})
     return int(run_server(str(ensure_folder(args)), args.project_name, args.session_id,
                           args.skip_integrity, args.generate_integrity, audit=not args.no_audit,
-                          http=args.http, rate_limit=args.rate_limit,
-                          allow_origins=args.allow_origin))
+                          http=args.http, **edge))
