@@ -78,7 +78,7 @@ def listen_error(host: str, port: int, exc: OSError) -> Exception:
     shown = f"[{host}]" if ":" in host else host
     why = exc.strerror or str(exc)
     if exc.errno == errno.EADDRINUSE:
-        fix = "it is in use: choose another port (0 picks a free one)"
+        fix = "choose another port (0 picks a free one)"
     elif exc.errno == errno.EACCES:
         fix = "ports below 1024 need privileges: choose a port from 1024 up (0 picks a free one)"
     elif exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):

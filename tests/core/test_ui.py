@@ -535,7 +535,7 @@ def test_console_refuses_to_listen_on_every_interface(seeded: tuple) -> None:
         with pytest.raises(ValidationError, match="one address.*listens on every interface"):
             Console(seeded[0], host=host, port=0)
     with Console(seeded[0], port=0) as c:
-        with pytest.raises(ValidationError, match="cannot listen.*in use: choose another port"):
+        with pytest.raises(ValidationError, match=r"cannot listen.*in use\): choose another port"):
             Console(seeded[0], port=c.port)
     # an IPv4-mapped address of one interface is that IPv4 address, Host check included
     with Console(seeded[0], host="::ffff:127.0.0.1", port=0) as c:

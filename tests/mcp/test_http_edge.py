@@ -145,7 +145,7 @@ def test_an_address_this_machine_lacks_or_a_busy_port_is_named_as_such(db: Path)
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         res = cli(db, "serve", "--http", f"127.0.0.1:{busy.getsockname()[1]}")
-    assert res.returncode == 1 and "in use: choose another port" in res.stderr, res.stderr
+    assert res.returncode == 1 and "already in use): choose another port" in res.stderr, res.stderr
 
 
 def test_serve_flags_are_checked_before_the_store_is_opened(db: Path) -> None:
