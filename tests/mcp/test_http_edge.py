@@ -363,7 +363,17 @@ def test_shutdown_finishes_the_request_in_flight(tmp_path: Path) -> None:
     proc, url = start_http(db)
     port = int(urlsplit(url).port or 0)
     body = json.dumps(RECORD).encode()
+
+    def last_used() -> str | None:
+        rows = json.loads(cli(db, "token", "list", "--json").stdout)["tokens"]
+        return {t["id"]: t["last_used_at"] for t in rows}[alice["id"]]
+
     try:
+        assert request(port, token=alice["token"], body=PING).status == 200
+        deadline = time.monotonic() + 10
+        while (first := last_used()) is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert first is not None  # the first use is written at once, the next within a minute
         with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
             s.sendall((f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: "
                        f"Bearer {alice['token']}\r\nContent-Type: application/json\r\nAccept: "
@@ -387,6 +397,7 @@ def test_shutdown_finishes_the_request_in_flight(tmp_path: Path) -> None:
     finally:
         stop(proc)
     assert _count(db) == 1
+    assert (last_used() or "") > first  # the in-flight request's use, written at the stop
 
 
 def test_the_sdk_s_client_error_tracebacks_become_one_line() -> None:
