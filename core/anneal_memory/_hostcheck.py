@@ -8,6 +8,7 @@ A server binds one address, never every interface, and serves a request only whe
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import socket
 
@@ -28,22 +29,64 @@ def bind_address(host: object) -> str:
     for a blank host, a name that does not resolve, or any every-interface address."""
     from .errors import ValidationError
 
-    every = ValidationError("bind to one address (default 127.0.0.1), not every interface: "
-                            "the Host check needs the address it serves")
     if not isinstance(host, str) or not host.strip():
-        raise every
+        raise _every("a blank host")
     name = host.strip().strip("[]")
+    every = _every(f"{name[:80]!r}")
     try:
         found = {str(info[4][0]) for info in socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)}
     except (OSError, UnicodeError):
         raise ValidationError(f"cannot resolve the host {name[:80]!r}: pass an address such "
                               "as 127.0.0.1 or a name this machine resolves") from None
     addresses = [ipaddress.ip_address(a.split("%", 1)[0]) for a in found]
-    if not addresses or any(a.is_unspecified for a in addresses):
+    if not addresses or any(is_every_interface(a) for a in addresses):
         raise every
     if _numeric(name):  # one spelling of an address: bind (and check Host against) it
-        return str(addresses[0])
+        return str(_plain(addresses[0]))
     return name
+
+
+def _every(what: str) -> Exception:
+    from .errors import ValidationError
+
+    return ValidationError(f"bind to one address (default 127.0.0.1), not every interface: "
+                           f"{what} listens on every interface, and the Host check needs the "
+                           "one address it serves")
+
+
+def is_every_interface(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether binding ``address`` listens on every interface: the unspecified address
+    of either family (``0.0.0.0``, ``::``, ``::0.0.0.0``), and the IPv4-mapped IPv6 form
+    of 0.0.0.0 (``::ffff:0.0.0.0``, ``::ffff:0:0``), which a dual-stack socket binds as
+    every IPv4 interface although ``is_unspecified`` says no."""
+    return address.is_unspecified or _plain(address).is_unspecified
+
+
+def _plain(address: ipaddress.IPv4Address | ipaddress.IPv6Address
+           ) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """An IPv4-mapped IPv6 address as the IPv4 address it carries (what the socket
+    serves, and the form a Host header names); any other address as it is."""
+    mapped = getattr(address, "ipv4_mapped", None)
+    return mapped if mapped is not None else address
+
+
+def listen_error(host: str, port: int, exc: OSError) -> Exception:
+    """The ValidationError for a bind that failed, naming its real cause: a port in
+    use or reserved, or an address this machine does not have (not "another port")."""
+    from .errors import ValidationError
+
+    shown = f"[{host}]" if ":" in host else host
+    why = exc.strerror or str(exc)
+    if exc.errno == errno.EADDRINUSE:
+        fix = "choose another port (0 picks a free one)"
+    elif exc.errno == errno.EACCES:
+        fix = "ports below 1024 need privileges: choose a port from 1024 up (0 picks a free one)"
+    elif exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+        fix = (f"{host} is not an address of this machine: pass one of its own "
+               "addresses (e.g. 127.0.0.1, or an address 'ip addr' lists)")
+    else:
+        fix = "check the address and the port (0 picks a free port)"
+    return ValidationError(f"cannot listen on {shown}:{port} ({why}): {fix}")
 
 
 def _numeric(name: str) -> bool:

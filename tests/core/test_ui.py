@@ -527,12 +527,30 @@ def test_the_log_never_holds_the_login_token(seeded: tuple) -> None:
 
 def test_console_refuses_to_listen_on_every_interface(seeded: tuple) -> None:
     # every spelling the operating system reads as "every interface"
-    for host in ("0.0.0.0", "::", " ", "0", "0.0", "0x0", "000.000.000.000", "[::]", "0:0::0"):
-        with pytest.raises(ValidationError, match="one address"):
+    for host in ("0.0.0.0", "::", " ", "0", "0.0", "0x0", "000.000.000.000", "[::]", "0:0::0",
+                 # IPv4-mapped and IPv4-compatible forms of 0.0.0.0: a dual-stack socket
+                 # bound to them listens on every IPv4 interface
+                 "::ffff:0.0.0.0", "[::ffff:0.0.0.0]", "::ffff:0:0", "0:0:0:0:0:ffff:0:0",
+                 "0::ffff:0.0.0.0", "::0.0.0.0"):
+        with pytest.raises(ValidationError, match="one address.*listens on every interface"):
             Console(seeded[0], host=host, port=0)
     with Console(seeded[0], port=0) as c:
-        with pytest.raises(ValidationError, match="cannot listen"):
+        with pytest.raises(ValidationError, match=r"cannot listen.*in use\): choose another port"):
             Console(seeded[0], port=c.port)
+    # an IPv4-mapped address of one interface is that IPv4 address, Host check included
+    with Console(seeded[0], host="::ffff:127.0.0.1", port=0) as c:
+        assert c.host == "127.0.0.1" and f"localhost:{c.port}" in c.allowed
+
+
+def test_ui_names_an_address_this_machine_lacks_not_the_port(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    Store(db).close()
+    # 192.0.2.1 is TEST-NET-1 (RFC 5737), never this machine's: the bind fails, nothing is sent
+    r = subprocess.run([sys.executable, "-m", "anneal_memory", "--db", str(db), "ui",
+                        "--host", "192.0.2.1", "--port", "8765"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 1 and "192.0.2.1 is not an address of this machine" in r.stderr, r.stderr
+    assert "another port" not in r.stderr and "Traceback" not in r.stderr
 
 
 # ---------------------------------------------------------------------- the CLI command

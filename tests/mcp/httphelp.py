@@ -22,31 +22,45 @@ from mcp.client import streamable_http
 from mcphelp import anneal_bin, cli, server_env
 
 
-@contextlib.contextmanager
-def http_server(db: Path, *flags: str) -> Iterator[str]:
-    """``anneal-memory --db DB serve --http 127.0.0.1:0``; yields the endpoint URL."""
+def start_http(db: Path, *flags: str, serve_flags: tuple[str, ...] = ()
+               ) -> tuple[subprocess.Popen[str], str]:
+    """``anneal-memory --db DB FLAGS serve --http 127.0.0.1:0 SERVE_FLAGS`` started;
+    (the process, the endpoint URL from its first line). Its stderr goes to
+    ``http-server-stderr.log`` beside the store."""
     log = open(db.parent / "http-server-stderr.log", "a", encoding="utf-8")  # noqa: SIM115
     proc = subprocess.Popen([anneal_bin(), "--db", str(db), *flags, "serve", "--http",
-                             "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=log, text=True,
-                            env=server_env(db.parent), stdin=subprocess.DEVNULL)
+                             "127.0.0.1:0", *serve_flags], stdout=subprocess.PIPE, stderr=log,
+                            text=True, env=server_env(db.parent), stdin=subprocess.DEVNULL)
+    log.close()
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    m = re.search(r"(http://\S+/mcp)", first)
+    if not m:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"the server did not start: {first!r}\n"
+                             + (db.parent / "http-server-stderr.log").read_text("utf-8"))
+    return proc, m.group(1)
+
+
+def stop(proc: subprocess.Popen[str]) -> int:
+    """SIGTERM, then its exit status (killed after 10 s)."""
+    proc.terminate()
     try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()
-        m = re.search(r"(http://\S+/mcp)", first)
-        if not m:
-            proc.kill()
-            log.flush()
-            raise AssertionError(f"the server did not start: {first!r}\n"
-                                 + (db.parent / "http-server-stderr.log").read_text("utf-8"))
-        yield m.group(1)
+        return proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+
+
+@contextlib.contextmanager
+def http_server(db: Path, *flags: str, serve_flags: tuple[str, ...] = ()) -> Iterator[str]:
+    """``anneal-memory --db DB serve --http 127.0.0.1:0``; yields the endpoint URL."""
+    proc, url = start_http(db, *flags, serve_flags=serve_flags)
+    try:
+        yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+        stop(proc)
 
 
 def make_token(db: Path, *args: str) -> dict[str, Any]:

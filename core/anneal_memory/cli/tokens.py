@@ -21,7 +21,8 @@ def register(sub: Any) -> None:
     p.add_argument("--expires", metavar="AGE",
                    help="lifetime, e.g. 12h, 30d, 2w (default: until revoked)")
     p.add_argument("--label", metavar="NAME", help="a note for the operator, e.g. alice-laptop")
-    command(tsub, "list", "every token: id, namespace, ceiling, state (never the secret)",
+    command(tsub, "list", "every token: id, namespace, ceiling, state, last use (to the "
+            "minute; never the secret)",
             cmd_token_list)
     p = command(tsub, "revoke", "revoke a token: its next request is refused", cmd_token_revoke)
     p.add_argument("id", help="the token's id (token list)")
@@ -70,6 +71,7 @@ def cmd_token_list(args: argparse.Namespace) -> int:
         found = [t for t in list_tokens(store) if ns is None or t.namespace == ns]
     rows = [t.to_dict() for t in found]
     lines = [f"{t.id}  {t.namespace.label()}  {t.trust_ceiling}  {t.state()}"
+             + (f"  last used {t.last_used_at}" if t.last_used_at else "  never used")
              + (f"  expires {t.expires_at}" if t.expires_at and not t.revoked_at else "")
              + (f"  ({t.label})" if t.label else "") for t in found]
     emit(args, {"tokens": rows}, "\n".join(lines) if lines else "No tokens.")

@@ -23,9 +23,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--http", metavar="HOST:PORT",
                    help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio "
                         "(bearer tokens: anneal-memory token create)")
+    p.add_argument("--rate-limit", metavar="RATE",
+                   help="with --http: requests per token, e.g. 20/s, 1200/min (default), off")
+    p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                   help="with --http: a browser page's origin to allow (repeatable)")
     a = p.parse_args(argv)
     return run_server(a.db, a.project_name, a.session_id, a.skip_integrity, a.generate_integrity,
-                      http=a.http)
+                      http=a.http, rate_limit=a.rate_limit, allow_origins=a.allow_origin)
 
 
 if __name__ == "__main__":

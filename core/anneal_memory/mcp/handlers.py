@@ -28,11 +28,15 @@ DEFAULT_RECALL_LIMIT = 20
 
 
 class MemoryTools:
-    """The 17 tools over one store. The session id is fixed when the server starts."""
+    """The 17 tools over one store. The session id is fixed when the server starts.
+    ``remote``: served over HTTP to a token holder, who is shown the store's file name,
+    never its absolute path."""
 
-    def __init__(self, store: Store, session_id: str | None = None) -> None:
+    def __init__(self, store: Store, session_id: str | None = None, *,
+                 remote: bool = False) -> None:
         self.store = store
         self.session_id = session_id
+        self.remote = remote
         self.crystals = CrystalStore(store)
         self.spores = SporeStore(store)
         self._table: dict[str, Callable[[dict[str, Any]], str]] = {
@@ -59,12 +63,19 @@ class MemoryTools:
 
     def _claim_command(self) -> str:
         sid = self.session_id or "NAME"
-        db = "" if self._is_default_store() else f"--db {shlex.quote(str(self.store.path))} "
+        db = ("" if self._is_default_store() else
+              f"--db {shlex.quote(self._store_name)} ")
         ns = self.store.namespace
         scope = "".join(f"--namespace {shlex.quote(f'{k}={v}')} "
                         for k, v in (ns.to_dict().items() if ns is not None else ())
                         if v is not None)
         return f"anneal-memory {db}{scope}baton claim {sid}"
+
+    @property
+    def _store_name(self) -> str:
+        """The store as this client may see it: its path over stdio (the client's own
+        machine), only its file name over HTTP."""
+        return self.store.path.name if self.remote else str(self.store.path)
 
     def _is_default_store(self) -> bool:
         try:
@@ -147,8 +158,10 @@ class MemoryTools:
                    "continuity may paraphrase it." if report.unlocated else ""))
 
     def status(self, a: dict[str, Any]) -> str:
-        return replies.status_reply(self.store.status().to_dict(), self.gate_text(),
-                                    self.store.wrap_history(1))
+        status = self.store.status().to_dict()
+        if self.remote:
+            status["path"] = f"{self._store_name} (served over HTTP)"
+        return replies.status_reply(status, self.gate_text(), self.store.wrap_history(1))
 
     # ------------------------------------------------------------------ the wrap
     def prepare_wrap(self, a: dict[str, Any]) -> str:

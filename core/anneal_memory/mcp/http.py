@@ -7,7 +7,10 @@ view's ceiling lowered to the token's, so no tool argument can widen the namespa
 raise the trust. The transport is stateless (every POST stands alone), so each message
 is served as the token on its own request allows, and a revoked token is refused on its
 next request. Binding follows the console's rules (``_hostcheck``): one address, never
-every interface, and a request whose ``Host`` header names another is refused. TLS is a
+every interface, and a request whose ``Host`` header names another is refused. The edge
+(``edge.py``) checks each request before its token is read: one value per security
+header, the ``Origin`` of a browser page, POST only, a body of at most 4 MiB, then a
+per-token rate limit. ``GET /healthz`` answers a load balancer without a token. TLS is a
 reverse proxy's job in front of it (docs/mcp.md).
 """
 
@@ -16,21 +19,29 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
+import logging
 import socket
 import sys
 import threading
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 
-from .._hostcheck import allowed_hosts, bind_address, host_ok
+from .._hostcheck import allowed_hosts, bind_address, host_ok, listen_error
+from ..clock import iso, utcnow
 from ..errors import ValidationError
 from ..governance.namespace import MemoryNamespace, coerce_namespace
 from ..store import Store
+from . import edge
 from .handlers import MemoryTools
-from .tokens import TokenError, TokenInfo, authenticate, check_namespace
+from .tokens import TokenError, TokenInfo, authenticate, check_namespace, record_use
 
 #: the endpoint's path
 PATH = "/mcp"
+#: the load balancer's health check: no token, no store details
+HEALTH = "/healthz"
+#: seconds a shutdown waits for the requests in flight before it closes them
+GRACE = 30
+log = logging.getLogger("anneal_memory.mcp.http")
 #: a request may name the namespace it expects (JSON, or KEY=VALUE pairs joined by ';');
 #: it must be its token's (a client configured for bob with alice's token is refused)
 NAMESPACE_HEADER = "anneal-namespace"
@@ -58,27 +69,59 @@ def parse_address(value: str) -> tuple[str, int]:
 
 
 def parse_namespace_header(value: str | None) -> MemoryNamespace | None:
-    """The namespace an ``Anneal-Namespace`` header names (None when absent)."""
+    """The namespace an ``Anneal-Namespace`` header names (None when absent); a
+    ValidationError that quotes at most a few characters of it for anything else
+    (too long, not a JSON object or KEY=VALUE pairs, nested, a bad field)."""
     if value is None or not value.strip():
         return None
+    if len(value) > edge.HEADER_LIMIT:
+        raise ValidationError(f"the Anneal-Namespace header is {len(value):,} characters, over "
+                              f"the limit of {edge.HEADER_LIMIT:,}: send e.g. user=alice")
     text = value.strip()
     if text.startswith("{"):
         try:
             fields = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             fields = None
-        if not isinstance(fields, dict):
-            raise ValidationError("the Anneal-Namespace header is not a JSON object: send "
-                                  'e.g. {"user": "alice"} or user=alice')
+        if not isinstance(fields, dict) or not all(
+                isinstance(v, str) or v is None for v in fields.values()):
+            raise ValidationError("the Anneal-Namespace header is not a flat JSON object of "
+                                  'strings: send e.g. {"user": "alice"} or user=alice')
     else:
         fields = {}
         for part in text.split(";"):
             key, sep, val = part.partition("=")
             if not sep or not key.strip():
-                raise ValidationError(f"the Anneal-Namespace header part {part.strip()!r} is "
-                                      "not KEY=VALUE: send e.g. user=alice;project=p1")
+                raise ValidationError(f"the Anneal-Namespace header part "
+                                      f"{edge.clip(part.strip())} is not KEY=VALUE: send e.g. "
+                                      "user=alice;project=p1")
             fields[key.strip()] = val
-    return coerce_namespace(fields, partial=True)
+    try:
+        return coerce_namespace(fields, partial=True)
+    except ValidationError as exc:
+        raise ValidationError(f"the Anneal-Namespace header: {edge.clip(str(exc), 200)}"
+                              ) from None
+
+
+class _TokenAudit:
+    """A view's audit trail that names the token in every entry its requests cause
+    (its id, never its secret)."""
+
+    def __init__(self, inner: Any, token_id: str) -> None:
+        self._inner = inner
+        self._token = token_id
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def stage(self, event: str, data: Mapping[str, Any], *, actor: str = "agent") -> Any:
+        return self._inner.stage(event, {**data, "token_id": self._token}, actor=actor)
+
+    def append(self, event: str, data: dict[str, Any], *, actor: str = "agent") -> Any:
+        if not self._inner.enabled:
+            return None
+        entries = self._inner.append_staged([self.stage(event, data, actor=actor)])
+        return entries[0] if entries else None
 
 
 class Principals:
@@ -96,7 +139,8 @@ class Principals:
             if tools is None:
                 view = self.store.scoped(info.namespace)
                 view.trust_ceiling = info.trust_ceiling  # the view's own: the parent keeps its
-                tools = self._tools[info.id] = MemoryTools(view, info.session_id)
+                view._audit = _TokenAudit(view._audit, info.id)  # type: ignore[assignment]
+                tools = self._tools[info.id] = MemoryTools(view, info.session_id, remote=True)
             return tools
 
 
@@ -110,7 +154,9 @@ def current_tools() -> MemoryTools:
 
 async def _reply(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]]
                  | None = None) -> None:
-    body = (message.rstrip() + "\n").encode("utf-8")
+    """One line of plain text (at most 600 characters of it), never cached."""
+    line = " ".join(message.split())
+    body = ((line if len(line) <= 600 else line[:600] + "...") + "\n").encode("utf-8")
     headers = [(b"content-type", b"text/plain; charset=utf-8"),
                (b"content-length", str(len(body)).encode()), (b"cache-control", b"no-store"),
                *(extra or [])]
@@ -119,16 +165,24 @@ async def _reply(send: Send, status: int, message: str, extra: list[tuple[bytes,
 
 
 class App:
-    """The ASGI application: Host check, token, then the SDK's session manager."""
+    """The ASGI application: the edge's checks, the token, then the SDK's session
+    manager."""
 
-    def __init__(self, store: Store, host: str, port: int) -> None:
+    def __init__(self, store: Store, host: str, port: int, *,
+                 rate_limit: str | None = edge.DEFAULT_RATE,
+                 allow_origins: Iterable[str] = ()) -> None:
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
         from .sdk import build_server
 
         self.store = store
         self.allowed = allowed_hosts(host, port)
+        self.origins = edge.parse_origins(allow_origins)
+        rate = edge.parse_rate(rate_limit)
+        self.limiter = edge.RateLimiter(*rate) if rate else None
         self.principals = Principals(store)
+        self.usage = edge.Usage(lambda seen: record_use(store, seen))
+        self.on_ready: Callable[[], None] | None = None  # called once it is serving
         self.manager = StreamableHTTPSessionManager(
             app=build_server(current_tools, offload=True), stateless=True, json_response=True)
 
@@ -136,33 +190,55 @@ class App:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
         elif scope["type"] == "http":
-            await self._http(scope, receive, send)
+            await self._http(scope, receive, edge.hardened(send))
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
+        import anyio
+
         await receive()  # lifespan.startup
         async with self.manager.run():
+            if self.on_ready is not None:  # signals are handled from here on
+                self.on_ready()
             await send({"type": "lifespan.startup.complete"})
-            await receive()  # lifespan.shutdown
+            await receive()  # lifespan.shutdown: every request in flight has finished
+        with contextlib.suppress(Exception):
+            await anyio.to_thread.run_sync(self.usage.flush)
         await send({"type": "lifespan.shutdown.complete"})
+
+    async def _health(self, scope: Scope, send: Send) -> None:
+        """``GET /healthz``: 200 ``ok`` while the store answers, 503 when it does not
+        (a stopping server accepts no new connection). Nothing about the store is said."""
+        import anyio
+
+        if scope.get("method") not in ("GET", "HEAD"):
+            await _reply(send, 405, f"{HEALTH} answers GET", [(b"allow", b"GET, HEAD")])
+            return
+        try:
+            await anyio.to_thread.run_sync(self.store.repos.meta.get_meta, "store_id")
+        except Exception:
+            log.warning("health check: the store cannot be read")
+            await _reply(send, 503, "unavailable: the store cannot be read")
+            return
+        await _reply(send, 200, "ok")
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         import anyio
 
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
-                   for k, v in scope.get("headers", [])}
-        if not host_ok(headers.get("host"), self.allowed):
-            # a DNS-rebinding page reaches us under its own name: refuse it
-            await _reply(send, 403, "this server answers only to Host "
-                         + " or ".join(sorted(self.allowed))
-                         + " (behind a proxy, forward that Host header)")
-            return
-        if scope.get("path") != PATH:
-            await _reply(send, 404, f"not found: the MCP endpoint is {PATH}")
-            return
         try:
+            headers = edge.single_headers(scope.get("headers", []))
+            if scope.get("path") == HEALTH:
+                await self._health(scope, send)
+                return
+            self._check_edge(scope, headers)
             info = await anyio.to_thread.run_sync(authenticate, self.store,
                                                   headers.get("authorization"))
             check_namespace(info, parse_namespace_header(headers.get(NAMESPACE_HEADER)))
+            wait = self.limiter.take(info.id) if self.limiter is not None else 0.0
+            if wait:
+                raise edge.Refusal(429, f"token {info.id} is over its rate limit: retry in "
+                                   f"{edge.retry_after(wait).decode()} s",
+                                   [(b"retry-after", edge.retry_after(wait))])
+            body = await edge.read_body(receive, headers)
         except TokenError as exc:
             extra = ([(b"www-authenticate", b'Bearer realm="anneal-memory"')]
                      if exc.status == 401 else None)
@@ -171,43 +247,107 @@ class App:
         except ValidationError as exc:  # a malformed Anneal-Namespace header
             await _reply(send, 400, str(exc))
             return
+        except edge.Refusal as exc:
+            await _reply(send, exc.status, str(exc), exc.headers)
+            return
+        except edge.ClientGone:
+            log.warning("a client closed its connection before its request body was complete")
+            return
         tools = self.principals.tools_for(info)
         scope[_SCOPE_KEY] = tools
         reset = _CURRENT.set(tools)
         try:
-            await self.manager.handle_request(scope, receive, send)
+            await self.manager.handle_request(scope, edge.replay(body, receive), send)
         finally:
             _CURRENT.reset(reset)
+        if self.usage.touch(info.id, iso(utcnow())):
+            try:
+                await anyio.to_thread.run_sync(self.usage.flush, info.id)
+            except Exception as exc:  # the request was served: its last-use time waits
+                log.warning("could not write token %s's last use: %s", info.id,
+                            edge.clip(str(exc), 200))
+
+    def _check_edge(self, scope: Scope, headers: dict[str, str]) -> None:
+        """The checks before the token: Host, Origin, path, method, header sizes."""
+        if not host_ok(headers.get("host"), self.allowed):
+            # a DNS-rebinding page reaches us under its own name: refuse it
+            raise edge.Refusal(403, "this server answers only to Host "
+                               + " or ".join(sorted(self.allowed))
+                               + " (behind a proxy, forward that Host header)")
+        if not edge.origin_ok(headers.get("origin"), self.allowed, self.origins):
+            raise edge.Refusal(403, f"a page from Origin {edge.clip(headers['origin'])} may "
+                               "not call this server (a browser page of another site); the "
+                               "operator can allow it with serve --allow-origin ORIGIN")
+        if scope.get("path") != PATH:
+            raise edge.Refusal(404, f"not found: the MCP endpoint is {PATH}")
+        if scope.get("method") != "POST":
+            raise edge.Refusal(405, f"{PATH} answers POST only: this server is stateless and "
+                               "opens no event stream (GET) nor session to delete (DELETE)",
+                               [(b"allow", b"POST")])
+        auth = headers.get("authorization")
+        if auth is not None and len(auth) > edge.HEADER_LIMIT:
+            raise edge.Refusal(400, f"the Authorization header is {len(auth):,} characters, "
+                               "over the limit of 1,024: send 'Authorization: Bearer amt_...'")
 
 
 def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, made as TCP by name: asyncio sets TCP_NODELAY on the
+    connections it accepts only then, and without it a reused connection's reply body
+    waits ~40 ms for the client's delayed ACK (Nagle's algorithm)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise ValidationError(f"cannot listen on {host}:{port} ({exc.strerror or exc}): pick "
-                              "another port, or 0 for a free one") from None
+        raise listen_error(host, port, exc) from None
     sock.listen(128)
     sock.set_inheritable(True)
     return sock
 
 
-def serve_http(store: Store, address: str) -> None:
+def _one_line_logs() -> None:
+    """Client errors as one line: on the handlers the SDK's and uvicorn's records reach."""
+    one = edge.OneLineClientErrors()
+    for name in ("", "uvicorn", "uvicorn.error"):
+        for handler in logging.getLogger(name).handlers:
+            if not any(isinstance(f, edge.OneLineClientErrors) for f in handler.filters):
+                handler.addFilter(one)
+
+
+def serve_http(store: Store, address: str, *, rate_limit: str | None = edge.DEFAULT_RATE,
+               allow_origins: Iterable[str] = ()) -> None:
     """Serve ``store`` over streamable HTTP on ``address`` (HOST:PORT) until interrupted.
-    Prints the endpoint's URL on stdout once listening."""
+    Prints the endpoint's URL on stdout once listening. On SIGTERM or Ctrl-C it stops
+    accepting, finishes the requests in flight (up to ``GRACE`` seconds) and returns."""
     import uvicorn
 
     host, port = parse_address(address)
     sock = _listen(host, port)
     port = sock.getsockname()[1]
-    app = App(store, host, port)
+    app = App(store, host, port, rate_limit=rate_limit, allow_origins=allow_origins)
     shown = f"[{host}]" if ":" in host else host
-    print(f"anneal-memory: MCP over HTTP at http://{shown}:{port}{PATH} (each request needs "
-          "a bearer token: anneal-memory token create)", flush=True)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    # the line says it is ready: printed once uvicorn handles SIGTERM (a stop asked for
+    # right after it is graceful) and the listening socket accepts
+    app.on_ready = lambda: print(
+        f"anneal-memory: MCP over HTTP at http://{shown}:{port}{PATH} (each request needs "
+        "a bearer token: anneal-memory token create)", flush=True)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
+                            timeout_graceful_shutdown=GRACE)
+    _one_line_logs()
+
+    class _Server(uvicorn.Server):  # type: ignore[misc]
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            # uvicorn raises the signal again once it has stopped, which would end the
+            # process before the store is closed (its audit files flushed): the stop
+            # asked for has happened, so return instead (Ctrl-C twice still forces it)
+            captured = getattr(self, "_captured_signals", None)
+            if isinstance(captured, list) and sig in captured:
+                captured.remove(sig)
+
     with contextlib.closing(sock):
-        uvicorn.Server(config).run(sockets=[sock])
+        _Server(config).run(sockets=[sock])
     sys.stdout.flush()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import AnnealMemoryError
@@ -55,11 +56,14 @@ def _serve(tools: MemoryTools) -> None:
 def run_server(db_path: str | None = None, project_name: str | None = None,
                session_id: str | None = None, skip_integrity: bool = False,
                generate_integrity: bool = False, audit: bool = True,
-               http: str | None = None) -> int:
+               http: str | None = None, rate_limit: str | None = None,
+               allow_origins: Sequence[str] = ()) -> int:
     """Serve MCP over stdio until the client closes; returns the exit status.
 
     ``http`` (``HOST:PORT``): serve streamable HTTP there instead, to every holder of a
-    token (``anneal-memory token create``), each in its token's namespace.
+    token (``anneal-memory token create``), each in its token's namespace, at most
+    ``rate_limit`` requests per token (``N/s``, ``N/min``, ``N/h`` or ``off``; default
+    ``edge.DEFAULT_RATE``), browser pages only from this host or ``allow_origins``.
     ``generate_integrity`` rewrites the shipped manifest and returns without serving.
     """
     if generate_integrity:
@@ -81,11 +85,17 @@ def run_server(db_path: str | None = None, project_name: str | None = None,
             return _fail("--session-id is for stdio: over HTTP each token wraps as its own "
                          "session (token-ID); leave --session-id out")
         try:
+            from .edge import parse_origins, parse_rate
             from .http import parse_address
 
             parse_address(http)  # refuse a bad address before the store is opened
+            parse_rate(rate_limit)
+            parse_origins(allow_origins)
         except AnnealMemoryError as exc:
             return _fail(str(exc))
+    elif rate_limit is not None or allow_origins:
+        return _fail("--rate-limit and --allow-origin are for --http: leave them out over "
+                     "stdio")
     sid = (None if http is not None else session_id if session_id is not None
            else os.environ.get(ENV_SESSION) or None)
     if sid is not None and (not sid.strip() or len(sid) > 200):
@@ -99,9 +109,11 @@ def run_server(db_path: str | None = None, project_name: str | None = None,
         return _fail(str(exc))
     try:
         if http is not None:
+            from .edge import DEFAULT_RATE
             from .http import serve_http
 
-            serve_http(store, http)
+            serve_http(store, http, allow_origins=allow_origins,
+                       rate_limit=DEFAULT_RATE if rate_limit is None else rate_limit)
         else:
             _serve(MemoryTools(store, sid))
     except AnnealMemoryError as exc:

@@ -27,6 +27,9 @@ from ..types import coerce_trust
 #: the root's item collection holding the tokens (reserved: only this module writes it;
 #: erasing a namespace deletes its tokens there, so the erasure names it)
 COLLECTION = MCP_TOKENS
+#: the root's item collection of each token's last use (``record_use``): its id and a
+#: time, apart from the token's own record so a write of it never races a revocation
+USE_COLLECTION = "_mcp_token_use"
 #: what every token starts with, so a leaked one is recognisable (and greppable)
 PREFIX = "amt_"
 #: the ceilings a token may carry: an agent's at most (operator acts are the CLI's)
@@ -56,6 +59,7 @@ class TokenInfo:
     expires_at: str | None = None
     revoked_at: str | None = None
     label: str | None = None
+    last_used_at: str | None = None
 
     @property
     def session_id(self) -> str:
@@ -74,7 +78,8 @@ class TokenInfo:
         return {"id": self.id, "namespace": self.namespace.to_dict(),
                 "label": self.label, "trust_ceiling": self.trust_ceiling,
                 "created_at": self.created_at, "expires_at": self.expires_at,
-                "revoked_at": self.revoked_at, "state": self.state()}
+                "revoked_at": self.revoked_at, "last_used_at": self.last_used_at,
+                "state": self.state()}
 
 
 def _digest(secret: str) -> str:
@@ -90,11 +95,11 @@ def _root(store: Any) -> Any:
     return store.items(COLLECTION)
 
 
-def _info(key: str, value: Any) -> TokenInfo:
+def _info(key: str, value: Any, last_used_at: str | None = None) -> TokenInfo:
     return TokenInfo(id=key, namespace=coerce_namespace(value["namespace"]),
                      trust_ceiling=value["trust_ceiling"], created_at=value["created_at"],
                      expires_at=value.get("expires_at"), revoked_at=value.get("revoked_at"),
-                     label=value.get("label"))
+                     label=value.get("label"), last_used_at=last_used_at)
 
 
 def parse_expiry(expires: str | timedelta | None) -> timedelta | None:
@@ -143,8 +148,22 @@ def create_token(store: Any, namespace: MemoryNamespace | dict[str, Any], *,
 
 
 def list_tokens(store: Any) -> list[TokenInfo]:
-    """Every token, oldest first (revoked and expired ones too, marked)."""
-    return [_info(item.key, item.value) for item in _root(store).list()]
+    """Every token, oldest first (revoked and expired ones too, marked), with its last
+    use as the server wrote it (to the minute: ``record_use``)."""
+    tokens = _root(store).list()
+    used = {item.key: item.value.get("last_used_at") for item in
+            store.items(USE_COLLECTION).list()} if tokens else {}
+    return [_info(item.key, item.value, used.get(item.key)) for item in tokens]
+
+
+def record_use(store: Any, seen: dict[str, str]) -> None:
+    """Write each token's last request time (``{token id: ISO time}``), one transaction;
+    the server calls it at most once a minute per token."""
+    _root(store)  # the whole store's, never a view's
+    uses = store.items(USE_COLLECTION)
+    with store.batch():
+        for token_id, at in seen.items():
+            uses.put(token_id, {"last_used_at": at})
 
 
 def revoke_token(store: Any, token_id: str) -> TokenInfo:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+from .._hostcheck import listen_error
 from ..errors import AnnealMemoryError, ValidationError
 from ..storage.pg_location import pg_dsn, redact
 from ..store import Store
@@ -92,8 +93,7 @@ class Console:
             self.httpd.server_close()
             if self._owns:
                 self.store.close()
-            raise ValidationError(f"cannot listen on {self.host}:{port} ({exc.strerror or exc}): "
-                                  "choose another port (0 picks a free one)") from None
+            raise listen_error(self.host, port, exc) from None
         self.port = int(self.httpd.server_address[1])
         self.allowed = allowed_hosts(self.host, self.port)
 
