@@ -129,7 +129,7 @@ def semantic(session: nox.Session) -> None:
 def otel(session: nox.Session) -> None:
     """OpenTelemetry spans and metrics (anneal-memory[otel]) read from the SDK's in-memory
     exporter."""
-    session.install("-e", ".[otel]", "opentelemetry-sdk", "pytest")
+    session.install("-e", ".[otel,mcp]", "opentelemetry-sdk", "pytest")
     _pytest(session, "tests/otel")
 
 

@@ -14,11 +14,12 @@ the audit trail's salted hash. Content and query text only when the standard swi
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -240,6 +241,37 @@ def span(op: str, what: str, store: Any, **attrs: Any) -> _Span | _NoSpan:
     base["anneal_memory.operation"] = what
     base.update({k: v for k, v in attrs.items() if v is not None})
     return _Span(t, op, what, store, base, client=True)
+
+
+@contextlib.contextmanager
+def server_request(scope: Mapping[str, Any]) -> Iterator[_Span | None]:
+    """A ``SERVER`` span for one HTTP request of the team server (an ASGI ``scope``),
+    continuing the caller's trace from its W3C ``traceparent`` / ``tracestate`` headers;
+    the memory operations the request causes are its children. None when not tracing."""
+    t = tracer()
+    if t is None:
+        yield None
+        return
+    from opentelemetry import context, propagate, trace
+
+    carrier: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers") or []:
+        name = raw_name.decode("latin-1").lower()
+        if name in ("traceparent", "tracestate") and name not in carrier:
+            carrier[name] = raw_value.decode("latin-1")
+    parent = propagate.extract(carrier)
+    method = str(scope.get("method") or "")
+    attrs = {"http.request.method": method, "url.path": str(scope.get("path") or ""),
+             "gen_ai.provider.name": PROVIDER}
+    token = context.attach(parent)
+    try:
+        with t.start_as_current_span(f"{method} {scope.get('path') or ''}".strip(),
+                                     kind=trace.SpanKind.SERVER, attributes=attrs) as span:
+            holder = _Span.__new__(_Span)
+            holder._span = span
+            yield holder
+    finally:
+        context.detach(token)
 
 
 def phase(name: str) -> Callable[[F], F]:

@@ -26,6 +26,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 
+from .. import tracing
 from .._hostcheck import allowed_hosts, bind_address, host_ok, listen_error
 from ..clock import iso, utcnow
 from ..errors import ValidationError
@@ -190,7 +191,16 @@ class App:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
         elif scope["type"] == "http":
-            await self._http(scope, receive, edge.hardened(send))
+            hardened = edge.hardened(send)
+            with tracing.server_request(scope) as traced:
+                if traced is None:
+                    await self._http(scope, receive, hardened)
+                else:
+                    async def send_traced(message: MutableMapping[str, Any]) -> None:
+                        if message.get("type") == "http.response.start":
+                            traced.set("http.response.status_code", int(message["status"]))
+                        await hardened(message)
+                    await self._http(scope, receive, send_traced)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         import anyio
