@@ -66,9 +66,9 @@ class MemoryTools:
         db = ("" if self._is_default_store() else
               f"--db {shlex.quote(self._store_name)} ")
         ns = self.store.namespace
+        # the partial form: the reserved "default" is what a field left out means
         scope = "".join(f"--namespace {shlex.quote(f'{k}={v}')} "
-                        for k, v in (ns.to_dict().items() if ns is not None else ())
-                        if v is not None)
+                        for k, v in (ns.to_partial().items() if ns is not None else ()))
         return f"anneal-memory {db}{scope}baton claim {sid}"
 
     @property
