@@ -897,6 +897,71 @@ def s_drift_probes(work: Path) -> dict[str, Any]:
     return o.result()
 
 
+#: fact probes and rewordings of the State line: each verdict (held, changed, lost) as
+#: 1.0.2 gives it: inflections ("starts" / "does not start"), where a negation governs the
+#: fact's words (before them, between them, after them), clauses, apostrophes, numbers
+FACT_WORDINGS: dict[str, list[str]] = {
+    "deploy freeze starts Friday noon": [
+        "The deploy freeze does not start on Friday at noon.",
+        "The deploy freeze started on Friday at noon.",
+        "The deploys freezes start on Fridays at noon.",
+        "The deploy freeze isn't starting Friday noon.",
+        "The deploy freeze starts Friday noon, not Monday.",
+        "It is not true that the deploy freeze starts Friday noon.",
+        "Not at all, as everybody in the whole team knows by now, the deploy freeze starts "
+        "Friday noon.",
+        "The deploy freeze, not the release, starts Friday noon.",
+        "The deploy freeze starts Friday; noon is when.",
+        "The deploy freeze does not start Friday noon. The deploy freeze starts Friday noon.",
+        "The deploy freeze begins Friday noon.",
+        "The deploy freeze none starts Friday noon.",
+    ],
+    "nightly export does not run on Sundays": [
+        "The nightly export runs on Sundays.",
+        "The nightly export never runs on Sundays.",
+        "Nightly export: no run on Sundays.",
+        "The nightly exports ran on Sunday.",
+    ],
+    "backup runs at 3 am with 14 retries": [
+        "Backups run at 3 am with 14 retries.",
+        "Backup runs at 3 am with 15 retries.",
+        "Backup does not run at 3 am with 14 retries.",
+    ],
+    "the mobile app does not support offline mode": [
+        "Mobile apps do support offline mode now.",
+        "The mobile app never supported offline modes.",
+        "The mobile app has no offline mode support.",
+    ],
+    "we never deploy on holidays": [
+        "We deploy on holidays, never on weekends.",
+        "Holidays: no deploys.",
+        "We don't deploy on holidays.",
+    ],
+    "classes process Friday's horses at 9 o'clock": [
+        "The class processes Friday horse at 9 clock.",
+        "Classes processed Fridays hors at 9 o'clock.",
+        "The boxes of classes processing Friday horses at 09 o'clock.",
+    ],
+}
+
+
+@scenario
+def s_drift_fact_wording(work: Path) -> dict[str, Any]:
+    o = Obs(work)
+    for i, (fact, rewordings) in enumerate(FACT_WORDINGS.items()):
+        s = new_store(work, f"f{i}.db")
+        s.record(A, "observation")
+        wrap(s, doc(f"p | 1x ({TODAY})", state=fact.capitalize() + "."))
+        s.add_drift_probe(fact=fact)
+        for j, state in enumerate(rewordings):
+            s.record(f"{B} ({j})", "decision")
+            o(f"{fact} -> {state}", lambda s=s, state=state: (
+                wrap(s, doc(f"p | 1x ({TODAY})", state=state)),
+                s.drift_status()["probes"][0]["status"])[1])
+        s.close()
+    return o.result()
+
+
 # ---------------------------------------------------------------- schemas, baton
 
 @scenario
@@ -1095,6 +1160,9 @@ def s_audit(work: Path) -> dict[str, Any]:
     s.close()
     o("callback.events", lambda: [x.get("event") for x in seen])
     o("callback.entry_keys", lambda: keys_of(seen[0]) if seen else None)
+    # the in-process callback gets the dropped durable line itself (the files: a hash)
+    o("callback.durable_dropped", lambda: [x["data"].get("durable_dropped") for x in seen
+                                           if x.get("event") == "continuity_saved"])
     lines = [json.loads(x) for x in (work / "m.audit.jsonl").read_text().splitlines()
              if x.strip()] if (work / "m.audit.jsonl").exists() else []
     o("file.events", lambda: [x.get("event") for x in lines])
