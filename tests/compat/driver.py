@@ -884,6 +884,7 @@ def s_drift_probes(work: Path) -> dict[str, Any]:
             o.labels.add(p, "P")
     o("add.nothing", lambda: s.add_drift_probe())
     o("add.both", lambda: s.add_drift_probe(pattern="pool", fact="x y z"))
+    o("add.min_level_1", lambda: s.add_drift_probe(pattern="pool", min_level=1))
     s.record(B, "decision")
     r = o("w2", lambda: wrap(s, doc(
         f"pool | 1x ({TODAY})", state="The nightly export does not run on Sundays.",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from anneal_memory import Store
+from anneal_memory import Store, ValidationError
 from anneal_memory.immune.probes import check_fact
 
 from wraphelp import doc, wrap
@@ -101,3 +101,12 @@ def test_the_issue_case_through_real_saves(tmp_path: Path) -> None:
             verdicts.append({p["id"]: p["status"] for p in res["drift"]["probes"]}[pid])
         assert verdicts == ["changed", "held", "lost"]
         assert [p["status"] for p in s.drift_status()["probes"]] == ["lost"]
+
+
+@pytest.mark.parametrize("level", [1, 0, -3, True, "2"])
+def test_a_pattern_probe_below_proven_is_refused(tmp_path: Path, level: object) -> None:
+    """1.0.2 refused min_level below 2 (a probe guards a Proven pattern); nothing is added."""
+    with Store(tmp_path / "m.db", project_name="P") as s:
+        with pytest.raises(ValidationError, match="min_level"):
+            s.add_drift_probe(pattern="pool", min_level=level)  # type: ignore[arg-type]
+        assert s.list_drift_probes() == [] and s.add_drift_probe(pattern="pool", min_level=2) == 1

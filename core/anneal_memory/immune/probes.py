@@ -58,8 +58,9 @@ def add_probe(store: Facade, *, pattern: str | None = None, min_level: int | Non
     if fact is not None and not _words(fact):
         raise ValidationError("fact has no words to check")
     if min_level is not None and (isinstance(min_level, bool) or not isinstance(min_level, int)
-                                  or min_level < 1):
-        raise ValidationError("min_level must be a whole number >= 1")
+                                  or min_level < MIN_PROVEN):  # 1.0.2 refused below 2 too
+        raise ValidationError(f"min_level must be a whole number >= {MIN_PROVEN}: a probe "
+                              "guards a Proven pattern")
     if pattern is not None and min_level is None:
         from ..continuity.parse import pattern_levels
 
