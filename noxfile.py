@@ -124,7 +124,9 @@ SQLITE_PINS = {"sqlite-oldest": ("pysqlite3-binary==0.4.7.post8", PY_OLDEST),  #
 def _sqlite_session(name: str, pin: str, python: str) -> None:
     @nox.session(name=name, python=_interpreter(python) if python != PY else PY)
     def _run(session: nox.Session) -> None:
-        session.install("-e", ".", "pytest", "hypothesis", "pytest-xdist", pin)
+        # tomli: the docs tests read pyproject.toml, and tomllib is 3.11's
+        session.install("-e", ".", "pytest", "hypothesis", "pytest-xdist", pin,
+                        'tomli; python_version < "3.11"')
         _pytest(session, *CORE_WORKERS, "tests/core", env={"ANNEAL_TEST_SQLITE": "pysqlite3"})
 
     _run.__doc__ = f"The core tests on Python {python} and the SQLite bundled with {pin}."
