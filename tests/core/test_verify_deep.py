@@ -63,13 +63,19 @@ def test_a_row_edited_under_the_chain_is_found(tmp_path: Path, which: str, sql: 
     conn.execute(sql, (ids[which],))
     conn.commit()
     conn.close()
+    assert _found(db, f"episode {ids[which]}, its {field}") == [
+        {"episode_id": ids[which], "field": field}]
+
+
+def _found(db: Path, said: str) -> list[dict[str, str]]:
+    """The chain verifies, ``verify --deep`` exits 1 saying ``said`` (no traceback);
+    returns the deep check's mismatches."""
     assert _cli(db, "verify").returncode == 0  # the chain itself is intact
     r = _cli(db, "verify", "--deep")
-    assert r.returncode == 1 and f"episode {ids[which]}, its {field}" in r.stderr, r.stderr
+    assert r.returncode == 1 and said in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
     with Store(db) as s:
-        check = s.verify_content()
-    assert check.mismatches == [{"episode_id": ids[which], "field": field}]
+        return s.verify_content().mismatches
 
 
 # ---------------------------------------------------------------- what was removed
@@ -119,13 +125,8 @@ def test_a_row_deleted_with_sql_is_found_by_its_id(tmp_path: Path, target: str,
     _db, ids = _rich(tmp_path)
     db = tmp_path / target
     _sql(db, "DELETE FROM episodes WHERE id=?", ids[which])
-    assert _cli(db, "verify").returncode == 0  # the chain itself is intact
-    r = _cli(db, "verify", "--deep")
-    assert r.returncode == 1 and f"episode {ids[which]}, its row" in r.stderr, r.stderr
-    assert "Traceback" not in r.stderr
-    with Store(db) as s:
-        check = s.verify_content()
-    assert {"episode_id": ids[which], "field": "row"} in check.mismatches
+    assert {"episode_id": ids[which], "field": "row"} in _found(
+        db, f"episode {ids[which]}, its row")
     r = _cli(db, "--json", "verify", "--deep")
     assert r.returncode == 1
     assert {"episode_id": ids[which], "field": "row"} in json.loads(r.stdout)["deep"][
@@ -140,11 +141,8 @@ def test_a_link_deleted_with_sql_is_found(tmp_path: Path, target: str, old: str,
     _db, ids = _rich(tmp_path)
     db = tmp_path / target
     _sql(db, "DELETE FROM supersessions WHERE old_id=? AND new_id=?", ids[old], ids[new])
-    r = _cli(db, "verify", "--deep")
-    assert r.returncode == 1 and f"episode {ids[old]}, its link to {ids[new]}" in r.stderr
-    with Store(db) as s:
-        check = s.verify_content()
-    assert check.mismatches == [{"episode_id": ids[old], "field": "link", "to": ids[new]}]
+    assert _found(db, f"episode {ids[old]}, its link to {ids[new]}") == [
+        {"episode_id": ids[old], "field": "link", "to": ids[new]}]
 
 
 @pytest.mark.parametrize("target", ["memory.db", "imported.db"])
@@ -154,11 +152,8 @@ def test_a_state_key_removed_with_sql_is_found(tmp_path: Path, target: str,
     _db, ids = _rich(tmp_path)
     db = tmp_path / target
     _sql(db, "UPDATE episodes SET state_key=NULL WHERE id=?", ids[which])
-    r = _cli(db, "verify", "--deep")
-    assert r.returncode == 1 and f"episode {ids[which]}, its state_key" in r.stderr, r.stderr
-    with Store(db) as s:
-        check = s.verify_content()
-    assert {"episode_id": ids[which], "field": "state_key"} in check.mismatches
+    assert {"episode_id": ids[which], "field": "state_key"} in _found(
+        db, f"episode {ids[which]}, its state_key")
 
 
 def test_what_the_library_removes_is_accounted_for(tmp_path: Path) -> None:
