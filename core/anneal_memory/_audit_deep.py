@@ -172,11 +172,9 @@ def deep_check(store: Any) -> ContentCheck:
         for (old, new), _made in links.items():
             if old in present and new in present and (old, new) not in table:
                 result.mismatches.append({"episode_id": old, "field": "link", "to": new})
-        # a slot's newest holder replaces the rest of it (facts.recompute_slot); a slot
-        # with an episode no entry covers (1.0.2's) is left alone: its links are 1.0.2's
+        # a slot's newest holder replaces the rest of it (facts.recompute_slot; an
+        # upgraded 1.0.2 store's slots are relinked the same way when it is upgraded)
         for members in slots.values():
-            if any(m.id not in want for m in members):
-                continue
             head = max(members, key=lambda m: (m.timestamp, m.rowid))
             for m in members:
                 if m.id != head.id and table.get((m.id, head.id)) != "state_key":
