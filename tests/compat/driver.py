@@ -1596,6 +1596,23 @@ def s_write_legacy(work: Path) -> dict[str, Any]:
 
 
 @scenario
+def s_write_legacy_slot(work: Path) -> dict[str, Any]:
+    """A state-key slot of three holders and a plain explicit link, written by 1.0.2 (for
+    the deep check of an upgraded store)."""
+    o = Obs(work)
+    s = new_store(work, "slot.db")
+    ids = [s.record(f"I live in {city}", "observation", state_key="user.city",
+                    timestamp=f"2026-01-0{i + 1}T00:00:00Z").id
+           for i, city in enumerate(("Seattle", "Portland", "Boise"))]
+    old = s.record("The orders API runs on port 8080", "observation").id
+    new = s.record("The orders API runs on port 9090", "observation", supersedes=[old]).id
+    s.close()
+    (work / "slot.json").write_text(json.dumps({"slot": ids, "old": old, "new": new}))
+    o.put("written", len(ids))
+    return o.result()
+
+
+@scenario
 def s_read_legacy(work: Path) -> dict[str, Any]:
     """Reads what ``write_legacy`` (run by 1.0.2) left in ``work``: the store in place, its
     audit chain, continuity, sidecars and JSON export. 1.0.2 reading its own files is the
