@@ -17,8 +17,9 @@ import sys
 import threading
 import time
 
-#: seconds each session took on a cold CI machine (a guess for sessions not listed)
-USUAL = {"core": 180, "sqlite-oldest": 150, "sqlite-newest": 150, "mcp": 120, "postgres": 150,
+#: seconds each session took on a cold CI machine (a guess for sessions not listed);
+#: sqlite-oldest runs on Python 3.10, about 13% slower than 3.11 on the same tests
+USUAL = {"core": 180, "sqlite-oldest": 170, "sqlite-newest": 150, "mcp": 120, "postgres": 150,
          "dspy-floor": 110, "compat": 150, "mcp-floor": 60, "crewai": 65, "crewai-floor": 60,
          "llamaindex": 60, "llamaindex-floor": 65, "google_adk": 70, "google_adk-floor": 70,
          "agno": 45, "agno-floor": 45,

@@ -186,6 +186,8 @@ class AuditTrail:
         self._last_mirror = time.monotonic()
         #: whether this trail looked for full rows the files already held (once)
         self._stragglers_checked = False
+        #: seq -> data fields the in-process callback gets in clear (never written)
+        self._clear: dict[int, dict[str, Any]] = {}
 
     MIRROR_EVERY = 256
     MIRROR_SECONDS = 1.0
@@ -224,6 +226,14 @@ class AuditTrail:
             return None
         entries = self.append_staged([self.stage(event, data, actor=actor)])
         return entries[0] if entries else None
+
+    def hand_in_clear(self, entry: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> None:
+        """Give ``on_audit_event`` these data fields of ``entry`` (just appended) as they
+        are, where the trail keeps them hashed: the in-process callback sees what 1.0.2
+        handed it (a dropped durable line's text), the files and the database never do.
+        The callback's copy then carries the stored entry's ``hash``, not one of its own."""
+        if entry is not None and self.on_event is not None and fields:
+            self._clear[int(entry["seq"])] = dict(fields)
 
     def stage(self, event: str, data: Mapping[str, Any], *, actor: str = "agent",
               counter: str | None = None) -> StagedEntry:
@@ -290,10 +300,13 @@ class AuditTrail:
 
     def drop_pending(self, mark: int) -> None:
         """Forget the entries appended since ``mark``: a savepoint rolled them back."""
+        for entry in self._pending[mark:]:
+            self._clear.pop(int(entry["seq"]), None)
         del self._pending[mark:]
 
     def discard_pending(self) -> None:
         self._pending.clear()
+        self._clear.clear()
 
     def after_commit(self) -> None:
         """Notify the callback of committed entries and mirror them to the JSONL files.
@@ -308,10 +321,14 @@ class AuditTrail:
         self._unmirrored += len(pending)
         if not self.hold_mirror:
             self.mirror_if_due()
+        clear, self._clear = self._clear, {}
         if self.on_event is not None:
             for entry in pending:
+                given = dict(entry)
+                if entry["seq"] in clear:
+                    given["data"] = {**entry["data"], **clear[entry["seq"]]}
                 try:
-                    self.on_event(dict(entry))
+                    self.on_event(given)
                 except Exception as exc:
                     log.warning("anneal-memory: on_audit_event callback raised %r", exc)
 

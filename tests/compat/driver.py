@@ -884,6 +884,7 @@ def s_drift_probes(work: Path) -> dict[str, Any]:
             o.labels.add(p, "P")
     o("add.nothing", lambda: s.add_drift_probe())
     o("add.both", lambda: s.add_drift_probe(pattern="pool", fact="x y z"))
+    o("add.min_level_1", lambda: s.add_drift_probe(pattern="pool", min_level=1))
     s.record(B, "decision")
     r = o("w2", lambda: wrap(s, doc(
         f"pool | 1x ({TODAY})", state="The nightly export does not run on Sundays.",
@@ -894,6 +895,71 @@ def s_drift_probes(work: Path) -> dict[str, Any]:
                                for p in s.drift_status()["probes"]])
     o("drift_status.keys", lambda: keys_of(s.drift_status()))
     s.close()
+    return o.result()
+
+
+#: fact probes and rewordings of the State line: each verdict (held, changed, lost) as
+#: 1.0.2 gives it: inflections ("starts" / "does not start"), where a negation governs the
+#: fact's words (before them, between them, after them), clauses, apostrophes, numbers
+FACT_WORDINGS: dict[str, list[str]] = {
+    "deploy freeze starts Friday noon": [
+        "The deploy freeze does not start on Friday at noon.",
+        "The deploy freeze started on Friday at noon.",
+        "The deploys freezes start on Fridays at noon.",
+        "The deploy freeze isn't starting Friday noon.",
+        "The deploy freeze starts Friday noon, not Monday.",
+        "It is not true that the deploy freeze starts Friday noon.",
+        "Not at all, as everybody in the whole team knows by now, the deploy freeze starts "
+        "Friday noon.",
+        "The deploy freeze, not the release, starts Friday noon.",
+        "The deploy freeze starts Friday; noon is when.",
+        "The deploy freeze does not start Friday noon. The deploy freeze starts Friday noon.",
+        "The deploy freeze begins Friday noon.",
+        "The deploy freeze none starts Friday noon.",
+    ],
+    "nightly export does not run on Sundays": [
+        "The nightly export runs on Sundays.",
+        "The nightly export never runs on Sundays.",
+        "Nightly export: no run on Sundays.",
+        "The nightly exports ran on Sunday.",
+    ],
+    "backup runs at 3 am with 14 retries": [
+        "Backups run at 3 am with 14 retries.",
+        "Backup runs at 3 am with 15 retries.",
+        "Backup does not run at 3 am with 14 retries.",
+    ],
+    "the mobile app does not support offline mode": [
+        "Mobile apps do support offline mode now.",
+        "The mobile app never supported offline modes.",
+        "The mobile app has no offline mode support.",
+    ],
+    "we never deploy on holidays": [
+        "We deploy on holidays, never on weekends.",
+        "Holidays: no deploys.",
+        "We don't deploy on holidays.",
+    ],
+    "classes process Friday's horses at 9 o'clock": [
+        "The class processes Friday horse at 9 clock.",
+        "Classes processed Fridays hors at 9 o'clock.",
+        "The boxes of classes processing Friday horses at 09 o'clock.",
+    ],
+}
+
+
+@scenario
+def s_drift_fact_wording(work: Path) -> dict[str, Any]:
+    o = Obs(work)
+    for i, (fact, rewordings) in enumerate(FACT_WORDINGS.items()):
+        s = new_store(work, f"f{i}.db")
+        s.record(A, "observation")
+        wrap(s, doc(f"p | 1x ({TODAY})", state=fact.capitalize() + "."))
+        s.add_drift_probe(fact=fact)
+        for j, state in enumerate(rewordings):
+            s.record(f"{B} ({j})", "decision")
+            o(f"{fact} -> {state}", lambda s=s, state=state: (
+                wrap(s, doc(f"p | 1x ({TODAY})", state=state)),
+                s.drift_status()["probes"][0]["status"])[1])
+        s.close()
     return o.result()
 
 
@@ -1095,6 +1161,9 @@ def s_audit(work: Path) -> dict[str, Any]:
     s.close()
     o("callback.events", lambda: [x.get("event") for x in seen])
     o("callback.entry_keys", lambda: keys_of(seen[0]) if seen else None)
+    # the in-process callback gets the dropped durable line itself (the files: a hash)
+    o("callback.durable_dropped", lambda: [x["data"].get("durable_dropped") for x in seen
+                                           if x.get("event") == "continuity_saved"])
     lines = [json.loads(x) for x in (work / "m.audit.jsonl").read_text().splitlines()
              if x.strip()] if (work / "m.audit.jsonl").exists() else []
     o("file.events", lambda: [x.get("event") for x in lines])
@@ -1523,6 +1592,23 @@ def s_write_legacy(work: Path) -> dict[str, Any]:
         "episodes": ids, "old": old.id, "new": new.id, "keyed": keyed.id, "tool": t.id,
         "late": late.id, "spore": sp["id"]}))
     o.put("export_rc", exp["rc"])
+    return o.result()
+
+
+@scenario
+def s_write_legacy_slot(work: Path) -> dict[str, Any]:
+    """A state-key slot of three holders and a plain explicit link, written by 1.0.2 (for
+    the deep check of an upgraded store)."""
+    o = Obs(work)
+    s = new_store(work, "slot.db")
+    ids = [s.record(f"I live in {city}", "observation", state_key="user.city",
+                    timestamp=f"2026-01-0{i + 1}T00:00:00Z").id
+           for i, city in enumerate(("Seattle", "Portland", "Boise"))]
+    old = s.record("The orders API runs on port 8080", "observation").id
+    new = s.record("The orders API runs on port 9090", "observation", supersedes=[old]).id
+    s.close()
+    (work / "slot.json").write_text(json.dumps({"slot": ids, "old": old, "new": new}))
+    o.put("written", len(ids))
     return o.result()
 
 

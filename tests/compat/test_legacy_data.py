@@ -308,3 +308,28 @@ def test_verify_deep_on_an_upgraded_1_0_2_store(legacy_copy: Path) -> None:
     assert check.valid and new.id not in check.uncovered and check.uncovered
     r = _cli("--db", str(db), "verify", "--deep", cwd=legacy_copy)
     assert r.returncode == 0 and "have no per-episode entry" in r.stdout, r.stderr
+
+
+def test_deep_verify_of_an_upgraded_slot_sees_what_sql_removes(pythons: dict[str, str],
+                                                             tmp_path: Path) -> None:
+    """A 1.0.2 store's slot and link come through the upgrade whole (the deep check finds
+    nothing to report), and a slot link or row deleted with SQL afterwards is found."""
+    work = tmp_path / "slot"
+    run_driver(pythons["peer"], "write_legacy_slot", work)
+    ids = json.loads((work / "slot.json").read_text())
+    db = work / "slot.db"
+    with Store(db) as s:
+        newest = s.record("I live in Denver now", "observation", state_key="user.city").id
+        check = s.verify_content()
+    assert check.valid and check.mismatches == [] and len(check.uncovered) == 5
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM supersessions WHERE old_id=?", (ids["slot"][0],))
+    conn.execute("DELETE FROM episodes WHERE id=?", (newest,))
+    conn.commit()
+    conn.close()
+    with Store(db) as s:
+        found = s.verify_content().mismatches
+    # the row recorded after the upgrade is missing; the slot's newest holder is now
+    # Boise, so every older holder (Seattle, Portland) must link to it: neither does
+    assert {"episode_id": newest, "field": "row"} in found
+    assert {"episode_id": ids["slot"][0], "field": "link", "to": ids["slot"][2]} in found

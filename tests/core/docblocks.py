@@ -27,7 +27,10 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 (the sqlite-oldest session): the same parser, from PyPI
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^```(\S*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)

@@ -99,7 +99,7 @@ def test_a_broken_block_fails(tmp_path: Path) -> None:
 
 
 def test_package_urls_are_real() -> None:
-    import tomllib
+    from docblocks import tomllib
 
     urls = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"].get("urls", {})
     reserved = re.compile(r"://([^/]*\.)?(example\.(com|org|net)|[^/]*\.(invalid|test|example))(/|$)")

@@ -1,5 +1,6 @@
-"""The console in a real browser: Debian's chromium, headless. The ``ui`` nox session
-installs it when it is missing; without it these tests fail (they never skip)."""
+"""The console in a real browser: chromium, headless (``ANNEAL_CHROMIUM`` names one). The
+``ui`` nox session finds it and installs nothing unless asked (``ANNEAL_INSTALL_CHROMIUM=1``);
+run directly without a browser, these tests fail (they never skip)."""
 
 from __future__ import annotations
 

@@ -150,9 +150,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
             first = deep.mismatches[0]
             err = AuditError(
                 f"the chain is intact but {len(deep.mismatches)} stored field(s) differ from "
-                f"what it recorded (first: episode {first['episode_id']}, its "
-                f"{first['field']}): the episodes table was changed outside the library; "
-                "restore the store from a backup")
+                f"what it recorded (first: {deep.describe(first)}): the store's tables were "
+                "changed outside the library; restore the store from a backup")
             err.json_data = data  # type: ignore[attr-defined]
             raise err
         covered = deep.checked - len(deep.uncovered)

@@ -385,7 +385,7 @@ def validated_save_continuity(
             "patterns_extracted": len(outcomes),
             "associations_formed": 0, "associations_strengthened": 0, "associations_decayed": 0,
         }, actor="agent")
-        tx.audit.append("continuity_saved", {
+        saved = tx.audit.append("continuity_saved", {
             "wrap_id": wrap["id"], "chars": len(final_text),
             "content_hash": store.audit_trail.hash_content(final_text),
             "episodes_compressed": len(snapshot_ids),
@@ -406,6 +406,8 @@ def validated_save_continuity(
             "drift": result["drift"],
             "session_id": session_id,
         }, actor="agent")
+        if durable_dropped:  # the trail keeps them hashed; the in-process callback, as 1.0.2
+            store.audit_trail.hand_in_clear(saved, {"durable_dropped": list(durable_dropped)})
         tx.stage_continuity(final_text)
     for err in tx.unpublished:  # committed: the file is put in place when the store is next opened
         result["warnings"].append(f"the continuity file could not be put in place yet ({err}); "
