@@ -22,11 +22,10 @@ import concurrent.futures
 import logging
 import math
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from anneal_memory import ItemCollection
+from anneal_memory import ItemCollection, clock
 from anneal_memory.errors import ValidationError
 
 _CONFIG_KEYS = ("default_ttl", "refresh_on_read", "sweep_interval_minutes", "omit_expired")
@@ -217,5 +216,6 @@ class Sweeper:
 
 
 def now() -> float:
-    """The clock deadlines are kept in (epoch seconds: they outlive the process)."""
-    return time.time()
+    """The clock deadlines are kept in (epoch seconds: they outlive the process): the
+    store's one clock, so a test that sets it moves deadlines too."""
+    return clock.utcnow().timestamp()

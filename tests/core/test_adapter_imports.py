@@ -46,6 +46,7 @@ BASELINE = frozenset({
     "google_adk/_uri.py -> storage.pg_location",
     "langchain/_retriever.py -> types",
     "langgraph/_store.py -> clock",
+    "langgraph/_ttl.py -> clock",
 })
 
 
