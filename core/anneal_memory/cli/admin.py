@@ -22,6 +22,7 @@ from .common import (
     open_store,
     read_json,
     read_store,
+    read_store_writable,
     require_store,
     sidecar,
     tier_home,
@@ -142,8 +143,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     from .semantic import embedder_of
 
     # read-write (a read-only handle reports its own audit as off), on an existing store
-    with open_store(args, embedder=embedder_of(args)) as store:
+    with read_store_writable(args, embedder=embedder_of(args)) as store:
         st = store.status().to_dict()
+        st["read_only"] = bool(store.read_only)
         schema = store.section_schema
         try:  # this namespace's baton (a view's own), else the root's
             holder, readable = baton_status(store).get("holder"), True
@@ -162,7 +164,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                      == [dict(x) for x in NAMED_SCHEMAS[n]]), "custom"),
         sections=[s["heading"] for s in schema],
         association_formation=RETIRED_FORMATION, association_stats=EMPTY_LINK_STATS)
-    lines = [f"store: {st['path']}"]
+    lines = [f"store: {st['path']}" + (" (read-only)" if st["read_only"] else "")]
     if st["namespace"]:
         lines.append("namespace: " + ", ".join(f"{k}={v}" for k, v in st["namespace"].items()
                                                if v is not None))

@@ -203,6 +203,14 @@ def require_store(args: argparse.Namespace) -> Path | str:
     """The location of an existing store; raises NoStoreError (and creates nothing) when
     a SQLite path holds none. A PostgreSQL URL is checked when it is opened."""
     loc = store_location(args)
+    if isinstance(loc, Path) and (not loc.exists() or loc.is_file()):
+        from ..storage.sqlite_files import check_not_gone
+
+        check_not_gone(loc)  # a lost database: say so, never "no store" nor a new one
+        if loc.is_file() and loc.stat().st_size == 0:
+            raise NoStoreError(f"no store at {loc}: the file is empty (0 bytes) and nothing "
+                               "was written to it; create a store there with anneal-memory "
+                               "init, or pass --db PATH of an existing store")
     if isinstance(loc, Path) and not loc.exists():
         if _explicit(args) is None:
             raise NoStoreError(f"no store at {loc} yet: create one with anneal-memory init, "
@@ -308,6 +316,9 @@ def open_store(args: argparse.Namespace, *, create: bool = False, **kw: Any) -> 
     from ..store import Store
 
     ns = namespace_of(args)
+    if getattr(args, "read_only", False) is True:  # --read-only: never create or write
+        kw["read_only"], create = True, False
+        kw.pop("trust_ceiling", None)
     loc = ensure_folder(args) if create else require_store(args)
     store = Store(loc, project_name=args.project_name, **kw)
     if ns is None:
@@ -324,6 +335,18 @@ def open_store(args: argparse.Namespace, *, create: bool = False, **kw: Any) -> 
 def read_store(args: argparse.Namespace) -> Any:
     """An existing store opened read-only (a missing one is NoStoreError)."""
     return open_store(args, read_only=True)
+
+
+def read_store_writable(args: argparse.Namespace, **kw: Any) -> Any:
+    """An existing store opened read-write for a command that only reads but reports
+    more from a writable handle (status: the audit trail's state); read-only when the
+    store cannot be written (a read-only folder or file) or --read-only was given."""
+    from ..errors import ReadOnlyStoreError
+
+    try:
+        return open_store(args, **kw)
+    except ReadOnlyStoreError:
+        return open_store(args, read_only=True)
 
 
 def sidecar(args: argparse.Namespace) -> Path:
