@@ -225,7 +225,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from ..immune.probes import list_probes
     from ..spores import SporeStore
 
-    with open_store(args) as store:
+    with read_store_writable(args) as store:
         st = store.status().to_dict()
         history = store.wrap_history()
         text = store.load_continuity()
@@ -237,7 +237,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     levels: dict[str, int] = {}
     for p in patterns:
         levels[f"{p.level}x"] = levels.get(f"{p.level}x", 0) + 1
-    crystals = CrystalStore(tier_home(args))
+    crystals = CrystalStore(tier_home(args, reading=True))
     data = {
         "episodes": {"total": st["total_episodes"], "since_wrap": st["episodes_since_wrap"],
                      "by_type": st["episodes_by_type"], "by_trust": st["trust_counts"],

@@ -359,10 +359,11 @@ def sidecar(args: argparse.Namespace) -> Path:
 OPEN_STORES: list[Any] = []
 
 
-def tier_home(args: argparse.Namespace) -> Any:
+def tier_home(args: argparse.Namespace, *, reading: bool = False) -> Any:
     """The open store whose database holds the long-term tiers (crystals, spores, the
-    outcome log), closed when the command ends."""
-    store = open_store(args)
+    outcome log), closed when the command ends; ``reading``: a command that only reads,
+    which falls back to a read-only handle where the store cannot be written."""
+    store = read_store_writable(args) if reading else open_store(args)
     OPEN_STORES.append(store)
     return store
 
