@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+from pathlib import Path
 from typing import Any
 
 from .._fileio import sidecar_path
@@ -25,6 +26,7 @@ from .common import (
     read_store_writable,
     require_store,
     sidecar,
+    store_location,
     tier_home,
 )
 
@@ -393,17 +395,7 @@ def _export_sqlite(args: argparse.Namespace) -> int:
         f"{src.stem}-export-{now_iso()[:19].replace(':', '')}.db")
     if dest.exists():
         raise ValidationError(f"{dest} exists: pass another --output")
-    def ours() -> set[Path]:  # the database and the sidecars beside it
-        return {*dest.parent.glob(dest.stem + ".*"), *dest.parent.glob(dest.name + "-*")}
-
-    before = ours()
-    try:
-        result = migrate(str(src), str(dest))
-    except BaseException:
-        for p in ours() - before:  # a failed copy leaves nothing behind
-            with contextlib.suppress(OSError):
-                p.unlink()
-        raise
+    result = migrate(str(src), str(dest))  # a failed copy leaves nothing behind
     emit(args, {"path": str(dest), "format": "sqlite", "verified": result["verified"],
                 "audit_entries": result["audit_entries"]},
          f"Exported the store to {dest} (audit chain of {result['audit_entries']} entries "
@@ -427,6 +419,17 @@ def import_summary(result: dict[str, Any], verbose: bool) -> dict[str, Any]:
     return out
 
 
+def _new_store_undone(args: argparse.Namespace) -> Any:
+    """Around a command that may create the store: when the path held no store (no
+    file, or an empty one) and the command fails, the files it made are removed."""
+    from ..storage.sqlite_files import is_empty, undone_on_failure
+
+    loc = store_location(args)
+    if isinstance(loc, Path) and is_empty(loc):
+        return undone_on_failure(loc)
+    return contextlib.nullcontext()
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from .common import operator_store
 
@@ -442,15 +445,16 @@ def cmd_import(args: argparse.Namespace) -> int:
     def moving(done: int, total: int) -> None:
         bar.update(f"importing: {done:,} / {total:,} episodes")
 
-    if operator or args.restore:
-        what = ("restore the backup's continuities, wraps, items and governed records"
-                if args.restore else "import episodes labelled trust operator")
-        with operator_store(args, what, create=True) as (store, via):
-            result = store.import_(doc, via=via, progress=moving,
-                                   restore=True if args.restore else False)
-    else:
-        with open_store(args, create=True) as store:
-            result = store.import_(doc, via="cli", progress=moving, restore=False)
+    with _new_store_undone(args):  # a refused or failed import into a new path leaves nothing
+        if operator or args.restore:
+            what = ("restore the backup's continuities, wraps, items and governed records"
+                    if args.restore else "import episodes labelled trust operator")
+            with operator_store(args, what, create=True) as (store, via):
+                result = store.import_(doc, via=via, progress=moving,
+                                       restore=True if args.restore else False)
+        else:
+            with open_store(args, create=True) as store:
+                result = store.import_(doc, via="cli", progress=moving, restore=False)
     bar.done(f"imported {result['imported']:,} of {n:,} episode(s)")
     skipped, refused = result["skipped_existing"], result["refused_deleted"]
     text = (f"Imported {result['imported']}; skipped {len(skipped)} already present; "

@@ -340,6 +340,11 @@ class SQLiteBackend(SQLiteAudit):
                 # create its schema; SQLite reports that as "locked" without waiting.
                 with contextlib.suppress(Exception):
                     self.conn.close()
+                if "disk i/o" in str(exc).lower() or "full" in str(exc).lower():
+                    raise StoreError(
+                        f"the store {self.path!r} cannot be written ({exc}): check the disk "
+                        "(free space, a file-size limit, a network mount) and retry; nothing "
+                        "was changed") from None
                 if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
                     raise StoreError(
                         f"{self.path!r} is not a usable anneal-memory store ({exc}): it may be "

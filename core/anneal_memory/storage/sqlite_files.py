@@ -12,8 +12,10 @@ the two ways on: restore the database from a backup, or start fresh deliberately
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import StoreError, StoreGoneError
@@ -112,3 +114,37 @@ def move_aside(db: Path, stamp: str) -> Path | None:
         raise StoreError(f"cannot move {p.name} aside ({exc.strerror or exc}): nothing was "
                          "moved") from None
     return folder
+
+
+def _made_files(db: Path) -> dict[Path, int]:
+    """The database and every file named after it, with their sizes."""
+    found = {p for p in db.parent.glob(glob.escape(db.name) + "-*") if p.is_file()}
+    found.update(p for p in db.parent.glob(glob.escape(db.stem) + ".*") if p.is_file())
+    if db.is_file():
+        found.add(db)
+    out = {}
+    for p in found:
+        with contextlib.suppress(OSError):
+            out[p] = p.stat().st_size
+    return out
+
+
+@contextlib.contextmanager
+def undone_on_failure(db: Path, *, keep: frozenset[Path] = frozenset()) -> Iterator[None]:
+    """A new store being made at ``db`` (missing, or an empty file): when the block
+    fails (a refusal, a full disk, an interrupt), the files it created are removed and an
+    empty database file is emptied again, so the path is as it was. ``keep``: files
+    never touched (another store's, beside it)."""
+    before = _made_files(db)
+    try:
+        yield
+    except BaseException:
+        for p in _made_files(db):
+            if p in keep:
+                continue
+            with contextlib.suppress(OSError):
+                if p not in before:
+                    p.unlink()
+                elif before[p] == 0 and p == db:
+                    os.truncate(p, 0)
+        raise
