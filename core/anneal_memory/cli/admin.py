@@ -20,6 +20,7 @@ from .common import (
     emit,
     ensure_folder,
     group,
+    new_store_undone,
     open_store,
     read_json,
     read_store,
@@ -419,17 +420,6 @@ def import_summary(result: dict[str, Any], verbose: bool) -> dict[str, Any]:
     return out
 
 
-def _new_store_undone(args: argparse.Namespace) -> Any:
-    """Around a command that may create the store: when the path held no store (no
-    file, or an empty one) and the command fails, the files it made are removed."""
-    from ..storage.sqlite_files import is_empty, undone_on_failure
-
-    loc = store_location(args)
-    if isinstance(loc, Path) and is_empty(loc):
-        return undone_on_failure(loc)
-    return contextlib.nullcontext()
-
-
 def cmd_import(args: argparse.Namespace) -> int:
     from .common import operator_store
 
@@ -445,7 +435,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     def moving(done: int, total: int) -> None:
         bar.update(f"importing: {done:,} / {total:,} episodes")
 
-    with _new_store_undone(args):  # a refused or failed import into a new path leaves nothing
+    with new_store_undone(args):  # a refused or failed import into a new path leaves nothing
         if operator or args.restore:
             what = ("restore the backup's continuities, wraps, items and governed records"
                     if args.restore else "import episodes labelled trust operator")

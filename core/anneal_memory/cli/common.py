@@ -380,7 +380,7 @@ def read_text(source: str, what: str) -> str:
     """The text of FILE, or of stdin for ``-``, as UTF-8."""
     try:
         if source == "-":
-            return sys.stdin.read()
+            return _stdin_text()
         return Path(source).read_text("utf-8")
     except FileNotFoundError:
         raise ValidationError(f"{what} file {source!r} does not exist: check the path "
@@ -389,10 +389,37 @@ def read_text(source: str, what: str) -> str:
         raise ValidationError(f"{what} {source!r} is a folder: pass a file") from None
     except UnicodeDecodeError as exc:
         where = "standard input" if source == "-" else repr(source)
-        raise ValidationError(f"{what} from {where} is not UTF-8 text ({exc.reason}): "
-                              "convert it to UTF-8") from None
+        raise ValidationError(
+            f"{what} from {where} is not valid UTF-8: byte 0x{exc.object[exc.start]:02X} at "
+            f"byte offset {exc.start} ({exc.reason}); convert it to UTF-8 (e.g. iconv -f "
+            "LATIN1 -t UTF-8)") from None
     except OSError as exc:
         raise ValidationError(f"cannot read {what} {source!r}: {exc.strerror or exc}") from None
+
+
+def _stdin_text() -> str:
+    """Standard input decoded as UTF-8, strictly: invalid bytes raise UnicodeDecodeError
+    (with their byte offset), never pass on as lone surrogates (Python's stdin decodes
+    with surrogateescape under some locales)."""
+    raw = getattr(sys.stdin, "buffer", None)
+    if raw is not None:
+        return raw.read().decode("utf-8")
+    text = sys.stdin.read()  # a text stream handed in (tests, embedding programs)
+    if any("\udc80" <= ch <= "\udcff" for ch in text):
+        text.encode("utf-8", "surrogateescape").decode("utf-8")
+    return text
+
+
+def new_store_undone(args: argparse.Namespace) -> Any:
+    """Around a command that may create the store: when the path held no store (no file,
+    or an empty one) and the command is refused or fails, the files it made are removed,
+    so a refusal leaves the path as it was."""
+    from ..storage.sqlite_files import is_empty, undone_on_failure
+
+    loc = store_location(args)
+    if isinstance(loc, Path) and is_empty(loc):
+        return undone_on_failure(loc)
+    return contextlib.nullcontext()
 
 
 def parse_json(text: str, source: str, what: str, fix: str) -> Any:

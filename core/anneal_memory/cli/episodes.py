@@ -18,6 +18,7 @@ from .common import (
     emit,
     episode_line,
     namespace_of,
+    new_store_undone,
     open_store,
     operator_store,
     read_store,
@@ -195,15 +196,17 @@ def cmd_record(args: argparse.Namespace) -> int:
               metadata=metadata, timestamp=args.timestamp,
               supersedes=args.supersedes or None, state_key=args.state_key,
               trust=args.trust, derived_from=args.derived_from or None)
-    if str(args.trust).strip().lower() == "operator":
-        with operator_store(args, "record an episode with trust operator",
-                            create=True) as (store, via):
-            with store.batch():
+    with new_store_undone(args):  # a refused first record leaves no empty store behind
+        if str(args.trust).strip().lower() == "operator":
+            with operator_store(args, "record an episode with trust operator",
+                                create=True) as (store, via):
+                with store.batch():
+                    ep = store.record(**kw)
+                    store.audit_event("operator_gate", {"action": "record", "id": ep.id,
+                                                        "via": via})
+        else:
+            with open_store(args, create=True) as store:
                 ep = store.record(**kw)
-                store.audit_event("operator_gate", {"action": "record", "id": ep.id, "via": via})
-    else:
-        with open_store(args, create=True) as store:
-            ep = store.record(**kw)
     emit(args, ep.to_dict(), f"Recorded {ep.id} ({ep.type.value})")
     return 0
 

@@ -141,6 +141,12 @@ _CLI_WORDS = (
      "run anneal-memory audit-repair to rebuild it from the database's copy"),
     ("AuditTrail.head() (the CLI's audit head)", "'anneal-memory audit head --json'"),
     ("the output of AuditTrail.head()", "the output of 'anneal-memory audit head --json'"),
+    ("save it, re-open it with its wrap token, or abandon it with wrap_cancel",
+     "save it with 'anneal-memory save-continuity FILE --wrap-token TOKEN' ('anneal-memory "
+     "wrap-token-current' prints its token, 'anneal-memory wrap-status' shows it), or abandon "
+     "it with 'anneal-memory wrap-cancel'"),
+    ("new store (a path that holds none), or import it without restore",
+     "new store (--db a path that holds none), or import it without --restore"),
 )
 
 
