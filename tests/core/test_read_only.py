@@ -161,7 +161,7 @@ def test_a_write_names_the_real_cause_and_changes_nothing(
     else:
         assert str(ro_store) in err and "cannot be written" in err, err
         assert "read-only file system" in err or "permission denied" in err, err
-        assert "--read-only" in err
+        assert "read it with --read-only" in err
     assert _files(ro_store.parent) == before
 
 

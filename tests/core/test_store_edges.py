@@ -59,7 +59,7 @@ def test_the_library_refuses_a_lost_database_and_creates_nothing(
         Store(db, read_only=read_only)
     msg = str(info.value)
     assert ("is missing" if how != "emptied" else "is empty (0 bytes)") in msg
-    assert "backup" in msg and "init --force" in msg
+    assert "backup" in msg and "start fresh deliberately" in msg
     assert info.value.found and all(Path(f).parent == db.parent for f in info.value.found)
     if how != "wal":
         assert "memory.audit.jsonl" in msg and "memory.continuity.md" in msg

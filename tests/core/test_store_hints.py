@@ -101,7 +101,7 @@ def test_invalid_utf8_on_stdin_is_named_with_its_byte_offset(tmp_path: Path,
     rc, _out, err = run(db, "record", "-", stdin=b"abc\xff\xfedef", env=env)
     assert rc == 1
     assert "surrogate" not in err, err
-    assert "not valid UTF-8" in err and "byte 0xFF at byte offset 3" in err, err
+    assert "not UTF-8 text" in err and "byte 0xFF at byte offset 3" in err, err
     assert not db.exists() and list(tmp_path.iterdir()) == []
     rc, _out, err = run(db, "record", "-", stdin="naïve café".encode(), env=env)
     assert rc == 0, err

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,6 @@ from .common import (
     read_store_writable,
     require_store,
     sidecar,
-    store_location,
     tier_home,
 )
 
@@ -384,7 +382,6 @@ def _export_sqlite(args: argparse.Namespace) -> int:
     links, wraps, every namespace's continuity, items, governed tables, the audit chain
     entry for entry, written out to its files and verified), so the copy opens, verifies
     and restores as the source was. Never a torn copy: one read transaction."""
-    from pathlib import Path
 
     from ..clock import now_iso
     from ..migrate_store import migrate

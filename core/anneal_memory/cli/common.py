@@ -390,7 +390,7 @@ def read_text(source: str, what: str) -> str:
     except UnicodeDecodeError as exc:
         where = "standard input" if source == "-" else repr(source)
         raise ValidationError(
-            f"{what} from {where} is not valid UTF-8: byte 0x{exc.object[exc.start]:02X} at "
+            f"{what} from {where} is not UTF-8 text: byte 0x{exc.object[exc.start]:02X} at "
             f"byte offset {exc.start} ({exc.reason}); convert it to UTF-8 (e.g. iconv -f "
             "LATIN1 -t UTF-8)") from None
     except OSError as exc:
@@ -403,7 +403,7 @@ def _stdin_text() -> str:
     with surrogateescape under some locales)."""
     raw = getattr(sys.stdin, "buffer", None)
     if raw is not None:
-        return raw.read().decode("utf-8")
+        return str(raw.read().decode("utf-8"))
     text = sys.stdin.read()  # a text stream handed in (tests, embedding programs)
     if any("\udc80" <= ch <= "\udcff" for ch in text):
         text.encode("utf-8", "surrogateescape").decode("utf-8")

@@ -145,6 +145,10 @@ _CLI_WORDS = (
      "save it with 'anneal-memory save-continuity FILE --wrap-token TOKEN' ('anneal-memory "
      "wrap-token-current' prints its token, 'anneal-memory wrap-status' shows it), or abandon "
      "it with 'anneal-memory wrap-cancel'"),
+    ("open it read-only (read_only=True) to read it", "read it with --read-only"),
+    ("by moving the old files aside first (move_aside does, into a timestamped folder)",
+     "with 'anneal-memory init --force', which moves the old files aside into a timestamped "
+     "folder first"),
     ("new store (a path that holds none), or import it without restore",
      "new store (--db a path that holds none), or import it without --restore"),
 )

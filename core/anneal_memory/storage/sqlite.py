@@ -30,8 +30,8 @@ from .common import episode_row as _row
 from .common import like_pattern, trigrams, visible_sql
 from .driver import sqlite_driver
 from .sqlite_audit import CompactedReader, SQLiteAudit
-from .sqlite_peek import open_read_only
 from .sqlite_migrate import NS_TAG_SQL
+from .sqlite_peek import open_read_only
 
 _T = TypeVar("_T")
 
@@ -324,8 +324,7 @@ class SQLiteBackend(SQLiteAudit):
             if denied and p.exists():
                 raise ReadOnlyStoreError(
                     f"the store {self.path!r} cannot be written: {denied}; open it "
-                    "read-only (read_only=True; the CLI's --read-only) to read it, or fix "
-                    "the permissions")
+                    "read-only (read_only=True) to read it, or fix the permissions")
             if denied:
                 raise StoreError(f"cannot create a store at {self.path!r}: {denied}; choose "
                                  "another path")
@@ -393,7 +392,8 @@ class SQLiteBackend(SQLiteAudit):
     def _connect_read_only(self, p: Path) -> Any:
         """A read-only connection that works in a read-only folder too (see
         :func:`.sqlite_peek.open_read_only`)."""
-        conn, self.read_only_mode, self._ro_copy = open_read_only(p)
+        conn, self.read_only_mode, self._ro_copy = open_read_only(
+            p, isolation_level=None, check_same_thread=False)
         return conn
 
     # ------------------------------------------------------------------ lifecycle

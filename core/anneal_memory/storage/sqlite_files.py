@@ -78,8 +78,8 @@ def check_not_gone(db: Path) -> None:
         f"the store's database {str(db)!r} {state}, but files of its store are still beside "
         f"it ({names}): its memory was lost, and nothing was created. Restore the database "
         "from a backup (or import an export into a new path), or start fresh deliberately "
-        "with 'anneal-memory init --force', which moves the old files aside into a "
-        "timestamped folder first", found=[str(p) for p in found])
+        "by moving the old files aside first (move_aside does, into a timestamped folder)",
+        found=[str(p) for p in found])
 
 
 def move_aside(db: Path, stamp: str) -> Path | None:

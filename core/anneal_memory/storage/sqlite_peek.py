@@ -7,8 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +43,9 @@ def open_read_only(p: Path, **kw: Any) -> tuple[Any, str, str | None]:
     wal = p.with_name(p.name + "-wal")
     if not (wal.is_file() and wal.stat().st_size > 0):
         return sqlite3.connect(uri + "?mode=ro&immutable=1", uri=True, **kw), "immutable", None
+    import shutil
+    import tempfile
+
     tmp = tempfile.mkdtemp(prefix="anneal-ro-")
     try:
         shutil.copy2(p, os.path.join(tmp, p.name))
@@ -90,6 +91,8 @@ def read_only(db: Path, *, immutable: bool = False) -> Iterator[Any]:
         if conn is not None:
             conn.close()
         if tmp:
+            import shutil
+
             shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -175,6 +178,8 @@ class ChainReader:
     def close_conn(self, conn: Any) -> None:
         conn.close()
         if self._tmp:
+            import shutil
+
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
 
