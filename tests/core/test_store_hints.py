@@ -139,3 +139,24 @@ def test_a_refused_first_write_into_a_new_path_leaves_nothing(
         assert rc in (1, 2), err
         assert sorted(p.name for p in folder.iterdir()) == before, err
         assert not db.exists() or db.stat().st_size == 0
+
+
+def test_the_cleanup_of_a_refused_first_write_spares_another_writers_store(
+        tmp_path: Path) -> None:
+    """Two processes make the same new store; one is refused: the other's episode stays."""
+    from anneal_memory import ValidationError
+    from anneal_memory.storage.sqlite_files import undone_on_failure
+
+    db = tmp_path / "m.db"
+    with pytest.raises(ValidationError):
+        with undone_on_failure(db):
+            with Store(db) as other:  # the other process, meanwhile
+                other.record("kept by the other writer", "observation")
+            raise ValidationError("this process's record was refused")
+    with Store(db, read_only=True) as s:
+        assert s.status().total_episodes == 1
+    with pytest.raises(ValidationError):
+        with undone_on_failure(db.with_name("n.db")):
+            Store(db.with_name("n.db")).close()  # made, but holds nothing
+            raise ValidationError("refused")
+    assert not db.with_name("n.db").exists()

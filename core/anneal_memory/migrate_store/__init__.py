@@ -40,7 +40,7 @@ def migrate(src: str, dst: str, *,
     source = None if pg_dsn(src) else Path(src).expanduser()
     keep = frozenset() if source is None else frozenset(
         p for p in source.parent.glob(source.stem + "*") if p.is_file())
-    with undone_on_failure(target, keep=keep):  # a failed copy leaves nothing behind
+    with undone_on_failure(target, keep=keep, shared=False):  # a failed copy leaves nothing behind
         return _migrate(src, dst, progress)
 
 

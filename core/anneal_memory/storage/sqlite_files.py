@@ -129,16 +129,38 @@ def _made_files(db: Path) -> dict[Path, int]:
     return out
 
 
+def _holds_memory(db: Path) -> bool:
+    """The database at ``db`` holds an episode, a wrap or an item (so it is not only
+    the empty store a failed call made); an unreadable or empty one holds none."""
+    from .sqlite_peek import read_only
+
+    if is_empty(db):
+        return False
+    try:
+        with read_only(db) as conn:
+            if conn is None:
+                return False
+            return any(conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone()  # noqa: S608
+                       for t in ("episodes", "wraps", "items"))
+    except Exception:  # no such table, a torn file: nothing anyone could read back
+        return False
+
+
 @contextlib.contextmanager
-def undone_on_failure(db: Path, *, keep: frozenset[Path] = frozenset()) -> Iterator[None]:
+def undone_on_failure(db: Path, *, keep: frozenset[Path] = frozenset(),
+                      shared: bool = True) -> Iterator[None]:
     """A new store being made at ``db`` (missing, or an empty file): when the block
     fails (a refusal, a full disk, an interrupt), the files it created are removed and an
     empty database file is emptied again, so the path is as it was. ``keep``: files
-    never touched (another store's, beside it)."""
+    never touched (another store's, beside it). ``shared``: another process may open
+    the same new path meanwhile (a first ``record``), so a store that holds memory by then
+    is left alone; a copy's private destination (``migrate``) passes False."""
     before = _made_files(db)
     try:
         yield
     except BaseException:
+        if shared and _holds_memory(db):  # another process made it meanwhile and wrote
+            raise
         for p in _made_files(db):
             if p in keep:
                 continue
