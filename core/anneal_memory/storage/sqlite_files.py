@@ -27,8 +27,10 @@ _SIDECARS = (".audit.jsonl", ".audit.manifest.json", ".continuity.md",
              ".baton.json")
 #: the same, as patterns (rotated audit weeks, a namespace's continuity)
 _PATTERNS = (".audit.*.jsonl.gz", ".ns-*.continuity.md")
-#: SQLite's own files beside the database: a log with frames in it holds data
-_JOURNALS = ("-wal", "-journal")
+#: SQLite's write-ahead log beside the database: with frames in it, it holds data (a
+#: live store's database is never empty then: switching to WAL writes its first page). A
+#: rollback journal is no sign: it is there while another process creates the store.
+_JOURNALS = ("-wal",)
 
 
 def store_files(db: Path) -> list[Path]:
