@@ -13,7 +13,8 @@
     ├── SupersessionError          a supersession link that fails validation
     ├── StoreError                 the database file: missing folder, unwritable, not ours, corrupt
     │   ├── StoreLocationError     no usable path (no home directory and no --db)
-    │   └── ReadOnlyStoreError     a write on a store opened read_only
+    │   ├── ReadOnlyStoreError     a write on a store opened read_only
+    │   └── StoreGoneError         the database is missing or empty but the store's files remain
     ├── ContinuityValidationError  a continuity save refused by the wrap pipeline
     ├── WrapError                  a wrap-lifecycle refusal
     │   ├── WrapInProgressError    an action that cannot run while a wrap is open
@@ -91,6 +92,17 @@ class StoreLocationError(StoreError):
 
 class ReadOnlyStoreError(StoreError):
     """A write was attempted on a store opened with read_only=True."""
+
+
+class StoreGoneError(StoreError):
+    """The database file is missing or empty while files of its store (audit trail,
+    continuity, sidecars, a write-ahead log) are still beside it: the memory was lost, and
+    opening it would silently start a new, empty one. Nothing was created or changed.
+    ``found`` lists the files that are still there."""
+
+    def __init__(self, message: str, found: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.found = list(found or [])
 
 
 class ContinuityValidationError(AnnealMemoryError, ValueError):

@@ -326,7 +326,10 @@ def import_store(store: Facade, data: Mapping[str, Any] | str, *, via: str = "li
         # otherwise a "wrapped" episode would never be compressed into this store's
         why = can_restore(store) if state is not None else None
         if restore and why is not None:
-            raise ValidationError(f"cannot restore this backup: {why}; nothing was imported")
+            raise ValidationError(
+                f"cannot restore this backup: {why}; nothing was imported. Restore it into a "
+                "new store (a path that holds none), or import it without restore to add "
+                "its episodes here as not yet wrapped")
         restoring = state is not None and why is None
         wrap_ids = restore_wrap_ids(state) if restoring and state else set()
         for done, it in enumerate(items, 1):

@@ -105,12 +105,11 @@ def can_restore(store: Facade) -> str | None:
     """Why a backup's state may not be restored into ``store`` (None: it may)."""
     if store.trust_ceiling != "operator":
         return ("the continuity, wraps and governed records are restored only by a store "
-                "opened with trust_ceiling='operator' (the CLI's import is); the episodes "
-                "were imported as not yet wrapped")
+                "opened with trust_ceiling='operator' (the CLI's import is)")
     taken = holds_state(store)
     if taken is not None:
         return (f"this store already holds {taken}: a backup's state is restored only into a "
-                "new store (its episodes were imported as not yet wrapped)")
+                "new store")
     return None
 
 
@@ -133,8 +132,9 @@ def state_in(store: Facade, state: Any, tx: UnitOfWork) -> dict[str, Any]:
     restored, or why not."""
     doc = check_state(state)
     why = can_restore(store)
-    if why is not None:
-        return {"restored": False, "reason": why}
+    if why is not None:  # an import that was not asked to restore: its episodes went in
+        return {"restored": False,
+                "reason": f"{why}; its episodes were imported as not yet wrapped"}
     b = store.repos
     done: dict[str, int] = {}
     if doc.get("governed") or any(n.startswith("gov_") for n in doc["tables"]):

@@ -250,6 +250,9 @@ class Store(ContinuityMixin):
             if not read_only:
                 db.parent.mkdir(parents=True, exist_ok=True)
         else:
+            from .storage.sqlite_files import check_not_gone
+
+            check_not_gone(db)  # a lost database is not a new store
             existed = db.exists() and db.stat().st_size > 0
             from .audit import chain_entries
             from .legacy import upgrade as legacy_upgrade

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
+from pathlib import Path
 from typing import Any
 
 from .._fileio import sidecar_path
@@ -19,9 +19,11 @@ from .common import (
     emit,
     ensure_folder,
     group,
+    new_store_undone,
     open_store,
     read_json,
     read_store,
+    read_store_writable,
     require_store,
     sidecar,
     tier_home,
@@ -148,8 +150,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     from .semantic import embedder_of
 
     # read-write (a read-only handle reports its own audit as off), on an existing store
-    with open_store(args, embedder=embedder_of(args)) as store:
+    with read_store_writable(args, embedder=embedder_of(args)) as store:
         st = store.status().to_dict()
+        st["read_only"] = bool(store.read_only)
         schema = store.section_schema
         try:  # this namespace's baton (a view's own), else the root's
             holder, readable = baton_status(store).get("holder"), True
@@ -168,7 +171,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                      == [dict(x) for x in NAMED_SCHEMAS[n]]), "custom"),
         sections=[s["heading"] for s in schema],
         association_formation=RETIRED_FORMATION, association_stats=EMPTY_LINK_STATS)
-    lines = [f"store: {st['path']}"]
+    lines = [f"store: {st['path']}" + (" (read-only)" if st["read_only"] else "")]
     if st["namespace"]:
         lines.append("namespace: " + ", ".join(f"{k}={v}" for k, v in st["namespace"].items()
                                                if v is not None))
@@ -229,7 +232,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from ..immune.probes import list_probes
     from ..spores import SporeStore
 
-    with open_store(args) as store:
+    with read_store_writable(args) as store:
         st = store.status().to_dict()
         history = store.wrap_history()
         text = store.load_continuity()
@@ -241,7 +244,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     levels: dict[str, int] = {}
     for p in patterns:
         levels[f"{p.level}x"] = levels.get(f"{p.level}x", 0) + 1
-    crystals = CrystalStore(tier_home(args))
+    crystals = CrystalStore(tier_home(args, reading=True))
     data = {
         "episodes": {"total": st["total_episodes"], "since_wrap": st["episodes_since_wrap"],
                      "by_type": st["episodes_by_type"], "by_trust": st["trust_counts"],
@@ -385,7 +388,6 @@ def _export_sqlite(args: argparse.Namespace) -> int:
     links, wraps, every namespace's continuity, items, governed tables, the audit chain
     entry for entry, written out to its files and verified), so the copy opens, verifies
     and restores as the source was. Never a torn copy: one read transaction."""
-    from pathlib import Path
 
     from ..clock import now_iso
     from ..migrate_store import migrate
@@ -397,17 +399,7 @@ def _export_sqlite(args: argparse.Namespace) -> int:
         f"{src.stem}-export-{now_iso()[:19].replace(':', '')}.db")
     if dest.exists():
         raise ValidationError(f"{dest} exists: pass another --output")
-    def ours() -> set[Path]:  # the database and the sidecars beside it
-        return {*dest.parent.glob(dest.stem + ".*"), *dest.parent.glob(dest.name + "-*")}
-
-    before = ours()
-    try:
-        result = migrate(str(src), str(dest))
-    except BaseException:
-        for p in ours() - before:  # a failed copy leaves nothing behind
-            with contextlib.suppress(OSError):
-                p.unlink()
-        raise
+    result = migrate(str(src), str(dest))  # a failed copy leaves nothing behind
     emit(args, {"path": str(dest), "format": "sqlite", "verified": result["verified"],
                 "audit_entries": result["audit_entries"]},
          f"Exported the store to {dest} (audit chain of {result['audit_entries']} entries "
@@ -446,15 +438,16 @@ def cmd_import(args: argparse.Namespace) -> int:
     def moving(done: int, total: int) -> None:
         bar.update(f"importing: {done:,} / {total:,} episodes")
 
-    if operator or args.restore:
-        what = ("restore the backup's continuities, wraps, items and governed records"
-                if args.restore else "import episodes labelled trust operator")
-        with operator_store(args, what, create=True) as (store, via):
-            result = store.import_(doc, via=via, progress=moving,
-                                   restore=True if args.restore else False)
-    else:
-        with open_store(args, create=True) as store:
-            result = store.import_(doc, via="cli", progress=moving, restore=False)
+    with new_store_undone(args):  # a refused or failed import into a new path leaves nothing
+        if operator or args.restore:
+            what = ("restore the backup's continuities, wraps, items and governed records"
+                    if args.restore else "import episodes labelled trust operator")
+            with operator_store(args, what, create=True) as (store, via):
+                result = store.import_(doc, via=via, progress=moving,
+                                       restore=True if args.restore else False)
+        else:
+            with open_store(args, create=True) as store:
+                result = store.import_(doc, via="cli", progress=moving, restore=False)
     bar.done(f"imported {result['imported']:,} of {n:,} episode(s)")
     skipped, refused = result["skipped_existing"], result["refused_deleted"]
     text = (f"Imported {result['imported']}; skipped {len(skipped)} already present; "

@@ -129,6 +129,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
             fix = ": a PostgreSQL store keeps its chain in the database only; restore it from a backup"
         elif "AuditTrail.repair" in str(res.reason):
             fix = ""  # the reason names the fix already (the CLI words it as a command)
+        elif res.chain_break_file == "database" and "cannot be read" in str(res.reason):
+            # audit-repair rebuilds the files from the database's copy: it cannot help
+            fix = ("; the database itself is damaged, so audit-repair (which rebuilds the "
+                   "files from it) cannot help: keep every file as evidence, restore the "
+                   "store from a backup (anneal-memory import --restore FILE into a new "
+                   "--db), and save what SQLite can still read from a copy with sqlite3's "
+                   ".recover (sqlite3 COPY.db .recover > recovered.sql)")
         else:
             fix = ("; keep the files as evidence: anneal-memory audit-repair rebuilds them "
                    "from the database's copy")

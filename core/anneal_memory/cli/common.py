@@ -203,6 +203,14 @@ def require_store(args: argparse.Namespace) -> Path | str:
     """The location of an existing store; raises NoStoreError (and creates nothing) when
     a SQLite path holds none. A PostgreSQL URL is checked when it is opened."""
     loc = store_location(args)
+    if isinstance(loc, Path) and (not loc.exists() or loc.is_file()):
+        from ..storage.sqlite_files import check_not_gone
+
+        check_not_gone(loc)  # a lost database: say so, never "no store" nor a new one
+        if loc.is_file() and loc.stat().st_size == 0:
+            raise NoStoreError(f"no store at {loc}: the file is empty (0 bytes) and nothing "
+                               "was written to it; create a store there with anneal-memory "
+                               "init, or pass --db PATH of an existing store")
     if isinstance(loc, Path) and not loc.exists():
         if _explicit(args) is None:
             raise NoStoreError(f"no store at {loc} yet: create one with anneal-memory init, "
@@ -308,6 +316,9 @@ def open_store(args: argparse.Namespace, *, create: bool = False, **kw: Any) -> 
     from ..store import Store
 
     ns = namespace_of(args)
+    if getattr(args, "read_only", False) is True:  # --read-only: never create or write
+        kw["read_only"], create = True, False
+        kw.pop("trust_ceiling", None)
     loc = ensure_folder(args) if create else require_store(args)
     store = Store(loc, project_name=args.project_name, **kw)
     if ns is None:
@@ -326,6 +337,18 @@ def read_store(args: argparse.Namespace) -> Any:
     return open_store(args, read_only=True)
 
 
+def read_store_writable(args: argparse.Namespace, **kw: Any) -> Any:
+    """An existing store opened read-write for a command that only reads but reports
+    more from a writable handle (status: the audit trail's state); read-only when the
+    store cannot be written (a read-only folder or file) or --read-only was given."""
+    from ..errors import ReadOnlyStoreError
+
+    try:
+        return open_store(args, **kw)
+    except ReadOnlyStoreError:
+        return open_store(args, read_only=True)
+
+
 def sidecar(args: argparse.Namespace) -> Path:
     """The base path for a tier's sidecar files, after checking the store exists."""
     require_store(args)
@@ -336,10 +359,11 @@ def sidecar(args: argparse.Namespace) -> Path:
 OPEN_STORES: list[Any] = []
 
 
-def tier_home(args: argparse.Namespace) -> Any:
+def tier_home(args: argparse.Namespace, *, reading: bool = False) -> Any:
     """The open store whose database holds the long-term tiers (crystals, spores, the
-    outcome log), closed when the command ends."""
-    store = open_store(args)
+    outcome log), closed when the command ends; ``reading``: a command that only reads,
+    which falls back to a read-only handle where the store cannot be written."""
+    store = read_store_writable(args) if reading else open_store(args)
     OPEN_STORES.append(store)
     return store
 
@@ -356,7 +380,7 @@ def read_text(source: str, what: str) -> str:
     """The text of FILE, or of stdin for ``-``, as UTF-8."""
     try:
         if source == "-":
-            return sys.stdin.read()
+            return _stdin_text()
         return Path(source).read_text("utf-8")
     except FileNotFoundError:
         raise ValidationError(f"{what} file {source!r} does not exist: check the path "
@@ -365,10 +389,37 @@ def read_text(source: str, what: str) -> str:
         raise ValidationError(f"{what} {source!r} is a folder: pass a file") from None
     except UnicodeDecodeError as exc:
         where = "standard input" if source == "-" else repr(source)
-        raise ValidationError(f"{what} from {where} is not UTF-8 text ({exc.reason}): "
-                              "convert it to UTF-8") from None
+        raise ValidationError(
+            f"{what} from {where} is not UTF-8 text: byte 0x{exc.object[exc.start]:02X} at "
+            f"byte offset {exc.start} ({exc.reason}); convert it to UTF-8 (e.g. iconv -f "
+            "LATIN1 -t UTF-8)") from None
     except OSError as exc:
         raise ValidationError(f"cannot read {what} {source!r}: {exc.strerror or exc}") from None
+
+
+def _stdin_text() -> str:
+    """Standard input decoded as UTF-8, strictly: invalid bytes raise UnicodeDecodeError
+    (with their byte offset), never pass on as lone surrogates (Python's stdin decodes
+    with surrogateescape under some locales)."""
+    raw = getattr(sys.stdin, "buffer", None)
+    if raw is not None:
+        return str(raw.read().decode("utf-8"))
+    text = sys.stdin.read()  # a text stream handed in (tests, embedding programs)
+    if any("\udc80" <= ch <= "\udcff" for ch in text):
+        text.encode("utf-8", "surrogateescape").decode("utf-8")
+    return text
+
+
+def new_store_undone(args: argparse.Namespace) -> Any:
+    """Around a command that may create the store: when the path held no store (no file,
+    or an empty one) and the command is refused or fails, the files it made are removed,
+    so a refusal leaves the path as it was."""
+    from ..storage.sqlite_files import is_empty, undone_on_failure
+
+    loc = store_location(args)
+    if isinstance(loc, Path) and is_empty(loc):
+        return undone_on_failure(loc)
+    return contextlib.nullcontext()
 
 
 def parse_json(text: str, source: str, what: str, fix: str) -> Any:

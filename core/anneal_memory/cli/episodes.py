@@ -18,6 +18,7 @@ from .common import (
     emit,
     episode_line,
     namespace_of,
+    new_store_undone,
     open_store,
     operator_store,
     read_store,
@@ -38,6 +39,9 @@ def register(sub: Any) -> None:
                    help="let any caller wrap this store (no single-consolidator gate)")
     p.add_argument("--schema", default="default", choices=sorted(NAMED_SCHEMAS),
                    help="continuity section schema for a new store (default: default)")
+    p.add_argument("--force", action="store_true",
+                   help="where the database was lost (missing or empty) but its store's files "
+                        "remain: move them aside into <name>.old-<timestamp> and start fresh")
 
     p = command(sub, "record", "record one episode (creates the store if needed)", cmd_record)
     p.add_argument("text", help="the episode text, or - to read it from standard input")
@@ -130,16 +134,38 @@ def _holds_a_store(loc: Path | str) -> bool:
         return False
 
 
+def _start_fresh(args: argparse.Namespace) -> str | None:
+    """init --force: move a lost store's files aside (the folder, or None when the path
+    holds a store, or nothing at all)."""
+    loc = store_location(args)
+    if not isinstance(loc, Path):
+        return None
+    from ..clock import utcnow
+    from ..storage.sqlite_files import is_empty, move_aside, store_files
+
+    if not is_empty(loc) or not store_files(loc):
+        return None
+    folder = move_aside(loc, utcnow().strftime("%Y%m%dT%H%M%SZ"))
+    return str(folder) if folder else None
+
+
 def cmd_init(args: argparse.Namespace) -> int:
+    aside = _start_fresh(args) if args.force else None
     existed = _holds_a_store(store_location(args))
     with open_store(args, create=True, consolidate_requires_baton_on_create=not args.no_baton,
                     section_schema=None if existed else NAMED_SCHEMAS[args.schema]) as store:
         headings = [s["heading"] for s in store.section_schema]
         data = {"path": shown_location(args), "created": not existed,
                 "consolidate_requires_baton": store.consolidate_requires_baton(),
-                "schema": headings, "continuity_path": str(store.continuity_path)}
+                "schema": headings, "continuity_path": str(store.continuity_path),
+                "moved_aside": aside}
     lines = [f"{'Created' if not existed else 'Already exists, left as is'}: {data['path']}",
              f"Sections: {', '.join(headings)}"]
+    if aside:
+        lines.insert(0, f"Moved the lost store's files aside into {aside}")
+    elif existed and args.force:
+        lines.append("(--force only starts fresh where the database was lost; this store "
+                     "holds its database and was left as is)")
     if existed and (args.no_baton or args.schema != "default"):
         lines.append("(--no-baton and --schema apply only to a new store; see set-schema)")
     if data["consolidate_requires_baton"]:
@@ -170,15 +196,17 @@ def cmd_record(args: argparse.Namespace) -> int:
               metadata=metadata, timestamp=args.timestamp,
               supersedes=args.supersedes or None, state_key=args.state_key,
               trust=args.trust, derived_from=args.derived_from or None)
-    if str(args.trust).strip().lower() == "operator":
-        with operator_store(args, "record an episode with trust operator",
-                            create=True) as (store, via):
-            with store.batch():
+    with new_store_undone(args):  # a refused first record leaves no empty store behind
+        if str(args.trust).strip().lower() == "operator":
+            with operator_store(args, "record an episode with trust operator",
+                                create=True) as (store, via):
+                with store.batch():
+                    ep = store.record(**kw)
+                    store.audit_event("operator_gate", {"action": "record", "id": ep.id,
+                                                        "via": via})
+        else:
+            with open_store(args, create=True) as store:
                 ep = store.record(**kw)
-                store.audit_event("operator_gate", {"action": "record", "id": ep.id, "via": via})
-    else:
-        with open_store(args, create=True) as store:
-            ep = store.record(**kw)
     emit(args, ep.to_dict(), f"Recorded {ep.id} ({ep.type.value})")
     return 0
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._version import __version__
-from ..errors import AnnealMemoryError, StoreLocationError
+from ..errors import AnnealMemoryError, ReadOnlyStoreError, StoreLocationError
 from .common import NAMESPACE_HELP, emit, open_store  # noqa: F401  (re-exported)
 
 
@@ -86,6 +86,10 @@ def _global_options(p: argparse.ArgumentParser, *, after: bool = False,
                         "(default Agent)", **({"default": None} if not after else d))
     g.add_argument("--namespace", action="append", metavar="KEY=VALUE", help=NAMESPACE_HELP,
                    **d)
+    if not p.prog.endswith(" ui"):  # the console has its own --read-only (the same meaning)
+        g.add_argument("--read-only", action="store_true", dest="read_only_global",
+                       help="open the store read-only: never write or create a file (reads "
+                            "work in a read-only folder or file; writes are refused)", **d)
     if not serve:  # the two serve flags are shown where they mean something
         return
     g.add_argument("--skip-integrity", action="store_true",
@@ -137,6 +141,16 @@ _CLI_WORDS = (
      "run anneal-memory audit-repair to rebuild it from the database's copy"),
     ("AuditTrail.head() (the CLI's audit head)", "'anneal-memory audit head --json'"),
     ("the output of AuditTrail.head()", "the output of 'anneal-memory audit head --json'"),
+    ("save it, re-open it with its wrap token, or abandon it with wrap_cancel",
+     "save it with 'anneal-memory save-continuity FILE --wrap-token TOKEN' ('anneal-memory "
+     "wrap-token-current' prints its token, 'anneal-memory wrap-status' shows it), or abandon "
+     "it with 'anneal-memory wrap-cancel'"),
+    ("open it read-only (read_only=True) to read it", "read it with --read-only"),
+    ("by moving the old files aside first (move_aside does, into a timestamped folder)",
+     "with 'anneal-memory init --force', which moves the old files aside into a timestamped "
+     "folder first"),
+    ("new store (a path that holds none), or import it without restore",
+     "new store (--db a path that holds none), or import it without --restore"),
 )
 
 
@@ -151,6 +165,9 @@ def _cli_message(exc: AnnealMemoryError) -> str:
     for library, cli in _CLI_WORDS:
         message = message.replace(library, cli)
     message = _CALL_NAMES.sub(lambda m: m.group(1).replace("_", "-"), message)
+    if isinstance(exc, ReadOnlyStoreError) and "opened read_only" in message:
+        message += (" (it was opened read-only: --read-only was given, or the command only "
+                    "reads; leave --read-only out for a command that writes)")
     if isinstance(exc, StoreLocationError) and "--db" not in message:
         message += " (pass --db PATH or set ANNEAL_MEMORY_DB)"
     return message
@@ -210,6 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _usage_error(exc, json_wanted="--json" in words)
     if getattr(args, "json_global", False):  # 1.0.2's form: anneal-memory --json COMMAND
         args.json = True
+    if getattr(args, "read_only_global", False):
+        args.read_only = True
     if not getattr(args, "command", None):
         if args.generate_integrity:  # `anneal-memory --generate-integrity` on its own
             from ..mcp.integrity import generate

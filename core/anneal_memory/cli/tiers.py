@@ -168,7 +168,7 @@ def _crystal_or_fail(cs: CrystalStore, name: str) -> Any:
 
 
 def cmd_crystal_index(args: argparse.Namespace) -> int:
-    cs = CrystalStore(tier_home(args))
+    cs = CrystalStore(tier_home(args, reading=True))
     index = cs.cue_index()
     emit(args, {"index": index, "crystals": [c.name for c in cs.list()]}, index or "(no crystals)")
     return 0
@@ -198,7 +198,7 @@ def cmd_crystal_get(args: argparse.Namespace) -> int:
 
 
 def cmd_crystal_list(args: argparse.Namespace) -> int:
-    cs = CrystalStore(tier_home(args))
+    cs = CrystalStore(tier_home(args, reading=True))
     rows = cs.list(status=args.status)
     if args.permanence or args.activation_mode or args.activation or args.tag:
         keep = {c.name for c in cs.list_crystal(permanence=args.permanence,
@@ -327,7 +327,7 @@ def cmd_spore_add(args: argparse.Namespace) -> int:
 
 
 def cmd_spore_list(args: argparse.Namespace) -> int:
-    ss = SporeStore(tier_home(args))
+    ss = SporeStore(tier_home(args, reading=True))
     spores = ss.list_closed() if args.closed else ss.list_open(
         type=args.type, tier=args.tier, domain=args.domain, germination=args.germination)
     _show_spores(args, spores)
@@ -335,7 +335,7 @@ def cmd_spore_list(args: argparse.Namespace) -> int:
 
 
 def cmd_spore_get(args: argparse.Namespace) -> int:
-    s = SporeStore(tier_home(args)).get(args.id)
+    s = SporeStore(tier_home(args, reading=True)).get(args.id)
     if s is None:
         raise ValidationError(f"no spore {args.id!r}: see anneal-memory spore list")
     _show_spore(args, s, "")

@@ -30,6 +30,22 @@ def migrate(src: str, dst: str, *,
             progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """Copy the store at ``src`` into the new store at ``dst`` and verify the copy.
     ``progress(table, rows_done, rows_total)`` is called as each table is copied."""
+    if pg_dsn(dst):
+        return _migrate(src, dst, progress)
+    from pathlib import Path
+
+    from ..storage.sqlite_files import undone_on_failure
+
+    target = Path(dst).expanduser()
+    source = None if pg_dsn(src) else Path(src).expanduser()
+    keep = frozenset() if source is None else frozenset(
+        p for p in source.parent.glob(source.stem + "*") if p.is_file())
+    with undone_on_failure(target, keep=keep, shared=False):  # a failed copy leaves nothing behind
+        return _migrate(src, dst, progress)
+
+
+def _migrate(src: str, dst: str,
+             progress: Callable[[str, int, int], None] | None) -> dict[str, Any]:
     from ..store import Store
 
     with Store(src, read_only=True) as source, Store(dst, audit=False) as target:
@@ -39,7 +55,8 @@ def migrate(src: str, dst: str, *,
         want, got = src_tables.counts(governed), dst_tables.counts(governed)
         if want != got:
             raise StoreError(f"the copy does not match the source (source {want}, copy {got}): "
-                             "the destination is left as written; drop it and retry")
+                             "nothing was kept at the destination (a PostgreSQL one is left as "
+                             "written: drop it); retry")
         if pg_dsn(dst):
             chain = target.audit_trail.verify_stored()
         else:

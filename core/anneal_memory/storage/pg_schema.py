@@ -169,9 +169,64 @@ def _meta(conn: Any, key: str) -> str | None:
     return None if r is None else r[0]
 
 
+#: the tables every version of the schema has (version 1's)
+CORE_TABLES = frozenset({"meta", "episodes", "supersessions", "derivations", "tombstones",
+                         "wraps", "pattern_history", "drift_probes", "audit_log", "blobs"})
+
+
+def _probe(conn: Any, sql: str) -> Any:
+    """One row of ``sql``, or None when it fails (a table of another shape): inside a
+    transaction the failure is rolled back to a savepoint, so the caller's goes on."""
+    import psycopg
+
+    try:
+        if conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
+            with conn.transaction():
+                return conn.execute(sql).fetchone()
+        return conn.execute(sql).fetchone()
+    except psycopg.Error:
+        return None
+
+
+def _check_not_gone(conn: Any, where: str, tables: set[str]) -> None:
+    """Refuse (StoreGoneError, nothing created) a schema that holds what is left of a
+    store, its audit rows or its metadata, while tables of it (or its metadata) are gone:
+    creating the schema anew there would start an empty memory beside the old trail."""
+    from ..errors import StoreGoneError
+
+    ours = tables & CORE_TABLES
+    if not ours:
+        return
+    missing = sorted(CORE_TABLES - tables)
+    app = _probe(conn, "SELECT value FROM meta WHERE key = 'application'") \
+        if "meta" in tables else None
+    if not missing and app is not None and app[0] == APPLICATION:
+        return
+    audit = _probe(conn, "SELECT count(*) FROM audit_log") if "audit_log" in tables else None
+    entries = int(audit[0]) if audit else 0
+    meta_rows = _probe(conn, "SELECT count(*) FROM meta WHERE key IN ('store_id', "
+                             "'audit_salt', 'schema_version')") if "meta" in tables else None
+    evidence = []
+    if entries:
+        evidence.append(f"an audit trail of {entries} entries")
+    if app is not None and app[0] == APPLICATION or meta_rows and meta_rows[0]:
+        evidence.append("its metadata")
+    if not evidence:
+        return
+    lost = (f"its tables {', '.join(missing)} are missing" if missing
+            else "its metadata lost the mark of an anneal-memory store")
+    raise StoreGoneError(
+        f"the PostgreSQL store at {where} is damaged: {lost}, but {' and '.join(evidence)} "
+        "remain: its memory was lost, and nothing was created. Restore the schema from a "
+        "backup (pg_restore, or a restoring import of an export into a new schema), or "
+        "start fresh deliberately in another schema (options=-csearch_path=NAME in the URL) "
+        "or after dropping the old tables", found=sorted(tables))
+
+
 def _check_ours(conn: Any, where: str, tables: set[str]) -> bool:
     """True when our schema is there; False when the schema is empty; raises when the
-    database holds another application's tables."""
+    database holds another application's tables, or what is left of a lost store."""
+    _check_not_gone(conn, where, tables)
     if "meta" in tables and "episodes" in tables and _meta(conn, "application") == APPLICATION:
         return True
     if tables:

@@ -31,6 +31,7 @@ from .common import like_pattern, trigrams, visible_sql
 from .driver import sqlite_driver
 from .sqlite_audit import CompactedReader, SQLiteAudit
 from .sqlite_migrate import NS_TAG_SQL
+from .sqlite_peek import open_read_only
 
 _T = TypeVar("_T")
 
@@ -262,6 +263,28 @@ def fts_quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
+def _why_not_writable(path: Path) -> str:
+    """Why ``path`` cannot be written: a read-only file system, or permission denied."""
+    try:
+        if os.statvfs(str(path)).f_flag & getattr(os, "ST_RDONLY", 1):
+            return "read-only file system"
+    except (OSError, AttributeError):
+        pass
+    return "permission denied"
+
+
+def write_denied(p: Path) -> str | None:
+    """What stops a store at ``p`` from being written (its file, or its folder, where
+    SQLite keeps the write-ahead log and its index beside the database), naming the
+    path; None when both can be written."""
+    if p.exists() and not os.access(str(p), os.W_OK):
+        return f"the file {str(p)!r} is not writable ({_why_not_writable(p)})"
+    if not os.access(str(p.parent), os.W_OK):
+        return (f"its folder {str(p.parent)!r} is not writable "
+                f"({_why_not_writable(p.parent)}), and a store writes its log beside it")
+    return None
+
+
 class SQLiteBackend(SQLiteAudit):
     """One connection per Store; one Store per thread."""
 
@@ -296,12 +319,15 @@ class SQLiteBackend(SQLiteAudit):
             )
         if read_only and not p.exists():
             raise StoreError(f"no store at {self.path!r} to open read-only: check the path")
-        if not read_only and p.exists() and not os.access(self.path, os.W_OK):
-            raise StoreError(f"the store {self.path!r} is not writable: fix its permissions "
-                             "or open it with read_only=True")
-        if not read_only and not p.exists() and not os.access(str(p.parent), os.W_OK):
-            raise StoreError(f"cannot create a store in {str(p.parent)!r}: the folder is "
-                             "not writable; choose another path")
+        if not read_only:
+            denied = write_denied(p)
+            if denied and p.exists():
+                raise ReadOnlyStoreError(
+                    f"the store {self.path!r} cannot be written: {denied}; open it "
+                    "read-only (read_only=True) to read it, or fix the permissions")
+            if denied:
+                raise StoreError(f"cannot create a store at {self.path!r}: {denied}; choose "
+                                 "another path")
         self._check_header(p)
         deadline = time.monotonic() + busy_timeout_ms / 1000.0
         while True:
@@ -313,6 +339,11 @@ class SQLiteBackend(SQLiteAudit):
                 # create its schema; SQLite reports that as "locked" without waiting.
                 with contextlib.suppress(Exception):
                     self.conn.close()
+                if "disk i/o" in str(exc).lower() or "full" in str(exc).lower():
+                    raise StoreError(
+                        f"the store {self.path!r} cannot be written ({exc}): check the disk "
+                        "(free space, a file-size limit, a network mount) and retry; nothing "
+                        "was changed") from None
                 if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
                     raise StoreError(
                         f"{self.path!r} is not a usable anneal-memory store ({exc}): it may be "
@@ -331,9 +362,7 @@ class SQLiteBackend(SQLiteAudit):
 
     def _connect(self, p: Path, busy_timeout_ms: int) -> None:
         if self.read_only:
-            uri = p.resolve().as_uri() + "?mode=ro"
-            self.conn = sqlite3().connect(uri, uri=True, isolation_level=None,
-                                        check_same_thread=False)
+            self.conn = self._connect_read_only(p)
         else:
             if not p.exists():  # a new store is the owner's only (its -wal and -shm too)
                 create_private(p)
@@ -353,6 +382,19 @@ class SQLiteBackend(SQLiteAudit):
             self.conn.execute("PRAGMA secure_delete=ON")
             self.conn.execute("PRAGMA foreign_keys=ON")
         self._init_schema()
+
+    #: how the read-only connection was opened: "ro" (SQLite's mode=ro, sees other
+    #: writers), "immutable" (a read-only folder: the file is read as it is, unlocked) or
+    #: "copy" (a read-only folder whose write-ahead log holds data: a private copy)
+    read_only_mode: str | None = None
+    _ro_copy: str | None = None
+
+    def _connect_read_only(self, p: Path) -> Any:
+        """A read-only connection that works in a read-only folder too (see
+        :func:`.sqlite_peek.open_read_only`)."""
+        conn, self.read_only_mode, self._ro_copy = open_read_only(
+            p, isolation_level=None, check_same_thread=False)
+        return conn
 
     # ------------------------------------------------------------------ lifecycle
     @staticmethod
@@ -435,6 +477,11 @@ class SQLiteBackend(SQLiteAudit):
         self._forget_memo()
         with contextlib.suppress(Exception):
             self.conn.close()
+        if self._ro_copy:
+            import shutil
+
+            shutil.rmtree(self._ro_copy, ignore_errors=True)
+            self._ro_copy = None
 
     @property
     def closed(self) -> bool:

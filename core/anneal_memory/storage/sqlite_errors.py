@@ -56,9 +56,10 @@ def translate(exc: BaseException, path: str) -> AnnealMemoryError | None:
                           "disk (space, permissions, a network mount) and retry")
     if type(exc).__name__ == "DatabaseError" or any(m in msg for m in _CORRUPT):
         return StoreError(
-            f"the store {path!r} is damaged ({exc}): restore it from a backup or an export "
-            "(anneal-memory export on a copy may still save most of it), or run "
-            "sqlite3's .recover on a copy")
+            f"the store {path!r} is damaged ({exc}): keep its files as they are, restore it "
+            "from a backup or an export (anneal-memory import --restore into a new store), "
+            "and save what SQLite can still read from a copy with sqlite3's .recover "
+            "(sqlite3 COPY.db .recover > recovered.sql)")
     return None
 
 

@@ -6,13 +6,57 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .._audit_chain import MIRRORED_SEQ_KEY
+from ..errors import StoreError
 from .driver import sqlite_driver
 from .sqlite_audit import chain_rows, tip_row
+
+
+def open_read_only(p: Path, **kw: Any) -> tuple[Any, str, str | None]:
+    """A read-only connection to the database ``p`` that works where its folder or file
+    cannot be written, with how it was opened and the private folder to remove after it
+    is closed (or None). SQLite's ``mode=ro`` ("ro": it sees other writers) must create or
+    write the ``-shm`` of a WAL database, which a read-only folder refuses ("unable to
+    open database file"); there the file is opened ``immutable=1`` ("immutable": nobody
+    can change it through that folder), or, when its ``-wal`` holds committed pages that
+    immutable would not read, from a private copy of the database and its log ("copy").
+    ``kw`` goes to ``connect``. DatabaseError propagates for any other cause."""
+    sqlite3 = sqlite_driver()
+    uri = p.resolve().as_uri()
+    conn: Any = None
+    try:
+        conn = sqlite3.connect(uri + "?mode=ro", uri=True, **kw)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn, "ro", None
+    except sqlite3.OperationalError as exc:
+        if conn is not None:
+            conn.close()
+        if "unable to open" not in str(exc) and "readonly" not in str(exc).replace("-", ""):
+            raise
+        if os.access(str(p.parent), os.W_OK) and os.access(str(p), os.W_OK):
+            raise  # not a read-only folder: its own cause
+    wal = p.with_name(p.name + "-wal")
+    if not (wal.is_file() and wal.stat().st_size > 0):
+        return sqlite3.connect(uri + "?mode=ro&immutable=1", uri=True, **kw), "immutable", None
+    import shutil
+    import tempfile
+
+    tmp = tempfile.mkdtemp(prefix="anneal-ro-")
+    try:
+        shutil.copy2(p, os.path.join(tmp, p.name))
+        shutil.copy2(wal, os.path.join(tmp, wal.name))
+        conn = sqlite3.connect(Path(tmp, p.name).as_uri() + "?mode=ro", uri=True, **kw)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise StoreError(f"cannot read the store {str(p)!r} in its read-only folder "
+                         f"({exc.strerror or exc}): copy the store's files to a writable "
+                         "folder and open the copy") from None
+    return conn, "copy", tmp
 
 
 def connect_read_only(db: Path, *, immutable: bool = False) -> Any:
@@ -30,13 +74,26 @@ def connect_read_only(db: Path, *, immutable: bool = False) -> Any:
 
 @contextlib.contextmanager
 def read_only(db: Path, *, immutable: bool = False) -> Iterator[Any]:
-    """:func:`connect_read_only` as a context (the connection, or None), closed after."""
-    conn = connect_read_only(db, immutable=immutable)
+    """A read-only connection (or None when there is no readable database there),
+    closed after; works in a read-only folder too (see :func:`open_read_only`)."""
+    if immutable:
+        conn, tmp = connect_read_only(db, immutable=True), None
+    elif not db.is_file() or db.stat().st_size == 0:
+        conn, tmp = None, None
+    else:
+        try:
+            conn, _mode, tmp = open_read_only(db)
+        except (sqlite_driver().DatabaseError, StoreError):
+            conn, tmp = None, None
     try:
         yield conn
     finally:
         if conn is not None:
             conn.close()
+        if tmp:
+            import shutil
+
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def meta_value(db: Path, key: str) -> str | None:
@@ -90,13 +147,17 @@ class ChainReader:
         self.legacy_tail: str | None = None
         self.rows: Iterator[tuple[Any, ...]] = iter(())
         self._conn: Any = None
+        self._tmp: str | None = None
         if not db.exists() or db.stat().st_size == 0:
             return
-        conn = sqlite_driver().connect(db.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            conn, self.mode, self._tmp = open_read_only(db)
+        except StoreError as exc:
+            raise ValueError(str(exc)) from None
         try:
             if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
                                 "name='audit_log'").fetchone():
-                conn.close()
+                self.close_conn(conn)
                 return
             got = conn.execute("SELECT value FROM meta WHERE key=?",
                                (MIRRORED_SEQ_KEY,)).fetchone()
@@ -106,10 +167,21 @@ class ChainReader:
             self.legacy_tail = str(tail[0]) if tail else None
             self.rows = chain_rows(conn)
         except BaseException:
-            conn.close()
+            self.close_conn(conn)
             raise
         self._conn = conn
         self.available = True
+
+    #: how the database was opened (see :func:`open_read_only`)
+    mode = "ro"
+
+    def close_conn(self, conn: Any) -> None:
+        conn.close()
+        if self._tmp:
+            import shutil
+
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
 
     @property
     def conn(self) -> Any:
@@ -117,5 +189,5 @@ class ChainReader:
 
     def close(self) -> None:
         if self._conn is not None:
-            self._conn.close()
+            self.close_conn(self._conn)
             self._conn = None

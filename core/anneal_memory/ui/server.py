@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from .._hostcheck import listen_error
-from ..errors import AnnealMemoryError, ValidationError
+from ..errors import AnnealMemoryError, ReadOnlyStoreError, ValidationError
 from ..storage.pg_location import pg_dsn, redact
 from ..store import Store
 from . import actions, pages
@@ -73,9 +73,13 @@ class Console:
             loc = pg_dsn(str(store)) or Path(store).expanduser()
             if isinstance(loc, Path) and loc.exists() and not os.access(loc, os.W_OK):
                 read_only = True  # a store this user cannot write is opened read-only
-            self.store = Store(loc, read_only=read_only, project_name=project_name,
-                               trust_ceiling="operator" if operator_via and not read_only
-                               else "agent")
+            try:
+                self.store = Store(loc, read_only=read_only, project_name=project_name,
+                                   trust_ceiling="operator" if operator_via and not read_only
+                                   else "agent")
+            except ReadOnlyStoreError:  # its folder cannot be written: read-only all the same
+                read_only = True
+                self.store = Store(loc, read_only=True, project_name=project_name)
         self.read_only = bool(read_only or self.store.read_only)
         self.operator_via = operator_via if not self.read_only else None
         self.anchor = anchor
