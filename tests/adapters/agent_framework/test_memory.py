@@ -322,3 +322,22 @@ def test_missing_framework_names_the_extra() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert "pip install 'anneal-memory[agent-framework]'" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("user", [None, "", "\u200b", "default"],
+                         ids=["none", "empty", "invisible", "reserved"])
+def test_a_callable_naming_no_user_never_reaches_the_shared_memory(
+        mem_store: Store, caplog: Any, user: Any) -> None:
+    """``{"tenant": t, "user": run.user}`` for a run with no user (issue 52): refused by the
+    identity rule, so nothing is written and the tenant's shared memory is not read."""
+    mem_store.scoped({"tenant": "acme"}).record("the tenant's shared secret Vermilion", "observation")
+    memory = AnnealContextProvider(mem_store, namespace=lambda run: {"tenant": "acme",
+                                                                      "user": user})
+    client = ScriptedClient()
+    from anneal_memory.errors import IdentityError
+
+    with pytest.raises(IdentityError, match="user"):
+        run(agent_with([memory], client), "What is the secret?", AgentSession(session_id="s1"))
+    assert [e.content for e in mem_store.recall(limit=100).episodes] == [
+        "the tenant's shared secret Vermilion"]
+    assert not any("Vermilion" in text for text in client.inputs)

@@ -272,3 +272,22 @@ def test_embedder_option_recalls_by_meaning_per_user(tmp_path) -> None:
             AnnealMiddleware(own, embedder=DeterministicFakeEmbedding(size=8))
     with Store(tmp_path / "plain.db") as plain, pytest.raises(EmbedderError):
         AnnealMiddleware(plain, embedder=fake)
+
+
+@pytest.mark.parametrize("user", [None, "", "\u200b", "default"],
+                         ids=["none", "empty", "invisible", "reserved"])
+def test_a_callable_naming_no_user_never_reaches_the_shared_memory(store: Store,
+                                                                    user: object) -> None:
+    """``{"tenant": t, "user": ctx.user_id}`` for a run with no user (issue 52): never the
+    tenant's shared memory (refused, or the run gets no memory), and nothing written."""
+    store.scoped({"tenant": "acme"}).record("the tenant's code is Vermilion", "observation")
+    memory = AnnealMiddleware(store, namespace=lambda runtime: {"tenant": "acme", "user": user})
+    model = scripted("ok")
+    agent = create_agent(model, tools=[], middleware=[memory], context_schema=Ctx)
+    try:
+        agent.invoke(_ask("What is the code?"), context=Ctx(user_id="ignored"))
+    except Exception as exc:  # refused outright: the identity rule's error
+        assert "IdentityError" in repr(exc) or "user" in str(exc), exc
+    assert not any("Vermilion" in s for s in model.seen)
+    assert [e.content for e in store.recall(limit=100).episodes] == [
+        "the tenant's code is Vermilion"]

@@ -237,3 +237,22 @@ def test_recall_does_not_repeat_the_transcript(mem_store: Store) -> None:
     other = AnnealSession("alice-2", memory, namespace={"user": "alice"})
     block, _ = split(turn(other, "What is my locker code?", "Quasar-1711."))
     assert "Quasar-1711" in block  # another conversation of alice recalls it
+
+
+@pytest.mark.parametrize("user", [None, "", "\u200b", "default"],
+                         ids=["none", "empty", "invisible", "reserved"])
+def test_a_callable_naming_no_user_never_reaches_the_shared_memory(mem_store: Store,
+                                                                    user: object) -> None:
+    """``{"tenant": t, "user": ctx.user}`` for a run with no user (issue 52): refused by the
+    identity rule, never the tenant's shared memory, and nothing written."""
+    from anneal_memory.errors import IdentityError
+
+    mem_store.scoped({"tenant": "acme"}).record("the tenant's code is Vermilion", "observation")
+    memory = AnnealMemory(mem_store, namespace=lambda ctx: {"tenant": "acme", "user": user})
+    model = scripted_model()
+    agent = Agent(name="a", instructions=memory.instructions(), model=model)
+    with pytest.raises(IdentityError):
+        Runner.run_sync(agent, "What is the code?", context={}, hooks=memory.run_hooks)
+    assert [e.content for e in mem_store.recall(limit=100).episodes] == [
+        "the tenant's code is Vermilion"]
+    assert "Vermilion" not in str(model_inputs(model))
