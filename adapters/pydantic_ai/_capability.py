@@ -125,6 +125,8 @@ class AnnealMemory(MemoryAdapter, AbstractCapability[Any]):
     crystal_store: Any = None
     strict: bool | None = None
     embedder: Any = None
+    #: a run with no identity: "shared" (the store's own memory), "refuse" or "none"
+    anonymous: str = "shared"
     options: MemoryOptions | None = None
 
     #: the shared options, fields of this dataclass

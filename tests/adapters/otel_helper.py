@@ -6,9 +6,31 @@ that reads spans turns it back on for its own provider."""
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 from typing import Any
 
 _EXPORTER: Any = None
+#: set in the fresh interpreter a tracing test runs in (to the test's node id)
+CHILD = "ANNEAL_OTEL_TEST_CHILD"
+
+
+def in_fresh_process(request: Any) -> bool:
+    """True when the calling test has just passed in a fresh interpreter (and should
+    return); False inside that interpreter, where its body runs. A process sets its
+    tracer provider once, and a framework's earlier tests may have set theirs (ADK's
+    FastAPI app does, with the SDK disabled): a trace is read where ours is the first."""
+    node = request.node.nodeid
+    if os.environ.get(CHILD) == node:
+        return False
+    env = {**os.environ, CHILD: node}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", node],
+                          cwd=str(request.config.rootpath), env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, f"{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
+    assert re.search(r"(^|\s)1 passed\b", done.stdout), done.stdout  # it ran, not skipped
+    return True
 
 
 def exporter() -> Any:

@@ -158,3 +158,15 @@ def test_init_force_on_a_store_that_holds_its_database_changes_nothing(
     assert {k for k in _snapshot(tmp_path)} == set(before)
     with Store(db) as s:
         assert s.status().total_wraps == 2
+
+
+def test_an_empty_database_beside_its_log_alone_is_a_store_being_created(tmp_path: Path) -> None:
+    """Another process creating the store keeps its first pages in the write-ahead log
+    until a checkpoint: an empty database with only a log beside it is not a lost store
+    (six processes creating one store on SQLite 3.39.4 met this)."""
+    db = tmp_path / "memory.db"
+    db.write_bytes(b"")
+    (tmp_path / "memory.db-wal").write_bytes(b"\x37\x7f\x06\x82" + b"\0" * 28)
+    with Store(db) as s:
+        s.record("first", "observation")
+        assert s.status().total_episodes == 1

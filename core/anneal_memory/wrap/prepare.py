@@ -62,7 +62,7 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
     schema = store.section_schema
     warn = schema_role_warning(schema)
     if warn:
-        warnings.warn(warn, UserWarning, stacklevel=2)
+        warnings.warn(warn, UserWarning, stacklevel=3)
     blocked = _gate(store, session_id)
     # assoc_context (the retired association layer) is always None
     base: dict[str, Any] = {"schema_warning": warn, "wrap_token": None, "package": None, "assoc_context": None,

@@ -414,7 +414,7 @@ def validated_save_continuity(
                                   "the saved text waits beside it and is put in place on "
                                   "the next open")
     for w in result["warnings"]:
-        warnings.warn(w, UserWarning, stacklevel=2)
+        warnings.warn(w, UserWarning, stacklevel=3)
     pruned = 0
     if store.retention_days:
         try:

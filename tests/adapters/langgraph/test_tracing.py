@@ -8,12 +8,14 @@ import asyncio
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from langchain.agents import create_agent  # noqa: E402
 from lc_scripted import read_gauge, scripted  # noqa: E402
 from opentelemetry import trace  # noqa: E402
-from otel_helper import ancestors, exporter, memory_spans  # noqa: E402
+from otel_helper import ancestors, exporter, in_fresh_process, memory_spans  # noqa: E402
 
 from anneal_memory import Store  # noqa: E402
 from anneal_memory.adapters.langgraph import AnnealMiddleware  # noqa: E402
@@ -31,7 +33,9 @@ def _check(spans: object, name: str) -> None:
     assert "42 psi" not in str([dict(s.attributes) for s in ours])
 
 
-def test_memory_spans_are_children_of_the_run_span(tmp_path: Path) -> None:
+def test_memory_spans_are_children_of_the_run_span(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    if in_fresh_process(request):
+        return
     spans = exporter()
     with Store(tmp_path / "m.db", project_name="Lg") as store:
         store.record("The pump gauge was recalibrated by Ottoline last spring", "observation")

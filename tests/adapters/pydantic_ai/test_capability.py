@@ -273,3 +273,13 @@ def test_explicit_wrap_names_the_memory(mem_store: Store) -> None:
         memory.wrap()
     assert memory.wrap(namespace={"user": "eve"}).saved
     assert "garlic" in mem_store.scoped({"user": "eve"}).load_continuity()
+
+
+def test_the_anonymous_policy_is_a_field_of_the_capability(tmp_path) -> None:
+    from anneal_memory import Store, ValidationError
+
+    with Store(tmp_path / "anon.db") as s:
+        assert AnnealMemory(s, anonymous="refuse").anonymous == "refuse"
+        assert AnnealMemory(s).anonymous == "shared"
+        with pytest.raises(ValidationError, match="anonymous"):
+            AnnealMemory(s, anonymous="everyone")

@@ -6,9 +6,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from otel_helper import ancestors, exporter, memory_spans  # noqa: E402
+from otel_helper import ancestors, exporter, in_fresh_process, memory_spans  # noqa: E402
 from strands import Agent  # noqa: E402
 from strands_scripted import ScriptedModel, lookup  # noqa: E402
 
@@ -16,7 +18,9 @@ from anneal_memory import Store  # noqa: E402
 from anneal_memory.adapters.strands import AnnealMemory  # noqa: E402
 
 
-def test_memory_spans_are_children_of_invoke_agent(tmp_path: Path) -> None:
+def test_memory_spans_are_children_of_invoke_agent(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    if in_fresh_process(request):
+        return
     spans = exporter()
     spans.clear()
     with Store(tmp_path / "m.db", project_name="Strands") as store:
