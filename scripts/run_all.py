@@ -19,12 +19,13 @@ import time
 
 #: seconds each session took on a cold CI machine (a guess for sessions not listed);
 #: sqlite-oldest runs on Python 3.10, about 13% slower than 3.11 on the same tests
-USUAL = {"core": 180, "sqlite-oldest": 170, "sqlite-newest": 150, "mcp": 120, "postgres": 150,
-         "dspy-floor": 110, "compat": 150, "mcp-floor": 60, "crewai": 65, "crewai-floor": 60,
-         "llamaindex": 60, "llamaindex-floor": 65, "google_adk": 70, "google_adk-floor": 70,
-         "agno": 45, "agno-floor": 45,
-         "strands": 45, "strands-floor": 45,
-         "agent_framework": 25, "agent_framework-floor": 30}
+USUAL = {"core": 240, "sqlite-oldest": 300, "sqlite-newest": 180, "mcp": 120, "postgres": 150,
+         "dspy-floor": 90, "compat": 60, "mcp-floor": 80, "crewai": 55, "crewai-floor": 50,
+         "llamaindex": 45, "llamaindex-floor": 45, "google_adk": 50, "google_adk-floor": 60,
+         "langgraph": 90, "langgraph-floor": 90, "openai_agents": 40, "openai_agents-floor": 40,
+         "agno": 35, "agno-floor": 35, "camel": 35,
+         "strands": 35, "strands-floor": 35,
+         "agent_framework": 20, "agent_framework-floor": 20, "otel": 20}
 DEFAULT_GUESS = 40
 
 
