@@ -1,11 +1,15 @@
-"""Issue 35's goals, each with its ratio and a met / missed verdict, from one bench run.
+"""The bench's goals, each with its ratio and a met / missed verdict, from one bench run.
 
-    python bench/goals.py [--results bench/results]
+    python bench/goals.py [--results bench/results] [--readme README.md]
 
 Reads what the bench session wrote in the same run (``latest.json`` from ``run.py``,
-``scale_out.json`` and ``many_users.json``), prints one line per goal and writes
-``goals.md`` beside them. Pure functions over those shapes, so ``tests/bench`` pins the
-arithmetic; a goal whose figure the run did not measure says so instead of passing.
+``scale_out.json`` and ``many_users.json`` for issue 35's goals; every
+``goals54/<area>.json`` for issue 54's, each written by the script that measured it),
+prints one line per goal and writes ``goals.md`` beside them. With ``--readme`` the block
+between the README's ``goals54`` markers is rewritten from the same run, so the
+Performance section cannot drift from the figures. Pure functions over those shapes, so
+``tests/bench`` pins the arithmetic; a goal whose figure the run did not measure says so
+instead of passing.
 """
 
 from __future__ import annotations
@@ -142,6 +146,77 @@ def markdown(goals: list[Goal], meta: dict[str, Any] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: verdicts an issue 54 goal file may give
+VERDICTS = ("met", "missed", "not measured")
+README_START, README_END = "<!-- goals54:start -->", "<!-- goals54:end -->"
+
+
+@dataclass(frozen=True)
+class AreaGoal:
+    """One issue 54 goal as the script that measured it reported it."""
+
+    area: str
+    goal: str
+    figure: str
+    target: str
+    verdict: str
+    bound: str
+
+
+def area_goals(doc: dict[str, Any], source: str = "?") -> list[AreaGoal]:
+    """The goals of one ``goals54/<area>.json``; a malformed entry is an error, not a pass."""
+    area = doc.get("area")
+    if not isinstance(area, str) or not isinstance(doc.get("goals"), list):
+        raise ValueError(f"{source}: needs 'area' (text) and 'goals' (a list)")
+    out = []
+    for i, g in enumerate(doc["goals"]):
+        if not isinstance(g, dict) or any(not isinstance(g.get(k), str) for k in
+                                           ("goal", "figure", "target", "verdict")):
+            raise ValueError(f"{source}: goal {i} needs text 'goal', 'figure', 'target', "
+                             "'verdict'")
+        if g["verdict"] not in VERDICTS:
+            raise ValueError(f"{source}: goal {i} verdict {g['verdict']!r} is not one of "
+                             f"{', '.join(VERDICTS)}")
+        bound = g.get("bound") or ""
+        if g["verdict"] == "missed" and not str(bound).strip():
+            raise ValueError(f"{source}: goal {i} ({g['goal']}) is missed and says no bound")
+        out.append(AreaGoal(area, g["goal"], g["figure"], g["target"], g["verdict"],
+                            str(bound)))
+    return out
+
+
+def load_area_goals(folder: Path) -> list[AreaGoal]:
+    """Every ``goals54/*.json`` under ``folder``, in file-name order."""
+    out: list[AreaGoal] = []
+    for path in sorted((folder / "goals54").glob("*.json")):
+        out += area_goals(json.loads(path.read_text("utf-8")), str(path))
+    return out
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def area_markdown(goals: list[AreaGoal]) -> str:
+    """Issue 54's goals as one table: figure, target, verdict and what bounds a miss."""
+    met = sum(g.verdict == "met" for g in goals)
+    lines = [f"Issue 54's goals: {met} of {len(goals)} met.", "",
+             "| area | goal | measured | target | verdict | what bounds it |",
+             "|---|---|---|---|---|---|"]
+    for g in goals:
+        lines.append(f"| {_cell(g.area)} | {_cell(g.goal)} | {_cell(g.figure)} | "
+                     f"{_cell(g.target)} | {g.verdict} | {_cell(g.bound)} |")
+    return "\n".join(lines) + "\n"
+
+
+def rewrite_readme(text: str, block: str) -> str:
+    """``text`` with the part between the goals54 markers replaced by ``block``."""
+    start, end = text.find(README_START), text.find(README_END)
+    if start < 0 or end < start:
+        raise ValueError(f"the README has no {README_START} ... {README_END} block")
+    return text[:start + len(README_START)] + "\n" + block + text[end:]
+
+
 def _load(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text("utf-8")) if path.is_file() else None
 
@@ -149,6 +224,7 @@ def _load(path: Path) -> dict[str, Any] | None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--results", default=str(HERE / "results"))
+    p.add_argument("--readme", help="rewrite this README's goals54 block from this run")
     args = p.parse_args(argv)
     folder = Path(args.results)
     latest = _load(folder / "latest.json")
@@ -157,8 +233,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     goals = all_goals(latest, _load(folder / "scale_out.json"),
                       _load(folder / "many_users.json"))
-    text = markdown(goals, latest.get("meta"))
+    try:
+        block = area_markdown(load_area_goals(folder))
+    except ValueError as e:
+        print(f"goals: {e}", file=sys.stderr)
+        return 2
+    text = markdown(goals, latest.get("meta")) + "\n" + block
     (folder / "goals.md").write_text(text, "utf-8")
+    if args.readme:
+        readme = Path(args.readme)
+        readme.write_text(rewrite_readme(readme.read_text("utf-8"), block), "utf-8")
     print(text)
     return 0
 

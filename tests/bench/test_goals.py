@@ -110,3 +110,51 @@ def test_ceiling_phase_records_durably(tmp_path: Path) -> None:
         conn.execute(stmt)
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"ep", "ep_fts"} <= names
+
+
+# -- issue 54: each measuring script reports its own goals; goals.py gathers them
+
+def _area(verdict: str = "met", bound: str = "") -> dict:
+    return {"area": "recall", "goals": [{"goal": "phrase p95 @ 10M", "figure": "2.1x of 10k",
+                                         "target": "<= 3x", "verdict": verdict,
+                                         "bound": bound}]}
+
+
+def test_area_goals_read_every_file_in_name_order(tmp_path: Path) -> None:
+    (tmp_path / "goals54").mkdir()
+    (tmp_path / "goals54" / "b.json").write_text(json.dumps({**_area(), "area": "b"}))
+    (tmp_path / "goals54" / "a.json").write_text(json.dumps(_area("missed", "the disk | io")))
+    got = goals.load_area_goals(tmp_path)
+    assert [(g.area, g.verdict) for g in got] == [("recall", "missed"), ("b", "met")]
+    table = goals.area_markdown(got)
+    assert table.startswith("Issue 54's goals: 1 of 2 met.")
+    assert "the disk \\| io" in table  # a pipe in a cell cannot split the row
+
+
+@pytest.mark.parametrize("doc, says", [
+    ({"goals": []}, "needs 'area'"),
+    ({"area": "x", "goals": [{"goal": "g", "figure": "f", "target": "t"}]}, "needs text"),
+    (_area("passed"), "is not one of"),
+    (_area("missed"), "says no bound"),
+])
+def test_a_malformed_goal_file_is_refused(doc: dict, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        goals.area_goals(doc, "x.json")
+
+
+def test_readme_block_is_rewritten_between_its_markers_only() -> None:
+    text = f"intro\n{goals.README_START}\nold table\n{goals.README_END}\nafter\n"
+    new = goals.rewrite_readme(text, "new table\n")
+    assert new == f"intro\n{goals.README_START}\nnew table\n{goals.README_END}\nafter\n"
+    with pytest.raises(ValueError, match="no <!-- goals54:start -->"):
+        goals.rewrite_readme("no markers", "x")
+
+
+def test_main_fails_on_a_malformed_goal_file(tmp_path: Path) -> None:
+    (tmp_path / "latest.json").write_text(json.dumps({"packages": {}}))
+    (tmp_path / "goals54").mkdir()
+    (tmp_path / "goals54" / "bad.json").write_text(json.dumps(_area("passed")))
+    assert goals.main(["--results", str(tmp_path)]) == 2
+    (tmp_path / "goals54" / "bad.json").write_text(json.dumps(_area()))
+    assert goals.main(["--results", str(tmp_path)]) == 0
+    assert "Issue 54's goals: 1 of 1 met." in (tmp_path / "goals.md").read_text()
