@@ -283,3 +283,47 @@ def test_bad_input_matrix_exits_nonzero_and_changes_nothing(tmp_path: Path) -> N
     rc, _out, err = run(db, "record")
     assert rc == 2 and "usage:" in err
     assert snapshot() == before
+
+
+# -- the episode bound from the command line, and a reader that goes away
+
+def test_max_episode_chars_is_a_cli_option_and_the_refusal_names_it(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    ok(db, "init")
+    text = "word " * 30_000  # 150,000 characters: over the default bound, via stdin
+    rc, _out, err = run(db, "record", "-", stdin=text.encode())
+    line = one_error_line(err)
+    assert rc == 1 and "--max-episode-chars N" in line and "Store(" not in line
+    assert js(db, "status")["total_episodes"] == 0
+    ok(db, "record", "-", "--max-episode-chars", "200,000", stdin=text.encode())
+    ok(db, "--max-episode-chars", "none", "record", "-", stdin=(text * 2).encode())
+    rc, _out, err = run(db, "record", "a short one", "--max-episode-chars", "5")
+    assert rc == 1 and "bound of 5" in one_error_line(err)
+    for bad in ("0", "-3", "lots"):
+        rc, _out, err = run(db, "record", "x", "--max-episode-chars", bad)
+        assert rc == 2 and "--max-episode-chars" in err and "whole number" in err
+    assert js(db, "status")["total_episodes"] == 2
+
+
+def _closed_reader(db: Path, *argv: str) -> tuple[int, str]:
+    """Run the CLI with stdout a pipe whose reader has already gone (`| head` that quit)."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run(PY + ["--db", str(db), *argv], stdout=w, stderr=subprocess.PIPE,
+                           timeout=120, env=base_env())
+    finally:
+        os.close(w)
+    return p.returncode, p.stderr.decode("utf-8")
+
+
+def test_a_reader_that_went_away_gets_no_traceback(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    ok(db, "init")
+    ok(db, "record", "something to export")
+    rc, err = _closed_reader(db, "export", "--json")
+    assert rc == 1 and "Traceback" not in err and "Exception ignored" not in err, err
+    # a refusal owed to the JSON reader: the error line still reaches stderr
+    rc, err = _closed_reader(tmp_path / "none.db", "status", "--json")
+    assert rc == 1 and "Traceback" not in err and "Exception ignored" not in err, err
+    assert "no store at" in one_error_line(err)

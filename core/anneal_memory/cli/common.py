@@ -319,6 +319,8 @@ def open_store(args: argparse.Namespace, *, create: bool = False, **kw: Any) -> 
     if getattr(args, "read_only", False) is True:  # --read-only: never create or write
         kw["read_only"], create = True, False
         kw.pop("trust_ceiling", None)
+    if hasattr(args, "max_episode_chars"):  # --max-episode-chars given (None: no bound)
+        kw.setdefault("max_episode_chars", args.max_episode_chars)
     loc = ensure_folder(args) if create else require_store(args)
     store = Store(loc, project_name=args.project_name, **kw)
     if ns is None:

@@ -70,6 +70,20 @@ def _did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
     return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
+def _episode_bound(text: str) -> int | None:
+    """``--max-episode-chars``: a whole number >= 1, or 'none' for no bound."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1 (or 'none' "
+                                         "for no bound)")
+    return value
+
+
 def _global_options(p: argparse.ArgumentParser, *, after: bool = False,
                     serve: bool = True) -> None:
     # Declared on the top-level parser, and again (defaults suppressed, so a value given
@@ -86,6 +100,9 @@ def _global_options(p: argparse.ArgumentParser, *, after: bool = False,
                         "(default Agent)", **({"default": None} if not after else d))
     g.add_argument("--namespace", action="append", metavar="KEY=VALUE", help=NAMESPACE_HELP,
                    **d)
+    g.add_argument("--max-episode-chars", type=_episode_bound, metavar="N",
+                   help="the longest episode a record or import takes, in characters "
+                        "(default 100,000; 'none': no bound)", default=argparse.SUPPRESS)
     if not p.prog.endswith(" ui"):  # the console has its own --read-only (the same meaning)
         g.add_argument("--read-only", action="store_true", dest="read_only_global",
                        help="open the store read-only: never write or create a file (reads "
@@ -146,6 +163,9 @@ _CLI_WORDS = (
      "wrap-token-current' prints its token, 'anneal-memory wrap-status' shows it), or abandon "
      "it with 'anneal-memory wrap-cancel'"),
     ("open it read-only (read_only=True) to read it", "read it with --read-only"),
+    ("(Store(max_episode_chars=...))", "(--max-episode-chars N)"),
+    ("or open the store with a larger bound (None: no bound)",
+     "or give a larger --max-episode-chars ('none': no bound)"),
     ("by moving the old files aside first (move_aside does, into a timestamped folder)",
      "with 'anneal-memory init --force', which moves the old files aside into a timestamped "
      "folder first"),
@@ -192,6 +212,14 @@ def _print_error_doc(data: dict[str, Any], kind: str, message: str) -> None:
 def _fail(message: str) -> int:
     print(f"anneal-memory: error: {message}", file=sys.stderr)
     return 1
+
+
+def _stdout_gone() -> None:
+    """Stop writing to a closed pipe: later flushes (at exit too) go nowhere, quietly."""
+    with contextlib.suppress(Exception):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -247,8 +275,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_closing(args)
     except AnnealMemoryError as exc:
         message = _cli_message(exc)
-        if getattr(args, "json", False):  # --json promises one document on stdout
-            _print_error_doc(getattr(exc, "json_data", None) or {}, type(exc).__name__, message)
+        try:
+            if getattr(args, "json", False):  # --json promises one document on stdout
+                _print_error_doc(getattr(exc, "json_data", None) or {}, type(exc).__name__,
+                                 message)
+        except BrokenPipeError:  # the reader went away (`| head`): the message still counts
+            _stdout_gone()
         print(f"anneal-memory: error: {message}", file=sys.stderr)
         return getattr(exc, "exit_code", 1)
     except KeyboardInterrupt:
@@ -256,8 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # the reader went away (`| head`): nothing left to say to it
-        with contextlib.suppress(Exception):
-            sys.stdout.close()
+        _stdout_gone()
         return 1
     except (OSError, UnicodeError) as exc:
         return _fail(f"{exc}: check the path and its permissions")
