@@ -140,11 +140,21 @@ def load_json(text: str | bytes, field: str) -> Any:
         except UnicodeDecodeError as exc:
             raise ValidationError(f"{field} is not UTF-8 text ({exc.reason})") from None
 
+    class _NonFinite(ValueError):
+        pass
+
     def _no_constants(name: str) -> Any:
-        raise ValueError(f"{name} is not a JSON number")
+        raise _NonFinite(name)
 
     try:
         data = json.loads(text, parse_constant=_no_constants)
+    except _NonFinite as exc:
+        err = ValidationError(
+            f"{field} holds {exc}, which is not a JSON number: this store keeps strict JSON "
+            "(1.0.2 kept NaN and Infinity in metadata and wrote them into its exports). "
+            'Replace each (with null, or a string such as "NaN") and try again')
+        err.fix_included = True  # type: ignore[attr-defined]
+        raise err from None
     except RecursionError:
         raise ValidationError(f"{field} is nested more than {MAX_JSON_DEPTH} levels deep") from None
     except ValueError as exc:

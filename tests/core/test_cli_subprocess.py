@@ -327,3 +327,26 @@ def test_a_reader_that_went_away_gets_no_traceback(tmp_path: Path) -> None:
     rc, err = _closed_reader(tmp_path / "none.db", "status", "--json")
     assert rc == 1 and "Traceback" not in err and "Exception ignored" not in err, err
     assert "no store at" in one_error_line(err)
+
+
+def test_an_export_holding_nan_is_refused_with_what_to_change(tmp_path: Path) -> None:
+    """1.0.2 kept NaN / Infinity in metadata and wrote them into its exports as Python's
+    json does; this store keeps strict JSON. The refusal says so (not 'pass the file that
+    export wrote': it is one), and creates nothing."""
+    src = tmp_path / "old.db"
+    ok(src, "init")
+    ok(src, "record", "a measured run", "--metadata", '{"score": 0.5}')
+    export = tmp_path / "e.json"
+    ok(src, "export", "--output", str(export))
+    export.write_text(export.read_text("utf-8").replace('"score": 0.5', '"score": NaN'),
+                      "utf-8")
+    db = tmp_path / "new.db"
+    rc, _out, err = run(db, "import", str(export))
+    line = one_error_line(err)
+    assert rc == 1 and "holds NaN" in line and "Replace each" in line
+    assert "pass the file that" not in line
+    assert not db.exists() and not list(tmp_path.glob("new.*"))
+    rc, _out, err = run(src, "record", "x", "--metadata", '{"a": -Infinity}')
+    line = one_error_line(err)
+    assert rc == 1 and "holds -Infinity" in line and "pass an object" not in line
+    assert js(src, "status")["total_episodes"] == 1

@@ -429,6 +429,8 @@ def parse_json(text: str, source: str, what: str, fix: str) -> Any:
     try:
         return load_json(text, f"{what} {source!r}")
     except ValidationError as exc:
+        if getattr(exc, "fix_included", False):  # it already says what to change
+            raise
         raise ValidationError(f"{exc}: {fix}") from None
 
 

@@ -180,6 +180,8 @@ def _metadata(raw: str | None) -> dict[str, Any] | None:
     try:
         value = load_json(raw, "--metadata")
     except ValidationError as exc:
+        if getattr(exc, "fix_included", False):  # it already says what to change
+            raise
         raise ValidationError(f"{exc}: pass an object such as '{{\"k\": \"v\"}}'") from None
     if not isinstance(value, dict):
         raise ValidationError("--metadata must be a JSON object such as '{\"k\": \"v\"}'")
