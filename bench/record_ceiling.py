@@ -90,7 +90,8 @@ def parse_strace(text: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) >= 5 and parts[0][0].isdigit() and parts[-1].isidentifier():
+        if (len(parts) >= 5 and parts[0][0].isdigit() and parts[-1].isidentifier()
+                and parts[-1] != "total"):
             try:
                 out[parts[-1]] = int(parts[3])
             except ValueError:
