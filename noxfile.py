@@ -235,6 +235,10 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/semantic.py")
     # what tracing costs with the extra absent, with no SDK, and with one (issue 53)
     session.run("python", "bench/otel_overhead.py")
+    # issue 54 goal 4: durable record against raw SQLite with both text indexes and 1.0.2
+    session.run("python", "bench/record_ceiling.py")
+    # issue 54 goal 6: PostgreSQL per-record statements, lock hold, 1 vs 16 processes
+    session.run("python", "bench/pg_bench.py", "--goals54")
 
 
 @nox.session(python=PY, default=True)

@@ -208,8 +208,23 @@ class PostgresBackend(SQLBackend):
             loc.locked = True
 
     def audit_tip(self) -> tuple[int, str]:
-        self._lock_for_append()
-        return super().audit_tip()
+        loc = self._local
+        if not (self._depth and getattr(loc, "write", False) and not getattr(loc, "locked", False)):
+            return super().audit_tip()
+        # An appends-only transaction's first append: the write lock and the tip's read in
+        # one round trip (two statements of one simple query; READ COMMITTED gives each
+        # statement its own snapshot, so the tip is read once the lock is granted, after
+        # the last holder's commit). The lock is held from here to the commit: one round
+        # trip less inside it.
+        def run(conn: Any) -> Any:
+            cur = conn.execute(f"SELECT pg_advisory_xact_lock({int(pg_schema.WRITE_LOCK)}); "
+                               "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
+            cur.nextset()
+            return cur.fetchone()
+
+        r = self._with_conn(run)
+        loc.locked = True
+        return (0, "0" * 64) if r is None else (int(r[0]), str(r[1]))
 
     # a metadata row is shared by every writer: an appends-only transaction that would
     # lock one (a backdated episode's flag) takes the write lock first, so it never
