@@ -117,3 +117,60 @@ def test_results_unchanged(digests: dict[str, str], key: str) -> None:
 
 def test_every_class_is_checked(digests: dict[str, str]) -> None:
     assert set(digests) == set(EXPECTED) and len(EXPECTED) == 20
+
+
+# ---------------------------------------------------------------- the bounded word walk
+
+def _walk_store(path: Path) -> Store:
+    """400 episodes saying a common word, one old episode also saying a rare one."""
+    store = Store(str(path), project_name="walk")
+    start = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
+    items = [{"content": f"coffee again number {i} today", "episode_type": "observation",
+              "timestamp": (start + timedelta(minutes=i)).isoformat()} for i in range(400)]
+    items[5]["content"] = "coffee with the astronomer at dawn"
+    store.record_many(items)
+    return store
+
+
+def test_a_word_query_past_the_walk_ranks_newest_matches_and_every_rare_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from anneal_memory.storage.sqlite import SQLiteBackend
+
+    store = _walk_store(tmp_path / "m.db")
+    try:
+        whole = store.recall(keyword="coffee astronomer zzz", limit=10)
+        assert "total_estimated" not in whole.query_params
+        assert whole.total_matching == 400
+        store.close()
+        store = Store(str(tmp_path / "m.db"))  # a fresh connection: nothing memoized
+        monkeypatch.setattr(SQLiteBackend, "WORD_WALK", 50)
+        monkeypatch.setattr(SQLiteBackend, "RARE_MATCHES", 5)
+        walked = store.recall(keyword="coffee astronomer zzz", limit=10)
+        # the rare word's one match is 395 rows older than the newest: still first
+        assert walked.episodes[0].content == "coffee with the astronomer at dawn"
+        assert [e.id for e in walked.episodes] == [e.id for e in whole.episodes]
+        # the count past the walk is an estimate, said so, and near the truth
+        assert walked.query_params["total_estimated"] is True
+        assert 380 <= walked.total_matching <= 420
+        # a common word alone: the newest matches of the walk only
+        common = store.recall(keyword="coffee zzz", limit=5, context=False)
+        assert all(int(e.content.split()[3]) >= 350 for e in common.episodes)
+    finally:
+        store.close()
+
+
+def test_the_walk_leaves_a_query_under_its_bound_alone(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from anneal_memory.storage.sqlite import SQLiteBackend
+
+    store = _walk_store(tmp_path / "m.db")
+    try:
+        before = store.recall(keyword="coffee number zzz", limit=10)
+        store.close()
+        store = Store(str(tmp_path / "m.db"))  # a fresh connection: nothing memoized
+        monkeypatch.setattr(SQLiteBackend, "WORD_WALK", 400)  # every match fits
+        after = store.recall(keyword="coffee number zzz", limit=10)
+        assert [e.id for e in after.episodes] == [e.id for e in before.episodes]
+        assert after.total_matching == 400 and "total_estimated" not in after.query_params
+    finally:
+        store.close()

@@ -783,6 +783,7 @@ class SQLiteBackend(SQLiteAudit):
             near.append((f"(SELECT {_epoch_sql(alias)} FROM episodes {alias} WHERE "
                          f"{alias}.rowid = h.rowid {step} AND {nwhere})", nparams))
         slack = self._index_only_slack(filters, where)
+        walk: tuple[str, list[Any]] | None = None
         if self._small_scope(filters, rows_at_most=pool):
             # a namespace holding no more rows than the pool: every match is in it, so
             # the index only finds them; BM25 in the index would read every user's
@@ -801,13 +802,19 @@ class SQLiteBackend(SQLiteAudit):
         elif slack is not None:
             # type and namespace are in the index: rank there alone, then drop the few
             # replaced episodes (at most ``slack`` of the best) on their rows
-            ranked = ("SELECT w.rowid AS rowid, -bm25(episodes_words, 1.0, 0.0, 0.0) AS score "
-                      "FROM episodes_words w WHERE episodes_words MATCH ? ORDER BY "
-                      "bm25(episodes_words, 1.0, 0.0, 0.0) ASC, w.rowid DESC LIMIT ?")
+            walk = self._word_walk(filters, words, mparams[0])
+            if walk is None:
+                ranked = ("SELECT w.rowid AS rowid, -bm25(episodes_words, 1.0, 0.0, 0.0) "
+                          "AS score FROM episodes_words w WHERE episodes_words MATCH ? ORDER "
+                          "BY bm25(episodes_words, 1.0, 0.0, 0.0) ASC, w.rowid DESC LIMIT ?")
+                rparams = [*mparams, int(pool) + slack]
+            else:
+                ranked, rparams = walk
+                rparams = [*rparams, int(pool) + slack]
             inner = (f"SELECT e.rowid AS rowid, {_epoch_sql('e')} AS t, c.score AS score "
                      f"FROM ({ranked}) c CROSS JOIN episodes e ON e.rowid = c.rowid "
                      f"WHERE {where} ORDER BY c.score DESC, e.rowid DESC LIMIT ?")
-            iparams = [*mparams, int(pool) + slack, *params, int(pool)]
+            iparams = [*rparams, *params, int(pool)]
         else:
             inner = (f"SELECT e.rowid AS rowid, {_epoch_sql('e')} AS t, "
                      f"-bm25(episodes_words, 1.0, 0.0, 0.0) AS score {src}{where} "
@@ -819,10 +826,71 @@ class SQLiteBackend(SQLiteAudit):
             f"FROM episodes x WHERE x.rowid = h.rowid) FROM ({inner}) h "
             "ORDER BY h.score DESC, h.rowid DESC",
             [*near[0][1], *near[1][1], *iparams])
-        total = (len(rows) if len(rows) < pool
-                 else self._match_count("episodes_words", mparams, src, where, params, filters))
+        if walk is not None:  # past the walk: not every match was ranked
+            total = self._walked_count(mparams[0])
+        elif len(rows) < pool:
+            total = len(rows)
+        else:
+            total = self._match_count("episodes_words", mparams, src, where, params, filters)
         return [RankedHit(int(r[0]), r[1], _NAN if r[2] is None else float(r[2]), r[3], r[4],
                           r[5]) for r in rows], total
+
+    #: past this many matches of a word query, its pool is ranked among the newest
+    #: WORD_WALK matches and every match of its rare words, not among all of them
+    WORD_WALK = 20_000
+    #: a query word held by at most this many episodes is rare: all its matches are ranked
+    RARE_MATCHES = 2_000
+
+    def _fts_count(self, expr: str, cap: int) -> int:
+        """How many rows of the word index match ``expr``, counted up to ``cap``."""
+        return self._scalar("SELECT COUNT(*) FROM (SELECT 1 FROM episodes_words WHERE "
+                            "episodes_words MATCH ? LIMIT ?)", [expr, int(cap)])
+
+    def _word_walk(self, filters: SearchFilters, words: Sequence[str], expr: str
+                   ) -> tuple[str, list[Any]] | None:
+        """The bounded candidates of a word query matching more than WORD_WALK rows
+        (None when it matches fewer: then every match is ranked, as before).
+
+        The index's BM25 of every match costs in proportion to the matches (a common
+        word is in a tenth of a store's episodes); ranked here instead: the newest
+        WORD_WALK matches, and every match of each query word held by at most
+        RARE_MATCHES episodes (the words that decide a ranking), each by the index's
+        BM25 (the rare words' own matches by the rare words' BM25, a lower bound of
+        their score for the whole query). SQL with its parameters, less the LIMIT's.
+        """
+        if self._fts_count(expr, self.WORD_WALK + 1) <= self.WORD_WALK:
+            return None
+        bare = SearchFilters(episode_type=filters.episode_type, scope=filters.scope)
+        rare = []
+        for word in words:
+            wexpr = _with_type(f"content : {fts_quote(spell_letters(word))}", bare, ns=True)
+            if 0 < self._fts_count(wexpr, self.RARE_MATCHES + 1) <= self.RARE_MATCHES:
+                rare.append(fts_quote(spell_letters(word)))
+        score = "-bm25(episodes_words, 1.0, 0.0, 0.0)"
+        parts = [f"SELECT * FROM (SELECT w.rowid AS rowid, {score} AS score FROM "
+                 "episodes_words w WHERE episodes_words MATCH ? ORDER BY w.rowid DESC "
+                 "LIMIT ?)"]
+        params: list[Any] = [expr, self.WORD_WALK]
+        if rare:
+            parts.append(f"SELECT w.rowid AS rowid, {score} AS score FROM episodes_words w "
+                         "WHERE episodes_words MATCH ?")
+            params.append(_with_type("content : (" + " OR ".join(rare) + ")", bare, ns=True))
+        sql = (f"SELECT rowid, MAX(score) AS score FROM ({' UNION ALL '.join(parts)}) "
+               "GROUP BY rowid ORDER BY score DESC, rowid DESC LIMIT ?")
+        return sql, params
+
+    def _walked_count(self, expr: str) -> int:
+        """The matches of a word query past WORD_WALK, estimated as the phrase count is:
+        the newest WORD_WALK matches, scaled by the share of the row ids they span."""
+        r = self.q1("SELECT MIN(rowid), COUNT(*) FROM (SELECT rowid FROM episodes_words "
+                    "WHERE episodes_words MATCH ? ORDER BY rowid DESC LIMIT ?)",
+                    [expr, self.WORD_WALK])
+        ends = self.q1("SELECT (SELECT MIN(rowid) FROM episodes), (SELECT MAX(rowid) FROM episodes)")
+        if not r or not r[1] or not ends or ends[0] is None:
+            return 0
+        oldest, n = int(r[0]), int(r[1])
+        lo, hi = int(ends[0]), int(ends[1])
+        return EstimatedCount(round(n * (hi - lo + 1) / max(1, hi - oldest + 1)))
 
     def index_scores(self, filters: SearchFilters, words: Sequence[str],
                      rowids: Sequence[int]) -> dict[int, float]:
