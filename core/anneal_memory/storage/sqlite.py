@@ -549,9 +549,11 @@ class SQLiteBackend(SQLiteAudit):
                 return
             self.conn.execute("BEGIN")
             self._depth = 1
+            self._snap = {"changes": self.conn.total_changes}
             try:
                 yield
             finally:
+                self._snap = None
                 self._depth = 0
                 with contextlib.suppress(Exception):
                     self.conn.execute("COMMIT")
@@ -561,12 +563,37 @@ class SQLiteBackend(SQLiteAudit):
     MEMO_ENTRIES = 1024
     MEMO_BUDGET = 200_000
 
+    #: what a read snapshot (``read()``) has learnt of its database state, by key: it
+    #: cannot change until the snapshot ends (None outside one)
+    _snap: dict[Hashable, Any] | None = None
+
+    def _per_snapshot(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """``compute()``, once per read snapshot: the data version, the store's size,
+        whether an episode was backdated, asked by every recall up to four times, cost
+        a statement each (a third of a small store's recall). Outside a snapshot, or
+        once this connection has written in it, always computed."""
+        snap = self._snap
+        if snap is None or self._writing or snap["changes"] != self.conn.total_changes:
+            return compute()
+        if key not in snap:
+            snap[key] = compute()
+        value: _T = snap[key]
+        return value
+
     def _state(self) -> tuple[int, int]:
         """Which database state this connection reads: ``data_version`` changes when
         another connection commits (read in a snapshot it is the snapshot's, and starts
         it), ``total_changes`` when this one writes a row."""
-        return (int(self.conn.execute("PRAGMA data_version").fetchone()[0]),
+        return (self._per_snapshot("data_version", lambda: int(
+                    self.conn.execute("PRAGMA data_version").fetchone()[0])),
                 int(self.conn.total_changes))
+
+    def _top_rowid(self) -> int:
+        """The highest row id of the episodes (the store's size while none was deleted)."""
+        def top() -> int:
+            r = self.q1("SELECT MAX(rowid) FROM episodes")
+            return int(r[0] or 0) if r else 0
+        return self._per_snapshot("top_rowid", top)
 
     def memo(self, key: Hashable, compute: Callable[[], _T], *, scope: Scope = ROOT,
              size: Callable[[_T], int] | None = None) -> _T:
@@ -737,7 +764,8 @@ class SQLiteBackend(SQLiteAudit):
             # newest first; while no episode was backdated, recording order is time order
             # and the row id yields it without a sort (the trigram index, or the table read
             # backwards); a scan of one type reads it in time order from the type index
-            by_rowid = self.get_meta("backdated_episodes") is None and (
+            by_rowid = self._per_snapshot(
+                "backdated", lambda: self.get_meta("backdated_episodes")) is None and (
                 len(mparams) == 2 or not filters.episode_type)
             # the index's own row id: ordered by e.rowid, SQLite would sort every match
             order_sql = (f"{_rowid_col(mparams)} DESC" if by_rowid
@@ -978,8 +1006,7 @@ class SQLiteBackend(SQLiteAudit):
         if scope.owner is None:
             return False
         if size is None:
-            top = self.q1("SELECT MAX(rowid) FROM episodes")
-            size = int(top[0] or 0) if top else 0
+            size = self._top_rowid()
         cap = size // self.SCOPE_SHARE
         if rows_at_most is not None:
             cap = min(cap, rows_at_most + 1)
@@ -993,8 +1020,7 @@ class SQLiteBackend(SQLiteAudit):
     def _few_rows(self, filters: SearchFilters) -> bool:
         """Whether the rows ``filters`` allow are few enough to check one by one: a small
         store, a rare episode type, or a namespace holding a small share of the store."""
-        top = self.q1("SELECT MAX(rowid) FROM episodes")
-        size = int(top[0] or 0) if top else 0
+        size = self._top_rowid()
         if size <= self.SCAN_ROWS:
             return True
         if self._small_scope(filters, size):
