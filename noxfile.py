@@ -235,6 +235,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/semantic.py")
     # what tracing costs with the extra absent, with no SDK, and with one (issue 53)
     session.run("python", "bench/otel_overhead.py")
+    # issue 54 goals 1 and 3: recall p95 per class at 10k..10M, and at 1k against 1.0.2
+    session.run("python", "bench/recall_growth.py")
 
 
 @nox.session(python=PY, default=True)
