@@ -329,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pg-dsn", default=os.environ.get("ANNEAL_BENCH_PG_DSN", ""),
                    help="a PostgreSQL server for goal 1's PostgreSQL rows (else not run)")
     p.add_argument("--pg-sizes", default="10000,100000,1000000")
+    p.add_argument("--pg-queries", type=int, default=0,
+                   help="queries per class on PostgreSQL (default: as SQLite)")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--child-size", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--child-build", action="store_true", help=argparse.SUPPRESS)
@@ -368,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
                 figures["growth_pg"][str(size)] = {"built": have, "measured": False}
                 continue
             print(f"PostgreSQL recall at {size:,}", flush=True)
-            res = run_child(sys.executable, path=loc, size=size, queries=n)
+            res = run_child(sys.executable, path=loc, size=size, queries=args.pg_queries or n)
             figures["growth_pg"][str(size)] = {"built": have, "measured": True,
                                                "classes": res["classes"]}
 
