@@ -239,6 +239,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/record_ceiling.py")
     # issue 54 goal 6: PostgreSQL per-record statements, lock hold, 1 vs 16 processes
     session.run("python", "bench/pg_bench.py", "--goals54")
+    # issue 54 goals 1 and 3: recall p95 per class at 10k..10M, and at 1k against 1.0.2
+    session.run("python", "bench/recall_growth.py")
 
 
 @nox.session(python=PY, default=True)

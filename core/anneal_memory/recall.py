@@ -160,7 +160,10 @@ def keyword_recall(store: Facade, *, since: str | datetime | None = None,
                     ranked, matches = ranked_words(store, filters, terms,
                                                    pool=rerank_pool(offset + limit),
                                                    context=context, query=kw, via=via)
-                    params["word_matches"] = matches
+                    params["word_matches"] = int(matches)
+                    if getattr(matches, "estimated", False):  # past the bounded walk
+                        params["total_estimated"] = True
+                        matches = int(matches)
                     # only matches count; context rides along (see RecallResult.why)
                     total = matches
                     params["context_ranked"] = len(via)

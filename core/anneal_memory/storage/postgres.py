@@ -22,7 +22,7 @@ from typing import Any
 from ..clock import now_iso
 from ..errors import ReadOnlyStoreError, StoreError
 from . import pg_schema
-from .base import EpisodeRow, RankedHit, SearchFilters
+from .base import EpisodeRow, EstimatedCount, RankedHit, SearchFilters
 from .common import (
     EP_COLS,
     MAX_TRIGRAMS,
@@ -386,8 +386,28 @@ class PostgresBackend(SQLBackend):
                       ) if limit else []
         # a page that is not full from the first row holds every match: no count needed
         total = (len(rows) if limit and offset == 0 and len(rows) < limit
-                 else self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params]))
+                 else self._match_total(src, where, [*mparams, *params]))
         return [(episode_row(r[:13]), float(r[13] or 0.0)) for r in rows], total
+
+    #: matches are counted exactly up to this many; past it the total is estimated
+    EXACT_COUNT = 10_000
+
+    def _match_total(self, src: str, where: str, args: list[Any]) -> int:
+        """How many episodes match: exact up to EXACT_COUNT, else estimated from the
+        first EXACT_COUNT + 1 matches the server finds (in the table's order, which is
+        recording order) and the share of the row ids they span, returned as an
+        :class:`EstimatedCount`. Counting every match of a common phrase or word read
+        every matching row: 1.6-3.2 s at a million episodes, for the total alone."""
+        r = self.q1(f"SELECT COUNT(*), MAX(s.rowid) FROM (SELECT e.rowid {src}{where} "
+                    "ORDER BY e.rowid LIMIT ?) s", [*args, self.EXACT_COUNT + 1])
+        n = int(r[0]) if r else 0
+        if n <= self.EXACT_COUNT or r is None or r[1] is None:
+            return n
+        ends = self.q1("SELECT MIN(rowid), MAX(rowid) FROM episodes")
+        if not ends or ends[0] is None:
+            return n
+        lo, hi, reach = int(ends[0]), int(ends[1]), int(r[1])
+        return EstimatedCount(round(n * (hi - lo + 1) / max(1, reach - lo + 1)))
 
     def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
                    ) -> tuple[list[RankedHit], int]:
@@ -409,7 +429,7 @@ class PostgresBackend(SQLBackend):
             "ORDER BY h.score DESC, h.rowid DESC",
             [*near[0][1], *near[1][1], *mparams, *params, int(pool)])
         total = (len(rows) if len(rows) < pool
-                 else self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params]))
+                 else self._match_total(src, where, [*mparams, *params]))
         return [RankedHit(int(r[0]), _float(r[1]), float(r[2] or 0.0), _float(r[3]),
                           _float(r[4]), r[5]) for r in rows], total
 

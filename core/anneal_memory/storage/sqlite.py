@@ -549,9 +549,11 @@ class SQLiteBackend(SQLiteAudit):
                 return
             self.conn.execute("BEGIN")
             self._depth = 1
+            self._snap = {"changes": self.conn.total_changes}
             try:
                 yield
             finally:
+                self._snap = None
                 self._depth = 0
                 with contextlib.suppress(Exception):
                     self.conn.execute("COMMIT")
@@ -561,12 +563,37 @@ class SQLiteBackend(SQLiteAudit):
     MEMO_ENTRIES = 1024
     MEMO_BUDGET = 200_000
 
+    #: what a read snapshot (``read()``) has learnt of its database state, by key: it
+    #: cannot change until the snapshot ends (None outside one)
+    _snap: dict[Hashable, Any] | None = None
+
+    def _per_snapshot(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """``compute()``, once per read snapshot: the data version, the store's size,
+        whether an episode was backdated, asked by every recall up to four times, cost
+        a statement each (a third of a small store's recall). Outside a snapshot, or
+        once this connection has written in it, always computed."""
+        snap = self._snap
+        if snap is None or self._writing or snap["changes"] != self.conn.total_changes:
+            return compute()
+        if key not in snap:
+            snap[key] = compute()
+        value: _T = snap[key]
+        return value
+
     def _state(self) -> tuple[int, int]:
         """Which database state this connection reads: ``data_version`` changes when
         another connection commits (read in a snapshot it is the snapshot's, and starts
         it), ``total_changes`` when this one writes a row."""
-        return (int(self.conn.execute("PRAGMA data_version").fetchone()[0]),
+        return (self._per_snapshot("data_version", lambda: int(
+                    self.conn.execute("PRAGMA data_version").fetchone()[0])),
                 int(self.conn.total_changes))
+
+    def _top_rowid(self) -> int:
+        """The highest row id of the episodes (the store's size while none was deleted)."""
+        def top() -> int:
+            r = self.q1("SELECT MAX(rowid) FROM episodes")
+            return int(r[0] or 0) if r else 0
+        return self._per_snapshot("top_rowid", top)
 
     def memo(self, key: Hashable, compute: Callable[[], _T], *, scope: Scope = ROOT,
              size: Callable[[_T], int] | None = None) -> _T:
@@ -737,7 +764,8 @@ class SQLiteBackend(SQLiteAudit):
             # newest first; while no episode was backdated, recording order is time order
             # and the row id yields it without a sort (the trigram index, or the table read
             # backwards); a scan of one type reads it in time order from the type index
-            by_rowid = self.get_meta("backdated_episodes") is None and (
+            by_rowid = self._per_snapshot(
+                "backdated", lambda: self.get_meta("backdated_episodes")) is None and (
                 len(mparams) == 2 or not filters.episode_type)
             # the index's own row id: ordered by e.rowid, SQLite would sort every match
             order_sql = (f"{_rowid_col(mparams)} DESC" if by_rowid
@@ -783,6 +811,7 @@ class SQLiteBackend(SQLiteAudit):
             near.append((f"(SELECT {_epoch_sql(alias)} FROM episodes {alias} WHERE "
                          f"{alias}.rowid = h.rowid {step} AND {nwhere})", nparams))
         slack = self._index_only_slack(filters, where)
+        walk: tuple[str, list[Any]] | None = None
         if self._small_scope(filters, rows_at_most=pool):
             # a namespace holding no more rows than the pool: every match is in it, so
             # the index only finds them; BM25 in the index would read every user's
@@ -801,13 +830,19 @@ class SQLiteBackend(SQLiteAudit):
         elif slack is not None:
             # type and namespace are in the index: rank there alone, then drop the few
             # replaced episodes (at most ``slack`` of the best) on their rows
-            ranked = ("SELECT w.rowid AS rowid, -bm25(episodes_words, 1.0, 0.0, 0.0) AS score "
-                      "FROM episodes_words w WHERE episodes_words MATCH ? ORDER BY "
-                      "bm25(episodes_words, 1.0, 0.0, 0.0) ASC, w.rowid DESC LIMIT ?")
+            walk = self._word_walk(filters, words, mparams[0])
+            if walk is None:
+                ranked = ("SELECT w.rowid AS rowid, -bm25(episodes_words, 1.0, 0.0, 0.0) "
+                          "AS score FROM episodes_words w WHERE episodes_words MATCH ? ORDER "
+                          "BY bm25(episodes_words, 1.0, 0.0, 0.0) ASC, w.rowid DESC LIMIT ?")
+                rparams = [*mparams, int(pool) + slack]
+            else:
+                ranked, rparams = walk
+                rparams = [*rparams, int(pool) + slack]
             inner = (f"SELECT e.rowid AS rowid, {_epoch_sql('e')} AS t, c.score AS score "
                      f"FROM ({ranked}) c CROSS JOIN episodes e ON e.rowid = c.rowid "
                      f"WHERE {where} ORDER BY c.score DESC, e.rowid DESC LIMIT ?")
-            iparams = [*mparams, int(pool) + slack, *params, int(pool)]
+            iparams = [*rparams, *params, int(pool)]
         else:
             inner = (f"SELECT e.rowid AS rowid, {_epoch_sql('e')} AS t, "
                      f"-bm25(episodes_words, 1.0, 0.0, 0.0) AS score {src}{where} "
@@ -819,10 +854,77 @@ class SQLiteBackend(SQLiteAudit):
             f"FROM episodes x WHERE x.rowid = h.rowid) FROM ({inner}) h "
             "ORDER BY h.score DESC, h.rowid DESC",
             [*near[0][1], *near[1][1], *iparams])
-        total = (len(rows) if len(rows) < pool
-                 else self._match_count("episodes_words", mparams, src, where, params, filters))
+        if walk is not None:  # past the walk: not every match was ranked
+            total = self._walked_count(mparams[0])
+        elif len(rows) < pool:
+            total = len(rows)
+        else:
+            total = self._match_count("episodes_words", mparams, src, where, params, filters)
         return [RankedHit(int(r[0]), r[1], _NAN if r[2] is None else float(r[2]), r[3], r[4],
                           r[5]) for r in rows], total
+
+    #: past this many matches of a word query, its pool is ranked among the newest
+    #: WORD_WALK matches and every match of its rare words, not among all of them
+    WORD_WALK = 5_000
+    #: a query word held by at most this many episodes is rare: all its matches are ranked
+    RARE_MATCHES = 2_000
+
+    def _fts_count(self, expr: str, cap: int) -> int:
+        """How many rows of the word index match ``expr``, counted up to ``cap``."""
+        return self._scalar("SELECT COUNT(*) FROM (SELECT 1 FROM episodes_words WHERE "
+                            "episodes_words MATCH ? LIMIT ?)", [expr, int(cap)])
+
+    def _word_walk(self, filters: SearchFilters, words: Sequence[str], expr: str
+                   ) -> tuple[str, list[Any]] | None:
+        """The bounded candidates of a word query matching more than WORD_WALK rows
+        (None when it matches fewer: then every match is ranked, as before).
+
+        The index's BM25 of every match costs in proportion to the matches (a common
+        word is in a tenth of a store's episodes); ranked here instead: the newest
+        WORD_WALK matches, and every match of each query word held by at most
+        RARE_MATCHES episodes (the words that decide a ranking), each by the index's
+        BM25 (the rare words' own matches by the rare words' BM25, a lower bound of
+        their score for the whole query). SQL with its parameters, less the LIMIT's.
+        """
+        probe = self.q1("SELECT COUNT(*), MAX(rowid) FROM (SELECT rowid FROM episodes_words "
+                        "WHERE episodes_words MATCH ? LIMIT ?)", [expr, self.WORD_WALK + 1])
+        if not probe or int(probe[0]) <= self.WORD_WALK:
+            return None
+        self._per_snapshot(("walk_reach", expr), lambda: int(probe[1]))
+        bare = SearchFilters(episode_type=filters.episode_type, scope=filters.scope)
+        rare = []
+        for word in words:
+            wexpr = _with_type(f"content : {fts_quote(spell_letters(word))}", bare, ns=True)
+            if 0 < self._fts_count(wexpr, self.RARE_MATCHES + 1) <= self.RARE_MATCHES:
+                rare.append(fts_quote(spell_letters(word)))
+        score = "-bm25(episodes_words, 1.0, 0.0, 0.0)"
+        parts = [f"SELECT * FROM (SELECT w.rowid AS rowid, {score} AS score FROM "
+                 "episodes_words w WHERE episodes_words MATCH ? ORDER BY w.rowid DESC "
+                 "LIMIT ?)"]
+        params: list[Any] = [expr, self.WORD_WALK]
+        if rare:
+            parts.append(f"SELECT w.rowid AS rowid, {score} AS score FROM episodes_words w "
+                         "WHERE episodes_words MATCH ?")
+            params.append(_with_type("content : (" + " OR ".join(rare) + ")", bare, ns=True))
+        sql = (f"SELECT rowid, MAX(score) AS score FROM ({' UNION ALL '.join(parts)}) "
+               "GROUP BY rowid ORDER BY score DESC, rowid DESC LIMIT ?")
+        return sql, params
+
+    def _walked_count(self, expr: str) -> int:
+        """The matches of a word query past WORD_WALK, estimated as the phrase count is:
+        the oldest WORD_WALK + 1 matches (the walk's probe), scaled by the share of the
+        row ids they span."""
+        reach = self._per_snapshot(("walk_reach", expr), lambda: None)
+        if reach is None:  # outside a snapshot: the probe again
+            r = self.q1("SELECT MAX(rowid) FROM (SELECT rowid FROM episodes_words WHERE "
+                        "episodes_words MATCH ? LIMIT ?)", [expr, self.WORD_WALK + 1])
+            reach = int(r[0]) if r and r[0] is not None else None
+        ends = self.q1("SELECT (SELECT MIN(rowid) FROM episodes), (SELECT MAX(rowid) FROM episodes)")
+        if reach is None or not ends or ends[0] is None:
+            return 0
+        lo, hi = int(ends[0]), int(ends[1])
+        n = self.WORD_WALK + 1
+        return EstimatedCount(round(n * (hi - lo + 1) / max(1, reach - lo + 1)))
 
     def index_scores(self, filters: SearchFilters, words: Sequence[str],
                      rowids: Sequence[int]) -> dict[int, float]:
@@ -842,7 +944,10 @@ class SQLiteBackend(SQLiteAudit):
         rowids = list(rowids)
         for i in range(0, len(rowids), self._IN_CHUNK):
             chunk = rowids[i:i + self._IN_CHUNK]
-            for r in self.q(f"SELECT e.rowid, {_epoch_sql('e')} FROM episodes e WHERE e.rowid "
+            # found by row id: left to choose, the planner walks every row of a type filter's
+            # type off the type index instead (170 ms at a million episodes)
+            for r in self.q(f"SELECT e.rowid, {_epoch_sql('e')} FROM episodes e NOT INDEXED "
+                            "WHERE e.rowid "
                             f"IN ({','.join('?' * len(chunk))}) AND {where}", [*chunk, *params]):
                 out[int(r[0])] = r[1]
         return out
@@ -910,8 +1015,7 @@ class SQLiteBackend(SQLiteAudit):
         if scope.owner is None:
             return False
         if size is None:
-            top = self.q1("SELECT MAX(rowid) FROM episodes")
-            size = int(top[0] or 0) if top else 0
+            size = self._top_rowid()
         cap = size // self.SCOPE_SHARE
         if rows_at_most is not None:
             cap = min(cap, rows_at_most + 1)
@@ -925,8 +1029,7 @@ class SQLiteBackend(SQLiteAudit):
     def _few_rows(self, filters: SearchFilters) -> bool:
         """Whether the rows ``filters`` allow are few enough to check one by one: a small
         store, a rare episode type, or a namespace holding a small share of the store."""
-        top = self.q1("SELECT MAX(rowid) FROM episodes")
-        size = int(top[0] or 0) if top else 0
+        size = self._top_rowid()
         if size <= self.SCAN_ROWS:
             return True
         if self._small_scope(filters, size):
@@ -1020,7 +1123,7 @@ class SQLiteBackend(SQLiteAudit):
         cols = ", ".join(f"e.{c.strip()}" for c in _EP_COLS.split(","))
         for i in range(0, len(rowids), 500):
             chunk = rowids[i:i + 500]
-            for r in self.q(f"SELECT {cols} FROM episodes e WHERE e.rowid IN "
+            for r in self.q(f"SELECT {cols} FROM episodes e NOT INDEXED WHERE e.rowid IN "
                             f"({','.join('?' * len(chunk))}) AND {where}", [*chunk, *params]):
                 out[int(r[0])] = _row(r)
         return out
