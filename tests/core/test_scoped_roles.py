@@ -32,9 +32,8 @@ from anneal_memory.storage.scoped import NEUTRAL, ScopedBackend
 ALICE = Scope("alice", None)
 ALICE_X = Scope("alice", "x")
 BOB = Scope("bob", None)
-#: the role methods that act on rows of every namespace by id or by name (the ids a view
-#: has already checked, the database's one metadata table and audit chain): the same
-#: list the flat view passes on unchanged
+#: the roles whose rows belong to a namespace (Meta and AuditChain hold what is one per
+#: database)
 SCOPED_ROLES = (Episodes, Links, Wraps, Items)
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import GovernanceError
 from .governance_schema import NS_META_KEY, Dialect, table_statements
+from .rows import GovernedCount
 from .sqlite import SQLiteBackend
 
 
@@ -301,7 +302,7 @@ class GovernanceRepo:
             params.append(status)
         return [_review(r) for r in b.q(sql + " ORDER BY created_at, review_id", params)]
 
-    def namespace_counts(self) -> list[tuple[str, str | None, int, int]]:
+    def namespace_counts(self) -> list[GovernedCount]:
         """(owner, project, active governed records, pending reviews) per namespace."""
         b = self._b
         counts: dict[tuple[str, str | None], list[int]] = {}
@@ -312,7 +313,7 @@ class GovernanceRepo:
                 "GROUP BY ns_owner, ns_project")):
             for owner, project, n in b.q(sql):
                 counts.setdefault((owner, project), [0, 0])[i] = int(n)
-        return [(o, p, r, q) for (o, p), (r, q) in counts.items()]
+        return [GovernedCount(o, p, r, q) for (o, p), (r, q) in counts.items()]
 
     def cancel_reviews(self, memory_id: str, *, decided_at: str) -> int:
         """Close every pending review of a forgotten memory so no approval can revive it."""

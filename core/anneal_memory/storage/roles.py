@@ -19,6 +19,9 @@ from typing import Any, TypeVar
 
 from .base import ROOT, Backend, EpisodeRow, RankedHit, Scope, SearchFilters
 from .rows import (
+    AuditDigest,
+    AuditRowValues,
+    AuditTip,
     CollectionCount,
     DayActivity,
     DerivationRow,
@@ -400,8 +403,8 @@ class AuditChain(Role):
     def mirrors_audit_to_files(self) -> bool:
         return self._db.mirrors_audit_to_files
 
-    def audit_tip(self) -> tuple[int, str]:
-        return self._db.audit_tip()
+    def audit_tip(self) -> AuditTip:
+        return AuditTip(*self._db.audit_tip())
 
     def audit_insert(self, entry: dict[str, Any]) -> None:
         self._db.audit_insert(entry)
@@ -415,15 +418,15 @@ class AuditChain(Role):
     def audit_count(self) -> int:
         return self._db.audit_count()
 
-    def audit_row_values(self, after_seq: int = 0) -> list[tuple[Any, ...]]:
-        return self._db.audit_row_values(after_seq)
+    def audit_row_values(self, after_seq: int = 0) -> list[AuditRowValues]:
+        return [AuditRowValues(*r) for r in self._db.audit_row_values(after_seq)]
 
     def audit_rows(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
         return self._db.audit_rows(after_seq, limit)
 
     def audit_digests(self, after_seq: int = 0,
-                      limit: int | None = None) -> list[tuple[int, str, bool]]:
-        return self._db.audit_digests(after_seq, limit)
+                      limit: int | None = None) -> list[AuditDigest]:
+        return [AuditDigest(*d) for d in self._db.audit_digests(after_seq, limit)]
 
     def audit_compact(self, digests: Sequence[tuple[int, str]]) -> int:
         return self._db.audit_compact(digests)

@@ -133,3 +133,40 @@ class TextCell(NamedTuple):
     key: tuple[object, ...]
     column: str
     text: str
+
+
+class GovernedCount(NamedTuple):
+    """What one namespace holds of the governed runtime."""
+
+    owner: str
+    project: str | None
+    records: int
+    pending_reviews: int
+
+
+class AuditTip(NamedTuple):
+    """The last entry of the audit chain's database copy (0 and 64 zeros when empty)."""
+
+    seq: int
+    hash: str
+
+
+class AuditDigest(NamedTuple):
+    """One entry of the chain's database copy by its hash; ``compacted``: only the hash
+    is kept there (its text is in the audit files)."""
+
+    seq: int
+    hash: str
+    compacted: bool
+
+
+class AuditRowValues(NamedTuple):
+    """One audit entry as its column values, its data still JSON text."""
+
+    seq: int
+    ts: str
+    actor: str
+    event: str
+    data: str
+    prev_hash: str
+    hash: str

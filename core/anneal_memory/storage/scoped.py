@@ -21,6 +21,9 @@ from typing import Any, TypeVar
 from .base import Backend, Connection, EpisodeRow, RankedHit, Scope, SearchFilters
 from .roles import AuditChain, Episodes, Items, Links, Meta, OutOfScope, Wraps
 from .rows import (
+    AuditDigest,
+    AuditRowValues,
+    AuditTip,
     CollectionCount,
     DayActivity,
     DerivationRow,
@@ -200,7 +203,7 @@ class ScopedBackend(Connection):
     def mirrors_audit_to_files(self) -> bool:
         return self._inner.mirrors_audit_to_files
 
-    def audit_tip(self) -> tuple[int, str]:
+    def audit_tip(self) -> AuditTip:
         return self.chain.audit_tip()
 
     def audit_insert(self, entry: dict[str, Any]) -> None:
@@ -215,14 +218,14 @@ class ScopedBackend(Connection):
     def audit_count(self) -> int:
         return self.chain.audit_count()
 
-    def audit_row_values(self, after_seq: int = 0) -> list[tuple[Any, ...]]:
+    def audit_row_values(self, after_seq: int = 0) -> list[AuditRowValues]:
         return self.chain.audit_row_values(after_seq)
 
     def audit_rows(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
         return self.chain.audit_rows(after_seq, limit)
 
     def audit_digests(self, after_seq: int = 0,
-                      limit: int | None = None) -> list[tuple[int, str, bool]]:
+                      limit: int | None = None) -> list[AuditDigest]:
         return self.chain.audit_digests(after_seq, limit)
 
     def audit_compact(self, digests: Sequence[tuple[int, str]]) -> int:
