@@ -148,7 +148,7 @@ def test_every_backend_method_that_takes_a_scope_is_given_the_roles_scope(
             "compute": lambda: 1}
     called = 0
     with db.unit():
-        for cls in (Episodes, Links, Wraps, Items):
+        for cls in (Episodes, Links, Wraps):  # Items holds its own SQL: see the tests above
             role = cls(Recording(), ALICE_X)  # type: ignore[arg-type]
             for name, fn in inspect.getmembers(cls, inspect.isfunction):
                 if name.startswith("_") or name in NEUTRAL or name in (
@@ -166,8 +166,8 @@ def test_every_backend_method_that_takes_a_scope_is_given_the_roles_scope(
                 getattr(role, name)(**{p.name: args[p.name] for p in params})
                 called += 1
                 assert all(s == ALICE_X for _n, s in seen[before:]), (cls.__name__, name)
-    assert called > 25 and {n for n, _s in seen} >= {
-        "get_episodes", "all_episodes", "item_put", "item_list", "open_wrap", "insert_wrap",
+    assert called > 20 and {n for n, _s in seen} >= {
+        "get_episodes", "all_episodes", "open_wrap", "insert_wrap",
         "pattern_history", "probes", "add_tombstone", "tombstones", "count_tombstones"}
 
 

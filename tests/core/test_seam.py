@@ -37,8 +37,8 @@ UNTYPED_ROLE_RETURNS = 132
 ANY_SHARE_PER_MILLE = 328
 #: abstract methods the one backend object implements (every role at once), and the
 #: length of SQLiteBackend's MRO: what is left of the one object under the roles
-BACKEND_ABSTRACT_METHODS = 94
-SQLITE_MRO = 13
+BACKEND_ABSTRACT_METHODS = 88
+SQLITE_MRO = 12
 #: the most public methods one role class offers (storage/roles.py; Episodes, with the
 #: keyword search recall-scale owns), and the length of every role's MRO (role, Role,
 #: object: composed, not inherited into one object)

@@ -16,10 +16,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
 from .rows import (
-    CollectionCount,
     DayActivity,
     DerivationRow,
-    ItemRow,
     LinkRow,
     LinkTablesUsed,
     MetaEntry,
@@ -427,31 +425,6 @@ class WrapRepo(abc.ABC):
     def delete_probe(self, probe_id: str, *, scope: Scope = ROOT) -> int: ...
 
 
-class ItemRepo(abc.ABC):
-    """Keyed item collections (framework state)."""
-
-    # -- item collections (rows: seq, collection, key, value, metadata, created, updated)
-    @abc.abstractmethod
-    def item_put(self, collection: str, key: str, value: str, metadata: str | None,
-                 now: str, *, scope: Scope = ROOT) -> ItemRow: ...
-    @abc.abstractmethod
-    def item_get(self, collection: str, key: str, *,
-                 scope: Scope = ROOT) -> ItemRow | None: ...
-    @abc.abstractmethod
-    def item_list(self, collection: str, *, prefix: str | None = None,
-                  where: dict[str, Any] | None = None, contains: str | None = None,
-                  order: str = "asc", limit: int | None = None, offset: int = 0,
-                  scope: Scope = ROOT) -> list[ItemRow]: ...
-    @abc.abstractmethod
-    def item_count(self, collection: str, *, prefix: str | None = None,
-                   where: dict[str, Any] | None = None, scope: Scope = ROOT) -> int: ...
-    @abc.abstractmethod
-    def item_delete(self, collection: str, *, key: str | None = None,
-                    prefix: str | None = None, scope: Scope = ROOT) -> int: ...
-    @abc.abstractmethod
-    def item_collections(self, *, scope: Scope = ROOT) -> list[CollectionCount]: ...
-
-
 class AuditRepo(abc.ABC):
     """The audit chain's database copy."""
 
@@ -496,6 +469,6 @@ class AuditRepo(abc.ABC):
         return 0
 
 
-class Backend(Connection, MetaRepo, EpisodeRepo, LinkRepo, WrapRepo, ItemRepo, AuditRepo):
+class Backend(Connection, MetaRepo, EpisodeRepo, LinkRepo, WrapRepo, AuditRepo):
     """One database: every role at once. The Store owns it; the layers above see it
     through the typed roles of a :class:`Repositories` or a unit of work."""

@@ -18,10 +18,8 @@ from typing import Any
 
 from .base import ROOT, Backend, EpisodeRow, Scope, SearchFilters
 from .rows import (
-    CollectionCount,
     DayActivity,
     DerivationRow,
-    ItemRow,
     LinkRow,
     LinkTablesUsed,
     MetaEntry,
@@ -680,9 +678,7 @@ class SQLBackend(Backend):
                           self._scalar("SELECT COUNT(*) FROM wraps WHERE status='open'"),
                           int(r[2]) if r else 0)
 
-    # -- item collections (keyed items per namespace, e.g. a framework's store or history)
-    _ITEM_COLS = "seq, collection, key, value, metadata, created_at, updated_at"
-
+    # -- item collections: their SQL is the Items role's (roles.py); the dialect's part here
     #: the LIMIT value that means "no limit", and a case-insensitive substring test
     _NO_LIMIT: Any = -1
     _CONTAINS = "instr(lower({col}), lower(?)) > 0"
@@ -690,69 +686,6 @@ class SQLBackend(Backend):
     @abc.abstractmethod
     def _json_eq(self, col: str, field: str, value: Any) -> tuple[str, list[Any]]:
         """A condition "the JSON object in ``col`` has ``field`` equal to ``value``"."""
-
-    def item_put(self, collection: str, key: str, value: str, metadata: str | None,
-                 now: str, *, scope: Scope = ROOT) -> ItemRow:
-        self.q("INSERT INTO items(ns_key, collection, key, value, metadata, created_at, "
-               "updated_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT (ns_key, collection, key) DO "
-               "UPDATE SET value=excluded.value, metadata=excluded.metadata, "
-               "updated_at=excluded.updated_at",
-               (scope.key, collection, key, value, metadata, now, now))
-        row = self.item_get(collection, key, scope=scope)
-        assert row is not None
-        return row
-
-    def item_get(self, collection: str, key: str, *,
-                 scope: Scope = ROOT) -> ItemRow | None:
-        r = self.q1(f"SELECT {self._ITEM_COLS} FROM items WHERE ns_key=? AND collection=? "
-                    "AND key=?", (scope.key, collection, key))
-        return None if r is None else ItemRow(*r)
-
-    def _item_where(self, collection: str, prefix: str | None, where: dict[str, Any] | None,
-                    contains: str | None, scope: Scope) -> tuple[str, list[Any]]:
-        sql = "ns_key=? AND collection=?"
-        params: list[Any] = [scope.key, collection]
-        if prefix:
-            sql += " AND substr(key, 1, ?) = ?"
-            params += [len(prefix), prefix]
-        for field, value in (where or {}).items():
-            cond, p = self._json_eq("metadata", field, value)
-            sql += f" AND {cond}"
-            params += p
-        if contains:
-            sql += " AND " + self._CONTAINS.format(col="value")
-            params.append(contains)
-        return sql, params
-
-    def item_list(self, collection: str, *, prefix: str | None = None,
-                  where: dict[str, Any] | None = None, contains: str | None = None,
-                  order: str = "asc", limit: int | None = None, offset: int = 0,
-                  scope: Scope = ROOT) -> list[ItemRow]:
-        cond, params = self._item_where(collection, prefix, where, contains, scope)
-        direction = "DESC" if order == "desc" else "ASC"
-        sql = f"SELECT {self._ITEM_COLS} FROM items WHERE {cond} ORDER BY seq {direction}"
-        if limit is not None or offset:
-            sql += " LIMIT ? OFFSET ?"
-            params += [self._NO_LIMIT if limit is None else int(limit), int(offset)]
-        return [ItemRow(*r) for r in self.q(sql, params)]
-
-    def item_count(self, collection: str, *, prefix: str | None = None,
-                   where: dict[str, Any] | None = None, scope: Scope = ROOT) -> int:
-        cond, params = self._item_where(collection, prefix, where, None, scope)
-        return self._scalar(f"SELECT COUNT(*) FROM items WHERE {cond}", params)
-
-    def item_delete(self, collection: str, *, key: str | None = None,
-                    prefix: str | None = None, scope: Scope = ROOT) -> int:
-        if key is not None:
-            return self._rowcount("DELETE FROM items WHERE ns_key=? AND collection=? AND key=?",
-                                  (scope.key, collection, key))
-        cond, params = self._item_where(collection, prefix, None, None, scope)
-        return self._rowcount(f"DELETE FROM items WHERE {cond}", params)
-
-    def item_collections(self, *, scope: Scope = ROOT) -> list[CollectionCount]:
-        return [CollectionCount(r[0], int(r[1])) for r in self.q(
-            "SELECT collection, COUNT(*) FROM items WHERE ns_key=? GROUP BY collection "
-            "ORDER BY collection", (scope.key,))]
 
     # -- erasure: the places besides the episodes where an episode's text can be kept
     #: per-namespace tables with text fields (table, key columns, text columns)

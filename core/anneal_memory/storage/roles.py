@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from .base import ROOT, Backend, EpisodeRow, RankedHit, Scope, SearchFilters
+from .common import SQLBackend
 from .rows import (
     AuditDigest,
     AuditRowValues,
@@ -302,34 +303,77 @@ class Wraps(Role):
 
 
 class Items(Role):
-    """Keyed item collections (framework state): this scope's own."""
+    """Keyed item collections (framework state): this scope's own. The SQL is written
+    here once; the backend gives its dialect (a JSON field test, a substring test, the
+    LIMIT that means none)."""
 
     __slots__ = ()
+    _db: SQLBackend
+
+    _COLS = "seq, collection, key, value, metadata, created_at, updated_at"
 
     def item_put(self, collection: str, key: str, value: str, metadata: str | None,
                  now: str) -> ItemRow:
-        return self._db.item_put(collection, key, value, metadata, now, scope=self.scope)
+        """Insert or replace the item at ``key``; the row as stored."""
+        self._db.q("INSERT INTO items(ns_key, collection, key, value, metadata, created_at, "
+                   "updated_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT (ns_key, collection, key) "
+                   "DO UPDATE SET value=excluded.value, metadata=excluded.metadata, "
+                   "updated_at=excluded.updated_at",
+                   (self.scope.key, collection, key, value, metadata, now, now))
+        row = self.item_get(collection, key)
+        assert row is not None
+        return row
 
     def item_get(self, collection: str, key: str) -> ItemRow | None:
-        return self._db.item_get(collection, key, scope=self.scope)
+        r = self._db.q1(f"SELECT {self._COLS} FROM items WHERE ns_key=? AND collection=? "
+                        "AND key=?", (self.scope.key, collection, key))
+        return None if r is None else ItemRow(*r)
+
+    def _where(self, collection: str, prefix: str | None, where: dict[str, Any] | None,
+               contains: str | None) -> tuple[str, list[Any]]:
+        sql = "ns_key=? AND collection=?"
+        params: list[Any] = [self.scope.key, collection]
+        if prefix:
+            sql += " AND substr(key, 1, ?) = ?"
+            params += [len(prefix), prefix]
+        for name, value in (where or {}).items():
+            cond, p = self._db._json_eq("metadata", name, value)
+            sql += f" AND {cond}"
+            params += p
+        if contains:
+            sql += " AND " + self._db._CONTAINS.format(col="value")
+            params.append(contains)
+        return sql, params
 
     def item_list(self, collection: str, *, prefix: str | None = None,
                   where: dict[str, Any] | None = None, contains: str | None = None,
                   order: str = "asc", limit: int | None = None,
                   offset: int = 0) -> list[ItemRow]:
-        return self._db.item_list(collection, prefix=prefix, where=where, contains=contains,
-                                  order=order, limit=limit, offset=offset, scope=self.scope)
+        cond, params = self._where(collection, prefix, where, contains)
+        direction = "DESC" if order == "desc" else "ASC"
+        sql = f"SELECT {self._COLS} FROM items WHERE {cond} ORDER BY seq {direction}"
+        if limit is not None or offset:
+            sql += " LIMIT ? OFFSET ?"
+            params += [self._db._NO_LIMIT if limit is None else int(limit), int(offset)]
+        return [ItemRow(*r) for r in self._db.q(sql, params)]
 
     def item_count(self, collection: str, *, prefix: str | None = None,
                    where: dict[str, Any] | None = None) -> int:
-        return self._db.item_count(collection, prefix=prefix, where=where, scope=self.scope)
+        cond, params = self._where(collection, prefix, where, None)
+        return self._db._scalar(f"SELECT COUNT(*) FROM items WHERE {cond}", params)
 
     def item_delete(self, collection: str, *, key: str | None = None,
                     prefix: str | None = None) -> int:
-        return self._db.item_delete(collection, key=key, prefix=prefix, scope=self.scope)
+        if key is not None:
+            return self._db._rowcount("DELETE FROM items WHERE ns_key=? AND collection=? "
+                                      "AND key=?", (self.scope.key, collection, key))
+        cond, params = self._where(collection, prefix, None, None)
+        return self._db._rowcount(f"DELETE FROM items WHERE {cond}", params)
 
     def item_collections(self) -> list[CollectionCount]:
-        return self._db.item_collections(scope=self.scope)
+        return [CollectionCount(r[0], int(r[1])) for r in self._db.q(
+            "SELECT collection, COUNT(*) FROM items WHERE ns_key=? GROUP BY collection "
+            "ORDER BY collection", (self.scope.key,))]
 
 
 class Meta(Role):
