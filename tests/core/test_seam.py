@@ -32,7 +32,7 @@ PRIVATE_WAY_DOWN = 57
 #: ``def __getattr__`` in storage/
 GETATTR_IN_STORAGE = 0
 #: storage role methods (public, in storage/) returning dict / tuple / Any
-UNTYPED_ROLE_RETURNS = 132
+UNTYPED_ROLE_RETURNS = 130
 #: public core functions and methods whose signature holds Any, per mille of all of them
 ANY_SHARE_PER_MILLE = 328
 #: abstract methods the one backend object implements (every role at once), and the

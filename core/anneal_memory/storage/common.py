@@ -199,6 +199,9 @@ def qmark_to_format(sql: str) -> str:
 class SQLBackend(Backend):
     """Backend methods with the same SQL on every database; subclasses add the rest."""
 
+    #: the governed runtime's tables are known to exist (governance_sql.ensure_schema)
+    _gov_schema_ready = False
+
     # -- dialect hooks
     @abc.abstractmethod
     def _in_list(self, col: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import GovernanceError
 from .governance_schema import NS_META_KEY, Dialect, table_statements
-from .rows import GovernedCount
+from .rows import GovernedCount, GovernedEvent, GovernedVersion
 from .sqlite import SQLiteBackend
 
 
@@ -169,11 +169,11 @@ class GovernanceRepo:
             (memory_id, ns_key, record_id, created_at))
         return True
 
-    def record_by_id(self, record_id: str) -> tuple[str, dict[str, Any]] | None:
+    def record_by_id(self, record_id: str) -> GovernedVersion | None:
         """(payload_digest, body) of one version, or None."""
         b = self._b
         r = b.q1("SELECT payload_digest, body FROM gov_records WHERE record_id=?", (record_id,))
-        return None if r is None else (r[0], json.loads(r[1]))
+        return None if r is None else GovernedVersion(r[0], json.loads(r[1]))
 
     def versions(self, memory_id: str) -> list[dict[str, Any]]:
         b = self._b
@@ -228,10 +228,10 @@ class GovernanceRepo:
             "SELECT r.body FROM gov_current c JOIN gov_records r ON r.record_id = c.record_id "
             "WHERE c.state='active' ORDER BY c.memory_id")]
 
-    def events(self) -> list[tuple[str, str, str, str]]:
+    def events(self) -> list[GovernedEvent]:
         """(kind, memory_id, ns_key, ref) in commit order: the replay source."""
         b = self._b
-        return [tuple(r) for r in b.q(  # type: ignore[misc]
+        return [GovernedEvent(*r) for r in b.q(
             "SELECT kind, memory_id, ns_key, ref FROM gov_events ORDER BY seq")]
 
     def clear_projection(self) -> dict[str, bool]:

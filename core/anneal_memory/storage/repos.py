@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import cast
 
 from .base import ROOT, Backend, Connection, Scope
 from .governance_sql import GovernanceRepo
@@ -54,7 +55,7 @@ class Repositories:
     def of(cls, backend: Backend | ScopedBackend) -> Repositories:
         """Every role of ``backend`` (a scoped view's: those built for its namespace),
         built once and kept beside it."""
-        roles = backend.__dict__.get("_repositories")
+        roles = cast("Repositories | None", backend.__dict__.get("_repositories"))
         if roles is None:
             if isinstance(backend, ScopedBackend):
                 BUILT[0] += 1
@@ -64,7 +65,7 @@ class Repositories:
             else:
                 roles = cls.build(backend, ROOT)
             backend.__dict__["_repositories"] = roles
-        return roles  # type: ignore[no-any-return]
+        return roles
 
     @property
     def scope(self) -> Scope:

@@ -8,7 +8,7 @@ written before the rows had names, unpacking them positionally, reads the same v
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class MetaEntry(NamedTuple):
@@ -170,3 +170,19 @@ class AuditRowValues(NamedTuple):
     data: str
     prev_hash: str
     hash: str
+
+
+class GovernedEvent(NamedTuple):
+    """One event of the governed runtime's history, in commit order (the replay source)."""
+
+    kind: str
+    memory_id: str
+    ns_key: str
+    ref: str
+
+
+class GovernedVersion(NamedTuple):
+    """One immutable version of a governed record: its payload digest and its body."""
+
+    payload_digest: str
+    body: dict[str, Any]

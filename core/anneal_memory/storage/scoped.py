@@ -19,6 +19,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from .base import Backend, Connection, EpisodeRow, RankedHit, Scope, SearchFilters
+from .common import SQLBackend
 from .roles import AuditChain, Episodes, Items, Links, Meta, OutOfScope, Wraps
 from .rows import (
     AuditDigest,
@@ -67,7 +68,10 @@ class ScopedBackend(Connection):
     def __init__(self, inner: Backend, scope: Scope) -> None:
         if isinstance(inner, ScopedBackend):
             raise TypeError("scope the underlying backend, not a scoped one")
-        self._inner = inner
+        if not isinstance(inner, SQLBackend):
+            raise TypeError(f"a scoped view needs a SQL backend, not {type(inner).__name__}")
+        self._inner: SQLBackend = inner
+        self._schema_ready = False
         self.scope = scope
         self.path = inner.path
         self.read_only = inner.read_only
@@ -90,23 +94,23 @@ class ScopedBackend(Connection):
 
     @property
     def _gov_schema_ready(self) -> bool:
-        return bool(getattr(self._inner, "_gov_schema_ready", False))
+        return self._schema_ready or self._inner._gov_schema_ready
 
     @_gov_schema_ready.setter
     def _gov_schema_ready(self, ready: bool) -> None:
-        self._inner._gov_schema_ready = ready  # type: ignore[attr-defined]
+        self._schema_ready = ready  # this view's own mark, as the backend's is its own
 
     def _filter_sql(self, f: SearchFilters, alias: str = "e") -> tuple[str, list[Any]]:
-        return self._inner._filter_sql(f, alias)  # type: ignore[attr-defined, no-any-return]
+        return self._inner._filter_sql(f, alias)
 
     def _in_list(self, col: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
-        return self._inner._in_list(col, ids)  # type: ignore[attr-defined, no-any-return]
+        return self._inner._in_list(col, ids)
 
     def _chunks(self, ids: Sequence[Any]) -> Iterator[list[Any]]:
-        return self._inner._chunks(ids)  # type: ignore[attr-defined, no-any-return]
+        return self._inner._chunks(ids)
 
     def _rowcount(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return self._inner._rowcount(sql, params)  # type: ignore[attr-defined, no-any-return]
+        return self._inner._rowcount(sql, params)
 
     # -- connection: transactions and raw SQL (namespace-neutral)
     def close(self) -> None:
