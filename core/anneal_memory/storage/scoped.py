@@ -378,7 +378,8 @@ class ScopedBackend(Connection):
         return self.links.all_derivations()
 
     def add_tombstone(self, episode_id: str, type_: str, timestamp: str, content_hash: str,
-                      removed_at: str, reason: str, trust: str, scope: Scope | None = None) -> None:
+                      removed_at: str, reason: str, trust: str, *,
+                      scope: Scope | None = None) -> None:
         """A deletion's trace in this view's namespace (``scope``, which the root's
         backend takes, is not this view's to choose: ignored)."""
         self.links.add_tombstone(episode_id, type_, timestamp, content_hash, removed_at,
