@@ -866,11 +866,8 @@ def _set_aside(paths: AuditPaths, keep: set[str]) -> list[str]:
 def _server_backend(location: Any) -> Iterator[Any]:
     from . import storage
 
-    backend = storage.open(str(pg_dsn(location)), read_only=True)
-    try:
-        yield backend
-    finally:
-        backend.close()
+    with storage.open(str(pg_dsn(location)), read_only=True) as db:
+        yield db.connection
 
 
 def _paged(backend: Any, page: int = 5000,
@@ -943,9 +940,8 @@ def _verify_legacy_copy(db: Path, progress: Callable[[str, int], None] | None,
             shutil.copy2(db, copy)
         # opening the copy upgrades it in place, as a Store's open would, and its trail
         # mirrors what the upgrade appended to the chain
-        backend = storage.open(copy, legacy=legacy_upgrade, compacted_entries=chain_entries)
-        try:
-            AuditTrail(backend, copy, salt=backend.get_meta("audit_salt") or "").flush()
-        finally:
-            backend.close()
+        with storage.open(copy, legacy=legacy_upgrade,
+                          compacted_entries=chain_entries) as database:
+            AuditTrail(database.connection, copy,
+                       salt=database.roles().meta.get_meta("audit_salt") or "").flush()
         return verify_files(copy, progress, anchor)

@@ -290,12 +290,13 @@ def scrub_episodes(store: Any, rows: Mapping[str, Any], tx: Any, *,
                               if r.wrap_id is not None and i not in located)
     # a pattern's name, or a probe's, is its key: a row whose name quotes the episode goes
     for scope in scopes:
-        for name in list(b.wraps.pattern_history(scope=scope)):
+        wraps = b.within(scope).wraps
+        for name in list(wraps.pattern_history()):
             if matcher.quotes(name):
-                report.cells += b.wraps.delete_pattern(name, scope=scope)
-        for probe in b.wraps.probes(scope=scope):
+                report.cells += wraps.delete_pattern(name)
+        for probe in wraps.probes():
             if probe.get("pattern") and matcher.quotes(str(probe["pattern"])):
-                report.cells += b.wraps.delete_probe(str(probe["id"]), scope=scope)
+                report.cells += wraps.delete_probe(str(probe["id"]))
     for table, key, col, text in list(b.meta.text_cells([s.key for s in scopes])):
         new_text = redact_cell(text, matcher)
         if new_text is not None:
@@ -339,9 +340,9 @@ def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
     with root.transaction() as tx:
         projects = [ns.project] if ns.project else b.meta.owner_projects(owner)
         scopes = [Scope(owner, p) for p in projects]
+        project = None if ns.project is None else b.within(Scope(owner, ns.project)).episodes
         ids = [i for i in b.meta.episode_ids_of_owner(owner)
-               if ns.project is None or i in b.episodes.get_episodes([i], scope=Scope(owner, ns.project),
-                                                                     exact=True)]
+               if project is None or i in project.get_episodes([i], exact=True)]
         rows = b.episodes.get_episodes(ids, exact=True) if ids else {}
         above = [i for i, r in rows.items() if not within_ceiling(r.trust, root.trust_ceiling)]
         if above:

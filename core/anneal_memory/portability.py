@@ -285,9 +285,9 @@ def _carry_tombstones(store: Facade, deletions: list[dict[str, Any]]) -> int:
         if t["id"] in known:
             continue
         known.add(t["id"])
-        b.links.add_tombstone(t["id"], t["type"], t["timestamp"], t["content_hash"],
-                              t["removed_at"] or now_iso(), t["reason"] or "deleted", "external",
-                              scope=t["scope"])
+        b.within(t["scope"]).links.add_tombstone(
+            t["id"], t["type"], t["timestamp"], t["content_hash"], t["removed_at"] or now_iso(),
+            t["reason"] or "deleted", "external")
         added += 1
     return added
 

@@ -1,7 +1,9 @@
-"""Storage backends. All SQL lives in this package; ``storage.open`` builds them."""
+"""Storage backends. All SQL lives in this package; ``storage.open`` builds them and
+returns the :class:`Database` (its roles per scope, its transactions)."""
 
-from .base import Backend, EpisodeRow
-from .opening import open_backend as open  # noqa: A004 - storage.open(location)
+from .base import ROOT, Backend, EpisodeRow, Scope
+from .opening import Database
+from .opening import open_database as open  # noqa: A004 - storage.open(location)
 from .sqlite import SQLiteBackend
 
-__all__ = ["Backend", "EpisodeRow", "SQLiteBackend", "open"]
+__all__ = ["ROOT", "Backend", "Database", "EpisodeRow", "SQLiteBackend", "Scope", "open"]

@@ -15,6 +15,20 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
+from .rows import (
+    DayActivity,
+    DerivationRow,
+    LinkRow,
+    LinkTablesUsed,
+    MetaEntry,
+    NamespaceCount,
+    Predecessor,
+    RemovedLink,
+    TextCell,
+    WrapCounts,
+    WrapTotals,
+)
+
 _T = TypeVar("_T")
 
 
@@ -183,7 +197,7 @@ class MetaRepo(abc.ABC):
     @abc.abstractmethod
     def add_meta_int(self, key: str, delta: int) -> None: ...
     @abc.abstractmethod
-    def meta_with_prefix(self, prefix: str) -> list[tuple[str, str]]:
+    def meta_with_prefix(self, prefix: str) -> list[MetaEntry]:
         """(key, value) of every metadata key that starts with ``prefix``."""
     @abc.abstractmethod
     def delete_meta_if(self, key: str, value: str) -> bool:
@@ -203,11 +217,11 @@ class MetaRepo(abc.ABC):
     def owners(self) -> list[str]: ...  # every namespace owner with rows here
     # -- erasure (see erasure.py): every place besides the episodes that holds text
     @abc.abstractmethod
-    def text_cells(self, ns_keys: Sequence[str]) -> Iterator[tuple[str, tuple[Any, ...], str, str]]: ...
+    def text_cells(self, ns_keys: Sequence[str]) -> Iterator[TextCell]: ...
     @abc.abstractmethod
     def set_text_cell(self, table: str, key: tuple[Any, ...], column: str, text: str) -> None: ...
     @abc.abstractmethod
-    def meta_rows(self) -> list[tuple[str, str]]: ...
+    def meta_rows(self) -> list[MetaEntry]: ...
     @abc.abstractmethod
     def episode_ids_of_owner(self, owner: str) -> list[str]: ...
     @abc.abstractmethod
@@ -285,12 +299,12 @@ class EpisodeRepo(abc.ABC):
     @abc.abstractmethod
     def counts_by_trust(self, *, scope: Scope = ROOT) -> dict[str, int]: ...
     @abc.abstractmethod
-    def namespace_counts(self) -> list[tuple[str, str | None, int, int]]:
+    def namespace_counts(self) -> list[NamespaceCount]:
         """(owner, project, episodes, saved wraps) of every namespace holding either."""
 
     @abc.abstractmethod
     def activity_by_day(self, since_day: str, *, scope: Scope = ROOT
-                        ) -> list[tuple[str, int, int]]: ...
+                        ) -> list[DayActivity]: ...
 
     # -- keyword search
     @abc.abstractmethod
@@ -330,7 +344,7 @@ class LinkRepo(abc.ABC):
 
     # -- supersession, derivation, tombstones
     @abc.abstractmethod
-    def link_tables_used(self) -> tuple[bool, bool]:
+    def link_tables_used(self) -> LinkTablesUsed:
         """(any supersession link, any derivation) in the database: a store with none
         skips looking each id up."""
     @abc.abstractmethod
@@ -340,13 +354,13 @@ class LinkRepo(abc.ABC):
     @abc.abstractmethod
     def supersessions_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]: ...
     @abc.abstractmethod
-    def superseded_by_new(self, new_id: str) -> list[tuple[str, str]]: ...
+    def superseded_by_new(self, new_id: str) -> list[Predecessor]: ...
     @abc.abstractmethod
-    def all_supersessions(self, *, scope: Scope = ROOT) -> list[tuple[str, str, str, str]]: ...
+    def all_supersessions(self, *, scope: Scope = ROOT) -> list[LinkRow]: ...
     @abc.abstractmethod
     def count_superseded(self, *, scope: Scope = ROOT) -> int: ...
     @abc.abstractmethod
-    def delete_supersessions_touching(self, ids: Sequence[str]) -> list[tuple[str, str, str]]: ...
+    def delete_supersessions_touching(self, ids: Sequence[str]) -> list[RemovedLink]: ...
     @abc.abstractmethod
     def add_derivations(self, episode_id: str, sources: Sequence[str],
                         pinned_trust: str | None = None) -> None: ...
@@ -355,7 +369,7 @@ class LinkRepo(abc.ABC):
     @abc.abstractmethod
     def mark_source_removed(self, source_id: str, trust: str) -> None: ...
     @abc.abstractmethod
-    def all_derivations(self, *, scope: Scope = ROOT) -> list[tuple[str, str, str | None]]: ...
+    def all_derivations(self, *, scope: Scope = ROOT) -> list[DerivationRow]: ...
     @abc.abstractmethod
     def add_tombstone(self, episode_id: str, type_: str, timestamp: str, content_hash: str,
                       removed_at: str, reason: str, trust: str, *,
@@ -386,10 +400,10 @@ class WrapRepo(abc.ABC):
     def wrap_history(self, limit: int | None = None, *,
                      scope: Scope = ROOT) -> list[dict[str, Any]]: ...
     @abc.abstractmethod
-    def wrap_counts(self, *, scope: Scope = ROOT) -> tuple[int, str | None]: ...
+    def wrap_counts(self, *, scope: Scope = ROOT) -> WrapCounts: ...
 
     @abc.abstractmethod
-    def wrap_totals(self) -> tuple[int, str | None, int, int]: ...
+    def wrap_totals(self) -> WrapTotals: ...
 
     @abc.abstractmethod
     def wrapped_ids_before(self, wrap_id: int, *, scope: Scope = ROOT) -> set[str]: ...
@@ -409,31 +423,6 @@ class WrapRepo(abc.ABC):
     def update_probe(self, probe_id: str, status: str, detail: str, wrap_id: int | None) -> None: ...
     @abc.abstractmethod
     def delete_probe(self, probe_id: str, *, scope: Scope = ROOT) -> int: ...
-
-
-class ItemRepo(abc.ABC):
-    """Keyed item collections (framework state)."""
-
-    # -- item collections (rows: seq, collection, key, value, metadata, created, updated)
-    @abc.abstractmethod
-    def item_put(self, collection: str, key: str, value: str, metadata: str | None,
-                 now: str, *, scope: Scope = ROOT) -> tuple[Any, ...]: ...
-    @abc.abstractmethod
-    def item_get(self, collection: str, key: str, *,
-                 scope: Scope = ROOT) -> tuple[Any, ...] | None: ...
-    @abc.abstractmethod
-    def item_list(self, collection: str, *, prefix: str | None = None,
-                  where: dict[str, Any] | None = None, contains: str | None = None,
-                  order: str = "asc", limit: int | None = None, offset: int = 0,
-                  scope: Scope = ROOT) -> list[tuple[Any, ...]]: ...
-    @abc.abstractmethod
-    def item_count(self, collection: str, *, prefix: str | None = None,
-                   where: dict[str, Any] | None = None, scope: Scope = ROOT) -> int: ...
-    @abc.abstractmethod
-    def item_delete(self, collection: str, *, key: str | None = None,
-                    prefix: str | None = None, scope: Scope = ROOT) -> int: ...
-    @abc.abstractmethod
-    def item_collections(self, *, scope: Scope = ROOT) -> list[tuple[str, int]]: ...
 
 
 class AuditRepo(abc.ABC):
@@ -480,6 +469,6 @@ class AuditRepo(abc.ABC):
         return 0
 
 
-class Backend(Connection, MetaRepo, EpisodeRepo, LinkRepo, WrapRepo, ItemRepo, AuditRepo):
+class Backend(Connection, MetaRepo, EpisodeRepo, LinkRepo, WrapRepo, AuditRepo):
     """One database: every role at once. The Store owns it; the layers above see it
     through the typed roles of a :class:`Repositories` or a unit of work."""

@@ -17,6 +17,19 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .base import ROOT, Backend, EpisodeRow, Scope, SearchFilters
+from .rows import (
+    DayActivity,
+    DerivationRow,
+    LinkRow,
+    LinkTablesUsed,
+    MetaEntry,
+    NamespaceCount,
+    Predecessor,
+    RemovedLink,
+    TextCell,
+    WrapCounts,
+    WrapTotals,
+)
 
 EP_COLS = ("rowid, id, timestamp, type, content, source, session_id, metadata, trust, state_key, "
            "wrap_id, ns_owner, ns_project")
@@ -185,6 +198,9 @@ def qmark_to_format(sql: str) -> str:
 
 class SQLBackend(Backend):
     """Backend methods with the same SQL on every database; subclasses add the rest."""
+
+    #: the governed runtime's tables are known to exist (governance_sql.ensure_schema)
+    _gov_schema_ready = False
 
     # -- dialect hooks
     @abc.abstractmethod
@@ -409,7 +425,7 @@ class SQLBackend(Backend):
     def counts_by_type(self, *, scope: Scope = ROOT) -> dict[str, int]:
         return self._counts_by("type", scope)
 
-    def namespace_counts(self) -> list[tuple[str, str | None, int, int]]:
+    def namespace_counts(self) -> list[NamespaceCount]:
         counts: dict[tuple[str, str | None], list[int]] = {}
         for owner, project, n in self.q(
                 "SELECT ns_owner, ns_project, COUNT(*) FROM episodes WHERE ns_owner IS NOT NULL "
@@ -419,7 +435,7 @@ class SQLBackend(Backend):
                              "ns_key <> '' GROUP BY ns_key"):
             owner, _, project = str(key).partition("\x1f")  # Scope.key
             counts.setdefault((owner, project or None), [0, 0])[1] = int(n)
-        return [(o, p, e, w) for (o, p), (e, w) in sorted(
+        return [NamespaceCount(o, p, e, w) for (o, p), (e, w) in sorted(
             counts.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))]
 
     def counts_by_trust(self, *, scope: Scope = ROOT) -> dict[str, int]:
@@ -444,8 +460,8 @@ class SQLBackend(Backend):
                 out.setdefault(o, []).append((n, k, c))
         return out
 
-    def superseded_by_new(self, new_id: str) -> list[tuple[str, str]]:
-        return [(r[0], r[1]) for r in self.q(
+    def superseded_by_new(self, new_id: str) -> list[Predecessor]:
+        return [Predecessor(r[0], r[1]) for r in self.q(
             "SELECT old_id, kind FROM supersessions WHERE new_id=?", (new_id,))]
 
     def _in_scope(self, col: str, scope: Scope) -> tuple[str, list[Any]]:
@@ -454,10 +470,10 @@ class SQLBackend(Backend):
             return "", []
         return f" AND {col} IN (SELECT id FROM episodes WHERE TRUE{extra})", params
 
-    def all_supersessions(self, *, scope: Scope = ROOT) -> list[tuple[str, str, str, str]]:
+    def all_supersessions(self, *, scope: Scope = ROOT) -> list[LinkRow]:
         old, p_old = self._in_scope("old_id", scope)
         new, p_new = self._in_scope("new_id", scope)
-        return [(r[0], r[1], r[2], r[3]) for r in self.q(
+        return [LinkRow(r[0], r[1], r[2], r[3]) for r in self.q(
             f"SELECT old_id, new_id, kind, created_at FROM supersessions WHERE TRUE{old}{new} "
             "ORDER BY created_at", [*p_old, *p_new])]
 
@@ -466,15 +482,15 @@ class SQLBackend(Backend):
         return self._scalar(f"SELECT COUNT(DISTINCT old_id) FROM supersessions WHERE TRUE{old}",
                             params)
 
-    def delete_supersessions_touching(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
+    def delete_supersessions_touching(self, ids: Sequence[str]) -> list[RemovedLink]:
         """Delete every link from or to these ids; the (old_id, new_id, kind) deleted."""
-        out: list[tuple[str, str, str]] = []
+        out: list[RemovedLink] = []
         with self.transaction():
             for chunk in self._chunks(ids):
                 old, p_old = self._in_list("old_id", chunk)
                 new, p_new = self._in_list("new_id", chunk)
                 where, params = f"{old} OR {new}", [*p_old, *p_new]
-                out += [(r[0], r[1], r[2]) for r in self.q(
+                out += [RemovedLink(r[0], r[1], r[2]) for r in self.q(
                     f"SELECT old_id, new_id, kind FROM supersessions WHERE {where}", params)]
                 self.q(f"DELETE FROM supersessions WHERE {where}", params)
         return out
@@ -499,9 +515,9 @@ class SQLBackend(Backend):
         self.q("UPDATE derivations SET removed_trust=? WHERE source_id=? AND removed_trust IS NULL",
                (trust, source_id))
 
-    def all_derivations(self, *, scope: Scope = ROOT) -> list[tuple[str, str, str | None]]:
+    def all_derivations(self, *, scope: Scope = ROOT) -> list[DerivationRow]:
         mine, params = self._in_scope("episode_id", scope)
-        return [(r[0], r[1], r[2]) for r in self.q(
+        return [DerivationRow(r[0], r[1], r[2]) for r in self.q(
             f"SELECT episode_id, source_id, removed_trust FROM derivations WHERE TRUE{mine}",
             params)]
 
@@ -560,13 +576,13 @@ class SQLBackend(Backend):
                 else self.q(sql, (scope.key,)))
         return [saved_wrap_record(r) for r in rows]
 
-    def wrap_counts(self, *, scope: Scope = ROOT) -> tuple[int, str | None]:
+    def wrap_counts(self, *, scope: Scope = ROOT) -> WrapCounts:
         r = self.q1("SELECT COUNT(*), MAX(completed_at) FROM wraps WHERE status='saved' "
                     "AND ns_key=?", (scope.key,))
-        return (int(r[0]), r[1]) if r else (0, None)
+        return WrapCounts(int(r[0]), r[1]) if r else WrapCounts(0, None)
 
     def activity_by_day(self, since_day: str, *, scope: Scope = ROOT
-                        ) -> list[tuple[str, int, int]]:
+                        ) -> list[DayActivity]:
         """(day, episodes recorded, wraps saved) per UTC day from ``since_day`` on: the
         episodes written in exactly ``scope`` (the root: its own) and its wraps."""
         extra, params = own_sql(scope)
@@ -579,7 +595,7 @@ class SQLBackend(Backend):
                              "status='saved' AND ns_key=? AND completed_at >= ? "
                              "GROUP BY substr(completed_at, 1, 10)", (scope.key, since_day)):
             days.setdefault(str(day), [0, 0])[1] = int(n)
-        return [(d, e, w) for d, (e, w) in sorted(days.items())]
+        return [DayActivity(d, e, w) for d, (e, w) in sorted(days.items())]
 
     def wrapped_ids_before(self, wrap_id: int, *, scope: Scope = ROOT) -> set[str]:
         extra, params = own_sql(scope)
@@ -656,18 +672,16 @@ class SQLBackend(Backend):
         before = int(json.loads(tail)["seq"]) if tail else 0
         return self._scalar("SELECT COUNT(*) FROM audit_log") + before
 
-    def wrap_totals(self) -> tuple[int, str | None, int, int]:
+    def wrap_totals(self) -> WrapTotals:
         """Across every namespace (the root's too): saved wraps, the last one's time, open
         wraps, and how many namespaces have saved one (so hold a continuity)."""
         r = self.q1("SELECT COUNT(*), MAX(completed_at), COUNT(DISTINCT ns_key) FROM wraps "
                     "WHERE status='saved'")
-        return (int(r[0]) if r else 0, r[1] if r else None,
-                self._scalar("SELECT COUNT(*) FROM wraps WHERE status='open'"),
-                int(r[2]) if r else 0)
+        return WrapTotals(int(r[0]) if r else 0, r[1] if r else None,
+                          self._scalar("SELECT COUNT(*) FROM wraps WHERE status='open'"),
+                          int(r[2]) if r else 0)
 
-    # -- item collections (keyed items per namespace, e.g. a framework's store or history)
-    _ITEM_COLS = "seq, collection, key, value, metadata, created_at, updated_at"
-
+    # -- item collections: their SQL is the Items role's (roles.py); the dialect's part here
     #: the LIMIT value that means "no limit", and a case-insensitive substring test
     _NO_LIMIT: Any = -1
     _CONTAINS = "instr(lower({col}), lower(?)) > 0"
@@ -675,68 +689,6 @@ class SQLBackend(Backend):
     @abc.abstractmethod
     def _json_eq(self, col: str, field: str, value: Any) -> tuple[str, list[Any]]:
         """A condition "the JSON object in ``col`` has ``field`` equal to ``value``"."""
-
-    def item_put(self, collection: str, key: str, value: str, metadata: str | None,
-                 now: str, *, scope: Scope = ROOT) -> tuple[Any, ...]:
-        self.q("INSERT INTO items(ns_key, collection, key, value, metadata, created_at, "
-               "updated_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT (ns_key, collection, key) DO "
-               "UPDATE SET value=excluded.value, metadata=excluded.metadata, "
-               "updated_at=excluded.updated_at",
-               (scope.key, collection, key, value, metadata, now, now))
-        row = self.item_get(collection, key, scope=scope)
-        assert row is not None
-        return row
-
-    def item_get(self, collection: str, key: str, *,
-                 scope: Scope = ROOT) -> tuple[Any, ...] | None:
-        return self.q1(f"SELECT {self._ITEM_COLS} FROM items WHERE ns_key=? AND collection=? "
-                       "AND key=?", (scope.key, collection, key))
-
-    def _item_where(self, collection: str, prefix: str | None, where: dict[str, Any] | None,
-                    contains: str | None, scope: Scope) -> tuple[str, list[Any]]:
-        sql = "ns_key=? AND collection=?"
-        params: list[Any] = [scope.key, collection]
-        if prefix:
-            sql += " AND substr(key, 1, ?) = ?"
-            params += [len(prefix), prefix]
-        for field, value in (where or {}).items():
-            cond, p = self._json_eq("metadata", field, value)
-            sql += f" AND {cond}"
-            params += p
-        if contains:
-            sql += " AND " + self._CONTAINS.format(col="value")
-            params.append(contains)
-        return sql, params
-
-    def item_list(self, collection: str, *, prefix: str | None = None,
-                  where: dict[str, Any] | None = None, contains: str | None = None,
-                  order: str = "asc", limit: int | None = None, offset: int = 0,
-                  scope: Scope = ROOT) -> list[tuple[Any, ...]]:
-        cond, params = self._item_where(collection, prefix, where, contains, scope)
-        direction = "DESC" if order == "desc" else "ASC"
-        sql = f"SELECT {self._ITEM_COLS} FROM items WHERE {cond} ORDER BY seq {direction}"
-        if limit is not None or offset:
-            sql += " LIMIT ? OFFSET ?"
-            params += [self._NO_LIMIT if limit is None else int(limit), int(offset)]
-        return self.q(sql, params)
-
-    def item_count(self, collection: str, *, prefix: str | None = None,
-                   where: dict[str, Any] | None = None, scope: Scope = ROOT) -> int:
-        cond, params = self._item_where(collection, prefix, where, None, scope)
-        return self._scalar(f"SELECT COUNT(*) FROM items WHERE {cond}", params)
-
-    def item_delete(self, collection: str, *, key: str | None = None,
-                    prefix: str | None = None, scope: Scope = ROOT) -> int:
-        if key is not None:
-            return self._rowcount("DELETE FROM items WHERE ns_key=? AND collection=? AND key=?",
-                                  (scope.key, collection, key))
-        cond, params = self._item_where(collection, prefix, None, None, scope)
-        return self._rowcount(f"DELETE FROM items WHERE {cond}", params)
-
-    def item_collections(self, *, scope: Scope = ROOT) -> list[tuple[str, int]]:
-        return [(r[0], int(r[1])) for r in self.q(
-            "SELECT collection, COUNT(*) FROM items WHERE ns_key=? GROUP BY collection "
-            "ORDER BY collection", (scope.key,))]
 
     # -- erasure: the places besides the episodes where an episode's text can be kept
     #: per-namespace tables with text fields (table, key columns, text columns)
@@ -756,7 +708,7 @@ class SQLBackend(Backend):
         keys = list(keys or [])
         return f"ns_key IN ({','.join('?' * len(keys))})" if keys else "FALSE", keys
 
-    def text_cells(self, ns_keys: Sequence[str]) -> Iterator[tuple[str, tuple[Any, ...], str, str]]:
+    def text_cells(self, ns_keys: Sequence[str]) -> Iterator[TextCell]:
         """(table, key values, column, text) of every stored text field in those namespaces."""
         cond, params = self._ns_keys_sql(None, ns_keys)
         for table, keys, cols in self.TEXT_TABLES:
@@ -765,7 +717,7 @@ class SQLBackend(Backend):
                 for i, col in enumerate(cols):
                     text = row[len(keys) + i]
                     if text:
-                        yield table, tuple(row[:len(keys)]), col, str(text)
+                        yield TextCell(table, tuple(row[:len(keys)]), col, str(text))
 
     def set_text_cell(self, table: str, key: tuple[Any, ...], column: str, text: str) -> None:
         spec = next(t for t in self.TEXT_TABLES if t[0] == table)
@@ -809,21 +761,21 @@ class SQLBackend(Backend):
                 found.add(str(key).partition("\x1f")[0])
         return sorted(found)
 
-    def meta_with_prefix(self, prefix: str) -> list[tuple[str, str]]:
-        return [(str(k), str(v)) for k, v in self.q(
+    def meta_with_prefix(self, prefix: str) -> list[MetaEntry]:
+        return [MetaEntry(str(k), str(v)) for k, v in self.q(
             "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
             if v is not None]
 
     def delete_meta_if(self, key: str, value: str) -> bool:
         return bool(self.q("DELETE FROM meta WHERE key=? AND value=? RETURNING key", (key, value)))
 
-    def link_tables_used(self) -> tuple[bool, bool]:
+    def link_tables_used(self) -> LinkTablesUsed:
         r = self.q1("SELECT EXISTS (SELECT 1 FROM supersessions), "
                     "EXISTS (SELECT 1 FROM derivations)")
-        return (bool(r[0]), bool(r[1])) if r else (False, False)
+        return LinkTablesUsed(bool(r[0]), bool(r[1])) if r else LinkTablesUsed(False, False)
 
-    def meta_rows(self) -> list[tuple[str, str]]:
-        return [(str(k), str(v)) for k, v in self.q("SELECT key, value FROM meta")
+    def meta_rows(self) -> list[MetaEntry]:
+        return [MetaEntry(str(k), str(v)) for k, v in self.q("SELECT key, value FROM meta")
                 if v is not None]
 
     def erase_owner_meta(self, owner: str, extra_keys: Sequence[str] = ()) -> int:

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import GovernanceError
 from .governance_schema import NS_META_KEY, Dialect, table_statements
+from .rows import GovernedCount, GovernedEvent, GovernedVersion
 from .sqlite import SQLiteBackend
 
 
@@ -168,11 +169,11 @@ class GovernanceRepo:
             (memory_id, ns_key, record_id, created_at))
         return True
 
-    def record_by_id(self, record_id: str) -> tuple[str, dict[str, Any]] | None:
+    def record_by_id(self, record_id: str) -> GovernedVersion | None:
         """(payload_digest, body) of one version, or None."""
         b = self._b
         r = b.q1("SELECT payload_digest, body FROM gov_records WHERE record_id=?", (record_id,))
-        return None if r is None else (r[0], json.loads(r[1]))
+        return None if r is None else GovernedVersion(r[0], json.loads(r[1]))
 
     def versions(self, memory_id: str) -> list[dict[str, Any]]:
         b = self._b
@@ -227,10 +228,10 @@ class GovernanceRepo:
             "SELECT r.body FROM gov_current c JOIN gov_records r ON r.record_id = c.record_id "
             "WHERE c.state='active' ORDER BY c.memory_id")]
 
-    def events(self) -> list[tuple[str, str, str, str]]:
+    def events(self) -> list[GovernedEvent]:
         """(kind, memory_id, ns_key, ref) in commit order: the replay source."""
         b = self._b
-        return [tuple(r) for r in b.q(  # type: ignore[misc]
+        return [GovernedEvent(*r) for r in b.q(
             "SELECT kind, memory_id, ns_key, ref FROM gov_events ORDER BY seq")]
 
     def clear_projection(self) -> dict[str, bool]:
@@ -301,7 +302,7 @@ class GovernanceRepo:
             params.append(status)
         return [_review(r) for r in b.q(sql + " ORDER BY created_at, review_id", params)]
 
-    def namespace_counts(self) -> list[tuple[str, str | None, int, int]]:
+    def namespace_counts(self) -> list[GovernedCount]:
         """(owner, project, active governed records, pending reviews) per namespace."""
         b = self._b
         counts: dict[tuple[str, str | None], list[int]] = {}
@@ -312,7 +313,7 @@ class GovernanceRepo:
                 "GROUP BY ns_owner, ns_project")):
             for owner, project, n in b.q(sql):
                 counts.setdefault((owner, project), [0, 0])[i] = int(n)
-        return [(o, p, r, q) for (o, p), (r, q) in counts.items()]
+        return [GovernedCount(o, p, r, q) for (o, p), (r, q) in counts.items()]
 
     def cancel_reviews(self, memory_id: str, *, decided_at: str) -> int:
         """Close every pending review of a forgotten memory so no approval can revive it."""

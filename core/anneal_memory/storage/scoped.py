@@ -1,220 +1,465 @@
-"""The backend seen through one namespace: every call carries the view's scope.
+"""The backend seen through one namespace, as one flat object.
 
-A scoped Store view holds this object instead of the raw backend. Each method that
-reads or writes namespaced rows is defined here and passes the view's :class:`Scope`
-to the backend, whose SQL filters on the indexed namespace columns before anything is
-ranked, counted or exported. Methods that are namespace-neutral (transactions, the
-audit chain, metadata, lookups by ids the view has already checked) are forwarded by
-name from :data:`NEUTRAL`; any other attribute is refused, so a backend method added
-later cannot leak across namespaces by being forwarded unscoped.
+The roles of ``roles.py`` are how the layers above storage act in a namespace: each is
+built for its scope. :class:`ScopedBackend` is the same view for a caller that still
+holds one backend-like object (the Store's scoped views until they hold roles, the
+vectors and governance helpers that take a backend): every method it has is written out
+below. Those that read or write namespaced rows go through the roles built for its
+scope; those that are namespace-neutral (transactions, raw SQL for the helpers in this
+package, the audit chain, metadata, lookups by ids the view has already checked) are
+passed to the backend unchanged and listed in :data:`NEUTRAL`. A backend method with no
+counterpart here does not exist on a view (AttributeError), so a method added to the
+backend later cannot leak across namespaces by being forwarded unscoped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
-from typing import Any
+import contextlib
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import Any, TypeVar
 
-from .base import Backend, EpisodeRow, RankedHit, Scope, SearchFilters
+from .base import Backend, Connection, EpisodeRow, RankedHit, Scope, SearchFilters
+from .common import SQLBackend
+from .roles import AuditChain, Episodes, Items, Links, Meta, OutOfScope, Wraps
+from .rows import (
+    AuditDigest,
+    AuditRowValues,
+    AuditTip,
+    CollectionCount,
+    DayActivity,
+    DerivationRow,
+    ItemRow,
+    LinkRow,
+    LinkTablesUsed,
+    MetaEntry,
+    NamespaceCount,
+    Predecessor,
+    RemovedLink,
+    TextCell,
+    WrapCounts,
+    WrapTotals,
+)
 
-#: Backend members a view forwards unchanged (each acts on ids or rows the view has
+_T = TypeVar("_T")
+
+#: Backend members a view passes on unchanged (each acts on ids or rows the view has
 #: already filtered, or on what is one per database: transactions, audit, metadata).
 NEUTRAL: frozenset[str] = frozenset({
     "add_derivations", "add_meta_int", "add_supersession", "audit_compact", "audit_count",
-    "audit_digests", "audit_entries", "audit_insert", "audit_insert_rows", "audit_row_values", "audit_rows", "audit_tip", "checkpoint", "close", "close_wrap", "closed", "conn",
+    "audit_digests", "audit_entries", "audit_insert", "audit_insert_rows", "audit_row_values",
+    "audit_rows", "audit_tip", "checkpoint", "close", "close_wrap", "closed",
     "delete_episode_rows", "delete_supersessions_touching", "derivations_of", "execute",
     "executemany", "get_meta", "id_taken", "ids_taken", "in_transaction", "integrity_check",
     "mark_source_removed", "mark_wrapped", "mirrors_audit_to_files", "path", "q", "q1",
     "read", "read_blob", "read_only", "savepoint", "meta_with_prefix",
     "delete_meta_if", "link_tables_used", "remove_supersession", "scrub_indexes", "set_meta",
     "superseded_by_new", "supersessions_of", "transaction", "update_blob", "update_episode",
-    "update_probe", "write_blob", "dsn", "schema",
+    "update_probe", "write_blob", "dsn",
     # erasure: each names the owner, keys or ids it acts on (the erase path passes them)
     "delete_blob", "text_cells", "set_text_cell", "erase_namespace_rows", "erase_scope_rows",
     "episode_ids_of_owner", "owner_projects", "owners", "meta_rows", "erase_owner_meta",
 })
 
 
-class ScopedBackend:
-    """``inner`` as one namespace sees it."""
+class ScopedBackend(Connection):
+    """``inner`` as one namespace sees it (its namespaced calls go through the roles
+    built for ``scope``, once, when the view is built)."""
 
     def __init__(self, inner: Backend, scope: Scope) -> None:
         if isinstance(inner, ScopedBackend):
             raise TypeError("scope the underlying backend, not a scoped one")
-        self._inner = inner
+        if not isinstance(inner, SQLBackend):
+            raise TypeError(f"a scoped view needs a SQL backend, not {type(inner).__name__}")
+        self._inner: SQLBackend = inner
+        self._schema_ready = False
         self.scope = scope
+        self.path = inner.path
+        self.read_only = inner.read_only
+        #: the view's roles, built once for its scope (``Repositories.of`` hands them out)
+        self.episodes = Episodes(inner, scope)
+        self.links = Links(inner, scope)
+        self.wraps = Wraps(inner, scope)
+        self.items = Items(inner, scope)
+        self.meta = Meta(inner, scope)
+        self.chain = AuditChain(inner, scope)
 
     @property
     def inner(self) -> Backend:
         return self._inner
 
-    def __getattr__(self, name: str) -> Any:
-        if name in NEUTRAL or (name.startswith("_") and not name.startswith("__")):
-            return getattr(self._inner, name)
-        raise AttributeError(f"{name!r} is not available through a namespace-scoped backend")
+    # -- what the helpers of this package reach on a backend (vectors, governance)
+    @property
+    def dsn(self) -> str | None:
+        return getattr(self._inner, "dsn", None)
+
+    @property
+    def _gov_schema_ready(self) -> bool:
+        return self._schema_ready or self._inner._gov_schema_ready
+
+    @_gov_schema_ready.setter
+    def _gov_schema_ready(self, ready: bool) -> None:
+        self._schema_ready = ready  # this view's own mark, as the backend's is its own
+
+    def _filter_sql(self, f: SearchFilters, alias: str = "e") -> tuple[str, list[Any]]:
+        return self._inner._filter_sql(f, alias)
+
+    def _in_list(self, col: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
+        return self._inner._in_list(col, ids)
+
+    def _chunks(self, ids: Sequence[Any]) -> Iterator[list[Any]]:
+        return self._inner._chunks(ids)
+
+    def _rowcount(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self._inner._rowcount(sql, params)
+
+    # -- connection: transactions and raw SQL (namespace-neutral)
+    def close(self) -> None:
+        self._inner.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._inner.closed
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._inner.in_transaction
+
+    def transaction(self, *, appends_only: bool = False
+                    ) -> contextlib.AbstractContextManager[None]:
+        return self._inner.transaction(appends_only=appends_only)
+
+    def read(self) -> contextlib.AbstractContextManager[None]:
+        return self._inner.read()
+
+    def integrity_check(self) -> str:
+        return self._inner.integrity_check()
+
+    def q(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._inner.q(sql, params)
+
+    def q1(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        return self._inner.q1(sql, params)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._inner.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._inner.executemany(sql, rows)
+
+    # -- metadata, blobs and the erasure rows (namespace-neutral: see NEUTRAL)
+    def get_meta(self, key: str) -> str | None:
+        return self.meta.get_meta(key)
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        self.meta.set_meta(key, value)
+
+    def add_meta_int(self, key: str, delta: int) -> None:
+        self.meta.add_meta_int(key, delta)
+
+    def meta_with_prefix(self, prefix: str) -> list[MetaEntry]:
+        return self.meta.meta_with_prefix(prefix)
+
+    def delete_meta_if(self, key: str, value: str) -> bool:
+        return self.meta.delete_meta_if(key, value)
+
+    def read_blob(self, name: str) -> str | None:
+        return self.meta.read_blob(name)
+
+    def write_blob(self, name: str, text: str, *, lock: str | None = None) -> None:
+        self.meta.write_blob(name, text, lock=lock)
+
+    def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
+                    lock: str | None = None) -> str | None:
+        return self.meta.update_blob(name, fn, lock=lock)
+
+    def delete_blob(self, name: str, *, lock: str | None = None) -> bool:
+        return self.meta.delete_blob(name, lock=lock)
+
+    def owners(self) -> list[str]:
+        return self.meta.owners()
+
+    def text_cells(self, ns_keys: Sequence[str]) -> Iterator[TextCell]:
+        return self.meta.text_cells(ns_keys)
+
+    def set_text_cell(self, table: str, key: tuple[object, ...], column: str, text: str) -> None:
+        self.meta.set_text_cell(table, key, column, text)
+
+    def meta_rows(self) -> list[MetaEntry]:
+        return self.meta.meta_rows()
+
+    def episode_ids_of_owner(self, owner: str) -> list[str]:
+        return self.meta.episode_ids_of_owner(owner)
+
+    def erase_namespace_rows(self, owner: str) -> dict[str, int]:
+        return self.meta.erase_namespace_rows(owner)
+
+    def erase_scope_rows(self, target: Scope) -> dict[str, int]:
+        return self.meta.erase_scope_rows(target)
+
+    def erase_owner_meta(self, owner: str, extra_keys: Sequence[str] = ()) -> int:
+        return self.meta.erase_owner_meta(owner, extra_keys)
+
+    def owner_projects(self, owner: str) -> list[str | None]:
+        return self.meta.owner_projects(owner)
+
+    # -- the audit chain (one per database)
+    @property
+    def mirrors_audit_to_files(self) -> bool:
+        return self._inner.mirrors_audit_to_files
+
+    def audit_tip(self) -> AuditTip:
+        return self.chain.audit_tip()
+
+    def audit_insert(self, entry: dict[str, Any]) -> None:
+        self.chain.audit_insert(entry)
+
+    def audit_insert_rows(self, rows: Sequence[Sequence[Any]]) -> None:
+        self.chain.audit_insert_rows(rows)
+
+    def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        return self.chain.audit_entries(after_seq, limit)
+
+    def audit_count(self) -> int:
+        return self.chain.audit_count()
+
+    def audit_row_values(self, after_seq: int = 0) -> list[AuditRowValues]:
+        return self.chain.audit_row_values(after_seq)
+
+    def audit_rows(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        return self.chain.audit_rows(after_seq, limit)
+
+    def audit_digests(self, after_seq: int = 0,
+                      limit: int | None = None) -> list[AuditDigest]:
+        return self.chain.audit_digests(after_seq, limit)
+
+    def audit_compact(self, digests: Sequence[tuple[int, str]]) -> int:
+        return self.chain.audit_compact(digests)
 
     # -- episodes
+    def memo(self, key: Hashable, compute: Callable[[], _T], *,
+             size: Callable[[_T], int] | None = None) -> _T:
+        return self.episodes.memo(key, compute, size=size)
+
     def insert_episode(self, row: EpisodeRow) -> None:
-        self._inner.insert_episode(replace(row, ns_owner=self.scope.owner,
-                                           ns_project=self.scope.project))
+        self.episodes.insert_episode(row)
 
     def insert_episodes(self, rows: Sequence[EpisodeRow]) -> None:
-        self._inner.insert_episodes([replace(row, ns_owner=self.scope.owner,
-                                             ns_project=self.scope.project) for row in rows])
+        self.episodes.insert_episodes(rows)
 
-    def get_episodes(self, ids: Sequence[str], *, exact: bool = False,
-                     **_: Any) -> dict[str, EpisodeRow]:
-        return self._inner.get_episodes(ids, scope=self.scope, exact=exact)
+    def id_taken(self, episode_id: str) -> bool:
+        return self.episodes.id_taken(episode_id)
 
-    def memo(self, key: Any, compute: Callable[[], Any], *,
-             size: Callable[[Any], int] | None = None, **_: Any) -> Any:
-        return self._inner.memo(key, compute, scope=self.scope, size=size)
+    def ids_taken(self, ids: Sequence[str]) -> set[str]:
+        return self.episodes.ids_taken(ids)
 
-    def trusts_of(self, ids: Sequence[str], **_: Any) -> dict[str, str]:
-        return self._inner.trusts_of(ids, scope=self.scope)
+    def get_episodes(self, ids: Sequence[str], *, exact: bool = False) -> dict[str, EpisodeRow]:
+        return self.episodes.get_episodes(ids, exact=exact)
 
-    def all_episodes(self, *, order: str = "timestamp ASC, rowid ASC",
-                     **_: Any) -> Iterator[EpisodeRow]:
-        return self._inner.all_episodes(order=order, scope=self.scope)
+    def trusts_of(self, ids: Sequence[str]) -> dict[str, str]:
+        return self.episodes.trusts_of(ids)
 
-    def unwrapped_episodes(self, **_: Any) -> list[EpisodeRow]:
-        return self._inner.unwrapped_episodes(scope=self.scope)
+    def all_episodes(self, *, order: str = "timestamp ASC, rowid ASC") -> Iterator[EpisodeRow]:
+        return self.episodes.all_episodes(order=order)
 
-    def unwrapped_trusts(self, **_: Any) -> dict[str, str]:
-        return self._inner.unwrapped_trusts(scope=self.scope)
+    def unwrapped_episodes(self) -> list[EpisodeRow]:
+        return self.episodes.unwrapped_episodes()
 
-    def state_key_holders(self, key: str | None = None, **_: Any) -> list[EpisodeRow]:
-        return self._inner.state_key_holders(key, scope=self.scope)
+    def unwrapped_trusts(self) -> dict[str, str]:
+        return self.episodes.unwrapped_trusts()
 
-    def ids_older_than(self, cutoff: str, **_: Any) -> list[str]:
-        return self._inner.ids_older_than(cutoff, scope=self.scope)
+    def state_key_holders(self, key: str | None = None) -> list[EpisodeRow]:
+        return self.episodes.state_key_holders(key)
 
-    def count_episodes(self, **_: Any) -> int:
-        return self._inner.count_episodes(scope=self.scope)
+    def ids_older_than(self, cutoff: str) -> list[str]:
+        return self.episodes.ids_older_than(cutoff)
 
-    def count_unwrapped(self, **_: Any) -> int:
-        return self._inner.count_unwrapped(scope=self.scope)
+    def update_episode(self, episode_id: str, **fields: Any) -> None:
+        self.episodes.update_episode(episode_id, **fields)
 
-    def counts_by_type(self, **_: Any) -> dict[str, int]:
-        return self._inner.counts_by_type(scope=self.scope)
+    def mark_wrapped(self, ids: Sequence[str], wrap_id: int) -> None:
+        self.episodes.mark_wrapped(ids, wrap_id)
 
-    def counts_by_trust(self, **_: Any) -> dict[str, int]:
-        return self._inner.counts_by_trust(scope=self.scope)
+    def delete_episode_rows(self, ids: Sequence[str]) -> int:
+        return self.episodes.delete_episode_rows(ids)
 
-    def activity_by_day(self, since_day: str, **_: Any) -> list[tuple[str, int, int]]:
-        return self._inner.activity_by_day(since_day, scope=self.scope)
+    def scrub_indexes(self) -> None:
+        self.episodes.scrub_indexes()
 
-    def namespace_counts(self) -> list[tuple[str, str | None, int, int]]:
+    def checkpoint(self) -> None:
+        self.episodes.checkpoint()
+
+    def count_episodes(self) -> int:
+        return self.episodes.count_episodes()
+
+    def count_unwrapped(self) -> int:
+        return self.episodes.count_unwrapped()
+
+    def counts_by_type(self) -> dict[str, int]:
+        return self.episodes.counts_by_type()
+
+    def counts_by_trust(self) -> dict[str, int]:
+        return self.episodes.counts_by_trust()
+
+    def activity_by_day(self, since_day: str) -> list[DayActivity]:
+        return self.episodes.activity_by_day(since_day)
+
+    def namespace_counts(self) -> list[NamespaceCount]:
         """Refused: it lists every namespace, which no view may see."""
-        raise AttributeError("namespace_counts lists every namespace: call it on the root "
-                             "Store's backend, not through a namespace-scoped view")
+        raise OutOfScope("namespace_counts lists every namespace: call it on the root "
+                         "Store's backend, not through a namespace-scoped view")
 
-    def wrap_totals(self) -> tuple[int, str | None, int, int]:
+    def wrap_totals(self) -> WrapTotals:
         """Refused: it counts every namespace's wraps, which no view may see."""
-        raise AttributeError("wrap_totals counts every namespace's wraps: call it on the "
-                             "root Store's backend, not through a namespace-scoped view")
+        raise OutOfScope("wrap_totals counts every namespace's wraps: call it on the "
+                         "root Store's backend, not through a namespace-scoped view")
 
-    # -- search
-    def _scoped(self, filters: SearchFilters) -> SearchFilters:
-        return replace(filters, scope=self.scope)
-
-    def search(self, filters: SearchFilters, **kwargs: Any) -> tuple[list[tuple[EpisodeRow, float]], int]:
-        return self._inner.search(self._scoped(filters), **kwargs)
+    # -- keyword search
+    def search(self, filters: SearchFilters, *, phrase: str | None = None,
+               words: Sequence[str] | None = None, limit: int = 100, offset: int = 0,
+               order: str = "recent") -> tuple[list[tuple[EpisodeRow, float]], int]:
+        return self.episodes.search(filters, phrase=phrase, words=words, limit=limit,
+                                          offset=offset, order=order)
 
     def rows_by_rowid(self, rowids: Sequence[int], filters: SearchFilters) -> dict[int, EpisodeRow]:
-        return self._inner.rows_by_rowid(rowids, self._scoped(filters))
+        return self.episodes.rows_by_rowid(rowids, filters)
 
     def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
                    ) -> tuple[list[RankedHit], int]:
-        return self._inner.ranked_ids(self._scoped(filters), words, pool)
+        return self.episodes.ranked_ids(filters, words, pool)
 
     def index_scores(self, filters: SearchFilters, words: Sequence[str],
                      rowids: Sequence[int]) -> dict[int, float]:
-        return self._inner.index_scores(self._scoped(filters), words, rowids)
+        return self.episodes.index_scores(filters, words, rowids)
 
     def times_by_rowid(self, rowids: Sequence[int], filters: SearchFilters
                        ) -> dict[int, float | None]:
-        return self._inner.times_by_rowid(rowids, self._scoped(filters))
+        return self.episodes.times_by_rowid(rowids, filters)
 
     def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
                     ) -> tuple[int, dict[str, int]]:
-        return self._inner.word_counts(self._scoped(filters), words, cap)
+        return self.episodes.word_counts(filters, words, cap)
 
     # -- links and tombstones
-    def all_supersessions(self, **_: Any) -> list[tuple[str, str, str, str]]:
-        return self._inner.all_supersessions(scope=self.scope)
+    def link_tables_used(self) -> LinkTablesUsed:
+        return self.links.link_tables_used()
 
-    def count_superseded(self, **_: Any) -> int:
-        return self._inner.count_superseded(scope=self.scope)
+    def add_supersession(self, old_id: str, new_id: str, kind: str, created_at: str) -> None:
+        self.links.add_supersession(old_id, new_id, kind, created_at)
 
-    def all_derivations(self, **_: Any) -> list[tuple[str, str, str | None]]:
-        return self._inner.all_derivations(scope=self.scope)
+    def remove_supersession(self, old_id: str, new_id: str) -> int:
+        return self.links.remove_supersession(old_id, new_id)
 
-    def add_tombstone(self, *args: Any, **_: Any) -> None:
-        self._inner.add_tombstone(*args, scope=self.scope)
+    def supersessions_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]:
+        return self.links.supersessions_of(ids)
 
-    def tombstones(self, ids: Sequence[str] | None = None, *, namespaces: bool = False,
-                   **_: Any) -> dict[str, dict[str, Any]]:
-        return self._inner.tombstones(ids, scope=self.scope, namespaces=namespaces)
+    def superseded_by_new(self, new_id: str) -> list[Predecessor]:
+        return self.links.superseded_by_new(new_id)
 
-    def count_tombstones(self, **_: Any) -> int:
-        return self._inner.count_tombstones(scope=self.scope)
+    def all_supersessions(self) -> list[LinkRow]:
+        return self.links.all_supersessions()
+
+    def count_superseded(self) -> int:
+        return self.links.count_superseded()
+
+    def delete_supersessions_touching(self, ids: Sequence[str]) -> list[RemovedLink]:
+        return self.links.delete_supersessions_touching(ids)
+
+    def add_derivations(self, episode_id: str, sources: Sequence[str],
+                        pinned_trust: str | None = None) -> None:
+        self.links.add_derivations(episode_id, sources, pinned_trust)
+
+    def derivations_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str | None]]]:
+        return self.links.derivations_of(ids)
+
+    def mark_source_removed(self, source_id: str, trust: str) -> None:
+        self.links.mark_source_removed(source_id, trust)
+
+    def all_derivations(self) -> list[DerivationRow]:
+        return self.links.all_derivations()
+
+    def add_tombstone(self, episode_id: str, type_: str, timestamp: str, content_hash: str,
+                      removed_at: str, reason: str, trust: str, *,
+                      scope: Scope | None = None) -> None:
+        """A deletion's trace in this view's namespace (``scope``, which the root's
+        backend takes, is not this view's to choose: ignored)."""
+        self.links.add_tombstone(episode_id, type_, timestamp, content_hash, removed_at,
+                                       reason, trust)
+
+    def tombstones(self, ids: Sequence[str] | None = None, *, namespaces: bool = False) -> dict[str, dict[str, Any]]:
+        return self.links.tombstones(ids, namespaces=namespaces)
+
+    def count_tombstones(self) -> int:
+        return self.links.count_tombstones()
 
     # -- wraps, patterns, probes: one set per namespace
-    def open_wrap(self, **_: Any) -> dict[str, Any] | None:
-        return self._inner.open_wrap(scope=self.scope)
+    def open_wrap(self) -> dict[str, Any] | None:
+        return self.wraps.open_wrap()
 
-    def insert_wrap(self, *args: Any, **_: Any) -> int:
-        return self._inner.insert_wrap(*args, scope=self.scope)
+    def insert_wrap(self, started_at: str, token: str, session_id: str | None,
+                    episode_ids: Sequence[str], today: str) -> int:
+        return self.wraps.insert_wrap(started_at, token, session_id, episode_ids, today)
 
-    def wrap_history(self, limit: int | None = None, **_: Any) -> list[dict[str, Any]]:
-        return self._inner.wrap_history(limit, scope=self.scope)
+    def close_wrap(self, wrap_id: int, status: str, completed_at: str, *, chars: int | None = None,
+                   episodes_compressed: int | None = None,
+                   metrics: dict[str, Any] | None = None) -> None:
+        self.wraps.close_wrap(wrap_id, status, completed_at, chars=chars,
+                                    episodes_compressed=episodes_compressed, metrics=metrics)
 
-    def wrap_counts(self, **_: Any) -> tuple[int, str | None]:
-        return self._inner.wrap_counts(scope=self.scope)
+    def wrap_history(self, limit: int | None = None) -> list[dict[str, Any]]:
+        return self.wraps.wrap_history(limit)
 
-    def wrapped_ids_before(self, wrap_id: int, **_: Any) -> set[str]:
-        return self._inner.wrapped_ids_before(wrap_id, scope=self.scope)
+    def wrap_counts(self) -> WrapCounts:
+        return self.wraps.wrap_counts()
 
-    def pattern_history(self, **_: Any) -> dict[str, dict[str, Any]]:
-        return self._inner.pattern_history(scope=self.scope)
+    def wrapped_ids_before(self, wrap_id: int) -> set[str]:
+        return self.wraps.wrapped_ids_before(wrap_id)
 
-    def upsert_pattern(self, rec: dict[str, Any], **_: Any) -> None:
-        self._inner.upsert_pattern(rec, scope=self.scope)
+    def pattern_history(self) -> dict[str, dict[str, Any]]:
+        return self.wraps.pattern_history()
 
-    def delete_pattern(self, name: str, **_: Any) -> int:
-        return self._inner.delete_pattern(name, scope=self.scope)
+    def upsert_pattern(self, rec: dict[str, Any]) -> None:
+        self.wraps.upsert_pattern(rec)
 
-    def has_pattern_history(self, **_: Any) -> bool:
-        return self._inner.has_pattern_history(scope=self.scope)
+    def delete_pattern(self, name: str) -> int:
+        return self.wraps.delete_pattern(name)
 
-    def insert_probe(self, rec: dict[str, Any], **_: Any) -> None:
-        self._inner.insert_probe(rec, scope=self.scope)
+    def has_pattern_history(self) -> bool:
+        return self.wraps.has_pattern_history()
 
-    def probes(self, **_: Any) -> list[dict[str, Any]]:
-        return self._inner.probes(scope=self.scope)
+    def insert_probe(self, rec: dict[str, Any]) -> None:
+        self.wraps.insert_probe(rec)
 
-    def delete_probe(self, probe_id: str, **_: Any) -> int:
-        return self._inner.delete_probe(probe_id, scope=self.scope)
+    def probes(self) -> list[dict[str, Any]]:
+        return self.wraps.probes()
+
+    def update_probe(self, probe_id: str, status: str, detail: str, wrap_id: int | None) -> None:
+        self.wraps.update_probe(probe_id, status, detail, wrap_id)
+
+    def delete_probe(self, probe_id: str) -> int:
+        return self.wraps.delete_probe(probe_id)
 
     # -- item collections: the namespace's own
-    def item_put(self, *args: Any, **_: Any) -> tuple[Any, ...]:
-        return self._inner.item_put(*args, scope=self.scope)  # type: ignore[attr-defined, no-any-return]
+    def item_put(self, collection: str, key: str, value: str, metadata: str | None,
+                 now: str) -> ItemRow:
+        return self.items.item_put(collection, key, value, metadata, now)
 
-    def item_get(self, collection: str, key: str, **_: Any) -> tuple[Any, ...] | None:
-        return self._inner.item_get(collection, key, scope=self.scope)  # type: ignore[attr-defined, no-any-return]
+    def item_get(self, collection: str, key: str) -> ItemRow | None:
+        return self.items.item_get(collection, key)
 
-    def item_list(self, collection: str, **kwargs: Any) -> list[tuple[Any, ...]]:
-        kwargs["scope"] = self.scope
-        return self._inner.item_list(collection, **kwargs)  # type: ignore[attr-defined, no-any-return]
+    def item_list(self, collection: str, *, prefix: str | None = None,
+                  where: dict[str, Any] | None = None, contains: str | None = None,
+                  order: str = "asc", limit: int | None = None, offset: int = 0) -> list[ItemRow]:
+        return self.items.item_list(collection, prefix=prefix, where=where,
+                                          contains=contains, order=order, limit=limit,
+                                          offset=offset)
 
-    def item_count(self, collection: str, **kwargs: Any) -> int:
-        kwargs["scope"] = self.scope
-        return self._inner.item_count(collection, **kwargs)  # type: ignore[attr-defined, no-any-return]
+    def item_count(self, collection: str, *, prefix: str | None = None,
+                   where: dict[str, Any] | None = None) -> int:
+        return self.items.item_count(collection, prefix=prefix, where=where)
 
-    def item_delete(self, collection: str, **kwargs: Any) -> int:
-        kwargs["scope"] = self.scope
-        return self._inner.item_delete(collection, **kwargs)  # type: ignore[attr-defined, no-any-return]
+    def item_delete(self, collection: str, *, key: str | None = None,
+                    prefix: str | None = None) -> int:
+        return self.items.item_delete(collection, key=key, prefix=prefix)
 
-    def item_collections(self, **_: Any) -> list[tuple[str, int]]:
-        return self._inner.item_collections(scope=self.scope)  # type: ignore[attr-defined, no-any-return]
+    def item_collections(self) -> list[CollectionCount]:
+        return self.items.item_collections()

@@ -48,11 +48,8 @@ def _blobs(db_path: str | Path) -> Iterator[Any]:
         return
     from .. import storage
 
-    backend = storage.open(dsn)
-    try:
-        yield backend
-    finally:
-        backend.close()
+    with storage.open(dsn) as db:
+        yield db.roles().meta
 
 
 def _where(db_path: str | Path, ns: str = "") -> str:

@@ -1,0 +1,476 @@
+"""The roles of one database, each a small object built for one namespace scope.
+
+A role is what the layers above storage hold: :class:`Episodes`, :class:`Links`,
+:class:`Wraps`, :class:`Items`, :class:`Meta` and :class:`AuditChain` here, beside the
+vectors (``vectors.VectorRepo``), the governed runtime's tables
+(``governance_sql.GovernanceRepo``) and the whole tables (``pg_copy.Tables``). Each is
+built over the database's connection and a :class:`~.base.Scope`, and every namespaced
+call it makes carries that scope: the scope is fixed when the role is built, so a role
+built for one namespace has no call that reads or writes another. What spans every
+namespace (:meth:`Episodes.namespace_counts`, :meth:`Wraps.wrap_totals`) answers only
+at the root and raises :class:`OutOfScope` anywhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from .base import ROOT, Backend, EpisodeRow, RankedHit, Scope, SearchFilters
+from .common import SQLBackend
+from .rows import (
+    AuditDigest,
+    AuditRowValues,
+    AuditTip,
+    CollectionCount,
+    DayActivity,
+    DerivationRow,
+    ItemRow,
+    LinkRow,
+    LinkTablesUsed,
+    MetaEntry,
+    NamespaceCount,
+    Predecessor,
+    RemovedLink,
+    TextCell,
+    WrapCounts,
+    WrapTotals,
+)
+
+_T = TypeVar("_T")
+
+
+class OutOfScope(AttributeError):
+    """A role built for one namespace was asked for what spans every namespace (or for
+    another namespace's roles): only the root's roles answer that. An AttributeError,
+    as the call is not part of what a scoped role offers."""
+
+
+class Role:
+    """A role over ``db`` acting for ``scope``."""
+
+    __slots__ = ("_db", "scope")
+
+    def __init__(self, db: Backend, scope: Scope = ROOT) -> None:
+        self._db = db
+        self.scope = scope
+
+    @property
+    def at_root(self) -> bool:
+        """Built for the root's operator view (every namespace visible), not a namespace
+        or the root's own unscoped memory."""
+        return self.scope == ROOT
+
+    def _refuse_outside_root(self, what: str) -> None:
+        if not self.at_root:
+            raise OutOfScope(f"{what} spans every namespace: ask the root Store's roles, not "
+                             "a namespace-scoped view's")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.scope!r})"
+
+
+class Episodes(Role):
+    """The episode rows and the keyword index over them, as ``scope`` sees them."""
+
+    __slots__ = ()
+
+    def _own(self, row: EpisodeRow) -> EpisodeRow:
+        # a view writes its rows in its own namespace; the root writes a row as it says
+        if self.at_root:
+            return row
+        return replace(row, ns_owner=self.scope.owner, ns_project=self.scope.project)
+
+    def _filters(self, filters: SearchFilters) -> SearchFilters:
+        # a view's scope overrides any scope the filters carry
+        return filters if self.at_root else replace(filters, scope=self.scope)
+
+    def memo(self, key: Hashable, compute: Callable[[], _T], *,
+             size: Callable[[_T], int] | None = None) -> _T:
+        """``compute()``, or its value for ``key`` in this scope while nothing was written
+        since (see ``Backend.memo``)."""
+        return self._db.memo(key, compute, scope=self.scope, size=size)
+
+    def insert_episode(self, row: EpisodeRow) -> None:
+        self._db.insert_episode(self._own(row))
+
+    def insert_episodes(self, rows: Sequence[EpisodeRow]) -> None:
+        self._db.insert_episodes([self._own(row) for row in rows])
+
+    def id_taken(self, episode_id: str) -> bool:
+        """Whether an episode or a tombstone anywhere holds the id (ids are global)."""
+        return self._db.id_taken(episode_id)
+
+    def ids_taken(self, ids: Sequence[str]) -> set[str]:
+        return self._db.ids_taken(ids)
+
+    def get_episodes(self, ids: Sequence[str], *, exact: bool = False) -> dict[str, EpisodeRow]:
+        return self._db.get_episodes(ids, scope=self.scope, exact=exact)
+
+    def trusts_of(self, ids: Sequence[str]) -> dict[str, str]:
+        return self._db.trusts_of(ids, scope=self.scope)
+
+    def all_episodes(self, *, order: str = "timestamp ASC, rowid ASC") -> Iterator[EpisodeRow]:
+        return self._db.all_episodes(order=order, scope=self.scope)
+
+    def unwrapped_episodes(self) -> list[EpisodeRow]:
+        return self._db.unwrapped_episodes(scope=self.scope)
+
+    def unwrapped_trusts(self) -> dict[str, str]:
+        return self._db.unwrapped_trusts(scope=self.scope)
+
+    def state_key_holders(self, key: str | None = None) -> list[EpisodeRow]:
+        return self._db.state_key_holders(key, scope=self.scope)
+
+    def ids_older_than(self, cutoff: str) -> list[str]:
+        return self._db.ids_older_than(cutoff, scope=self.scope)
+
+    def update_episode(self, episode_id: str, **fields: Any) -> None:
+        self._db.update_episode(episode_id, **fields)
+
+    def mark_wrapped(self, ids: Sequence[str], wrap_id: int) -> None:
+        self._db.mark_wrapped(ids, wrap_id)
+
+    def delete_episode_rows(self, ids: Sequence[str]) -> int:
+        return self._db.delete_episode_rows(ids)
+
+    def scrub_indexes(self) -> None:
+        self._db.scrub_indexes()
+
+    def checkpoint(self) -> None:
+        self._db.checkpoint()
+
+    def count_episodes(self) -> int:
+        return self._db.count_episodes(scope=self.scope)
+
+    def count_unwrapped(self) -> int:
+        return self._db.count_unwrapped(scope=self.scope)
+
+    def counts_by_type(self) -> dict[str, int]:
+        return self._db.counts_by_type(scope=self.scope)
+
+    def counts_by_trust(self) -> dict[str, int]:
+        return self._db.counts_by_trust(scope=self.scope)
+
+    def activity_by_day(self, since_day: str) -> list[DayActivity]:
+        return self._db.activity_by_day(since_day, scope=self.scope)
+
+    def namespace_counts(self) -> list[NamespaceCount]:
+        """Every namespace holding episodes or saved wraps (the root's roles only)."""
+        self._refuse_outside_root("namespace_counts")
+        return self._db.namespace_counts()
+
+    # -- keyword search (the bodies are the backend's)
+    def search(self, filters: SearchFilters, *, phrase: str | None = None,
+               words: Sequence[str] | None = None, limit: int = 100, offset: int = 0,
+               order: str = "recent") -> tuple[list[tuple[EpisodeRow, float]], int]:
+        return self._db.search(self._filters(filters), phrase=phrase, words=words,
+                               limit=limit, offset=offset, order=order)
+
+    def rows_by_rowid(self, rowids: Sequence[int], filters: SearchFilters) -> dict[int, EpisodeRow]:
+        return self._db.rows_by_rowid(rowids, self._filters(filters))
+
+    def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
+                   ) -> tuple[list[RankedHit], int]:
+        return self._db.ranked_ids(self._filters(filters), words, pool)
+
+    def index_scores(self, filters: SearchFilters, words: Sequence[str],
+                     rowids: Sequence[int]) -> dict[int, float]:
+        return self._db.index_scores(self._filters(filters), words, rowids)
+
+    def times_by_rowid(self, rowids: Sequence[int], filters: SearchFilters
+                       ) -> dict[int, float | None]:
+        return self._db.times_by_rowid(rowids, self._filters(filters))
+
+    def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
+                    ) -> tuple[int, dict[str, int]]:
+        return self._db.word_counts(self._filters(filters), words, cap)
+
+
+class Links(Role):
+    """Supersession links, derivations and tombstones, as ``scope`` sees them."""
+
+    __slots__ = ()
+
+    def link_tables_used(self) -> LinkTablesUsed:
+        return self._db.link_tables_used()
+
+    def add_supersession(self, old_id: str, new_id: str, kind: str, created_at: str) -> None:
+        self._db.add_supersession(old_id, new_id, kind, created_at)
+
+    def remove_supersession(self, old_id: str, new_id: str) -> int:
+        return self._db.remove_supersession(old_id, new_id)
+
+    def supersessions_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]:
+        return self._db.supersessions_of(ids)
+
+    def superseded_by_new(self, new_id: str) -> list[Predecessor]:
+        return self._db.superseded_by_new(new_id)
+
+    def all_supersessions(self) -> list[LinkRow]:
+        return self._db.all_supersessions(scope=self.scope)
+
+    def count_superseded(self) -> int:
+        return self._db.count_superseded(scope=self.scope)
+
+    def delete_supersessions_touching(self, ids: Sequence[str]) -> list[RemovedLink]:
+        return self._db.delete_supersessions_touching(ids)
+
+    def add_derivations(self, episode_id: str, sources: Sequence[str],
+                        pinned_trust: str | None = None) -> None:
+        self._db.add_derivations(episode_id, sources, pinned_trust)
+
+    def derivations_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str | None]]]:
+        return self._db.derivations_of(ids)
+
+    def mark_source_removed(self, source_id: str, trust: str) -> None:
+        self._db.mark_source_removed(source_id, trust)
+
+    def all_derivations(self) -> list[DerivationRow]:
+        return self._db.all_derivations(scope=self.scope)
+
+    def add_tombstone(self, episode_id: str, type_: str, timestamp: str, content_hash: str,
+                      removed_at: str, reason: str, trust: str) -> None:
+        """A deletion's trace, written in this scope's namespace."""
+        self._db.add_tombstone(episode_id, type_, timestamp, content_hash, removed_at, reason,
+                               trust, scope=self.scope)
+
+    def tombstones(self, ids: Sequence[str] | None = None, *,
+                   namespaces: bool = False) -> dict[str, dict[str, Any]]:
+        return self._db.tombstones(ids, scope=self.scope, namespaces=namespaces)
+
+    def count_tombstones(self) -> int:
+        return self._db.count_tombstones(scope=self.scope)
+
+
+class Wraps(Role):
+    """Wraps, pattern history and drift probes: one set per namespace."""
+
+    __slots__ = ()
+
+    def open_wrap(self) -> dict[str, Any] | None:
+        return self._db.open_wrap(scope=self.scope)
+
+    def insert_wrap(self, started_at: str, token: str, session_id: str | None,
+                    episode_ids: Sequence[str], today: str) -> int:
+        return self._db.insert_wrap(started_at, token, session_id, episode_ids, today,
+                                    scope=self.scope)
+
+    def close_wrap(self, wrap_id: int, status: str, completed_at: str, *, chars: int | None = None,
+                   episodes_compressed: int | None = None,
+                   metrics: dict[str, Any] | None = None) -> None:
+        self._db.close_wrap(wrap_id, status, completed_at, chars=chars,
+                            episodes_compressed=episodes_compressed, metrics=metrics)
+
+    def wrap_history(self, limit: int | None = None) -> list[dict[str, Any]]:
+        return self._db.wrap_history(limit, scope=self.scope)
+
+    def wrap_counts(self) -> WrapCounts:
+        return self._db.wrap_counts(scope=self.scope)
+
+    def wrap_totals(self) -> WrapTotals:
+        """Every namespace's wraps together (the root's roles only)."""
+        self._refuse_outside_root("wrap_totals")
+        return self._db.wrap_totals()
+
+    def wrapped_ids_before(self, wrap_id: int) -> set[str]:
+        return self._db.wrapped_ids_before(wrap_id, scope=self.scope)
+
+    def pattern_history(self) -> dict[str, dict[str, Any]]:
+        return self._db.pattern_history(scope=self.scope)
+
+    def upsert_pattern(self, rec: dict[str, Any]) -> None:
+        self._db.upsert_pattern(rec, scope=self.scope)
+
+    def delete_pattern(self, name: str) -> int:
+        return self._db.delete_pattern(name, scope=self.scope)
+
+    def has_pattern_history(self) -> bool:
+        return self._db.has_pattern_history(scope=self.scope)
+
+    def insert_probe(self, rec: dict[str, Any]) -> None:
+        self._db.insert_probe(rec, scope=self.scope)
+
+    def probes(self) -> list[dict[str, Any]]:
+        return self._db.probes(scope=self.scope)
+
+    def update_probe(self, probe_id: str, status: str, detail: str, wrap_id: int | None) -> None:
+        self._db.update_probe(probe_id, status, detail, wrap_id)
+
+    def delete_probe(self, probe_id: str) -> int:
+        return self._db.delete_probe(probe_id, scope=self.scope)
+
+
+class Items(Role):
+    """Keyed item collections (framework state): this scope's own. The SQL is written
+    here once; the backend gives its dialect (a JSON field test, a substring test, the
+    LIMIT that means none)."""
+
+    __slots__ = ()
+    _db: SQLBackend
+
+    _COLS = "seq, collection, key, value, metadata, created_at, updated_at"
+
+    def item_put(self, collection: str, key: str, value: str, metadata: str | None,
+                 now: str) -> ItemRow:
+        """Insert or replace the item at ``key``; the row as stored."""
+        self._db.q("INSERT INTO items(ns_key, collection, key, value, metadata, created_at, "
+                   "updated_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT (ns_key, collection, key) "
+                   "DO UPDATE SET value=excluded.value, metadata=excluded.metadata, "
+                   "updated_at=excluded.updated_at",
+                   (self.scope.key, collection, key, value, metadata, now, now))
+        row = self.item_get(collection, key)
+        assert row is not None
+        return row
+
+    def item_get(self, collection: str, key: str) -> ItemRow | None:
+        r = self._db.q1(f"SELECT {self._COLS} FROM items WHERE ns_key=? AND collection=? "
+                        "AND key=?", (self.scope.key, collection, key))
+        return None if r is None else ItemRow(*r)
+
+    def _where(self, collection: str, prefix: str | None, where: dict[str, Any] | None,
+               contains: str | None) -> tuple[str, list[Any]]:
+        sql = "ns_key=? AND collection=?"
+        params: list[Any] = [self.scope.key, collection]
+        if prefix:
+            sql += " AND substr(key, 1, ?) = ?"
+            params += [len(prefix), prefix]
+        for name, value in (where or {}).items():
+            cond, p = self._db._json_eq("metadata", name, value)
+            sql += f" AND {cond}"
+            params += p
+        if contains:
+            sql += " AND " + self._db._CONTAINS.format(col="value")
+            params.append(contains)
+        return sql, params
+
+    def item_list(self, collection: str, *, prefix: str | None = None,
+                  where: dict[str, Any] | None = None, contains: str | None = None,
+                  order: str = "asc", limit: int | None = None,
+                  offset: int = 0) -> list[ItemRow]:
+        cond, params = self._where(collection, prefix, where, contains)
+        direction = "DESC" if order == "desc" else "ASC"
+        sql = f"SELECT {self._COLS} FROM items WHERE {cond} ORDER BY seq {direction}"
+        if limit is not None or offset:
+            sql += " LIMIT ? OFFSET ?"
+            params += [self._db._NO_LIMIT if limit is None else int(limit), int(offset)]
+        return [ItemRow(*r) for r in self._db.q(sql, params)]
+
+    def item_count(self, collection: str, *, prefix: str | None = None,
+                   where: dict[str, Any] | None = None) -> int:
+        cond, params = self._where(collection, prefix, where, None)
+        return self._db._scalar(f"SELECT COUNT(*) FROM items WHERE {cond}", params)
+
+    def item_delete(self, collection: str, *, key: str | None = None,
+                    prefix: str | None = None) -> int:
+        if key is not None:
+            return self._db._rowcount("DELETE FROM items WHERE ns_key=? AND collection=? "
+                                      "AND key=?", (self.scope.key, collection, key))
+        cond, params = self._where(collection, prefix, None, None)
+        return self._db._rowcount(f"DELETE FROM items WHERE {cond}", params)
+
+    def item_collections(self) -> list[CollectionCount]:
+        return [CollectionCount(r[0], int(r[1])) for r in self._db.q(
+            "SELECT collection, COUNT(*) FROM items WHERE ns_key=? GROUP BY collection "
+            "ORDER BY collection", (self.scope.key,))]
+
+
+class Meta(Role):
+    """Store-wide metadata, the named text blobs (continuity, baton) and the rows the
+    erasure of a named owner walks: one per database, or naming what it acts on."""
+
+    __slots__ = ()
+
+    def get_meta(self, key: str) -> str | None:
+        return self._db.get_meta(key)
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        self._db.set_meta(key, value)
+
+    def add_meta_int(self, key: str, delta: int) -> None:
+        self._db.add_meta_int(key, delta)
+
+    def meta_with_prefix(self, prefix: str) -> list[MetaEntry]:
+        return self._db.meta_with_prefix(prefix)
+
+    def delete_meta_if(self, key: str, value: str) -> bool:
+        return self._db.delete_meta_if(key, value)
+
+    def read_blob(self, name: str) -> str | None:
+        return self._db.read_blob(name)
+
+    def write_blob(self, name: str, text: str, *, lock: str | None = None) -> None:
+        self._db.write_blob(name, text, lock=lock)
+
+    def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
+                    lock: str | None = None) -> str | None:
+        return self._db.update_blob(name, fn, lock=lock)
+
+    def delete_blob(self, name: str, *, lock: str | None = None) -> bool:
+        return self._db.delete_blob(name, lock=lock)
+
+    def owners(self) -> list[str]:
+        return self._db.owners()
+
+    def text_cells(self, ns_keys: Sequence[str]) -> Iterator[TextCell]:
+        return self._db.text_cells(ns_keys)
+
+    def set_text_cell(self, table: str, key: tuple[object, ...], column: str, text: str) -> None:
+        self._db.set_text_cell(table, key, column, text)
+
+    def meta_rows(self) -> list[MetaEntry]:
+        return self._db.meta_rows()
+
+    def episode_ids_of_owner(self, owner: str) -> list[str]:
+        return self._db.episode_ids_of_owner(owner)
+
+    def erase_namespace_rows(self, owner: str) -> dict[str, int]:
+        return self._db.erase_namespace_rows(owner)
+
+    def erase_scope_rows(self, target: Scope) -> dict[str, int]:
+        return self._db.erase_scope_rows(target)
+
+    def erase_owner_meta(self, owner: str, extra_keys: Sequence[str] = ()) -> int:
+        return self._db.erase_owner_meta(owner, extra_keys)
+
+    def owner_projects(self, owner: str) -> list[str | None]:
+        return self._db.owner_projects(owner)
+
+
+class AuditChain(Role):
+    """The database's copy of the audit chain (one per database, whatever the scope)."""
+
+    __slots__ = ()
+
+    @property
+    def mirrors_audit_to_files(self) -> bool:
+        return self._db.mirrors_audit_to_files
+
+    def audit_tip(self) -> AuditTip:
+        return AuditTip(*self._db.audit_tip())
+
+    def audit_insert(self, entry: dict[str, Any]) -> None:
+        self._db.audit_insert(entry)
+
+    def audit_insert_rows(self, rows: Sequence[Sequence[Any]]) -> None:
+        self._db.audit_insert_rows(rows)
+
+    def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        return self._db.audit_entries(after_seq, limit)
+
+    def audit_count(self) -> int:
+        return self._db.audit_count()
+
+    def audit_row_values(self, after_seq: int = 0) -> list[AuditRowValues]:
+        return [AuditRowValues(*r) for r in self._db.audit_row_values(after_seq)]
+
+    def audit_rows(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        return self._db.audit_rows(after_seq, limit)
+
+    def audit_digests(self, after_seq: int = 0,
+                      limit: int | None = None) -> list[AuditDigest]:
+        return [AuditDigest(*d) for d in self._db.audit_digests(after_seq, limit)]
+
+    def audit_compact(self, digests: Sequence[tuple[int, str]]) -> int:
+        return self._db.audit_compact(digests)

@@ -1,0 +1,188 @@
+"""Named rows that cross the storage seam.
+
+Each is a ``NamedTuple``: a caller reads its fields by name (``link.new_id``), and one
+written before the rows had names, unpacking them positionally, reads the same values
+(so the change of type changed no caller's behaviour). The episode row itself
+(:class:`~.base.EpisodeRow`) is a dataclass in ``base``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class MetaEntry(NamedTuple):
+    """One metadata key and its value."""
+
+    key: str
+    value: str
+
+
+class NamespaceCount(NamedTuple):
+    """What one namespace holds: its episodes and its saved wraps."""
+
+    owner: str
+    project: str | None
+    episodes: int
+    wraps: int
+
+
+class DayActivity(NamedTuple):
+    """One UTC day of a namespace: episodes recorded and wraps saved."""
+
+    day: str
+    episodes: int
+    wraps: int
+
+
+class LinkTablesUsed(NamedTuple):
+    """Whether the database holds any supersession link, any derivation."""
+
+    supersessions: bool
+    derivations: bool
+
+
+class Successor(NamedTuple):
+    """A supersession seen from the old episode: what replaced it, how, when."""
+
+    new_id: str
+    kind: str
+    created_at: str
+
+
+class Predecessor(NamedTuple):
+    """A supersession seen from the new episode: what it replaced, and how."""
+
+    old_id: str
+    kind: str
+
+
+class LinkRow(NamedTuple):
+    """One supersession link whole."""
+
+    old_id: str
+    new_id: str
+    kind: str
+    created_at: str
+
+
+class RemovedLink(NamedTuple):
+    """A supersession link a delete took away."""
+
+    old_id: str
+    new_id: str
+    kind: str
+
+
+class Source(NamedTuple):
+    """One source an episode was derived from; ``removed_trust``: the trust it had when
+    it was removed (None while it exists)."""
+
+    source_id: str
+    removed_trust: str | None
+
+
+class DerivationRow(NamedTuple):
+    """One derivation whole: ``episode_id`` was derived from ``source_id``."""
+
+    episode_id: str
+    source_id: str
+    removed_trust: str | None
+
+
+class WrapCounts(NamedTuple):
+    """A namespace's saved wraps: how many, and when the last completed."""
+
+    saved: int
+    last_at: str | None
+
+
+class WrapTotals(NamedTuple):
+    """Every namespace's wraps together (the root's too)."""
+
+    saved: int
+    last_at: str | None
+    open: int
+    namespaces: int
+
+
+class ItemRow(NamedTuple):
+    """One keyed item of a collection (a framework's state)."""
+
+    seq: int
+    collection: str
+    key: str
+    value: str
+    metadata: str | None
+    created_at: str
+    updated_at: str
+
+
+class CollectionCount(NamedTuple):
+    """An item collection and how many items it holds."""
+
+    collection: str
+    items: int
+
+
+class TextCell(NamedTuple):
+    """One stored text field besides the episodes (erasure walks them): its table, the
+    values of the row's key columns, the column and the text."""
+
+    table: str
+    key: tuple[object, ...]
+    column: str
+    text: str
+
+
+class GovernedCount(NamedTuple):
+    """What one namespace holds of the governed runtime."""
+
+    owner: str
+    project: str | None
+    records: int
+    pending_reviews: int
+
+
+class AuditTip(NamedTuple):
+    """The last entry of the audit chain's database copy (0 and 64 zeros when empty)."""
+
+    seq: int
+    hash: str
+
+
+class AuditDigest(NamedTuple):
+    """One entry of the chain's database copy by its hash; ``compacted``: only the hash
+    is kept there (its text is in the audit files)."""
+
+    seq: int
+    hash: str
+    compacted: bool
+
+
+class AuditRowValues(NamedTuple):
+    """One audit entry as its column values, its data still JSON text."""
+
+    seq: int
+    ts: str
+    actor: str
+    event: str
+    data: str
+    prev_hash: str
+    hash: str
+
+
+class GovernedEvent(NamedTuple):
+    """One event of the governed runtime's history, in commit order (the replay source)."""
+
+    kind: str
+    memory_id: str
+    ns_key: str
+    ref: str
+
+
+class GovernedVersion(NamedTuple):
+    """One immutable version of a governed record: its payload digest and its body."""
+
+    payload_digest: str
+    body: dict[str, Any]
