@@ -12,6 +12,14 @@ every interface, and a request whose ``Host`` header names another is refused. T
 header, the ``Origin`` of a browser page, POST only, a body of at most 4 MiB, then a
 per-token rate limit. ``GET /healthz`` answers a load balancer without a token. TLS is a
 reverse proxy's job in front of it (docs/mcp.md).
+
+For many users at once (issue 54): a plain ``tools/call`` is answered directly
+(``fastpath.py``) instead of through a per-request SDK session; a SQLite store's tokens
+are read on the event loop from a read-only connection of their own (no worker-thread
+hop, and every read sees the last commit of any process, so a revocation counts at
+once); uvicorn runs on ``httptools`` and ``uvloop`` when installed (the ``mcp`` extra
+installs them); ``--workers N`` serves from N processes sharing the listening socket and
+the store (SQLite's write-ahead log and the store's own locks keep one audit chain).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import contextlib
 import contextvars
 import json
 import logging
+import os
 import socket
 import sys
 import threading
@@ -32,8 +41,9 @@ from ..clock import iso, utcnow
 from ..errors import ValidationError
 from ..governance.namespace import MemoryNamespace, coerce_namespace
 from ..store import Store
-from . import edge
+from . import edge, fastpath
 from .handlers import MemoryTools
+from .sdk import call_tool
 from .tokens import TokenError, TokenInfo, authenticate, check_namespace, record_use
 
 #: the endpoint's path
@@ -186,6 +196,15 @@ class App:
         self.on_ready: Callable[[], None] | None = None  # called once it is serving
         self.manager = StreamableHTTPSessionManager(
             app=build_server(current_tools, offload=True), stateless=True, json_response=True)
+        #: the protocol versions whose plain tools/call is answered without the SDK
+        self.versions = fastpath.handshake_versions()
+        #: requests answered directly (``fastpath``) and through the SDK, for the tests
+        self.served = {"direct": 0, "sdk": 0}
+        #: a SQLite store's tokens are read on the event loop from this connection of
+        #: their own (autocommit: every read sees the last commit of any process); over
+        #: PostgreSQL a read is a network round trip, so it stays in a worker thread
+        self.token_store: Store | None = (None if store.dsn else
+                                          Store(store.path, read_only=True, audit=False))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -213,6 +232,8 @@ class App:
             await receive()  # lifespan.shutdown: every request in flight has finished
         with contextlib.suppress(Exception):
             await anyio.to_thread.run_sync(self.usage.flush)
+        if self.token_store is not None:
+            self.token_store.close()
         await send({"type": "lifespan.shutdown.complete"})
 
     async def _health(self, scope: Scope, send: Send) -> None:
@@ -240,8 +261,11 @@ class App:
                 await self._health(scope, send)
                 return
             self._check_edge(scope, headers)
-            info = await anyio.to_thread.run_sync(authenticate, self.store,
-                                                  headers.get("authorization"))
+            if self.token_store is not None:  # a point read on its own connection
+                info = authenticate(self.token_store, headers.get("authorization"))
+            else:
+                info = await anyio.to_thread.run_sync(authenticate, self.store,
+                                                      headers.get("authorization"))
             check_namespace(info, parse_namespace_header(headers.get(NAMESPACE_HEADER)))
             wait = self.limiter.take(info.id) if self.limiter is not None else 0.0
             if wait:
@@ -264,12 +288,24 @@ class App:
             log.warning("a client closed its connection before its request body was complete")
             return
         tools = self.principals.tools_for(info)
-        scope[_SCOPE_KEY] = tools
-        reset = _CURRENT.set(tools)
-        try:
-            await self.manager.handle_request(scope, edge.replay(body, receive), send)
-        finally:
-            _CURRENT.reset(reset)
+        call = fastpath.plan(headers, body, self.versions)
+        if call is not None:
+            self.served["direct"] += 1
+            text, is_error = await anyio.to_thread.run_sync(call_tool, tools, call.name,
+                                                            call.arguments)
+            payload = fastpath.reply(call, text, is_error)
+            await send({"type": "http.response.start", "status": 200, "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode())]})
+            await send({"type": "http.response.body", "body": payload})
+        else:
+            self.served["sdk"] += 1
+            scope[_SCOPE_KEY] = tools
+            reset = _CURRENT.set(tools)
+            try:
+                await self.manager.handle_request(scope, edge.replay(body, receive), send)
+            finally:
+                _CURRENT.reset(reset)
         if self.usage.touch(info.id, iso(utcnow())):
             try:
                 await anyio.to_thread.run_sync(self.usage.flush, info.id)
@@ -313,7 +349,7 @@ def _listen(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise listen_error(host, port, exc) from None
-    sock.listen(128)
+    sock.listen(BACKLOG)
     sock.set_inheritable(True)
     return sock
 
@@ -327,26 +363,30 @@ def _one_line_logs() -> None:
                 handler.addFilter(one)
 
 
-def serve_http(store: Store, address: str, *, rate_limit: str | None = edge.DEFAULT_RATE,
-               allow_origins: Iterable[str] = ()) -> None:
-    """Serve ``store`` over streamable HTTP on ``address`` (HOST:PORT) until interrupted.
-    Prints the endpoint's URL on stdout once listening. On SIGTERM or Ctrl-C it stops
-    accepting, finishes the requests in flight (up to ``GRACE`` seconds) and returns."""
+def engines() -> dict[str, str]:
+    """The HTTP parser and event loop uvicorn runs on: ``httptools`` and ``uvloop``
+    when installed (the ``mcp`` extra installs both: the pure-Python ``h11`` parser was
+    ~48% of a request's CPU under load), else ``h11`` and ``asyncio``."""
+    import importlib.util
+
+    def have(name: str) -> bool:
+        return importlib.util.find_spec(name) is not None
+
+    return {"http": "httptools" if have("httptools") else "h11",
+            "loop": "uvloop" if have("uvloop") and sys.platform != "win32" else "asyncio"}
+
+
+def _config(app: App) -> Any:
     import uvicorn
 
-    host, port = parse_address(address)
-    sock = _listen(host, port)
-    port = sock.getsockname()[1]
-    app = App(store, host, port, rate_limit=rate_limit, allow_origins=allow_origins)
-    shown = f"[{host}]" if ":" in host else host
-    # the line says it is ready: printed once uvicorn handles SIGTERM (a stop asked for
-    # right after it is graceful) and the listening socket accepts
-    app.on_ready = lambda: print(
-        f"anneal-memory: MCP over HTTP at http://{shown}:{port}{PATH} (each request needs "
-        "a bearer token: anneal-memory token create)", flush=True)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
-                            timeout_graceful_shutdown=GRACE)
-    _one_line_logs()
+    chosen = engines()
+    return uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
+                          timeout_graceful_shutdown=GRACE, http=chosen["http"],
+                          loop=chosen["loop"], backlog=BACKLOG)
+
+
+def _server_class() -> Any:
+    import uvicorn
 
     class _Server(uvicorn.Server):  # type: ignore[misc]
         def handle_exit(self, sig: int, frame: Any) -> None:
@@ -358,6 +398,126 @@ def serve_http(store: Store, address: str, *, rate_limit: str | None = edge.DEFA
             if isinstance(captured, list) and sig in captured:
                 captured.remove(sig)
 
+    return _Server
+
+
+def _ready_line(host: str, port: int, workers: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    chosen = engines()
+    return (f"anneal-memory: MCP over HTTP at http://{shown}:{port}{PATH} (each request needs "
+            f"a bearer token: anneal-memory token create; {workers} worker"
+            f"{'s' if workers != 1 else ''}, {chosen['http']} parser, {chosen['loop']} loop)")
+
+
+def serve_http(store: Store, address: str, *, rate_limit: str | None = edge.DEFAULT_RATE,
+               allow_origins: Iterable[str] = (), workers: int = 1) -> None:
+    """Serve ``store`` over streamable HTTP on ``address`` (HOST:PORT) until interrupted.
+    Prints the endpoint's URL on stdout once listening. On SIGTERM or Ctrl-C it stops
+    accepting, finishes the requests in flight (up to ``GRACE`` seconds) and returns.
+    ``workers`` > 1: that many processes serve from the one listening socket, each with
+    its own connection to the store (``_worker``); this process only supervises them."""
+    host, port = parse_address(address)
+    count = check_workers(workers)
+    sock = _listen(host, port)
+    port = sock.getsockname()[1]
+    _one_line_logs()
+    if count > 1:
+        with contextlib.closing(sock):
+            _supervise(store, sock, host, port, count, rate_limit=rate_limit,
+                       allow_origins=list(allow_origins))
+        sys.stdout.flush()
+        return
+    app = App(store, host, port, rate_limit=rate_limit, allow_origins=allow_origins)
+    # the line says it is ready: printed once uvicorn handles SIGTERM (a stop asked for
+    # right after it is graceful) and the listening socket accepts
+    app.on_ready = lambda: print(_ready_line(host, port, 1), flush=True)
     with contextlib.closing(sock):
-        _Server(config).run(sockets=[sock])
+        _server_class()(_config(app)).run(sockets=[sock])
     sys.stdout.flush()
+
+
+#: the most worker processes ``--workers`` starts
+MAX_WORKERS = 64
+#: connections waiting to be accepted (200 clients connecting at once fit)
+BACKLOG = 2048
+
+
+def check_workers(value: Any) -> int:
+    """``--workers``: a whole number from 1 to ``MAX_WORKERS``; a ValidationError
+    naming the fix otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORKERS:
+        raise ValidationError(f"--workers {value!r} is not a number of processes: pass a whole "
+                              f"number from 1 to {MAX_WORKERS} (e.g. the machine's cores)")
+    return value
+
+
+def _worker(sock: socket.socket, opened: dict[str, Any], host: str, port: int,
+            rate_limit: str | None, allow_origins: list[str], ready: Any) -> None:
+    """One worker process: its own Store on the same database, the app, uvicorn on the
+    shared listening socket; tells the supervisor through ``ready`` once it serves."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    _one_line_logs()
+    store = Store(opened["path"], project_name=opened["project_name"], trust_ceiling="agent",
+                  audit=opened["audit"], consolidate_requires_baton_on_create=True)
+    try:
+        app = App(store, host, port, rate_limit=rate_limit, allow_origins=allow_origins)
+        app.on_ready = lambda: ready.put(os.getpid())
+        with contextlib.closing(sock):
+            _server_class()(_config(app)).run(sockets=[sock])
+    finally:
+        store.close()
+
+
+def _supervise(store: Store, sock: socket.socket, host: str, port: int, count: int, *,
+               rate_limit: str | None, allow_origins: list[str]) -> None:
+    """Start ``count`` worker processes on ``sock``, print the ready line once every one
+    serves, and on SIGTERM / Ctrl-C stop them all (each finishes its requests in flight).
+    A worker that dies is reported on stderr and the others are stopped too."""
+    import multiprocessing
+    import queue
+    import signal
+
+    ctx = multiprocessing.get_context("spawn")  # no SQLite connection crosses a fork
+    ready = ctx.Queue()
+    opened = {"path": store.dsn or str(store.path), "project_name": store.project_name,
+              "audit": bool(getattr(store, "_audit_requested", True))}
+    procs = [ctx.Process(target=_worker, name=f"anneal-memory-http-{i + 1}", daemon=False,
+                         args=(sock, opened, host, port, rate_limit, allow_origins, ready))
+             for i in range(count)]
+    stopping = threading.Event()
+
+    def stop(sig: int, frame: Any) -> None:
+        stopping.set()
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for p in procs:
+            p.start()
+        started = 0
+        while started < count and not stopping.is_set():
+            try:
+                ready.get(timeout=0.2)
+                started += 1
+            except queue.Empty:
+                if any(p.exitcode is not None for p in procs):
+                    break
+        if started == count:
+            print(_ready_line(host, port, count), flush=True)
+        while not stopping.is_set() and all(p.exitcode is None for p in procs):
+            stopping.wait(0.2)
+        if not stopping.is_set():
+            dead = [p.name for p in procs if p.exitcode is not None]
+            log.error("worker %s stopped unexpectedly: stopping the others", ", ".join(dead))
+    finally:
+        for p in procs:
+            if p.pid is not None and p.exitcode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p.pid, signal.SIGTERM)
+        for p in procs:
+            if p.pid is not None:
+                p.join(GRACE + 5)
+                if p.exitcode is None:
+                    p.kill()
+                    p.join()
+        for s, handler in old.items():
+            signal.signal(s, handler)
