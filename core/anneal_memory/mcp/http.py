@@ -363,26 +363,34 @@ def _one_line_logs() -> None:
                 handler.addFilter(one)
 
 
-def engines() -> dict[str, str]:
-    """The HTTP parser and event loop uvicorn runs on: ``httptools`` and ``uvloop``
-    when installed (the ``mcp`` extra installs both: the pure-Python ``h11`` parser was
-    ~48% of a request's CPU under load), else ``h11`` and ``asyncio``."""
+def _have(name: str) -> bool:
     import importlib.util
 
-    def have(name: str) -> bool:
-        return importlib.util.find_spec(name) is not None
-
-    return {"http": "httptools" if have("httptools") else "h11",
-            "loop": "uvloop" if have("uvloop") and sys.platform != "win32" else "asyncio"}
+    return importlib.util.find_spec(name) is not None
 
 
 def _config(app: App) -> Any:
+    """uvicorn's configuration, loaded: ``httptools`` and ``uvloop`` when installed (the
+    ``mcp`` extra installs both: the pure-Python ``h11`` parser was ~48% of a request's
+    CPU under load), else ``h11`` and ``asyncio``."""
     import uvicorn
 
-    chosen = engines()
-    return uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
-                          timeout_graceful_shutdown=GRACE, http=chosen["http"],
-                          loop=chosen["loop"], backlog=BACKLOG)
+    uvloop = _have("uvloop") and sys.platform != "win32"
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
+                            timeout_graceful_shutdown=GRACE, backlog=BACKLOG,
+                            http="httptools" if _have("httptools") else "h11",
+                            loop="uvloop" if uvloop else "asyncio")
+    config.load()
+    return config
+
+
+def engines(config: Any) -> dict[str, str]:
+    """The HTTP parser and event loop a loaded uvicorn ``config`` runs on, as the ready
+    line names them (``httptools`` / ``h11``, ``uvloop`` / ``asyncio``)."""
+    cls = getattr(config, "http_protocol_class", None)
+    name = getattr(cls, "__name__", "")
+    return {"http": "httptools" if "HttpTools" in name else "h11" if "H11" in name
+            else name or "unknown", "loop": str(config.loop)}
 
 
 def _server_class() -> Any:
@@ -401,9 +409,8 @@ def _server_class() -> Any:
     return _Server
 
 
-def _ready_line(host: str, port: int, workers: int) -> str:
+def _ready_line(host: str, port: int, workers: int, chosen: dict[str, str]) -> str:
     shown = f"[{host}]" if ":" in host else host
-    chosen = engines()
     return (f"anneal-memory: MCP over HTTP at http://{shown}:{port}{PATH} (each request needs "
             f"a bearer token: anneal-memory token create; {workers} worker"
             f"{'s' if workers != 1 else ''}, {chosen['http']} parser, {chosen['loop']} loop)")
@@ -430,9 +437,10 @@ def serve_http(store: Store, address: str, *, rate_limit: str | None = edge.DEFA
     app = App(store, host, port, rate_limit=rate_limit, allow_origins=allow_origins)
     # the line says it is ready: printed once uvicorn handles SIGTERM (a stop asked for
     # right after it is graceful) and the listening socket accepts
-    app.on_ready = lambda: print(_ready_line(host, port, 1), flush=True)
+    config = _config(app)
+    app.on_ready = lambda: print(_ready_line(host, port, 1, engines(config)), flush=True)
     with contextlib.closing(sock):
-        _server_class()(_config(app)).run(sockets=[sock])
+        _server_class()(config).run(sockets=[sock])
     sys.stdout.flush()
 
 
@@ -461,9 +469,10 @@ def _worker(sock: socket.socket, opened: dict[str, Any], host: str, port: int,
                   audit=opened["audit"], consolidate_requires_baton_on_create=True)
     try:
         app = App(store, host, port, rate_limit=rate_limit, allow_origins=allow_origins)
-        app.on_ready = lambda: ready.put(os.getpid())
+        config = _config(app)
+        app.on_ready = lambda: ready.put(engines(config))
         with contextlib.closing(sock):
-            _server_class()(_config(app)).run(sockets=[sock])
+            _server_class()(config).run(sockets=[sock])
     finally:
         store.close()
 
@@ -493,16 +502,16 @@ def _supervise(store: Store, sock: socket.socket, host: str, port: int, count: i
     try:
         for p in procs:
             p.start()
-        started = 0
+        started, chosen = 0, {"http": "unknown", "loop": "unknown"}
         while started < count and not stopping.is_set():
             try:
-                ready.get(timeout=0.2)
+                chosen = ready.get(timeout=0.2)
                 started += 1
             except queue.Empty:
                 if any(p.exitcode is not None for p in procs):
                     break
         if started == count:
-            print(_ready_line(host, port, count), flush=True)
+            print(_ready_line(host, port, count, chosen), flush=True)
         while not stopping.is_set() and all(p.exitcode is None for p in procs):
             stopping.wait(0.2)
         if not stopping.is_set():
