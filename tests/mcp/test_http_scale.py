@@ -116,10 +116,41 @@ def test_loaded_config_uses_httptools_and_uvloop(tmp_path: Path) -> None:
     with Store(tmp_path / "team.db") as store:
         app = team.App(store, "127.0.0.1", 8765)
         config = team._config(app)
-        assert config.http_protocol_class is HttpToolsProtocol
+        assert issubclass(config.http_protocol_class, HttpToolsProtocol)
         assert team.engines(config) == {"http": "httptools", "loop": "uvloop"}
         if app.token_store is not None:
             app.token_store.close()
+
+
+def test_request_heads_over_the_limit_are_refused_and_the_server_goes_on(
+        tmp_path: Path) -> None:
+    """httptools has no bound of its own on a request's headers (20 MB were accepted):
+    many headers, or one endless header value, past 64 KiB are answered 400 and closed;
+    the next request is served."""
+    import socket
+
+    db = tmp_path / "team.db"
+    alice = _token(db, "alice")
+    with in_process(db) as (_app, url):
+        port = urlsplit(url).port
+        assert port is not None
+        many = "".join(f"X-Pad-{i}: {'a' * 990}\r\n" for i in range(80))
+        one_long = f"X-Pad: {'b' * 300_000}\r\n"
+        for pad in (many, one_long):
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+                with contextlib.suppress(ConnectionError):
+                    s.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{pad}"
+                              "\r\n".encode())
+                reply = s.recv(4096)
+            assert reply.startswith(b"HTTP/1.1 400"), reply[:200]
+            assert b"over 65,536 bytes" in reply, reply
+        # a head under the limit, and the next request, are served
+        ok = "".join(f"X-Pad-{i}: {'a' * 990}\r\n" for i in range(40))
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{ok}\r\n".encode())
+            assert s.recv(4096).startswith(b"HTTP/1.1 200")
+        assert _raw(url, alice, _tool_call("status", {}), {"mcp-protocol-version": VERSION}
+                    )[0] == 200
 
 
 def test_plain_tool_call_is_answered_directly_as_the_sdk_answers_it(tmp_path: Path) -> None:

@@ -369,6 +369,44 @@ def _have(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
+#: the most bytes a request's line and headers may take (h11, the fallback, refuses
+#: beyond its own bound too; httptools has none of its own)
+HEAD_LIMIT = 64 * 1024
+
+
+def _bounded_httptools() -> Any:
+    """uvicorn's httptools protocol with a bound on the request head: without one, a
+    client could send megabytes of headers (measured: 20 MB accepted) and the server
+    would hold them all. Past ``HEAD_LIMIT`` the request is answered 400 and closed."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class BoundedHttpToolsProtocol(HttpToolsProtocol):  # type: ignore[misc]
+        _head_bytes = 0
+        _in_body = False
+
+        def data_received(self, data: bytes) -> None:
+            if not self._in_body:
+                self._head_bytes += len(data)
+                if self._head_bytes > HEAD_LIMIT:
+                    self.logger.warning("a request's headers are over %d bytes: refused",
+                                        HEAD_LIMIT)
+                    self.send_400_response(f"the request's headers are over {HEAD_LIMIT:,} "
+                                           "bytes: send fewer or shorter headers")
+                    return
+            super().data_received(data)
+
+        def on_message_begin(self) -> None:
+            self._in_body = False
+            super().on_message_begin()
+
+        def on_headers_complete(self) -> None:
+            self._in_body = True
+            self._head_bytes = 0
+            super().on_headers_complete()
+
+    return BoundedHttpToolsProtocol
+
+
 def _config(app: App) -> Any:
     """uvicorn's configuration, loaded: ``httptools`` and ``uvloop`` when installed (the
     ``mcp`` extra installs both: the pure-Python ``h11`` parser was ~48% of a request's
@@ -378,7 +416,7 @@ def _config(app: App) -> Any:
     uvloop = _have("uvloop") and sys.platform != "win32"
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
                             timeout_graceful_shutdown=GRACE, backlog=BACKLOG,
-                            http="httptools" if _have("httptools") else "h11",
+                            http=_bounded_httptools() if _have("httptools") else "h11",
                             loop="uvloop" if uvloop else "asyncio")
     config.load()
     return config
