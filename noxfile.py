@@ -220,7 +220,7 @@ def compat(session: nox.Session) -> None:
 @nox.session(python=PY, default=False)
 def bench(session: nox.Session) -> None:
     """Benchmarks against the published anneal-memory 1.0.2 (not part of the default run)."""
-    session.install("-e", ".[postgres,semantic,otel]", "opentelemetry-sdk", "matplotlib", "pytest")
+    session.install("-e", ".[postgres,semantic,otel,mcp]", "opentelemetry-sdk", "matplotlib", "pytest")
     # The benchmark's own arithmetic first: a wrong metric would publish a wrong number.
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/bench")
     # default: 1k, 10k, 100k and the 1M batch-loaded store (the peer up to 100k)
@@ -235,6 +235,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/semantic.py")
     # what tracing costs with the extra absent, with no SDK, and with one (issue 53)
     session.run("python", "bench/otel_overhead.py")
+    # issue 54 goal 2: 1,000 tokens, 200 clients on serve --http (SQLite, PostgreSQL)
+    session.run("python", "bench/team_server.py")
 
 
 @nox.session(python=PY, default=True)
