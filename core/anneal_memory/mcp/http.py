@@ -44,7 +44,14 @@ from ..store import Store
 from . import edge, fastpath
 from .handlers import MemoryTools
 from .sdk import call_tool
-from .tokens import TokenError, TokenInfo, authenticate, check_namespace, record_use
+from .tokens import (
+    TokenError,
+    TokenInfo,
+    TokenReader,
+    authenticate,
+    check_namespace,
+    record_use,
+)
 
 #: the endpoint's path
 PATH = "/mcp"
@@ -203,8 +210,7 @@ class App:
         #: a SQLite store's tokens are read on the event loop from this connection of
         #: their own (autocommit: every read sees the last commit of any process); over
         #: PostgreSQL a read is a network round trip, so it stays in a worker thread
-        self.token_store: Store | None = (None if store.dsn else
-                                          Store(store.path, read_only=True, audit=False))
+        self.token_reader = TokenReader.open(store)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -232,8 +238,8 @@ class App:
             await receive()  # lifespan.shutdown: every request in flight has finished
         with contextlib.suppress(Exception):
             await anyio.to_thread.run_sync(self.usage.flush)
-        if self.token_store is not None:
-            self.token_store.close()
+        if self.token_reader is not None:
+            self.token_reader.close()
         await send({"type": "lifespan.shutdown.complete"})
 
     async def _health(self, scope: Scope, send: Send) -> None:
@@ -261,8 +267,9 @@ class App:
                 await self._health(scope, send)
                 return
             self._check_edge(scope, headers)
-            if self.token_store is not None:  # a point read on its own connection
-                info = authenticate(self.token_store, headers.get("authorization"))
+            if self.token_reader is not None:  # a point read on its own connection
+                info = authenticate(self.store, headers.get("authorization"),
+                                    self.token_reader)
             else:
                 info = await anyio.to_thread.run_sync(authenticate, self.store,
                                                       headers.get("authorization"))
