@@ -73,6 +73,34 @@ def leaked_lines(reply: str, user: str) -> list[str]:
     return [text for _id, text in _LINE.findall(reply) if not text.startswith(f"{user} ")]
 
 
+def request_for(u: int, rng: Any) -> tuple[str, str, dict[str, Any]]:
+    """(user, tool, arguments) of user ``u``'s next request under the mix."""
+    user = f"u{u:04d}"
+    tool = pick_tool(rng.random())
+    args: dict[str, Any] = {}
+    if tool == "record":
+        args = {"content": f"{user} {SHARED} note {rng.getrandbits(48):012x}",
+                "episode_type": "observation"}
+    elif tool == "recall":
+        args = {"keyword": SHARED, "limit": 10}
+    return user, tool, args
+
+
+def note_reply(out: dict[str, Any], u: int, tool: str, args: dict[str, Any], text: str,
+               ms: float, bad: bool) -> None:
+    """Keep one reply's sample, its acknowledged record or the other users' episodes
+    its recall returned."""
+    out["samples"].append((tool, ms, not bad))
+    if bad:
+        out["failures"].append(f"{tool}: {text[:200]}")
+    elif tool == "record":
+        m = _ACK.search(text)
+        if m:
+            out["acked"].append((u, m.group(1), args["content"]))
+    elif tool == "recall":
+        out["leaks"].extend(f"u{u:04d} saw {x[:80]}" for x in leaked_lines(text, f"u{u:04d}"))
+
+
 def summarize(samples: list[tuple[str, float, bool]], seconds: float) -> dict[str, Any]:
     """Requests/s and p50/p95/p99 per tool (ms) from (tool, ms, ok) samples."""
     out: dict[str, Any] = {"requests": len(samples), "errors": sum(1 for s in samples if not s[2]),
@@ -118,10 +146,7 @@ def _client_process(url: str, owned: list[list[tuple[int, str]]], seconds: float
     import anyio
 
     rng = random.Random(seed)
-    samples: list[tuple[str, float, bool]] = []
-    acked: list[tuple[int, str, str]] = []
-    leaks: list[str] = []
-    failures: list[str] = []
+    out: dict[str, Any] = {"samples": [], "acked": [], "leaks": [], "failures": []}
 
     async def main() -> None:
         async with contextlib.AsyncExitStack() as stack:
@@ -137,14 +162,7 @@ def _client_process(url: str, owned: list[list[tuple[int, str]]], seconds: float
                 while time.perf_counter() < end:
                     u, sess = mine[turn % len(mine)]
                     turn += 1
-                    user = f"u{u:04d}"
-                    tool = pick_tool(rng.random())
-                    args: dict[str, Any] = {}
-                    if tool == "record":
-                        content = f"{user} {SHARED} note {rng.getrandbits(48):012x}"
-                        args = {"content": content, "episode_type": "observation"}
-                    elif tool == "recall":
-                        args = {"keyword": SHARED, "limit": 10}
+                    _user, tool, args = request_for(u, rng)
                     t0 = time.perf_counter()
                     try:
                         res = await sess.call_tool(tool, args)
@@ -152,16 +170,8 @@ def _client_process(url: str, owned: list[list[tuple[int, str]]], seconds: float
                         bad = bool(getattr(res, "isError", getattr(res, "is_error", False)))
                     except Exception as exc:  # a failed request counts as an error
                         text, bad = f"{type(exc).__name__}: {exc}", True
-                    ms = (time.perf_counter() - t0) * 1000
-                    samples.append((tool, ms, not bad))
-                    if bad:
-                        failures.append(f"{tool}: {text[:200]}")
-                    elif tool == "record":
-                        m = _ACK.search(text)
-                        if m:
-                            acked.append((u, m.group(1), args["content"]))
-                    elif tool == "recall":
-                        leaks.extend(f"{user} saw {x[:80]}" for x in leaked_lines(text, user))
+                    note_reply(out, u, tool, args, text, (time.perf_counter() - t0) * 1000,
+                               bad)
 
             async with anyio.create_task_group() as tg:
                 for mine in sessions:
@@ -169,8 +179,8 @@ def _client_process(url: str, owned: list[list[tuple[int, str]]], seconds: float
 
     anyio.run(main)
     ru = resource.getrusage(resource.RUSAGE_SELF)
-    results.put({"samples": samples, "acked": acked, "leaks": leaks[:50],
-                 "leak_count": len(leaks), "failures": failures[:20],
+    results.put({"samples": out["samples"], "acked": out["acked"], "leaks": out["leaks"][:50],
+                 "leak_count": len(out["leaks"]), "failures": out["failures"][:20],
                  "cpu_s": ru.ru_utime + ru.ru_stime})
 
 
@@ -223,14 +233,7 @@ async def _raw_client(host: str, port: int, path: str, mine: list[tuple[int, str
         while time.perf_counter() < end:
             u, token = mine[turn % len(mine)]
             turn += 1
-            user = f"u{u:04d}"
-            tool = pick_tool(rng.random())
-            args: dict[str, Any] = {}
-            if tool == "record":
-                args = {"content": f"{user} {SHARED} note {rng.getrandbits(48):012x}",
-                        "episode_type": "observation"}
-            elif tool == "recall":
-                args = {"keyword": SHARED, "limit": 10}
+            _user, tool, args = request_for(u, rng)
             body = json.dumps({"jsonrpc": "2.0", "id": turn, "method": "tools/call",
                                "params": {"name": tool, "arguments": args}}).encode()
             head = (f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
@@ -257,15 +260,8 @@ async def _raw_client(host: str, port: int, path: str, mine: list[tuple[int, str
                 result = msg.get("result") or {}
                 bad = bool(result.get("isError")) or "error" in msg
                 text = (result.get("content") or [{}])[0].get("text", "")
-            out["samples"].append((tool, ms, not bad))
-            if bad:
-                out["failures"].append(f"{tool}: {status_line!r} {data[:200]!r}")
-            elif tool == "record":
-                m = _ACK.search(text)
-                if m:
-                    out["acked"].append((u, m.group(1), args["content"]))
-            elif tool == "recall":
-                out["leaks"].extend(f"{user} saw {x[:80]}" for x in leaked_lines(text, user))
+            note_reply(out, u, tool, args, text if ok else f"{status_line!r} {data[:200]!r}",
+                       ms, bad)
     finally:
         writer.close()
 
