@@ -388,28 +388,49 @@ def _bounded_httptools() -> Any:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     class BoundedHttpToolsProtocol(HttpToolsProtocol):  # type: ignore[misc]
-        _head_bytes = 0
-        _in_body = False
-
-        def data_received(self, data: bytes) -> None:
-            if not self._in_body:
-                self._head_bytes += len(data)
-                if self._head_bytes > HEAD_LIMIT:
-                    self.logger.warning("a request's headers are over %d bytes: refused",
-                                        HEAD_LIMIT)
-                    self.send_400_response(f"the request's headers are over {HEAD_LIMIT:,} "
-                                           "bytes: send fewer or shorter headers")
-                    return
-            super().data_received(data)
+        _in_body = False  # the head of the request being read is complete
+        _head = 0  # bytes of the head so far: its headers, as the parser hands them
+        _pending = 0  # bytes received while the head was incomplete
+        _too_big = False
 
         def on_message_begin(self) -> None:
-            self._in_body = False
+            self._in_body, self._head, self._pending = False, 0, 0
             super().on_message_begin()
+
+        def on_url(self, url: bytes) -> None:
+            self._count(len(url))
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._count(len(name) + len(value) + 4)
+            super().on_header(name, value)
 
         def on_headers_complete(self) -> None:
             self._in_body = True
-            self._head_bytes = 0
             super().on_headers_complete()
+
+        def _count(self, size: int) -> None:
+            self._head += size
+            if self._head > HEAD_LIMIT:  # the parser turns this into a 400 below
+                self._too_big = True
+                raise ValueError("the request's headers are too large")
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if not self._in_body and not self.transport.is_closing():
+                # one header still arriving (the parser holds it whole until it ends)
+                self._pending += len(data)
+                if self._pending > HEAD_LIMIT:
+                    self._too_big = True
+                    self.logger.warning("a request's headers are over %d bytes: refused",
+                                        HEAD_LIMIT)
+                    self.send_400_response("")
+
+        def send_400_response(self, msg: str) -> None:
+            if self._too_big:
+                msg = (f"the request's headers are over {HEAD_LIMIT:,} bytes: send fewer "
+                       "or shorter headers")
+            super().send_400_response(msg)
 
     return BoundedHttpToolsProtocol
 
