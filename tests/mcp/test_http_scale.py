@@ -144,6 +144,14 @@ def test_request_heads_over_the_limit_are_refused_and_the_server_goes_on(
                 reply = s.recv(4096)
             assert reply.startswith(b"HTTP/1.1 400"), reply[:200]
             assert b"over 65,536 bytes" in reply, reply
+        # one header that never ends: refused once 64 KiB of it have arrived
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Pad: ".encode())
+            with contextlib.suppress(ConnectionError):
+                for _ in range(20):
+                    s.sendall(b"c" * 8192)
+            reply = s.recv(4096)
+        assert reply.startswith(b"HTTP/1.1 400") and b"over 65,536 bytes" in reply, reply
         # a head under the limit, and the next request, are served
         ok = "".join(f"X-Pad-{i}: {'a' * 990}\r\n" for i in range(40))
         with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
