@@ -10,6 +10,11 @@ in the store, in its token's namespace, read by the library after the server sto
 that no recall returned another user's episode, and that the audit chain is one valid
 chain (``anneal-memory verify``).
 
+Each server is driven twice: by the official SDK client (``sdk``: what the issue
+measured; on this 2-core machine its CPU per request, ~10x the server's, shares the cores
+with the server) and by lightweight HTTP/1.1 clients in one process sending the same
+requests with the same headers (``raw``: what the server itself sustains).
+
 The baseline is measured in the same run on the same disk: the code this branch started
 from (``--baseline-ref``, default the merge base with main, exported with git archive)
 on uvicorn's pure-Python parser and asyncio (httptools and uvloop hidden from it), one
