@@ -22,7 +22,7 @@ process, as the issue measured it (423 requests/s, p95 548 ms).
 
     python bench/team_server.py [--quick] [--backends sqlite,postgres] [--workers 2]
 
-Writes bench/results/goals54/team_server.json and .md.
+Writes bench/results/goals54/team_server.json and .md (``--quick``: in goals54/quick/).
 """
 
 from __future__ import annotations
@@ -488,13 +488,15 @@ def verdicts(runs: dict[str, Any], baselines: dict[str, Any]) -> list[dict[str, 
 
 
 def write(figures: dict[str, Any], goals: list[dict[str, str]], quick: bool) -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
+    # a quick run's files stay out of the folder bench/goals.py gathers
+    out = OUT / "quick" if quick else OUT
+    out.mkdir(parents=True, exist_ok=True)
     doc = {"area": "team_server", "measured_at": datetime.now(timezone.utc).isoformat(
         timespec="seconds"), "machine": f"nproc {os.cpu_count()}, python "
         f"{platform.python_version()}, sqlite {sqlite3.sqlite_version}",
         "goals": goals, "figures": figures}
-    name = "team_server_quick" if quick else "team_server"
-    (OUT / f"{name}.json").write_text(json.dumps(doc, indent=2) + "\n")
+    name = "team_server"
+    (out / f"{name}.json").write_text(json.dumps(doc, indent=2) + "\n")
     lines = ["# Team server: a thousand users (issue 54, goal 2)", "",
              f"Measured {doc['measured_at']} on {doc['machine']}. The machine's 2 cores are "
              "shared with other engineers' work and with the benchmark's own SDK clients: "
@@ -513,8 +515,8 @@ def write(figures: dict[str, Any], goals: list[dict[str, str]], quick: bool) -> 
     lines += ["", "| goal | figure | target | verdict | bound |", "|---|---|---|---|---|"]
     lines += [f"| {g['goal']} | {g['figure']} | {g['target']} | {g['verdict']} | "
               f"{g['bound']} |" for g in goals]
-    (OUT / f"{name}.md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT / name}.json and .md")
+    (out / f"{name}.md").write_text("\n".join(lines) + "\n")
+    print(f"wrote {out / name}.json and .md")
 
 
 def main(argv: list[str] | None = None) -> int:
