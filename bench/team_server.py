@@ -182,11 +182,17 @@ def _client_process(url: str, owned: list[list[tuple[int, str]]], seconds: float
                 for mine in sessions:
                     tg.start_soon(client, mine)
 
-    anyio.run(main)
+    crashed = ""
+    try:
+        anyio.run(main)
+    except BaseException as exc:  # a session's own task died: keep what was measured
+        crashed = f"{type(exc).__name__}: {str(exc)[:200]}"
+        with contextlib.suppress(Exception):
+            ready.put(os.getpid())  # never leave the driver waiting for this process
     ru = resource.getrusage(resource.RUSAGE_SELF)
     results.put({"samples": out["samples"], "acked": out["acked"], "leaks": out["leaks"][:50],
                  "leak_count": len(out["leaks"]), "failures": out["failures"][:20],
-                 "cpu_s": ru.ru_utime + ru.ru_stime})
+                 "cpu_s": ru.ru_utime + ru.ru_stime, "crashed": crashed})
 
 
 def drive(url: str, tokens: list[str], clients: int, procs: int, seconds: float,
@@ -220,7 +226,8 @@ def drive(url: str, tokens: list[str], clients: int, procs: int, seconds: float,
                    cpu_s_machine=round(cpu1 - cpu0, 1),
                    leaks=sum(g["leak_count"] for g in got),
                    leak_examples=[x for g in got for x in g["leaks"]][:5],
-                   failure_examples=[x for g in got for x in g["failures"]][:5])
+                   failure_examples=[x for g in got for x in g["failures"]][:5],
+                   client_crashes=[g["crashed"] for g in got if g["crashed"]])
     summary["_acked"] = [a for g in got for a in g["acked"]]
     summary["_server_cpu0"] = server0
     return summary
@@ -451,7 +458,7 @@ def verdicts(runs: dict[str, Any], baselines: dict[str, Any]) -> list[dict[str, 
         p95r, p95c = r["recall"]["p95_ms"], r["record"]["p95_ms"]
         met = (p95r <= TARGETS["recall"] and p95c <= TARGETS["record"] and r["lost"] == 0
                and r["wrong_content"] == 0 and r["leaks"] == 0 and r["verify_rc"] == 0
-               and r["errors"] == 0)
+               and r["errors"] == 0 and not r.get("client_crashes"))
         bound = ""
         if not met:
             bound = (f"machine busy {r['cpu_s_machine']} CPU-s of {2 * r['seconds']:.0f} "
