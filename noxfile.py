@@ -220,7 +220,7 @@ def compat(session: nox.Session) -> None:
 @nox.session(python=PY, default=False)
 def bench(session: nox.Session) -> None:
     """Benchmarks against the published anneal-memory 1.0.2 (not part of the default run)."""
-    session.install("-e", ".[postgres,semantic,otel]", "opentelemetry-sdk", "matplotlib", "pytest")
+    session.install("-e", ".[postgres,semantic,otel,mcp]", "opentelemetry-sdk", "matplotlib", "pytest")
     # The benchmark's own arithmetic first: a wrong metric would publish a wrong number.
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/bench")
     # default: 1k, 10k, 100k and the 1M batch-loaded store (the peer up to 100k)
@@ -229,8 +229,6 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/many_users.py")
     # clients on one PostgreSQL server (1/4/16) and processes on one SQLite file (1/2/4)
     session.run("python", "bench/scale_out.py")
-    # issue 35's goals, each with its ratio and verdict, from this run's three result files
-    session.run("python", "bench/goals.py")
     # semantic recall (issue 33): LoCoMo R@10 per mode, paraphrases, embedding, p95 at 10k
     session.run("python", "bench/semantic.py")
     # what tracing costs with the extra absent, with no SDK, and with one (issue 53)
@@ -241,6 +239,11 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/pg_bench.py", "--goals54")
     # issue 54 goals 1 and 3: recall p95 per class at 10k..10M, and at 1k against 1.0.2
     session.run("python", "bench/recall_growth.py")
+    # issue 54 goal 2: 1,000 tokens, 200 clients on serve --http (SQLite, PostgreSQL)
+    session.run("python", "bench/team_server.py")
+    # every goal (issue 35's from this run's three result files, issue 54's from each
+    # script's goals54/<area>.json) with its verdict; the README's goals54 table from them
+    session.run("python", "bench/goals.py", "--readme", "README.md")
 
 
 @nox.session(python=PY, default=True)

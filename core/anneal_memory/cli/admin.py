@@ -122,6 +122,9 @@ def register(sub: Any) -> None:
     p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                    help="with --http: a browser page's origin allowed besides this host's and "
                         "localhost's, e.g. https://app.example.com (repeatable)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="with --http: serve from N processes sharing the port and the store "
+                        "(default 1; e.g. the machine's cores)")
     p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--no-audit", action="store_true", help="run without the audit trail")
     p.add_argument("--verify-audit", action="store_true",
@@ -553,14 +556,16 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     if args.http is not None:  # a bad or every-interface address: refused before anything
         from ..mcp.edge import parse_origins, parse_rate
-        from ..mcp.http import parse_address
+        from ..mcp.http import check_workers, parse_address
 
         parse_address(args.http)
         parse_rate(args.rate_limit)
         parse_origins(args.allow_origin)
-    elif args.rate_limit is not None or args.allow_origin:
-        raise ValidationError("--rate-limit and --allow-origin are for --http: leave them "
-                              "out over stdio")
+        if args.workers is not None:
+            check_workers(args.workers)
+    elif args.rate_limit is not None or args.allow_origin or args.workers is not None:
+        raise ValidationError("--rate-limit, --allow-origin and --workers are for --http: "
+                              "leave them out over stdio")
     try:
         import mcp  # noqa: F401
     except ImportError:
@@ -581,8 +586,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if not result.valid:
             raise ValidationError(f"the audit chain breaks at entry {result.chain_break_at} "
                                   f"({result.reason}): not serving; see anneal-memory audit-repair")
-    edge = ({"rate_limit": args.rate_limit, "allow_origins": args.allow_origin}
-            if args.http is not None else {})
+    edge = ({"rate_limit": args.rate_limit, "allow_origins": args.allow_origin,
+             "workers": args.workers or 1} if args.http is not None else {})
     return int(run_server(str(ensure_folder(args)), args.project_name, args.session_id,
                           args.skip_integrity, args.generate_integrity, audit=not args.no_audit,
                           http=args.http, **edge))

@@ -12,6 +12,14 @@ every interface, and a request whose ``Host`` header names another is refused. T
 header, the ``Origin`` of a browser page, POST only, a body of at most 4 MiB, then a
 per-token rate limit. ``GET /healthz`` answers a load balancer without a token. TLS is a
 reverse proxy's job in front of it (docs/mcp.md).
+
+For many users at once (issue 54): a plain ``tools/call`` is answered directly
+(``fastpath.py``) instead of through a per-request SDK session; a SQLite store's tokens
+are read on the event loop from a read-only connection of their own (no worker-thread
+hop, and every read sees the last commit of any process, so a revocation counts at
+once); uvicorn runs on ``httptools`` and ``uvloop`` when installed (the ``mcp`` extra
+installs them); ``--workers N`` serves from N processes sharing the listening socket and
+the store (SQLite's write-ahead log and the store's own locks keep one audit chain).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import contextlib
 import contextvars
 import json
 import logging
+import os
 import socket
 import sys
 import threading
@@ -32,9 +41,17 @@ from ..clock import iso, utcnow
 from ..errors import ValidationError
 from ..governance.namespace import MemoryNamespace, coerce_namespace
 from ..store import Store
-from . import edge
+from . import edge, fastpath
 from .handlers import MemoryTools
-from .tokens import TokenError, TokenInfo, authenticate, check_namespace, record_use
+from .sdk import call_tool
+from .tokens import (
+    TokenError,
+    TokenInfo,
+    TokenReader,
+    authenticate,
+    check_namespace,
+    record_use,
+)
 
 #: the endpoint's path
 PATH = "/mcp"
@@ -186,6 +203,14 @@ class App:
         self.on_ready: Callable[[], None] | None = None  # called once it is serving
         self.manager = StreamableHTTPSessionManager(
             app=build_server(current_tools, offload=True), stateless=True, json_response=True)
+        #: the protocol versions whose plain tools/call is answered without the SDK
+        self.versions = fastpath.handshake_versions()
+        #: requests answered directly (``fastpath``) and through the SDK, for the tests
+        self.served = {"direct": 0, "sdk": 0}
+        #: a SQLite store's tokens are read on the event loop from this connection of
+        #: their own (autocommit: every read sees the last commit of any process); over
+        #: PostgreSQL a read is a network round trip, so it stays in a worker thread
+        self.token_reader = TokenReader.open(store)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -213,6 +238,8 @@ class App:
             await receive()  # lifespan.shutdown: every request in flight has finished
         with contextlib.suppress(Exception):
             await anyio.to_thread.run_sync(self.usage.flush)
+        if self.token_reader is not None:
+            self.token_reader.close()
         await send({"type": "lifespan.shutdown.complete"})
 
     async def _health(self, scope: Scope, send: Send) -> None:
@@ -240,8 +267,12 @@ class App:
                 await self._health(scope, send)
                 return
             self._check_edge(scope, headers)
-            info = await anyio.to_thread.run_sync(authenticate, self.store,
-                                                  headers.get("authorization"))
+            if self.token_reader is not None:  # a point read on its own connection
+                info = authenticate(self.store, headers.get("authorization"),
+                                    self.token_reader)
+            else:
+                info = await anyio.to_thread.run_sync(authenticate, self.store,
+                                                      headers.get("authorization"))
             check_namespace(info, parse_namespace_header(headers.get(NAMESPACE_HEADER)))
             wait = self.limiter.take(info.id) if self.limiter is not None else 0.0
             if wait:
@@ -264,12 +295,24 @@ class App:
             log.warning("a client closed its connection before its request body was complete")
             return
         tools = self.principals.tools_for(info)
-        scope[_SCOPE_KEY] = tools
-        reset = _CURRENT.set(tools)
-        try:
-            await self.manager.handle_request(scope, edge.replay(body, receive), send)
-        finally:
-            _CURRENT.reset(reset)
+        call = fastpath.plan(headers, body, self.versions)
+        if call is not None:
+            self.served["direct"] += 1
+            text, is_error = await anyio.to_thread.run_sync(call_tool, tools, call.name,
+                                                            call.arguments)
+            payload = fastpath.reply(call, text, is_error)
+            await send({"type": "http.response.start", "status": 200, "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode())]})
+            await send({"type": "http.response.body", "body": payload})
+        else:
+            self.served["sdk"] += 1
+            scope[_SCOPE_KEY] = tools
+            reset = _CURRENT.set(tools)
+            try:
+                await self.manager.handle_request(scope, edge.replay(body, receive), send)
+            finally:
+                _CURRENT.reset(reset)
         if self.usage.touch(info.id, iso(utcnow())):
             try:
                 await anyio.to_thread.run_sync(self.usage.flush, info.id)
@@ -313,7 +356,7 @@ def _listen(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise listen_error(host, port, exc) from None
-    sock.listen(128)
+    sock.listen(BACKLOG)
     sock.set_inheritable(True)
     return sock
 
@@ -327,26 +370,97 @@ def _one_line_logs() -> None:
                 handler.addFilter(one)
 
 
-def serve_http(store: Store, address: str, *, rate_limit: str | None = edge.DEFAULT_RATE,
-               allow_origins: Iterable[str] = ()) -> None:
-    """Serve ``store`` over streamable HTTP on ``address`` (HOST:PORT) until interrupted.
-    Prints the endpoint's URL on stdout once listening. On SIGTERM or Ctrl-C it stops
-    accepting, finishes the requests in flight (up to ``GRACE`` seconds) and returns."""
+def _have(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+#: the most bytes a request's line and headers may take (h11, the fallback, refuses
+#: beyond its own bound too; httptools has none of its own)
+HEAD_LIMIT = 64 * 1024
+
+
+def _bounded_httptools() -> Any:
+    """uvicorn's httptools protocol with a bound on the request head: without one, a
+    client could send megabytes of headers (measured: 20 MB accepted) and the server
+    would hold them all. Past ``HEAD_LIMIT`` the request is answered 400 and closed."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class BoundedHttpToolsProtocol(HttpToolsProtocol):  # type: ignore[misc]
+        _in_body = False  # the head of the request being read is complete
+        _head = 0  # bytes of the head so far: its headers, as the parser hands them
+        _pending = 0  # bytes received while the head was incomplete
+        _too_big = False
+
+        def on_message_begin(self) -> None:
+            self._in_body, self._head, self._pending = False, 0, 0
+            super().on_message_begin()
+
+        def on_url(self, url: bytes) -> None:
+            self._count(len(url))
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._count(len(name) + len(value) + 4)
+            super().on_header(name, value)
+
+        def on_headers_complete(self) -> None:
+            self._in_body = True
+            super().on_headers_complete()
+
+        def _count(self, size: int) -> None:
+            self._head += size
+            if self._head > HEAD_LIMIT:  # the parser turns this into a 400 below
+                self._too_big = True
+                raise ValueError("the request's headers are too large")
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if not self._in_body and not self.transport.is_closing():
+                # one header still arriving (the parser holds it whole until it ends)
+                self._pending += len(data)
+                if self._pending > HEAD_LIMIT:
+                    self._too_big = True
+                    self.logger.warning("a request's headers are over %d bytes: refused",
+                                        HEAD_LIMIT)
+                    self.send_400_response("")
+
+        def send_400_response(self, msg: str) -> None:
+            if self._too_big:
+                msg = (f"the request's headers are over {HEAD_LIMIT:,} bytes: send fewer "
+                       "or shorter headers")
+            super().send_400_response(msg)
+
+    return BoundedHttpToolsProtocol
+
+
+def _config(app: App) -> Any:
+    """uvicorn's configuration, loaded: ``httptools`` and ``uvloop`` when installed (the
+    ``mcp`` extra installs both: the pure-Python ``h11`` parser was ~48% of a request's
+    CPU under load), else ``h11`` and ``asyncio``."""
     import uvicorn
 
-    host, port = parse_address(address)
-    sock = _listen(host, port)
-    port = sock.getsockname()[1]
-    app = App(store, host, port, rate_limit=rate_limit, allow_origins=allow_origins)
-    shown = f"[{host}]" if ":" in host else host
-    # the line says it is ready: printed once uvicorn handles SIGTERM (a stop asked for
-    # right after it is graceful) and the listening socket accepts
-    app.on_ready = lambda: print(
-        f"anneal-memory: MCP over HTTP at http://{shown}:{port}{PATH} (each request needs "
-        "a bearer token: anneal-memory token create)", flush=True)
+    uvloop = _have("uvloop") and sys.platform != "win32"
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
-                            timeout_graceful_shutdown=GRACE)
-    _one_line_logs()
+                            timeout_graceful_shutdown=GRACE, backlog=BACKLOG,
+                            http=_bounded_httptools() if _have("httptools") else "h11",
+                            loop="uvloop" if uvloop else "asyncio")
+    config.load()
+    return config
+
+
+def engines(config: Any) -> dict[str, str]:
+    """The HTTP parser and event loop a loaded uvicorn ``config`` runs on, as the ready
+    line names them (``httptools`` / ``h11``, ``uvloop`` / ``asyncio``)."""
+    cls = getattr(config, "http_protocol_class", None)
+    name = getattr(cls, "__name__", "")
+    return {"http": "httptools" if "HttpTools" in name else "h11" if "H11" in name
+            else name or "unknown", "loop": str(config.loop)}
+
+
+def _server_class() -> Any:
+    import uvicorn
 
     class _Server(uvicorn.Server):  # type: ignore[misc]
         def handle_exit(self, sig: int, frame: Any) -> None:
@@ -358,6 +472,127 @@ def serve_http(store: Store, address: str, *, rate_limit: str | None = edge.DEFA
             if isinstance(captured, list) and sig in captured:
                 captured.remove(sig)
 
+    return _Server
+
+
+def _ready_line(host: str, port: int, workers: int, chosen: dict[str, str]) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return (f"anneal-memory: MCP over HTTP at http://{shown}:{port}{PATH} (each request needs "
+            f"a bearer token: anneal-memory token create; {workers} worker"
+            f"{'s' if workers != 1 else ''}, {chosen['http']} parser, {chosen['loop']} loop)")
+
+
+def serve_http(store: Store, address: str, *, rate_limit: str | None = edge.DEFAULT_RATE,
+               allow_origins: Iterable[str] = (), workers: int = 1) -> None:
+    """Serve ``store`` over streamable HTTP on ``address`` (HOST:PORT) until interrupted.
+    Prints the endpoint's URL on stdout once listening. On SIGTERM or Ctrl-C it stops
+    accepting, finishes the requests in flight (up to ``GRACE`` seconds) and returns.
+    ``workers`` > 1: that many processes serve from the one listening socket, each with
+    its own connection to the store (``_worker``); this process only supervises them."""
+    host, port = parse_address(address)
+    count = check_workers(workers)
+    sock = _listen(host, port)
+    port = sock.getsockname()[1]
+    _one_line_logs()
+    if count > 1:
+        with contextlib.closing(sock):
+            _supervise(store, sock, host, port, count, rate_limit=rate_limit,
+                       allow_origins=list(allow_origins))
+        sys.stdout.flush()
+        return
+    app = App(store, host, port, rate_limit=rate_limit, allow_origins=allow_origins)
+    # the line says it is ready: printed once uvicorn handles SIGTERM (a stop asked for
+    # right after it is graceful) and the listening socket accepts
+    config = _config(app)
+    app.on_ready = lambda: print(_ready_line(host, port, 1, engines(config)), flush=True)
     with contextlib.closing(sock):
-        _Server(config).run(sockets=[sock])
+        _server_class()(config).run(sockets=[sock])
     sys.stdout.flush()
+
+
+#: the most worker processes ``--workers`` starts
+MAX_WORKERS = 64
+#: connections waiting to be accepted (200 clients connecting at once fit)
+BACKLOG = 2048
+
+
+def check_workers(value: Any) -> int:
+    """``--workers``: a whole number from 1 to ``MAX_WORKERS``; a ValidationError
+    naming the fix otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORKERS:
+        raise ValidationError(f"--workers {value!r} is not a number of processes: pass a whole "
+                              f"number from 1 to {MAX_WORKERS} (e.g. the machine's cores)")
+    return value
+
+
+def _worker(sock: socket.socket, opened: dict[str, Any], host: str, port: int,
+            rate_limit: str | None, allow_origins: list[str], ready: Any) -> None:
+    """One worker process: its own Store on the same database, the app, uvicorn on the
+    shared listening socket; tells the supervisor through ``ready`` once it serves."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    _one_line_logs()
+    store = Store(opened["path"], project_name=opened["project_name"], trust_ceiling="agent",
+                  audit=opened["audit"], consolidate_requires_baton_on_create=True)
+    try:
+        app = App(store, host, port, rate_limit=rate_limit, allow_origins=allow_origins)
+        config = _config(app)
+        app.on_ready = lambda: ready.put(engines(config))
+        with contextlib.closing(sock):
+            _server_class()(config).run(sockets=[sock])
+    finally:
+        store.close()
+
+
+def _supervise(store: Store, sock: socket.socket, host: str, port: int, count: int, *,
+               rate_limit: str | None, allow_origins: list[str]) -> None:
+    """Start ``count`` worker processes on ``sock``, print the ready line once every one
+    serves, and on SIGTERM / Ctrl-C stop them all (each finishes its requests in flight).
+    A worker that dies is reported on stderr and the others are stopped too."""
+    import multiprocessing
+    import queue
+    import signal
+
+    ctx = multiprocessing.get_context("spawn")  # no SQLite connection crosses a fork
+    ready = ctx.Queue()
+    opened = {"path": store.dsn or str(store.path), "project_name": store.project_name,
+              "audit": bool(getattr(store, "_audit_requested", True))}
+    procs = [ctx.Process(target=_worker, name=f"anneal-memory-http-{i + 1}", daemon=False,
+                         args=(sock, opened, host, port, rate_limit, allow_origins, ready))
+             for i in range(count)]
+    stopping = threading.Event()
+
+    def stop(sig: int, frame: Any) -> None:
+        stopping.set()
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for p in procs:
+            p.start()
+        started, chosen = 0, {"http": "unknown", "loop": "unknown"}
+        while started < count and not stopping.is_set():
+            try:
+                chosen = ready.get(timeout=0.2)
+                started += 1
+            except queue.Empty:
+                if any(p.exitcode is not None for p in procs):
+                    break
+        if started == count:
+            print(_ready_line(host, port, count, chosen), flush=True)
+        while not stopping.is_set() and all(p.exitcode is None for p in procs):
+            stopping.wait(0.2)
+        if not stopping.is_set():
+            dead = [p.name for p in procs if p.exitcode is not None]
+            log.error("worker %s stopped unexpectedly: stopping the others", ", ".join(dead))
+    finally:
+        for p in procs:
+            if p.pid is not None and p.exitcode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p.pid, signal.SIGTERM)
+        for p in procs:
+            if p.pid is not None:
+                p.join(GRACE + 5)
+                if p.exitcode is None:
+                    p.kill()
+                    p.join()
+        for s, handler in old.items():
+            signal.signal(s, handler)

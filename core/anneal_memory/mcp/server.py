@@ -57,13 +57,14 @@ def run_server(db_path: str | None = None, project_name: str | None = None,
                session_id: str | None = None, skip_integrity: bool = False,
                generate_integrity: bool = False, audit: bool = True,
                http: str | None = None, rate_limit: str | None = None,
-               allow_origins: Sequence[str] = ()) -> int:
+               allow_origins: Sequence[str] = (), workers: int = 1) -> int:
     """Serve MCP over stdio until the client closes; returns the exit status.
 
     ``http`` (``HOST:PORT``): serve streamable HTTP there instead, to every holder of a
     token (``anneal-memory token create``), each in its token's namespace, at most
     ``rate_limit`` requests per token (``N/s``, ``N/min``, ``N/h`` or ``off``; default
-    ``edge.DEFAULT_RATE``), browser pages only from this host or ``allow_origins``.
+    ``edge.DEFAULT_RATE``), browser pages only from this host or ``allow_origins``,
+    from ``workers`` processes sharing the port and the store.
     ``generate_integrity`` rewrites the shipped manifest and returns without serving.
     """
     if generate_integrity:
@@ -86,16 +87,17 @@ def run_server(db_path: str | None = None, project_name: str | None = None,
                          "session (token-ID); leave --session-id out")
         try:
             from .edge import parse_origins, parse_rate
-            from .http import parse_address
+            from .http import check_workers, parse_address
 
             parse_address(http)  # refuse a bad address before the store is opened
             parse_rate(rate_limit)
             parse_origins(allow_origins)
+            check_workers(workers)
         except AnnealMemoryError as exc:
             return _fail(str(exc))
-    elif rate_limit is not None or allow_origins:
-        return _fail("--rate-limit and --allow-origin are for --http: leave them out over "
-                     "stdio")
+    elif rate_limit is not None or allow_origins or workers != 1:
+        return _fail("--rate-limit, --allow-origin and --workers are for --http: leave them "
+                     "out over stdio")
     sid = (None if http is not None else session_id if session_id is not None
            else os.environ.get(ENV_SESSION) or None)
     if sid is not None and (not sid.strip() or len(sid) > 200):
@@ -112,7 +114,7 @@ def run_server(db_path: str | None = None, project_name: str | None = None,
             from .edge import DEFAULT_RATE
             from .http import serve_http
 
-            serve_http(store, http, allow_origins=allow_origins,
+            serve_http(store, http, allow_origins=allow_origins, workers=workers,
                        rate_limit=DEFAULT_RATE if rate_limit is None else rate_limit)
         else:
             _serve(MemoryTools(store, sid))

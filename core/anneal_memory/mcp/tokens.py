@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from ..clock import iso, parse_timestamp, utcnow
@@ -182,9 +184,58 @@ def revoke_token(store: Any, token_id: str) -> TokenInfo:
     return _info(token_id, value)
 
 
-def authenticate(store: Any, authorization: str | None) -> TokenInfo:
+class TokenReader:
+    """A SQLite store's tokens read on a connection of their own: read-only, autocommit
+    (every read sees the last commit of any process, so a revocation counts at once), and
+    opened by SQLite alone. Not a second ``Store``: opening one beside the server's in the
+    same process opens and closes the database file outside SQLite, which drops the
+    process's POSIX locks on it; another process closing its connection then takes the
+    store for unused and removes its shared-memory index under the server (measured:
+    new tokens unknown, then "disk I/O error" and "database disk image is malformed"
+    on this connection). ``open`` gives None where such a connection cannot be had (a
+    read-only folder reads a copy): the caller reads through the store instead."""
+
+    _SQL = "SELECT value FROM items WHERE ns_key = '' AND collection = ? AND key = ?"
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    @classmethod
+    def open(cls, store: Any) -> TokenReader | None:
+        """A reader of ``store``'s tokens, or None (PostgreSQL, a read-only folder)."""
+        if getattr(store, "dsn", None):
+            return None
+        from ..storage.sqlite_peek import open_read_only
+
+        try:
+            conn, mode, tmp = open_read_only(Path(store.path), isolation_level=None,
+                                             check_same_thread=False)
+        except Exception:
+            return None
+        if mode != "ro" or tmp is not None:  # not the live database: its copy or frozen
+            conn.close()
+            if tmp is not None:
+                import shutil
+
+                shutil.rmtree(tmp, ignore_errors=True)
+            return None
+        return cls(conn)
+
+    def get(self, token_id: str) -> dict[str, Any] | None:
+        """The stored record of token ``token_id`` (None: no such token)."""
+        rows = self._conn.execute(self._SQL, (COLLECTION, token_id)).fetchall()
+        value = json.loads(rows[0][0]) if rows else None
+        return value if isinstance(value, dict) else None
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def authenticate(store: Any, authorization: str | None,
+                 reader: TokenReader | None = None) -> TokenInfo:
     """The active token an ``Authorization`` header carries; else a TokenError (401)
-    saying what to send. Reads the store on every call, so a revocation counts at once."""
+    saying what to send. Reads the store (or ``reader``) on every call, so a revocation
+    counts at once."""
     fix = ("send the header 'Authorization: Bearer amt_...' with a token the operator made "
            "with: anneal-memory token create --namespace user=NAME")
     if not authorization or not authorization.strip():
@@ -193,11 +244,17 @@ def authenticate(store: Any, authorization: str | None) -> TokenInfo:
     if scheme.lower() != "bearer" or not given.strip():
         raise TokenError(f"the Authorization header is not a bearer token: {fix}")
     m = _TOKEN.match(given.strip())
-    item = _root(store).get(m.group(1)) if m else None
-    if item is None or not hmac.compare_digest(item.value.get("hash", ""),
-                                               _digest(given.strip())):
+    value: dict[str, Any] | None = None
+    if m and reader is not None:
+        value = reader.get(m.group(1))
+    elif m:
+        item = _root(store).get(m.group(1))
+        value = item.value if item is not None else None
+    if value is None or not hmac.compare_digest(str(value.get("hash", "")),
+                                                _digest(given.strip())):
         raise TokenError(f"unknown token (mistyped, or made for another store): {fix}")
-    info = _info(item.key, item.value)
+    assert m is not None
+    info = _info(m.group(1), value)
     state = info.state()
     if state == "revoked":
         raise TokenError(f"token {info.id} was revoked at {info.revoked_at}: ask the operator "
