@@ -399,19 +399,29 @@ class SQLiteBackend(SQLiteAudit):
     # ------------------------------------------------------------------ lifecycle
     @staticmethod
     def _check_header(p: Path) -> None:
+        """Refuse a file that is not SQLite, or another application's database, before
+        anything is written to it. Read through SQLite (a read-only connection), never with
+        ``open()``: closing a descriptor of our own on the database would drop every POSIX
+        lock this process holds on it, those of its open stores included, and another
+        process closing its connection would then checkpoint and delete the write-ahead log
+        under them."""
         if not p.exists() or p.stat().st_size == 0:
             return
+        sqlite = sqlite3()
         try:
-            with open(p, "rb") as fh:
-                head = fh.read(100)
-        except OSError as exc:
-            raise StoreError(f"cannot read the store {str(p)!r}: {exc}") from None
-        if not head.startswith(b"SQLite format 3\x00"):
-            raise StoreError(
-                f"{str(p)!r} is not an anneal-memory store (not a SQLite database): "
-                "choose another path"
-            )
-        app_id = int.from_bytes(head[68:72], "big") if len(head) >= 72 else 0
+            conn = sqlite.connect(p.resolve().as_uri() + "?mode=ro", uri=True)
+        except sqlite.Error:
+            return  # cannot be read this way (a read-only folder): the open says why
+        try:
+            app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+        except sqlite.DatabaseError as exc:
+            if "not a database" in str(exc):
+                raise StoreError(
+                    f"{str(p)!r} is not an anneal-memory store (not a SQLite database): "
+                    "choose another path") from None
+            return  # locked or unreadable here: the open that follows says what is wrong
+        finally:
+            conn.close()
         if app_id not in (0, APPLICATION_ID):
             raise StoreError(
                 f"{str(p)!r} is a SQLite database of another application: choose another path"

@@ -1,0 +1,60 @@
+"""A second Store on one database in the same process must not drop the first one's locks.
+
+SQLite's locks are POSIX advisory locks, which belong to the process: closing ANY
+descriptor the process holds on the database file releases all of them. Had opening a
+Store read the file's header with ``open()``, a second Store (a server's token check, an
+adapter beside the app's own store) would strip the first of its locks, and another process
+closing its connection would believe itself the last one: it would checkpoint and delete
+the write-ahead log and shared-memory files under live connections ("disk I/O error",
+then "database disk image is malformed")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from anneal_memory import Store
+
+CHILD = ("import sys; from anneal_memory import Store; s = Store(sys.argv[1]); "
+         "s.record('from the other process', 'observation'); s.close()")
+
+
+@pytest.mark.parametrize("second", ["writable", "read_only", "scoped"])
+def test_a_second_store_in_one_process_keeps_the_first_ones_locks(tmp_path: Path,
+                                                                   second: str) -> None:
+    db = tmp_path / "memory.db"
+    first = Store(db)
+    try:
+        first.record("from the first store", "observation")
+        other = Store(db, read_only=(second == "read_only"))
+        if second == "scoped":
+            other.scoped({"user": "alice"}).record("alice's note", "observation")
+        other.close()
+        subprocess.run([sys.executable, "-c", CHILD, str(db)], check=True, timeout=120)
+        # the other process was not the last connection: the log and its index stay
+        assert (tmp_path / "memory.db-wal").exists()
+        assert (tmp_path / "memory.db-shm").exists()
+        assert first.recall(keyword="other process").total_matching == 1
+        first.record("after the other process closed", "observation")
+    finally:
+        first.close()
+    with Store(db, read_only=True) as again:
+        assert again.status().total_episodes == (4 if second == "scoped" else 3)
+    from anneal_memory import AuditTrail
+
+    assert AuditTrail.verify(db).valid
+
+
+def test_a_file_that_is_not_a_store_is_refused_unchanged(tmp_path: Path) -> None:
+    from anneal_memory import StoreError
+
+    text = tmp_path / "notes.db"
+    text.write_text("plain text, not a database " * 10)
+    before = text.read_bytes()
+    with pytest.raises(StoreError, match="not a SQLite database"):
+        Store(text)
+    assert text.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
