@@ -1,12 +1,11 @@
 """Hybrid and semantic recall: vectors add what keyword recall misses.
 
-Keyword recall stays first. ``mode="hybrid"`` keeps keyword recall's ranking and adds
-what only vectors find: after the keyword matches, by cosine; and, for a query keyword
-recall answers weakly (none of its first results holds two of the query's words), the
-episodes closer in meaning than every keyword match go first. Rank fusion was measured
-and left out: on the shared LoCoMo conversations, weighted reciprocal-rank fusion fell
-below keyword recall alone at every weight from 1:1 to 20:1 (bench/semantic.py reports
-the sweep). ``mode="semantic"`` ranks by cosine alone.
+``mode="hybrid"`` fuses keyword recall's ranking with the vector ranking by weighted
+reciprocal rank (:mod:`.fusion`: k = 10, keyword 2 : vectors 1, measured on LoCoMo with
+all-MiniLM-L6-v2; bench/semantic.py reports the sweep and the held-out figures); for a
+query keyword recall answers weakly (none of its first results holds two of the query's
+words), the episodes closer in meaning than every keyword match go first.
+``mode="semantic"`` ranks by cosine alone.
 
 Every hard filter applies before anything is scored: the candidates are read through
 the same filters as keyword recall (namespace, type, trust, source, time, superseded),
@@ -20,7 +19,7 @@ in ``result.semantic`` and serves keyword recall's result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -29,10 +28,9 @@ from ._inputs import storable_text, whole_number
 from ._unit import require_writable
 from .embedding import Embedder, cosine_similarities, pack_vector, top
 from .errors import EmbedderError, ValidationError
-from .stem import stem
+from .fusion import PROMOTE_POOL, hybrid_order, keyword_is_weak
 from .storage.base import SearchFilters
 from .storage.vectors import VectorRepo
-from .text import meaningful_words
 from .types import RecallResult, ScoredEpisode, VectorUse
 
 if TYPE_CHECKING:  # no import of the Store or recall: they call this module, not it them
@@ -41,17 +39,10 @@ if TYPE_CHECKING:  # no import of the Store or recall: they call this module, no
 KeywordSearch = Callable[..., RecallResult]
 
 MODES = ("keyword", "hybrid", "semantic")
-#: candidates each ranking contributes, at least
+#: candidates the vector ranking contributes, at least
 POOL = 100
-#: keyword recall counts as weak for a query when none of its first WEAK_TOP results
-#: holds two of the query's words (one, for a one-word query)
-WEAK_TOP = 10
-#: for a weak query, an episode closer in meaning than every one of keyword recall's
-#: first PROMOTE_POOL results, by at least PROMOTE_MARGIN of cosine, ranks ahead of them
-PROMOTE_POOL = 50
-PROMOTE_MARGIN = 0.05
-#: reciprocal-rank fusion (kept for the bench's sweep): rank r adds weight / (RRF_K + r)
-RRF_K = 60
+#: candidates keyword recall contributes to the fusion, at least
+KEYWORD_POOL = PROMOTE_POOL
 
 
 @dataclass(frozen=True)
@@ -82,49 +73,6 @@ def resolve_mode(store: Store, mode: str | None) -> str:
         raise ValidationError(f"mode={mode!r} needs an embedder: open the store with "
                               "Store(path, embedder=...) (see docs/semantic.md)")
     return mode
-
-
-def fuse(keyword_ids: list[str], vector_ids: list[str], weight: float) -> list[str]:
-    """Weighted reciprocal-rank fusion of two rankings (best first): each id scores
-    ``weight / (RRF_K + keyword rank) + 1 / (RRF_K + vector rank)``. Not what hybrid
-    recall does (it fell below keyword recall on LoCoMo at every weight from 1:1 to
-    20:1); bench/semantic.py reports it beside the hybrid."""
-    score: dict[str, float] = {}
-    for rank, eid in enumerate(keyword_ids, 1):
-        score[eid] = score.get(eid, 0.0) + weight / (RRF_K + rank)
-    for rank, eid in enumerate(vector_ids, 1):
-        score[eid] = score.get(eid, 0.0) + 1.0 / (RRF_K + rank)
-    first = {eid: i for i, eid in enumerate(keyword_ids + vector_ids)}
-    return sorted(score, key=lambda e: (-score[e], first[e]))
-
-
-def _stems(text: str) -> set[str]:
-    return {stem(w) for w in meaningful_words(text)}
-
-
-def keyword_is_weak(query: str, contents: Sequence[str]) -> bool:
-    """Whether none of keyword recall's first WEAK_TOP results holds two of the query's
-    words (one for a one-word query): its matches then share a stray word at best."""
-    q = _stems(query)
-    need = min(2, len(q))
-    return not need or not any(len(q & _stems(c)) >= need for c in contents[:WEAK_TOP])
-
-
-def blend(keyword_ids: list[str], vector_ids: list[str], cosine: Mapping[str, float],
-          weak: bool, bar_ids: Sequence[str] | None = None) -> list[str]:
-    """The hybrid ranking: keyword recall's, in its order; then the episodes only
-    vectors found, by cosine. For a ``weak`` query, those closer in meaning than every
-    one of keyword recall's first PROMOTE_POOL results (``bar_ids``, default the first
-    of ``keyword_ids``) by PROMOTE_MARGIN go first."""
-    taken = set(keyword_ids)
-    extra = [v for v in vector_ids if v not in taken]
-    if not weak or not extra:
-        return keyword_ids + extra
-    bar = max((cosine.get(i, 0.0) for i in (bar_ids or keyword_ids)[:PROMOTE_POOL]),
-              default=0.0)
-    ahead = [v for v in extra if cosine[v] > bar + PROMOTE_MARGIN]
-    rest = extra[len(ahead):]  # ``extra`` is in cosine order: the promoted lead it
-    return ahead + keyword_ids + rest
 
 
 @tracing.phase("embedding")
@@ -223,12 +171,12 @@ def recall(store: Store, mode: str, keyword_recall: KeywordSearch, filters: Sear
             "include_superseded": filters.include_superseded, "match": "meaning",
             **({"trust": filters.trust} if filters.trust is not None else {})}
     else:
-        base = keyword_recall(store, keyword=keyword, limit=max(PROMOTE_POOL, 2 * (offset + limit)),
+        base = keyword_recall(store, keyword=keyword, limit=max(KEYWORD_POOL, 2 * (offset + limit)),
                               offset=0, **kw)
         keyword_ids = [e.id for e in base.episodes]
         have = {e.id: e for e in base.episodes}
         weak = keyword_is_weak(kw_text, [e.content for e in base.episodes])
-        ranked = blend(keyword_ids, r.ids, r.cosine, weak)
+        ranked = hybrid_order(keyword_ids, r.ids, r.cosine, weak)
         why, params = base.why, dict(base.query_params)
         total = len(ranked)
     page = ranked[offset:offset + limit]
@@ -264,7 +212,7 @@ def add_by_meaning(store: Store, query: str, scored: list[ScoredEpisode], k: int
     bar = ([e.id for e in store.recall(keyword=query, limit=PROMOTE_POOL, mode="keyword",
                                        episode_type=filters.episode_type, since=filters.since,
                                        include_superseded=True).episodes] if weak else None)
-    order = blend([e.id for e in scored], extra, r.cosine, weak, bar)[:k]
+    order = hybrid_order([e.id for e in scored], extra, r.cosine, weak, bar)[:k]
     by_id = {e.id: e for e in scored}
     new = store.get_many([i for i in order if i not in by_id])
     out = []
