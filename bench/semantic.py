@@ -203,13 +203,13 @@ def fusion_study(am: Any, locomo_dir: str, cache: Path | None,
 
     convs = [locomo.load(p) for p in sorted(Path(locomo_dir).glob("*.json"))]
     texts = [f"{t.speaker}: {t.content}" for c in convs for t in c.turns]
-    texts += [q.text for c in convs for q in c.questions]
+    texts += [q.text.strip() for c in convs for q in c.questions]  # recall strips a query
     vectors = _minilm_vectors(texts, cache)
 
     def embed(batch: list[str]) -> list[list[float]]:
         missing = [t for t in batch if t not in vectors]
         if missing:
-            vectors.update(_minilm_vectors(missing, None))
+            vectors.update(_minilm_vectors(missing, cache))
         return [vectors[t].tolist() for t in batch]
 
     emb = Embedder(embed, model="all-MiniLM-L6-v2", catch_up=0)

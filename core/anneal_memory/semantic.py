@@ -19,6 +19,7 @@ in ``result.semantic`` and serves keyword recall's result.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -26,12 +27,13 @@ from typing import TYPE_CHECKING, Any
 from . import tracing
 from ._inputs import storable_text, whole_number
 from ._unit import require_writable
-from .embedding import Embedder, cosine_similarities, pack_vector, top
+from .embedding import Embedder, _numpy, cosine_similarities, pack_vector, top
 from .errors import EmbedderError, ValidationError
-from .fusion import PROMOTE_POOL, hybrid_order, keyword_is_weak
+from .fusion import hybrid_order, keyword_is_weak
 from .storage.base import SearchFilters
 from .storage.vectors import VectorRepo
 from .types import RecallResult, ScoredEpisode, VectorUse
+from .vector_cache import VectorMatrix
 
 if TYPE_CHECKING:  # no import of the Store or recall: they call this module, not it them
     Store = Any
@@ -41,8 +43,10 @@ KeywordSearch = Callable[..., RecallResult]
 MODES = ("keyword", "hybrid", "semantic")
 #: candidates the vector ranking contributes, at least
 POOL = 100
-#: candidates keyword recall contributes to the fusion, at least
-KEYWORD_POOL = PROMOTE_POOL
+#: candidates keyword recall contributes to the fusion, at least: its first page of ten,
+#: so hybrid recall asks keyword recall what a keyword recall of a page of ten asks (the
+#: same index work; a pool of 50 doubles it for no gain in R@10 on LoCoMo's dev split)
+KEYWORD_POOL = 10
 
 
 @dataclass(frozen=True)
@@ -107,13 +111,179 @@ class _Ranking:
     use: VectorUse
 
 
+def _matrix_scope(repo: VectorRepo, filters: SearchFilters) -> str | None:
+    """The cached matrix's key for these filters, or None when the matrix path does not
+    apply: PostgreSQL or no numpy (no cheap change counter / matrix product), or filters
+    that keep few episodes (type, trust, source, time, ids: their candidates are read from
+    the database, and their vectors taken from the matrix)."""
+    if (filters.since or filters.until or filters.episode_type or filters.source
+            or filters.trust is not None or filters.ids is not None or filters.only_unwrapped):
+        return None
+    scope = repo.scope
+    if repo._scope is None and filters.scope != scope:
+        return None
+    return f"{scope.key}\x1e{int(scope.unscoped_only)}"
+
+
+def _sync(repo: VectorRepo, m: VectorMatrix, model: str, dims: int) -> None:
+    """Bring ``m`` up to date with the database (inside a read snapshot; see
+    :mod:`.vector_cache`): the vectors added since its last row, a reload when some were
+    removed, and the episodes recorded since, those without a vector kept as pending."""
+    version = repo.data_version()
+    if not m.stale and version is not None and version == m.version:
+        return
+    m.add(repo.vectors_since(model, dims, m.last_rowid))
+    if repo.count_vectors(model, dims) != m.size:  # some were removed: read them all again
+        fresh = VectorMatrix(dims, m.np)
+        fresh.add(repo.vectors_since(model, dims, 0))
+        m.ids, m.pos, m.rows, m.last_rowid = fresh.ids, fresh.pos, fresh.rows, fresh.last_rowid
+        m.pending, m.checked_rowid = set(), 0
+    if m.checked_rowid == 0:
+        m.pending = set(repo.pending_ids(model, dims))
+        m.checked_rowid = _max_rowid(repo)
+    else:
+        new, m.checked_rowid = repo.episodes_since(m.checked_rowid)
+        m.pending.update(i for i in new if i not in m.pos)
+    m.version, m.stale = version, False
+
+
+def _max_rowid(repo: VectorRepo) -> int:
+    r = repo._b.q1("SELECT MAX(rowid) FROM episodes")
+    return int(r[0] or 0) if r else 0
+
+
 @tracing.phase("vector_scan")
 def _rank(store: Store, emb: Embedder, text: str, filters: SearchFilters, pool: int,
-          mode: str) -> _Ranking:
+          mode: str, during: Callable[[], Any] | None = None) -> tuple[_Ranking, Any]:
     """Embed the query, catch up on unembedded candidates, rank them by cosine (in
-    hybrid mode only those with some similarity). EmbedderError when the query cannot be
-    embedded."""
+    hybrid mode only those with some similarity); (the ranking, what ``during`` returned:
+    it runs in this thread while the matrix is scanned in another). EmbedderError when
+    the query cannot be embedded (``during`` has not run then)."""
     qvec = emb.embed_query(text)
+    repo = store.repos.vectors
+    np = _numpy()
+    key = _matrix_scope(repo, filters) if np is not None else None
+    if key is not None and repo.data_version() is not None:
+        return _rank_matrix(store, emb, qvec, filters, pool, mode, key, np, during)
+    r = _rank_by_id(store, emb, qvec, filters, pool, mode)
+    return r, (during() if during is not None else None)
+
+
+def _rank_matrix(store: Store, emb: Embedder, qvec: list[float], filters: SearchFilters,
+                 pool: int, mode: str, key: str, np: Any,
+                 during: Callable[[], Any] | None = None) -> tuple[_Ranking, Any]:
+    """The ranking from the namespace's cached matrix: one matrix product, the best rows
+    checked against the database with the filters (widening until ``pool`` pass or every
+    row was looked at), so nothing removed or hidden since the matrix was read is served."""
+    dims = len(qvec)
+    repo = store.repos.vectors
+    m = store._vector_cache.matrix(key, emb.model, dims, np)
+    failed, embedded = None, 0
+    with m.lock:
+        with store.repos.read():
+            _sync(repo, m, emb.model, dims)
+            pending = list(m.pending)
+        if pending and emb.catch_up and not store.read_only:
+            made, failed = _embed(store, emb, repo, pending, emb.catch_up)  # the newest first
+            embedded = len(made)
+            if made:
+                with store.repos.read():
+                    _sync(repo, m, emb.model, dims)
+        q = np.asarray(qvec, dtype=np.float32)
+        q /= float(np.linalg.norm(q)) or 1.0
+        rows, ids, npending = m.matrix(), m.ids, len(m.pending)
+    want = min(pool, len(rows))
+    window = min(len(rows), max(2 * want, want + 16))
+
+    def scan() -> tuple[Any, Any]:
+        sims = rows @ q if len(rows) else np.zeros(0, dtype=np.float32)
+        part = (np.argpartition(-sims, window - 1)[:window] if 0 < window < len(sims)
+                else np.arange(len(sims)))
+        return sims, part
+
+    other = None
+    if during is not None and len(rows) >= PARALLEL_ROWS:
+        job = _pool().submit(scan)  # numpy releases the GIL: the two run side by side
+        try:
+            other = during()
+        finally:
+            sims, part = job.result()
+    else:
+        sims, part = scan()
+        other = during() if during is not None else None
+    ranked: list[str] = []
+    cosine: dict[str, float] = {}
+    while want:
+        if part is None:
+            part = (np.argpartition(-sims, window - 1)[:window] if window < len(sims)
+                    else np.arange(len(sims)))
+        order = part[np.lexsort((-part, -sims[part]))]  # best first; ties: the later row
+        if mode == "hybrid":
+            order = order[sims[order] > 0]
+        top_ids = [ids[i] for i in order.tolist()]
+        with store.repos.read():
+            ok = repo.passing(filters, top_ids)
+        ranked = [i for i in top_ids if i in ok][:pool]
+        if len(ranked) >= want or window >= len(sims):
+            break
+        window, part = min(len(sims), 4 * window), None
+    for i in ranked:
+        cosine[i] = float(sims[m.pos[i]]) if i in m.pos else 0.0
+    reason = failed or (f"{npending} episode(s) have no vector of this model yet: "
+                        "store.embed_pending() embeds them" if npending else None)
+    use = VectorUse(mode=mode, used=bool(len(sims)), model=emb.model, dims=dims,
+                    candidates=len(sims), pending=npending, embedded=embedded,
+                    reason=reason if len(sims) else (reason or "no episode has a vector yet"))
+    return _Ranking(ranked, _CosineOf(cosine, m, sims), use), other
+
+
+#: from this many rows, hybrid recall scans the matrix in a worker thread while keyword
+#: recall runs (below it the thread costs more than it saves)
+PARALLEL_ROWS = 20_000
+_POOL: Any = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> Any:
+    """The worker threads matrix scans run in (made on first use)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _POOL = ThreadPoolExecutor(2, thread_name_prefix="anneal-vector-scan")
+        return _POOL
+
+
+class _CosineOf(dict):  # type: ignore[type-arg]
+    """The cosine of any matrix row by episode id (the ranked ones stored, the rest looked
+    up on demand: the promotion rule asks for keyword matches' cosines)."""
+
+    def __init__(self, known: dict[str, float], m: VectorMatrix, sims: Any) -> None:
+        super().__init__(known)
+        self._pos, self._sims = m.pos, sims  # a reload makes a new dict: this one stays
+
+    def __missing__(self, eid: str) -> float:
+        i = self._pos.get(eid)
+        if i is None or i >= len(self._sims):
+            raise KeyError(eid)
+        return float(self._sims[i])
+
+    def get(self, eid: str, default: Any = None) -> Any:  # type: ignore[override]
+        try:
+            return self[eid]
+        except KeyError:
+            return default
+
+    def __contains__(self, eid: object) -> bool:
+        return dict.__contains__(self, eid) or (isinstance(eid, str) and eid in self._pos
+                                               and self._pos[eid] < len(self._sims))
+
+
+def _rank_by_id(store: Store, emb: Embedder, qvec: list[float], filters: SearchFilters,
+                pool: int, mode: str) -> _Ranking:
+    """The ranking from the filters' candidates read from the database and their vectors
+    by id (PostgreSQL, no numpy, or selective filters)."""
     dims = len(qvec)
     repo = store.repos.vectors
     with store.repos.read():  # the filters pick the candidates; the cache only their vectors
@@ -154,8 +324,13 @@ def recall(store: Store, mode: str, keyword_recall: KeywordSearch, filters: Sear
     storable_text(keyword, "keyword", allow_empty=True)
     limit = whole_number(limit, "limit", minimum=0)
     offset = whole_number(offset, "offset", minimum=0)
+    def keyword_pool() -> RecallResult:
+        return keyword_recall(store, keyword=keyword, limit=max(KEYWORD_POOL, 2 * (offset + limit)),
+                              offset=0, **kw)
+
     try:
-        r = _rank(store, emb, kw_text, filters, max(POOL, 2 * (offset + limit)), mode)
+        r, base = _rank(store, emb, kw_text, filters, max(POOL, 2 * (offset + limit)), mode,
+                        keyword_pool if mode == "hybrid" else None)
     except EmbedderError as exc:
         return _keyword_only(keyword_recall(store, keyword=keyword, limit=limit, offset=offset,
                                             **kw), mode, emb, str(exc))
@@ -171,8 +346,6 @@ def recall(store: Store, mode: str, keyword_recall: KeywordSearch, filters: Sear
             "include_superseded": filters.include_superseded, "match": "meaning",
             **({"trust": filters.trust} if filters.trust is not None else {})}
     else:
-        base = keyword_recall(store, keyword=keyword, limit=max(KEYWORD_POOL, 2 * (offset + limit)),
-                              offset=0, **kw)
         keyword_ids = [e.id for e in base.episodes]
         have = {e.id: e for e in base.episodes}
         weak = keyword_is_weak(kw_text, [e.content for e in base.episodes])
@@ -202,14 +375,14 @@ def add_by_meaning(store: Store, query: str, scored: list[ScoredEpisode], k: int
     if emb is None or not query.strip() or k <= 0:
         return scored
     try:
-        r = _rank(store, emb, query.strip(), filters, max(POOL, 4 * k), "hybrid")
+        r, _none = _rank(store, emb, query.strip(), filters, max(POOL, 4 * k), "hybrid")
     except EmbedderError:
         return scored
     shown = {e.id for e in scored} | {x.id for e in scored for x in e.replaces}
     extra = [i for i in r.ids if i not in shown and i not in exclude]
     weak = keyword_is_weak(query, [e.content for e in scored])
-    # the bar: keyword recall's first PROMOTE_POOL matches, as the hybrid recall sets it
-    bar = ([e.id for e in store.recall(keyword=query, limit=PROMOTE_POOL, mode="keyword",
+    # the bar: keyword recall's first KEYWORD_POOL matches, as the hybrid recall sets it
+    bar = ([e.id for e in store.recall(keyword=query, limit=KEYWORD_POOL, mode="keyword",
                                        episode_type=filters.episode_type, since=filters.since,
                                        include_superseded=True).episodes] if weak else None)
     order = hybrid_order([e.id for e in scored], extra, r.cosine, weak, bar)[:k]

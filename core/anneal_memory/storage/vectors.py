@@ -119,6 +119,72 @@ class VectorRepo:
                 out[str(eid)] = bytes(blob)
         return out
 
+    # -------------------------------------------------------- the cached matrix (SQLite)
+
+    def data_version(self) -> int | None:
+        """SQLite's ``PRAGMA data_version`` on this connection (it moves when another
+        connection commits); None on PostgreSQL, which has no such counter."""
+        inner = getattr(self._b, "inner", self._b)
+        if getattr(inner, "dsn", None) or not self._exists():
+            return None
+        r = self._b.q1("PRAGMA data_version")
+        return int(r[0]) if r else None
+
+    def _vis_join(self) -> tuple[str, str, list[Any]]:
+        """(join, condition, params) restricting vectors to this scope's readers."""
+        vis, params = visible_sql(self.scope, "e")
+        if not vis:
+            return "", "", []
+        return " JOIN episodes e ON e.id = v.episode_id", vis, list(params)
+
+    def vectors_since(self, model: str, dim: int, after: int) -> list[tuple[int, str, bytes]]:
+        """(row id, episode id, vector) of every vector of ``model`` and ``dim`` this scope
+        sees with a row id above ``after`` (SQLite): what a cached matrix lacks."""
+        join, vis, params = self._vis_join()
+        # +model / +dim: walk the table from the row id, not the (model, dim) index
+        rows = self._b.q(f"SELECT v.rowid, v.episode_id, v.vector FROM episode_vectors v{join} "
+                         f"WHERE v.rowid > ? AND +v.model = ? AND +v.dim = ?{vis}",
+                         [int(after), model, int(dim), *params])
+        return [(int(r[0]), str(r[1]), bytes(r[2])) for r in rows]
+
+    def count_vectors(self, model: str, dim: int) -> int:
+        """How many vectors of ``model`` and ``dim`` this scope sees."""
+        join, vis, params = self._vis_join()
+        r = self._b.q1(f"SELECT COUNT(*) FROM episode_vectors v{join} "
+                       f"WHERE v.model = ? AND v.dim = ?{vis}", [model, int(dim), *params])
+        return int(r[0] or 0) if r else 0
+
+    def episodes_since(self, after: int) -> tuple[list[str], int]:
+        """(ids of the episodes this scope sees with a row id above ``after``, the highest
+        row id of the store): where a cached matrix looks for episodes without a vector."""
+        vis, params = visible_sql(self.scope, "e")
+        top = self._b.q1("SELECT MAX(rowid) FROM episodes")
+        high = int(top[0] or 0) if top else 0
+        if high <= after:
+            return [], high
+        rows = self._b.q(f"SELECT e.id FROM episodes e WHERE e.rowid > ? AND e.rowid <= ?{vis}",
+                         [int(after), high, *params])
+        return [str(r[0]) for r in rows], high
+
+    def pending_ids(self, model: str, dim: int) -> list[str]:
+        """Ids of every episode this scope sees that has no vector of ``model``, ``dim``."""
+        vis, params = visible_sql(self.scope, "e")
+        cond, extra = self._pending_cond(model, dim)
+        return [str(r[0]) for r in self._b.q(
+            f"SELECT e.id FROM episodes e WHERE {cond}{vis}", [*extra, *params])]
+
+    def passing(self, f: SearchFilters, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are still there and pass the filters (and this scope)."""
+        if not ids:
+            return set()
+        where, params = self._where(f)
+        out: set[str] = set()
+        for chunk in self._b._chunks(list(ids)):
+            cond, cparams = self._b._in_list("e.id", chunk)
+            out.update(str(r[0]) for r in self._b.q(
+                f"SELECT e.id FROM episodes e WHERE {where} AND {cond}", [*params, *cparams]))
+        return out
+
     def contents(self, ids: Sequence[str], *, newest: int | None = None
                  ) -> list[tuple[str, str, str]]:
         """(id, content, namespace key) of these episodes, in the order given, or the
