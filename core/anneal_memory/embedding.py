@@ -248,10 +248,13 @@ def cosine_similarities(query: Sequence[float], blobs: Sequence[bytes] | bytes) 
             for i in range(0, len(joined), step)]
 
 
-def top(scores: Sequence[float], k: int) -> list[int]:
-    """Indexes of the ``k`` best scores, best first (ties: the later index first)."""
+def top(scores: Sequence[float], k: int, ids: Sequence[str] | None = None) -> list[int]:
+    """Indexes of the ``k`` best scores, best first (ties: the larger of ``ids``, when
+    given, else the later index, first)."""
     import heapq
 
+    if ids is not None:
+        return heapq.nlargest(k, range(len(scores)), key=lambda i: (scores[i], ids[i]))
     return heapq.nlargest(k, range(len(scores)), key=lambda i: (scores[i], i))
 
 

@@ -19,6 +19,7 @@ in ``result.semantic`` and serves keyword recall's result.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -130,7 +131,8 @@ def _sync(repo: VectorRepo, m: VectorMatrix, model: str, dims: int) -> None:
     :mod:`.vector_cache`): the vectors added since its last row, a reload when some were
     removed, and the episodes recorded since, those without a vector kept as pending."""
     version = repo.data_version()
-    if not m.stale and version is not None and version == m.version:
+    if (not m.stale and version is not None and version == m.version
+            and _max_rowid(repo) == m.checked_rowid):  # nothing recorded here either
         return
     m.add(repo.vectors_since(model, dims, m.last_rowid))
     if repo.count_vectors(model, dims) != m.size:  # some were removed: read them all again
@@ -189,8 +191,8 @@ def _rank_matrix(store: Store, emb: Embedder, qvec: list[float], filters: Search
             if made:
                 with store.repos.read():
                     _sync(repo, m, emb.model, dims)
-        q = np.asarray(qvec, dtype=np.float32)
-        q /= float(np.linalg.norm(q)) or 1.0
+        norm = math.sqrt(sum(x * x for x in qvec)) or 1.0  # as cosine_similarities does
+        q = np.asarray([x / norm for x in qvec], dtype=np.float32)
         rows, ids, npending = m.matrix(), m.ids, len(m.pending)
     want = min(pool, len(rows))
     window = min(len(rows), max(2 * want, want + 16))
@@ -217,14 +219,18 @@ def _rank_matrix(store: Store, emb: Embedder, qvec: list[float], filters: Search
         if part is None:
             part = (np.argpartition(-sims, window - 1)[:window] if window < len(sims)
                     else np.arange(len(sims)))
-        order = part[np.lexsort((-part, -sims[part]))]  # best first; ties: the later row
-        if mode == "hybrid":
-            order = order[sims[order] > 0]
-        top_ids = [ids[i] for i in order.tolist()]
+        if window < len(sims):  # every row tied with the window's last one too
+            tied = np.nonzero(sims >= sims[part].min())[0]
+            part = tied if len(tied) <= 4 * window else part
+        order = part[sims[part] > 0] if mode == "hybrid" else part
+        scored = sims[order].tolist()
+        top_ids = [ids[i] for i, _s in sorted(  # best first; ties: the larger id first
+            zip(order.tolist(), scored), key=lambda t: (t[1], ids[t[0]]), reverse=True)]
         with store.repos.read():
             ok = repo.passing(filters, top_ids)
         ranked = [i for i in top_ids if i in ok][:pool]
-        if len(ranked) >= want or window >= len(sims):
+        if (len(ranked) >= want or window >= len(sims)
+                or (mode == "hybrid" and len(order) < len(part))):  # no positive row left
             break
         window, part = min(len(sims), 4 * window), None
     for i in ranked:
@@ -301,7 +307,7 @@ def _rank_by_id(store: Store, emb: Embedder, qvec: list[float], filters: SearchF
         vecs = {**vecs, **made} if made else vecs
     cand = [i for i in ids if i in vecs]
     sims = cosine_similarities(qvec, store._vector_cache.stacked(emb.model, dims, cand, vecs))
-    order = top(sims, pool)
+    order = top(sims, pool, cand)
     if mode == "hybrid":  # nothing in common by meaning either: not a candidate
         order = [i for i in order if sims[i] > 0]
     reason = failed or (f"{len(pending)} episode(s) have no vector of this model yet: "
