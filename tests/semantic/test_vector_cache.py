@@ -14,12 +14,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import numpy  # noqa: F401  (the semantic extra brings it: the matrix path needs it)
 import pytest
 
 from anneal_memory import Store, semantic
 from anneal_memory.testing import HashingEmbedder
-
-import numpy  # noqa: F401  (the semantic extra brings it: the matrix path needs it)
 
 QUERY = "violin lessons"
 FILLER = [f"note {i} about the garden and the weather" for i in range(40)]
