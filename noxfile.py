@@ -146,7 +146,8 @@ for _sname, (_pin, _python) in SQLITE_PINS.items():
 def semantic(session: nox.Session) -> None:
     """Semantic recall with the real offline default model (anneal-memory[semantic]:
     WordLlama, its weights in its wheel), the network refused by the tests."""
-    session.install("-e", ".[semantic]", "pytest")
+    # pysqlite3 + sqlite-vec: the SQLite that loads sqlite-vec (tests/semantic/test_sqlite_vec.py)
+    session.install("-e", ".[semantic]", "pytest", "pysqlite3-binary", "sqlite-vec")
     _pytest(session, "tests/semantic", env=OFFLINE_ENV)
 
 

@@ -243,6 +243,39 @@ def _rank_matrix(store: Store, emb: Embedder, qvec: list[float], filters: Search
     return _Ranking(ranked, _CosineOf(cosine, m, sims), use), other
 
 
+def _rank_sqlite_vec(store: Store, emb: Embedder, qvec: list[float], filters: SearchFilters,
+                     pool: int, mode: str) -> _Ranking:
+    """The ranking with sqlite-vec computing every candidate's cosine in the database
+    (no numpy, and a SQLite that loads it): the same candidates, catch-up and order as
+    the scan by id, without a cosine computed in Python."""
+    dims = len(qvec)
+    repo = store.repos.vectors
+    qblob = pack_vector(qvec)
+    with store.repos.read():
+        ids = repo.visible(filters)
+        sims = repo.similarities(emb.model, dims, qblob, filters)
+    pending = [i for i in ids if i not in sims]
+    failed, embedded = None, 0
+    if pending and emb.catch_up and not store.read_only:
+        made, failed = _embed(store, emb, repo, pending, emb.catch_up)  # the newest first
+        embedded = len(made)
+        if made:
+            with store.repos.read():
+                sims = repo.similarities(emb.model, dims, qblob, filters)
+            pending = [i for i in pending if i not in sims]
+    cand = [i for i in ids if i in sims]
+    scores = [sims[i] for i in cand]
+    order = top(scores, pool, cand)
+    if mode == "hybrid":
+        order = [i for i in order if scores[i] > 0]
+    reason = failed or (f"{len(pending)} episode(s) have no vector of this model yet: "
+                        "store.embed_pending() embeds them" if pending else None)
+    use = VectorUse(mode=mode, used=bool(cand), model=emb.model, dims=dims,
+                    candidates=len(cand), pending=len(pending), embedded=embedded,
+                    reason=reason if cand else (reason or "no episode has a vector yet"))
+    return _Ranking([cand[i] for i in order], dict(zip(cand, scores)), use)
+
+
 #: from this many rows, hybrid recall scans the matrix in a worker thread while keyword
 #: recall runs (below it the thread costs more than it saves)
 PARALLEL_ROWS = 20_000
@@ -292,6 +325,8 @@ def _rank_by_id(store: Store, emb: Embedder, qvec: list[float], filters: SearchF
     by id (PostgreSQL, no numpy, or selective filters)."""
     dims = len(qvec)
     repo = store.repos.vectors
+    if _numpy() is None and repo.sqlite_vec():
+        return _rank_sqlite_vec(store, emb, qvec, filters, pool, mode)
     with store.repos.read():  # the filters pick the candidates; the cache only their vectors
         ids = repo.visible(filters)
         vecs = store._vector_cache.get(emb.model, dims, ids,

@@ -119,6 +119,45 @@ class VectorRepo:
                 out[str(eid)] = bytes(blob)
         return out
 
+    # -------------------------------------------------------- sqlite-vec, when it loads
+
+    def sqlite_vec(self) -> bool:
+        """Whether sqlite-vec's functions are on this connection: loaded on the first ask
+        when the ``sqlite-vec`` package imports and this Python's SQLite can load
+        extensions (Debian's, ``pysqlite3``; not pyenv's), else False, silently."""
+        inner = getattr(self._b, "inner", self._b)
+        state = getattr(inner, "_am_sqlite_vec", None)
+        if state is None:
+            state = False
+            conn = getattr(inner, "conn", None)
+            if (conn is not None and not getattr(inner, "dsn", None)
+                    and hasattr(conn, "enable_load_extension")):
+                try:
+                    import sqlite_vec  # type: ignore[import-not-found]
+
+                    conn.enable_load_extension(True)
+                    try:
+                        sqlite_vec.load(conn)
+                    finally:
+                        conn.enable_load_extension(False)
+                    state = True
+                except Exception:  # not installed, or the build refuses: the fallback
+                    state = False
+            inner._am_sqlite_vec = state
+        return bool(state)
+
+    def similarities(self, model: str, dim: int, query: bytes, f: SearchFilters
+                     ) -> dict[str, float]:
+        """Cosine similarity of ``query`` (packed, normalised) to the stored vector of
+        every episode the filters let through, computed by sqlite-vec in the database
+        (call only when :meth:`sqlite_vec` is True)."""
+        where, params = self._where(f)
+        rows = self._b.q("SELECT v.episode_id, 1.0 - vec_distance_cosine(v.vector, ?) "
+                         "FROM episode_vectors v JOIN episodes e ON e.id = v.episode_id "
+                         f"WHERE v.model = ? AND v.dim = ? AND {where}",
+                         [query, model, int(dim), *params])
+        return {str(r[0]): float(r[1]) for r in rows}
+
     # -------------------------------------------------------- the cached matrix (SQLite)
 
     def data_version(self) -> int | None:
