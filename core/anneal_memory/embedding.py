@@ -84,10 +84,21 @@ class Embedder:
     """
 
     def __init__(self, source: Any, *, model: str | None = None,
-                 batch_size: int = DEFAULT_BATCH, catch_up: int = DEFAULT_CATCH_UP) -> None:
+                 batch_size: int = DEFAULT_BATCH, catch_up: int = DEFAULT_CATCH_UP,
+                 keyword_weight: float | None = None) -> None:
         if isinstance(source, Embedder):
             model = model or source.model
+            if keyword_weight is None:
+                keyword_weight = source.keyword_weight
             source = source._source
+        from .fusion import KEYWORD_WEIGHT
+
+        if keyword_weight is None:
+            keyword_weight = KEYWORD_WEIGHT
+        if (isinstance(keyword_weight, bool) or not isinstance(keyword_weight, (int, float))
+                or not math.isfinite(keyword_weight) or keyword_weight <= 0):
+            raise EmbedderError("keyword_weight must be a number > 0 (keyword recall's weight "
+                                "in hybrid recall's rank fusion; vectors weigh 1)")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise EmbedderError("batch_size must be a whole number >= 1 (texts per call)")
         if isinstance(catch_up, bool) or not isinstance(catch_up, int) or catch_up < 0:
@@ -100,6 +111,9 @@ class Embedder:
         self._source: Any = source
         self.batch_size = batch_size
         self.catch_up = catch_up
+        #: keyword recall's weight when hybrid recall fuses the two rankings (vectors: 1);
+        #: a weaker model wants a larger one (see anneal_memory.fusion)
+        self.keyword_weight: float = float(keyword_weight)
         self._docs, self._query = self._methods(source)
         self.model: str = model.strip() if model else _model_id(source)
         #: the dimension, once a vector has been made

@@ -83,7 +83,9 @@ def promote(ranked: Sequence[str], keyword_ids: Sequence[str], vector_ids: Seque
 
 def hybrid_order(keyword_ids: Sequence[str], vector_ids: Sequence[str],
                  cosine: Mapping[str, float], weak: bool,
-                 bar_ids: Sequence[str] | None = None) -> list[str]:
-    """The hybrid ranking: :func:`fuse`, and for a ``weak`` query :func:`promote`."""
-    ranked = fuse(keyword_ids, vector_ids)
+                 bar_ids: Sequence[str] | None = None,
+                 weight: float = KEYWORD_WEIGHT) -> list[str]:
+    """The hybrid ranking: :func:`fuse` (keyword recall weighing ``weight``), and for a
+    ``weak`` query :func:`promote`."""
+    ranked = fuse(keyword_ids, vector_ids, weight)
     return promote(ranked, keyword_ids, vector_ids, cosine, bar_ids) if weak else ranked

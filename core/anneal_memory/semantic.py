@@ -390,7 +390,7 @@ def recall(store: Store, mode: str, keyword_recall: KeywordSearch, filters: Sear
         keyword_ids = [e.id for e in base.episodes]
         have = {e.id: e for e in base.episodes}
         weak = keyword_is_weak(kw_text, [e.content for e in base.episodes])
-        ranked = hybrid_order(keyword_ids, r.ids, r.cosine, weak)
+        ranked = hybrid_order(keyword_ids, r.ids, r.cosine, weak, weight=emb.keyword_weight)
         why, params = base.why, dict(base.query_params)
         total = len(ranked)
     page = ranked[offset:offset + limit]
@@ -426,7 +426,8 @@ def add_by_meaning(store: Store, query: str, scored: list[ScoredEpisode], k: int
     bar = ([e.id for e in store.recall(keyword=query, limit=KEYWORD_POOL, mode="keyword",
                                        episode_type=filters.episode_type, since=filters.since,
                                        include_superseded=True).episodes] if weak else None)
-    order = hybrid_order([e.id for e in scored], extra, r.cosine, weak, bar)[:k]
+    order = hybrid_order([e.id for e in scored], extra, r.cosine, weak, bar,
+                         weight=emb.keyword_weight)[:k]
     by_id = {e.id: e for e in scored}
     new = store.get_many([i for i in order if i not in by_id])
     out = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from anneal_memory import fusion
+from anneal_memory import Embedder, fusion
 
 
 def test_rrf_sums_weight_over_k_plus_rank() -> None:
@@ -52,3 +52,32 @@ def test_weak_means_no_result_holds_two_of_the_querys_words() -> None:
     assert fusion.keyword_is_weak("what does she do for a living", ["a day at the beach"])
     assert not fusion.keyword_is_weak("violin lessons", ["I take violin lessons"])
     assert fusion.keyword_is_weak("violin lessons", ["violin strings", "more lessons"])
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), True, "2"])
+def test_a_keyword_weight_that_is_not_a_positive_number_is_refused(bad: object) -> None:
+    from anneal_memory import EmbedderError
+    from anneal_memory.testing import HashingEmbedder
+
+    with pytest.raises(EmbedderError, match="keyword_weight must be a number > 0"):
+        Embedder(HashingEmbedder(), keyword_weight=bad)  # type: ignore[arg-type]
+
+
+def test_the_embedders_keyword_weight_is_the_one_hybrid_recall_fuses_with(tmp_path) -> None:
+    from anneal_memory import Store
+    from anneal_memory.testing import HashingEmbedder
+
+    texts = [f"garden note {i} on watering" for i in range(12)] + [
+        "watering can", "the hose for the garden", "note to self"]
+    for weight in (0.5, 2.0, 40.0):
+        emb = Embedder(HashingEmbedder(dims=16), keyword_weight=weight)
+        assert Embedder(emb).keyword_weight == weight  # kept when wrapped again
+        with Store(tmp_path / f"w{weight}.db", embedder=emb) as s:
+            for t in texts:
+                s.record(t, "observation")
+            q = "garden watering note"
+            kw = [e.id for e in s.recall(keyword=q, mode="keyword", limit=50).episodes]
+            sem = s.recall(keyword=q, mode="semantic", limit=100)
+            vec = [e.id for e in sem.episodes if sem.query_params["scores"][e.id] > 0]
+            got = [e.id for e in s.recall(keyword=q, mode="hybrid", limit=15).episodes]
+            assert got == fusion.fuse(kw, vec, weight)[:15]
