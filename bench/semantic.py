@@ -259,7 +259,7 @@ def fusion_study(am: Any, locomo_dir: str, cache: Path | None,
     sweep = {m: {"dev": r("dev", m), "held-out": r("held-out", m)}
              for m in methods if m.startswith("rrf")}
     best = max(sweep, key=lambda m: (sweep[m]["dev"], m == "rrf k=10 w=2"))
-    shipped = f"rrf k={fusion.RRF_K:g} w={fusion.KEYWORD_WEIGHT:g}"
+    shipped = f"rrf k={fusion.RRF_K:g} w={emb.keyword_weight:g}"
 
     def paired(m: str, metric: str) -> dict[str, Any]:
         a = [x[metric] for _c, x in rows["held-out"][m]]
@@ -440,8 +440,11 @@ def goals54_markdown(g: dict[str, Any]) -> str:
     for x in g["goals"]:
         lines.append(f"| {x['goal']} | {x['figure']} | {x['target']} | {x['verdict']} | "
                      f"{x.get('bound', '')} |")
-    f = g["figures"].get("fusion")
-    if f:
+    for name, f in (("all-MiniLM-L6-v2", g["figures"].get("fusion")),
+                    ("the offline default, WordLlama", g["figures"].get("fusion_offline"))):
+        if not f:
+            continue
+        lines += ["", f"### {name}"]
         lines += ["", "LoCoMo R@10 / R@5 (dev = " + ",".join(f["dev"]) + ", held-out = "
                   + ",".join(f["held_out"]) + "):", "", "| method | dev R@10 | held-out R@10 "
                   "| dev R@5 | held-out R@5 |", "|---|---:|---:|---:|---:|"]
@@ -453,6 +456,7 @@ def goals54_markdown(g: dict[str, Any]) -> str:
                   "|---|---:|---:|"]
         for m, v in sorted(f["sweep_recall@10"].items(), key=lambda kv: -kv[1]["dev"]):
             lines.append(f"| {m[4:]} | {v['dev']:.3f} | {v['held-out']:.3f} |")
+        lines.append("")
     return "\n".join(lines) + "\n"
 
 
@@ -506,6 +510,10 @@ def main() -> None:
     print(json.dumps({k: res["fusion"][k] for k in ("recall@10", "held_out_vs_keyword")}),
           flush=True)
     if not args.quick:
+        # the offline default (WordLlama): its own weight, chosen by the same sweep
+        res["fusion_offline"] = fusion_study(am, args.locomo_dir, None, emb=emb)
+        print(json.dumps({k: res["fusion_offline"][k] for k in ("recall@10", "best_on_dev")}),
+              flush=True)
         res["locomo"] = locomo_quality(am, args.locomo_dir, emb)
         print(json.dumps(res["locomo"]), flush=True)
         res["paraphrase"] = paraphrase_quality(am, args.locomo_dir, emb)

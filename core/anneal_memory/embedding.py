@@ -276,6 +276,8 @@ def top(scores: Sequence[float], k: int, ids: Sequence[str] | None = None) -> li
 
 #: the offline default's name (``anneal-memory[semantic]``), as the CLI's --embedder takes it
 OFFLINE_DEFAULT = "wordllama"
+#: keyword recall's weight in hybrid recall's fusion with the offline default's vectors
+OFFLINE_KEYWORD_WEIGHT = 4.0
 
 
 def offline_embedder(*, dims: int = 256, **options: Any) -> Embedder:
@@ -297,6 +299,10 @@ def offline_embedder(*, dims: int = 256, **options: Any) -> Embedder:
     def embed(texts: list[str]) -> Any:
         return model.embed(texts, norm=True)
 
+    # a static model, weaker than a sentence encoder (LoCoMo R@10 alone 0.32-0.42 against
+    # MiniLM's 0.42-0.48): keyword recall weighs 4 in the fusion, the weight the sweep chose
+    # at k=10 on the dev conversations (bench/semantic.py; 2 loses 1.0 point held out)
+    options.setdefault("keyword_weight", OFFLINE_KEYWORD_WEIGHT)
     return Embedder(embed, model=f"wordllama-l2_supercat-{dims}", **options)
 
 
