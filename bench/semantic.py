@@ -244,7 +244,8 @@ def fusion_study(am: Any, locomo_dir: str, cache: Path | None,
                           "semantic": vec[:10],
                           "hybrid": [e.id for e in store.recall(
                               keyword=q.text, limit=10, mode="hybrid").episodes],
-                          "hybrid without promotion": fusion.fuse(kw, vec)[:10]}
+                          "hybrid without promotion": fusion.fuse(
+                              kw, vec, emb.keyword_weight)[:10]}
                 for k in SWEEP_K:
                     for w in SWEEP_W:
                         ranked[f"rrf k={k} w={w:g}"] = fusion.fuse(kw, vec, w, k)[:10]

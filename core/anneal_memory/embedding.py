@@ -96,9 +96,10 @@ class Embedder:
         if keyword_weight is None:
             keyword_weight = KEYWORD_WEIGHT
         if (isinstance(keyword_weight, bool) or not isinstance(keyword_weight, (int, float))
-                or not math.isfinite(keyword_weight) or keyword_weight <= 0):
+                or math.isnan(keyword_weight) or keyword_weight <= 0):
             raise EmbedderError("keyword_weight must be a number > 0 (keyword recall's weight "
-                                "in hybrid recall's rank fusion; vectors weigh 1)")
+                                "in hybrid recall's rank fusion; vectors weigh 1; math.inf: "
+                                "keyword recall's order, vectors after it)")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise EmbedderError("batch_size must be a whole number >= 1 (texts per call)")
         if isinstance(catch_up, bool) or not isinstance(catch_up, int) or catch_up < 0:
@@ -276,8 +277,11 @@ def top(scores: Sequence[float], k: int, ids: Sequence[str] | None = None) -> li
 
 #: the offline default's name (``anneal-memory[semantic]``), as the CLI's --embedder takes it
 OFFLINE_DEFAULT = "wordllama"
-#: keyword recall's weight in hybrid recall's fusion with the offline default's vectors
-OFFLINE_KEYWORD_WEIGHT = 4.0
+#: keyword recall's weight in hybrid recall's fusion with the offline default's vectors:
+#: infinite, so keyword recall's order stays and what only vectors find comes after it
+#: (4, the k=10 sweep's choice on the two dev conversations, lost 0.4 point of R@10 on the
+#: three held out and 0.85 on all five; 2 lost 1.0 and 1.4)
+OFFLINE_KEYWORD_WEIGHT = math.inf
 
 
 def offline_embedder(*, dims: int = 256, **options: Any) -> Embedder:
@@ -300,8 +304,8 @@ def offline_embedder(*, dims: int = 256, **options: Any) -> Embedder:
         return model.embed(texts, norm=True)
 
     # a static model, weaker than a sentence encoder (LoCoMo R@10 alone 0.32-0.42 against
-    # MiniLM's 0.42-0.48): keyword recall weighs 4 in the fusion, the weight the sweep chose
-    # at k=10 on the dev conversations (bench/semantic.py; 2 loses 1.0 point held out)
+    # MiniLM's 0.42-0.48): no fusion weight at k=10 beat keyword recall on the held-out
+    # conversations (bench/semantic.py), so keyword recall's order stays and vectors add
     options.setdefault("keyword_weight", OFFLINE_KEYWORD_WEIGHT)
     return Embedder(embed, model=f"wordllama-l2_supercat-{dims}", **options)
 

@@ -17,6 +17,7 @@ matches that share a word like "day".
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from .stem import stem
@@ -44,7 +45,10 @@ def rrf(rankings: Sequence[tuple[Sequence[str], float]], k: float = RRF_K) -> li
     first: dict[str, int] = {}
     for ids, weight in rankings:
         for rank, eid in enumerate(ids, 1):
-            score[eid] = score.get(eid, 0.0) + weight / (k + rank)
+            # an infinite weight: that ranking's order first (its ids tie at infinity and
+            # keep the order they first appeared in), the others' after it
+            score[eid] = score.get(eid, 0.0) + (weight if math.isinf(weight)
+                                                else weight / (k + rank))
             first.setdefault(eid, len(first))
     return sorted(score, key=lambda e: (-score[e], first[e]))
 

@@ -28,6 +28,11 @@ def test_the_shipped_weights_are_k10_two_to_one() -> None:
     assert both[0] == "k3"
 
 
+def test_an_infinite_keyword_weight_keeps_keyword_order_then_vectors() -> None:
+    kw, vec = ["a", "b", "c"], ["z", "c", "y", "a"]
+    assert fusion.fuse(kw, vec, float("inf")) == ["a", "b", "c", "z", "y"]
+
+
 def test_ties_keep_the_order_of_first_appearance() -> None:
     assert fusion.rrf([(["x"], 1.0), (["y"], 1.0)]) == ["x", "y"]
     assert fusion.rrf([(["y"], 1.0), (["x"], 1.0)]) == ["y", "x"]
@@ -54,7 +59,7 @@ def test_weak_means_no_result_holds_two_of_the_querys_words() -> None:
     assert fusion.keyword_is_weak("violin lessons", ["violin strings", "more lessons"])
 
 
-@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), True, "2"])
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("-inf"), True, "2"])
 def test_a_keyword_weight_that_is_not_a_positive_number_is_refused(bad: object) -> None:
     from anneal_memory import EmbedderError
     from anneal_memory.testing import HashingEmbedder
@@ -69,7 +74,7 @@ def test_the_embedders_keyword_weight_is_the_one_hybrid_recall_fuses_with(tmp_pa
 
     texts = [f"garden note {i} on watering" for i in range(12)] + [
         "watering can", "the hose for the garden", "note to self"]
-    for weight in (0.5, 2.0, 40.0):
+    for weight in (0.5, 2.0, 40.0, float("inf")):
         emb = Embedder(HashingEmbedder(dims=16), keyword_weight=weight)
         assert Embedder(emb).keyword_weight == weight  # kept when wrapped again
         with Store(tmp_path / f"w{weight}.db", embedder=emb) as s:
