@@ -253,7 +253,7 @@ def _rank_sqlite_vec(store: Store, emb: Embedder, qvec: list[float], filters: Se
     qblob = pack_vector(qvec)
     with store.repos.read():
         ids = repo.visible(filters)
-        sims = repo.similarities(emb.model, dims, qblob, filters)
+        sims = dict(repo.similarities(emb.model, dims, qblob, filters))
     pending = [i for i in ids if i not in sims]
     failed, embedded = None, 0
     if pending and emb.catch_up and not store.read_only:
@@ -261,7 +261,7 @@ def _rank_sqlite_vec(store: Store, emb: Embedder, qvec: list[float], filters: Se
         embedded = len(made)
         if made:
             with store.repos.read():
-                sims = repo.similarities(emb.model, dims, qblob, filters)
+                sims = dict(repo.similarities(emb.model, dims, qblob, filters))
             pending = [i for i in pending if i not in sims]
     cand = [i for i in ids if i in sims]
     scores = [sims[i] for i in cand]

@@ -18,13 +18,35 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from .base import ROOT, Scope, SearchFilters
 from .common import reach_sql, visible_sql
 
 _PENDING = ("NOT EXISTS (SELECT 1 FROM episode_vectors v WHERE v.episode_id = e.id "
             "AND v.model = ?{dim})")
+
+
+class StoredVector(NamedTuple):
+    """One stored vector: its row id in ``episode_vectors``, episode id and bytes."""
+
+    rowid: int
+    episode_id: str
+    vector: bytes
+
+
+class NewEpisodes(NamedTuple):
+    """Episodes recorded past a row id, and the store's highest row id."""
+
+    ids: list[str]
+    high: int
+
+
+class Similarity(NamedTuple):
+    """An episode's cosine similarity to a query."""
+
+    episode_id: str
+    cosine: float
 
 
 class VectorRepo:
@@ -147,7 +169,7 @@ class VectorRepo:
         return bool(state)
 
     def similarities(self, model: str, dim: int, query: bytes, f: SearchFilters
-                     ) -> dict[str, float]:
+                     ) -> list[Similarity]:
         """Cosine similarity of ``query`` (packed, normalised) to the stored vector of
         every episode the filters let through, computed by sqlite-vec in the database
         (call only when :meth:`sqlite_vec` is True)."""
@@ -156,7 +178,7 @@ class VectorRepo:
                          "FROM episode_vectors v JOIN episodes e ON e.id = v.episode_id "
                          f"WHERE v.model = ? AND v.dim = ? AND {where}",
                          [query, model, int(dim), *params])
-        return {str(r[0]): float(r[1]) for r in rows}
+        return [Similarity(str(r[0]), float(r[1])) for r in rows]
 
     # -------------------------------------------------------- the cached matrix (SQLite)
 
@@ -176,7 +198,7 @@ class VectorRepo:
             return "", "", []
         return " JOIN episodes e ON e.id = v.episode_id", vis, list(params)
 
-    def vectors_since(self, model: str, dim: int, after: int) -> list[tuple[int, str, bytes]]:
+    def vectors_since(self, model: str, dim: int, after: int) -> list[StoredVector]:
         """(row id, episode id, vector) of every vector of ``model`` and ``dim`` this scope
         sees with a row id above ``after`` (SQLite): what a cached matrix lacks."""
         join, vis, params = self._vis_join()
@@ -184,7 +206,7 @@ class VectorRepo:
         rows = self._b.q(f"SELECT v.rowid, v.episode_id, v.vector FROM episode_vectors v{join} "
                          f"WHERE v.rowid > ? AND +v.model = ? AND +v.dim = ?{vis}",
                          [int(after), model, int(dim), *params])
-        return [(int(r[0]), str(r[1]), bytes(r[2])) for r in rows]
+        return [StoredVector(int(r[0]), str(r[1]), bytes(r[2])) for r in rows]
 
     def count_vectors(self, model: str, dim: int) -> int:
         """How many vectors of ``model`` and ``dim`` this scope sees."""
@@ -193,17 +215,17 @@ class VectorRepo:
                        f"WHERE v.model = ? AND v.dim = ?{vis}", [model, int(dim), *params])
         return int(r[0] or 0) if r else 0
 
-    def episodes_since(self, after: int) -> tuple[list[str], int]:
+    def episodes_since(self, after: int) -> NewEpisodes:
         """(ids of the episodes this scope sees with a row id above ``after``, the highest
         row id of the store): where a cached matrix looks for episodes without a vector."""
         vis, params = visible_sql(self.scope, "e")
         top = self._b.q1("SELECT MAX(rowid) FROM episodes")
         high = int(top[0] or 0) if top else 0
         if high <= after:
-            return [], high
+            return NewEpisodes([], high)
         rows = self._b.q(f"SELECT e.id FROM episodes e WHERE e.rowid > ? AND e.rowid <= ?{vis}",
                          [int(after), high, *params])
-        return [str(r[0]) for r in rows], high
+        return NewEpisodes([str(r[0]) for r in rows], high)
 
     def pending_ids(self, model: str, dim: int) -> list[str]:
         """Ids of every episode this scope sees that has no vector of ``model``, ``dim``."""
