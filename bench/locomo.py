@@ -31,6 +31,7 @@ class Turn:
     dia_id: str
     content: str
     timestamp: str | None
+    speaker: str = ""
 
 
 @dataclass
@@ -82,7 +83,8 @@ def load(path: str | os.PathLike[str]) -> Conversation:
             # One second per turn keeps the order within a session.
             stamp = (start + dt.timedelta(seconds=i)).strftime("%Y-%m-%dT%H:%M:%SZ") \
                 if start else None
-            conv.turns.append(Turn(str(turn["dia_id"]), content, stamp))
+            conv.turns.append(Turn(str(turn["dia_id"]), content, stamp,
+                                   str(turn.get("speaker", ""))))
     for qa in data.get("qa", []):
         evidence = parse_evidence(qa.get("evidence") or [])
         if evidence:

@@ -1,12 +1,11 @@
 """Hybrid and semantic recall: vectors add what keyword recall misses.
 
-Keyword recall stays first. ``mode="hybrid"`` keeps keyword recall's ranking and adds
-what only vectors find: after the keyword matches, by cosine; and, for a query keyword
-recall answers weakly (none of its first results holds two of the query's words), the
-episodes closer in meaning than every keyword match go first. Rank fusion was measured
-and left out: on the shared LoCoMo conversations, weighted reciprocal-rank fusion fell
-below keyword recall alone at every weight from 1:1 to 20:1 (bench/semantic.py reports
-the sweep). ``mode="semantic"`` ranks by cosine alone.
+``mode="hybrid"`` fuses keyword recall's ranking with the vector ranking by weighted
+reciprocal rank (:mod:`.fusion`: k = 10, keyword 2 : vectors 1, measured on LoCoMo with
+all-MiniLM-L6-v2; bench/semantic.py reports the sweep and the held-out figures); for a
+query keyword recall answers weakly (none of its first results holds two of the query's
+words), the episodes closer in meaning than every keyword match go first.
+``mode="semantic"`` ranks by cosine alone.
 
 Every hard filter applies before anything is scored: the candidates are read through
 the same filters as keyword recall (namespace, type, trust, source, time, superseded),
@@ -20,20 +19,22 @@ in ``result.semantic`` and serves keyword recall's result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import math
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from . import tracing
 from ._inputs import storable_text, whole_number
 from ._unit import require_writable
-from .embedding import Embedder, cosine_similarities, pack_vector, top
+from .embedding import Embedder, _numpy, cosine_similarities, pack_vector, top
 from .errors import EmbedderError, ValidationError
-from .stem import stem
+from .fusion import PROMOTE_POOL, hybrid_order, keyword_is_weak
 from .storage.base import SearchFilters
 from .storage.vectors import VectorRepo
-from .text import meaningful_words
 from .types import RecallResult, ScoredEpisode, VectorUse
+from .vector_cache import VectorMatrix
 
 if TYPE_CHECKING:  # no import of the Store or recall: they call this module, not it them
     Store = Any
@@ -41,17 +42,12 @@ if TYPE_CHECKING:  # no import of the Store or recall: they call this module, no
 KeywordSearch = Callable[..., RecallResult]
 
 MODES = ("keyword", "hybrid", "semantic")
-#: candidates each ranking contributes, at least
+#: candidates the vector ranking contributes, at least
 POOL = 100
-#: keyword recall counts as weak for a query when none of its first WEAK_TOP results
-#: holds two of the query's words (one, for a one-word query)
-WEAK_TOP = 10
-#: for a weak query, an episode closer in meaning than every one of keyword recall's
-#: first PROMOTE_POOL results, by at least PROMOTE_MARGIN of cosine, ranks ahead of them
-PROMOTE_POOL = 50
-PROMOTE_MARGIN = 0.05
-#: reciprocal-rank fusion (kept for the bench's sweep): rank r adds weight / (RRF_K + r)
-RRF_K = 60
+#: candidates keyword recall contributes to the fusion, at least (its first 50: with only
+#: its first ten, k = 10 and 2:1 leave keyword recall's top ten as they are; with 50, R@10
+#: on LoCoMo's held-out conversations rose 0.775 -> 0.787, bench/semantic.py)
+KEYWORD_POOL = PROMOTE_POOL
 
 
 @dataclass(frozen=True)
@@ -82,49 +78,6 @@ def resolve_mode(store: Store, mode: str | None) -> str:
         raise ValidationError(f"mode={mode!r} needs an embedder: open the store with "
                               "Store(path, embedder=...) (see docs/semantic.md)")
     return mode
-
-
-def fuse(keyword_ids: list[str], vector_ids: list[str], weight: float) -> list[str]:
-    """Weighted reciprocal-rank fusion of two rankings (best first): each id scores
-    ``weight / (RRF_K + keyword rank) + 1 / (RRF_K + vector rank)``. Not what hybrid
-    recall does (it fell below keyword recall on LoCoMo at every weight from 1:1 to
-    20:1); bench/semantic.py reports it beside the hybrid."""
-    score: dict[str, float] = {}
-    for rank, eid in enumerate(keyword_ids, 1):
-        score[eid] = score.get(eid, 0.0) + weight / (RRF_K + rank)
-    for rank, eid in enumerate(vector_ids, 1):
-        score[eid] = score.get(eid, 0.0) + 1.0 / (RRF_K + rank)
-    first = {eid: i for i, eid in enumerate(keyword_ids + vector_ids)}
-    return sorted(score, key=lambda e: (-score[e], first[e]))
-
-
-def _stems(text: str) -> set[str]:
-    return {stem(w) for w in meaningful_words(text)}
-
-
-def keyword_is_weak(query: str, contents: Sequence[str]) -> bool:
-    """Whether none of keyword recall's first WEAK_TOP results holds two of the query's
-    words (one for a one-word query): its matches then share a stray word at best."""
-    q = _stems(query)
-    need = min(2, len(q))
-    return not need or not any(len(q & _stems(c)) >= need for c in contents[:WEAK_TOP])
-
-
-def blend(keyword_ids: list[str], vector_ids: list[str], cosine: Mapping[str, float],
-          weak: bool, bar_ids: Sequence[str] | None = None) -> list[str]:
-    """The hybrid ranking: keyword recall's, in its order; then the episodes only
-    vectors found, by cosine. For a ``weak`` query, those closer in meaning than every
-    one of keyword recall's first PROMOTE_POOL results (``bar_ids``, default the first
-    of ``keyword_ids``) by PROMOTE_MARGIN go first."""
-    taken = set(keyword_ids)
-    extra = [v for v in vector_ids if v not in taken]
-    if not weak or not extra:
-        return keyword_ids + extra
-    bar = max((cosine.get(i, 0.0) for i in (bar_ids or keyword_ids)[:PROMOTE_POOL]),
-              default=0.0)
-    ahead = [v for v in extra if cosine[v] > bar + PROMOTE_MARGIN]
-    rest = extra[len(ahead):]  # ``extra`` is in cosine order: the promoted lead it
-    return ahead + keyword_ids + rest
 
 
 @tracing.phase("embedding")
@@ -159,15 +112,221 @@ class _Ranking:
     use: VectorUse
 
 
+def _matrix_scope(repo: VectorRepo, filters: SearchFilters) -> str | None:
+    """The cached matrix's key for these filters, or None when the matrix path does not
+    apply: PostgreSQL or no numpy (no cheap change counter / matrix product), or filters
+    that keep few episodes (type, trust, source, time, ids: their candidates are read from
+    the database, and their vectors taken from the matrix)."""
+    if (filters.since or filters.until or filters.episode_type or filters.source
+            or filters.trust is not None or filters.ids is not None or filters.only_unwrapped):
+        return None
+    scope = repo.scope
+    if repo._scope is None and filters.scope != scope:
+        return None
+    return f"{scope.key}\x1e{int(scope.unscoped_only)}"
+
+
+def _sync(repo: VectorRepo, m: VectorMatrix, model: str, dims: int) -> None:
+    """Bring ``m`` up to date with the database (inside a read snapshot; see
+    :mod:`.vector_cache`): the vectors added since its last row, a reload when some were
+    removed, and the episodes recorded since, those without a vector kept as pending."""
+    version = repo.data_version()
+    if (not m.stale and version is not None and version == m.version
+            and _max_rowid(repo) == m.checked_rowid):  # nothing recorded here either
+        return
+    m.add(repo.vectors_since(model, dims, m.last_rowid))
+    if repo.count_vectors(model, dims) != m.size:  # some were removed: read them all again
+        fresh = VectorMatrix(dims, m.np)
+        fresh.add(repo.vectors_since(model, dims, 0))
+        m.ids, m.pos, m.rows, m.last_rowid = fresh.ids, fresh.pos, fresh.rows, fresh.last_rowid
+        m.pending, m.checked_rowid = set(), 0
+    if m.checked_rowid == 0:
+        m.pending = set(repo.pending_ids(model, dims))
+        m.checked_rowid = _max_rowid(repo)
+    else:
+        new, m.checked_rowid = repo.episodes_since(m.checked_rowid)
+        m.pending.update(i for i in new if i not in m.pos)
+    m.version, m.stale = version, False
+
+
+def _max_rowid(repo: VectorRepo) -> int:
+    r = repo._b.q1("SELECT MAX(rowid) FROM episodes")
+    return int(r[0] or 0) if r else 0
+
+
 @tracing.phase("vector_scan")
 def _rank(store: Store, emb: Embedder, text: str, filters: SearchFilters, pool: int,
-          mode: str) -> _Ranking:
+          mode: str, during: Callable[[], Any] | None = None) -> tuple[_Ranking, Any]:
     """Embed the query, catch up on unembedded candidates, rank them by cosine (in
-    hybrid mode only those with some similarity). EmbedderError when the query cannot be
-    embedded."""
+    hybrid mode only those with some similarity); (the ranking, what ``during`` returned:
+    it runs in this thread while the matrix is scanned in another). EmbedderError when
+    the query cannot be embedded (``during`` has not run then)."""
     qvec = emb.embed_query(text)
+    repo = store.repos.vectors
+    np = _numpy()
+    key = _matrix_scope(repo, filters) if np is not None else None
+    if key is not None and repo.data_version() is not None:
+        return _rank_matrix(store, emb, qvec, filters, pool, mode, key, np, during)
+    r = _rank_by_id(store, emb, qvec, filters, pool, mode)
+    return r, (during() if during is not None else None)
+
+
+def _rank_matrix(store: Store, emb: Embedder, qvec: list[float], filters: SearchFilters,
+                 pool: int, mode: str, key: str, np: Any,
+                 during: Callable[[], Any] | None = None) -> tuple[_Ranking, Any]:
+    """The ranking from the namespace's cached matrix: one matrix product, the best rows
+    checked against the database with the filters (widening until ``pool`` pass or every
+    row was looked at), so nothing removed or hidden since the matrix was read is served."""
     dims = len(qvec)
     repo = store.repos.vectors
+    m = store._vector_cache.matrix(key, emb.model, dims, np)
+    failed, embedded = None, 0
+    with m.lock:
+        with store.repos.read():
+            _sync(repo, m, emb.model, dims)
+            pending = list(m.pending)
+        if pending and emb.catch_up and not store.read_only:
+            made, failed = _embed(store, emb, repo, pending, emb.catch_up)  # the newest first
+            embedded = len(made)
+            if made:
+                with store.repos.read():
+                    _sync(repo, m, emb.model, dims)
+        norm = math.sqrt(sum(x * x for x in qvec)) or 1.0  # as cosine_similarities does
+        q = np.asarray([x / norm for x in qvec], dtype=np.float32)
+        rows, ids, npending = m.matrix(), m.ids, len(m.pending)
+    want = min(pool, len(rows))
+    window = min(len(rows), max(2 * want, want + 16))
+
+    def scan() -> tuple[Any, Any]:
+        sims = rows @ q if len(rows) else np.zeros(0, dtype=np.float32)
+        part = (np.argpartition(-sims, window - 1)[:window] if 0 < window < len(sims)
+                else np.arange(len(sims)))
+        return sims, part
+
+    other = None
+    if during is not None and len(rows) >= PARALLEL_ROWS:
+        job = _pool().submit(scan)  # numpy releases the GIL: the two run side by side
+        try:
+            other = during()
+        finally:
+            sims, part = job.result()
+    else:
+        sims, part = scan()
+        other = during() if during is not None else None
+    ranked: list[str] = []
+    cosine: dict[str, float] = {}
+    while want:
+        if part is None:
+            part = (np.argpartition(-sims, window - 1)[:window] if window < len(sims)
+                    else np.arange(len(sims)))
+        if window < len(sims):  # every row tied with the window's last one too
+            tied = np.nonzero(sims >= sims[part].min())[0]
+            part = tied if len(tied) <= 4 * window else part
+        order = part[sims[part] > 0] if mode == "hybrid" else part
+        scored = sims[order].tolist()
+        top_ids = [ids[i] for i, _s in sorted(  # best first; ties: the larger id first
+            zip(order.tolist(), scored), key=lambda t: (t[1], ids[t[0]]), reverse=True)]
+        with store.repos.read():
+            ok = repo.passing(filters, top_ids)
+        ranked = [i for i in top_ids if i in ok][:pool]
+        if (len(ranked) >= want or window >= len(sims)
+                or (mode == "hybrid" and len(order) < len(part))):  # no positive row left
+            break
+        window, part = min(len(sims), 4 * window), None
+    for i in ranked:
+        cosine[i] = float(sims[m.pos[i]]) if i in m.pos else 0.0
+    reason = failed or (f"{npending} episode(s) have no vector of this model yet: "
+                        "store.embed_pending() embeds them" if npending else None)
+    use = VectorUse(mode=mode, used=bool(len(sims)), model=emb.model, dims=dims,
+                    candidates=len(sims), pending=npending, embedded=embedded,
+                    reason=reason if len(sims) else (reason or "no episode has a vector yet"))
+    return _Ranking(ranked, _CosineOf(cosine, m, sims), use), other
+
+
+def _rank_sqlite_vec(store: Store, emb: Embedder, qvec: list[float], filters: SearchFilters,
+                     pool: int, mode: str) -> _Ranking:
+    """The ranking with sqlite-vec computing every candidate's cosine in the database
+    (no numpy, and a SQLite that loads it): the same candidates, catch-up and order as
+    the scan by id, without a cosine computed in Python."""
+    dims = len(qvec)
+    repo = store.repos.vectors
+    qblob = pack_vector(qvec)
+    with store.repos.read():
+        ids = repo.visible(filters)
+        sims = dict(repo.similarities(emb.model, dims, qblob, filters))
+    pending = [i for i in ids if i not in sims]
+    failed, embedded = None, 0
+    if pending and emb.catch_up and not store.read_only:
+        made, failed = _embed(store, emb, repo, pending, emb.catch_up)  # the newest first
+        embedded = len(made)
+        if made:
+            with store.repos.read():
+                sims = dict(repo.similarities(emb.model, dims, qblob, filters))
+            pending = [i for i in pending if i not in sims]
+    cand = [i for i in ids if i in sims]
+    scores = [sims[i] for i in cand]
+    order = top(scores, pool, cand)
+    if mode == "hybrid":
+        order = [i for i in order if scores[i] > 0]
+    reason = failed or (f"{len(pending)} episode(s) have no vector of this model yet: "
+                        "store.embed_pending() embeds them" if pending else None)
+    use = VectorUse(mode=mode, used=bool(cand), model=emb.model, dims=dims,
+                    candidates=len(cand), pending=len(pending), embedded=embedded,
+                    reason=reason if cand else (reason or "no episode has a vector yet"))
+    return _Ranking([cand[i] for i in order], dict(zip(cand, scores)), use)
+
+
+#: from this many rows, hybrid recall scans the matrix in a worker thread while keyword
+#: recall runs (below it the thread costs more than it saves)
+PARALLEL_ROWS = 20_000
+_POOL: Any = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> Any:
+    """The worker threads matrix scans run in (made on first use)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _POOL = ThreadPoolExecutor(2, thread_name_prefix="anneal-vector-scan")
+        return _POOL
+
+
+class _CosineOf(dict):  # type: ignore[type-arg]
+    """The cosine of any matrix row by episode id (the ranked ones stored, the rest looked
+    up on demand: the promotion rule asks for keyword matches' cosines)."""
+
+    def __init__(self, known: dict[str, float], m: VectorMatrix, sims: Any) -> None:
+        super().__init__(known)
+        self._pos, self._sims = m.pos, sims  # a reload makes a new dict: this one stays
+
+    def __missing__(self, eid: str) -> float:
+        i = self._pos.get(eid)
+        if i is None or i >= len(self._sims):
+            raise KeyError(eid)
+        return float(self._sims[i])
+
+    def get(self, eid: str, default: Any = None) -> Any:  # type: ignore[override]
+        try:
+            return self[eid]
+        except KeyError:
+            return default
+
+    def __contains__(self, eid: object) -> bool:
+        return dict.__contains__(self, eid) or (isinstance(eid, str) and eid in self._pos
+                                               and self._pos[eid] < len(self._sims))
+
+
+def _rank_by_id(store: Store, emb: Embedder, qvec: list[float], filters: SearchFilters,
+                pool: int, mode: str) -> _Ranking:
+    """The ranking from the filters' candidates read from the database and their vectors
+    by id (PostgreSQL, no numpy, or selective filters)."""
+    dims = len(qvec)
+    repo = store.repos.vectors
+    if _numpy() is None and repo.sqlite_vec():
+        return _rank_sqlite_vec(store, emb, qvec, filters, pool, mode)
     with store.repos.read():  # the filters pick the candidates; the cache only their vectors
         ids = repo.visible(filters)
         vecs = store._vector_cache.get(emb.model, dims, ids,
@@ -183,7 +342,7 @@ def _rank(store: Store, emb: Embedder, text: str, filters: SearchFilters, pool: 
         vecs = {**vecs, **made} if made else vecs
     cand = [i for i in ids if i in vecs]
     sims = cosine_similarities(qvec, store._vector_cache.stacked(emb.model, dims, cand, vecs))
-    order = top(sims, pool)
+    order = top(sims, pool, cand)
     if mode == "hybrid":  # nothing in common by meaning either: not a candidate
         order = [i for i in order if sims[i] > 0]
     reason = failed or (f"{len(pending)} episode(s) have no vector of this model yet: "
@@ -206,8 +365,13 @@ def recall(store: Store, mode: str, keyword_recall: KeywordSearch, filters: Sear
     storable_text(keyword, "keyword", allow_empty=True)
     limit = whole_number(limit, "limit", minimum=0)
     offset = whole_number(offset, "offset", minimum=0)
+    def keyword_pool() -> RecallResult:
+        return keyword_recall(store, keyword=keyword, limit=max(KEYWORD_POOL, 2 * (offset + limit)),
+                              offset=0, **kw)
+
     try:
-        r = _rank(store, emb, kw_text, filters, max(POOL, 2 * (offset + limit)), mode)
+        r, base = _rank(store, emb, kw_text, filters, max(POOL, 2 * (offset + limit)), mode,
+                        keyword_pool if mode == "hybrid" else None)
     except EmbedderError as exc:
         return _keyword_only(keyword_recall(store, keyword=keyword, limit=limit, offset=offset,
                                             **kw), mode, emb, str(exc))
@@ -223,12 +387,10 @@ def recall(store: Store, mode: str, keyword_recall: KeywordSearch, filters: Sear
             "include_superseded": filters.include_superseded, "match": "meaning",
             **({"trust": filters.trust} if filters.trust is not None else {})}
     else:
-        base = keyword_recall(store, keyword=keyword, limit=max(PROMOTE_POOL, 2 * (offset + limit)),
-                              offset=0, **kw)
         keyword_ids = [e.id for e in base.episodes]
         have = {e.id: e for e in base.episodes}
         weak = keyword_is_weak(kw_text, [e.content for e in base.episodes])
-        ranked = blend(keyword_ids, r.ids, r.cosine, weak)
+        ranked = hybrid_order(keyword_ids, r.ids, r.cosine, weak, weight=emb.keyword_weight)
         why, params = base.why, dict(base.query_params)
         total = len(ranked)
     page = ranked[offset:offset + limit]
@@ -254,17 +416,18 @@ def add_by_meaning(store: Store, query: str, scored: list[ScoredEpisode], k: int
     if emb is None or not query.strip() or k <= 0:
         return scored
     try:
-        r = _rank(store, emb, query.strip(), filters, max(POOL, 4 * k), "hybrid")
+        r, _none = _rank(store, emb, query.strip(), filters, max(POOL, 4 * k), "hybrid")
     except EmbedderError:
         return scored
     shown = {e.id for e in scored} | {x.id for e in scored for x in e.replaces}
     extra = [i for i in r.ids if i not in shown and i not in exclude]
     weak = keyword_is_weak(query, [e.content for e in scored])
-    # the bar: keyword recall's first PROMOTE_POOL matches, as the hybrid recall sets it
-    bar = ([e.id for e in store.recall(keyword=query, limit=PROMOTE_POOL, mode="keyword",
+    # the bar: keyword recall's first KEYWORD_POOL matches, as the hybrid recall sets it
+    bar = ([e.id for e in store.recall(keyword=query, limit=KEYWORD_POOL, mode="keyword",
                                        episode_type=filters.episode_type, since=filters.since,
                                        include_superseded=True).episodes] if weak else None)
-    order = blend([e.id for e in scored], extra, r.cosine, weak, bar)[:k]
+    order = hybrid_order([e.id for e in scored], extra, r.cosine, weak, bar,
+                         weight=emb.keyword_weight)[:k]
     by_id = {e.id: e for e in scored}
     new = store.get_many([i for i in order if i not in by_id])
     out = []

@@ -44,7 +44,7 @@ LAYER_OF = {
     "_fileio": "base", "_lazy": "base", "_version": "base", "_identity": "base",
     "_inputs": "base", "_audit_chain": "base", "_namespace": "base", "embedding": "base",
     "_audit_files": "base",
-    "vector_cache": "base",
+    "vector_cache": "base", "fusion": "base",
     # SQL and connections
     "storage": "storage",
     # pure text rules of the continuity file

@@ -137,15 +137,21 @@ def test_hybrid_finds_a_paraphrase_keyword_recall_misses(db: Path) -> None:
         assert [e.id for e in sem.episodes] == [nurse.id]
 
 
-def test_hybrid_keeps_keyword_recalls_ranking_first(db: Path) -> None:
+def test_hybrid_fuses_keyword_and_vector_ranks(db: Path) -> None:
+    from anneal_memory import fusion
+
     with Store(db, embedder=job_embedder()) as s:
         hits = [s.record(f"the county fair had {x} rides", "observation") for x in "abc"]
         cat = s.record(FILLER[1], "observation")  # shares only "the" with them
         kw = s.recall(keyword="the fair rides", mode="keyword")
+        sem = s.recall(keyword="the fair rides", mode="semantic", limit=100)
         hy = s.recall(keyword="the fair rides")
         assert {e.id for e in kw.episodes} == {h.id for h in hits}
-        assert [e.id for e in hy.episodes] == [e.id for e in kw.episodes] + [cat.id]
-        assert hy.why[cat.id] == "meaning"
+        vec = [e.id for e in sem.episodes if sem.query_params["scores"][e.id] > 0]
+        want = fusion.fuse([e.id for e in kw.episodes], vec)
+        assert [e.id for e in hy.episodes] == want[:10]
+        # found by meaning only, it ranks after the three keyword matches
+        assert [e.id for e in hy.episodes][-1] == cat.id and hy.why[cat.id] == "meaning"
 
 
 def test_without_an_embedder_recall_is_keyword_and_modes_are_refused(store: Store) -> None:

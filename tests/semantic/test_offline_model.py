@@ -68,3 +68,11 @@ def test_the_cli_names_it(tmp_path: Path, capsys: Any) -> None:
     assert main(["--db", str(db), "search", "Is he licensed to operate a car?", "--semantic",
                  "--embedder", "wordllama", "--limit", "1", "--json"]) == 0
     assert "driving test" in json.loads(capsys.readouterr().out)["episodes"][0]["content"]
+
+
+def test_the_offline_default_fuses_with_its_own_measured_keyword_weight(embedder: Any) -> None:
+    from anneal_memory.embedding import OFFLINE_KEYWORD_WEIGHT
+
+    # no k=10 weight beat keyword recall held out (bench/semantic.py): keyword order first
+    assert embedder.keyword_weight == OFFLINE_KEYWORD_WEIGHT == float("inf")
+    assert offline_embedder(keyword_weight=3.0).keyword_weight == 3.0

@@ -18,13 +18,35 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from .base import ROOT, Scope, SearchFilters
 from .common import reach_sql, visible_sql
 
 _PENDING = ("NOT EXISTS (SELECT 1 FROM episode_vectors v WHERE v.episode_id = e.id "
             "AND v.model = ?{dim})")
+
+
+class StoredVector(NamedTuple):
+    """One stored vector: its row id in ``episode_vectors``, episode id and bytes."""
+
+    rowid: int
+    episode_id: str
+    vector: bytes
+
+
+class NewEpisodes(NamedTuple):
+    """Episodes recorded past a row id, and the store's highest row id."""
+
+    ids: list[str]
+    high: int
+
+
+class Similarity(NamedTuple):
+    """An episode's cosine similarity to a query."""
+
+    episode_id: str
+    cosine: float
 
 
 class VectorRepo:
@@ -117,6 +139,111 @@ class VectorRepo:
                                        f"model = ? AND dim = ? AND {cond}",
                                        [model, int(dim), *params]):
                 out[str(eid)] = bytes(blob)
+        return out
+
+    # -------------------------------------------------------- sqlite-vec, when it loads
+
+    def sqlite_vec(self) -> bool:
+        """Whether sqlite-vec's functions are on this connection: loaded on the first ask
+        when the ``sqlite-vec`` package imports and this Python's SQLite can load
+        extensions (Debian's, ``pysqlite3``; not pyenv's), else False, silently."""
+        inner = getattr(self._b, "inner", self._b)
+        state = getattr(inner, "_am_sqlite_vec", None)
+        if state is None:
+            state = False
+            conn = getattr(inner, "conn", None)
+            if (conn is not None and not getattr(inner, "dsn", None)
+                    and hasattr(conn, "enable_load_extension")):
+                try:
+                    import sqlite_vec  # type: ignore[import-not-found]
+
+                    conn.enable_load_extension(True)
+                    try:
+                        sqlite_vec.load(conn)
+                    finally:
+                        conn.enable_load_extension(False)
+                    state = True
+                except Exception:  # not installed, or the build refuses: the fallback
+                    state = False
+            inner._am_sqlite_vec = state
+        return bool(state)
+
+    def similarities(self, model: str, dim: int, query: bytes, f: SearchFilters
+                     ) -> list[Similarity]:
+        """Cosine similarity of ``query`` (packed, normalised) to the stored vector of
+        every episode the filters let through, computed by sqlite-vec in the database
+        (call only when :meth:`sqlite_vec` is True)."""
+        where, params = self._where(f)
+        rows = self._b.q("SELECT v.episode_id, 1.0 - vec_distance_cosine(v.vector, ?) "
+                         "FROM episode_vectors v JOIN episodes e ON e.id = v.episode_id "
+                         f"WHERE v.model = ? AND v.dim = ? AND {where}",
+                         [query, model, int(dim), *params])
+        return [Similarity(str(r[0]), float(r[1])) for r in rows]
+
+    # -------------------------------------------------------- the cached matrix (SQLite)
+
+    def data_version(self) -> int | None:
+        """SQLite's ``PRAGMA data_version`` on this connection (it moves when another
+        connection commits); None on PostgreSQL, which has no such counter."""
+        inner = getattr(self._b, "inner", self._b)
+        if getattr(inner, "dsn", None) or not self._exists():
+            return None
+        r = self._b.q1("PRAGMA data_version")
+        return int(r[0]) if r else None
+
+    def _vis_join(self) -> tuple[str, str, list[Any]]:
+        """(join, condition, params) restricting vectors to this scope's readers."""
+        vis, params = visible_sql(self.scope, "e")
+        if not vis:
+            return "", "", []
+        return " JOIN episodes e ON e.id = v.episode_id", vis, list(params)
+
+    def vectors_since(self, model: str, dim: int, after: int) -> list[StoredVector]:
+        """(row id, episode id, vector) of every vector of ``model`` and ``dim`` this scope
+        sees with a row id above ``after`` (SQLite): what a cached matrix lacks."""
+        join, vis, params = self._vis_join()
+        # +model / +dim: walk the table from the row id, not the (model, dim) index
+        rows = self._b.q(f"SELECT v.rowid, v.episode_id, v.vector FROM episode_vectors v{join} "
+                         f"WHERE v.rowid > ? AND +v.model = ? AND +v.dim = ?{vis}",
+                         [int(after), model, int(dim), *params])
+        return [StoredVector(int(r[0]), str(r[1]), bytes(r[2])) for r in rows]
+
+    def count_vectors(self, model: str, dim: int) -> int:
+        """How many vectors of ``model`` and ``dim`` this scope sees."""
+        join, vis, params = self._vis_join()
+        r = self._b.q1(f"SELECT COUNT(*) FROM episode_vectors v{join} "
+                       f"WHERE v.model = ? AND v.dim = ?{vis}", [model, int(dim), *params])
+        return int(r[0] or 0) if r else 0
+
+    def episodes_since(self, after: int) -> NewEpisodes:
+        """(ids of the episodes this scope sees with a row id above ``after``, the highest
+        row id of the store): where a cached matrix looks for episodes without a vector."""
+        vis, params = visible_sql(self.scope, "e")
+        top = self._b.q1("SELECT MAX(rowid) FROM episodes")
+        high = int(top[0] or 0) if top else 0
+        if high <= after:
+            return NewEpisodes([], high)
+        rows = self._b.q(f"SELECT e.id FROM episodes e WHERE e.rowid > ? AND e.rowid <= ?{vis}",
+                         [int(after), high, *params])
+        return NewEpisodes([str(r[0]) for r in rows], high)
+
+    def pending_ids(self, model: str, dim: int) -> list[str]:
+        """Ids of every episode this scope sees that has no vector of ``model``, ``dim``."""
+        vis, params = visible_sql(self.scope, "e")
+        cond, extra = self._pending_cond(model, dim)
+        return [str(r[0]) for r in self._b.q(
+            f"SELECT e.id FROM episodes e WHERE {cond}{vis}", [*extra, *params])]
+
+    def passing(self, f: SearchFilters, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are still there and pass the filters (and this scope)."""
+        if not ids:
+            return set()
+        where, params = self._where(f)
+        out: set[str] = set()
+        for chunk in self._b._chunks(list(ids)):
+            cond, cparams = self._b._in_list("e.id", chunk)
+            out.update(str(r[0]) for r in self._b.q(
+                f"SELECT e.id FROM episodes e WHERE {where} AND {cond}", [*params, *cparams]))
         return out
 
     def contents(self, ids: Sequence[str], *, newest: int | None = None
