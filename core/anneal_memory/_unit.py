@@ -9,16 +9,16 @@ against ``Store``, so they never import the facade they serve.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from .storage.base import EpisodeRow, Scope, TransactionLost
+from .storage.base import Scope, TransactionLost
 from .storage.repos import Repositories
-from .types import Episode, RecallResult, StoreStatus
+from .types import RecallResult, StoreStatus
 
 
 class AuditLog(Protocol):
@@ -29,6 +29,12 @@ class AuditLog(Protocol):
 
     def append(self, event: str, data: dict[str, Any], *,
                actor: str = "agent") -> dict[str, Any] | None: ...
+
+    def hash_content(self, text: str) -> str: ...
+
+    def stage(self, event: str, data: Mapping[str, Any], *, actor: str = "agent") -> Any: ...
+
+    def append_staged(self, staged: Sequence[Any]) -> list[dict[str, Any]] | None: ...
 
     def tip(self) -> tuple[int, str]: ...
 
@@ -101,7 +107,8 @@ class Ground(Protocol):
     @property
     def read_only(self) -> bool: ...
 
-    def transaction(self) -> AbstractContextManager[UnitOfWork]: ...
+    def transaction(self, *, appends_only: bool = False
+                    ) -> AbstractContextManager[UnitOfWork]: ...
 
     def effective_trust_map(self, ids: Sequence[str]) -> dict[str, str]: ...
 
@@ -126,8 +133,6 @@ class Facade(Ground, Protocol):
 
     def recall(self, since: str | datetime | None = None, *, limit: int = 100,
                include_superseded: bool = False) -> RecallResult: ...
-
-    def _to_episodes(self, rows: Sequence[EpisodeRow]) -> list[Episode]: ...
 
     def _staging(self) -> AbstractContextManager[list[Path | None]]: ...
 

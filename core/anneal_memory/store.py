@@ -9,29 +9,27 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import erasure, facts, tracing, trust
+from . import episodes_write, erasure, facts, tracing, trust
 from ._audit_deep import ContentCheck
 from ._fileio import atomic_write_text, sidecar_path
 from ._inputs import (
     DEFAULT_MAX_EPISODE_CHARS,
-    check_episode_size,
     episode_bound,
-    metadata_text,
     storable_text,
     whole_number,
 )
-from ._lazy import id_token, sha256_hex, token_hex
+from ._lazy import token_hex
 from ._namespace import MemoryNamespace, coerce_namespace, digest
 from ._unit import UnitOfWork, require_writable
 from ._wrap_age import stale_wrap
 from .audit import AuditTrail
-from .clock import ago, iso, normalize_timestamp, now_iso, utcnow
+from .clock import ago, iso, now_iso, utcnow
 from .continuity.relayed import check_policy as check_relayed_policy
+from .episode_rows import to_episodes
 from .erasure import ErasureReport
 from .errors import (
     GovernanceError,
@@ -85,77 +83,6 @@ def _pg_sidecar_base(dsn: str) -> Path:
         ) from None
 
 
-def _episode(row: EpisodeRow, superseded_by: str | None = None,
-             derived_from: Sequence[str] = (), trust_value: str | None = None) -> Episode:
-    meta = json.loads(row.metadata) if row.metadata else None
-    return Episode(
-        id=row.id, timestamp=row.timestamp, type=EpisodeType(row.type), content=row.content,
-        source=row.source, session_id=row.session_id, metadata=meta,
-        superseded_by=superseded_by, trust=trust_value or row.trust, state_key=row.state_key,
-        derived_from=list(derived_from),
-    )
-
-
-def _id_candidate(content: str, ts: str) -> str:
-    """A new episode id (8 hex digits): the caller checks that no episode or tombstone
-    holds it yet."""
-    return sha256_hex(f"{content}\x00{ts}\x00{id_token()}".encode())[:8]
-
-
-def _record_entry(audit: Any, p: dict[str, Any], eid: str,
-                  replaced_by_key: Sequence[str] = ()) -> tuple[dict[str, Any], str]:
-    """The data and actor of the audit entry that records the prepared episode ``p``."""
-    return {
-        "episode_id": eid, "type": p["type"], "trust": p["trust"], "source": p["source"],
-        "content_hash": audit.hash_content(p["content"]),
-        **({"supersedes": p["supersedes"]} if p["supersedes"] else {}),
-        **({"state_key": p["state_key"], "replaced": list(replaced_by_key)} if p["state_key"] else {}),
-        **({"derived_from": p["derived_from"]} if p["derived_from"] else {}),
-    }, p["source"] if p["source"] in ("agent", "operator", "system") else "agent"
-
-
-def _stage_plain(view: Store, p: dict[str, Any]) -> None:
-    """Before a record that checks nothing against the store queues for its group
-    commit: its row and its audit entry, under a new id the commit still checks (in the
-    caller's thread, while the batch before it is being written)."""
-    eid = _id_candidate(p["content"], p["timestamp"])
-    p["row"] = EpisodeRow(
-        id=eid, timestamp=p["timestamp"], type=p["type"], content=p["content"],
-        source=p["source"], session_id=view.session_id, metadata=p["metadata"],
-        trust=p["trust"], state_key=None, wrap_id=None, ns_owner=view.scope.owner,
-        ns_project=view.scope.project)
-    _stage_plain_entry(view, p, eid)
-
-
-def _stage_plain_entry(view: Store, p: dict[str, Any], eid: str) -> None:
-    if view._audit.enabled:
-        data, actor = _record_entry(view._audit, p, eid)
-        p["entry"] = view._audit.stage("record", data, actor=actor)
-
-
-def _insert_plain_many(pairs: Sequence[tuple[Store, dict[str, Any]]]) -> list[EpisodeRow]:
-    """Write a group commit's run of records staged by ``_stage_plain``, each ``(store or
-    view, prepared)`` of one database: the rows and audit entries ``_insert_prepared``
-    writes one by one, in the same order, in one statement each for the ids' check, the
-    rows and the entries."""
-    root: Store = getattr(pairs[0][0], "parent", pairs[0][0])
-    b = root._backend
-    rows: list[EpisodeRow] = [p["row"] for _v, p in pairs]
-    taken = b.ids_taken([r.id for r in rows])
-    seen: set[str] = set()
-    for i, (view, p) in enumerate(pairs):
-        if rows[i].id in taken or rows[i].id in seen:  # held already: draw another
-            while rows[i].id in taken or rows[i].id in seen or b.id_taken(rows[i].id):
-                rows[i] = replace(rows[i], id=_id_candidate(p["content"], p["timestamp"]))
-            _stage_plain_entry(view, p, rows[i].id)
-        seen.add(rows[i].id)
-    b.insert_episodes(rows)
-    entries = [p["entry"] for _v, p in pairs if "entry" in p]
-    if entries:
-        root._audit.append_staged(entries)
-    return rows
-
-
 class Store(ContinuityMixin):
     """One agent's episodic memory: a SQLite database plus its sidecar files.
 
@@ -165,7 +92,7 @@ class Store(ContinuityMixin):
     """
 
     #: metadata key reserved for the namespace (kept in columns since schema 2)
-    RESERVED_METADATA_KEY = "_anneal_ns"
+    RESERVED_METADATA_KEY = episodes_write.RESERVED_METADATA_KEY
     #: whose memory this object acts on: the root (no namespace) for a Store
     scope: Scope = ROOT
     #: what the last ``erase`` or ``prune`` through this object removed, and where
@@ -448,12 +375,6 @@ class Store(ContinuityMixin):
             self._audit.append(event, data, actor=actor)
 
     # ------------------------------------------------------------------ record
-    def _new_id(self, content: str, ts: str) -> str:
-        while True:
-            eid = _id_candidate(content, ts)
-            if not self._backend.id_taken(eid):
-                return eid
-
     @tracing.traced(tracing.UPDATE, "record", result=tracing.recorded)
     def record(
         self,
@@ -474,19 +395,12 @@ class Store(ContinuityMixin):
         timestamp, a trust class above the store's ceiling, a supersession link or state
         key that fails validation, derived_from ids that do not exist.
         """
-        prepared = self._prepare_record(content, episode_type, source, metadata, timestamp,
-                                        supersedes, state_key, trust, derived_from)
+        d = episodes_write.draft(self, content, episode_type, source, metadata, timestamp,
+                                 supersedes, state_key, trust, derived_from)
         if self._in_own_write():  # inside this thread's batch(): join it
-            with self._write():
-                return self._insert_prepared(prepared)
-        # a record with no link, key or source to check against the store can be written
-        # with the others of its batch in one statement each for the rows and entries
-        if prepared["supersedes"] or prepared["state_key"] or prepared["derived_from"]:
-            return self._group.record(self, prepared, Store._insert_prepared)  # type: ignore[no-any-return]
-        _stage_plain(self, prepared)
-        out = self._group.record(self, prepared, Store._insert_prepared, _insert_plain_many)
-        # written with its batch: the row, made the episode here, out of the commit's way
-        return out if isinstance(out, Episode) else _episode(out, trust_value=prepared["trust"])
+            with self.transaction() as tx:
+                return episodes_write.insert(self, tx, d)
+        return episodes_write.record_grouped(self, d, self._group)
 
     def _in_own_write(self) -> bool:
         return getattr(self._tx_owner, "depth", 0) > 0
@@ -500,7 +414,7 @@ class Store(ContinuityMixin):
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
             raise ValidationError("record_many takes a list of dicts of record() arguments")
         out: list[Episode] = []
-        with self._write():
+        with self.transaction() as tx:
             for i, item in enumerate(items):
                 if not isinstance(item, Mapping):
                     raise ValidationError(f"record_many item {i} must be a dict of record() arguments")
@@ -513,78 +427,12 @@ class Store(ContinuityMixin):
                     raise ValidationError(f"record_many item {i}: unknown field(s) {sorted(unknown)}")
                 if "content" not in args or "episode_type" not in args:
                     raise ValidationError(f"record_many item {i} needs 'content' and 'episode_type'")
-                prepared = self._prepare_record(
-                    args["content"], args["episode_type"], args.get("source", "agent"),
+                d = episodes_write.draft(
+                    self, args["content"], args["episode_type"], args.get("source", "agent"),
                     args.get("metadata"), args.get("timestamp"), args.get("supersedes"),
                     args.get("state_key"), args.get("trust", "agent"), args.get("derived_from"))
-                out.append(self._insert_prepared(prepared))
+                out.append(episodes_write.insert(self, tx, d))
         return out
-
-    def _prepare_record(self, content: Any, episode_type: Any, source: Any, metadata: Any,
-                        timestamp: Any, supersedes: Any, state_key: Any, trust_label: Any,
-                        derived_from: Any) -> dict[str, Any]:
-        if self.read_only:
-            from .errors import ReadOnlyStoreError
-
-            raise ReadOnlyStoreError("this store was opened read_only: reopen it to record")
-        storable_text(content, "content")
-        check_episode_size(content, self.max_episode_chars)
-        etype = EpisodeType.coerce(episode_type)
-        if not isinstance(source, str) or not source.strip():
-            raise ValidationError("source must be a non-empty string such as 'agent'")
-        storable_text(source, "source")
-        if metadata is not None:
-            if not isinstance(metadata, dict):
-                raise ValidationError("metadata must be a dict (or None)")
-            if self.RESERVED_METADATA_KEY in metadata:
-                raise ValidationError(f"metadata key {self.RESERVED_METADATA_KEY!r} is reserved "
-                                      "for the namespace: rename your key")
-            meta_text: str | None = metadata_text(metadata, "metadata")
-        else:
-            meta_text = None
-        ts = now_iso() if timestamp is None else normalize_timestamp(timestamp)
-        label = coerce_trust(trust_label)
-        trust.check_ceiling(label, self.trust_ceiling)
-        sup = facts.normalize_ids(supersedes, "supersedes")
-        der = facts.normalize_ids(derived_from, "derived_from")
-        key = facts.validate_state_key(state_key) if state_key is not None else None
-        return {"content": content, "type": etype.value, "source": source.strip(),
-                "metadata": meta_text, "timestamp": ts, "supersedes": sup, "state_key": key,
-                "trust": label, "derived_from": der}
-
-    def _insert_prepared(self, p: dict[str, Any]) -> Episode:
-        b = self._backend
-        if p["derived_from"]:
-            missing = [i for i in p["derived_from"] if i not in b.get_episodes(p["derived_from"])]
-            if missing:
-                raise ValidationError(f"derived_from names unknown episode(s) {missing}: "
-                                      "record the sources first")
-        eid = self._new_id(p["content"], p["timestamp"])
-        scope = getattr(b, "scope", None)  # a namespace view's: links compare scopes
-        row = EpisodeRow(id=eid, timestamp=p["timestamp"], type=p["type"], content=p["content"],
-                         source=p["source"], session_id=self.session_id, metadata=p["metadata"],
-                         trust=p["trust"], state_key=p["state_key"], wrap_id=None,
-                         ns_owner=getattr(scope, "owner", None),
-                         ns_project=getattr(scope, "project", None))
-        # Validate links against the store before anything is written.
-        if p["supersedes"]:
-            facts.validate_explicit_links(self, row, p["supersedes"], p["derived_from"])
-        if p["state_key"]:
-            facts.check_key_trust(self, row, p["state_key"],
-                                  facts.new_episode_trust(self, p["trust"], p["derived_from"]))
-        b.insert_episode(row)
-        if p["derived_from"]:
-            b.add_derivations(eid, p["derived_from"])
-        for old in p["supersedes"]:
-            b.add_supersession(old, eid, "explicit", now_iso())
-        replaced_by_key: list[str] = []
-        if p["state_key"]:
-            replaced_by_key = facts.apply_state_key(self, row)
-        data, actor = _record_entry(self._audit, p, eid, replaced_by_key)
-        self._audit.append("record", data, actor=actor)
-        effective = (trust.effective_trust_map(self, [eid]).get(eid, p["trust"])
-                     if p["derived_from"] else p["trust"])
-        return _episode(row, derived_from=p["derived_from"], trust_value=effective)
 
     # ------------------------------------------------------------------ read
     def get(self, episode_id: str) -> Episode | None:
@@ -593,38 +441,12 @@ class Store(ContinuityMixin):
         rows = self._backend.get_episodes([episode_id])
         if episode_id not in rows:
             return None
-        return self._to_episodes([rows[episode_id]])[0]
+        return to_episodes(self, [rows[episode_id]])[0]
 
     def get_many(self, ids: Sequence[str]) -> dict[str, Episode]:
         rows = self._backend.get_episodes(facts.normalize_ids(ids, "ids"))
-        eps = self._to_episodes(list(rows.values()))
+        eps = to_episodes(self, list(rows.values()))
         return {e.id: e for e in eps}
-
-    def _episode_links(self, rows: Sequence[EpisodeRow]) -> tuple[
-            dict[str, list[tuple[str, str, str]]], dict[str, list[tuple[str, str | None]]],
-            dict[str, str]]:
-        """For rows read from the backend: their replacement links, their sources, and
-        the effective trust of the derived ones (the others keep their own class)."""
-        ids = [r.id for r in rows]
-        b = self._backend
-        # a store without any link (or derivation) skips looking each id up in an empty table
-        links, derivations = b.link_tables_used() if ids else (False, False)
-        sup = b.supersessions_of(ids) if links else {}
-        der = b.derivations_of(ids) if derivations else {}
-        # only derived episodes can differ from their own class
-        derived = [i for i in ids if i in der]
-        eff = trust.effective_trust_map(self, derived) if derived else {}
-        return sup, der, eff
-
-    def _to_episodes(self, rows: Sequence[EpisodeRow]) -> list[Episode]:
-        sup, der, eff = self._episode_links(rows)
-        out = []
-        for r in rows:
-            links = sup.get(r.id)
-            out.append(_episode(r, superseded_by=links[-1][0] if links else None,
-                                derived_from=[s for s, _ in der.get(r.id, [])],
-                                trust_value=eff.get(r.id)))
-        return out
 
     @tracing.traced(tracing.SEARCH, "recall", query="keyword", result=tracing.found)
     def recall(
@@ -682,7 +504,7 @@ class Store(ContinuityMixin):
 
     def episodes_since_wrap(self) -> list[Episode]:
         """Episodes no saved wrap has compressed yet, oldest first."""
-        return self._to_episodes(self._backend.unwrapped_episodes())
+        return to_episodes(self, self._backend.unwrapped_episodes())
 
     # ------------------------------------------------------------------ delete / prune
     @tracing.traced(tracing.DELETE, "delete", record_id="episode_id", result=tracing.erased)

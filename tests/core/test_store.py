@@ -351,7 +351,8 @@ def test_public_api_exports() -> None:
         "annotations", "audit", "clock", "continuity", "engine", "errors", "facts", "immune",
         "portability", "recall", "session", "storage", "store", "text", "trust", "types", "wrap",
         "testing", "cli", "eval", "extras", "migrate_store", "store_continuity", "crystal", "spores", "worth", "governance", "mcp", "adapters", "items", "group_commit", "tiers_db", "ui", "ranking", "stem", "erasure", "restore",
-        "legacy", "embedding", "semantic", "vector_cache", "tracing", "shorten"}
+        "legacy", "embedding", "semantic", "vector_cache", "tracing", "shorten", "episodes_write",
+        "episode_rows"}
     assert set(anneal_memory.__all__) - {"__version__"} == public
 
 
