@@ -6,14 +6,13 @@ import contextlib
 import copy
 import json
 import os
-import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import episodes_write, erasure, facts, tracing, trust
+from . import episodes_write, erasure, facts, storage, tracing, trust
 from ._audit_deep import ContentCheck
 from ._fileio import atomic_write_text, sidecar_path
 from ._inputs import (
@@ -24,7 +23,7 @@ from ._inputs import (
 )
 from ._lazy import token_hex
 from ._namespace import MemoryNamespace, coerce_namespace, digest
-from ._unit import UnitOfWork, require_writable
+from ._unit import UnitOfWork, Units, require_writable
 from ._wrap_age import stale_wrap
 from .audit import AuditTrail
 from .clock import ago, iso, now_iso, utcnow
@@ -39,12 +38,10 @@ from .errors import (
     ValidationError,
 )
 from .group_commit import GroupCommit
-from .storage.base import ROOT, Backend, EpisodeRow, Scope
+from .storage.base import ROOT, EpisodeRow, Scope
 from .storage.common import audit_counter_key
 from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.repos import Repositories
-from .storage.scoped import ScopedBackend
-from .storage.sqlite import SQLiteBackend
 from .store_continuity import ContinuityMixin
 from .types import Episode, EpisodeType, NamespaceTotals, RecallResult, StoreStatus, coerce_trust
 
@@ -168,12 +165,9 @@ class Store(ContinuityMixin):
         self.retention_days = retention_days
         self.session_id = session_id
         self.dsn = dsn
-        self._backend: Backend
         if dsn:
-            from .storage.postgres import PostgresBackend
-
-            self._backend = PostgresBackend(dsn, read_only=read_only)
-            existed = self._backend.get_meta("store_id") is not None
+            database = storage.open(dsn, read_only=read_only)
+            existed = database.get_meta("store_id") is not None
             if not read_only:
                 db.parent.mkdir(parents=True, exist_ok=True)
         else:
@@ -184,29 +178,32 @@ class Store(ContinuityMixin):
             from .audit import chain_entries
             from .legacy import upgrade as legacy_upgrade
 
-            self._backend = SQLiteBackend(db, read_only=read_only, legacy=legacy_upgrade,
-                                          compacted_entries=chain_entries)
+            database = storage.open(db, read_only=read_only, legacy=legacy_upgrade,
+                                    compacted_entries=chain_entries)
         self._closed = False
-        self._lock = threading.RLock()
-        self._tx_owner = threading.local()  # this thread's write depth (joins its batch)
-        self._group = GroupCommit(self._group_round)
+        #: the roles this store reads and writes through (a scoped view's: its namespace's)
+        self._repos = Repositories.of(database)
+        meta = self._repos.meta
         if not read_only:
-            with self._backend.transaction():
-                if self._backend.get_meta("store_id") is None:
-                    self._backend.set_meta("store_id", token_hex(8))
-                    self._backend.set_meta("audit_salt", token_hex(16))
-                    self._backend.set_meta("created_at", now_iso())
+            with database.transaction():
+                if meta.get_meta("store_id") is None:
+                    meta.set_meta("store_id", token_hex(8))
+                    meta.set_meta("audit_salt", token_hex(16))
+                    meta.set_meta("created_at", now_iso())
                     if consolidate_requires_baton_on_create:
-                        self._backend.set_meta("consolidate_requires_baton", "1")
-        self.store_id = self._backend.get_meta("store_id") or ""
-        self._audit = AuditTrail(self._backend, db, salt=self._backend.get_meta("audit_salt") or "",
+                        meta.set_meta("consolidate_requires_baton", "1")
+        self.store_id = meta.get_meta("store_id") or ""
+        self._audit = AuditTrail(database, db, salt=meta.get_meta("audit_salt") or "",
                                  on_event=on_audit_event, enabled=audit and not read_only)
         self._audit_requested = bool(audit)
+        #: the write transactions (shared with the scoped views): the database's one holder
+        self._units = Units(database, self._audit)
+        self._group = GroupCommit(self._units.round)
         if section_schema is not None:
             from .continuity.schema import validate_schema
 
             validate_schema(section_schema)
-            if not read_only and (not existed or self._backend.get_meta("section_schema") is None):
+            if not read_only and (not existed or meta.get_meta("section_schema") is None):
                 self.set_section_schema(section_schema)
             self._schema_override = list(section_schema) if read_only else None
         else:
@@ -219,17 +216,17 @@ class Store(ContinuityMixin):
     def _reconcile_files(self) -> None:
         """After a crash: write continuity texts that committed but whose file was not
         written, and remove temporary copies a killed writer left beside the store."""
-        from .store_continuity import flush_pending_blobs, staged_files
+        from .store_continuity import staged_files
 
         try:
-            flush_pending_blobs(self._backend)
+            self._flush_pending_files()
         except OSError as exc:
             warnings.warn(f"a saved continuity could not be written to its file yet: {exc}",
                           UserWarning, stacklevel=3)
         if self.dsn:
             return
         cutoff = utcnow().timestamp() - 60  # a writer still at work renames its copy within moments
-        keep = staged_files(self._backend)  # committed saves still waiting for their file
+        keep = staged_files(self._repos.meta)  # committed saves still waiting for their file
         with contextlib.suppress(OSError):
             for p in self.path.parent.glob(f".{self.path.stem}.*.tmp"):
                 with contextlib.suppress(OSError):
@@ -247,9 +244,7 @@ class Store(ContinuityMixin):
         """Close the database. Safe to call twice."""
         if not self._closed:
             self._closed = True
-            if self._audit.enabled and not self._backend.closed:
-                self._audit.flush()
-            self._backend.close()
+            self._units.close()
 
     def __repr__(self) -> str:
         return f"Store({redact(self.dsn) if self.dsn else str(self.path)!r})"
@@ -274,77 +269,23 @@ class Store(ContinuityMixin):
     def audit_trail(self) -> AuditTrail:
         return self._audit
 
-    @contextlib.contextmanager
-    def _write(self, appends_only: bool = False) -> Iterator[None]:
-        """A write transaction whose audit entries are mirrored after it commits.
-
-        Held under the store's lock from the first statement to the mirror, so threads
-        sharing one Store (and its scoped views) never see each other's pending entries.
-        """
-        with self._lock:
-            outer = not self._backend.in_transaction
-            if outer:
-                self._tx_owner.staged = []
-            self._tx_owner.depth = getattr(self._tx_owner, "depth", 0) + 1
-            try:
-                with self._backend.transaction(appends_only=appends_only):
-                    yield
-            except BaseException:
-                if outer:
-                    self._audit.discard_pending()
-                    for target, path, _sink, _nested in self._tx_owner.staged:
-                        target._discard_staged(path)  # the save did not commit
-                    self._tx_owner.staged = []
-                raise
-            finally:
-                self._tx_owner.depth -= 1
-            if outer:
-                self._audit.after_commit()
-                self._publish_staged()
-
-    @contextlib.contextmanager
-    def _group_round(self) -> Iterator[None]:
-        """A group commit's round: the audit files are mirrored (when due) after the
-        round's callers are woken, so they go on while the files are written."""
-        self._audit.hold_mirror = True
-        try:
-            yield
-        finally:
-            self._audit.hold_mirror = False
-            with self._lock:
-                self._audit.mirror_if_due()
-
     def _stage_in_unit(self, view: Any, text: str, sink: list[OSError]) -> None:
         target = self if view is None else view
         path = target._stage_continuity(text)
-        if not hasattr(self._tx_owner, "staged"):  # a transaction not opened by _write:
-            self._tx_owner.staged = []  # its commit is not ours; the next open publishes
-        self._tx_owner.staged.append((target, path, sink, self._tx_owner.depth > 1))
-
-    def _publish_staged(self) -> None:
-        """After the outermost commit: put every continuity the units staged in place."""
-        staged, self._tx_owner.staged = self._tx_owner.staged, []
-        for target, path, sink, nested in staged:
-            try:
-                target._flush_continuity(path)
-            except OSError as exc:  # committed: the next open puts the file in place
-                sink.append(exc)
-                if nested:  # its unit has ended: nobody else will say so
-                    warnings.warn(f"a saved continuity could not be put in place yet ({exc}); "
-                                  "it is put in place when the store is next opened",
-                                  UserWarning, stacklevel=3)
+        self._units.stage(lambda: target._flush_continuity(path),
+                          lambda: target._discard_staged(path), sink)
 
     @property
     def legacy_upgrade(self) -> dict[str, Any] | None:
         """What the in-place upgrade of a 1.0.2 database did when this Store opened it
         (None: no upgrade ran on this open)."""
-        return getattr(self._backend, "legacy_upgrade", None)
+        return self._units.legacy_upgrade
 
     @property
     def repos(self) -> Repositories:
         """This store's typed repositories (a scoped view's: that namespace's), for reads
         by the layers above storage; writes go through :meth:`transaction`."""
-        return Repositories.of(self._backend)
+        return self._repos
 
     @contextlib.contextmanager
     def transaction(self, *, appends_only: bool = False) -> Iterator[UnitOfWork]:
@@ -354,8 +295,8 @@ class Store(ContinuityMixin):
         ``appends_only``: it only adds new episodes and their audit entries (see
         ``Connection.transaction``)."""
         self._check_writable()
-        with self._write(appends_only):
-            r = Repositories.of(self._backend)
+        with self._units.write(appends_only):
+            r = self._repos
             yield UnitOfWork(r.episodes, r.links, r.wraps, r.items, r.meta, r.tables, r.vectors,
                              r.governance, r._conn, self._audit, self._stage_in_unit)
 
@@ -366,12 +307,12 @@ class Store(ContinuityMixin):
         Nothing inside is acknowledged until the block exits; an exception rolls all of
         it back.
         """
-        with self._write():
+        with self._units.write():
             yield self
 
     def audit_event(self, event: str, data: dict[str, Any], actor: str = "operator") -> None:
         """Append one standalone entry to the audit chain (ids and hashes, never content)."""
-        with self._write():
+        with self._units.write():
             self._audit.append(event, data, actor=actor)
 
     # ------------------------------------------------------------------ record
@@ -403,7 +344,7 @@ class Store(ContinuityMixin):
         return episodes_write.record_grouped(self, d, self._group)
 
     def _in_own_write(self) -> bool:
-        return getattr(self._tx_owner, "depth", 0) > 0
+        return self._units.depth > 0
 
     @tracing.traced(tracing.UPDATE, "record_many", result=tracing.recorded)
     def record_many(self, items: Iterable[Mapping[str, Any]]) -> list[Episode]:
@@ -438,13 +379,13 @@ class Store(ContinuityMixin):
     def get(self, episode_id: str) -> Episode | None:
         """The episode with this id, or None."""
         storable_text(episode_id, "episode id")
-        rows = self._backend.get_episodes([episode_id])
+        rows = self._repos.episodes.get_episodes([episode_id])
         if episode_id not in rows:
             return None
         return to_episodes(self, [rows[episode_id]])[0]
 
     def get_many(self, ids: Sequence[str]) -> dict[str, Episode]:
-        rows = self._backend.get_episodes(facts.normalize_ids(ids, "ids"))
+        rows = self._repos.episodes.get_episodes(facts.normalize_ids(ids, "ids"))
         eps = to_episodes(self, list(rows.values()))
         return {e.id: e for e in eps}
 
@@ -504,7 +445,7 @@ class Store(ContinuityMixin):
 
     def episodes_since_wrap(self) -> list[Episode]:
         """Episodes no saved wrap has compressed yet, oldest first."""
-        return to_episodes(self, self._backend.unwrapped_episodes())
+        return to_episodes(self, self._repos.episodes.unwrapped_episodes())
 
     # ------------------------------------------------------------------ delete / prune
     @tracing.traced(tracing.DELETE, "delete", record_id="episode_id", result=tracing.erased)
@@ -529,7 +470,7 @@ class Store(ContinuityMixin):
         refused: EpisodeRow | None = None
         report = ErasureReport()
         with self.transaction() as tx:
-            rows = self._backend.get_episodes(ids, exact=True)
+            rows = self._repos.episodes.get_episodes(ids, exact=True)
             refused = next((r for r in rows.values()
                             if not trust.within_ceiling(r.trust, self.trust_ceiling)), None)
             if refused is None and rows:
@@ -577,7 +518,7 @@ class Store(ContinuityMixin):
         report = ErasureReport()
         with self.transaction() as tx:
             ids = self._prunable_ids(days)
-            rows = self._backend.get_episodes(ids, exact=True) if ids else {}
+            rows = self._repos.episodes.get_episodes(ids, exact=True) if ids else {}
             if rows:
                 report = erasure.scrub_episodes(self, rows, tx)
             n = self._remove(list(rows), reason="pruned") if rows else 0
@@ -594,7 +535,7 @@ class Store(ContinuityMixin):
         """The ids ``prune(older_than_days)`` would remove now, changing nothing: for a
         caller that says how many will go before it asks."""
         days = self._prune_days(older_than_days)
-        with self._backend.read():
+        with self._repos.read():
             return self._prunable_ids(days)
 
     def _prune_days(self, older_than_days: int | None) -> int:
@@ -607,12 +548,12 @@ class Store(ContinuityMixin):
     def _prunable_ids(self, days: int) -> list[str]:
         """Old ids this store may remove: never one labelled above its trust ceiling (a
         caller may not prune what it could not have written)."""
-        ids = list(self._backend.ids_older_than(iso(ago(days * 86400, field="older_than_days"))))
+        ids = list(self._repos.episodes.ids_older_than(iso(ago(days * 86400, field="older_than_days"))))
         if ids and self.trust_ceiling != "operator":
-            rows = self._backend.get_episodes(ids, exact=True)
+            rows = self._repos.episodes.get_episodes(ids, exact=True)
             ids = [i for i in ids if i in rows
                    and trust.within_ceiling(rows[i].trust, self.trust_ceiling)]
-        open_wrap = self._backend.open_wrap()
+        open_wrap = self._repos.wraps.open_wrap()
         if open_wrap:  # episodes frozen in an open wrap stay until it is saved or cancelled
             frozen = set(open_wrap["episode_ids"])
             ids = [i for i in ids if i not in frozen]
@@ -620,8 +561,8 @@ class Store(ContinuityMixin):
 
     def _remove(self, ids: Sequence[str], *, reason: str,
                 audit_extra: Mapping[str, Any] | None = None) -> int:
-        b = self._backend
-        rows = b.get_episodes(ids, exact=True)
+        repos = self._repos
+        rows = repos.episodes.get_episodes(ids, exact=True)
         if not rows:
             return 0
         if self.embedder is not None:  # their vectors go with the rows (ON DELETE CASCADE)
@@ -629,22 +570,23 @@ class Store(ContinuityMixin):
         eff = trust.effective_trust_map(self, list(rows))
         for eid, r in rows.items():
             mark = "external" if reason == "deleted" else eff.get(eid, r.trust)
-            b.mark_source_removed(eid, mark)
-            b.add_tombstone(eid, r.type, r.timestamp, self._audit.hash_content(r.content),
-                            now_iso(), reason, eff.get(eid, r.trust), scope=r.scope)
+            repos.links.mark_source_removed(eid, mark)
+            repos.links.add_tombstone(eid, r.type, r.timestamp,
+                                      self._audit.hash_content(r.content), now_iso(), reason,
+                                      eff.get(eid, r.trust), scope=r.scope)
             facts.detach_links(self, eid)
             if reason == "deleted":
                 self._audit.append("delete", {"episode_id": eid,
                                               "content_hash": self._audit.hash_content(r.content),
                                               **(audit_extra or {})},
                                    actor="operator")
-        return b.delete_episode_rows(list(rows))
+        return repos.episodes.delete_episode_rows(list(rows))
 
     def _scrub(self) -> None:
         with contextlib.suppress(Exception):
-            with self._backend.transaction():
-                self._backend.scrub_indexes()
-            self._backend.checkpoint()
+            with self._units.plain():
+                self._repos.episodes.scrub_indexes()
+            self._repos.episodes.checkpoint()
 
     # ------------------------------------------------------------------ supersession, keys, trust
     def supersede(self, *, old_id: str, new_id: str) -> bool:
@@ -694,29 +636,29 @@ class Store(ContinuityMixin):
     # ------------------------------------------------------------------ status
     def status(self) -> StoreStatus:
         """Counts and health of the store."""
-        b = self._backend
-        with b.read():
-            total_wraps, last_wrap = b.wrap_counts()
-            open_wrap = b.open_wrap()
+        r = self._repos
+        with r.read():
+            total_wraps, last_wrap = r.wraps.wrap_counts()
+            open_wrap = r.wraps.open_wrap()
             text = self.load_continuity()
-            failures = int(b.get_meta("audit_write_failures") or 0)
+            failures = int(r.meta.get_meta("audit_write_failures") or 0)
             return StoreStatus(
-                total_episodes=b.count_episodes(),
-                episodes_since_wrap=b.count_unwrapped(),
+                total_episodes=r.episodes.count_episodes(),
+                episodes_since_wrap=r.episodes.count_unwrapped(),
                 total_wraps=total_wraps,
                 last_wrap_at=last_wrap,
                 wrap_in_progress=open_wrap is not None,
-                tombstone_count=b.count_tombstones(),
+                tombstone_count=r.links.count_tombstones(),
                 continuity_chars=None if text is None else len(text),
-                episodes_by_type=b.counts_by_type(),
+                episodes_by_type=r.episodes.counts_by_type(),
                 audit_enabled=self._audit_requested,
                 audit_entry_count=self._audit_entry_count(),
                 audit_write_failures=failures,
-                audit_last_failure=b.get_meta("audit_last_failure"),
+                audit_last_failure=r.meta.get_meta("audit_last_failure"),
                 consolidate_requires_baton=self.consolidate_requires_baton(),
                 path=redact(self.dsn) if self.dsn else str(self.path),
-                superseded_count=b.count_superseded(),
-                trust_counts=b.counts_by_trust(),
+                superseded_count=r.links.count_superseded(),
+                trust_counts=r.episodes.counts_by_trust(),
                 wrap_started_at=open_wrap["started_at"] if open_wrap else None,
                 wrap_stale=open_wrap is not None and stale_wrap(self, open_wrap),
                 namespace=self._status_namespace(),
@@ -725,9 +667,7 @@ class Store(ContinuityMixin):
             )
 
     def _embedding_status(self) -> dict[str, Any]:
-        from .storage.vectors import VectorRepo
-
-        counts = VectorRepo(self._backend).counts()
+        counts = self._repos.vectors.counts()
         out: dict[str, Any] = {"vectors": [{"model": m, "dims": d, "episodes": n}
                                            for m, d, n in counts]}
         if self.embedder is not None:
@@ -738,13 +678,13 @@ class Store(ContinuityMixin):
 
     # What the root's status adds and a view's narrows (ScopedStore overrides these).
     def _audit_entry_count(self) -> int:
-        return self._backend.audit_count()
+        return self._units.audit_count()
 
     def _status_namespace(self) -> dict[str, Any] | None:
         return None
 
     def _namespace_totals(self) -> NamespaceTotals | None:
-        wraps, last, open_wraps, continuities = self._backend.wrap_totals()
+        wraps, last, open_wraps, continuities = self._repos.wraps.wrap_totals()
         named = len(self.namespaces())  # those holding episodes, wraps or governed records
         return NamespaceTotals(namespaces=named, wraps=wraps, last_wrap_at=last,
                                open_wraps=open_wraps, continuities=continuities)
@@ -753,7 +693,7 @@ class Store(ContinuityMixin):
         """Saved wraps, newest first, with their metrics."""
         if limit is not None:
             whole_number(limit, "limit")
-        return self._backend.wrap_history(limit)
+        return self._repos.wraps.wrap_history(limit)
 
     # ------------------------------------------------------------------ export / import
     def export(self) -> dict[str, Any]:
@@ -835,7 +775,7 @@ class ScopedStore(Store):
         self.parent = store
         self.scope = Scope(ns.owner, ns.project)
         self.ns_tag = digest("continuity", ns.to_dict())[:16]
-        self._backend = ScopedBackend(store._backend, self.scope)  # type: ignore[assignment]
+        self._repos = storage.scoped_roles(store._repos, self.scope)
         self._audit = _ScopedAudit(store.audit_trail, ns,  # type: ignore[assignment]
                                    audit_counter_key(self.ns_tag))
 
@@ -851,7 +791,7 @@ class ScopedStore(Store):
 
     def _audit_entry_count(self) -> int:
         # the entries this namespace caused, counted as they were appended
-        return int(self.parent.repos.meta.get_meta(audit_counter_key(self.ns_tag)) or 0)
+        return int(self._repos.meta.get_meta(audit_counter_key(self.ns_tag)) or 0)
 
     def _status_namespace(self) -> dict[str, Any] | None:
         return dict(self.namespace.to_dict())
@@ -884,7 +824,7 @@ class UnscopedView(Store):
         self.__dict__.update(copy.copy(store.__dict__))
         self.parent = store
         self.scope = Scope(None, None, unscoped_only=True)
-        self._backend = ScopedBackend(store._backend, self.scope)  # type: ignore[assignment]
+        self._repos = storage.scoped_roles(store._repos, self.scope)
 
     def __repr__(self) -> str:
         return f"UnscopedView({str(self.path)!r})"

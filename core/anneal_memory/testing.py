@@ -5,7 +5,7 @@ store, for tests that tamper with it."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .wrap.render import PACKAGE_MARKER
 
@@ -124,4 +124,5 @@ def backend_of(store: Any) -> Backend:
 
     if not isinstance(store, Store):
         raise TypeError(f"backend_of needs an anneal_memory.Store, not {type(store).__name__}")
-    return store._backend
+    # the connection under the store's roles (a scoped view's: the scoped backend)
+    return cast("Backend", store._repos._conn)

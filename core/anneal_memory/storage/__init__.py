@@ -2,6 +2,7 @@
 
 from .base import Backend, EpisodeRow
 from .opening import open_backend as open  # noqa: A004 - storage.open(location)
+from .opening import scoped_roles
 from .sqlite import SQLiteBackend
 
-__all__ = ["Backend", "EpisodeRow", "SQLiteBackend", "open"]
+__all__ = ["Backend", "EpisodeRow", "SQLiteBackend", "open", "scoped_roles"]

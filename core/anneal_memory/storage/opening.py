@@ -5,10 +5,11 @@ storage constructs or imports a concrete backend."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from .base import Backend
+from .base import Backend, Scope
 from .pg_location import pg_dsn
+from .repos import Repositories
 
 
 def open_backend(location: str | Path, *, read_only: bool = False, legacy: Any = None,
@@ -26,3 +27,11 @@ def open_backend(location: str | Path, *, read_only: bool = False, legacy: Any =
 
     return SQLiteBackend(location, read_only=read_only, legacy=legacy,
                          compacted_entries=compacted_entries)
+
+
+def scoped_roles(repos: Repositories, scope: Scope) -> Repositories:
+    """The roles of ``repos`` (a store's, at the root) as one namespace sees them: every
+    call carries ``scope`` (a scoped view's repositories)."""
+    from .scoped import ScopedBackend
+
+    return Repositories.of(ScopedBackend(cast(Backend, repos._conn), scope))  # type: ignore[arg-type]
