@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .storage.base import Backend, Scope, TransactionLost
 from .storage.repos import Repositories
-from .types import RecallResult, StoreStatus
+from .types import Episode, RecallResult, StoreStatus
 
 if TYPE_CHECKING:
     from .audit import AuditTrail
@@ -55,12 +55,12 @@ class UnitOfWork(Repositories):
     exception rolls all of it back (and drops its pending audit entries)."""
 
     audit: AuditLog
-    _stage: Callable[[Any, str, list[OSError]], None] = field(repr=False, compare=False)
+    _stage: Callable[[Facade | None, str, list[OSError]], None] = field(repr=False, compare=False)
     #: what could not be put in place after the commit (the texts are committed: the next
     #: open of the store puts them in place)
     unpublished: list[OSError] = field(default_factory=list, compare=False)
 
-    def stage_continuity(self, text: str, view: Any = None) -> None:
+    def stage_continuity(self, text: str, view: Facade | None = None) -> None:
         """Save ``text`` as the continuity of ``view`` (default: the store that opened
         this unit) in this unit: the text commits with it. Beside a SQLite database its
         file is staged now and put in place after the outermost commit (a crash between
@@ -87,7 +87,7 @@ class UnitLost(Exception):
     """The unit of work's transaction is gone (its ``__cause__`` says why)."""
 
 
-def require_writable(store: Any) -> None:
+def require_writable(store: object) -> None:
     """Refuse early (ReadOnlyStoreError) on a store opened read_only, before any check or
     read a write would start with."""
     if getattr(store, "read_only", False):
@@ -107,7 +107,7 @@ class Ground(Protocol):
     def repos(self) -> Repositories: ...
 
     @property
-    def audit_trail(self) -> AuditLog: ...
+    def audit_trail(self) -> AuditTrail: ...
 
     @property
     def read_only(self) -> bool: ...
@@ -126,6 +126,7 @@ class Facade(Ground, Protocol):
     store_id: str
     project_name: str
     path: Path
+    stale_wrap_after: float | None
 
     @property
     def section_schema(self) -> list[dict[str, Any]]: ...
@@ -134,6 +135,12 @@ class Facade(Ground, Protocol):
     def continuity_path(self) -> Path: ...
 
     def load_continuity(self) -> str | None: ...
+
+    def save_continuity(self, text: str) -> str: ...
+
+    def get(self, episode_id: str) -> Episode | None: ...
+
+    def audit_event(self, event: str, data: dict[str, Any], actor: str = "operator") -> None: ...
 
     def status(self) -> StoreStatus: ...
 

@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import episodes_write, erasure, facts, storage, tracing, trust
 from ._audit_deep import ContentCheck
@@ -23,7 +23,7 @@ from ._inputs import (
 )
 from ._lazy import token_hex
 from ._namespace import MemoryNamespace, coerce_namespace, digest
-from ._unit import UnitOfWork, Units, require_writable
+from ._unit import Facade, UnitOfWork, Units, require_writable
 from ._wrap_age import stale_wrap
 from .audit import AuditTrail
 from .clock import ago, iso, now_iso, utcnow
@@ -269,8 +269,8 @@ class Store(ContinuityMixin):
     def audit_trail(self) -> AuditTrail:
         return self._audit
 
-    def _stage_in_unit(self, view: Any, text: str, sink: list[OSError]) -> None:
-        target = self if view is None else view
+    def _stage_in_unit(self, view: Facade | None, text: str, sink: list[OSError]) -> None:
+        target = self if view is None else cast(Store, view)
         path = target._stage_continuity(text)
         self._units.stage(lambda: target._flush_continuity(path),
                           lambda: target._discard_staged(path), sink)

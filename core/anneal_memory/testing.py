@@ -5,7 +5,7 @@ store, for tests that tamper with it."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from .wrap.render import PACKAGE_MARKER
 
@@ -115,7 +115,7 @@ class HashingEmbedder:
         return self([text])[0]
 
 
-def backend_of(store: Any) -> Backend:
+def backend_of(store: object) -> Backend:
     """The database under a Store (or a scoped view: the view's scoped backend), for
     tests that reach below the public API on purpose: tamper with rows as an attacker
     would, read the raw SQL plan, or count pages. Library code never needs it: it reads
