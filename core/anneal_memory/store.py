@@ -51,6 +51,9 @@ if TYPE_CHECKING:
     from .semantic import EmbedReport
 
 ENV_DB = "ANNEAL_MEMORY_DB"
+#: what names a namespace: a MemoryNamespace, or a mapping of its fields (tenant, user,
+#: project, agent) to their values
+NamespaceLike = MemoryNamespace | Mapping[str, str | None]
 
 
 def default_db_path() -> Path:
@@ -96,7 +99,7 @@ class Store(ContinuityMixin):
     last_erasure: ErasureReport | None = None
     #: the namespace's tag in sidecar names ("" for the root)
     ns_tag = ""
-    namespace: Any = None
+    namespace: MemoryNamespace | None = None
     embedder: Embedder | None = None
 
     def __init__(
@@ -259,7 +262,7 @@ class Store(ContinuityMixin):
     def _check_writable(self) -> None:
         require_writable(self)
 
-    def scoped(self, namespace: Any) -> Store:
+    def scoped(self, namespace: NamespaceLike) -> Store:
         """A view of this store limited to one namespace (a mapping with any of
         ``tenant``, ``user``, ``project``, ``agent``, or a ``MemoryNamespace``): its
         recall, continuity, wraps, baton and probes are that namespace's alone."""
@@ -501,7 +504,7 @@ class Store(ContinuityMixin):
         return deep_check(self)
 
     @tracing.traced(tracing.DELETE, "erase_namespace", result=tracing.erased)
-    def erase_namespace(self, namespace: Any = None) -> ErasureReport:
+    def erase_namespace(self, namespace: NamespaceLike | None = None) -> ErasureReport:
         """Forget one user (or any namespace) whole: every episode, continuity, wrap,
         pattern history, probe, item collection (crystals, spores, chat histories) and
         governed record of it, so ``namespaces()`` no longer lists it and no file or
@@ -763,6 +766,8 @@ class _ScopedAudit:
 class ScopedStore(Store):
     """A Store view limited to one namespace. Close the parent, not the view."""
 
+    namespace: MemoryNamespace
+
     def __init__(self, store: Store, namespace: MemoryNamespace | Mapping[str, Any]) -> None:
         # Not Store.__init__: the view reuses the parent's open database and state.
         if isinstance(store, ScopedStore):
@@ -804,7 +809,8 @@ class ScopedStore(Store):
         raise ValidationError("scope the parent Store, not another scoped view")
 
     def import_(self, data: Mapping[str, Any] | str, *, via: str = "library",
-                progress: Any = None, restore: bool | None = None) -> dict[str, Any]:
+                progress: Callable[[int, int], None] | None = None,
+                restore: bool | None = None) -> dict[str, Any]:
         """Refused: an export's episodes carry their own namespaces (or none), so
         importing them through a view could write into another namespace."""
         raise GovernanceError("import through the parent Store, not a scoped view: an "
