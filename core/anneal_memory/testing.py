@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING, cast
 from .wrap.render import PACKAGE_MARKER
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from ._unit import UnitOfWork
     from .storage.base import Backend
+    from .storage.repos import Repositories
+    from .store import Store
 
 _EP_RE = re.compile(r"^- \[([A-Za-z0-9_-]+)\] \((\w+), (\d{4}-\d{2}-\d{2})\)((?: \[[^\]]*\])*) (.*)$",
                     re.MULTILINE)
@@ -126,3 +131,17 @@ def backend_of(store: object) -> Backend:
         raise TypeError(f"backend_of needs an anneal_memory.Store, not {type(store).__name__}")
     # the connection under the store's roles (a scoped view's: the scoped backend)
     return cast("Backend", store._repos._conn)
+
+
+def repos_of(store: Store) -> Repositories:
+    """The typed roles a Store (or scoped view) reads through, for tests that check what
+    the database holds below the public API (governed events, tombstones of a view).
+    Package-internal: adapters and applications use the Store's public methods."""
+    return store.repos
+
+
+def unit_of(store: Store) -> AbstractContextManager[UnitOfWork]:
+    """One write transaction of the Store (or view) as the modules under it see it: a
+    :class:`~anneal_memory._unit.UnitOfWork`, for tests of the seam itself. Adapters
+    group writes with the public ``store.batch()``."""
+    return store.transaction()
