@@ -16,14 +16,11 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from .storage.base import Backend, Scope, TransactionLost
 from .storage.repos import Repositories
 from .types import Episode, RecallResult, StoreStatus
-
-if TYPE_CHECKING:
-    from .audit import AuditTrail
 
 
 class AuditLog(Protocol):
@@ -40,6 +37,10 @@ class AuditLog(Protocol):
     def stage(self, event: str, data: Mapping[str, Any], *, actor: str = "agent") -> Any: ...
 
     def append_staged(self, staged: Sequence[Any]) -> list[dict[str, Any]] | None: ...
+
+    def redact(self, event: str, data: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]: ...
 
     def tip(self) -> tuple[int, str]: ...
 
@@ -83,8 +84,29 @@ class UnitOfWork(Repositories):
             raise
 
 
+class AuditMirror(AuditLog, Protocol):
+    """The audit trail as the transactions see it: its pending entries dropped on a
+    rollback, mirrored to its files after the outermost commit."""
+
+    hold_mirror: bool
+
+    def flush(self) -> bool: ...
+
+    def discard_pending(self) -> None: ...
+
+    def after_commit(self) -> None: ...
+
+    def mirror_if_due(self) -> None: ...
+
+
 class UnitLost(Exception):
     """The unit of work's transaction is gone (its ``__cause__`` says why)."""
+
+
+def continuity_blob(db_path: str | Path, continuity_path: Path) -> str:
+    """The name the database keeps a store's continuity text under: the suffix of its
+    sidecar file (a scoped view has its own)."""
+    return continuity_path.name[len(Path(db_path).stem):]
 
 
 def require_writable(store: object) -> None:
@@ -107,7 +129,7 @@ class Ground(Protocol):
     def repos(self) -> Repositories: ...
 
     @property
-    def audit_trail(self) -> AuditTrail: ...
+    def audit_trail(self) -> AuditLog: ...
 
     @property
     def read_only(self) -> bool: ...
@@ -160,7 +182,7 @@ class Units:
     staged (put in place after the outermost commit). The only holder of the database
     above storage: the Store reaches it through this object and its repositories."""
 
-    def __init__(self, db: Backend, audit: AuditTrail) -> None:
+    def __init__(self, db: Backend, audit: AuditMirror) -> None:
         self._db = db
         self._audit = audit
         self._lock = threading.RLock()

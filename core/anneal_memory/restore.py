@@ -160,7 +160,7 @@ def _view_of_blob(store: Facade, name: str) -> Any:
     if name == BLOBS[0]:
         return store
     from ._namespace import MemoryNamespace
-    from .store_continuity import continuity_blob
+    from ._unit import continuity_blob
 
     for owner in store.repos.meta.owners():
         for project in store.repos.meta.owner_projects(owner):

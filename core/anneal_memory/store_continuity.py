@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._fileio import file_lock, publish_staged, sidecar_path, stage_bytes
 from ._lazy import sha256_hex
+from ._unit import continuity_blob
 from ._wrap_age import (  # noqa: F401  (re-exported)
     STALE_POLICY_KEY,
     STALE_WRAP_NOTICE,
@@ -127,12 +128,6 @@ def flush_pending_blobs(meta: MetaRepo, transaction: Callable[[], AbstractContex
                 meta.delete_meta_if(key, written)
             done.append(name)
     return done
-
-
-def continuity_blob(db_path: str | Path, continuity_path: Path) -> str:
-    """The name the database keeps a store's continuity text under: the suffix of its
-    sidecar file (a scoped view has its own)."""
-    return continuity_path.name[len(Path(db_path).stem):]
 
 
 class ContinuityMixin:

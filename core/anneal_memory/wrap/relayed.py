@@ -21,13 +21,13 @@ from ..continuity.relayed import (
 from ..trust import effective_trust_map
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from .._unit import Ground
 
 __all__ = ["GUIDANCE", "MIN_WORDS", "POLICIES", "RELAYED_TRUST", "RUN_WORDS", "Unquoted",
            "check_policy", "find_unquoted", "relayed_of_wrap", "unquoted", "words"]
 
 
-def relayed_of_wrap(store: Store, episode_ids: list[str]) -> list[tuple[str, str, str]]:
+def relayed_of_wrap(store: Ground, episode_ids: list[str]) -> list[tuple[str, str, str]]:
     """``(id, effective trust, content)`` of the wrap's relayed episodes."""
     if not episode_ids:
         return []
