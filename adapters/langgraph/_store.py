@@ -298,7 +298,7 @@ class AnnealStore(MemoryAdapter, BaseStore):
         namespace = tuple(op.namespace)
         key = _item_key(namespace, op.key)
         ns_key = _ns_part(namespace)
-        with self.store.transaction():  # the item, its vectors and deadline: all or none
+        with self.store.batch():  # the item, its vectors and deadline: all or none
             if op.value is None:
                 self._delete(key, namespace)
                 return
@@ -416,7 +416,7 @@ class AnnealStore(MemoryAdapter, BaseStore):
         if not self._deadlines.expired_under(None, _ttl.now()):
             return 0  # nothing due: no write transaction
         swept = 0
-        with self.store.transaction():
+        with self.store.batch():
             now = _ttl.now()  # re-read under the write lock: a refresh may have won
             for key in sorted(self._deadlines.expired_under(None, now)):
                 row = self._items.get(key)

@@ -106,7 +106,7 @@ class Deadlines:
         keys = list(keys)
         if not keys:
             return
-        with self._records.store.transaction():
+        with self._records.store.batch():
             for key in keys:
                 record = self._records.get(key)
                 if record is not None and _deadline(record.value) > now:

@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .audit import same_label
+
+if TYPE_CHECKING:
+    from ._unit import Facade
 
 #: how many imported episodes one ``import_hashes`` entry covers
 IMPORT_HASH_BATCH = 1000
@@ -64,7 +67,7 @@ class ContentCheck:
         return f"episode {eid}, its {what}"
 
 
-def import_hash_entries(store: Any, rows: list[Any]) -> list[dict[str, Any]]:
+def import_hash_entries(store: Facade, rows: list[Any]) -> list[dict[str, Any]]:
     """The data of the ``import_hashes`` entries for imported rows: per batch, each id's
     type, trust, namespace, a prefix of its salted content hash and its state key (hashed
     as the trail writes labels), and the supersession links the import gave them."""
@@ -94,7 +97,7 @@ def _ns(owner: str | None, project: str | None) -> dict[str, Any] | None:
     return {"tenant": tenant, "user": user, "project": project, "agent": agent}
 
 
-def deep_check(store: Any) -> ContentCheck:
+def deep_check(store: Facade) -> ContentCheck:
     """Compare every episode of ``store`` (the root: all of them) with its audit entry,
     and what the trail recorded with what is still there: an episode row, an explicit
     link or a state key gone without the entry that removes it is a mismatch."""

@@ -9,14 +9,16 @@ against ``Store``, so they never import the facade they serve.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from .storage.base import EpisodeRow, Scope, TransactionLost
+from .storage.base import Backend, Scope, TransactionLost
 from .storage.repos import Repositories
 from .types import Episode, RecallResult, StoreStatus
 
@@ -29,6 +31,16 @@ class AuditLog(Protocol):
 
     def append(self, event: str, data: dict[str, Any], *,
                actor: str = "agent") -> dict[str, Any] | None: ...
+
+    def hash_content(self, text: str) -> str: ...
+
+    def stage(self, event: str, data: Mapping[str, Any], *, actor: str = "agent") -> Any: ...
+
+    def append_staged(self, staged: Sequence[Any]) -> list[dict[str, Any]] | None: ...
+
+    def redact(self, event: str, data: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]: ...
 
     def tip(self) -> tuple[int, str]: ...
 
@@ -44,12 +56,12 @@ class UnitOfWork(Repositories):
     exception rolls all of it back (and drops its pending audit entries)."""
 
     audit: AuditLog
-    _stage: Callable[[Any, str, list[OSError]], None] = field(repr=False, compare=False)
+    _stage: Callable[[Facade | None, str, list[OSError]], None] = field(repr=False, compare=False)
     #: what could not be put in place after the commit (the texts are committed: the next
     #: open of the store puts them in place)
     unpublished: list[OSError] = field(default_factory=list, compare=False)
 
-    def stage_continuity(self, text: str, view: Any = None) -> None:
+    def stage_continuity(self, text: str, view: Facade | None = None) -> None:
         """Save ``text`` as the continuity of ``view`` (default: the store that opened
         this unit) in this unit: the text commits with it. Beside a SQLite database its
         file is staged now and put in place after the outermost commit (a crash between
@@ -72,11 +84,32 @@ class UnitOfWork(Repositories):
             raise
 
 
+class AuditMirror(AuditLog, Protocol):
+    """The audit trail as the transactions see it: its pending entries dropped on a
+    rollback, mirrored to its files after the outermost commit."""
+
+    hold_mirror: bool
+
+    def flush(self) -> bool: ...
+
+    def discard_pending(self) -> None: ...
+
+    def after_commit(self) -> None: ...
+
+    def mirror_if_due(self) -> None: ...
+
+
 class UnitLost(Exception):
     """The unit of work's transaction is gone (its ``__cause__`` says why)."""
 
 
-def require_writable(store: Any) -> None:
+def continuity_blob(db_path: str | Path, continuity_path: Path) -> str:
+    """The name the database keeps a store's continuity text under: the suffix of its
+    sidecar file (a scoped view has its own)."""
+    return continuity_path.name[len(Path(db_path).stem):]
+
+
+def require_writable(store: object) -> None:
     """Refuse early (ReadOnlyStoreError) on a store opened read_only, before any check or
     read a write would start with."""
     if getattr(store, "read_only", False):
@@ -101,7 +134,8 @@ class Ground(Protocol):
     @property
     def read_only(self) -> bool: ...
 
-    def transaction(self) -> AbstractContextManager[UnitOfWork]: ...
+    def transaction(self, *, appends_only: bool = False
+                    ) -> AbstractContextManager[UnitOfWork]: ...
 
     def effective_trust_map(self, ids: Sequence[str]) -> dict[str, str]: ...
 
@@ -114,11 +148,21 @@ class Facade(Ground, Protocol):
     store_id: str
     project_name: str
     path: Path
+    stale_wrap_after: float | None
 
     @property
     def section_schema(self) -> list[dict[str, Any]]: ...
 
+    @property
+    def continuity_path(self) -> Path: ...
+
     def load_continuity(self) -> str | None: ...
+
+    def save_continuity(self, text: str) -> str: ...
+
+    def get(self, episode_id: str) -> Episode | None: ...
+
+    def audit_event(self, event: str, data: dict[str, Any], actor: str = "operator") -> None: ...
 
     def status(self) -> StoreStatus: ...
 
@@ -127,16 +171,111 @@ class Facade(Ground, Protocol):
     def recall(self, since: str | datetime | None = None, *, limit: int = 100,
                include_superseded: bool = False) -> RecallResult: ...
 
-    def _to_episodes(self, rows: Sequence[EpisodeRow]) -> list[Episode]: ...
-
-    def _staging(self) -> AbstractContextManager[list[Path | None]]: ...
-
-    def _stage_continuity(self, text: str) -> Path | None: ...
-
-    def _flush_continuity(self, staged: Path | None = None) -> None: ...
-
-    def _continuity_blob(self) -> str: ...
-
     def wrap_history(self, limit: int | None = None) -> list[dict[str, Any]]: ...
 
     def consolidate_requires_baton(self) -> bool: ...
+
+
+class Units:
+    """The write transactions of one open database, shared by a Store and its scoped
+    views: one lock, this thread's nesting depth, and the continuity files its units
+    staged (put in place after the outermost commit). The only holder of the database
+    above storage: the Store reaches it through this object and its repositories."""
+
+    def __init__(self, db: Backend, audit: AuditMirror) -> None:
+        self._db = db
+        self._audit = audit
+        self._lock = threading.RLock()
+        self._local = threading.local()  # this thread's write depth and staged files
+
+    @property
+    def closed(self) -> bool:
+        return self._db.closed
+
+    @property
+    def legacy_upgrade(self) -> dict[str, Any] | None:
+        """What the in-place upgrade of a 1.0.2 database did when it was opened."""
+        return getattr(self._db, "legacy_upgrade", None)
+
+    def close(self) -> None:
+        """Flush the audit files and close the database."""
+        if self._audit.enabled and not self._db.closed:
+            self._audit.flush()
+        self._db.close()
+
+    @property
+    def depth(self) -> int:
+        """How many write transactions this thread has open (0: none)."""
+        return int(getattr(self._local, "depth", 0))
+
+    def audit_count(self) -> int:
+        """Entries in the audit chain."""
+        return self._db.audit_count()
+
+    def plain(self) -> AbstractContextManager[None]:
+        """A bare transaction: no audit entry, no staged file (index scrubs, finishing
+        saves a crash interrupted)."""
+        return self._db.transaction()
+
+    @contextmanager
+    def write(self, appends_only: bool = False) -> Iterator[None]:
+        """A write transaction whose audit entries are mirrored after it commits.
+
+        Held under the lock from the first statement to the mirror, so threads sharing
+        one Store (and its scoped views) never see each other's pending entries."""
+        local = self._local
+        with self._lock:
+            outer = not self._db.in_transaction
+            if outer:
+                local.staged = []
+            local.depth = self.depth + 1
+            try:
+                with self._db.transaction(appends_only=appends_only):
+                    yield
+            except BaseException:
+                if outer:
+                    self._audit.discard_pending()
+                    for _publish, discard, _sink, _nested in local.staged:
+                        discard()  # the save did not commit
+                    local.staged = []
+                raise
+            finally:
+                local.depth -= 1
+            if outer:
+                self._audit.after_commit()
+                self._publish_staged()
+
+    @contextmanager
+    def round(self) -> Iterator[None]:
+        """A group commit's round: the audit files are mirrored (when due) after the
+        round's callers are woken, so they go on while the files are written."""
+        self._audit.hold_mirror = True
+        try:
+            yield
+        finally:
+            self._audit.hold_mirror = False
+            with self._lock:
+                self._audit.mirror_if_due()
+
+    def stage(self, publish: Callable[[], None], discard: Callable[[], None],
+              sink: list[OSError]) -> None:
+        """Note a continuity file staged in the open unit: ``publish()`` puts it in place
+        after the outermost commit (``sink`` collects what could not be), ``discard()``
+        removes it when the transaction rolls back."""
+        local = self._local
+        if not hasattr(local, "staged"):  # a transaction not opened by write():
+            local.staged = []  # its commit is not ours; the next open publishes
+        local.staged.append((publish, discard, sink, self.depth > 1))
+
+    def _publish_staged(self) -> None:
+        """After the outermost commit: put every continuity the units staged in place."""
+        staged, self._local.staged = self._local.staged, []
+        for publish, _discard, sink, nested in staged:
+            try:
+                publish()
+            except OSError as exc:  # committed: the next open puts the file in place
+                sink.append(exc)
+                if nested:  # its unit has ended: nobody else will say so
+                    warnings.warn(f"a saved continuity could not be put in place yet ({exc}); "
+                                  "it is put in place when the store is next opened",
+                                  UserWarning, stacklevel=3)

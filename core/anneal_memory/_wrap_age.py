@@ -3,7 +3,10 @@ the Store's status, the wrap's lifecycle (take-over) and the CLI."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._unit import Facade
 
 #: without a stale_wrap_after policy, status still calls a wrap this old stale (a notice:
 #: nothing is taken over)
@@ -20,11 +23,12 @@ def wrap_age(w: dict[str, Any]) -> float | None:
     return None if started is None else (utcnow() - started).total_seconds()
 
 
-def stale_policy(store: Any) -> float | None:
+def stale_policy(store: Facade) -> float | None:
     """The store's stale-wrap policy in seconds: the Store's ``stale_wrap_after``, else
     the one ``set_stale_wrap_after`` saved in the store (None: off)."""
-    if getattr(store, "stale_wrap_after", None) is not None:
-        return float(store.stale_wrap_after)
+    policy = getattr(store, "stale_wrap_after", None)
+    if policy is not None:
+        return float(policy)
     raw = store.repos.meta.get_meta(STALE_POLICY_KEY)
     try:
         return float(raw) if raw else None
@@ -32,7 +36,7 @@ def stale_policy(store: Any) -> float | None:
         return None
 
 
-def stale_wrap(store: Any, w: dict[str, Any]) -> bool:
+def stale_wrap(store: Facade, w: dict[str, Any]) -> bool:
     """Whether the open wrap ``w`` is stale: older than the store's stale-wrap policy,
     or than STALE_WRAP_NOTICE without one."""
     age = wrap_age(w)

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from .clock import as_date
 from .clock import stamp as utc_now
@@ -33,6 +33,9 @@ from .errors import EpisodeNotFoundError, ValidationError, WrapInProgressError
 from .spores import JsonSidecar, check_choices, check_list_of_objects, require_choice
 from .text import first_clause, is_meaningful, meaningful_words, query_terms
 from .types import FieldMapping, PatternMatch
+
+if TYPE_CHECKING:
+    from ._unit import Facade
 
 CRYSTAL_SCHEMA_VERSION = 1
 #: Patterns below this level are still being earned in the continuity.
@@ -132,7 +135,7 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def _audit(store: Any, event: str, data: dict[str, Any], actor: str) -> None:
+def _audit(store: Facade | None, event: str, data: dict[str, Any], actor: str) -> None:
     if store is not None:
         store.audit_event(event, data, actor=actor)
 
@@ -175,7 +178,7 @@ class CrystalStore(JsonSidecar):
         section: str = "",
         graduated_on: str | None = None,
         today: date | str | None = None,
-        store: Any = None,
+        store: Facade | None = None,
         actor: str = "operator",
     ) -> Crystal:
         """Store a Proven pattern as a crystal (or merge into the one with this name).
@@ -277,7 +280,7 @@ class CrystalStore(JsonSidecar):
 
     def crystallize_line(
         self, line: PatternLineLike, *, earlier_evidence: Sequence[str] = (),
-        today: date | str | None = None, store: Any = None, actor: str = "operator",
+        today: date | str | None = None, store: Facade | None = None, actor: str = "operator",
     ) -> Crystal:
         """Crystallize one parsed continuity pattern line (it must cite evidence).
 
@@ -302,7 +305,7 @@ class CrystalStore(JsonSidecar):
         *,
         schema: Any = None,
         today: date | str | None = None,
-        store: Any = None,
+        store: Facade | None = None,
         actor: str = "operator",
     ) -> CrystallizeResult:
         """Crystallize the Proven pattern ``name`` out of a continuity text.
@@ -329,7 +332,7 @@ class CrystalStore(JsonSidecar):
                                  [p.line for p in lines])
 
     def crystallize_from_store(
-        self, store: Any, name: str, *, today: date | str | None = None,
+        self, store: Facade, name: str, *, today: date | str | None = None,
         actor: str = "operator",
     ) -> CrystallizeResult:
         """Crystallize ``name`` out of the store's continuity and save what is left.
@@ -360,7 +363,7 @@ class CrystalStore(JsonSidecar):
 
     def retire(
         self, name: str, *, kind: str = "obsolete", reason: str | None = None,
-        today: date | str | None = None, store: Any = None, actor: str = "operator",
+        today: date | str | None = None, store: Facade | None = None, actor: str = "operator",
     ) -> Crystal:
         """Take a crystal out of recall; it stays in the file and can be restored."""
         require_choice(kind, RETIRE_KINDS, "retire kind")
@@ -373,7 +376,7 @@ class CrystalStore(JsonSidecar):
         _audit(store, "crystal_retire", {"name_sha256": _sha(name), "kind": kind}, actor)
         return crystal
 
-    def restore(self, name: str, *, store: Any = None, actor: str = "operator") -> Crystal:
+    def restore(self, name: str, *, store: Facade | None = None, actor: str = "operator") -> Crystal:
         """Bring a retired crystal back into recall."""
         with self.transaction() as data:
             row = _require(data, name, live=False)
@@ -496,7 +499,7 @@ def _evidence_rows(evidence: Iterable[Any]) -> list[dict[str, str]]:
     return list(rows.values())
 
 
-def _grounding_ids(store: Any, key: str) -> list[str]:
+def _grounding_ids(store: Facade, key: str) -> list[str]:
     """Episode ids that grounded each rung the store recorded for pattern ``key``."""
     from .continuity.parse import pattern_key
 
@@ -567,7 +570,7 @@ def _qualifies(shared: set[str], name_words: set[str], df: dict[str, int],
     return len(distinct) >= 2 or bool(distinct & name_words)
 
 
-def _episode_words(store: Any, ids: Sequence[str]) -> dict[str, set[str]]:
+def _episode_words(store: Facade, ids: Sequence[str]) -> dict[str, set[str]]:
     """Meaningful words of each cited episode still standing (not gone, not replaced)."""
     get_many = getattr(store, "get_many", None)
     if callable(get_many):
@@ -593,7 +596,7 @@ def retrieve_patterns(
     *,
     max_patterns: int = 3,
     mode: str = "strict",
-    store: Any = None,
+    store: Facade | None = None,
 ) -> list[PatternMatch]:
     """Live crystals relevant to ``query``, best first.
 

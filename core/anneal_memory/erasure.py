@@ -318,6 +318,7 @@ def scrub_episodes(store: Any, rows: Mapping[str, Any], tx: Any, *,
 def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
     """Erase one namespace whole (see ``Store.erase_namespace``)."""
     from ._namespace import coerce_namespace
+    from ._unit import continuity_blob
     from .errors import TrustError, ValidationError
     from .storage.base import Scope
     from .store_continuity import ERASED_BLOB, PENDING_BLOB, STAGED_BLOB
@@ -355,7 +356,7 @@ def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
         report.namespaces = [ns.label() + ("" if ns.project else " (all projects)")]
         if rows:
             root._remove(list(rows), reason="erased")
-        names = [view_for(root, s)._continuity_blob() for s in scopes]
+        names = [continuity_blob(root.path, view_for(root, s).continuity_path) for s in scopes]
         for name in names:
             b.meta.set_meta(PENDING_BLOB + name, None)
             b.meta.set_meta(STAGED_BLOB + name, None)

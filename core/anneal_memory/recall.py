@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from . import facts, tracing
 from ._inputs import storable_text, whole_number
 from .clock import parse_since
+from .episode_rows import to_episodes
 from .errors import ValidationError
 from .storage.base import SearchFilters
 from .text import meaningful_words, query_terms, word_groups
@@ -175,7 +176,7 @@ def keyword_recall(store: Facade, *, since: str | datetime | None = None,
                 params["why"] = {r.id: "phrase" for r, _s in rows}
         else:
             rows, total = _search(store, filters, None, limit, offset)
-        episodes = store._to_episodes([r for r, _s in rows])
+        episodes = to_episodes(store, [r for r, _s in rows])
     return RecallResult(episodes, total, params)
 
 

@@ -160,12 +160,13 @@ def _view_of_blob(store: Facade, name: str) -> Any:
     if name == BLOBS[0]:
         return store
     from ._namespace import MemoryNamespace
+    from ._unit import continuity_blob
 
     for owner in store.repos.meta.owners():
         for project in store.repos.meta.owner_projects(owner):
             tenant, user, agent = json.loads(owner)
             view = store.scoped(MemoryNamespace(tenant=tenant, user=user, agent=agent,
                                                 project=project))
-            if view._continuity_blob() == name:
+            if continuity_blob(view.path, view.continuity_path) == name:
                 return view
     return None

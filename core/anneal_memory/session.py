@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import tracing
 from ._identity import content_key
+from ._namespace import MemoryNamespace
 from .errors import AnnealMemoryError, ValidationError
 from .recall import retrieve_relevant, split_relayed
 from .shorten import PROMPT_EPISODE_CHARS, shorten
-from .store import Store
+from .store import NamespaceLike, Store
 from .types import Episode, EpisodeType, ScoredEpisode
 from .wrap.prepare import prepare_wrap
 from .wrap.render import render_package
@@ -54,7 +55,7 @@ class WrapOutcome:
 class MemorySession:
     """One agent session over a Store: context in, episodes out, a wrap at the end."""
 
-    def __init__(self, store: Store, *, namespace: Any = None, session_id: str | None = None,
+    def __init__(self, store: Store, *, namespace: NamespaceLike | None = None, session_id: str | None = None,
                  crystal_store: Any = None, recall_limit: int = 5, max_content_chars: int = 4000,
                  strict: bool = False, logger: logging.Logger | str | None = None) -> None:
         if not isinstance(store, Store):
@@ -101,11 +102,11 @@ class MemorySession:
         return self._unscoped
 
     @property
-    def namespace(self) -> Any:
+    def namespace(self) -> MemoryNamespace | None:
         """The session's MemoryNamespace (None for the store without one)."""
         return self.store.namespace
 
-    def for_namespace(self, namespace: Any) -> MemorySession:
+    def for_namespace(self, namespace: NamespaceLike | None) -> MemorySession:
         """The session of one namespace over the same store and options: what a server
         that serves many users from one store calls per request. Sessions are kept (the
         most recent 1,024), so each namespace's once-per-session state carries over."""
@@ -545,7 +546,7 @@ def _short(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def scope_store(store: Store, namespace: Any) -> Store:
+def scope_store(store: Store, namespace: NamespaceLike | None) -> Store:
     """``store`` limited to ``namespace`` (None: as it is). A view given a namespace that
     is not its own is refused, naming the field that differs."""
     if namespace is None:

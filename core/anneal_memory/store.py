@@ -6,32 +6,29 @@ import contextlib
 import copy
 import json
 import os
-import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from . import erasure, facts, tracing, trust
+from . import episodes_write, erasure, facts, storage, tracing, trust
 from ._audit_deep import ContentCheck
 from ._fileio import atomic_write_text, sidecar_path
 from ._inputs import (
     DEFAULT_MAX_EPISODE_CHARS,
-    check_episode_size,
     episode_bound,
-    metadata_text,
     storable_text,
     whole_number,
 )
-from ._lazy import id_token, sha256_hex, token_hex
+from ._lazy import token_hex
 from ._namespace import MemoryNamespace, coerce_namespace, digest
-from ._unit import UnitOfWork, require_writable
+from ._unit import Facade, UnitOfWork, Units, require_writable
 from ._wrap_age import stale_wrap
 from .audit import AuditTrail
-from .clock import ago, iso, normalize_timestamp, now_iso, utcnow
+from .clock import ago, iso, now_iso, utcnow
 from .continuity.relayed import check_policy as check_relayed_policy
+from .episode_rows import to_episodes
 from .erasure import ErasureReport
 from .errors import (
     GovernanceError,
@@ -41,12 +38,10 @@ from .errors import (
     ValidationError,
 )
 from .group_commit import GroupCommit
-from .storage.base import ROOT, Backend, EpisodeRow, Scope
+from .storage.base import ROOT, EpisodeRow, Scope
 from .storage.common import audit_counter_key
 from .storage.pg_location import pg_dsn, redact, sidecar_base
 from .storage.repos import Repositories
-from .storage.scoped import ScopedBackend
-from .storage.sqlite import SQLiteBackend
 from .store_continuity import ContinuityMixin
 from .types import Episode, EpisodeType, NamespaceTotals, RecallResult, StoreStatus, coerce_trust
 
@@ -56,6 +51,9 @@ if TYPE_CHECKING:
     from .semantic import EmbedReport
 
 ENV_DB = "ANNEAL_MEMORY_DB"
+#: what names a namespace: a MemoryNamespace, or a mapping of its fields (tenant, user,
+#: project, agent) to their values
+NamespaceLike = MemoryNamespace | Mapping[str, str | None]
 
 
 def default_db_path() -> Path:
@@ -85,77 +83,6 @@ def _pg_sidecar_base(dsn: str) -> Path:
         ) from None
 
 
-def _episode(row: EpisodeRow, superseded_by: str | None = None,
-             derived_from: Sequence[str] = (), trust_value: str | None = None) -> Episode:
-    meta = json.loads(row.metadata) if row.metadata else None
-    return Episode(
-        id=row.id, timestamp=row.timestamp, type=EpisodeType(row.type), content=row.content,
-        source=row.source, session_id=row.session_id, metadata=meta,
-        superseded_by=superseded_by, trust=trust_value or row.trust, state_key=row.state_key,
-        derived_from=list(derived_from),
-    )
-
-
-def _id_candidate(content: str, ts: str) -> str:
-    """A new episode id (8 hex digits): the caller checks that no episode or tombstone
-    holds it yet."""
-    return sha256_hex(f"{content}\x00{ts}\x00{id_token()}".encode())[:8]
-
-
-def _record_entry(audit: Any, p: dict[str, Any], eid: str,
-                  replaced_by_key: Sequence[str] = ()) -> tuple[dict[str, Any], str]:
-    """The data and actor of the audit entry that records the prepared episode ``p``."""
-    return {
-        "episode_id": eid, "type": p["type"], "trust": p["trust"], "source": p["source"],
-        "content_hash": audit.hash_content(p["content"]),
-        **({"supersedes": p["supersedes"]} if p["supersedes"] else {}),
-        **({"state_key": p["state_key"], "replaced": list(replaced_by_key)} if p["state_key"] else {}),
-        **({"derived_from": p["derived_from"]} if p["derived_from"] else {}),
-    }, p["source"] if p["source"] in ("agent", "operator", "system") else "agent"
-
-
-def _stage_plain(view: Store, p: dict[str, Any]) -> None:
-    """Before a record that checks nothing against the store queues for its group
-    commit: its row and its audit entry, under a new id the commit still checks (in the
-    caller's thread, while the batch before it is being written)."""
-    eid = _id_candidate(p["content"], p["timestamp"])
-    p["row"] = EpisodeRow(
-        id=eid, timestamp=p["timestamp"], type=p["type"], content=p["content"],
-        source=p["source"], session_id=view.session_id, metadata=p["metadata"],
-        trust=p["trust"], state_key=None, wrap_id=None, ns_owner=view.scope.owner,
-        ns_project=view.scope.project)
-    _stage_plain_entry(view, p, eid)
-
-
-def _stage_plain_entry(view: Store, p: dict[str, Any], eid: str) -> None:
-    if view._audit.enabled:
-        data, actor = _record_entry(view._audit, p, eid)
-        p["entry"] = view._audit.stage("record", data, actor=actor)
-
-
-def _insert_plain_many(pairs: Sequence[tuple[Store, dict[str, Any]]]) -> list[EpisodeRow]:
-    """Write a group commit's run of records staged by ``_stage_plain``, each ``(store or
-    view, prepared)`` of one database: the rows and audit entries ``_insert_prepared``
-    writes one by one, in the same order, in one statement each for the ids' check, the
-    rows and the entries."""
-    root: Store = getattr(pairs[0][0], "parent", pairs[0][0])
-    b = root._backend
-    rows: list[EpisodeRow] = [p["row"] for _v, p in pairs]
-    taken = b.ids_taken([r.id for r in rows])
-    seen: set[str] = set()
-    for i, (view, p) in enumerate(pairs):
-        if rows[i].id in taken or rows[i].id in seen:  # held already: draw another
-            while rows[i].id in taken or rows[i].id in seen or b.id_taken(rows[i].id):
-                rows[i] = replace(rows[i], id=_id_candidate(p["content"], p["timestamp"]))
-            _stage_plain_entry(view, p, rows[i].id)
-        seen.add(rows[i].id)
-    b.insert_episodes(rows)
-    entries = [p["entry"] for _v, p in pairs if "entry" in p]
-    if entries:
-        root._audit.append_staged(entries)
-    return rows
-
-
 class Store(ContinuityMixin):
     """One agent's episodic memory: a SQLite database plus its sidecar files.
 
@@ -165,14 +92,14 @@ class Store(ContinuityMixin):
     """
 
     #: metadata key reserved for the namespace (kept in columns since schema 2)
-    RESERVED_METADATA_KEY = "_anneal_ns"
+    RESERVED_METADATA_KEY = episodes_write.RESERVED_METADATA_KEY
     #: whose memory this object acts on: the root (no namespace) for a Store
     scope: Scope = ROOT
     #: what the last ``erase`` or ``prune`` through this object removed, and where
     last_erasure: ErasureReport | None = None
     #: the namespace's tag in sidecar names ("" for the root)
     ns_tag = ""
-    namespace: Any = None
+    namespace: MemoryNamespace | None = None
     embedder: Embedder | None = None
 
     def __init__(
@@ -241,12 +168,9 @@ class Store(ContinuityMixin):
         self.retention_days = retention_days
         self.session_id = session_id
         self.dsn = dsn
-        self._backend: Backend
         if dsn:
-            from .storage.postgres import PostgresBackend
-
-            self._backend = PostgresBackend(dsn, read_only=read_only)
-            existed = self._backend.get_meta("store_id") is not None
+            database = storage.open(dsn, read_only=read_only)
+            existed = database.roles().meta.get_meta("store_id") is not None
             if not read_only:
                 db.parent.mkdir(parents=True, exist_ok=True)
         else:
@@ -257,29 +181,32 @@ class Store(ContinuityMixin):
             from .audit import chain_entries
             from .legacy import upgrade as legacy_upgrade
 
-            self._backend = SQLiteBackend(db, read_only=read_only, legacy=legacy_upgrade,
-                                          compacted_entries=chain_entries)
+            database = storage.open(db, read_only=read_only, legacy=legacy_upgrade,
+                                    compacted_entries=chain_entries)
         self._closed = False
-        self._lock = threading.RLock()
-        self._tx_owner = threading.local()  # this thread's write depth (joins its batch)
-        self._group = GroupCommit(self._group_round)
+        #: the roles this store reads and writes through (a scoped view's: its namespace's)
+        self._repos = database.roles()
+        meta = self._repos.meta
         if not read_only:
-            with self._backend.transaction():
-                if self._backend.get_meta("store_id") is None:
-                    self._backend.set_meta("store_id", token_hex(8))
-                    self._backend.set_meta("audit_salt", token_hex(16))
-                    self._backend.set_meta("created_at", now_iso())
+            with database.unit():
+                if meta.get_meta("store_id") is None:
+                    meta.set_meta("store_id", token_hex(8))
+                    meta.set_meta("audit_salt", token_hex(16))
+                    meta.set_meta("created_at", now_iso())
                     if consolidate_requires_baton_on_create:
-                        self._backend.set_meta("consolidate_requires_baton", "1")
-        self.store_id = self._backend.get_meta("store_id") or ""
-        self._audit = AuditTrail(self._backend, db, salt=self._backend.get_meta("audit_salt") or "",
+                        meta.set_meta("consolidate_requires_baton", "1")
+        self.store_id = meta.get_meta("store_id") or ""
+        self._audit = AuditTrail(database.connection, db, salt=meta.get_meta("audit_salt") or "",
                                  on_event=on_audit_event, enabled=audit and not read_only)
         self._audit_requested = bool(audit)
+        #: the write transactions (shared with the scoped views): the database's one holder
+        self._units = Units(database.connection, self._audit)
+        self._group = GroupCommit(self._units.round)
         if section_schema is not None:
             from .continuity.schema import validate_schema
 
             validate_schema(section_schema)
-            if not read_only and (not existed or self._backend.get_meta("section_schema") is None):
+            if not read_only and (not existed or meta.get_meta("section_schema") is None):
                 self.set_section_schema(section_schema)
             self._schema_override = list(section_schema) if read_only else None
         else:
@@ -292,17 +219,17 @@ class Store(ContinuityMixin):
     def _reconcile_files(self) -> None:
         """After a crash: write continuity texts that committed but whose file was not
         written, and remove temporary copies a killed writer left beside the store."""
-        from .store_continuity import flush_pending_blobs, staged_files
+        from .store_continuity import staged_files
 
         try:
-            flush_pending_blobs(self._backend)
+            self._flush_pending_files()
         except OSError as exc:
             warnings.warn(f"a saved continuity could not be written to its file yet: {exc}",
                           UserWarning, stacklevel=3)
         if self.dsn:
             return
         cutoff = utcnow().timestamp() - 60  # a writer still at work renames its copy within moments
-        keep = staged_files(self._backend)  # committed saves still waiting for their file
+        keep = staged_files(self._repos.meta)  # committed saves still waiting for their file
         with contextlib.suppress(OSError):
             for p in self.path.parent.glob(f".{self.path.stem}.*.tmp"):
                 with contextlib.suppress(OSError):
@@ -320,9 +247,7 @@ class Store(ContinuityMixin):
         """Close the database. Safe to call twice."""
         if not self._closed:
             self._closed = True
-            if self._audit.enabled and not self._backend.closed:
-                self._audit.flush()
-            self._backend.close()
+            self._units.close()
 
     def __repr__(self) -> str:
         return f"Store({redact(self.dsn) if self.dsn else str(self.path)!r})"
@@ -337,7 +262,7 @@ class Store(ContinuityMixin):
     def _check_writable(self) -> None:
         require_writable(self)
 
-    def scoped(self, namespace: Any) -> Store:
+    def scoped(self, namespace: NamespaceLike) -> Store:
         """A view of this store limited to one namespace (a mapping with any of
         ``tenant``, ``user``, ``project``, ``agent``, or a ``MemoryNamespace``): its
         recall, continuity, wraps, baton and probes are that namespace's alone."""
@@ -347,77 +272,23 @@ class Store(ContinuityMixin):
     def audit_trail(self) -> AuditTrail:
         return self._audit
 
-    @contextlib.contextmanager
-    def _write(self, appends_only: bool = False) -> Iterator[None]:
-        """A write transaction whose audit entries are mirrored after it commits.
-
-        Held under the store's lock from the first statement to the mirror, so threads
-        sharing one Store (and its scoped views) never see each other's pending entries.
-        """
-        with self._lock:
-            outer = not self._backend.in_transaction
-            if outer:
-                self._tx_owner.staged = []
-            self._tx_owner.depth = getattr(self._tx_owner, "depth", 0) + 1
-            try:
-                with self._backend.transaction(appends_only=appends_only):
-                    yield
-            except BaseException:
-                if outer:
-                    self._audit.discard_pending()
-                    for target, path, _sink, _nested in self._tx_owner.staged:
-                        target._discard_staged(path)  # the save did not commit
-                    self._tx_owner.staged = []
-                raise
-            finally:
-                self._tx_owner.depth -= 1
-            if outer:
-                self._audit.after_commit()
-                self._publish_staged()
-
-    @contextlib.contextmanager
-    def _group_round(self) -> Iterator[None]:
-        """A group commit's round: the audit files are mirrored (when due) after the
-        round's callers are woken, so they go on while the files are written."""
-        self._audit.hold_mirror = True
-        try:
-            yield
-        finally:
-            self._audit.hold_mirror = False
-            with self._lock:
-                self._audit.mirror_if_due()
-
-    def _stage_in_unit(self, view: Any, text: str, sink: list[OSError]) -> None:
-        target = self if view is None else view
+    def _stage_in_unit(self, view: Facade | None, text: str, sink: list[OSError]) -> None:
+        target = self if view is None else cast(Store, view)
         path = target._stage_continuity(text)
-        if not hasattr(self._tx_owner, "staged"):  # a transaction not opened by _write:
-            self._tx_owner.staged = []  # its commit is not ours; the next open publishes
-        self._tx_owner.staged.append((target, path, sink, self._tx_owner.depth > 1))
-
-    def _publish_staged(self) -> None:
-        """After the outermost commit: put every continuity the units staged in place."""
-        staged, self._tx_owner.staged = self._tx_owner.staged, []
-        for target, path, sink, nested in staged:
-            try:
-                target._flush_continuity(path)
-            except OSError as exc:  # committed: the next open puts the file in place
-                sink.append(exc)
-                if nested:  # its unit has ended: nobody else will say so
-                    warnings.warn(f"a saved continuity could not be put in place yet ({exc}); "
-                                  "it is put in place when the store is next opened",
-                                  UserWarning, stacklevel=3)
+        self._units.stage(lambda: target._flush_continuity(path),
+                          lambda: target._discard_staged(path), sink)
 
     @property
     def legacy_upgrade(self) -> dict[str, Any] | None:
         """What the in-place upgrade of a 1.0.2 database did when this Store opened it
         (None: no upgrade ran on this open)."""
-        return getattr(self._backend, "legacy_upgrade", None)
+        return self._units.legacy_upgrade
 
     @property
     def repos(self) -> Repositories:
         """This store's typed repositories (a scoped view's: that namespace's), for reads
         by the layers above storage; writes go through :meth:`transaction`."""
-        return Repositories.of(self._backend)
+        return self._repos
 
     @contextlib.contextmanager
     def transaction(self, *, appends_only: bool = False) -> Iterator[UnitOfWork]:
@@ -427,8 +298,8 @@ class Store(ContinuityMixin):
         ``appends_only``: it only adds new episodes and their audit entries (see
         ``Connection.transaction``)."""
         self._check_writable()
-        with self._write(appends_only):
-            r = Repositories.of(self._backend)
+        with self._units.write(appends_only):
+            r = self._repos
             yield UnitOfWork(r.episodes, r.links, r.wraps, r.items, r.meta, r.tables, r.vectors,
                              r.governance, r._conn, self._audit, self._stage_in_unit)
 
@@ -439,21 +310,15 @@ class Store(ContinuityMixin):
         Nothing inside is acknowledged until the block exits; an exception rolls all of
         it back.
         """
-        with self._write():
+        with self._units.write():
             yield self
 
     def audit_event(self, event: str, data: dict[str, Any], actor: str = "operator") -> None:
         """Append one standalone entry to the audit chain (ids and hashes, never content)."""
-        with self._write():
+        with self._units.write():
             self._audit.append(event, data, actor=actor)
 
     # ------------------------------------------------------------------ record
-    def _new_id(self, content: str, ts: str) -> str:
-        while True:
-            eid = _id_candidate(content, ts)
-            if not self._backend.id_taken(eid):
-                return eid
-
     @tracing.traced(tracing.UPDATE, "record", result=tracing.recorded)
     def record(
         self,
@@ -474,22 +339,15 @@ class Store(ContinuityMixin):
         timestamp, a trust class above the store's ceiling, a supersession link or state
         key that fails validation, derived_from ids that do not exist.
         """
-        prepared = self._prepare_record(content, episode_type, source, metadata, timestamp,
-                                        supersedes, state_key, trust, derived_from)
+        d = episodes_write.draft(self, content, episode_type, source, metadata, timestamp,
+                                 supersedes, state_key, trust, derived_from)
         if self._in_own_write():  # inside this thread's batch(): join it
-            with self._write():
-                return self._insert_prepared(prepared)
-        # a record with no link, key or source to check against the store can be written
-        # with the others of its batch in one statement each for the rows and entries
-        if prepared["supersedes"] or prepared["state_key"] or prepared["derived_from"]:
-            return self._group.record(self, prepared, Store._insert_prepared)  # type: ignore[no-any-return]
-        _stage_plain(self, prepared)
-        out = self._group.record(self, prepared, Store._insert_prepared, _insert_plain_many)
-        # written with its batch: the row, made the episode here, out of the commit's way
-        return out if isinstance(out, Episode) else _episode(out, trust_value=prepared["trust"])
+            with self.transaction() as tx:
+                return episodes_write.insert(self, tx, d)
+        return episodes_write.record_grouped(self, d, self._group)
 
     def _in_own_write(self) -> bool:
-        return getattr(self._tx_owner, "depth", 0) > 0
+        return self._units.depth > 0
 
     @tracing.traced(tracing.UPDATE, "record_many", result=tracing.recorded)
     def record_many(self, items: Iterable[Mapping[str, Any]]) -> list[Episode]:
@@ -500,7 +358,7 @@ class Store(ContinuityMixin):
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
             raise ValidationError("record_many takes a list of dicts of record() arguments")
         out: list[Episode] = []
-        with self._write():
+        with self.transaction() as tx:
             for i, item in enumerate(items):
                 if not isinstance(item, Mapping):
                     raise ValidationError(f"record_many item {i} must be a dict of record() arguments")
@@ -513,118 +371,26 @@ class Store(ContinuityMixin):
                     raise ValidationError(f"record_many item {i}: unknown field(s) {sorted(unknown)}")
                 if "content" not in args or "episode_type" not in args:
                     raise ValidationError(f"record_many item {i} needs 'content' and 'episode_type'")
-                prepared = self._prepare_record(
-                    args["content"], args["episode_type"], args.get("source", "agent"),
+                d = episodes_write.draft(
+                    self, args["content"], args["episode_type"], args.get("source", "agent"),
                     args.get("metadata"), args.get("timestamp"), args.get("supersedes"),
                     args.get("state_key"), args.get("trust", "agent"), args.get("derived_from"))
-                out.append(self._insert_prepared(prepared))
+                out.append(episodes_write.insert(self, tx, d))
         return out
-
-    def _prepare_record(self, content: Any, episode_type: Any, source: Any, metadata: Any,
-                        timestamp: Any, supersedes: Any, state_key: Any, trust_label: Any,
-                        derived_from: Any) -> dict[str, Any]:
-        if self.read_only:
-            from .errors import ReadOnlyStoreError
-
-            raise ReadOnlyStoreError("this store was opened read_only: reopen it to record")
-        storable_text(content, "content")
-        check_episode_size(content, self.max_episode_chars)
-        etype = EpisodeType.coerce(episode_type)
-        if not isinstance(source, str) or not source.strip():
-            raise ValidationError("source must be a non-empty string such as 'agent'")
-        storable_text(source, "source")
-        if metadata is not None:
-            if not isinstance(metadata, dict):
-                raise ValidationError("metadata must be a dict (or None)")
-            if self.RESERVED_METADATA_KEY in metadata:
-                raise ValidationError(f"metadata key {self.RESERVED_METADATA_KEY!r} is reserved "
-                                      "for the namespace: rename your key")
-            meta_text: str | None = metadata_text(metadata, "metadata")
-        else:
-            meta_text = None
-        ts = now_iso() if timestamp is None else normalize_timestamp(timestamp)
-        label = coerce_trust(trust_label)
-        trust.check_ceiling(label, self.trust_ceiling)
-        sup = facts.normalize_ids(supersedes, "supersedes")
-        der = facts.normalize_ids(derived_from, "derived_from")
-        key = facts.validate_state_key(state_key) if state_key is not None else None
-        return {"content": content, "type": etype.value, "source": source.strip(),
-                "metadata": meta_text, "timestamp": ts, "supersedes": sup, "state_key": key,
-                "trust": label, "derived_from": der}
-
-    def _insert_prepared(self, p: dict[str, Any]) -> Episode:
-        b = self._backend
-        if p["derived_from"]:
-            missing = [i for i in p["derived_from"] if i not in b.get_episodes(p["derived_from"])]
-            if missing:
-                raise ValidationError(f"derived_from names unknown episode(s) {missing}: "
-                                      "record the sources first")
-        eid = self._new_id(p["content"], p["timestamp"])
-        scope = getattr(b, "scope", None)  # a namespace view's: links compare scopes
-        row = EpisodeRow(id=eid, timestamp=p["timestamp"], type=p["type"], content=p["content"],
-                         source=p["source"], session_id=self.session_id, metadata=p["metadata"],
-                         trust=p["trust"], state_key=p["state_key"], wrap_id=None,
-                         ns_owner=getattr(scope, "owner", None),
-                         ns_project=getattr(scope, "project", None))
-        # Validate links against the store before anything is written.
-        if p["supersedes"]:
-            facts.validate_explicit_links(self, row, p["supersedes"], p["derived_from"])
-        if p["state_key"]:
-            facts.check_key_trust(self, row, p["state_key"],
-                                  facts.new_episode_trust(self, p["trust"], p["derived_from"]))
-        b.insert_episode(row)
-        if p["derived_from"]:
-            b.add_derivations(eid, p["derived_from"])
-        for old in p["supersedes"]:
-            b.add_supersession(old, eid, "explicit", now_iso())
-        replaced_by_key: list[str] = []
-        if p["state_key"]:
-            replaced_by_key = facts.apply_state_key(self, row)
-        data, actor = _record_entry(self._audit, p, eid, replaced_by_key)
-        self._audit.append("record", data, actor=actor)
-        effective = (trust.effective_trust_map(self, [eid]).get(eid, p["trust"])
-                     if p["derived_from"] else p["trust"])
-        return _episode(row, derived_from=p["derived_from"], trust_value=effective)
 
     # ------------------------------------------------------------------ read
     def get(self, episode_id: str) -> Episode | None:
         """The episode with this id, or None."""
         storable_text(episode_id, "episode id")
-        rows = self._backend.get_episodes([episode_id])
+        rows = self._repos.episodes.get_episodes([episode_id])
         if episode_id not in rows:
             return None
-        return self._to_episodes([rows[episode_id]])[0]
+        return to_episodes(self, [rows[episode_id]])[0]
 
     def get_many(self, ids: Sequence[str]) -> dict[str, Episode]:
-        rows = self._backend.get_episodes(facts.normalize_ids(ids, "ids"))
-        eps = self._to_episodes(list(rows.values()))
+        rows = self._repos.episodes.get_episodes(facts.normalize_ids(ids, "ids"))
+        eps = to_episodes(self, list(rows.values()))
         return {e.id: e for e in eps}
-
-    def _episode_links(self, rows: Sequence[EpisodeRow]) -> tuple[
-            dict[str, list[tuple[str, str, str]]], dict[str, list[tuple[str, str | None]]],
-            dict[str, str]]:
-        """For rows read from the backend: their replacement links, their sources, and
-        the effective trust of the derived ones (the others keep their own class)."""
-        ids = [r.id for r in rows]
-        b = self._backend
-        # a store without any link (or derivation) skips looking each id up in an empty table
-        links, derivations = b.link_tables_used() if ids else (False, False)
-        sup = b.supersessions_of(ids) if links else {}
-        der = b.derivations_of(ids) if derivations else {}
-        # only derived episodes can differ from their own class
-        derived = [i for i in ids if i in der]
-        eff = trust.effective_trust_map(self, derived) if derived else {}
-        return sup, der, eff
-
-    def _to_episodes(self, rows: Sequence[EpisodeRow]) -> list[Episode]:
-        sup, der, eff = self._episode_links(rows)
-        out = []
-        for r in rows:
-            links = sup.get(r.id)
-            out.append(_episode(r, superseded_by=links[-1][0] if links else None,
-                                derived_from=[s for s, _ in der.get(r.id, [])],
-                                trust_value=eff.get(r.id)))
-        return out
 
     @tracing.traced(tracing.SEARCH, "recall", query="keyword", result=tracing.found)
     def recall(
@@ -682,7 +448,7 @@ class Store(ContinuityMixin):
 
     def episodes_since_wrap(self) -> list[Episode]:
         """Episodes no saved wrap has compressed yet, oldest first."""
-        return self._to_episodes(self._backend.unwrapped_episodes())
+        return to_episodes(self, self._repos.episodes.unwrapped_episodes())
 
     # ------------------------------------------------------------------ delete / prune
     @tracing.traced(tracing.DELETE, "delete", record_id="episode_id", result=tracing.erased)
@@ -707,7 +473,7 @@ class Store(ContinuityMixin):
         refused: EpisodeRow | None = None
         report = ErasureReport()
         with self.transaction() as tx:
-            rows = self._backend.get_episodes(ids, exact=True)
+            rows = self._repos.episodes.get_episodes(ids, exact=True)
             refused = next((r for r in rows.values()
                             if not trust.within_ceiling(r.trust, self.trust_ceiling)), None)
             if refused is None and rows:
@@ -738,7 +504,7 @@ class Store(ContinuityMixin):
         return deep_check(self)
 
     @tracing.traced(tracing.DELETE, "erase_namespace", result=tracing.erased)
-    def erase_namespace(self, namespace: Any = None) -> ErasureReport:
+    def erase_namespace(self, namespace: NamespaceLike | None = None) -> ErasureReport:
         """Forget one user (or any namespace) whole: every episode, continuity, wrap,
         pattern history, probe, item collection (crystals, spores, chat histories) and
         governed record of it, so ``namespaces()`` no longer lists it and no file or
@@ -755,7 +521,7 @@ class Store(ContinuityMixin):
         report = ErasureReport()
         with self.transaction() as tx:
             ids = self._prunable_ids(days)
-            rows = self._backend.get_episodes(ids, exact=True) if ids else {}
+            rows = self._repos.episodes.get_episodes(ids, exact=True) if ids else {}
             if rows:
                 report = erasure.scrub_episodes(self, rows, tx)
             n = self._remove(list(rows), reason="pruned") if rows else 0
@@ -772,7 +538,7 @@ class Store(ContinuityMixin):
         """The ids ``prune(older_than_days)`` would remove now, changing nothing: for a
         caller that says how many will go before it asks."""
         days = self._prune_days(older_than_days)
-        with self._backend.read():
+        with self._repos.read():
             return self._prunable_ids(days)
 
     def _prune_days(self, older_than_days: int | None) -> int:
@@ -785,12 +551,12 @@ class Store(ContinuityMixin):
     def _prunable_ids(self, days: int) -> list[str]:
         """Old ids this store may remove: never one labelled above its trust ceiling (a
         caller may not prune what it could not have written)."""
-        ids = list(self._backend.ids_older_than(iso(ago(days * 86400, field="older_than_days"))))
+        ids = list(self._repos.episodes.ids_older_than(iso(ago(days * 86400, field="older_than_days"))))
         if ids and self.trust_ceiling != "operator":
-            rows = self._backend.get_episodes(ids, exact=True)
+            rows = self._repos.episodes.get_episodes(ids, exact=True)
             ids = [i for i in ids if i in rows
                    and trust.within_ceiling(rows[i].trust, self.trust_ceiling)]
-        open_wrap = self._backend.open_wrap()
+        open_wrap = self._repos.wraps.open_wrap()
         if open_wrap:  # episodes frozen in an open wrap stay until it is saved or cancelled
             frozen = set(open_wrap["episode_ids"])
             ids = [i for i in ids if i not in frozen]
@@ -798,8 +564,8 @@ class Store(ContinuityMixin):
 
     def _remove(self, ids: Sequence[str], *, reason: str,
                 audit_extra: Mapping[str, Any] | None = None) -> int:
-        b = self._backend
-        rows = b.get_episodes(ids, exact=True)
+        repos = self._repos
+        rows = repos.episodes.get_episodes(ids, exact=True)
         if not rows:
             return 0
         if self.embedder is not None:  # their vectors go with the rows (ON DELETE CASCADE)
@@ -807,22 +573,23 @@ class Store(ContinuityMixin):
         eff = trust.effective_trust_map(self, list(rows))
         for eid, r in rows.items():
             mark = "external" if reason == "deleted" else eff.get(eid, r.trust)
-            b.mark_source_removed(eid, mark)
-            b.add_tombstone(eid, r.type, r.timestamp, self._audit.hash_content(r.content),
-                            now_iso(), reason, eff.get(eid, r.trust), scope=r.scope)
+            repos.links.mark_source_removed(eid, mark)
+            repos.links.add_tombstone(eid, r.type, r.timestamp,
+                                      self._audit.hash_content(r.content), now_iso(), reason,
+                                      eff.get(eid, r.trust), scope=r.scope)
             facts.detach_links(self, eid)
             if reason == "deleted":
                 self._audit.append("delete", {"episode_id": eid,
                                               "content_hash": self._audit.hash_content(r.content),
                                               **(audit_extra or {})},
                                    actor="operator")
-        return b.delete_episode_rows(list(rows))
+        return repos.episodes.delete_episode_rows(list(rows))
 
     def _scrub(self) -> None:
         with contextlib.suppress(Exception):
-            with self._backend.transaction():
-                self._backend.scrub_indexes()
-            self._backend.checkpoint()
+            with self._units.plain():
+                self._repos.episodes.scrub_indexes()
+            self._repos.episodes.checkpoint()
 
     # ------------------------------------------------------------------ supersession, keys, trust
     def supersede(self, *, old_id: str, new_id: str) -> bool:
@@ -872,29 +639,29 @@ class Store(ContinuityMixin):
     # ------------------------------------------------------------------ status
     def status(self) -> StoreStatus:
         """Counts and health of the store."""
-        b = self._backend
-        with b.read():
-            total_wraps, last_wrap = b.wrap_counts()
-            open_wrap = b.open_wrap()
+        r = self._repos
+        with r.read():
+            total_wraps, last_wrap = r.wraps.wrap_counts()
+            open_wrap = r.wraps.open_wrap()
             text = self.load_continuity()
-            failures = int(b.get_meta("audit_write_failures") or 0)
+            failures = int(r.meta.get_meta("audit_write_failures") or 0)
             return StoreStatus(
-                total_episodes=b.count_episodes(),
-                episodes_since_wrap=b.count_unwrapped(),
+                total_episodes=r.episodes.count_episodes(),
+                episodes_since_wrap=r.episodes.count_unwrapped(),
                 total_wraps=total_wraps,
                 last_wrap_at=last_wrap,
                 wrap_in_progress=open_wrap is not None,
-                tombstone_count=b.count_tombstones(),
+                tombstone_count=r.links.count_tombstones(),
                 continuity_chars=None if text is None else len(text),
-                episodes_by_type=b.counts_by_type(),
+                episodes_by_type=r.episodes.counts_by_type(),
                 audit_enabled=self._audit_requested,
                 audit_entry_count=self._audit_entry_count(),
                 audit_write_failures=failures,
-                audit_last_failure=b.get_meta("audit_last_failure"),
+                audit_last_failure=r.meta.get_meta("audit_last_failure"),
                 consolidate_requires_baton=self.consolidate_requires_baton(),
                 path=redact(self.dsn) if self.dsn else str(self.path),
-                superseded_count=b.count_superseded(),
-                trust_counts=b.counts_by_trust(),
+                superseded_count=r.links.count_superseded(),
+                trust_counts=r.episodes.counts_by_trust(),
                 wrap_started_at=open_wrap["started_at"] if open_wrap else None,
                 wrap_stale=open_wrap is not None and stale_wrap(self, open_wrap),
                 namespace=self._status_namespace(),
@@ -903,9 +670,7 @@ class Store(ContinuityMixin):
             )
 
     def _embedding_status(self) -> dict[str, Any]:
-        from .storage.vectors import VectorRepo
-
-        counts = VectorRepo(self._backend).counts()
+        counts = self._repos.vectors.counts()
         out: dict[str, Any] = {"vectors": [{"model": m, "dims": d, "episodes": n}
                                            for m, d, n in counts]}
         if self.embedder is not None:
@@ -916,13 +681,13 @@ class Store(ContinuityMixin):
 
     # What the root's status adds and a view's narrows (ScopedStore overrides these).
     def _audit_entry_count(self) -> int:
-        return self._backend.audit_count()
+        return self._units.audit_count()
 
     def _status_namespace(self) -> dict[str, Any] | None:
         return None
 
     def _namespace_totals(self) -> NamespaceTotals | None:
-        wraps, last, open_wraps, continuities = self._backend.wrap_totals()
+        wraps, last, open_wraps, continuities = self._repos.wraps.wrap_totals()
         named = len(self.namespaces())  # those holding episodes, wraps or governed records
         return NamespaceTotals(namespaces=named, wraps=wraps, last_wrap_at=last,
                                open_wraps=open_wraps, continuities=continuities)
@@ -931,7 +696,7 @@ class Store(ContinuityMixin):
         """Saved wraps, newest first, with their metrics."""
         if limit is not None:
             whole_number(limit, "limit")
-        return self._backend.wrap_history(limit)
+        return self._repos.wraps.wrap_history(limit)
 
     # ------------------------------------------------------------------ export / import
     def export(self) -> dict[str, Any]:
@@ -1001,6 +766,8 @@ class _ScopedAudit:
 class ScopedStore(Store):
     """A Store view limited to one namespace. Close the parent, not the view."""
 
+    namespace: MemoryNamespace
+
     def __init__(self, store: Store, namespace: MemoryNamespace | Mapping[str, Any]) -> None:
         # Not Store.__init__: the view reuses the parent's open database and state.
         if isinstance(store, ScopedStore):
@@ -1013,7 +780,7 @@ class ScopedStore(Store):
         self.parent = store
         self.scope = Scope(ns.owner, ns.project)
         self.ns_tag = digest("continuity", ns.to_dict())[:16]
-        self._backend = ScopedBackend(store._backend, self.scope)  # type: ignore[assignment]
+        self._repos = storage.scoped_roles(store._repos, self.scope)
         self._audit = _ScopedAudit(store.audit_trail, ns,  # type: ignore[assignment]
                                    audit_counter_key(self.ns_tag))
 
@@ -1029,7 +796,7 @@ class ScopedStore(Store):
 
     def _audit_entry_count(self) -> int:
         # the entries this namespace caused, counted as they were appended
-        return int(self.parent.repos.meta.get_meta(audit_counter_key(self.ns_tag)) or 0)
+        return int(self._repos.meta.get_meta(audit_counter_key(self.ns_tag)) or 0)
 
     def _status_namespace(self) -> dict[str, Any] | None:
         return dict(self.namespace.to_dict())
@@ -1042,7 +809,8 @@ class ScopedStore(Store):
         raise ValidationError("scope the parent Store, not another scoped view")
 
     def import_(self, data: Mapping[str, Any] | str, *, via: str = "library",
-                progress: Any = None, restore: bool | None = None) -> dict[str, Any]:
+                progress: Callable[[int, int], None] | None = None,
+                restore: bool | None = None) -> dict[str, Any]:
         """Refused: an export's episodes carry their own namespaces (or none), so
         importing them through a view could write into another namespace."""
         raise GovernanceError("import through the parent Store, not a scoped view: an "
@@ -1062,7 +830,7 @@ class UnscopedView(Store):
         self.__dict__.update(copy.copy(store.__dict__))
         self.parent = store
         self.scope = Scope(None, None, unscoped_only=True)
-        self._backend = ScopedBackend(store._backend, self.scope)  # type: ignore[assignment]
+        self._repos = storage.scoped_roles(store._repos, self.scope)
 
     def __repr__(self) -> str:
         return f"UnscopedView({str(self.path)!r})"

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._fileio import file_lock, publish_staged, sidecar_path, stage_bytes
 from ._lazy import sha256_hex
+from ._unit import continuity_blob
 from ._wrap_age import (  # noqa: F401  (re-exported)
     STALE_POLICY_KEY,
     STALE_WRAP_NOTICE,
@@ -22,9 +24,9 @@ from .errors import ValidationError, WrapInProgressError
 from .types import WrapCancelReceipt
 
 if TYPE_CHECKING:
-    from ._unit import UnitOfWork
+    from ._unit import UnitOfWork, Units
     from .audit import AuditTrail
-    from .storage.base import Backend, Scope
+    from .storage.base import MetaRepo, Scope
     from .storage.repos import Repositories
 
 
@@ -44,9 +46,9 @@ def _sha(data: bytes) -> str:
     return sha256_hex(data)
 
 
-def _staged_record(backend: Backend, name: str) -> tuple[str, str] | None:
+def _staged_record(meta: MetaRepo, name: str) -> tuple[str, str] | None:
     """(sha256, staged file name) of the blob's last committed save, or None."""
-    raw = backend.get_meta(STAGED_BLOB + name)
+    raw = meta.get_meta(STAGED_BLOB + name)
     if not raw or " " not in raw:
         return None
     sha, staged = raw.split(" ", 1)
@@ -65,13 +67,13 @@ def _staged_text(path: Path, record: tuple[str, str] | None) -> str | None:
     return data.decode("utf-8") if _sha(data) == record[0] else None
 
 
-def staged_files(backend: Backend) -> set[str]:
+def staged_files(meta: MetaRepo) -> set[str]:
     """Names of the staged files committed saves point at (never stale leftovers)."""
-    rows = backend.meta_with_prefix(STAGED_BLOB)
+    rows = meta.meta_with_prefix(STAGED_BLOB)
     return {v.split(" ", 1)[1] for _k, v in rows if v and " " in v}
 
 
-def publish_blob(backend: Backend, db_path: str | Path, name: str, *,
+def publish_blob(meta: MetaRepo, db_path: str | Path, name: str, *,
                  own: Path | None = None) -> bool:
     """Put the blob's last committed save in place: rename its staged file over the
     blob's file, under the continuity lock, re-reading the record there, so a slower
@@ -79,7 +81,7 @@ def publish_blob(backend: Backend, db_path: str | Path, name: str, *,
     file, removed when a newer save replaced it. True when a file was renamed."""
     path = sidecar_path(db_path, name)
     with file_lock(sidecar_path(db_path, CONTINUITY_LOCK)):
-        record = _staged_record(backend, name)
+        record = _staged_record(meta, name)
         staged = path.with_name(record[1]).absolute() if record else None
         if own is not None:
             own = own.absolute()
@@ -95,33 +97,35 @@ def publish_blob(backend: Backend, db_path: str | Path, name: str, *,
         return True
 
 
-def flush_pending_blobs(backend: Backend, names: Sequence[str] | None = None) -> list[str]:
+def flush_pending_blobs(meta: MetaRepo, transaction: Callable[[], AbstractContextManager[None]],
+                        db_path: Path | None, names: Sequence[str] | None = None) -> list[str]:
     """Complete every save that committed but did not reach its file (a crash right
-    after the commit): publish staged files, and write the texts earlier builds kept in
-    the database (then drop that copy). Run whenever a store is opened. Returns the
-    names written."""
+    after the commit): publish staged files (beside the SQLite database at ``db_path``;
+    None for a server database), and write the texts earlier builds kept in the
+    database (then drop that copy), each in a ``transaction()`` of its own. Run
+    whenever a store is opened. Returns the names written."""
     done = []
-    for key in [k for k, _v in backend.meta_rows() if k.startswith(ERASED_BLOB)]:
+    for key in [k for k, _v in meta.meta_rows() if k.startswith(ERASED_BLOB)]:
         name = key[len(ERASED_BLOB):]
-        backend.delete_blob(name, lock=CONTINUITY_LOCK)
-        with backend.transaction():
-            backend.set_meta(key, None)
-    if getattr(backend, "dsn", None) is None:  # sidecar files beside a SQLite database
-        for key, _v in backend.meta_with_prefix(STAGED_BLOB):
+        meta.delete_blob(name, lock=CONTINUITY_LOCK)
+        with transaction():
+            meta.set_meta(key, None)
+    if db_path is not None:  # sidecar files beside a SQLite database
+        for key, _v in meta.meta_with_prefix(STAGED_BLOB):
             name = key[len(STAGED_BLOB):]
-            if (names is None or name in names) and publish_blob(backend, backend.path, name):
+            if (names is None or name in names) and publish_blob(meta, db_path, name):
                 done.append(name)
-    for key, _v in backend.meta_with_prefix(PENDING_BLOB):
+    for key, _v in meta.meta_with_prefix(PENDING_BLOB):
         name = key[len(PENDING_BLOB):]
         if names is not None and name not in names:
             continue
         def current(_old: str | None, k: str = key) -> str | None:
-            return backend.get_meta(k)  # re-read under the lock: the newest committed text
+            return meta.get_meta(k)  # re-read under the lock: the newest committed text
 
-        written = backend.update_blob(name, current, lock=CONTINUITY_LOCK)
+        written = meta.update_blob(name, current, lock=CONTINUITY_LOCK)
         if written is not None:
-            with backend.transaction():
-                backend.delete_meta_if(key, written)
+            with transaction():
+                meta.delete_meta_if(key, written)
             done.append(name)
     return done
 
@@ -131,7 +135,8 @@ class ContinuityMixin:
 
     path: Path
     dsn: str | None
-    _backend: Backend
+    _repos: Repositories
+    _units: Units
     _audit: AuditTrail
     _schema_override: list[Any] | None
     scope: Scope
@@ -148,8 +153,7 @@ class ContinuityMixin:
         return sidecar_path(self.path, ".continuity.md")
 
     def _continuity_blob(self) -> str:
-        # The backend names the text by its sidecar suffix (a scoped view has its own).
-        return self.continuity_path.name[len(Path(self.path).stem):]
+        return continuity_blob(self.path, self.continuity_path)
 
     def load_continuity(self) -> str | None:
         """The current continuity text, or None before the first wrap. A saved text
@@ -161,7 +165,7 @@ class ContinuityMixin:
             return pending
         text = self.repos.meta.read_blob(name)
         if self.dsn is None:  # the last save's staged file is gone once it is in place
-            waiting = _staged_text(self.continuity_path, _staged_record(self._backend, name))
+            waiting = _staged_text(self.continuity_path, _staged_record(self._repos.meta, name))
             if waiting is not None:
                 return waiting
         return text
@@ -193,12 +197,13 @@ class ContinuityMixin:
 
     def _flush_pending_files(self) -> list[str]:
         """Put in place every committed continuity whose file is not written yet."""
-        return flush_pending_blobs(self._backend)
+        return flush_pending_blobs(self._repos.meta, self._units.plain,
+                                   None if self.dsn is not None else self.path)
 
     def _flush_continuity(self, staged: Path | None = None) -> None:
         """After the save committed: put its staged file in place."""
         if staged is not None:
-            publish_blob(self._backend, self.path, self._continuity_blob(), own=staged)
+            publish_blob(self._repos.meta, self.path, self._continuity_blob(), own=staged)
 
     @staticmethod
     def _discard_staged(staged: Path | None) -> None:

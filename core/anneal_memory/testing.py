@@ -5,12 +5,17 @@ store, for tests that tamper with it."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from .wrap.render import PACKAGE_MARKER
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from ._unit import UnitOfWork
     from .storage.base import Backend
+    from .storage.repos import Repositories
+    from .store import Store
 
 _EP_RE = re.compile(r"^- \[([A-Za-z0-9_-]+)\] \((\w+), (\d{4}-\d{2}-\d{2})\)((?: \[[^\]]*\])*) (.*)$",
                     re.MULTILINE)
@@ -115,7 +120,7 @@ class HashingEmbedder:
         return self([text])[0]
 
 
-def backend_of(store: Any) -> Backend:
+def backend_of(store: object) -> Backend:
     """The database under a Store (or a scoped view: the view's scoped backend), for
     tests that reach below the public API on purpose: tamper with rows as an attacker
     would, read the raw SQL plan, or count pages. Library code never needs it: it reads
@@ -124,4 +129,19 @@ def backend_of(store: Any) -> Backend:
 
     if not isinstance(store, Store):
         raise TypeError(f"backend_of needs an anneal_memory.Store, not {type(store).__name__}")
-    return store._backend
+    # the connection under the store's roles (a scoped view's: the scoped backend)
+    return cast("Backend", store._repos._conn)
+
+
+def repos_of(store: Store) -> Repositories:
+    """The typed roles a Store (or scoped view) reads through, for tests that check what
+    the database holds below the public API (governed events, tombstones of a view).
+    Package-internal: adapters and applications use the Store's public methods."""
+    return store.repos
+
+
+def unit_of(store: Store) -> AbstractContextManager[UnitOfWork]:
+    """One write transaction of the Store (or view) as the modules under it see it: a
+    :class:`~anneal_memory._unit.UnitOfWork`, for tests of the seam itself. Adapters
+    group writes with the public ``store.batch()``."""
+    return store.transaction()

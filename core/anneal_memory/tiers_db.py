@@ -14,10 +14,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._fileio import sidecar_path
 from .errors import SidecarError
+
+if TYPE_CHECKING:
+    from ._unit import Facade
+    from .items import ItemCollection
+
+    class ItemStore(Facade, Protocol):
+        """A Store (or view) with its item collections."""
+
+        def items(self, collection: str) -> ItemCollection: ...
 
 #: the collection holding one JSON document per tier, keyed by the sidecar suffix
 TIERS = "_tiers"
@@ -30,20 +39,20 @@ def is_store(obj: Any) -> bool:
     return hasattr(obj, "items") and hasattr(obj, "transaction") and hasattr(obj, "repos")
 
 
-def sidecar_of(store: Any, suffix: str) -> Path:
+def sidecar_of(store: ItemStore, suffix: str) -> Path:
     return sidecar_path(store.path, suffix)
 
 
-def load_doc(store: Any, suffix: str) -> dict[str, Any] | None:
+def load_doc(store: ItemStore, suffix: str) -> dict[str, Any] | None:
     item = store.items(TIERS).get(suffix)
     return None if item is None else dict(item.value)
 
 
-def save_doc(store: Any, suffix: str, data: dict[str, Any]) -> None:
+def save_doc(store: ItemStore, suffix: str, data: dict[str, Any]) -> None:
     store.items(TIERS).put(suffix, data)
 
 
-def import_sidecar(store: Any, suffix: str, read_file: Any) -> bool:
+def import_sidecar(store: ItemStore, suffix: str, read_file: Any) -> bool:
     """Bring the root store's sidecar file into the database once (see the module doc).
     ``read_file(path)`` parses the file as the tier reads its sidecars."""
     if getattr(store, "namespace", None) is not None or store.read_only:
@@ -63,7 +72,7 @@ def import_sidecar(store: Any, suffix: str, read_file: Any) -> bool:
     return True
 
 
-def import_outcome_log(store: Any, path: Path, records: list[dict[str, Any]]) -> bool:
+def import_outcome_log(store: ItemStore, path: Path, records: list[dict[str, Any]]) -> bool:
     if getattr(store, "namespace", None) is not None or store.read_only or not path.is_file():
         return False
     col = store.items(OUTCOMES)

@@ -144,7 +144,7 @@ def capture_content() -> bool:
     return value in ("1", "true", "yes", "on", "span_only", "span_and_event")
 
 
-def _backend(store: Any) -> str:
+def _backend(store: object) -> str:
     return "postgresql" if getattr(store, "dsn", None) else "sqlite"
 
 
@@ -189,7 +189,7 @@ class _Span:
 
     __slots__ = ("_cm", "_span", "_op", "_what", "_store", "_start", "_attrs", "_kind")
 
-    def __init__(self, tracer_: Any, op: str, what: str, store: Any,
+    def __init__(self, tracer_: Any, op: str, what: str, store: object,
                  attrs: dict[str, Any], client: bool) -> None:
         self._op, self._what, self._store, self._attrs = op, what, store, attrs
         name = getattr(store, "project_name", None) or PROVIDER
@@ -231,7 +231,7 @@ class _Span:
         self._cm.__exit__(etype, exc, tb)
 
 
-def span(op: str, what: str, store: Any, **attrs: Any) -> _Span | _NoSpan:
+def span(op: str, what: str, store: object, **attrs: Any) -> _Span | _NoSpan:
     """A span for operation ``what`` (``gen_ai.operation.name`` ``op``) on ``store``."""
     t = tracer()
     if t is None:
@@ -409,7 +409,7 @@ def saved(sp: _Span, out: Any) -> None:
                 meters["verdicts"].add(n, {**backend, "anneal_memory.verdict": name})
 
 
-def count_wrap(store: Any, status: str) -> None:
+def count_wrap(store: object, status: str) -> None:
     """One wrap saved or refused (the ``anneal_memory.wraps`` counter)."""
     meters = _meters()
     if meters is not None:

@@ -21,7 +21,7 @@ from anneal_memory.governance import (
 )
 from anneal_memory.migrate_store import migrate
 from anneal_memory.storage.pg_copy import GOV_TABLES, counts, is_governed
-from anneal_memory.testing import backend_of
+from anneal_memory.testing import backend_of, repos_of
 
 from wraphelp import doc, wrap
 
@@ -88,7 +88,7 @@ def _answers(location: str | Path, seed: dict[str, Any]) -> dict[str, Any]:
             "hidden": rt.state(PRICING, "semantic", "theme"),
             "reviews": [(r["review_id"], r["status"]) for r in rt.pending_reviews(PRICING)],
             "decided": [(r["review_id"], r["status"], r["decided_by"])
-                        for r in s.repos.governance.reviews("alice", "pricing", status=None)],
+                        for r in repos_of(s).governance.reviews("alice", "pricing", status=None)],
             "view": (view.status().total_episodes, view.status().tombstone_count,
                      [e.content for e in view.recall(keyword="postgresql").episodes],
                      view.load_continuity()),

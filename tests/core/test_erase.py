@@ -24,6 +24,7 @@ from anneal_memory import (
     TrustError,
     ValidationError,
 )
+from anneal_memory._unit import Units
 from anneal_memory.governance import MemoryCandidate, MemoryNamespace, SourceRef
 from anneal_memory.testing import backend_of, scripted_compress
 
@@ -216,8 +217,8 @@ def test_a_crash_after_the_commit_is_finished_at_the_next_open(tmp_path: Path,
     victim = ses.store.recall(keyword="shelf 1").episodes[0].id
     monkeypatch.setattr(store_continuity, "flush_pending_blobs", lambda *a, **k: [])
     # the "crash" right after each commit: nothing staged is put in place
-    monkeypatch.setattr(Store, "_publish_staged",
-                        lambda self: setattr(self._tx_owner, "staged", []))
+    monkeypatch.setattr(Units, "_publish_staged",
+                        lambda self: setattr(self._local, "staged", []))
     store.erase_namespace({"user": "frank"})
     ses.store.erase([victim])
     assert path.exists()  # the "crash": the files were not touched after the commit

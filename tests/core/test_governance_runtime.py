@@ -20,6 +20,7 @@ from anneal_memory.governance import (
     scan_secrets,
 )
 from anneal_memory.storage import governance_sql as sql
+from anneal_memory.testing import repos_of, unit_of
 
 T0 = datetime(2026, 8, 1, 9, 0, tzinfo=timezone.utc)
 USER = MemoryNamespace(tenant="acme", user="alice", agent="coder")
@@ -80,7 +81,7 @@ def test_gate_rejections_write_nothing(rt: MemoryRuntime, store: Store, kwargs, 
     res = rt.write(cand(**kwargs))
     assert (res.outcome, res.reason) == ("rejected", reason)
     assert rt.current(USER, "semantic", "preferred_language") is None
-    assert store.repos.governance.events() == []
+    assert repos_of(store).governance.events() == []
 
 
 def test_secret_scanner_catches_a_mislabelled_credential(rt: MemoryRuntime) -> None:
@@ -278,7 +279,7 @@ def test_replay_rebuilds_the_projection_and_never_resurrects(rt: MemoryRuntime,
     rt.write(cand("c-l", "Likes ramen for lunch", subject="lunch"))
     rt.forget(USER, "semantic", "lunch", reason="user asked")
     before = rt.profile(USER)
-    with store.transaction() as tx:
+    with unit_of(store) as tx:
         tx.governance.clear_projection()
     assert rt.profile(USER) == {}
     assert rt.rebuild_projection() == {"active": 1, "deleted": 1, "events": 4}
@@ -405,7 +406,7 @@ def test_bad_calls_write_nothing(rt: MemoryRuntime, store: Store) -> None:
         rt.recall({"tenant": "a", "user": "u", "agent": "x", "team": "t"}, "q")
     with pytest.raises(ValidationError):
         rt.forget(USER, "semantic", "preferred_language", reason=" ")
-    assert store.repos.governance.events() == []
+    assert repos_of(store).governance.events() == []
 
 
 # ---------------------------------------------------------------------- audit

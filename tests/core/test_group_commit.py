@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from threadhelp import batched
 
-import anneal_memory.store as store_module
+import anneal_memory.episodes_write as episodes_write
 from anneal_memory import AuditTrail, Episode, Store, SupersessionError
 from anneal_memory._audit_chain import canonical_json, chain_entry, chain_hash, entry_hash
 from anneal_memory.audit import entry_line, same_label
@@ -115,8 +115,8 @@ def test_a_new_id_already_held_is_drawn_again_with_its_audit_entry(
     gone = store.record("an episode deleted later", "observation")
     store.delete(gone.id)  # its id stays taken (a tombstone)
     draws = iter([held.id, gone.id, "feedf00d", "feedf00d", "c0ffee00"])
-    real = store_module._id_candidate
-    monkeypatch.setattr(store_module, "_id_candidate",
+    real = episodes_write.id_candidate
+    monkeypatch.setattr(episodes_write, "id_candidate",
                         lambda content, ts: next(draws, None) or real(content, ts))
     got = batched(store, [
         lambda: store.record("one more note", "observation"),
@@ -138,8 +138,8 @@ def test_two_records_of_one_batch_drawing_the_same_id_get_two(
         store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     store.record("the first note", "observation")
     draws = iter(["", "abcd1234", "abcd1234"])  # "" : the leader's own draws a fresh id
-    real = store_module._id_candidate
-    monkeypatch.setattr(store_module, "_id_candidate",
+    real = episodes_write.id_candidate
+    monkeypatch.setattr(episodes_write, "id_candidate",
                         lambda content, ts: next(draws, None) or real(content, ts))
     got = batched(store, [lambda: store.record("a note", "observation"),
                           lambda: store.record("another note", "observation")])

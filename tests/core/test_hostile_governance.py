@@ -24,6 +24,7 @@ from anneal_memory.governance import (
     SourceRef,
 )
 from anneal_memory.recall import retrieve_relevant
+from anneal_memory.testing import repos_of
 
 T0 = datetime(2026, 8, 1, 9, 0, tzinfo=timezone.utc)
 ALICE = MemoryNamespace(tenant="acme", user="alice", agent="coder")
@@ -131,12 +132,12 @@ def test_a_runtime_over_a_view_cannot_name_another_namespace(store: Store, call:
     theirs = root.write(cand("b1", OTHERS["tenant"], "Globex alice keeps the key in a safe"))
     root.write(cand("b2", OTHERS["tenant"], "Globex alice may like safes", subject="decor",
                     kind="model"))
-    before = (store.repos.governance.events(), root.pending_reviews(OTHERS["tenant"]),
+    before = (repos_of(store).governance.events(), root.pending_reviews(OTHERS["tenant"]),
               store.audit_trail.entries())
     view_rt = MemoryRuntime(store.scoped(ALICE), clock=lambda: T0)
     with pytest.raises(ValidationError, match="namespace tenant 'globex' does not match"):
         VIEW_CALLS[call](view_rt, OTHERS["tenant"])
-    assert (store.repos.governance.events(), root.pending_reviews(OTHERS["tenant"]),
+    assert (repos_of(store).governance.events(), root.pending_reviews(OTHERS["tenant"]),
             store.audit_trail.entries()) == before
     assert root.current(OTHERS["tenant"], "semantic", "spare_key") == theirs.record
     # its own namespace still works through the view
@@ -280,12 +281,12 @@ def test_a_subject_with_nothing_left_once_compared_is_refused(rt: MemoryRuntime,
                                                               store: Store, subject: str) -> None:
     """Such subjects all compare as one empty subject: one would overwrite or (forgotten)
     block every other."""
-    before = store.repos.governance.events()
+    before = repos_of(store).governance.events()
     with pytest.raises(ValidationError, match="empty once compared"):
         rt.write(cand("e1", ALICE, "Alice likes green tea", subject=subject))
     with pytest.raises(ValidationError, match="empty once compared"):
         rt.forget(ALICE, "semantic", subject, reason="probe")
-    assert store.repos.governance.events() == before
+    assert repos_of(store).governance.events() == before
 
 
 def test_hide_takes_a_boolean_only(rt: MemoryRuntime) -> None:

@@ -53,7 +53,8 @@ LAYER_OF = {
     "legacy": "legacy",
     # the Store facade and what it owns
     "store": "episodes", "store_continuity": "episodes", "group_commit": "episodes",
-    "recall": "episodes", "ranking": "episodes", "facts": "episodes", "trust": "episodes",
+    "recall": "episodes", "episode_rows": "episodes", "episodes_write": "episodes",
+    "ranking": "episodes", "facts": "episodes", "trust": "episodes",
     "items": "episodes", "audit": "episodes", "_audit_verify": "episodes",
     "_audit_deep": "episodes", "crystal": "episodes", "spores": "episodes",
     "worth": "episodes", "tiers_db": "episodes", "portability": "episodes",

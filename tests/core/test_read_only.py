@@ -26,6 +26,7 @@ from test_cli import wrapped_store
 
 from anneal_memory import ReadOnlyStoreError, Store, StoreError
 from anneal_memory.cli.main import main
+from anneal_memory.testing import backend_of
 
 clean_env = test_cli.clean_env
 
@@ -189,8 +190,8 @@ def test_a_read_only_folder_whose_log_holds_commits_is_read_whole(tmp_path: Path
     with read_only_place(src, tmp_path / "ro") as folder:
         with Store(folder / "memory.db", read_only=True) as s:
             assert s.status().total_episodes == 5
-            assert s._backend.read_only_mode == "copy"
-            copy = s._backend._ro_copy
+            assert backend_of(s).read_only_mode == "copy"
+            copy = backend_of(s)._ro_copy
             assert copy and Path(copy).is_dir()
         assert not Path(copy).exists(), "the private copy outlived the store"
         assert sorted(p.name for p in folder.iterdir()) == copied

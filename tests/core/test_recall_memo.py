@@ -14,7 +14,7 @@ import pytest
 
 from anneal_memory import Store, ValidationError
 from anneal_memory.governance import MemoryNamespace, scoped
-from anneal_memory.testing import backend_of
+from anneal_memory.testing import backend_of, unit_of
 
 QUERIES = ("queue latency", "latency budget thanks", "deploy rollback", "budget")
 
@@ -118,7 +118,7 @@ def test_a_refused_write_leaves_answers_right(filled: Store, db: Path) -> None:
         filled.record_many([("queue latency budget thanks", "observation"),
                             ("latency budget", "not-a-type")])
     assert _answer(filled, q) == before == _fresh(db, q)
-    with pytest.raises(RuntimeError), filled.transaction() as tx:  # rolled back mid-way
+    with pytest.raises(RuntimeError), unit_of(filled) as tx:  # rolled back mid-way
         tx.episodes.delete_episode_rows(before[0])
         inside = _answer(filled, q)  # the uncommitted state: computed, never kept
         assert not set(inside[0]) & set(before[0])

@@ -19,7 +19,7 @@ from anneal_memory import (
     UnknownEpisodeTypeError,
     ValidationError,
 )
-from anneal_memory.testing import backend_of
+from anneal_memory.testing import backend_of, repos_of
 
 
 def test_record_and_get_roundtrip(store: Store) -> None:
@@ -315,8 +315,8 @@ def test_an_import_puts_each_deletion_back_in_its_namespace(tmp_path: Path) -> N
     assert tomb["namespace"]["user"] == "bob" and "content" not in tomb
     with Store(tmp_path / "b.db") as b:
         assert b.import_(doc)["tombstones_added"] == 1
-        assert gone.id in b.scoped({"user": "bob"}).repos.links.tombstones()
-        assert gone.id not in b.scoped({"user": "alice"}).repos.links.tombstones()
+        assert gone.id in repos_of(b.scoped({"user": "bob"})).links.tombstones()
+        assert gone.id not in repos_of(b.scoped({"user": "alice"})).links.tombstones()
 
 
 def test_a_new_store_uses_the_small_page_size_and_an_old_one_keeps_its_own(
@@ -351,7 +351,8 @@ def test_public_api_exports() -> None:
         "annotations", "audit", "clock", "continuity", "engine", "errors", "facts", "immune",
         "portability", "recall", "session", "storage", "store", "text", "trust", "types", "wrap",
         "testing", "cli", "eval", "extras", "migrate_store", "store_continuity", "crystal", "spores", "worth", "governance", "mcp", "adapters", "items", "group_commit", "tiers_db", "ui", "ranking", "stem", "erasure", "restore",
-        "legacy", "embedding", "semantic", "vector_cache", "fusion", "tracing", "shorten"}
+        "legacy", "embedding", "semantic", "vector_cache", "fusion", "tracing", "shorten",
+        "episodes_write", "episode_rows"}
     assert set(anneal_memory.__all__) - {"__version__"} == public
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from anneal_memory import Store
 from anneal_memory.errors import ReadOnlyStoreError
+from anneal_memory.testing import repos_of, unit_of
 
 
 class Boom(Exception):
@@ -21,7 +22,7 @@ def _audit_count(store: Store) -> int:
 
 def test_rows_and_audit_entries_commit_together(tmp_path: Path) -> None:
     with Store(tmp_path / "m.db") as store:
-        with store.transaction() as tx:
+        with unit_of(store) as tx:
             ep = store.record("the kettle is on the left shelf", "observation")
             tx.episodes.update_episode(ep.id, trust="operator")
             tx.audit.append("trust_set", {"id": ep.id, "from": "agent", "to": "operator"},
@@ -39,7 +40,7 @@ def test_an_exception_rolls_back_every_row_and_audit_entry(tmp_path: Path) -> No
         store.record("kept before the failed unit", "observation")
         one_record = _audit_count(store) - start
         before = (store.status().total_episodes, _audit_count(store))
-        with pytest.raises(Boom), store.transaction() as tx:
+        with pytest.raises(Boom), unit_of(store) as tx:
             ep = store.record("never acknowledged", "observation")
             tx.audit.append("trust_set", {"id": ep.id}, actor="operator")
             raise Boom
@@ -57,7 +58,7 @@ def test_a_read_only_store_refuses_a_unit_of_work_before_writing(tmp_path: Path)
     with Store(tmp_path / "m.db") as store:
         store.record("one", "observation")
     with Store(tmp_path / "m.db", read_only=True) as ro:
-        with pytest.raises(ReadOnlyStoreError), ro.transaction():
+        with pytest.raises(ReadOnlyStoreError), unit_of(ro):
             pytest.fail("the block must not run")  # pragma: no cover
         assert ro.status().total_episodes == 1
 
@@ -67,18 +68,18 @@ def test_a_scoped_views_repositories_see_its_namespace_only(tmp_path: Path) -> N
         alice, bob = store.scoped({"user": "alice"}), store.scoped({"user": "bob"})
         a = alice.record("alice keeps bees", "observation")
         b = bob.record("bob keeps goats", "observation")
-        assert set(alice.repos.episodes.get_episodes([a.id, b.id])) == {a.id}
-        with bob.transaction() as tx:
+        assert set(repos_of(alice).episodes.get_episodes([a.id, b.id])) == {a.id}
+        with unit_of(bob) as tx:
             assert set(tx.episodes.get_episodes([a.id, b.id])) == {b.id}
             assert [r.id for r in tx.episodes.all_episodes()] == [b.id]
-        assert set(store.repos.episodes.get_episodes([a.id, b.id])) == {a.id, b.id}
+        assert set(repos_of(store).episodes.get_episodes([a.id, b.id])) == {a.id, b.id}
 
 
 def test_a_staged_continuity_is_put_in_place_after_the_outermost_commit(tmp_path: Path) -> None:
     with Store(tmp_path / "m.db") as store:
         store.save_continuity("## State\n- before\n")
-        with store.transaction():
-            with store.transaction() as tx:
+        with unit_of(store):
+            with unit_of(store) as tx:
                 tx.stage_continuity("## State\n- after\n")
             # committed only with the outer unit: the file still holds the old text
             assert store.continuity_path.read_text("utf-8") == "## State\n- before\n"
@@ -90,7 +91,7 @@ def test_a_staged_continuity_is_put_in_place_after_the_outermost_commit(tmp_path
 def test_a_rolled_back_unit_leaves_no_staged_file_and_the_old_continuity(tmp_path: Path) -> None:
     with Store(tmp_path / "m.db") as store:
         store.save_continuity("## State\n- kept\n")
-        with pytest.raises(Boom), store.transaction() as tx:
+        with pytest.raises(Boom), unit_of(store) as tx:
             tx.stage_continuity("## State\n- ZQXROLLEDBACK\n")
             raise Boom
         assert store.load_continuity() == "## State\n- kept\n"
@@ -103,7 +104,7 @@ def test_a_rolled_back_unit_leaves_no_staged_file_and_the_old_continuity(tmp_pat
 def test_a_savepoint_rolls_back_its_part_alone_with_its_audit_entries(tmp_path: Path) -> None:
     told: list[dict] = []  # what the audit callback is told after the commit
     with Store(tmp_path / "m.db", on_audit_event=told.append) as store:
-        with store.transaction() as tx:
+        with unit_of(store) as tx:
             kept = store.record("the kept part of the unit", "observation")
             with pytest.raises(Boom), tx.savepoint():
                 gone = store.record("ZQXSAVEPOINT the part rolled back", "observation")

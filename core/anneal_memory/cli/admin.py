@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._fileio import sidecar_path
 from ..errors import AnnealMemoryError, ValidationError
@@ -28,6 +28,9 @@ from .common import (
     sidecar,
     tier_home,
 )
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 
 class ServeUnavailable(AnnealMemoryError):
@@ -207,7 +210,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 _AGES = (("<1h", 1 / 24), ("1-24h", 1), ("1-7d", 7), ("7-30d", 30))
 
 
-def _by_age(store: Any) -> dict[str, int]:
+def _by_age(store: Store) -> dict[str, int]:
     """Episodes by age bucket, as 1.0.2's stats counts them."""
     from datetime import timedelta
 
@@ -222,7 +225,7 @@ def _by_age(store: Any) -> dict[str, int]:
     return out
 
 
-def _by_source(store: Any) -> dict[str, int]:
+def _by_source(store: Store) -> dict[str, int]:
     counts: dict[str, int] = {}
     for e in store.recall(limit=10_000_000, include_superseded=True).episodes:
         counts[e.source] = counts.get(e.source, 0) + 1
@@ -370,7 +373,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _markdown(store: Any) -> str:
+def _markdown(store: Store) -> str:
     """The store as a document to read: the continuity, then every episode by day."""
     res = store.recall(limit=10_000_000, include_superseded=True)
     lines = [f"# {store.project_name}: memory export", "", "## Continuity", "",

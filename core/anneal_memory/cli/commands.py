@@ -6,10 +6,13 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
 from .common import Progress, command, emit, open_store, shown_location
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 DEMO_FACTS = [
     ("The nightly import job times out when the connection pool has 5 connections", "observation"),
@@ -93,7 +96,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_demo_target(store: Any, where: str) -> None:
+def _check_demo_target(store: Store, where: str) -> None:
     st = store.status()
     if st.total_episodes or st.total_wraps or st.tombstone_count or st.continuity_chars:
         raise StoreError(
@@ -107,7 +110,7 @@ def _check_demo_target(store: Any, where: str) -> None:
             "with a new path")
 
 
-def _run_demo(store: Any) -> tuple[dict[str, Any], str]:
+def _run_demo(store: Store) -> tuple[dict[str, Any], str]:
     from ..testing import scripted_compress
     from ..wrap.prepare import prepare_wrap
     from ..wrap.render import render_package

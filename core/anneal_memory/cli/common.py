@@ -12,10 +12,13 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .._inputs import load_json
 from ..errors import StoreError, ValidationError
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 OPERATOR_ENV = "ANNEAL_OPERATOR"
 #: how many items of a long list plain output shows before summarizing (--verbose: all)
@@ -515,10 +518,11 @@ def cli_hint(types: type[BaseException] | tuple[type[BaseException], ...],
         raise type(exc)(f"{exc} ({text})") from None
 
 
-def store_name(store: Any) -> str:
+def store_name(store: Store) -> str:
     """How messages name an open store: its path, or its URL without the password."""
-    if getattr(store, "dsn", None):
+    dsn = getattr(store, "dsn", None)
+    if dsn:
         from ..storage.pg_location import redact
 
-        return redact(store.dsn)
+        return redact(dsn)
     return str(store.path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._inputs import load_json
 from ..continuity.schema import NAMED_SCHEMAS
@@ -29,6 +29,9 @@ from .common import (
     store_name,
 )
 from .semantic import add_embedder_option, embedder_of
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 _TYPES = [t.value for t in EpisodeType]
 
@@ -241,7 +244,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _require(store: Any, episode_id: str) -> Any:
+def _require(store: Store, episode_id: str) -> Any:
     ep = store.get(episode_id)
     if ep is None:
         raise EpisodeNotFoundError(f"no episode {episode_id!r} in {store_name(store)}: check the id "

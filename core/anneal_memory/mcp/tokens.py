@@ -18,13 +18,16 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..clock import iso, parse_timestamp, utcnow
 from ..erasure import MCP_TOKENS
 from ..errors import AnnealMemoryError, EpisodeNotFoundError, TrustError, ValidationError
 from ..governance.namespace import MemoryNamespace, coerce_namespace
 from ..types import coerce_trust
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 #: the root's item collection holding the tokens (reserved: only this module writes it;
 #: erasing a namespace deletes its tokens there, so the erasure names it)
@@ -88,7 +91,7 @@ def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-def _root(store: Any) -> Any:
+def _root(store: Store) -> Any:
     from ..store import Store
 
     if not isinstance(store, Store) or getattr(store, "parent", None) is not None:
@@ -117,7 +120,7 @@ def parse_expiry(expires: str | timedelta | None) -> timedelta | None:
     return int(m.group(1)) * _UNIT[m.group(2)]
 
 
-def create_token(store: Any, namespace: MemoryNamespace | dict[str, Any], *,
+def create_token(store: Store, namespace: MemoryNamespace | dict[str, Any], *,
                  trust_ceiling: str = "agent", expires: str | timedelta | None = None,
                  label: str | None = None) -> tuple[str, TokenInfo]:
     """A new token for ``namespace``: (the secret, shown once; what the store keeps)."""
@@ -149,7 +152,7 @@ def create_token(store: Any, namespace: MemoryNamespace | dict[str, Any], *,
     return secret, _info(token_id, value)
 
 
-def list_tokens(store: Any) -> list[TokenInfo]:
+def list_tokens(store: Store) -> list[TokenInfo]:
     """Every token, oldest first (revoked and expired ones too, marked), with its last
     use as the server wrote it (to the minute: ``record_use``)."""
     tokens = _root(store).list()
@@ -158,7 +161,7 @@ def list_tokens(store: Any) -> list[TokenInfo]:
     return [_info(item.key, item.value, used.get(item.key)) for item in tokens]
 
 
-def record_use(store: Any, seen: dict[str, str]) -> None:
+def record_use(store: Store, seen: dict[str, str]) -> None:
     """Write each token's last request time (``{token id: ISO time}``), one transaction;
     the server calls it at most once a minute per token."""
     _root(store)  # the whole store's, never a view's
@@ -168,7 +171,7 @@ def record_use(store: Any, seen: dict[str, str]) -> None:
             uses.put(token_id, {"last_used_at": at})
 
 
-def revoke_token(store: Any, token_id: str) -> TokenInfo:
+def revoke_token(store: Store, token_id: str) -> TokenInfo:
     """Revoke one token: its next request is refused (the record stays, marked)."""
     items = _root(store)
     item = items.get(token_id) if isinstance(token_id, str) and token_id else None
@@ -231,7 +234,7 @@ class TokenReader:
         self._conn.close()
 
 
-def authenticate(store: Any, authorization: str | None,
+def authenticate(store: Store, authorization: str | None,
                  reader: TokenReader | None = None) -> TokenInfo:
     """The active token an ``Authorization`` header carries; else a TokenError (401)
     saying what to send. Reads the store (or ``reader``) on every call, so a revocation

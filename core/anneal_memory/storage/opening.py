@@ -84,3 +84,9 @@ def open_database(location: str | Path, *, read_only: bool = False,
 
     return Database(SQLiteBackend(location, read_only=read_only, legacy=legacy,
                                   compacted_entries=compacted_entries))
+
+
+def scoped_roles(repos: Repositories, scope: Scope) -> Repositories:
+    """The roles of ``repos`` (a store's, at the root) as one namespace sees them: every
+    call carries ``scope`` (a scoped view's repositories)."""
+    return repos.within(scope)

@@ -12,6 +12,7 @@ from ..clock import now_iso, today_iso
 from ..continuity.durable import durable_chars, pending_lines
 from ..continuity.parse import parse_sections, pattern_lines, pattern_summaries
 from ..continuity.schema import default_max_chars, schema_role_warning
+from ..episode_rows import episode_links
 from ..errors import AnnealMemoryError, ValidationError, WrapInProgressError
 from ..immune.signals import stale_patterns
 from ..shorten import PACKAGE_EPISODES_BUDGET, fair_cap, shorten
@@ -102,7 +103,7 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
                                              "session_id": session_id}, actor="agent")
     # the rows read to open the wrap are its episodes: no second read of them, and the
     # package is built from the rows (no Episode objects it would only take apart)
-    sup, _sources, eff = store._episode_links(rows)
+    sup, _sources, eff = episode_links(store, rows)
     rows.sort(key=lambda r: (r.timestamp, r.id))
     continuity = store.load_continuity()
     target = max_chars or default_max_chars(schema)

@@ -4,7 +4,7 @@ text, is :mod:`anneal_memory.continuity.relayed`, re-exported here)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..continuity.relayed import (
     GUIDANCE,
@@ -20,11 +20,14 @@ from ..continuity.relayed import (
 )
 from ..trust import effective_trust_map
 
+if TYPE_CHECKING:
+    from .._unit import Ground
+
 __all__ = ["GUIDANCE", "MIN_WORDS", "POLICIES", "RELAYED_TRUST", "RUN_WORDS", "Unquoted",
            "check_policy", "find_unquoted", "relayed_of_wrap", "unquoted", "words"]
 
 
-def relayed_of_wrap(store: Any, episode_ids: list[str]) -> list[tuple[str, str, str]]:
+def relayed_of_wrap(store: Ground, episode_ids: list[str]) -> list[tuple[str, str, str]]:
     """``(id, effective trust, content)`` of the wrap's relayed episodes."""
     if not episode_ids:
         return []
