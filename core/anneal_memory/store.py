@@ -571,12 +571,15 @@ class Store(ContinuityMixin):
         if self.embedder is not None:  # their vectors go with the rows (ON DELETE CASCADE)
             self._vector_cache.clear()
         eff = trust.effective_trust_map(self, list(rows))
+        links_of = {repos.scope: repos.links}  # a tombstone lives in its episode's namespace
         for eid, r in rows.items():
             mark = "external" if reason == "deleted" else eff.get(eid, r.trust)
             repos.links.mark_source_removed(eid, mark)
-            repos.links.add_tombstone(eid, r.type, r.timestamp,
-                                      self._audit.hash_content(r.content), now_iso(), reason,
-                                      eff.get(eid, r.trust), scope=r.scope)
+            if r.scope not in links_of:
+                links_of[r.scope] = repos.within(r.scope).links
+            links_of[r.scope].add_tombstone(eid, r.type, r.timestamp,
+                                            self._audit.hash_content(r.content), now_iso(),
+                                            reason, eff.get(eid, r.trust))
             facts.detach_links(self, eid)
             if reason == "deleted":
                 self._audit.append("delete", {"episode_id": eid,

@@ -26,7 +26,8 @@ from .types import WrapCancelReceipt
 if TYPE_CHECKING:
     from ._unit import UnitOfWork, Units
     from .audit import AuditTrail
-    from .storage.base import MetaRepo, Scope
+    from .storage.base import Scope
+    from .storage.roles import Meta as MetaRepo
     from .storage.repos import Repositories
 
 
