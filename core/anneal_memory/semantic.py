@@ -132,7 +132,7 @@ def _sync(repo: VectorRepo, m: VectorMatrix, model: str, dims: int) -> None:
     removed, and the episodes recorded since, those without a vector kept as pending."""
     version = repo.data_version()
     if (not m.stale and version is not None and version == m.version
-            and _max_rowid(repo) == m.checked_rowid):  # nothing recorded here either
+            and repo.max_episode_rowid() == m.checked_rowid):  # nothing recorded here either
         return
     m.add(repo.vectors_since(model, dims, m.last_rowid))
     if repo.count_vectors(model, dims) != m.size:  # some were removed: read them all again
@@ -142,16 +142,11 @@ def _sync(repo: VectorRepo, m: VectorMatrix, model: str, dims: int) -> None:
         m.pending, m.checked_rowid = set(), 0
     if m.checked_rowid == 0:
         m.pending = set(repo.pending_ids(model, dims))
-        m.checked_rowid = _max_rowid(repo)
+        m.checked_rowid = repo.max_episode_rowid()
     else:
         new, m.checked_rowid = repo.episodes_since(m.checked_rowid)
         m.pending.update(i for i in new if i not in m.pos)
     m.version, m.stale = version, False
-
-
-def _max_rowid(repo: VectorRepo) -> int:
-    r = repo._b.q1("SELECT MAX(rowid) FROM episodes")
-    return int(r[0] or 0) if r else 0
 
 
 @tracing.phase("vector_scan")

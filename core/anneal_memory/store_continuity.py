@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from ._unit import UnitOfWork, Units
     from .audit import AuditTrail
     from .storage.base import Scope
-    from .storage.roles import Meta as MetaRepo
     from .storage.repos import Repositories
+    from .storage.roles import Meta as MetaRepo
 
 
 #: meta key prefix of a committed text whose file is not written yet (stores saved by

@@ -17,7 +17,6 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..clock import iso, parse_timestamp, utcnow
@@ -188,50 +187,33 @@ def revoke_token(store: Store, token_id: str) -> TokenInfo:
 
 
 class TokenReader:
-    """A SQLite store's tokens read on a connection of their own: read-only, autocommit
-    (every read sees the last commit of any process, so a revocation counts at once), and
-    opened by SQLite alone. Not a second ``Store``: opening one beside the server's in the
-    same process opens and closes the database file outside SQLite, which drops the
-    process's POSIX locks on it; another process closing its connection then takes the
-    store for unused and removes its shared-memory index under the server (measured:
-    new tokens unknown, then "disk I/O error" and "database disk image is malformed"
-    on this connection). ``open`` gives None where such a connection cannot be had (a
-    read-only folder reads a copy): the caller reads through the store instead."""
+    """A SQLite store's tokens read on a connection of their own (see
+    :class:`~..storage.sqlite_peek.LiveItems`): a revocation by any process counts at the
+    next request, with no worker-thread hop. Not a second ``Store``: ``open`` gives None
+    where such a connection cannot be had (PostgreSQL, a read-only folder): the caller
+    reads through the store instead."""
 
-    _SQL = "SELECT value FROM items WHERE ns_key = '' AND collection = ? AND key = ?"
-
-    def __init__(self, conn: Any) -> None:
-        self._conn = conn
+    def __init__(self, items: Any) -> None:
+        self._items = items
 
     @classmethod
-    def open(cls, store: Any) -> TokenReader | None:
+    def open(cls, store: Store) -> TokenReader | None:
         """A reader of ``store``'s tokens, or None (PostgreSQL, a read-only folder)."""
         if getattr(store, "dsn", None):
             return None
-        from ..storage.sqlite_peek import open_read_only
+        from ..storage.sqlite_peek import LiveItems
 
-        try:
-            conn, mode, tmp = open_read_only(Path(store.path), isolation_level=None,
-                                             check_same_thread=False)
-        except Exception:
-            return None
-        if mode != "ro" or tmp is not None:  # not the live database: its copy or frozen
-            conn.close()
-            if tmp is not None:
-                import shutil
-
-                shutil.rmtree(tmp, ignore_errors=True)
-            return None
-        return cls(conn)
+        items = LiveItems.open(store.path, COLLECTION)
+        return None if items is None else cls(items)
 
     def get(self, token_id: str) -> dict[str, Any] | None:
         """The stored record of token ``token_id`` (None: no such token)."""
-        rows = self._conn.execute(self._SQL, (COLLECTION, token_id)).fetchall()
-        value = json.loads(rows[0][0]) if rows else None
+        text = self._items.get(token_id)
+        value = json.loads(text) if text is not None else None
         return value if isinstance(value, dict) else None
 
     def close(self) -> None:
-        self._conn.close()
+        self._items.close()
 
 
 def authenticate(store: Store, authorization: str | None,

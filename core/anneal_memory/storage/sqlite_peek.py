@@ -191,3 +191,41 @@ class ChainReader:
         if self._conn is not None:
             self.close_conn(self._conn)
             self._conn = None
+
+
+class LiveItems:
+    """One item collection of the root, read on a connection of its own: read-only and
+    autocommit, so every read sees the last commit of any process (a server's tokens: a
+    revocation counts at once), opened by SQLite alone (never ``open()`` on the file, which
+    would drop the process's locks on it). ``open`` gives None where no such connection to
+    the live database can be had (PostgreSQL, a read-only folder read frozen or copied)."""
+
+    _SQL = "SELECT value FROM items WHERE ns_key = '' AND collection = ? AND key = ?"
+
+    def __init__(self, conn: Any, collection: str) -> None:
+        self._conn = conn
+        self.collection = collection
+
+    @classmethod
+    def open(cls, path: str | Path, collection: str) -> LiveItems | None:
+        try:
+            conn, mode, tmp = open_read_only(Path(path), isolation_level=None,
+                                             check_same_thread=False)
+        except Exception:
+            return None
+        if mode != "ro" or tmp is not None:  # not the live database: its copy or frozen
+            conn.close()
+            if tmp is not None:
+                import shutil
+
+                shutil.rmtree(tmp, ignore_errors=True)
+            return None
+        return cls(conn, collection)
+
+    def get(self, key: str) -> str | None:
+        """The stored value text of ``key`` (None: no such item)."""
+        rows = self._conn.execute(self._SQL, (self.collection, key)).fetchall()
+        return str(rows[0][0]) if rows else None
+
+    def close(self) -> None:
+        self._conn.close()

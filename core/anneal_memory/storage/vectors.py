@@ -215,6 +215,11 @@ class VectorRepo:
                        f"WHERE v.model = ? AND v.dim = ?{vis}", [model, int(dim), *params])
         return int(r[0] or 0) if r else 0
 
+    def max_episode_rowid(self) -> int:
+        """The highest episode row id (0: none): where a cache's check for new ones starts."""
+        r = self._b.q1("SELECT MAX(rowid) FROM episodes")
+        return int(r[0] or 0) if r else 0
+
     def episodes_since(self, after: int) -> NewEpisodes:
         """(ids of the episodes this scope sees with a row id above ``after``, the highest
         row id of the store): where a cached matrix looks for episodes without a vector."""
