@@ -82,6 +82,29 @@ def rerank_pool(wanted: int, *, most: int | None = None) -> int:
     return min(max(100, 10 * wanted), cap)
 
 
+def paged_words(store: Facade, filters: SearchFilters, terms: Sequence[str], wanted: int, *,
+                context: bool = True, query: str | None = None,
+                via: dict[int, int] | None = None) -> tuple[list[tuple[int, float]], int]:
+    """At least ``wanted`` ranked word matches (fewer when there are no more) in one order
+    that does not depend on the page asked for: the best of the first pool (100 rescored),
+    then what each doubled pool adds, in its own order. Pages of any size then tile it:
+    ``offset``/``limit`` paging shows every match once, and a page of ten is the start of a
+    page of fifty (a pool sized by the page would rank each page differently)."""
+    order: list[tuple[int, float]] = []
+    seen: set[int] = set()
+    pool = rerank_pool(10)
+    while True:
+        ranked, matches = ranked_words(store, filters, terms, pool=pool, context=context,
+                                       query=query, via=via)
+        for rid, score in ranked:
+            if rid not in seen:
+                seen.add(rid)
+                order.append((rid, score))
+        if len(order) >= wanted or pool >= int(matches):
+            return order, matches
+        pool *= 2
+
+
 def filters_key(f: SearchFilters) -> tuple[Any, ...]:
     """``f`` as a hashable key (its fields, in order)."""
     return (f.since, f.until, f.episode_type, f.source, f.include_superseded,
@@ -158,9 +181,8 @@ def keyword_recall(store: Facade, *, since: str | datetime | None = None,
                 params["words"] = terms
                 if terms:
                     via: dict[int, int] = {}
-                    ranked, matches = ranked_words(store, filters, terms,
-                                                   pool=rerank_pool(offset + limit),
-                                                   context=context, query=kw, via=via)
+                    ranked, matches = paged_words(store, filters, terms, offset + limit,
+                                                  context=context, query=kw, via=via)
                     params["word_matches"] = int(matches)
                     if getattr(matches, "estimated", False):  # past the bounded walk
                         params["total_estimated"] = True

@@ -448,22 +448,27 @@ def test_query_syntax_never_reaches_the_index(store: Store, question: str) -> No
     assert res.query_params["match"] == "words" and res.episodes
 
 
-@pytest.mark.parametrize(("limit", "offset", "pool"), [
-    (10, 0, 100),    # a page of ten: ten times the page (LoCoMo ranks its top ten as at 200)
-    (20, 0, 200),
-    (5, 10, 150),
-    (100, 0, 200),   # the default page of 100: the 200 it always had, not 1,000
-    (300, 0, 600),   # a big page: twice the page, as before
+@pytest.mark.parametrize(("limit", "offset", "extra", "pools"), [
+    (10, 0, 0, [100]),     # a page of ten: the first pool (LoCoMo ranks its top ten as at 200)
+    (100, 0, 0, [100]),    # every match fits the first pool: nothing more to rank
+    (5, 10, 300, [100]),   # a later page inside the first pool's order
+    (150, 0, 300, [100, 200]),        # past it: each doubled pool adds its new matches
+    (300, 0, 300, [100, 200, 400]),   # (330 matches: the last pool holds them all)
 ])
-def test_a_word_recall_rescores_ten_times_its_page_within_the_old_bound(
-        store: Store, monkeypatch: pytest.MonkeyPatch, limit: int, offset: int,
-        pool: int) -> None:
+def test_a_word_recall_ranks_one_order_in_doubling_pools(
+        store: Store, monkeypatch: pytest.MonkeyPatch, limit: int, offset: int, extra: int,
+        pools: list[int]) -> None:
+    """The pools do not follow the page (which ranked each page differently: see
+    test_recall_paging): the first 100, then 200, 400, ... while the page needs more."""
     for i in range(30):
         store.record(f"note {i} on the garden pump", "observation")
+    if extra:
+        store.record_many([{"content": f"garden bed {i} weeded", "episode_type": "observation"}
+                           for i in range(extra)])
     asked: list[int] = []
     backend = backend_of(store)
     real = backend.ranked_ids
     monkeypatch.setattr(backend, "ranked_ids",
                         lambda f, words, p: asked.append(p) or real(f, words, p))
     res = store.recall(keyword="garden hose pump", limit=limit, offset=offset)
-    assert res.query_params["match"] == "words" and asked == [pool]
+    assert res.query_params["match"] == "words" and asked == pools
