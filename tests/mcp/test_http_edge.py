@@ -438,15 +438,22 @@ def test_a_reused_connection_is_not_held_by_nagle_and_delayed_ack(srv: Server) -
     finally:
         sock.close()
     # measured: status on one reused connection took a median 44.0 ms before (the body
-    # waited for the client's delayed ACK), 1.6 ms after
-    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
-    took = []
-    for _ in range(12):
+    # waited for the client's delayed ACK), 1.6 ms after, against ~2 ms on a fresh
+    # connection each time: a ratio in one run, not a wall-clock bound (a busy machine
+    # slows both alike)
+    def timed(conn: http.client.HTTPConnection | None) -> float:
         t = time.perf_counter()
         assert request(srv.port, token=srv.alice["token"], body=STATUS, conn=conn).status == 200
-        took.append(time.perf_counter() - t)
+        return time.perf_counter() - t
+
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+    reused, fresh = [], []
+    for _ in range(12):
+        reused.append(timed(conn))
+        fresh.append(timed(None))
     conn.close()
-    assert statistics.median(took[2:]) < 0.030, took
+    ratio = statistics.median(reused[2:]) / statistics.median(fresh[2:])
+    assert ratio < 3.0, (reused, fresh)
 
 
 def test_the_official_client_works_through_the_edge(srv: Server) -> None:
