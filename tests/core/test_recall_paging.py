@@ -9,7 +9,6 @@ start of a page of fifty, and pages of ten tile a page of two hundred."""
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 
