@@ -58,3 +58,36 @@ def test_a_file_that_is_not_a_store_is_refused_unchanged(tmp_path: Path) -> None
         Store(text)
     assert text.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
+
+
+def test_another_programs_database_is_refused_untouched(tmp_path: Path) -> None:
+    """Neither a database with another application id (in WAL mode, so reading it wants
+    a -shm) nor a plain one with other tables is changed, switched to WAL, or given
+    sidecar files: the refusal comes before anything is written."""
+    import hashlib
+    import sqlite3
+
+    from anneal_memory import StoreError
+
+    wal = tmp_path / "wal.db"
+    c = sqlite3.connect(wal)
+    c.execute("PRAGMA journal_mode=WAL")
+    c.execute("PRAGMA application_id=77")
+    c.execute("CREATE TABLE t(a)")
+    c.commit()
+    c.close()
+    plain = tmp_path / "plain.db"
+    c = sqlite3.connect(plain)
+    c.execute("CREATE TABLE notes(a)")
+    c.execute("INSERT INTO notes VALUES ('mine')")
+    c.commit()
+    c.close()
+    for db, says in ((wal, "another application"), (plain, "not an anneal-memory store")):
+        before = hashlib.sha256(db.read_bytes()).hexdigest()
+        with pytest.raises(StoreError, match=says):
+            Store(db)
+        assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.db", "wal.db"]
+    c = sqlite3.connect(plain)
+    assert c.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    c.close()

@@ -400,32 +400,47 @@ class SQLiteBackend(SQLiteAudit):
     @staticmethod
     def _check_header(p: Path) -> None:
         """Refuse a file that is not SQLite, or another application's database, before
-        anything is written to it. Read through SQLite (a read-only connection), never with
-        ``open()``: closing a descriptor of our own on the database would drop every POSIX
-        lock this process holds on it, those of its open stores included, and another
-        process closing its connection would then checkpoint and delete the write-ahead log
-        under them."""
+        anything is written to it (the open that follows switches a database to WAL).
+        Read through SQLite (a read-only connection), never with ``open()``: closing a
+        descriptor of our own on the database would drop every POSIX lock this process
+        holds on it, those of its open stores included, and another process closing its
+        connection would then checkpoint and delete the write-ahead log under them. What
+        that reading left beside a refused file (a WAL database's -wal and -shm) is
+        removed: nothing is created next to a file that is not ours."""
         if not p.exists() or p.stat().st_size == 0:
             return
+        sides = [p.with_name(p.name + s) for s in ("-wal", "-shm")]
+        had = [side.exists() for side in sides]
         sqlite = sqlite3()
         try:
             conn = sqlite.connect(p.resolve().as_uri() + "?mode=ro", uri=True)
         except sqlite.Error:
             return  # cannot be read this way (a read-only folder): the open says why
+        refusal: str | None = None
         try:
             app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+            tables = {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")}
         except sqlite.DatabaseError as exc:
-            if "not a database" in str(exc):
-                raise StoreError(
-                    f"{str(p)!r} is not an anneal-memory store (not a SQLite database): "
-                    "choose another path") from None
-            return  # locked or unreadable here: the open that follows says what is wrong
+            if "not a database" not in str(exc):
+                return  # locked or unreadable here: the open that follows says why
+            refusal = (f"{str(p)!r} is not an anneal-memory store (not a SQLite database): "
+                       "choose another path")
+        else:
+            if app_id not in (0, APPLICATION_ID):
+                refusal = (f"{str(p)!r} is a SQLite database of another application: "
+                           "choose another path")
+            elif app_id == 0 and tables and "episodes" not in tables:
+                refusal = (f"{str(p)!r} is a SQLite database that is not an anneal-memory "
+                           "store: choose another path")
         finally:
             conn.close()
-        if app_id not in (0, APPLICATION_ID):
-            raise StoreError(
-                f"{str(p)!r} is a SQLite database of another application: choose another path"
-            )
+        if refusal is not None:
+            for side, existed in zip(sides, had):
+                if not existed:
+                    with contextlib.suppress(OSError):
+                        side.unlink()
+            raise StoreError(refusal)
 
     def _init_schema(self) -> None:
         cur = self.conn.execute("PRAGMA application_id").fetchone()[0]
