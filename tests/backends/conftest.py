@@ -75,3 +75,17 @@ def open_store(location: str) -> Iterator[Callable[..., Store]]:
 @pytest.fixture
 def store(open_store: Callable[..., Store]) -> Store:
     return open_store()
+
+
+@pytest.fixture
+def pg_location(tmp_path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A PostgreSQL schema of this test's own, with a write lock of its own too: the real
+    lock is the database's, which tests running beside this one take as well."""
+    from anneal_memory.storage import pg_schema
+
+    monkeypatch.setenv("ANNEAL_MEMORY_SIDECAR_DIR", str(tmp_path))
+    monkeypatch.setattr(pg_schema, "WRITE_LOCK", secrets.randbelow(2**31 - 2) + 1)
+    schema = f"t_{secrets.token_hex(6)}"
+    admin_sql(f"CREATE SCHEMA {schema}")
+    yield with_schema(PG_DSN, schema)
+    admin_sql(f"DROP SCHEMA {schema} CASCADE")

@@ -11,15 +11,12 @@ that waited for another host's append chains onto it.
 from __future__ import annotations
 
 import json
-import secrets
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PG_DSN, admin_sql, with_schema
+from conftest import PG_DSN
 
 from anneal_memory import AuditTrail, Store
 
@@ -28,16 +25,6 @@ if PG_DSN:
 
     from anneal_memory._audit_chain import canonical_json, chain_entry
     from anneal_memory.storage import pg_schema
-
-    @pytest.fixture
-    def pg_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-        monkeypatch.setenv("ANNEAL_MEMORY_SIDECAR_DIR", str(tmp_path))
-        # a write lock of this test's own (tests beside it take the database's)
-        monkeypatch.setattr(pg_schema, "WRITE_LOCK", secrets.randbelow(2**31 - 2) + 1)
-        schema = f"t_{secrets.token_hex(6)}"
-        admin_sql(f"CREATE SCHEMA {schema}")
-        yield with_schema(PG_DSN, schema)
-        admin_sql(f"DROP SCHEMA {schema} CASCADE")
 
     def _wait_for_a_waiter(admin: Any) -> None:
         for _ in range(500):

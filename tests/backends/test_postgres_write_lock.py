@@ -8,14 +8,10 @@ chain. Every other write takes the lock before its first statement, as before.
 
 from __future__ import annotations
 
-import secrets
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-from conftest import PG_DSN, admin_sql, with_schema
+from conftest import PG_DSN
 from threadhelp import run_threads
 
 from anneal_memory import AuditTrail, Store
@@ -24,17 +20,6 @@ if PG_DSN:
     import psycopg
 
     from anneal_memory.storage import pg_schema
-
-    @pytest.fixture
-    def pg_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-        monkeypatch.setenv("ANNEAL_MEMORY_SIDECAR_DIR", str(tmp_path))
-        # a write lock of this test's own: the real one is the database's, which tests
-        # running beside this one (each in a schema of its own) take too
-        monkeypatch.setattr(pg_schema, "WRITE_LOCK", secrets.randbelow(2**31 - 2) + 1)
-        schema = f"t_{secrets.token_hex(6)}"
-        admin_sql(f"CREATE SCHEMA {schema}")
-        yield with_schema(PG_DSN, schema)
-        admin_sql(f"DROP SCHEMA {schema} CASCADE")
 
     def _waiting_writer(admin: psycopg.Connection, schema: str) -> tuple[int, bool]:
         """(pid, whether it holds a row lock on the episodes table) of the one backend
