@@ -70,14 +70,14 @@ def test_another_programs_database_is_refused_untouched(tmp_path: Path) -> None:
     from anneal_memory import StoreError
 
     wal = tmp_path / "wal.db"
-    c = sqlite3.connect(wal)
+    c = sqlite3.connect(wal, isolation_level=None)  # autocommit: WAL needs no open transaction
     c.execute("PRAGMA journal_mode=WAL")
     c.execute("PRAGMA application_id=77")
     c.execute("CREATE TABLE t(a)")
     c.commit()
     c.close()
     plain = tmp_path / "plain.db"
-    c = sqlite3.connect(plain)
+    c = sqlite3.connect(plain, isolation_level=None)
     c.execute("CREATE TABLE notes(a)")
     c.execute("INSERT INTO notes VALUES ('mine')")
     c.commit()
