@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple, TypedDict
 
 from ._lazy import sha256_hex
 
@@ -14,6 +14,30 @@ GENESIS = "0" * 64
 
 #: The database meta key recording the newest entry known to be in the files.
 MIRRORED_SEQ_KEY = "audit_mirrored_seq"
+
+
+class AuditEntry(TypedDict):
+    """One entry of the chain as the trail writes and reads it back (a line of the audit
+    files holds these keys; ``hash`` covers the others)."""
+
+    seq: int
+    ts: str
+    actor: str
+    event: str
+    data: dict[str, object]  # ids, counts and salted label hashes: JSON as written
+    prev_hash: str
+    hash: str
+
+
+class StagedEntry(NamedTuple):
+    """An audit entry before its place in the chain: see :meth:`audit.AuditTrail.stage`."""
+
+    event: str
+    actor: str
+    data: dict[str, object]  # labels hashed
+    canonical: str  # ``canonical_json(data)``: what the entry's hash covers
+    stored: str  # the data as the database's column holds it
+    counter: str | None = None  # the meta counter the entry adds one to
 
 
 def entry_hash(entry: Mapping[str, Any]) -> str:

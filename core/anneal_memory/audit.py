@@ -47,10 +47,18 @@ import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from . import tracing
-from ._audit_chain import GENESIS, MIRRORED_SEQ_KEY, canonical_json, chain_entry, entry_hash
+from ._audit_chain import (
+    GENESIS,
+    MIRRORED_SEQ_KEY,
+    AuditEntry,
+    StagedEntry,
+    canonical_json,
+    chain_entry,
+    entry_hash,
+)
 from ._audit_files import (
     AuditHead,
     AuditPaths,
@@ -97,29 +105,18 @@ HASHED_IN_EVENT: dict[str, frozenset[str]] = {"gov_forget": frozenset({"reason"}
 _STORED = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
 
 
-class StagedEntry(NamedTuple):
-    """An audit entry before its place in the chain: see :meth:`AuditTrail.stage`."""
-
-    event: str
-    actor: str
-    data: dict[str, Any]  # labels hashed
-    canonical: str  # ``canonical_json(data)``: what the entry's hash covers
-    stored: str  # the data as the database's column holds it
-    counter: str | None = None  # the meta counter the entry adds one to
-
-
 def content_hash(salt: str, text: str) -> str:
     """Salted SHA-256 of content: proves what was written without revealing it."""
     return sha256_hex((salt + "\x00" + text).encode("utf-8", "surrogatepass"))
 
 
-def entry_line(entry: Mapping[str, Any]) -> str:
+def entry_line(entry: Mapping[str, object]) -> str:
     """An entry as one line of the JSONL files: sorted keys, compact separators. (Lines
     written with spaces read the same: the hash is over the canonical JSON, not the line.)"""
     return json.dumps(entry, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def same_label(stored: Any, expected: Any) -> bool:
+def same_label(stored: object, expected: object) -> bool:
     """Whether a label as an entry holds it is ``expected`` (from ``hash_label``): a hash
     written at full length (256 bits, older entries) matches its 128-bit prefix."""
     if isinstance(stored, str) and isinstance(expected, str):
@@ -161,6 +158,21 @@ def _read_lines(path: Path) -> list[str]:
     return path.read_text("utf-8").splitlines()
 
 
+class RepairReport(TypedDict):
+    """What :meth:`AuditTrail.repair` did: entries written to the rebuilt files, the files
+    set aside, entries salvaged from old lines, the ``lost_entries`` ([first, last] runs)
+    no file holds any more, and whether the trail verifies now (else ``reason``)."""
+
+    rebuilt_entries: int
+    mirrored_entries: int
+    set_aside: list[str]
+    salvaged_entries: int
+    lost_entries: list[list[int]]
+    valid: bool
+    reason: str | None
+    status: str
+
+
 class AuditTrail:
     """Appends entries for one Store and verifies any store's trail."""
 
@@ -174,7 +186,7 @@ class AuditTrail:
         self.enabled = enabled
         #: write sources, keys, names, reasons, reviewers and namespaces as salted hashes
         self.hash_labels = hash_labels
-        self._pending: list[dict[str, Any]] = []
+        self._pending: list[AuditEntry] = []
         #: whether the chain is mirrored to files here (not on a server database)
         self._files = bool(getattr(backend, "mirrors_audit_to_files", True))
         #: seq -> (row as written, its line for the files) of the entries this trail
@@ -187,7 +199,7 @@ class AuditTrail:
         #: whether this trail looked for full rows the files already held (once)
         self._stragglers_checked = False
         #: seq -> data fields the in-process callback gets in clear (never written)
-        self._clear: dict[int, dict[str, Any]] = {}
+        self._clear: dict[int, dict[str, object]] = {}
 
     MIRROR_EVERY = 256
     MIRROR_SECONDS = 1.0
@@ -200,7 +212,7 @@ class AuditTrail:
     def hash_content(self, text: str) -> str:
         return content_hash(self.salt, text)
 
-    def hash_label(self, value: Any) -> Any:
+    def hash_label(self, value: object) -> object:
         """A label as the trail writes it: a salted hash of its text (lists and the
         fields of a namespace dict one by one; None, numbers and booleans as they are).
         Compare with ``same_label(entry_value, hash_label(the label you expect))``."""
@@ -212,7 +224,7 @@ class AuditTrail:
             return [self.hash_label(v) for v in value]
         return content_hash(self.salt, "label\x00" + str(value))[:LABEL_HEX]
 
-    def redact(self, event: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    def redact(self, event: str, data: Mapping[str, object]) -> dict[str, object]:
         """``data`` with its labels hashed (see ``HASHED_KEYS``)."""
         if not self.hash_labels:
             return dict(data)
@@ -220,14 +232,15 @@ class AuditTrail:
         return {k: self.hash_label(v) if k in keys else v for k, v in data.items()}
 
     @tracing.phase("audit_append")
-    def append(self, event: str, data: dict[str, Any], *, actor: str = "agent") -> dict[str, Any] | None:
+    def append(self, event: str, data: Mapping[str, object], *,
+               actor: str = "agent") -> AuditEntry | None:
         """Add an entry inside the caller's open transaction."""
         if not self.enabled:
             return None
         entries = self.append_staged([self.stage(event, data, actor=actor)])
         return entries[0] if entries else None
 
-    def hand_in_clear(self, entry: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> None:
+    def hand_in_clear(self, entry: AuditEntry | None, fields: Mapping[str, object]) -> None:
         """Give ``on_audit_event`` these data fields of ``entry`` (just appended) as they
         are, where the trail keeps them hashed: the in-process callback sees what 1.0.2
         handed it (a dropped durable line's text), the files and the database never do.
@@ -235,7 +248,7 @@ class AuditTrail:
         if entry is not None and self.on_event is not None and fields:
             self._clear[int(entry["seq"])] = dict(fields)
 
-    def stage(self, event: str, data: Mapping[str, Any], *, actor: str = "agent",
+    def stage(self, event: str, data: Mapping[str, object], *, actor: str = "agent",
               counter: str | None = None) -> StagedEntry:
         """An entry's parts that need no transaction: its data with the labels hashed and
         serialised (a writer stages its entry before it queues for a group commit)."""
@@ -243,7 +256,7 @@ class AuditTrail:
         return StagedEntry(event, actor, red, canonical_json(red), _STORED(red), counter)
 
     @tracing.phase("audit_append")
-    def append_staged(self, staged: Sequence[StagedEntry]) -> list[dict[str, Any]] | None:
+    def append_staged(self, staged: Sequence[StagedEntry]) -> list[AuditEntry] | None:
         """Add the staged entries inside the caller's open transaction, oldest first,
         with one read of the chain's tip and one insert; each adds one to its
         ``counter`` (a scoped view's count of the entries its namespace caused)."""
@@ -253,7 +266,7 @@ class AuditTrail:
             raise AuditError("internal: audit append outside a transaction")
         seq, prev = self._backend.audit_tip()
         ts = now_iso()  # one transaction: its entries are appended at one moment
-        entries: list[dict[str, Any]] = []
+        entries: list[AuditEntry] = []
         rows: list[tuple[Any, ...]] = []
         counts: dict[str, int] = {}
         lines = self._lines if self._files else None
@@ -290,7 +303,7 @@ class AuditTrail:
         """Walk the chain this store's database holds (the whole trail on PostgreSQL)."""
         return verify_database(self._backend)
 
-    def repair_files(self, *, force: bool = False) -> dict[str, Any]:
+    def repair_files(self, *, force: bool = False) -> RepairReport:
         """:meth:`repair` for this store's own files and database."""
         return AuditTrail.repair(self.paths.db, self._backend, force=force)
 
@@ -613,7 +626,7 @@ class AuditTrail:
 
     @staticmethod
     def verify(db_path: str | Path, progress: Callable[[str, int], None] | None = None,
-               *, anchor: Any = None) -> AuditVerifyResult:
+               *, anchor: object = None) -> AuditVerifyResult:
         """Walk the files and the database's copy side by side and report the first
         entry that does not check out (see ``_audit_verify``). ``anchor``: an entry kept
         elsewhere (``AuditTrail.head(...)``, its dict or text, ``SEQ:HASH``, a hash, or a
@@ -653,7 +666,7 @@ class AuditTrail:
         return AuditHead(int(last["seq"]), str(last["hash"]), last.get("ts"), store_id)
 
     @staticmethod
-    def repair(db_path: str | Path, backend: Backend, *, force: bool = False) -> dict[str, Any]:
+    def repair(db_path: str | Path, backend: Backend, *, force: bool = False) -> RepairReport:
         """Rebuild the JSONL files and manifest from the database's copy of the chain and
         the lines still on disk.
 
@@ -870,7 +883,7 @@ def _server_backend(location: Any) -> Iterator[Any]:
         yield db.connection
 
 
-def _paged(backend: Any, page: int = 5000,
+def _paged(backend: Backend, page: int = 5000,
            progress: Callable[[str, int], None] | None = None) -> Iterator[dict[str, Any]]:
     after, count = 0, 0
     with backend.read():
@@ -885,7 +898,7 @@ def _paged(backend: Any, page: int = 5000,
             after = int(entries[-1]["seq"])
 
 
-def verify_database(backend: Any, page: int = 5000) -> AuditVerifyResult:
+def verify_database(backend: Backend, page: int = 5000) -> AuditVerifyResult:
     """Walk the chain a backend stores (the whole trail of a PostgreSQL store)."""
     from ._audit_verify import verify_entries
 
@@ -915,7 +928,7 @@ def _unupgraded_legacy(db_path: str | Path) -> bool:
 
 
 def _verify_legacy_copy(db: Path, progress: Callable[[str, int], None] | None,
-                        anchor: Any) -> AuditVerifyResult:
+                        anchor: object) -> AuditVerifyResult:
     """Verify a 1.0.2 store's chain without writing to it: upgrade a copy (the database
     and its audit files, in a temporary folder) as opening it would, and walk that. The
     user's files are only read."""

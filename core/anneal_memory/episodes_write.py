@@ -34,7 +34,7 @@ from .storage.base import EpisodeRow
 from .types import Episode, EpisodeType, coerce_trust
 
 if TYPE_CHECKING:
-    from .audit import StagedEntry
+    from ._audit_chain import StagedEntry
     from .group_commit import GroupCommit
 
 #: metadata key reserved for the namespace (kept in columns since schema 2)

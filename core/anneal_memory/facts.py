@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from ._inputs import storable_text
 from .clock import now_iso
@@ -29,7 +29,54 @@ _KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$")
 SWAPPABLE = frozenset({"explicit", "state_key"})
 
 
-def normalize_ids(value: Any, field: str) -> list[str]:
+class FactVersion(TypedDict):
+    """One episode of a state-key slot, as the state reports show it."""
+
+    id: str
+    timestamp: str
+    content: str
+
+
+class StateSlot(TypedDict):
+    """A slot of :func:`state_report`: the episode holding it and those it replaced, newest
+    first."""
+
+    key: str
+    current: FactVersion
+    history: list[FactVersion]
+
+
+class StateKeySlot(TypedDict):
+    """A slot of :func:`state_key_report` (1.0.2's shape)."""
+
+    key: str
+    current: list[FactVersion]
+    replaced: list[FactVersion]
+
+
+class StateKeyCleared(TypedDict):
+    """What :func:`clear_state_key` did: the slot ``key`` (None when the episode held
+    none), the links ``removed`` and ``added`` as [old_id, new_id] pairs, and the episodes
+    ``left_live``."""
+
+    key: str | None
+    removed: list[list[str]]
+    added: list[list[str]]
+    left_live: list[str]
+
+
+class ChainLink(TypedDict):
+    """One link of :func:`supersession_chain`."""
+
+    old_id: str
+    new_id: str
+    kind: str
+    created_at: str | None
+
+
+def normalize_ids(value: object, field: str) -> list[str]:
+    """``value`` (None, one id or a list of ids) as a list of distinct stripped ids;
+    anything else is refused with a ValidationError."""
     if value is None:
         return []
     if isinstance(value, str):
@@ -44,7 +91,8 @@ def normalize_ids(value: Any, field: str) -> list[str]:
     return list(seen)
 
 
-def validate_state_key(key: Any) -> str:
+def validate_state_key(key: object) -> str:
+    """``key`` stripped, if it can name a state-key slot (else SupersessionError)."""
     if not isinstance(key, str) or not key.strip():
         raise SupersessionError("state key is empty: name the slot, e.g. user.home_city")
     k = key.strip()
@@ -209,7 +257,7 @@ def _slot_links(store: Ground, key: str) -> set[tuple[str, str]]:
             for new, kind, _c in links if kind == "state_key"}
 
 
-def clear_state_key(store: Ground, episode_id: str) -> dict[str, Any]:
+def clear_state_key(store: Ground, episode_id: str) -> StateKeyCleared:
     """Take an episode out of its slot. Returns ``key`` (None when it held none), the links
     ``removed`` and ``added`` as [old_id, new_id] pairs, and ``left_live``: episodes the
     slot no longer hides."""
@@ -238,14 +286,15 @@ def clear_state_key(store: Ground, episode_id: str) -> dict[str, Any]:
                                  and o != episode_id})}
 
 
-def state_report(store: Ground, key: str | None = None) -> list[dict[str, Any]]:
+def state_report(store: Ground, key: str | None = None) -> list[StateSlot]:
+    """Each state-key slot (or only ``key``'s): its current holder and its history."""
     if key is not None:
         storable_text(key, "state key")
     rows = store.repos.episodes.state_key_holders(key)
     slots: dict[str, list[EpisodeRow]] = {}
     for r in rows:
         slots.setdefault(r.state_key or "", []).append(r)
-    out = []
+    out: list[StateSlot] = []
     for k, members in sorted(slots.items()):
         head = max(members, key=lambda m: (m.timestamp, m.rowid))
         history = sorted((m for m in members if m.id != head.id),
@@ -279,7 +328,7 @@ def supersede(store: Ground, old_id: str, new_id: str) -> bool:
     return True
 
 
-def state_key_report(store: Ground, key: str | None = None) -> list[dict[str, Any]]:
+def state_key_report(store: Ground, key: str | None = None) -> list[StateKeySlot]:
     """1.0.2's shape of the state report: per key, ``current`` and ``replaced`` as lists of
     ``{id, timestamp, content}``."""
     return [{"key": slot["key"], "current": [slot["current"]], "replaced": slot["history"]}
@@ -364,7 +413,7 @@ def link_chain_head(store: Ground, eid: str) -> tuple[str | None, bool]:
 CHAIN_LIMIT = 100
 
 
-def supersession_chain(store: Ground, episode_id: str) -> list[dict[str, Any]]:
+def supersession_chain(store: Ground, episode_id: str) -> list[ChainLink]:
     """The replacement chain through an episode, oldest first: each link ``{"old_id",
     "new_id", "kind", "created_at"}`` (kind ``explicit``, ``state_key``, ``wrap`` or
     ``rewired``), walking back through what it replaced and on through what replaced it.
@@ -374,7 +423,7 @@ def supersession_chain(store: Ground, episode_id: str) -> list[dict[str, Any]]:
     if episode_id not in r.episodes.get_episodes([episode_id]):
         raise EpisodeNotFoundError(f"no episode {episode_id!r} in this store: check the id "
                                    "(anneal-memory search)")
-    links: dict[tuple[str, str], dict[str, Any]] = {}
+    links: dict[tuple[str, str], ChainLink] = {}
     todo, seen = [episode_id], {episode_id}
     while todo and len(seen) <= CHAIN_LIMIT:
         cur = todo.pop()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from . import trust as trust_mod
 from ._audit_deep import import_hash_entries
@@ -20,9 +20,17 @@ from ._import_rules import ImportRules, links_in
 from ._inputs import load_json, metadata_text, storable_text
 from .clock import normalize_timestamp, now_iso
 from .errors import SupersessionError, ValidationError
-from .facts import validate_state_key
+from .facts import ChainLink, validate_state_key
 from .legacy.formats import adopt_export, is_legacy_export
-from .restore import can_restore, check_state, legacy_state, state_in, state_out
+from .restore import (
+    RestoreResult,
+    StateSection,
+    can_restore,
+    check_state,
+    legacy_state,
+    state_in,
+    state_out,
+)
 from .storage.base import EpisodeRow, Scope
 from .types import EpisodeType, coerce_trust
 
@@ -33,7 +41,80 @@ FORMAT = "anneal-memory-export"
 VERSION = 1  # the export format's version (``format_version``)
 
 
-def export_store(store: Facade) -> dict[str, Any]:
+class ExportedEpisode(TypedDict):
+    """One episode of an export, with its effective trust and its links."""
+
+    id: str
+    timestamp: str
+    type: str
+    content: str
+    source: str
+    session_id: str | None
+    metadata: object  # the episode's metadata as its JSON decodes (None: none)
+    trust: str
+    state_key: str | None
+    derived_from: list[str]
+    superseded_by: str | None
+    wrapped: bool
+    wrap_id: int | None
+    namespace: dict[str, str | None] | None
+
+
+class AuditHeadOut(TypedDict):
+    """The exporting store's newest audit entry, an anchor for the importer's trail."""
+
+    seq: int
+    hash: str
+
+
+class _ExportParts(TypedDict):
+    format: str
+    format_version: int
+    version: str
+    anneal_memory_export: bool
+    exported_at: str
+    store_id: str
+    project_name: str
+    episode_count: int
+    episodes: list[ExportedEpisode]
+    supersessions: list[ChainLink]
+    tombstones: list[dict[str, object]]
+    continuity: str | None
+    wraps: list[dict[str, object]]
+    associations: list[object]
+    consolidate_requires_baton: bool
+    meta: dict[str, object]
+    audit_head: AuditHeadOut
+
+
+class _StatePart(TypedDict, total=False):
+    state: StateSection
+
+
+class ExportDocument(_ExportParts, _StatePart):
+    """What :func:`export_store` writes (``state``: from the root store only)."""
+
+
+class _Imported(TypedDict):
+    imported: int
+    skipped_existing: list[str]
+    refused_deleted: list[str]
+    ids: list[str]
+    tombstones_added: int
+    state: RestoreResult
+
+
+class ImportResult(_Imported, total=False):
+    """What :func:`import_store` did (``oversized``: imported episodes longer than
+    ``record()`` accepts; ``from_version``: the 1.0.x version a legacy export came from)."""
+
+    oversized: list[str]
+    from_version: str
+
+
+def export_store(store: Facade) -> ExportDocument:
+    """Every episode and link of ``store`` as one JSON-ready document (see
+    :meth:`Store.export`)."""
     b = store.repos
     with b.read():
         rows = list(b.episodes.all_episodes())
@@ -41,7 +122,7 @@ def export_store(store: Facade) -> dict[str, Any]:
         eff = trust_mod.effective_trust_map(store, ids)
         sup = b.links.supersessions_of(ids)
         der = b.links.derivations_of(ids)
-        episodes = []
+        episodes: list[ExportedEpisode] = []
         for r in rows:
             links = sup.get(r.id, [])
             episodes.append({
@@ -54,7 +135,7 @@ def export_store(store: Facade) -> dict[str, Any]:
                 "wrapped": r.wrap_id is not None, "wrap_id": r.wrap_id,
                 "namespace": _namespace_out(r.ns_owner, r.ns_project),
             })
-        links_out = [{"old_id": o, "new_id": n, "kind": k, "created_at": c}
+        links_out: list[ChainLink] = [{"old_id": o, "new_id": n, "kind": k, "created_at": c}
                      for o, n, k, c in b.links.all_supersessions()]
         tombs = [{**{k: v for k, v in t.items() if k not in ("trust", "ns_owner", "ns_project")},
                   "namespace": _namespace_out(t["ns_owner"], t["ns_project"])}
@@ -69,6 +150,8 @@ def export_store(store: Facade) -> dict[str, Any]:
     from .legacy.formats import wrap_record
 
     episodes.reverse()  # newest first, as 1.0.2 lists them; import sorts by time
+    # what an import into a new store restores besides the episodes (restore.py)
+    restores: _StatePart = {"state": state} if state is not None else {}
     return {
         "format": FORMAT, "format_version": VERSION, "version": __version__,
         "anneal_memory_export": True, "exported_at": now_iso(),
@@ -80,8 +163,7 @@ def export_store(store: Facade) -> dict[str, Any]:
         "consolidate_requires_baton": status.consolidate_requires_baton,
         "meta": {"sessions_produced": status.total_wraps, "format_version": VERSION,
                  "citations_seen": b.meta.get_meta("citations_seen") == "1"},
-        # what an import into a new store restores besides the episodes (restore.py)
-        **({"state": state} if state is not None else {}),
+        **restores,
         "audit_head": {"seq": tip[0], "hash": tip[1]},
     }
 
@@ -216,14 +298,14 @@ def _restored_wrap(it: Mapping[str, Any], wrap_ids: set[int]) -> int | None:
     return it["wrap_id"] if it["wrap_id"] in wrap_ids else 0
 
 
-def restore_wrap_ids(state: Mapping[str, Any]) -> set[int]:
-    body = (state.get("tables") or {}).get("wraps") or {}
-    cols = body.get("columns") or []
-    if "id" not in cols:
+def restore_wrap_ids(state: StateSection) -> set[int]:
+    """The wrap numbers a (checked) state section restores."""
+    body = state["tables"].get("wraps")
+    if body is None or "id" not in body["columns"]:
         return set()
-    i = cols.index("id")
-    return {r[i] for r in body.get("rows") or [] if isinstance(r, list) and len(r) > i
-            and isinstance(r[i], int)}
+    i = body["columns"].index("id")
+    return {v for r in body["rows"] if isinstance(r, list) and len(r) > i
+            for v in (r[i],) if isinstance(v, int)}
 
 
 def _wrap_id(value: Any, where: str) -> int | None:
@@ -292,9 +374,10 @@ def _carry_tombstones(store: Facade, deletions: list[dict[str, Any]]) -> int:
     return added
 
 
-def import_store(store: Facade, data: Mapping[str, Any] | str, *, via: str = "library",
+def import_store(store: Facade, data: Mapping[str, object] | str, *, via: str = "library",
                  progress: Callable[[int, int], None] | None = None,
-                 restore: bool | None = None) -> dict[str, Any]:
+                 restore: bool | None = None) -> ImportResult:
+    """Load an export into ``store``, all or nothing (see :meth:`Store.import_`)."""
     doc = _load(data)
     if is_legacy_export(doc):
         doc = adopt_export(dict(doc), FORMAT, VERSION)
@@ -373,7 +456,7 @@ def import_store(store: Facade, data: Mapping[str, Any] | str, *, via: str = "li
         # verify covers imported episodes as it covers recorded ones
         for data in import_hash_entries(store, new_rows):
             tx.audit.append("import_hashes", data, actor="operator")
-    out = {"imported": len(imported), "skipped_existing": skipped,
+    out: ImportResult = {"imported": len(imported), "skipped_existing": skipped,
            "refused_deleted": refused_deleted, "ids": imported, "tombstones_added": carried,
            "state": restored}
     bound = getattr(store, "max_episode_chars", None)

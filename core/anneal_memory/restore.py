@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from .errors import ValidationError
 from .storage.pg_copy import BLOBS, GOV_TABLES, TABLES
@@ -33,14 +33,47 @@ _OWN_META_PREFIXES = ("schema_version", "application", "store_id", "audit_", "cr
 STATE_FORMAT = 1
 
 
+class StateTable(TypedDict):
+    """One table of a state section: its column names and its rows' values."""
+
+    columns: list[str]
+    rows: list[list[object]]
+
+
+class _StateParts(TypedDict):
+    format: int
+    tables: dict[str, StateTable]
+    meta: dict[str, str]
+    continuities: dict[str, str]
+
+
+class StateSection(_StateParts, total=False):
+    """An export's ``state`` section (``governed``: the store had the governed runtime's
+    tables; absent in the state a 1.0.2 export carries)."""
+
+    governed: bool
+
+
+class _Restored(TypedDict):
+    restored: bool
+
+
+class RestoreResult(_Restored, total=False):
+    """What :func:`state_in` restored: ``rows`` per table (and ``continuities``), or the
+    ``reason`` it restored nothing."""
+
+    reason: str
+    rows: dict[str, int]
+
+
 def _table(name: str) -> tuple[str, str, str]:
     return next(t for t in [*TABLES, *GOV_TABLES] if t[0] == name)
 
 
-def state_out(store: Facade) -> dict[str, Any]:
+def state_out(store: Facade) -> StateSection:
     """The ``state`` section of an export (inside the export's read transaction)."""
     b = store.repos
-    tables: dict[str, Any] = {}
+    tables: dict[str, StateTable] = {}
     for name in STATE_TABLES + (tuple(t[0] for t in GOV_TABLES) if b.tables.governed() else ()):
         cols = _table(name)[1]
         tables[name] = {"columns": [c.strip() for c in cols.split(",")],
@@ -57,7 +90,9 @@ def state_out(store: Facade) -> dict[str, Any]:
             "governed": b.tables.governed()}
 
 
-def check_state(state: Any) -> dict[str, Any]:
+def check_state(state: object) -> StateSection:
+    """``state`` as an import reads it, checked whole (tables, columns, row widths, meta
+    and continuity names) before anything is written: ValidationError otherwise."""
     if not isinstance(state, Mapping) or not isinstance(state.get("tables"), Mapping):
         raise ValidationError("the import's 'state' must be an object with 'tables' (as "
                               "'anneal-memory export' writes it)")
@@ -85,7 +120,8 @@ def check_state(state: Any) -> dict[str, Any]:
                 ) or "/" in name or len(name) > 80:
             raise ValidationError(f"the import's state names a continuity {name[:80]!r} "
                                   "that is not one a store writes")
-    return dict(state)
+    # checked above, key by key, in ways the type system cannot follow
+    return cast(StateSection, dict(state))
 
 
 def holds_state(store: Facade) -> str | None:
@@ -113,7 +149,7 @@ def can_restore(store: Facade) -> str | None:
     return None
 
 
-def legacy_state(doc: Mapping[str, Any]) -> dict[str, Any] | None:
+def legacy_state(doc: Mapping[str, object]) -> StateSection | None:
     """The state an export without a ``state`` section (1.0.2's) carries: its
     continuity and baton policy."""
     text = doc.get("continuity")
@@ -126,7 +162,7 @@ def legacy_state(doc: Mapping[str, Any]) -> dict[str, Any] | None:
             "continuities": {BLOBS[0]: text}}
 
 
-def state_in(store: Facade, state: Any, tx: UnitOfWork) -> dict[str, Any]:
+def state_in(store: Facade, state: object, tx: UnitOfWork) -> RestoreResult:
     """Inside the import's unit of work ``tx``, after its episodes: restore ``state``
     (each continuity staged in ``tx``, put in place after the commit); returns what was
     restored, or why not."""
@@ -154,7 +190,7 @@ def state_in(store: Facade, state: Any, tx: UnitOfWork) -> dict[str, Any]:
     return {"restored": True, "rows": done}
 
 
-def _view_of_blob(store: Facade, name: str) -> Any:
+def _view_of_blob(store: Facade, name: str) -> Facade | None:
     """The store or namespace view whose continuity is blob ``name`` (None: no namespace
     of this store has that tag, e.g. one erased since)."""
     if name == BLOBS[0]:

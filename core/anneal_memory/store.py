@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from . import episodes_write, erasure, facts, storage, tracing, trust
 from ._audit_deep import ContentCheck
@@ -48,12 +48,24 @@ from .types import Episode, EpisodeType, NamespaceTotals, RecallResult, StoreSta
 if TYPE_CHECKING:
     from .embedding import Embedder
     from .items import ItemCollection
+    from .portability import ExportDocument, ImportResult
     from .semantic import EmbedReport
 
 ENV_DB = "ANNEAL_MEMORY_DB"
 #: what names a namespace: a MemoryNamespace, or a mapping of its fields (tenant, user,
 #: project, agent) to their values
 NamespaceLike = MemoryNamespace | Mapping[str, str | None]
+
+
+class NamespaceEntry(TypedDict):
+    """A namespace holding memory in a store, with its counts (see
+    :meth:`Store.namespaces`)."""
+
+    namespace: MemoryNamespace
+    episodes: int
+    wraps: int
+    records: int
+    pending_reviews: int
 
 
 def default_db_path() -> Path:
@@ -313,7 +325,7 @@ class Store(ContinuityMixin):
         with self._units.write():
             yield self
 
-    def audit_event(self, event: str, data: dict[str, Any], actor: str = "operator") -> None:
+    def audit_event(self, event: str, data: Mapping[str, object], actor: str = "operator") -> None:
         """Append one standalone entry to the audit chain (ids and hashes, never content)."""
         with self._units.write():
             self._audit.append(event, data, actor=actor)
@@ -604,12 +616,12 @@ class Store(ContinuityMixin):
         """Remove a supersession link; the old episode is served by recall again."""
         return facts.unsupersede(self, old_id, new_id)
 
-    def supersession_chain(self, episode_id: str) -> list[dict[str, Any]]:
+    def supersession_chain(self, episode_id: str) -> list[facts.ChainLink]:
         """The links replacing and replaced by an episode, oldest first (see
         ``facts.supersession_chain``): for an operator reading what changed."""
         return facts.supersession_chain(self, episode_id)
 
-    def namespaces(self) -> list[dict[str, Any]]:
+    def namespaces(self) -> list[NamespaceEntry]:
         """The namespaces holding memory in this store, with counts; open one with
         ``store.scoped(entry["namespace"])``. The root store only."""
         return _namespaces(self)
@@ -618,15 +630,15 @@ class Store(ContinuityMixin):
         """Put an existing episode into a state-key slot; returns the links it added."""
         return facts.set_state_key(self, episode_id, key)
 
-    def clear_state_key(self, episode_id: str) -> dict[str, Any]:
+    def clear_state_key(self, episode_id: str) -> facts.StateKeyCleared:
         """Take an episode out of its state-key slot (and undo what the slot hid)."""
         return facts.clear_state_key(self, episode_id)
 
-    def state_report(self, key: str | None = None) -> list[dict[str, Any]]:
+    def state_report(self, key: str | None = None) -> list[facts.StateSlot]:
         """Each state key's current holder and the history it replaced."""
         return facts.state_report(self, key)
 
-    def state_key_report(self, key: str | None = None) -> list[dict[str, Any]]:
+    def state_key_report(self, key: str | None = None) -> list[facts.StateKeySlot]:
         """The state report in 1.0.2's shape (``current`` and ``replaced`` lists)."""
         return facts.state_key_report(self, key)
 
@@ -702,7 +714,7 @@ class Store(ContinuityMixin):
         return self._repos.wraps.wrap_history(limit)
 
     # ------------------------------------------------------------------ export / import
-    def export(self) -> dict[str, Any]:
+    def export(self) -> ExportDocument:
         """Every episode and link as one JSON-ready document; from the root store also
         its ``state`` (each namespace's continuity, wraps, items, pattern history, probes,
         governed records, settings), which an import into a new store restores."""
@@ -728,9 +740,9 @@ class Store(ContinuityMixin):
         return text
 
     @tracing.traced(tracing.UPDATE, "import", result=tracing.imported)
-    def import_(self, data: Mapping[str, Any] | str, *, via: str = "library",
+    def import_(self, data: Mapping[str, object] | str, *, via: str = "library",
                 progress: Callable[[int, int], None] | None = None,
-                restore: bool | None = None) -> dict[str, Any]:
+                restore: bool | None = None) -> ImportResult:
         """Load an export. All or nothing; ids already here are skipped, deleted ids are
         never brought back. ``restore``: also put back the backup's state (continuities,
         wraps, items, governed records), which needs a new store opened at
@@ -771,7 +783,7 @@ class ScopedStore(Store):
 
     namespace: MemoryNamespace
 
-    def __init__(self, store: Store, namespace: MemoryNamespace | Mapping[str, Any]) -> None:
+    def __init__(self, store: Store, namespace: NamespaceLike) -> None:
         # Not Store.__init__: the view reuses the parent's open database and state.
         if isinstance(store, ScopedStore):
             raise ValidationError("scope the parent Store, not another scoped view")
@@ -807,13 +819,13 @@ class ScopedStore(Store):
     def _namespace_totals(self) -> None:
         return None
 
-    def scoped(self, namespace: MemoryNamespace | Mapping[str, Any]) -> ScopedStore:
+    def scoped(self, namespace: NamespaceLike) -> ScopedStore:
         """Refused: scope the parent Store (a view of a view would widen nothing)."""
         raise ValidationError("scope the parent Store, not another scoped view")
 
-    def import_(self, data: Mapping[str, Any] | str, *, via: str = "library",
+    def import_(self, data: Mapping[str, object] | str, *, via: str = "library",
                 progress: Callable[[int, int], None] | None = None,
-                restore: bool | None = None) -> dict[str, Any]:
+                restore: bool | None = None) -> ImportResult:
         """Refused: an export's episodes carry their own namespaces (or none), so
         importing them through a view could write into another namespace."""
         raise GovernanceError("import through the parent Store, not a scoped view: an "
@@ -838,7 +850,7 @@ class UnscopedView(Store):
     def __repr__(self) -> str:
         return f"UnscopedView({str(self.path)!r})"
 
-    def scoped(self, namespace: MemoryNamespace | Mapping[str, Any]) -> ScopedStore:
+    def scoped(self, namespace: NamespaceLike) -> ScopedStore:
         return ScopedStore(self.parent, namespace)
 
     def _namespace_totals(self) -> None:
@@ -848,7 +860,7 @@ class UnscopedView(Store):
         """A view owns nothing: closing it leaves the parent Store open."""
 
 
-def _namespaces(store: Store) -> list[dict[str, Any]]:
+def _namespaces(store: Store) -> list[NamespaceEntry]:
     """Every namespace that holds episodes, saved wraps, governed records or pending
     reviews in ``store``: ``{"namespace": MemoryNamespace, "episodes", "wraps",
     "records", "pending_reviews"}``, ordered by tenant, user, project, agent. Episodes
@@ -871,13 +883,14 @@ def _namespaces(store: Store) -> list[dict[str, Any]]:
         if r.governance.has_schema():
             for owner, project, records, pending in r.governance.namespace_counts():
                 slot(owner, project).update(records=records, pending_reviews=pending)
-    out = []
+    out: list[NamespaceEntry] = []
     for (owner, project), n in counts.items():
         try:
             tenant, user, agent = json.loads(owner)
             ns = MemoryNamespace(tenant=tenant, user=user, agent=agent, project=project)
         except (ValueError, TypeError, ValidationError):
             continue  # not a namespace this version writes
-        out.append({"namespace": ns, **n})
+        out.append({"namespace": ns, "episodes": n["episodes"], "wraps": n["wraps"],
+                    "records": n["records"], "pending_reviews": n["pending_reviews"]})
     return sorted(out, key=lambda d: (d["namespace"].tenant, d["namespace"].user,
                                       d["namespace"].project or "", d["namespace"].agent))
