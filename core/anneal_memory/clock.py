@@ -96,7 +96,7 @@ def _to_utc(dt: datetime, field: str) -> datetime:
             "use a time inside the calendar") from None
 
 
-def parse_timestamp(value: str | datetime | date, *, field: str = "timestamp") -> datetime:
+def parse_timestamp(value: object, *, field: str = "timestamp") -> datetime:
     """Parse an ISO 8601 string, a datetime or a date into an aware UTC datetime.
 
     A naive value is taken as UTC. Anything else is a ValidationError naming the field.
@@ -133,7 +133,7 @@ def parse_or_none(value: object) -> datetime | None:
         return None
 
 
-def normalize_timestamp(value: str | datetime | date, *, field: str = "timestamp") -> str:
+def normalize_timestamp(value: object, *, field: str = "timestamp") -> str:
     return iso(parse_timestamp(value, field=field))
 
 

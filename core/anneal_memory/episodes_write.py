@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from . import facts, trust
 from ._inputs import check_episode_size, metadata_text, storable_text
@@ -75,10 +75,10 @@ class Writer(Ground, Protocol):
     max_episode_chars: int | None
 
 
-def draft(writer: Writer, content: Any, episode_type: Any, source: Any = "agent",
-          metadata: Any = None, timestamp: Any = None, supersedes: Any = None,
-          state_key: Any = None, trust_label: Any = "agent",
-          derived_from: Any = None) -> EpisodeDraft:
+def draft(writer: Writer, content: object, episode_type: object, source: object = "agent",
+          metadata: object = None, timestamp: object = None, supersedes: object = None,
+          state_key: object = None, trust_label: object = "agent",
+          derived_from: object = None) -> EpisodeDraft:
     """``record()``'s arguments checked and normalised; refused with a typed error
     (nothing written): a read_only store, empty or oversized content, an unknown type,
     a bad source, metadata or timestamp, a trust class above the store's ceiling, a
@@ -87,7 +87,7 @@ def draft(writer: Writer, content: Any, episode_type: Any, source: Any = "agent"
         from .errors import ReadOnlyStoreError
 
         raise ReadOnlyStoreError("this store was opened read_only: reopen it to record")
-    storable_text(content, "content")
+    content = storable_text(content, "content")
     check_episode_size(content, writer.max_episode_chars)
     etype = EpisodeType.coerce(episode_type)
     if not isinstance(source, str) or not source.strip():
@@ -118,7 +118,7 @@ def id_candidate(content: str, ts: str) -> str:
 
 
 def record_entry(writer: Ground, d: EpisodeDraft, eid: str,
-                 replaced_by_key: Sequence[str] = ()) -> tuple[dict[str, Any], str]:
+                 replaced_by_key: Sequence[str] = ()) -> tuple[dict[str, object], str]:
     """The data and actor of the audit entry that records the draft ``d`` as ``eid``."""
     return {
         "episode_id": eid, "type": d.type, "trust": d.trust, "source": d.source,
@@ -217,13 +217,13 @@ def write_plain_run(pairs: Sequence[tuple[Writer, EpisodeDraft]]) -> list[Episod
     return rows
 
 
-def record_grouped(writer: Writer, d: EpisodeDraft, group: GroupCommit) -> Episode:
+def record_grouped(writer: Writer, d: EpisodeDraft,
+                   group: GroupCommit[Writer, EpisodeDraft, Episode | EpisodeRow]) -> Episode:
     """Write the draft with the others queued on ``group`` (the store's group commit);
     returns once the commit that holds it is durable."""
-    # the group commit's callbacks are typed for the dict drafts it was written with
-    queue = cast(Any, group).record
+    queue = group.record
     if not d.plain:
-        return cast(Episode, queue(writer, d, write_one))
+        return cast(Episode, queue(writer, d, write_one))  # write_one returns the Episode
     stage_plain(writer, d)
     out = queue(writer, d, write_one, write_plain_run)
     # written with its batch: the row, made the episode here, out of the commit's way

@@ -17,9 +17,9 @@ own savepoint, so a refusal still fails that record alone.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 
 from . import tracing
 from ._unit import UnitLost
@@ -27,16 +27,29 @@ from ._unit import UnitLost
 if TYPE_CHECKING:
     from ._unit import UnitOfWork
 
+
+class Committer(Protocol):
+    """What a group commit writes through: a store (or view) that opens a unit of work."""
+
+    def transaction(self, *, appends_only: bool = False) -> AbstractContextManager[UnitOfWork]:
+        ...
+
+
+#: the store (or view) a record is written through, the record as prepared for writing,
+#: and what its caller gets back
+S = TypeVar("S", bound=Committer)
+P = TypeVar("P")
+R = TypeVar("R")
 #: writes one prepared record through its store; returns what its caller gets
-Write = Callable[[Any, dict[str, Any]], Any]
+Write = Callable[[S, P], R]
 #: writes a run of ``(store, prepared)`` in one go; returns what each caller gets, in order
-WriteMany = Callable[[list[tuple[Any, dict[str, Any]]]], list[Any]]
+WriteMany = Callable[[list[tuple[S, P]]], Sequence[R]]
 
 
-class _Slot:
+class _Slot(Generic[S, P, R]):
     __slots__ = ("store", "prepared", "many", "wake", "done", "result", "error")
 
-    def __init__(self, store: Any, prepared: dict[str, Any], many: WriteMany | None = None) -> None:
+    def __init__(self, store: S, prepared: P, many: WriteMany[S, P, R] | None = None) -> None:
         self.store = store
         self.prepared = prepared
         self.many = many  # how a run of such records is written together
@@ -44,11 +57,11 @@ class _Slot:
         self.wake = threading.Lock()
         self.wake.acquire()
         self.done = False
-        self.result: Any = None
+        self.result: R | None = None
         self.error: BaseException | None = None
 
 
-class GroupCommit:
+class GroupCommit(Generic[S, P, R]):
     """One per database connection (a Store and its scoped views share it)."""
 
     def __init__(self, round_: Callable[[], AbstractContextManager[None]] | None = None) -> None:
@@ -56,15 +69,15 @@ class GroupCommit:
         #: do after the commit waits until the round's callers are woken)
         self._round = round_ or nullcontext
         self._mutex = threading.Lock()
-        self._queue: list[_Slot] = []
+        self._queue: list[_Slot[S, P, R]] = []
         self._leading = False
         #: transactions committed and episodes written through them (for the benchmark)
         self.commits = 0
         self.records = 0
 
     @tracing.phase("group_commit")
-    def record(self, store: Any, prepared: dict[str, Any], write: Write,
-               write_many: WriteMany | None = None) -> Any:
+    def record(self, store: S, prepared: P, write: Write[S, P, R],
+               write_many: WriteMany[S, P, R] | None = None) -> R:
         """Write ``prepared`` through ``write(store, prepared)`` in a shared transaction
         (with its neighbours in the batch through ``write_many``, when given)."""
         slot = _Slot(store, prepared, write_many)
@@ -78,12 +91,13 @@ class GroupCommit:
             self._lead(slot, write)
         if slot.error is not None:
             raise slot.error
-        return slot.result
+        # no error: the commit that held it set its result
+        return cast(R, slot.result)
 
     #: most rounds one leader commits before it hands the role on and returns
     ROUNDS = 8
 
-    def _lead(self, mine: _Slot, write: Write) -> None:
+    def _lead(self, mine: _Slot[S, P, R], write: Write[S, P, R]) -> None:
         """Commit what is queued (``mine`` with it) and wake the batch's callers; go on
         with what was queued meanwhile, for up to ``ROUNDS`` rounds, so no other thread
         has to wake up before the next commit starts; then hand the leader's role to the
@@ -110,7 +124,7 @@ class GroupCommit:
                 else:
                     self._leading = False
 
-    def _commit(self, batch: list[_Slot], write: Write) -> None:
+    def _commit(self, batch: list[_Slot[S, P, R]], write: Write[S, P, R]) -> None:
         store = batch[0].store
         try:
             self._commit_batch(store, batch, write)
@@ -118,7 +132,7 @@ class GroupCommit:
             for slot in batch:
                 slot.done = True
 
-    def _commit_batch(self, store: Any, batch: list[_Slot], write: Write) -> None:
+    def _commit_batch(self, store: S, batch: list[_Slot[S, P, R]], write: Write[S, P, R]) -> None:
         # records that check nothing against the store only add rows and audit entries:
         # a backend shared by hosts may then lock at the audit append, not at the start
         plain = all(slot.many is not None for slot in batch)
@@ -141,7 +155,8 @@ class GroupCommit:
             self.records += sum(1 for s in batch if s.error is None)
 
     @classmethod
-    def _write_each(cls, batch: list[_Slot], write: Write, tx: UnitOfWork) -> None:
+    def _write_each(cls, batch: list[_Slot[S, P, R]], write: Write[S, P, R],
+                    tx: UnitOfWork) -> None:
         """The batch in order: each run of records written together, every other record
         under its own savepoint."""
         i = 0
@@ -156,7 +171,8 @@ class GroupCommit:
             i = j
 
     @classmethod
-    def _write_run(cls, run: list[_Slot], write: Write, tx: UnitOfWork) -> None:
+    def _write_run(cls, run: list[_Slot[S, P, R]], write: Write[S, P, R],
+                   tx: UnitOfWork) -> None:
         many = run[0].many
         assert many is not None
         try:
@@ -172,7 +188,7 @@ class GroupCommit:
             slot.result = result
 
     @staticmethod
-    def _write_one(slot: _Slot, write: Write, tx: UnitOfWork) -> None:
+    def _write_one(slot: _Slot[S, P, R], write: Write[S, P, R], tx: UnitOfWork) -> None:
         """One record under its own savepoint: refused, it rolls back alone, with its
         audit entry, and its caller gets the error."""
         try:

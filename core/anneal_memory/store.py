@@ -213,7 +213,8 @@ class Store(ContinuityMixin):
         self._audit_requested = bool(audit)
         #: the write transactions (shared with the scoped views): the database's one holder
         self._units = Units(database.connection, self._audit)
-        self._group = GroupCommit(self._units.round)
+        self._group: GroupCommit[episodes_write.Writer, episodes_write.EpisodeDraft,
+                                 Episode | EpisodeRow] = GroupCommit(self._units.round)
         if section_schema is not None:
             from .continuity.schema import validate_schema
 
@@ -362,7 +363,7 @@ class Store(ContinuityMixin):
         return self._units.depth > 0
 
     @tracing.traced(tracing.UPDATE, "record_many", result=tracing.recorded)
-    def record_many(self, items: Iterable[Mapping[str, Any]]) -> list[Episode]:
+    def record_many(self, items: Iterable[Mapping[str, object]]) -> list[Episode]:
         """Record many episodes in one transaction: all of them, or none on a refusal.
 
         Each item holds ``record()``'s keyword names (``content``, ``episode_type``, ...).

@@ -25,7 +25,7 @@ class EpisodeType(str, enum.Enum):
         return self.value
 
     @classmethod
-    def coerce(cls, value: EpisodeType | str) -> EpisodeType:
+    def coerce(cls, value: object) -> EpisodeType:
         """Accept an EpisodeType or its string (any case); refuse anything else."""
         if isinstance(value, EpisodeType):
             return value
@@ -44,7 +44,7 @@ TRUST_LEVELS: dict[str, int] = {"external": 0, "tool": 1, "agent": 2, "operator"
 RELAYED_TRUST = frozenset({"tool", "external"})
 
 
-def coerce_trust(value: str) -> str:
+def coerce_trust(value: object) -> str:
     """Validate a trust class name and return it in canonical form."""
     if isinstance(value, str) and value.strip().lower() in TRUST_LEVELS:
         return value.strip().lower()
