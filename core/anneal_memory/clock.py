@@ -170,7 +170,7 @@ def ago(seconds: int | float, *, field: str = "age") -> datetime:
             f"{field} reaches back before year 1: use a shorter age or an ISO date") from None
 
 
-def parse_since(value: str | datetime | date, *, field: str = "since") -> str:
+def parse_since(value: object, *, field: str = "since") -> str:
     """Like normalize_timestamp, but also accepts relative ages: 30m, 12h, 7d, 2w."""
     if isinstance(value, str):
         seconds = age_seconds(value)

@@ -4,15 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Any, cast
 
 from . import facts, tracing
 from ._inputs import storable_text, whole_number
 from .clock import parse_since
 from .episode_rows import to_episodes
 from .errors import ValidationError
-from .storage.base import SearchFilters
+from .storage.base import EpisodeRow, SearchFilters
 from .text import meaningful_words, query_terms, word_groups
 from .types import (
     RELAYED_TRUST,
@@ -26,6 +26,7 @@ from .types import (
 
 if TYPE_CHECKING:
     from ._unit import Facade
+    from .crystal import CrystalStore
     from .types import DurableFact, PatternMatch
 
 
@@ -33,9 +34,11 @@ def _int_arg(value: Any, name: str, minimum: int) -> int:
     return whole_number(value, name, minimum=minimum)
 
 
-def build_filters(since: Any = None, until: Any = None, episode_type: Any = None,
-                  source: Any = None, include_superseded: bool = False,
-                  trust: Any = None) -> SearchFilters:
+def build_filters(since: object = None, until: object = None, episode_type: object = None,
+                  source: object = None, include_superseded: bool = False,
+                  trust: object = None) -> SearchFilters:
+    """Recall's filters from its arguments as a caller gave them, each checked (a typed
+    error names the first that is not what recall takes)."""
     return SearchFilters(
         since=parse_since(since, field="since") if since is not None else None,
         until=parse_since(until, field="until") if until is not None else None,
@@ -105,7 +108,7 @@ def paged_words(store: Facade, filters: SearchFilters, terms: Sequence[str], wan
         pool *= 2
 
 
-def filters_key(f: SearchFilters) -> tuple[Any, ...]:
+def filters_key(f: SearchFilters) -> tuple[object, ...]:
     """``f`` as a hashable key (its fields, in order)."""
     return (f.since, f.until, f.episode_type, f.source, f.include_superseded,
             f.only_unwrapped, f.trust, None if f.ids is None else tuple(f.ids), f.scope)
@@ -144,14 +147,15 @@ def _ranked_words(store: Facade, filters: SearchFilters, terms: Sequence[str], p
 
 
 def load_ranked(store: Facade, ranked: Sequence[tuple[int, float]], filters: SearchFilters
-                ) -> list[tuple[Any, float]]:
+                ) -> list[tuple[EpisodeRow, float]]:
     """The rows of ranked row ids, in rank order (ids the filters hide are left out)."""
     rows = store.repos.episodes.rows_by_rowid([rid for rid, _s in ranked], filters) if ranked else {}
     return [(rows[rid], sc) for rid, sc in ranked if rid in rows]
 
 
 def keyword_recall(store: Facade, *, since: str | datetime | None = None,
-                   until: str | datetime | None = None, episode_type: Any = None,
+                   until: str | datetime | None = None,
+                   episode_type: EpisodeType | str | None = None,
                    source: str | None = None, keyword: str | None = None, limit: int = 100,
                    offset: int = 0, include_superseded: bool = False,
                    context: bool = True, trust: str | None = None) -> RecallResult:
@@ -236,13 +240,14 @@ RETRIEVAL_MODES = ("prompt", "query")
 
 
 @tracing.traced(tracing.SEARCH, "retrieve_relevant", query="query", result=tracing.found)
-def retrieve_relevant(store: Facade, crystal_store: Any, query: str, *, max_patterns: int = 3,
-                      max_episodes: int = 3, episode_type: Any = None,
-                      include_facts: bool = True, since: Any = None,
+def retrieve_relevant(store: Facade, crystal_store: CrystalStore | None, query: str, *,
+                      max_patterns: int = 3, max_episodes: int = 3,
+                      episode_type: EpisodeType | str | None = None,
+                      include_facts: bool = True, since: str | datetime | None = None,
                       exclude_ids: Sequence[str] = (), context: bool = True,
                       mode: str = "prompt", exclude_recent_minutes: int | None = None,
-                      now: Any = None, today: Any = None, associative: bool = True,
-                      durable: bool = True) -> RelevantResult:
+                      now: str | datetime | None = None, today: date | str | None = None,
+                      associative: bool = True, durable: bool = True) -> RelevantResult:
     """Scored recall for a per-turn hook: crystallized patterns, ranked episodes (a hit on
     a replaced episode is swapped in its slot for the episode that replaced it) and the
     durable facts the query cues.
@@ -270,9 +275,10 @@ def retrieve_relevant(store: Facade, crystal_store: Any, query: str, *, max_patt
     episodes = _scored_episodes(store, query, terms, max_episodes, episode_type, since,
                                 exclude, context) if max_episodes and terms else []
     if max_episodes and getattr(store, "embedder", None) is not None:  # and by meaning
-        from .semantic import add_by_meaning
+        from .semantic import SemanticStore, add_by_meaning
 
-        episodes = add_by_meaning(store, query, episodes, max_episodes,
+        # only a Store (or a view of one) has an embedder: the check above
+        episodes = add_by_meaning(cast(SemanticStore, store), query, episodes, max_episodes,
                                   build_filters(since, None, episode_type), exclude)
     found_facts = (_cued_facts(store, query) if include_facts and durable and query.strip()
                    else [])

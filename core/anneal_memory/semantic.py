@@ -23,11 +23,12 @@ import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from . import tracing
 from ._inputs import storable_text, whole_number
-from ._unit import require_writable
+from ._unit import Facade, require_writable
 from .embedding import Embedder, _numpy, cosine_similarities, pack_vector, top
 from .errors import EmbedderError, ValidationError
 from .fusion import PROMOTE_POOL, hybrid_order, keyword_is_weak
@@ -37,9 +38,35 @@ from .types import RecallResult, ScoredEpisode, VectorUse
 from .vector_cache import VectorMatrix
 
 if TYPE_CHECKING:  # no import of the Store or recall: they call this module, not it them
-    Store = Any
-#: keyword recall, as ``recall.keyword_recall`` (the Store passes it in)
-KeywordSearch = Callable[..., RecallResult]
+    from .types import Episode, EpisodeType
+    from .vector_cache import VectorCache
+
+
+class SemanticStore(Facade, Protocol):
+    """What semantic recall needs of the Store (or a view): its embedder and the vector
+    cache it shares with its views, episodes by id, and its own recall."""
+
+    embedder: Embedder | None
+    _vector_cache: VectorCache
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, Episode]: ...
+
+    def recall(self, since: str | datetime | None = None, until: str | datetime | None = None,
+               episode_type: EpisodeType | str | None = None, source: str | None = None,
+               keyword: str | None = None, limit: int = 100, offset: int = 0,
+               include_superseded: bool = False, *, context: bool = True,
+               trust: str | None = None, mode: str | None = None) -> RecallResult: ...
+
+
+class KeywordSearch(Protocol):
+    """Keyword recall, as ``recall.keyword_recall`` (the Store passes it in)."""
+
+    def __call__(self, store: Facade, *, since: str | datetime | None = None,
+                 until: str | datetime | None = None,
+                 episode_type: EpisodeType | str | None = None, source: str | None = None,
+                 keyword: str | None = None, limit: int = 100, offset: int = 0,
+                 include_superseded: bool = False, context: bool = True,
+                 trust: str | None = None) -> RecallResult: ...
 
 MODES = ("keyword", "hybrid", "semantic")
 #: candidates the vector ranking contributes, at least
@@ -48,6 +75,16 @@ POOL = 100
 #: its first ten, k = 10 and 2:1 leave keyword recall's top ten as they are; with 50, R@10
 #: on LoCoMo's held-out conversations rose 0.775 -> 0.787, bench/semantic.py)
 KEYWORD_POOL = PROMOTE_POOL
+
+
+class EmbedReportDict(TypedDict):
+    """:meth:`EmbedReport.to_dict`."""
+
+    embedded: int
+    pending: int
+    model: str
+    dims: int | None
+    dropped: int
 
 
 @dataclass(frozen=True)
@@ -61,13 +98,13 @@ class EmbedReport:
     dims: int | None
     dropped: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
+    def to_dict(self) -> EmbedReportDict:
+        """The report as a JSON-ready dict (its fields, in order)."""
+        return {"embedded": self.embedded, "pending": self.pending, "model": self.model,
+                "dims": self.dims, "dropped": self.dropped}
 
-        return asdict(self)
 
-
-def resolve_mode(store: Store, mode: str | None) -> str:
+def resolve_mode(store: SemanticStore, mode: str | None) -> str:
     """The recall mode: the caller's, else hybrid with an embedder, keyword without."""
     if mode is None:
         return "hybrid" if store.embedder is not None else "keyword"
@@ -81,7 +118,7 @@ def resolve_mode(store: Store, mode: str | None) -> str:
 
 
 @tracing.phase("embedding")
-def _embed(store: Store, emb: Embedder, repo: VectorRepo, ids: Sequence[str], newest: int
+def _embed(store: SemanticStore, emb: Embedder, repo: VectorRepo, ids: Sequence[str], newest: int
            ) -> tuple[dict[str, bytes], str | None]:
     """Embed and store the ``newest`` of these episodes (those still there); (their
     vectors, the embedder's error or None). The embedder runs outside any transaction
@@ -150,7 +187,7 @@ def _sync(repo: VectorRepo, m: VectorMatrix, model: str, dims: int) -> None:
 
 
 @tracing.phase("vector_scan")
-def _rank(store: Store, emb: Embedder, text: str, filters: SearchFilters, pool: int,
+def _rank(store: SemanticStore, emb: Embedder, text: str, filters: SearchFilters, pool: int,
           mode: str, during: Callable[[], Any] | None = None) -> tuple[_Ranking, Any]:
     """Embed the query, catch up on unembedded candidates, rank them by cosine (in
     hybrid mode only those with some similarity); (the ranking, what ``during`` returned:
@@ -166,7 +203,7 @@ def _rank(store: Store, emb: Embedder, text: str, filters: SearchFilters, pool: 
     return r, (during() if during is not None else None)
 
 
-def _rank_matrix(store: Store, emb: Embedder, qvec: list[float], filters: SearchFilters,
+def _rank_matrix(store: SemanticStore, emb: Embedder, qvec: list[float], filters: SearchFilters,
                  pool: int, mode: str, key: str, np: Any,
                  during: Callable[[], Any] | None = None) -> tuple[_Ranking, Any]:
     """The ranking from the namespace's cached matrix: one matrix product, the best rows
@@ -238,7 +275,7 @@ def _rank_matrix(store: Store, emb: Embedder, qvec: list[float], filters: Search
     return _Ranking(ranked, _CosineOf(cosine, m, sims), use), other
 
 
-def _rank_sqlite_vec(store: Store, emb: Embedder, qvec: list[float], filters: SearchFilters,
+def _rank_sqlite_vec(store: SemanticStore, emb: Embedder, qvec: list[float], filters: SearchFilters,
                      pool: int, mode: str) -> _Ranking:
     """The ranking with sqlite-vec computing every candidate's cosine in the database
     (no numpy, and a SQLite that loads it): the same candidates, catch-up and order as
@@ -314,7 +351,7 @@ class _CosineOf(dict):  # type: ignore[type-arg]
                                                and self._pos[eid] < len(self._sims))
 
 
-def _rank_by_id(store: Store, emb: Embedder, qvec: list[float], filters: SearchFilters,
+def _rank_by_id(store: SemanticStore, emb: Embedder, qvec: list[float], filters: SearchFilters,
                 pool: int, mode: str) -> _Ranking:
     """The ranking from the filters' candidates read from the database and their vectors
     by id (PostgreSQL, no numpy, or selective filters)."""
@@ -348,11 +385,29 @@ def _rank_by_id(store: Store, emb: Embedder, qvec: list[float], filters: SearchF
     return _Ranking([cand[i] for i in order], dict(zip(cand, sims)), use)
 
 
-def recall(store: Store, mode: str, keyword_recall: KeywordSearch, filters: SearchFilters,
-           *, keyword: str | None, limit: int, offset: int, **kw: Any) -> RecallResult:
+class KeywordArgs(TypedDict):
+    """The filters keyword recall takes besides its keyword and page."""
+
+    since: str | datetime | None
+    until: str | datetime | None
+    episode_type: EpisodeType | str | None
+    source: str | None
+    include_superseded: bool
+    context: bool
+    trust: str | None
+
+
+def recall(store: SemanticStore, mode: str, keyword_recall: KeywordSearch, filters: SearchFilters,
+           *, keyword: str | None, limit: int, offset: int,
+           since: str | datetime | None = None, until: str | datetime | None = None,
+           episode_type: EpisodeType | str | None = None, source: str | None = None,
+           include_superseded: bool = False, context: bool = True,
+           trust: str | None = None) -> RecallResult:
     """``store.recall`` in ``mode`` (hybrid or semantic; see the module's docstring):
     ``keyword_recall`` is keyword recall, ``filters`` the recall's filters, built from
-    ``kw`` (which keyword recall takes as they are)."""
+    the arguments after ``offset`` (which keyword recall takes as they are)."""
+    kw = KeywordArgs(since=since, until=until, episode_type=episode_type, source=source,
+                     include_superseded=include_superseded, context=context, trust=trust)
     emb = store.embedder
     kw_text = keyword.strip() if isinstance(keyword, str) else ""
     if mode == "keyword" or emb is None or not kw_text:
@@ -378,7 +433,7 @@ def recall(store: Store, mode: str, keyword_recall: KeywordSearch, filters: Sear
         ranked, why, total = r.ids, {}, r.use.candidates
         params: dict[str, Any] = {
             "since": filters.since, "until": filters.until,
-            "episode_type": filters.episode_type, "source": kw.get("source"),
+            "episode_type": filters.episode_type, "source": source,
             "include_superseded": filters.include_superseded, "match": "meaning",
             **({"trust": filters.trust} if filters.trust is not None else {})}
     else:
@@ -400,7 +455,7 @@ def recall(store: Store, mode: str, keyword_recall: KeywordSearch, filters: Sear
     return RecallResult(episodes, total, params)
 
 
-def add_by_meaning(store: Store, query: str, scored: list[ScoredEpisode], k: int,
+def add_by_meaning(store: SemanticStore, query: str, scored: list[ScoredEpisode], k: int,
                    filters: SearchFilters, exclude: set[str]) -> list[ScoredEpisode]:
     """Scored recall (``retrieve_relevant``, what every adapter's per-turn hook calls)
     with the store's embedder: keyword recall's ``scored`` episodes as the hybrid ranks
@@ -448,7 +503,7 @@ def _keyword_only(res: RecallResult, mode: str, emb: Embedder, reason: str | Non
     return res
 
 
-def embed_pending(store: Store, *, rebuild: bool = False, limit: int | None = None,
+def embed_pending(store: SemanticStore, *, rebuild: bool = False, limit: int | None = None,
                   progress: Callable[[int, int], None] | None = None) -> EmbedReport:
     """Embed every episode this store (or view) sees that has no vector of its
     embedder's model; ``rebuild`` first removes every vector of the episodes it may

@@ -435,9 +435,6 @@ class Store(ContinuityMixin):
         part (see docs/semantic.md)."""
         from .recall import build_filters, keyword_recall
 
-        args: dict[str, Any] = dict(since=since, until=until, episode_type=episode_type,
-                                    source=source, include_superseded=include_superseded,
-                                    context=context, trust=trust)
         if mode is not None or self.embedder is not None:
             from . import semantic
 
@@ -446,8 +443,14 @@ class Store(ContinuityMixin):
                 filters = build_filters(since, until, episode_type, source,
                                         include_superseded, trust)
                 return semantic.recall(self, chosen, keyword_recall, filters, keyword=keyword,
-                                       limit=limit, offset=offset, **args)
-        return keyword_recall(self, keyword=keyword, limit=limit, offset=offset, **args)
+                                       limit=limit, offset=offset, since=since, until=until,
+                                       episode_type=episode_type, source=source,
+                                       include_superseded=include_superseded,
+                                       context=context, trust=trust)
+        return keyword_recall(self, keyword=keyword, limit=limit, offset=offset, since=since,
+                              until=until, episode_type=episode_type, source=source,
+                              include_superseded=include_superseded, context=context,
+                              trust=trust)
 
     def embed_pending(self, *, rebuild: bool = False, limit: int | None = None,
                       progress: Callable[[int, int], None] | None = None) -> EmbedReport:
