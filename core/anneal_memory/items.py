@@ -55,7 +55,7 @@ def _text(name: str, value: Any, limit: int) -> str:
     return value
 
 
-def _json(name: str, value: Any) -> str:
+def _json(name: str, value: object) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
@@ -68,7 +68,7 @@ def _item(row: tuple[Any, ...]) -> Item:
                 updated_at=row[6])
 
 
-def _fields(where: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def _fields(where: object) -> dict[str, Any] | None:
     if where is None:
         return None
     if not isinstance(where, Mapping):
@@ -99,7 +99,8 @@ class ItemCollection:
     def __repr__(self) -> str:
         return f"ItemCollection({self.name!r})"
 
-    def put(self, key: str, value: Any, *, metadata: Mapping[str, Any] | None = None) -> Item:
+    def put(self, key: str, value: object, *,
+            metadata: Mapping[str, object] | None = None) -> Item:
         """Insert or replace the item at ``key`` (durable when it returns)."""
         k = _text("key", key, _MAX_KEY)
         v = _json("value", value)
@@ -110,7 +111,7 @@ class ItemCollection:
             row = tx.items.item_put(self.name, k, v, m, now_iso())
         return _item(row)
 
-    def append(self, value: Any, *, metadata: Mapping[str, Any] | None = None) -> Item:
+    def append(self, value: object, *, metadata: Mapping[str, object] | None = None) -> Item:
         """Add an item under a new key that sorts after every earlier one."""
         return self.put(f"{time.time_ns():020d}-{secrets.token_hex(4)}", value, metadata=metadata)
 
@@ -118,7 +119,7 @@ class ItemCollection:
         row = self.store.repos.items.item_get(self.name, _text("key", key, _MAX_KEY))
         return None if row is None else _item(row)
 
-    def list(self, *, prefix: str | None = None, where: Mapping[str, Any] | None = None,
+    def list(self, *, prefix: str | None = None, where: Mapping[str, object] | None = None,
              contains: str | None = None, order: str = "asc", limit: int | None = None,
              offset: int = 0) -> list[Item]:
         """Items in insertion order (``order="desc"``: newest first), optionally only
@@ -137,7 +138,9 @@ class ItemCollection:
         """Items whose value contains ``text`` (case-insensitive), newest first."""
         return self.list(contains=text, order="desc", limit=limit)
 
-    def count(self, *, prefix: str | None = None, where: Mapping[str, Any] | None = None) -> int:
+    def count(self, *, prefix: str | None = None,
+              where: Mapping[str, object] | None = None) -> int:
+        """How many items ``list`` would return for these filters (unpaged)."""
         return self.store.repos.items.item_count(
             self.name, prefix=_text("prefix", prefix, _MAX_KEY) if prefix else None,
             where=_fields(where))

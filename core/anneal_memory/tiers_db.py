@@ -13,6 +13,7 @@ compared, and then renamed ``<name>.imported`` (kept, never deleted).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -72,7 +73,8 @@ def import_sidecar(store: ItemStore, suffix: str, read_file: Any) -> bool:
     return True
 
 
-def import_outcome_log(store: ItemStore, path: Path, records: list[dict[str, Any]]) -> bool:
+def import_outcome_log(store: ItemStore, path: Path,
+                       records: Sequence[Mapping[str, object]]) -> bool:
     if getattr(store, "namespace", None) is not None or store.read_only or not path.is_file():
         return False
     col = store.items(OUTCOMES)

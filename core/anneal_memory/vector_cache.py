@@ -25,6 +25,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 #: rows a matrix grows by at least when it fills
@@ -36,7 +37,7 @@ class VectorMatrix:
     """The vectors one namespace sees, of one model and dimension (numpy float32 rows)."""
 
     dim: int
-    np: Any
+    np: ModuleType  # numpy (optional, so untyped here)
     ids: list[str] = field(default_factory=list)
     pos: dict[str, int] = field(default_factory=dict)
     rows: Any = None
@@ -107,7 +108,7 @@ class VectorCache:
 
     # ------------------------------------------------------------------ the matrix
 
-    def matrix(self, scope_key: str, model: str, dim: int, np: Any) -> VectorMatrix:
+    def matrix(self, scope_key: str, model: str, dim: int, np: ModuleType) -> VectorMatrix:
         """The matrix of this namespace (``scope_key``), model and dimension (empty and
         stale when new: the caller syncs it)."""
         key = (scope_key, model, dim)

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from ._fileio import file_lock, sidecar_path
 from ._inputs import storable_text
@@ -40,6 +40,71 @@ OUTCOMES: tuple[str, ...] = ("success", "failure")
 ITEM_KINDS: tuple[str, ...] = ("crystal", "episode")
 FOLD_SKEW_SECONDS = 60
 _MAX_REF = 256
+
+
+class LabelEntry(TypedDict):
+    """One labelled item of an outcome record."""
+
+    kind: str
+    ref: str
+    label: str
+
+
+class RefEntry(TypedDict):
+    """One item an exposure showed."""
+
+    kind: str
+    ref: str
+
+
+class _OutcomeParts(TypedDict):
+    v: int
+    exposure_id: str
+    ts: str
+    outcome: str | None
+    items: list[LabelEntry]
+
+
+class OutcomeRecord(_OutcomeParts, total=False):
+    """One line of the outcome log (``exposed`` and ``pull`` only when set)."""
+
+    exposed: list[RefEntry]
+    pull: bool
+
+
+class MergedExposure(TypedDict):
+    """One exposure as :meth:`OutcomeLog.merged` folds its records: the last label of
+    each (kind, ref), the last known outcome, the union of items shown, and whether it
+    was a pull."""
+
+    exposure_id: str
+    outcome: str | None
+    labels: dict[tuple[str, str], str]
+    exposed: set[tuple[str, str]]
+    pull: bool
+
+
+class WorthDict(TypedDict):
+    """:meth:`Worth.to_dict`."""
+
+    kind: str
+    ref: str
+    success: int
+    failure: int
+    followed: int
+    labels: dict[str, dict[str, int]]
+    unlabelled: dict[str, int]
+    pulled: int
+
+
+class WorthReportDict(TypedDict):
+    """:meth:`WorthReport.to_dict`."""
+
+    crystals: dict[str, WorthDict]
+    episodes: dict[str, WorthDict]
+    exposures: int
+    pulls: int
+    lines_skipped: int
 
 
 def outcome_log_path(db_path: str | Path) -> Path:
@@ -127,7 +192,7 @@ class OutcomeLog:
         exposed: Sequence[ExposedRef | str] = (),
         pull: bool = False,
         ts: datetime | None = None,
-    ) -> dict[str, Any]:
+    ) -> OutcomeRecord:
         """Append what happened after one exposure; returns the record written.
 
         A record needs a labelled item or an outcome. Strings are parsed in the CLI
@@ -142,7 +207,7 @@ class OutcomeLog:
                  (x if isinstance(x, ExposedRef) else ExposedRef.parse(x) for x in exposed)}
         if not labels and outcome is None:
             raise ValidationError("an outcome record needs at least one labelled item or an outcome")
-        rec: dict[str, Any] = {
+        rec: OutcomeRecord = {
             "v": OUTCOME_LOG_VERSION, "exposure_id": eid, "ts": _stamp(ts), "outcome": outcome,
             "items": [{"kind": i.kind, "ref": i.ref, "label": i.label} for i in labels.values()],
         }
@@ -153,7 +218,7 @@ class OutcomeLog:
         self._append(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
         return rec
 
-    def record_pull(self, name: str, *, ts: datetime | None = None) -> dict[str, Any]:
+    def record_pull(self, name: str, *, ts: datetime | None = None) -> OutcomeRecord:
         """Record that a crystal was read on purpose (``crystal get``): its own column."""
         return self.record(f"pull:{uuid.uuid4().hex}", [ItemLabel("crystal", name, "followed")],
                            pull=True, ts=ts)
@@ -178,20 +243,24 @@ class OutcomeLog:
             finally:
                 os.close(fd)
 
-    def read(self) -> tuple[list[dict[str, Any]], int]:
+    def read(self) -> tuple[list[OutcomeRecord], int]:
         """Every well-formed record in file order, and how many lines were skipped."""
         if self.store is not None:
             from .tiers_db import OUTCOMES
 
-            return [dict(i.value) for i in self.store.items(OUTCOMES).list()], 0
+            # the collection holds only what ``record`` appended (or the log imported,
+            # each line checked by ``_valid_record``)
+            return [cast(OutcomeRecord, dict(i.value))
+                    for i in self.store.items(OUTCOMES).list()], 0
         return self._read_file()
 
-    def _read_file(self) -> tuple[list[dict[str, Any]], int]:
+    def _read_file(self) -> tuple[list[OutcomeRecord], int]:
         try:
             text = self.path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             return [], 0
-        records, bad = [], 0
+        records: list[OutcomeRecord] = []
+        bad = 0
         for line in text.splitlines():
             if line.strip():
                 rec = _valid_record(line)
@@ -201,11 +270,11 @@ class OutcomeLog:
                     records.append(rec)
         return records, bad
 
-    def merged(self) -> tuple[dict[str, dict[str, Any]], int]:
+    def merged(self) -> tuple[dict[str, MergedExposure], int]:
         """Per exposure id: the last label of each item, the last known outcome, the
         union of exposed items, and whether it is a pull; plus skipped lines."""
         records, bad = self.read()
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, MergedExposure] = {}
         for rec in records:
             cur = out.setdefault(rec["exposure_id"], {
                 "exposure_id": rec["exposure_id"], "outcome": None, "labels": {},
@@ -219,7 +288,7 @@ class OutcomeLog:
         return out, bad
 
 
-def _valid_record(line: str) -> dict[str, Any] | None:
+def _valid_record(line: str) -> OutcomeRecord | None:
     try:
         rec = json.loads(line)
         if not isinstance(rec, dict) or rec.get("v") != OUTCOME_LOG_VERSION:
@@ -236,7 +305,7 @@ def _valid_record(line: str) -> dict[str, Any] | None:
             ExposedRef(e["kind"], e["ref"])
     except (ValueError, TypeError, KeyError, RecursionError):
         return None
-    return rec
+    return cast(OutcomeRecord, rec)  # checked above, field by field
 
 
 # --------------------------------------------------------------------------- surfaced
@@ -272,7 +341,8 @@ def _receipt_names(receipt: Mapping[str, Any]) -> list[str]:
     return names
 
 
-def _read_receipts(sources: Iterable[str | Path | Mapping[str, Any]]) -> tuple[list[Any], int]:
+def _read_receipts(sources: Iterable[str | Path | Mapping[str, object]]
+                   ) -> tuple[list[Any], int]:
     receipts: list[Any] = []
     bad = 0
     for src in sources:
@@ -295,7 +365,7 @@ def _read_receipts(sources: Iterable[str | Path | Mapping[str, Any]]) -> tuple[l
 
 def fold_surfaced(
     crystal_store: CrystalStore,
-    receipts: Iterable[str | Path | Mapping[str, Any]],
+    receipts: Iterable[str | Path | Mapping[str, object]],
     *,
     now: datetime | None = None,
     skew_seconds: int = FOLD_SKEW_SECONDS,
@@ -373,7 +443,8 @@ class Worth:
         elif outcome == "failure":
             self.failure += 1
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> WorthDict:
+        """The counters as a JSON-ready dict."""
         return {"kind": self.kind, "ref": self.ref, "success": self.success,
                 "failure": self.failure, "followed": self.followed,
                 "labels": {k: dict(v) for k, v in self.labels.items()},
@@ -390,7 +461,8 @@ class WorthReport:
     pulls: int
     lines_skipped: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> WorthReportDict:
+        """The report as a JSON-ready dict (entries sorted by name)."""
         return {"crystals": {k: w.to_dict() for k, w in sorted(self.crystals.items())},
                 "episodes": {k: w.to_dict() for k, w in sorted(self.episodes.items())},
                 "exposures": self.exposures, "pulls": self.pulls,
@@ -436,17 +508,17 @@ def compute_worth(
         if not episodes:
             continue
         judged: list[tuple[tuple[str, str], str | None]] = list(labelled.items())
-        for (kind, ref), label in judged + [(k, None) for k in unlabelled]:
+        for (kind, ref), given in judged + [(k, None) for k in unlabelled]:
             if kind != "crystal":
                 continue
             for eid in evidence.get(ref, []):
                 if eid in credited:
                     continue
                 credited.add(eid)
-                if label is None:
+                if given is None:
                     row("episode", eid).unlabelled[outcome or "unknown"] += 1
                 else:
-                    row("episode", eid).add_label(label, outcome)
+                    row("episode", eid).add_label(given, outcome)
     return WorthReport(
         crystals={r: w for (k, r), w in rows.items() if k == "crystal"},
         episodes={r: w for (k, r), w in rows.items() if k == "episode"} if episodes else {},
