@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..clock import now_iso
 from ..continuity.parse import parse_pattern_lines, parse_sections, pattern_key
@@ -41,6 +41,20 @@ NEGATION_REACH = 1
 VERDICTS = ("held", "changed", "weakened", "crystallized", "lost", "unchecked")
 #: a pattern probe guards a Proven pattern (2x and up)
 MIN_PROVEN = 2
+
+
+class ProbeVerdict(TypedDict):
+    """A probe's verdict at a save (its id a number, as 1.0.2's)."""
+
+    id: int | str
+    status: str
+
+
+class DriftCheck(TypedDict):
+    """What :func:`evaluate` found: how many probes got each verdict, and each one's."""
+
+    counts: dict[str, int]
+    probes: list[ProbeVerdict]
 
 
 def add_probe(store: Facade, *, pattern: str | None = None, min_level: int | None = None,
@@ -90,7 +104,7 @@ def probe_notes(store: Facade) -> dict[str, str]:
     return notes if isinstance(notes, dict) else {}
 
 
-def _id(value: Any) -> Any:
+def _id(value: str | int) -> int | str:
     """Probe ids are numbers (1.0.2's); an id of another form is kept as it is."""
     return int(value) if isinstance(value, str) and value.isdigit() else value
 
@@ -226,12 +240,12 @@ def check_fact(fact: str, text: str) -> tuple[str, str]:
                     + (f"; closest: {closest!r}" if closest else ""))
 
 
-def evaluate(store: Facade, text: str, schema: Sequence[dict[str, Any]], crystal_names: set[str],
-             wrap_id: int | None) -> dict[str, Any]:
+def evaluate(store: Facade, text: str, schema: Sequence[Mapping[str, object]],
+             crystal_names: set[str], wrap_id: int | None) -> DriftCheck:
     """Check every probe against the saved text; store verdicts; return counts and ids."""
     probes = store.repos.wraps.probes()
     counts: dict[str, int] = {v: 0 for v in VERDICTS}
-    results = []
+    results: list[ProbeVerdict] = []
     # the text is parsed only for the probes that need it, and once
     levels: dict[str, int] = {}
     if any(pr["kind"] == "pattern" for pr in probes):

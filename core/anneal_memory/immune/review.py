@@ -13,9 +13,9 @@ the next save measures the pattern against the lowered level (or as new).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .._inputs import storable_text, whole_number
 from .._unit import require_writable
@@ -24,6 +24,7 @@ from ..continuity.parse import parse_pattern_line, parse_sections, pattern_key
 from ..errors import ValidationError, WrapInProgressError
 from ..storage.common import ns_meta_key
 from .graduation import LineOutcome, rewrite_line
+from .probes import ProbeVerdict
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -33,6 +34,96 @@ REVIEWED_KEY = "worklist_reviewed_through"
 EDITS_KEY = "pattern_operator_edits"
 #: hand edits kept for the timeline (the audit chain keeps every one)
 MAX_EDITS = 500
+
+
+class PatternRecord(TypedDict):
+    """What a save did to one named pattern (its highest line), kept in the wrap's
+    metrics (``patterns``)."""
+
+    name: str
+    key: str
+    section: str
+    claimed: int
+    level: int
+    prior: int | None
+    events: list[str]
+    cited: list[str]
+    grounding: list[str]
+    contradicts: list[str]
+    no_contradicts: bool
+    cap_reason: str | None
+    line: str
+
+
+class DriftRecord(TypedDict):
+    """One probe a save checked, kept in the wrap's metrics (``drift_probes``)."""
+
+    id: int | str
+    status: str
+    detail: str | None
+
+
+class DriftOfWrap(TypedDict):
+    """The drift verdicts of one saved wrap (``counts``: a wrap saved before ``probes``
+    were kept per probe has its verdict counts only)."""
+
+    wrap_id: int
+    wrapped_at: str | None
+    probes: list[DriftRecord]
+    counts: dict[str, int] | None
+
+
+class WorklistMark(TypedDict):
+    """What :func:`mark_worklist_reviewed` marked."""
+
+    through_wrap: int
+    previous: int
+    items: int
+
+
+#: what :func:`demote_pattern` did (``from`` is a keyword: the functional form)
+Demoted = TypedDict("Demoted", {"name": str, "from": int, "to": int})
+#: what :func:`retire_pattern` did
+Retired = TypedDict("Retired", {"name": str, "from": int, "lines_removed": int})
+
+
+class TimelineDict(TypedDict):
+    """:meth:`TimelinePoint.to_dict`."""
+
+    wrap_id: int | None
+    at: str
+    level: int
+    events: list[str]
+    claimed: int | None
+    cap_reason: str | None
+
+
+class CitedDict(TypedDict):
+    """A :class:`CitedEpisode` as a dict."""
+
+    id: str
+    content: str | None
+    trust: str | None
+    type: str | None
+    timestamp: str | None
+    removed: str | None
+
+
+class WorklistDict(TypedDict):
+    """:meth:`WorklistItem.to_dict`."""
+
+    wrap_id: int
+    wrapped_at: str
+    name: str
+    level: int
+    prior: int | None
+    cited: list[CitedDict]
+    contradicts: list[str]
+    no_contradicts: bool
+    current_level: int | None
+    events: list[str]
+    line: str | None
+    stance: str
 
 
 # ---------------------------------------------------------------------- recorded at a save
@@ -57,7 +148,7 @@ def _events(o: LineOutcome) -> list[str]:
     return out or ["held"]
 
 
-def record_wrap_patterns(outcomes: Iterable[LineOutcome]) -> list[dict[str, Any]]:
+def record_wrap_patterns(outcomes: Iterable[LineOutcome]) -> list[PatternRecord]:
     """What a save did to each named pattern (its highest line), for the wrap's record."""
     best: dict[str, LineOutcome] = {}
     for o in outcomes:
@@ -72,10 +163,11 @@ def record_wrap_patterns(outcomes: Iterable[LineOutcome]) -> list[dict[str, Any]
     } for key, o in best.items()]
 
 
-def record_wrap_drift(probe_rows: Sequence[dict[str, Any]],
-                      checked: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def record_wrap_drift(probe_rows: Sequence[Mapping[str, object]],
+                      checked: Sequence[ProbeVerdict]) -> list[DriftRecord]:
     """Each probe this save checked, with its verdict and detail (never the probe text)."""
-    detail = {str(r["id"]): r.get("last_detail") for r in probe_rows}
+    detail = {str(r["id"]): d if isinstance(d, str) else None
+              for r in probe_rows for d in (r.get("last_detail"),)}
     return [{"id": p["id"], "status": p["status"], "detail": detail.get(str(p["id"]))}
             for p in checked]
 
@@ -96,8 +188,11 @@ class TimelinePoint:
     def __getitem__(self, name: str) -> Any:
         return getattr(self, name)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> TimelineDict:
+        """The point as a dict (its fields, in order)."""
+        return {"wrap_id": self.wrap_id, "at": self.at, "level": self.level,
+                "events": list(self.events), "claimed": self.claimed,
+                "cap_reason": self.cap_reason}
 
 
 def _saved_wraps(store: Store) -> list[dict[str, Any]]:
@@ -174,8 +269,16 @@ class WorklistItem:
     def __getitem__(self, name: str) -> Any:
         return self.stance if name == "stance" else getattr(self, name)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "stance": self.stance}
+    def to_dict(self) -> WorklistDict:
+        """The item as a dict (its fields, the cited episodes as dicts, and ``stance``)."""
+        return {"wrap_id": self.wrap_id, "wrapped_at": self.wrapped_at, "name": self.name,
+                "level": self.level, "prior": self.prior,
+                "cited": [{"id": c.id, "content": c.content, "trust": c.trust, "type": c.type,
+                           "timestamp": c.timestamp, "removed": c.removed}
+                          for c in self.cited],
+                "contradicts": list(self.contradicts), "no_contradicts": self.no_contradicts,
+                "current_level": self.current_level, "events": list(self.events),
+                "line": self.line, "stance": self.stance}
 
 
 def reviewed_through(store: Store) -> int:
@@ -217,11 +320,11 @@ def review_worklist(store: Store, *, since_wrap: int | None = None) -> list[Work
     return out
 
 
-def drift_by_wrap(store: Store) -> list[dict[str, Any]]:
+def drift_by_wrap(store: Store) -> list[DriftOfWrap]:
     """Drift probe verdicts per saved wrap, newest first: ``{"wrap_id", "wrapped_at",
     "probes": [{"id", "status", "detail"}]}``; a wrap saved before this record existed
     lists its verdict counts only (``counts``)."""
-    out = []
+    out: list[DriftOfWrap] = []
     for w in store.wrap_history():
         m = w.get("metrics") or {}
         probes = m.get("drift_probes")
@@ -238,7 +341,7 @@ def _count(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
     return counts
 
 
-def mark_worklist_reviewed(store: Store, *, through_wrap: int | None = None) -> dict[str, Any]:
+def mark_worklist_reviewed(store: Store, *, through_wrap: int | None = None) -> WorklistMark:
     """Record that the operator judged the worklist up to ``through_wrap`` (default: the
     newest saved wrap). Audited as ``worklist_reviewed``; returns what was marked."""
     require_writable(store)
@@ -307,7 +410,7 @@ def _commit_edit(store: Store, key: str, text: str, rec: dict[str, Any] | None, 
         tx.stage_continuity(text)
 
 
-def demote_pattern(store: Store, name: str, level: int | None = None) -> dict[str, Any]:
+def demote_pattern(store: Store, name: str, level: int | None = None) -> Demoted:
     """Lower a pattern to ``level`` (default: one rung down, never below 1x) in the
     continuity and in the store's pattern record, so the next save measures it from
     there. Refused while a wrap is open, and for a level that is not lower."""
@@ -333,7 +436,7 @@ def demote_pattern(store: Store, name: str, level: int | None = None) -> dict[st
     return {"name": name, "from": current, "to": to}
 
 
-def retire_pattern(store: Store, name: str) -> dict[str, Any]:
+def retire_pattern(store: Store, name: str) -> Retired:
     """Take a pattern out of the continuity and forget its level record, so it counts as
     new (1x) if it is ever written again. Refused while a wrap is open."""
     require_writable(store)

@@ -5,13 +5,39 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TypedDict
 
 from ..clock import days_between
 from ..continuity.parse import PatternLine
 
 #: one episode cited this often in one wrap is flagged
 GAMING_THRESHOLD = 3
+
+
+class StalePattern(TypedDict):
+    """A pattern line :func:`stale_patterns` names."""
+
+    name: str
+    level: int
+    content: str
+    last_date: str
+    days_stale: int
+    line: int | None
+
+
+class OmittedPattern(TypedDict):
+    """A Proven pattern the new continuity dropped."""
+
+    name: str
+    level: int
+
+
+class Stance(TypedDict):
+    """A pattern's declared contradictions (1.0.2's shape: ``name`` repeats ``pattern``)."""
+
+    pattern: str
+    name: str
+    contradicts: list[str]
 
 
 def citation_counts(lines: Iterable[PatternLine], among: set[str] | None = None) -> Counter[str]:
@@ -30,7 +56,7 @@ def citation_spread(lines: Iterable[PatternLine], snapshot_ids: set[str]) -> int
 
 
 def stale_patterns(lines: Sequence[PatternLine], today: str, staleness_days: int,
-                   text: str | None = None) -> list[dict[str, Any]]:
+                   text: str | None = None) -> list[StalePattern]:
     """Pattern lines whose date has fallen behind the staleness threshold.
 
     Each entry: ``name``, ``level``, ``content`` (the line as written), ``last_date``,
@@ -40,7 +66,7 @@ def stale_patterns(lines: Sequence[PatternLine], today: str, staleness_days: int
     if text:
         for i, raw in enumerate(text.splitlines(), start=1):
             numbers.setdefault(raw.strip(), i)
-    out = []
+    out: list[StalePattern] = []
     for p in lines:
         if p.date:
             age = days_between(p.date, today)
@@ -52,13 +78,14 @@ def stale_patterns(lines: Sequence[PatternLine], today: str, staleness_days: int
     return out
 
 
-def omitted_patterns(prior: dict[str, tuple[str, int]], present_keys: set[str]) -> list[dict[str, Any]]:
+def omitted_patterns(prior: dict[str, tuple[str, int]],
+                     present_keys: set[str]) -> list[OmittedPattern]:
     """Proven patterns of the prior continuity that the new one dropped."""
     return [{"name": name, "level": level} for key, (name, level) in sorted(prior.items())
             if level >= 2 and key not in present_keys]
 
 
-def stances(lines: Iterable[PatternLine]) -> list[dict[str, Any]]:
+def stances(lines: Iterable[PatternLine]) -> list[Stance]:
     """Each pattern that declares contradictions, in 1.0.2's shape (``pattern`` and the
     list it ``contradicts``; ``name`` is the same as ``pattern``)."""
     return [{"pattern": p.name, "name": p.name, "contradicts": list(p.contradicts)}
