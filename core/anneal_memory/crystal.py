@@ -20,7 +20,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
@@ -170,7 +170,7 @@ class CrystalStore(JsonSidecar):
         level: int,
         text: str | None = None,
         explanation: str | None = None,
-        evidence: Sequence[Any] | None = None,
+        evidence: Sequence[object] | None = None,
         permanence: str = "timeless",
         activation_mode: str = "just-in-time",
         tags: Sequence[str] | None = None,
@@ -244,7 +244,7 @@ class CrystalStore(JsonSidecar):
 
     def update(
         self, name: str, *, explanation: str | None = None, text: str | None = None,
-        level: int | None = None, evidence: Sequence[Any] | None = None,
+        level: int | None = None, evidence: Sequence[object] | None = None,
         permanence: str | None = None, activation_mode: str | None = None,
         tags: Sequence[str] | None = None, source: str | None = None,
         add_note: str | None = None, today: date | str | None = None,
@@ -303,7 +303,7 @@ class CrystalStore(JsonSidecar):
         continuity: str,
         name: str,
         *,
-        schema: Any = None,
+        schema: Sequence[Mapping[str, object]] | None = None,
         today: date | str | None = None,
         store: Facade | None = None,
         actor: str = "operator",
@@ -478,20 +478,23 @@ def _tags(tags: Sequence[str] | None) -> list[str]:
     return sorted({t.strip() for t in tags})
 
 
-def _evidence_rows(evidence: Iterable[Any]) -> list[dict[str, str]]:
+def _evidence_rows(evidence: Iterable[object]) -> list[dict[str, str]]:
     """``[{"id", "why"}]`` in first-seen order; a repeated id keeps a non-empty why.
     Takes bare ids (1.0.2's form), ``(id, why)`` pairs or ``{"id", "why"}`` dicts."""
     if isinstance(evidence, str):
         raise ValidationError("evidence must be a list of episode ids, not one string")
     rows: dict[str, dict[str, str]] = {}
     for item in evidence:
-        eid: Any
+        eid: object
+        why: object
         if isinstance(item, str):
             eid, why = item, ""
         elif isinstance(item, dict):
             eid, why = item.get("id"), item.get("why", "")
-        else:
+        elif isinstance(item, (list, tuple)) and item:
             eid, why = item[0], item[1] if len(item) > 1 else ""
+        else:
+            eid, why = None, ""
         if not isinstance(eid, str) or not eid.strip():
             raise ValidationError(f"an evidence entry needs an episode id, got {item!r}")
         row = rows.setdefault(eid.strip(), {"id": eid.strip(), "why": ""})

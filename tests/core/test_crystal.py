@@ -93,6 +93,10 @@ def test_crystallize_get_list(cs: CrystalStore, tmp_path: Path) -> None:
     ({"level": 1, "evidence": [("e", "x")]}, "Proven"),
     ({"level": True, "evidence": [("e", "x")]}, "Proven"),
     ({"level": 3, "evidence": [("", "x")]}, "episode id"),
+    # an entry that is no id, pair or dict: a typed refusal (it was a TypeError or
+    # IndexError), nothing written
+    ({"level": 3, "evidence": [5]}, "episode id"),
+    ({"level": 3, "evidence": [()]}, "episode id"),
 ])
 def test_only_earned_patterns_crystallize(cs: CrystalStore, kwargs: dict, fragment: str) -> None:
     with pytest.raises(ValidationError, match=fragment):
