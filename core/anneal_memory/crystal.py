@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypedDict, cast
 
 from .clock import as_date
 from .clock import stamp as utc_now
@@ -61,6 +61,54 @@ class PatternLineLike(Protocol):
     def section(self) -> str: ...
 
 
+class CrystalDict(TypedDict):
+    """A crystal's stored fields (:meth:`Crystal.to_dict`, a row of the crystal sidecar)."""
+
+    name: str
+    text: str
+    level: int
+    evidence: list[dict[str, str]]
+    section: str
+    graduated_on: str | None
+    crystallized_on: str
+    last_activated_on: str
+    surfaced_count: int
+    last_surfaced_on: str | None
+    status: str
+    retirement: dict[str, object] | None
+    permanence: str
+    activation_mode: str
+    tags: list[str]
+    source: str | None
+    notes: list[str]
+
+
+class CrystalMapping(TypedDict):
+    """:meth:`Crystal.as_mapping`, 1.0.2's crystal: ``evidence`` the episode ids (the
+    notes in ``evidence_notes``), ``explanation`` the text, ``status`` ``crystallized``
+    or ``retired``."""
+
+    name: str
+    text: str
+    level: int
+    evidence: list[str]
+    section: str
+    graduated_on: str | None
+    crystallized_on: str
+    last_activated_on: str
+    surfaced_count: int
+    last_surfaced_on: str | None
+    status: str
+    retirement: dict[str, object] | None
+    permanence: str
+    activation_mode: str
+    tags: list[str]
+    source: str | None
+    notes: list[str]
+    explanation: str
+    evidence_notes: list[dict[str, str]]
+
+
 @dataclass(eq=True)
 class Crystal(FieldMapping):
     """One crystallized pattern.
@@ -91,20 +139,24 @@ class Crystal(FieldMapping):
     def from_dict(cls, row: dict[str, Any]) -> Crystal:
         return cls(**{k: row[k] for k in cls.__dataclass_fields__ if k in row})
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> CrystalDict:
+        """The stored fields as a dict (a row of the crystal sidecar)."""
+        # asdict's keys are the dataclass's fields, which CrystalDict names (test_crystal
+        # checks that the two agree)
+        return cast(CrystalDict, asdict(self))
 
     @property
     def explanation(self) -> str:
         """1.0.2's name for the pattern's text."""
         return self.text
 
-    def as_mapping(self) -> dict[str, Any]:
-        d = self.to_dict()
+    def as_mapping(self) -> CrystalMapping:
+        """The dict 1.0.2 gave for a crystal (see the class)."""
+        d = asdict(self)
         d.update(explanation=self.text, evidence=self.evidence_ids,
                  evidence_notes=[dict(e) for e in self.evidence],
                  status="crystallized" if self.status == "live" else self.status)
-        return d
+        return cast(CrystalMapping, d)  # the fields and the four keys just set
 
     @property
     def evidence_ids(self) -> list[str]:
@@ -158,7 +210,8 @@ class CrystalStore(JsonSidecar):
 
         return adopt_crystals(data)
 
-    def check(self, data: dict[str, Any]) -> None:
+    def check(self, data: Mapping[str, object]) -> None:
+        """Refuse a document whose ``crystals`` is not a list of objects."""
         check_list_of_objects(data, ("crystals",), self.path)
 
     # -- write

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from ._fileio import atomic_write_json, file_lock, sidecar_path
 from ._inputs import json_text
@@ -197,7 +197,7 @@ class JsonSidecar:
         """The document in this library's layout (subclasses read 1.0.2's layout here)."""
         return data
 
-    def check(self, data: dict[str, Any]) -> None:
+    def check(self, data: Mapping[str, object]) -> None:
         """Refuse a structurally wrong document (subclasses name their lists)."""
 
     @contextmanager
@@ -232,7 +232,8 @@ class JsonSidecar:
                 atomic_write_json(self.path, data)
 
 
-def check_list_of_objects(data: dict[str, Any], keys: tuple[str, ...], where: Path) -> None:
+def check_list_of_objects(data: Mapping[str, object], keys: tuple[str, ...], where: Path) -> None:
+    """Refuse (SidecarError) a document whose ``keys`` are not each a list of objects."""
     for key in keys:
         rows = data.get(key)
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
@@ -242,6 +243,30 @@ def check_list_of_objects(data: dict[str, Any], keys: tuple[str, ...], where: Pa
 
 
 # --------------------------------------------------------------------------- spores
+
+
+class SporeDict(TypedDict):
+    """A spore's stored fields (:meth:`Spore.as_mapping`, a row of the spore sidecar)."""
+
+    id: str
+    type: str
+    text: str
+    tier: str
+    salience: int
+    domain: str
+    seen: str
+    next: str | None
+    created: str
+    pointer: str | None
+    notes: list[str]
+    status: str
+    resolution: dict[str, object] | None
+
+
+class SporeView(SporeDict):
+    """:meth:`Spore.to_dict`: the stored fields and the computed ``germination``."""
+
+    germination: str
 
 
 @dataclass(eq=True)
@@ -272,14 +297,15 @@ class Spore(FieldMapping):
             spore.status = "resolved"
         return spore
 
-    def as_mapping(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_mapping(self) -> SporeDict:
+        """The stored fields as a dict (1.0.2's spore)."""
+        # asdict's keys are the dataclass's fields, which SporeDict names (test_spores
+        # checks that the two agree)
+        return cast(SporeDict, asdict(self))
 
-    def to_dict(self, today: date | str | None = None) -> dict[str, Any]:
+    def to_dict(self, today: date | str | None = None) -> SporeView:
         """The stored fields plus the computed ``germination``."""
-        out = asdict(self)
-        out["germination"] = self.germination(today)
-        return out
+        return {**self.as_mapping(), "germination": self.germination(today)}
 
     def germination(self, today: date | str | None = None) -> str:
         """growing / resting / dormant / parked, computed from ``seen`` and ``next``."""
@@ -340,7 +366,8 @@ class SporeStore(JsonSidecar):
 
         return adopt_spores(data)
 
-    def check(self, data: dict[str, Any]) -> None:
+    def check(self, data: Mapping[str, object]) -> None:
+        """Refuse a document whose spore lists or ``last_id`` are malformed."""
         check_list_of_objects(data, ("open", "closed"), self.path)
         if not isinstance(data.get("last_id"), int):
             raise SidecarError(f"{self.path}: 'last_id' must be an integer; repair it by hand")

@@ -59,7 +59,7 @@ class FieldMapping(Mapping[str, Any]):
 
     __slots__ = ()
 
-    def as_mapping(self) -> dict[str, Any]:
+    def as_mapping(self) -> Mapping[str, object]:
         raise NotImplementedError
 
     def __getitem__(self, key: str) -> Any:

@@ -12,6 +12,9 @@ import pytest
 from test_spores import run_processes
 
 from anneal_memory.crystal import (
+    Crystal,
+    CrystalDict,
+    CrystalMapping,
     CrystalStore,
     cue_index,
     remove_lines,
@@ -405,3 +408,21 @@ def test_crystallize_from_store_refuses_an_open_wrap_or_no_continuity(tmp_path: 
         with pytest.raises(WrapInProgressError, match="wrap is open"):
             cs.crystallize_from_store(store, "anything")
     assert not cs.path.exists()
+
+
+def test_the_crystal_dicts_name_the_crystals_fields(cs: CrystalStore) -> None:
+    """CrystalDict and CrystalMapping type asdict's output: a field added to Crystal must
+    be named in both."""
+    from dataclasses import fields
+
+    def keys(typed: type) -> set[str]:
+        return set(typed.__required_keys__) | set(typed.__optional_keys__)  # type: ignore[attr-defined]
+
+    names = [f.name for f in fields(Crystal)]
+    assert keys(CrystalDict) == set(names)
+    _seed(cs)
+    c = cs.get("retry_with_backoff")
+    assert c is not None and list(c.to_dict()) == names
+    assert set(c.as_mapping()) == keys(CrystalMapping) == set(names) | {"explanation",
+                                                                         "evidence_notes"}
+

@@ -15,7 +15,7 @@ import pytest
 
 from anneal_memory import _fileio
 from anneal_memory.errors import SidecarError, ValidationError
-from anneal_memory.spores import SporeStore
+from anneal_memory.spores import Spore, SporeDict, SporeStore, SporeView
 
 DAY = date(2026, 5, 10)
 
@@ -269,3 +269,19 @@ def test_a_writer_killed_mid_write_leaves_a_readable_file(tmp_path: Path) -> Non
         ids = [int(s.id.split("-")[1]) for s in spores]
         assert sorted(ids) == list(range(1, len(ids) + 1))
     assert SporeStore(path).add(type="task", text="after", today=DAY).id == f"spore-{len(ids) + 1:03d}"
+
+
+def _keys(typed: type) -> set[str]:
+    return set(typed.__required_keys__) | set(typed.__optional_keys__)  # type: ignore[attr-defined]
+
+
+def test_the_spore_dicts_name_the_spores_fields(spores: SporeStore) -> None:
+    """SporeDict types as_mapping (an asdict): a field added to Spore must be named there."""
+    from dataclasses import fields
+
+    assert _keys(SporeDict) == {f.name for f in fields(Spore)}
+    s = spores.add(type="question", text="does the pool leak?", today=date(2026, 5, 1))
+    assert list(s.as_mapping()) == [f.name for f in fields(Spore)]
+    assert set(s.to_dict(date(2026, 5, 2))) == _keys(SporeView) == _keys(SporeDict) | {
+        "germination"}
+
