@@ -318,10 +318,9 @@ def scrub_episodes(store: Any, rows: Mapping[str, Any], tx: Any, *,
 def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
     """Erase one namespace whole (see ``Store.erase_namespace``)."""
     from ._namespace import coerce_namespace
-    from ._unit import continuity_blob
+    from ._unit import ERASED_BLOB, PENDING_BLOB, STAGED_BLOB, continuity_blob
     from .errors import TrustError, ValidationError
     from .storage.base import Scope
-    from .store_continuity import ERASED_BLOB, PENDING_BLOB, STAGED_BLOB
     from .trust import within_ceiling
 
     own = getattr(store, "namespace", None)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._fileio import file_lock, publish_staged, sidecar_path, stage_bytes
 from ._lazy import sha256_hex
-from ._unit import continuity_blob
+from ._unit import ERASED_BLOB, PENDING_BLOB, STAGED_BLOB, continuity_blob
 from ._wrap_age import (  # noqa: F401  (re-exported)
     STALE_POLICY_KEY,
     STALE_WRAP_NOTICE,
@@ -21,7 +21,9 @@ from ._wrap_age import (  # noqa: F401  (re-exported)
     wrap_age,
 )
 from .errors import ValidationError, WrapInProgressError
+from .probes_db import add_probe, drift_status, list_probes, retire_probe
 from .types import WrapCancelReceipt
+from .wrap_state import cancel_wrap
 
 if TYPE_CHECKING:
     from ._unit import UnitOfWork, Units
@@ -31,14 +33,6 @@ if TYPE_CHECKING:
     from .storage.roles import Meta as MetaRepo
 
 
-#: meta key prefix of a committed text whose file is not written yet (stores saved by
-#: earlier builds; still written out when such a store is opened)
-PENDING_BLOB = "pending_blob:"
-#: meta key prefix of the last save of a sidecar blob: "<sha256> <staged file name>"
-STAGED_BLOB = "staged_blob:"
-#: meta key prefix of a blob an erasure removed whose file may still be beside the
-#: database (a crash after the commit): removed when the store is next opened
-ERASED_BLOB = "erased_blob:"
 CONTINUITY_LOCK = ".continuity.lock"
 _STAGED_SUFFIX = ".staged.tmp"
 
@@ -310,8 +304,6 @@ class ContinuityMixin:
                        expect_partial: bool = False) -> WrapCancelReceipt:
         """Abandon the open wrap; its episodes go to the next one. The receipt is falsy
         when none was open. ``expect_token`` is 1.0.2's name for ``wrap_token``."""
-        from .wrap.lifecycle import cancel_wrap
-
         return cancel_wrap(self, wrap_token=expect_token or wrap_token,  # type: ignore[arg-type]
                            session_id=session_id, force=force, expect_partial=expect_partial)
 
@@ -319,28 +311,20 @@ class ContinuityMixin:
                         fact: str | None = None, section: str | None = None,
                         note: str | None = None) -> int:
         """Declare something that must survive consolidation; returns the probe id."""
-        from .immune.probes import add_probe
-
         return add_probe(self, pattern=pattern, min_level=min_level,  # type: ignore[arg-type]
                          fact=fact, section=section, note=note)
 
     def list_drift_probes(self, *, include_retired: bool = False) -> list[dict[str, Any]]:
         """The declared probes with their last verdicts (retired ones are removed, so
         ``include_retired`` changes nothing)."""
-        from .immune.probes import list_probes
-
         return list_probes(self)  # type: ignore[arg-type]
 
     def retire_drift_probe(self, probe_id: int) -> bool:
         """Stop checking a probe; False when there is none with that id."""
-        from .immune.probes import retire_probe
-
         return retire_probe(self, probe_id)  # type: ignore[arg-type]
 
     def drift_status(self) -> dict[str, Any]:
         """Each probe's verdict at the last save and that save's graduation worklist."""
-        from .immune.probes import drift_status
-
         return drift_status(self)  # type: ignore[arg-type]
 
     def pattern_grounding(self) -> dict[str, list[dict[str, Any]]]:
