@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from .continuity.schema import SectionSpec
 from .storage.base import Backend, Scope, TransactionLost
 from .storage.repos import Repositories
 from .types import Episode, RecallResult, StoreStatus
@@ -161,7 +162,7 @@ class Facade(Ground, Protocol):
     stale_wrap_after: float | None
 
     @property
-    def section_schema(self) -> list[dict[str, Any]]: ...
+    def section_schema(self) -> list[SectionSpec]: ...
 
     @property
     def continuity_path(self) -> Path: ...

@@ -6,8 +6,9 @@ Store so its methods call down; ``anneal_memory.immune.probes`` re-exports every
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
+from ._seam import roles_of, unit_of
 from .clock import now_iso
 from .continuity.parse import pattern_key
 from .errors import ValidationError
@@ -67,7 +68,7 @@ def add_probe(store: Facade, *, pattern: str | None = None, min_level: int | Non
 
         min_level = max(MIN_PROVEN, pattern_levels(store.load_continuity(),
                                                    store.section_schema).get(pattern_key(pattern), 1))
-    with store.transaction() as tx:
+    with unit_of(store) as tx:
         taken = [int(p["id"]) for p in tx.wraps.probes() if str(p["id"]).isdigit()]
         pid = max(taken, default=0) + 1
         tx.wraps.insert_probe({"id": str(pid), "kind": "pattern" if pattern else "fact",
@@ -85,29 +86,55 @@ def add_probe(store: Facade, *, pattern: str | None = None, min_level: int | Non
 def probe_notes(store: Facade) -> dict[str, str]:
     """The notes probes were declared with (kept beside the probes, keyed by id)."""
     try:
-        notes = json.loads(store.repos.meta.get_meta("probe_notes") or "{}")
+        notes = json.loads(roles_of(store).meta.get_meta("probe_notes") or "{}")
     except ValueError:
         return {}
     return notes if isinstance(notes, dict) else {}
 
 
-def id_value(value: object) -> object:
-    """Probe ids are numbers (1.0.2's); an id of another form is kept as it is."""
+def id_value(value: str | int) -> int | str:
+    """Probe ids are numbers (1.0.2's); an id of another form is kept as it is (the
+    database keeps them as text)."""
     return int(value) if isinstance(value, str) and value.isdigit() else value
 
 
-def list_probes(store: Facade) -> list[dict[str, Any]]:
+class DriftProbe(TypedDict):
+    """A declared probe as ``list_drift_probes()`` gives it: its record and the verdict of
+    the last save that checked it, also under 1.0.2's keys (``name`` for the pattern,
+    ``text`` for the fact, ``note``; ``retired_at`` is always None: retired probes go)."""
+
+    id: int | str
+    kind: str
+    pattern: str | None
+    min_level: int | None
+    fact: str | None
+    section: str | None
+    created_at: str
+    last_status: str | None
+    last_detail: str | None
+    last_wrap_id: int | None
+    name: str | None
+    text: str | None
+    note: str | None
+    retired_at: None
+
+
+def list_probes(store: Facade) -> list[DriftProbe]:
     """Every declared probe with the verdict of the last save that checked it; also under
     1.0.2's keys (``name`` for the pattern, ``text`` for the fact, ``note``)."""
     notes = probe_notes(store)
-    return [dict(p, id=id_value(p["id"]), name=p["pattern"], text=p["fact"],
-                 note=notes.get(str(p["id"])), retired_at=None)
-            for p in store.repos.wraps.probes()]
+    return [DriftProbe(id=id_value(p["id"]), kind=p["kind"], pattern=p["pattern"],
+                       min_level=p["min_level"], fact=p["fact"], section=p["section"],
+                       created_at=p["created_at"], last_status=p["last_status"],
+                       last_detail=p["last_detail"], last_wrap_id=p["last_wrap_id"],
+                       name=p["pattern"], text=p["fact"], note=notes.get(str(p["id"])),
+                       retired_at=None)
+            for p in roles_of(store).wraps.probes()]
 
 
 def retire_probe(store: Facade, probe_id: int | str) -> bool:
     """Stop checking a probe; False when there is no such probe."""
-    with store.transaction() as tx:
+    with unit_of(store) as tx:
         gone = tx.wraps.delete_probe(str(probe_id)) > 0
         if gone:
             tx.audit.append("probe_retired", {"id": id_value(str(probe_id))},
@@ -115,7 +142,28 @@ def retire_probe(store: Facade, probe_id: int | str) -> bool:
     return gone
 
 
-def drift_status(store: Facade) -> dict[str, Any]:
+class ProbeVerdict(TypedDict):
+    """One probe in ``drift_status()``: what it guards and its verdict at the last save."""
+
+    id: int | str
+    kind: str
+    subject: str | None
+    status: str | None
+    detail: str | None
+    since_wrap: int | None
+
+
+class DriftStatus(TypedDict):
+    """``drift_status()``: the last save (None before the first), each probe's verdict at
+    it, and the patterns it graduated (as the save recorded them)."""
+
+    wrap_id: int | None
+    wrapped_at: str | None
+    probes: list[ProbeVerdict]
+    graduated: list[object]
+
+
+def drift_status(store: Facade) -> DriftStatus:
     """Each probe's verdict at the last save, and that save's worklist: the patterns it
     graduated with a validated citation (for the operator to judge truth)."""
     wraps = store.wrap_history(1)
@@ -123,9 +171,10 @@ def drift_status(store: Facade) -> dict[str, Any]:
     # the verdicts of the last save (a probe added since has none yet)
     rows = [r for r in list_probes(store) if last and r["last_wrap_id"] == last["id"]]
     try:
-        graduated = json.loads(store.repos.meta.get_meta("last_graduated") or "[]")
+        loaded = json.loads(roles_of(store).meta.get_meta("last_graduated") or "[]")
     except ValueError:
-        graduated = []
+        loaded = []
+    graduated: list[object] = loaded if isinstance(loaded, list) else []  # written as a list
     return {
         "wrap_id": last["id"] if last else None,
         "wrapped_at": last.get("wrapped_at") if last else None,

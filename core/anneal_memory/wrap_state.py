@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._seam import roles_of, unit_of
 from .clock import now_iso
 from .errors import BatonError, WrapInProgressError, WrapTokenError
 from .types import WrapCancelReceipt
@@ -21,7 +22,7 @@ def cancel_wrap(store: Facade, *, wrap_token: str | None = None, session_id: str
     that wrap: any other (or none) is refused and nothing changes. ``expect_partial`` asks
     to clear only a half-written wrap state, which this store never leaves: an open wrap
     is refused."""
-    with store.transaction() as tx:
+    with unit_of(store) as tx:
         w = tx.wraps.open_wrap()
         if wrap_token is not None and (w is None or w["token"] != wrap_token):
             raise WrapTokenError("the named wrap is not the one in progress (saved, cancelled "
@@ -45,4 +46,4 @@ def cancel_wrap(store: Facade, *, wrap_token: str | None = None, session_id: str
 
 
 def open_wrap_info(store: Facade) -> dict[str, Any] | None:
-    return store.repos.wraps.open_wrap()
+    return roles_of(store).wraps.open_wrap()

@@ -60,7 +60,7 @@ LAYER_OF = {
     "worth": "episodes", "tiers_db": "episodes", "portability": "episodes",
     "_import_rules": "episodes", "restore": "episodes", "erasure": "episodes",
     "migrate_store": "episodes", "semantic": "episodes", "_unit": "episodes",
-    "_wrap_age": "episodes",
+    "_wrap_age": "episodes", "_seam": "episodes",
     # the drift probes' records, and reading / cancelling the open wrap: what the Store's
     # own methods (add_drift_probe, wrap_cancelled, ...) run
     "probes_db": "episodes", "wrap_state": "episodes",

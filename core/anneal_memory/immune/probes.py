@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..continuity.parse import parse_pattern_lines, parse_sections, pattern_key
-from ..continuity.schema import heading_key
+from ..continuity.schema import SectionSpec, heading_key
 
 # the probes' records, public here as they were (``X as X``: re-exported)
 from ..probes_db import MIN_PROVEN as MIN_PROVEN
@@ -117,7 +117,7 @@ def check_fact(fact: str, text: str) -> tuple[str, str]:
                     + (f"; closest: {closest!r}" if closest else ""))
 
 
-def evaluate(store: Facade, text: str, schema: Sequence[dict[str, Any]], crystal_names: set[str],
+def evaluate(store: Facade, text: str, schema: Sequence[SectionSpec], crystal_names: set[str],
              wrap_id: int | None) -> dict[str, Any]:
     """Check every probe against the saved text; store verdicts; return counts and ids."""
     probes = store.repos.wraps.probes()
