@@ -522,7 +522,12 @@ class Store(ContinuityMixin):
         governed record of it, so ``namespaces()`` no longer lists it and no file or
         table names it in clear; tombstones keep ids and salted hashes only. A namespace
         without ``project`` takes its projects with it. On a view, its own namespace."""
-        return erasure.erase_namespace(self, namespace)
+        root = self.parent if isinstance(self, (ScopedStore, UnscopedView)) else self
+        report = erasure.erase_namespace(
+            self, namespace, remove=lambda ids: root._remove(ids, reason="erased"))
+        root._flush_pending_files()  # after the commit: the texts in place, the pages zeroed
+        root._scrub()
+        return report
 
     @tracing.traced(tracing.DELETE, "prune", result=tracing.erased)
     def prune(self, older_than_days: int | None = None) -> int:

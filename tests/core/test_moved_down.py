@@ -84,3 +84,24 @@ def test_wrap_cancelled_reads_and_cancels_the_open_wrap(tmp_path: Path) -> None:
         assert receipt and lifecycle.open_wrap_info(s) is None
         cancels = [e["data"] for e in s.audit_trail.entries() if e["event"] == "wrap_cancelled"]
         assert cancels == [{"wrap_id": cancels[0]["wrap_id"], "episodes": 1, "forced": False}]
+
+
+def test_erasure_report_dict_and_audit_data(tmp_path: Path) -> None:
+    import dataclasses
+
+    with Store(tmp_path / "m.db") as s:
+        ep = s.record("the staging database password rotates every ninety days", "observation")
+        s.save_continuity(f"# Continuity\n\n## State\n- [{ep.id}] the staging database "
+                          "password rotates every ninety days\n- unrelated line\n")
+        report = s.erase([ep.id])
+        assert report.continuity_lines == [{"namespace": None, "section": "State", "line": 4,
+                                            "episode_ids": [ep.id]}]
+        d = report.to_dict()
+        assert d == dataclasses.asdict(report)  # the 1.0.2-era shape, key for key
+        assert list(d) == [f.name for f in dataclasses.fields(report)]
+        d["continuity_lines"][0]["episode_ids"].append("x")  # a copy: the report is unchanged
+        assert report.continuity_lines[0]["episode_ids"] == [ep.id]
+        assert report.audit_data() == {
+            "episodes": 1, "continuity_lines": 1, "unlocated": [], "cells": 0, "files": 0,
+            "namespaces": 0, "governed_records": 0,
+            "continuity_hashes": report.continuity_hashes}
