@@ -12,8 +12,9 @@ message is recorded. ``AssistantAgent(memory=[memory])`` alone therefore records
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from autogen_core.model_context import ChatCompletionContext
 from autogen_core.models import (
@@ -26,9 +27,6 @@ from autogen_core.models import (
 
 from anneal_memory.adapters import MEMORY_LABEL
 from anneal_memory.session import CONTINUITY_HEADER, MEMORY_HEADER, MemorySession
-
-if TYPE_CHECKING:
-    from ._memory import AnnealMemory
 
 #: ``source`` of the user-role message this memory injects.
 MEMORY_SOURCE = "anneal_memory"
@@ -44,9 +42,16 @@ class ContextState:
     injected: LLMMessage | None = None
 
 
-def attach_recorder(memory: AnnealMemory, context: ChatCompletionContext) -> tuple[ContextState, bool]:
-    """The state of ``context`` for ``memory``; True when the recorder was attached now."""
-    states = memory._contexts
+#: what the recorder calls with each message the context stores (the memory's recording)
+Recorder = Callable[[ChatCompletionContext, LLMMessage], Awaitable[None]]
+
+
+def attach_recorder(states: MutableMapping[ChatCompletionContext, ContextState],
+                    record: Recorder, context: ChatCompletionContext
+                    ) -> tuple[ContextState, bool]:
+    """The state of ``context`` in one memory's ``states``; True when the recorder was
+    attached now (each message the context stores then goes to ``record`` too). Given
+    the memory's own states and recording, not the memory: this module stays below it."""
     state = states.get(context)
     if state is not None:
         return state, False
@@ -56,7 +61,7 @@ def attach_recorder(memory: AnnealMemory, context: ChatCompletionContext) -> tup
     @functools.wraps(original)
     async def add_message(message: LLMMessage) -> None:
         await original(message)
-        await memory._record_message(context, message)
+        await record(context, message)
 
     context.add_message = add_message  # type: ignore[method-assign]
     return state, True

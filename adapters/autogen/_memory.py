@@ -164,7 +164,7 @@ class AnnealMemory(MemoryAdapter, Memory, Component[AnnealMemoryConfig]):
         which attaches it on the first turn; the context stays the class it is, so
         ``agent.dump_component()`` keeps working."""
         context = inner if inner is not None else UnboundedChatCompletionContext()
-        attach_recorder(self, context)
+        attach_recorder(self._contexts, self._record_message, context)
         return context
 
     # --- the Memory protocol ---------------------------------------------------------
@@ -175,7 +175,7 @@ class AnnealMemory(MemoryAdapter, Memory, Component[AnnealMemoryConfig]):
 
     @_safe
     async def _update(self, model_context: ChatCompletionContext) -> list[MemoryContent]:
-        state, new = attach_recorder(self, model_context)
+        state, new = attach_recorder(self._contexts, self._record_message, model_context)
         messages = list(await model_context.get_messages())
         if new:  # this turn's request came in before the recorder was there
             for message in trailing_incoming(messages):

@@ -48,6 +48,8 @@ from anneal_memory.adapters import (
 from anneal_memory.errors import IdentityError, ValidationError
 from anneal_memory.session import MemorySession, WrapOutcome
 
+from ._tools import TOOL_NAMES, memory_server
+
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
@@ -182,16 +184,12 @@ class AnnealMemory(MemoryAdapter):
         """The in-process memory tools (record, recall, prepare_wrap, save_continuity) as an
         SDK MCP server config, for ``ClaudeAgentOptions(mcp_servers={name: ...})``."""
         if self._server is None:
-            from ._tools import memory_server
-
-            self._server = memory_server(self)
+            self._server = memory_server(self.server_name, self.tool_session)
         return self._server
 
     @property
     def tool_names(self) -> list[str]:
         """The memory tools' names as the CLI sees them (for ``allowed_tools``)."""
-        from ._tools import TOOL_NAMES
-
         return [f"mcp__{self.server_name}__{name}" for name in TOOL_NAMES]
 
     def options(self, base: ClaudeAgentOptions | None = None, *, tools: bool = True,

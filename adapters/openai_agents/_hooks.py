@@ -37,7 +37,6 @@ from anneal_memory import Store
 from anneal_memory.adapters import (
     MEMORY_LABEL,
     Compress,
-    MemoryAdapter,
     hook_guard,
     label_memory,
     options_except,
@@ -50,7 +49,7 @@ if TYPE_CHECKING:
     from anneal_memory.adapters import MemoryKwargs, MemoryOptions
 
 from ._items import item_text, latest_user_text
-from ._session import session_of_run
+from ._session import AnnealSession, SessionMemory, session_of_run
 
 LOGGER_NAME = "anneal_memory.adapters.openai_agents"
 _log = logging.getLogger(LOGGER_NAME)
@@ -87,7 +86,7 @@ def split_memory(instructions: str | None) -> tuple[str | None, str]:
     return instructions, ""
 
 
-class AnnealMemory(MemoryAdapter):
+class AnnealMemory(SessionMemory):
     """Anneal memory for OpenAI Agents SDK agents.
 
     ``memory`` is a :class:`~anneal_memory.Store`, a store path (opened and owned:
@@ -135,8 +134,6 @@ class AnnealMemory(MemoryAdapter):
     def conversation(self, session_id: str, **options: Any) -> Any:
         """An :class:`AnnealSession` for ``session_id`` in this memory's store (its
         namespace: this memory's fixed ``namespace=``, else ``{"user": session_id}``)."""
-        from ._session import AnnealSession
-
         return AnnealSession(session_id, self, **options)
 
     # --- recall ---------------------------------------------------------------------

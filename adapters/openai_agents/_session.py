@@ -21,18 +21,21 @@ import secrets
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from agents.memory import SessionSettings
 
 from anneal_memory import MemoryNamespace, Store
-from anneal_memory.adapters import check_identity, check_namespace, from_item_value, item_value
+from anneal_memory.adapters import (
+    MemoryAdapter,
+    check_identity,
+    check_namespace,
+    from_item_value,
+    item_value,
+)
 from anneal_memory.errors import ValidationError
 from anneal_memory.session import MemorySession
-
-if TYPE_CHECKING:
-    from ._hooks import AnnealMemory
 
 COLLECTION = "openai_agents.session"
 
@@ -45,6 +48,12 @@ def session_of_run(context: Any) -> AnnealSession | None:
     """The AnnealSession the run of ``context`` (any of the SDK's run contexts) uses."""
     usage = getattr(context, "usage", None)
     return _RUNS.get(id(usage)) if usage is not None else None
+
+
+class SessionMemory(MemoryAdapter):
+    """The base of this adapter's :class:`AnnealMemory`: what an :class:`AnnealSession`
+    recognises as the memory whose hooks run with it. Declared here, below the hooks'
+    module, so that module imports this one and never the other way round."""
 
 
 def _item_of(item: Any) -> Any:
@@ -65,7 +74,7 @@ class AnnealSession:
     """
 
     def __init__(self, session_id: str,
-                 memory: AnnealMemory | Store | MemorySession | str | os.PathLike[str], *,
+                 memory: SessionMemory | Store | MemorySession | str | os.PathLike[str], *,
                  namespace: Any = None, session_settings: SessionSettings | None = None) -> None:
         if not isinstance(session_id, str):
             raise ValidationError("session_id must be a non-empty string, e.g. the user's id")
@@ -174,9 +183,7 @@ class AnnealSession:
 
 
 def _base_session(memory: Any) -> MemorySession:
-    from ._hooks import AnnealMemory
-
-    if isinstance(memory, AnnealMemory):
+    if isinstance(memory, SessionMemory):
         return memory.base_session
     try:
         return MemorySession.ensure(memory)
@@ -187,9 +194,7 @@ def _base_session(memory: Any) -> MemorySession:
 
 
 def _fixed_namespace(memory: Any) -> Any:
-    from ._hooks import AnnealMemory
-
-    if isinstance(memory, AnnealMemory):
+    if isinstance(memory, SessionMemory):
         option = memory._anneal.namespace
         if option is not None and not callable(option):
             return memory.session.namespace  # the option, as the MemoryNamespace it names

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from ._audit_chain import AuditEntry, StagedEntry
 from ._namespace import MemoryNamespace
+from .continuity.schema import SectionSpec
 from .storage.base import Backend, Scope, TransactionLost
 from .storage.repos import Repositories
 from .types import Episode, RecallResult, StoreStatus
@@ -106,6 +107,16 @@ class UnitLost(Exception):
     """The unit of work's transaction is gone (its ``__cause__`` says why)."""
 
 
+#: meta key prefix of a committed text whose file is not written yet (stores saved by
+#: earlier builds; still written out when such a store is opened)
+PENDING_BLOB = "pending_blob:"
+#: meta key prefix of the last save of a sidecar blob: "<sha256> <staged file name>"
+STAGED_BLOB = "staged_blob:"
+#: meta key prefix of a blob an erasure removed whose file may still be beside the
+#: database (a crash after the commit): removed when the store is next opened
+ERASED_BLOB = "erased_blob:"
+
+
 def continuity_blob(db_path: str | Path, continuity_path: Path) -> str:
     """The name the database keeps a store's continuity text under: the suffix of its
     sidecar file (a scoped view has its own)."""
@@ -154,7 +165,7 @@ class Facade(Ground, Protocol):
     stale_wrap_after: float | None
 
     @property
-    def section_schema(self) -> list[dict[str, Any]]: ...
+    def section_schema(self) -> list[SectionSpec]: ...
 
     @property
     def continuity_path(self) -> Path: ...

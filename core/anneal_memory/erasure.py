@@ -13,10 +13,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypedDict
+
+from ._seam import roles_of, unit_of
+from ._unit import Facade
+
+if TYPE_CHECKING:
+    from ._namespace import MemoryNamespace
+    from ._unit import UnitOfWork
+    from .items import ItemCollection
+    from .storage.base import EpisodeRow, Scope
+    from .storage.repos import Repositories
 
 #: what replaces a quoted text inside a document that stays (an item, a crystal...)
 ERASED = "[erased]"
@@ -41,6 +51,42 @@ def words(text: str) -> list[str]:
     return [w.casefold() for w in _WORD.findall(text)]
 
 
+class ContinuityLine(TypedDict):
+    """One line an erasure removed from a continuity (``line``: its 1-based number in the
+    text before; ``namespace``: the continuity's namespace label, None for the root's)."""
+
+    namespace: str | None
+    section: str
+    line: int
+    episode_ids: list[str]
+
+
+class ErasureDict(TypedDict):
+    """``ErasureReport.to_dict()``: the report's fields."""
+
+    episodes: list[str]
+    continuity_lines: list[ContinuityLine]
+    unlocated: list[str]
+    cells: int
+    files: list[str]
+    namespaces: list[str]
+    governed_records: int
+    continuity_hashes: list[str]
+
+
+class ErasureAuditData(TypedDict):
+    """What an erasure's audit entry holds: counts and ids, never the erased text."""
+
+    episodes: int
+    continuity_lines: int
+    unlocated: list[str]
+    cells: int
+    files: int
+    namespaces: int
+    governed_records: int
+    continuity_hashes: list[str]
+
+
 @dataclass
 class ErasureReport:
     """What an erasure removed, and where: ids and places, never the erased text.
@@ -53,7 +99,7 @@ class ErasureReport:
     or removed; ``namespaces``: labels of namespaces erased whole."""
 
     episodes: list[str] = field(default_factory=list)
-    continuity_lines: list[dict[str, Any]] = field(default_factory=list)
+    continuity_lines: list[ContinuityLine] = field(default_factory=list)
     unlocated: list[str] = field(default_factory=list)
     cells: int = 0
     files: list[str] = field(default_factory=list)
@@ -62,10 +108,17 @@ class ErasureReport:
     #: salted hash of each continuity as the erasure left it (for the audit entry)
     continuity_hashes: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
-        return asdict(self)
+    def to_dict(self) -> ErasureDict:
+        """The fields as new lists and dicts (as ``dataclasses.asdict`` made them)."""
+        return {"episodes": list(self.episodes),
+                "continuity_lines": [ContinuityLine(namespace=x["namespace"],
+                                                    section=x["section"], line=x["line"],
+                                                    episode_ids=list(x["episode_ids"]))
+                                     for x in self.continuity_lines],
+                "unlocated": list(self.unlocated), "cells": self.cells,
+                "files": list(self.files), "namespaces": list(self.namespaces),
+                "governed_records": self.governed_records,
+                "continuity_hashes": list(self.continuity_hashes)}
 
     @property
     def beyond_rows(self) -> bool:
@@ -73,7 +126,7 @@ class ErasureReport:
         return bool(self.continuity_lines or self.unlocated or self.cells or self.files
                     or self.namespaces or self.governed_records)
 
-    def audit_data(self) -> dict[str, Any]:
+    def audit_data(self) -> ErasureAuditData:
         """The audit entry's data: counts and ids only."""
         return {"episodes": len(self.episodes), "continuity_lines": len(self.continuity_lines),
                 "unlocated": list(self.unlocated), "cells": self.cells,
@@ -127,11 +180,11 @@ class TextMatcher:
 
 
 def scrub_continuity(text: str, matcher: TextMatcher,
-                     namespace: str | None) -> tuple[str, list[dict[str, Any]]]:
+                     namespace: str | None) -> tuple[str, list[ContinuityLine]]:
     """The continuity without every line that quotes or cites an erased episode (never a
     heading), and one entry per line removed."""
     kept: list[str] = []
-    removed: list[dict[str, Any]] = []
+    removed: list[ContinuityLine] = []
     section = ""
     for n, line in enumerate(text.split("\n"), 1):
         if line.startswith("#"):
@@ -147,21 +200,22 @@ def scrub_continuity(text: str, matcher: TextMatcher,
     return "\n".join(kept), removed
 
 
-def redact(value: Any, matcher: TextMatcher) -> tuple[Any, set[str]]:
+def redact(value: object, matcher: TextMatcher) -> tuple[object, set[str]]:
     """A JSON value with every string that quotes an erased episode replaced by
     ``[erased]`` (ids alone are left: an id is not the text), and the episodes hit."""
     if isinstance(value, str):
         hit = matcher.quotes(value)
         return (ERASED, hit) if hit else (value, set())
+    hits: set[str] = set()
     if isinstance(value, list):
-        out, hits = [], set()
+        out: list[object] = []
         for v in value:
             nv, h = redact(v, matcher)
             out.append(nv)
             hits |= h
         return out, hits
     if isinstance(value, dict):
-        d, hits = {}, set()
+        d: dict[object, object] = {}
         for k, v in value.items():
             nv, h = redact(v, matcher)
             d[k] = nv
@@ -224,11 +278,32 @@ def sidecar_files(db_path: Path) -> Iterable[Path]:
 
 
 # --------------------------------------------------------------------------- on a store
-def root_of(store: Any) -> Any:
-    return getattr(store, "parent", None) or store
+class ErasureHost(Facade, Protocol):
+    """The Store or view an erasure acts for: the :class:`~._unit.Facade`, whose
+    namespace it is (None: the root's), its tag and server address, its item
+    collections, and its views as hosts too."""
+
+    @property
+    def namespace(self) -> MemoryNamespace | None: ...
+
+    @property
+    def ns_tag(self) -> str: ...
+
+    @property
+    def dsn(self) -> str | None: ...
+
+    def items(self, collection: str) -> ItemCollection: ...
+
+    def scoped(self, namespace: MemoryNamespace | Mapping[str, str | None]) -> ErasureHost: ...
 
 
-def view_for(store: Any, scope: Any) -> Any:
+def root_of(store: ErasureHost) -> ErasureHost:
+    """The root Store of a view (the store itself for the root)."""
+    parent: ErasureHost | None = getattr(store, "parent", None)  # only a view has one
+    return parent or store
+
+
+def view_for(store: ErasureHost, scope: Scope) -> ErasureHost:
     """The store seen as the namespace ``scope`` (the root itself for the root)."""
     root = root_of(store)
     if scope.owner is None:
@@ -242,12 +317,12 @@ def view_for(store: Any, scope: Any) -> Any:
                                              project=scope.project))
 
 
-def _scopes_seeing(b: Any, rows: Iterable[Any]) -> list[Any]:
+def _scopes_seeing(b: Repositories, rows: Iterable[EpisodeRow]) -> list[Scope]:
     """Every scope whose continuity or items may hold these episodes: each row's own, and
     for a user-level row every project of that user (a project view reads it)."""
     from .storage.base import Scope
 
-    seen: dict[str, Any] = {}
+    seen: dict[str, Scope] = {}
     for r in rows:
         scope = r.scope
         seen.setdefault(scope.key, scope)
@@ -258,8 +333,8 @@ def _scopes_seeing(b: Any, rows: Iterable[Any]) -> list[Any]:
     return list(seen.values())
 
 
-def scrub_episodes(store: Any, rows: Mapping[str, Any], tx: Any, *,
-                   whole: Sequence[Any] = ()) -> ErasureReport:
+def scrub_episodes(store: ErasureHost, rows: Mapping[str, EpisodeRow], tx: UnitOfWork, *,
+                   whole: Sequence[Scope] = ()) -> ErasureReport:
     """Inside the delete's unit of work ``tx``, before the rows go: take the episodes'
     text out of every continuity that may quote them (each rewritten one staged in
     ``tx``, put in place after the commit), every per-namespace text field, the meta
@@ -269,7 +344,7 @@ def scrub_episodes(store: Any, rows: Mapping[str, Any], tx: Any, *,
     matcher = TextMatcher({i: r.content for i, r in rows.items()})
     if not matcher:
         return report
-    b = root_of(store).repos  # the database's own roles, unscoped: the rows name their scope
+    b = roles_of(root_of(store))  # the database's own roles, unscoped: the rows name their scope
     scopes = _scopes_seeing(b, rows.values())
     located: set[str] = set()
     for scope in scopes:
@@ -277,7 +352,8 @@ def scrub_episodes(store: Any, rows: Mapping[str, Any], tx: Any, *,
         text = view.load_continuity()
         if not text:
             continue
-        label = None if scope.owner is None else view.namespace.label()
+        owner_ns = view.namespace  # a namespace's view (the root's for the root scope)
+        label = None if scope.owner is None or owner_ns is None else owner_ns.label()
         new, removed = scrub_continuity(text, matcher, label)
         if removed:
             if scope not in whole:
@@ -302,29 +378,32 @@ def scrub_episodes(store: Any, rows: Mapping[str, Any], tx: Any, *,
         if new_text is not None:
             b.meta.set_text_cell(table, key, col, new_text)
             report.cells += 1
-    for key, value in b.meta.meta_rows():
+    for meta_key, value in b.meta.meta_rows():
         if value[:1] in "[{":
             new_text = redact_cell(value, matcher)
             if new_text is not None:
-                b.meta.set_meta(key, new_text)
+                b.meta.set_meta(meta_key, new_text)
                 report.cells += 1
-    if getattr(store, "dsn", None) is None:
+    if store.dsn is None:
         for p in sidecar_files(Path(store.path)):
             if scrub_json_file(p, matcher):
                 report.files.append(p.name)
     return report
 
 
-def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
-    """Erase one namespace whole (see ``Store.erase_namespace``)."""
+def erase_namespace(store: ErasureHost, namespace: object, *,
+                    remove: Callable[[list[str]], object]) -> ErasureReport:
+    """Erase one namespace whole (see ``Store.erase_namespace``) in one unit of work of
+    the root store; ``remove(ids)`` deletes the episode rows in it (the Store's delete,
+    with their tombstones and audit entries). The caller puts the texts in place and
+    scrubs the indexes after the commit."""
     from ._namespace import coerce_namespace
-    from ._unit import continuity_blob
+    from ._unit import ERASED_BLOB, PENDING_BLOB, STAGED_BLOB, continuity_blob
     from .errors import TrustError, ValidationError
     from .storage.base import Scope
-    from .store_continuity import ERASED_BLOB, PENDING_BLOB, STAGED_BLOB
     from .trust import within_ceiling
 
-    own = getattr(store, "namespace", None)
+    own = store.namespace
     if namespace is None:
         if own is None:
             raise ValidationError("erase_namespace needs the namespace to erase, e.g. "
@@ -335,10 +414,10 @@ def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
         raise ValidationError(f"a view of {own.label()} cannot erase {ns.label()}: call "
                               "erase_namespace on the parent Store")
     root = root_of(store)
-    b = root.repos
+    b = roles_of(root)
     owner = ns.owner
     report = ErasureReport(namespaces=[ns.label() + ("" if ns.project else " (all projects)")])
-    with root.transaction() as tx:
+    with unit_of(root) as tx:
         projects = [ns.project] if ns.project else b.meta.owner_projects(owner)
         scopes = [Scope(owner, p) for p in projects]
         project = None if ns.project is None else b.within(Scope(owner, ns.project)).episodes
@@ -355,7 +434,7 @@ def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
         report = scrub_episodes(root, rows, tx, whole=scopes) if rows else report
         report.namespaces = [ns.label() + ("" if ns.project else " (all projects)")]
         if rows:
-            root._remove(list(rows), reason="erased")
+            remove(list(rows))
         names = [continuity_blob(root.path, view_for(root, s).continuity_path) for s in scopes]
         for name in names:
             b.meta.set_meta(PENDING_BLOB + name, None)
@@ -375,12 +454,10 @@ def erase_namespace(store: Any, namespace: Any) -> ErasureReport:
         tx.audit.append("namespace_erased", {
             "namespace_tag": view_for(root, Scope(owner, ns.project)).ns_tag,
             **report.audit_data()}, actor="operator")
-    root._flush_pending_files()
-    root._scrub()
     return report
 
 
-def _forget_tokens(root: Any, ns: Any) -> int:
+def _forget_tokens(root: ErasureHost, ns: MemoryNamespace) -> int:
     """Delete the MCP tokens of an erased namespace (every project of it when ``ns`` names
     none): their records name the user, and erased means erased. Returns how many."""
     from ._namespace import coerce_namespace

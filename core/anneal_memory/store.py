@@ -12,7 +12,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
-from . import episodes_write, erasure, facts, storage, tracing, trust
+from . import _seam, episodes_write, erasure, facts, storage, tracing, trust
 from ._audit_deep import ContentCheck
 from ._fileio import atomic_write_text, sidecar_path
 from ._inputs import (
@@ -46,6 +46,7 @@ from .store_continuity import ContinuityMixin
 from .types import Episode, EpisodeType, NamespaceTotals, RecallResult, StoreStatus, coerce_trust
 
 if TYPE_CHECKING:
+    from .continuity.schema import SectionSpec
     from .embedding import Embedder
     from .items import ItemCollection
     from .portability import ExportDocument, ImportResult
@@ -213,6 +214,7 @@ class Store(ContinuityMixin):
         self._audit_requested = bool(audit)
         #: the write transactions (shared with the scoped views): the database's one holder
         self._units = Units(database.connection, self._audit)
+        _seam.register(self, self._repos, self._open_unit)  # the services' way down
         self._group: GroupCommit[episodes_write.Writer, episodes_write.EpisodeDraft,
                                  Episode | EpisodeRow] = GroupCommit(self._units.round)
         if section_schema is not None:
@@ -221,7 +223,10 @@ class Store(ContinuityMixin):
             validate_schema(section_schema)
             if not read_only and (not existed or meta.get_meta("section_schema") is None):
                 self.set_section_schema(section_schema)
-            self._schema_override = list(section_schema) if read_only else None
+            # validate_schema checked each entry: only heading / role / optional, each of
+            # its type (a SectionSpec), which the type system cannot follow
+            self._schema_override = [cast("SectionSpec", dict(s)) for s in section_schema
+                                     ] if read_only else None
         else:
             self._schema_override = None
         if self._audit.enabled:
@@ -299,14 +304,21 @@ class Store(ContinuityMixin):
 
     @property
     def repos(self) -> Repositories:
-        """This store's typed repositories (a scoped view's: that namespace's), for reads
-        by the layers above storage; writes go through :meth:`transaction`."""
+        """Not API (1.0.2 had none): the package's modules move to ``_seam.roles_of``;
+        this alias goes when none uses it."""
         return self._repos
 
+    def transaction(self, *, appends_only: bool = False
+                    ) -> contextlib.AbstractContextManager[UnitOfWork]:
+        """Not API (1.0.2 had none): the package's modules move to ``_seam.unit_of``;
+        this alias goes when none uses it."""
+        return self._open_unit(appends_only)
+
     @contextlib.contextmanager
-    def transaction(self, *, appends_only: bool = False) -> Iterator[UnitOfWork]:
-        """One write transaction as a typed :class:`UnitOfWork`: its repositories and the
-        audit entries that commit with them. Nested calls join the outer transaction; a
+    def _open_unit(self, appends_only: bool = False) -> Iterator[UnitOfWork]:
+        """One write transaction as a typed :class:`UnitOfWork` (registered in
+        :mod:`._seam`, reached as ``unit_of(store)``): its repositories and the audit
+        entries that commit with them. Nested calls join the outer transaction; a
         read_only store refuses with ReadOnlyStoreError before anything is written.
         ``appends_only``: it only adds new episodes and their audit entries (see
         ``Connection.transaction``)."""
@@ -526,7 +538,12 @@ class Store(ContinuityMixin):
         governed record of it, so ``namespaces()`` no longer lists it and no file or
         table names it in clear; tombstones keep ids and salted hashes only. A namespace
         without ``project`` takes its projects with it. On a view, its own namespace."""
-        return erasure.erase_namespace(self, namespace)
+        root = self.parent if isinstance(self, (ScopedStore, UnscopedView)) else self
+        report = erasure.erase_namespace(
+            self, namespace, remove=lambda ids: root._remove(ids, reason="erased"))
+        root._flush_pending_files()  # after the commit: the texts in place, the pages zeroed
+        root._scrub()
+        return report
 
     @tracing.traced(tracing.DELETE, "prune", result=tracing.erased)
     def prune(self, older_than_days: int | None = None) -> int:
@@ -800,6 +817,7 @@ class ScopedStore(Store):
         self.scope = Scope(ns.owner, ns.project)
         self.ns_tag = digest("continuity", ns.to_dict())[:16]
         self._repos = storage.scoped_roles(store._repos, self.scope)
+        _seam.register(self, self._repos, self._open_unit)
         self._audit = _ScopedAudit(store.audit_trail, ns,  # type: ignore[assignment]
                                    audit_counter_key(self.ns_tag))
 
@@ -850,6 +868,7 @@ class UnscopedView(Store):
         self.parent = store
         self.scope = Scope(None, None, unscoped_only=True)
         self._repos = storage.scoped_roles(store._repos, self.scope)
+        _seam.register(self, self._repos, self._open_unit)
 
     def __repr__(self) -> str:
         return f"UnscopedView({str(self.path)!r})"

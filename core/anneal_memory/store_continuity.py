@@ -8,11 +8,12 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ._fileio import file_lock, publish_staged, sidecar_path, stage_bytes
 from ._lazy import sha256_hex
-from ._unit import continuity_blob
+from ._seam import roles_of, unit_of
+from ._unit import ERASED_BLOB, PENDING_BLOB, STAGED_BLOB, continuity_blob
 from ._wrap_age import (  # noqa: F401  (re-exported)
     STALE_POLICY_KEY,
     STALE_WRAP_NOTICE,
@@ -20,25 +21,19 @@ from ._wrap_age import (  # noqa: F401  (re-exported)
     stale_wrap,
     wrap_age,
 )
+from .continuity.schema import SectionSpec
 from .errors import ValidationError, WrapInProgressError
+from .probes_db import DriftProbe, DriftStatus, add_probe, drift_status, list_probes, retire_probe
 from .types import WrapCancelReceipt
+from .wrap_state import cancel_wrap
 
 if TYPE_CHECKING:
-    from ._unit import UnitOfWork, Units
+    from ._unit import Units
     from .audit import AuditTrail
     from .storage.base import Scope
-    from .storage.repos import Repositories
     from .storage.roles import Meta as MetaRepo
 
 
-#: meta key prefix of a committed text whose file is not written yet (stores saved by
-#: earlier builds; still written out when such a store is opened)
-PENDING_BLOB = "pending_blob:"
-#: meta key prefix of the last save of a sidecar blob: "<sha256> <staged file name>"
-STAGED_BLOB = "staged_blob:"
-#: meta key prefix of a blob an erasure removed whose file may still be beside the
-#: database (a crash after the commit): removed when the store is next opened
-ERASED_BLOB = "erased_blob:"
 CONTINUITY_LOCK = ".continuity.lock"
 _STAGED_SUFFIX = ".staged.tmp"
 
@@ -131,21 +126,29 @@ def flush_pending_blobs(meta: MetaRepo, transaction: Callable[[], AbstractContex
     return done
 
 
+class Grounding(TypedDict, total=False):
+    """One rung a named pattern earned (``pattern_grounding()``): the level, the day, the
+    grounding episodes' ids and how the citation was made (``quoted`` / ``bare``; absent
+    from rungs saved before it was kept)."""
+
+    level: int
+    date: str
+    ids: list[str]
+    rule: str
+
+
 class ContinuityMixin:
     """Methods of Store that concern the continuity file and the wrap policy."""
 
     path: Path
     dsn: str | None
-    _repos: Repositories
     _units: Units
     _audit: AuditTrail
-    _schema_override: list[Any] | None
+    #: a read_only store's schema as it was given (validated when the store was opened)
+    _schema_override: list[SectionSpec] | None
     scope: Scope
 
     if TYPE_CHECKING:
-        @property
-        def repos(self) -> Repositories: ...
-        def transaction(self) -> contextlib.AbstractContextManager[UnitOfWork]: ...
         def audit_event(self, event: str, data: dict[str, Any], actor: str = "operator") -> None: ...
 
     # ------------------------------------------------------------------ continuity
@@ -161,18 +164,18 @@ class ContinuityMixin:
         whose file is not in place yet (a crash right after the commit) is the current
         one: the commit is the record."""
         name = self._continuity_blob()
-        pending = self.repos.meta.get_meta(PENDING_BLOB + name)  # kept by an earlier build
+        pending = roles_of(self).meta.get_meta(PENDING_BLOB + name)  # kept by an earlier build
         if pending is not None:
             return pending
-        text = self.repos.meta.read_blob(name)
+        text = roles_of(self).meta.read_blob(name)
         if self.dsn is None:  # the last save's staged file is gone once it is in place
-            waiting = _staged_text(self.continuity_path, _staged_record(self._repos.meta, name))
+            waiting = _staged_text(self.continuity_path, _staged_record(roles_of(self).meta, name))
             if waiting is not None:
                 return waiting
         return text
 
     def _write_continuity_file(self, text: str) -> None:
-        self.repos.meta.write_blob(self._continuity_blob(), text, lock=CONTINUITY_LOCK)
+        roles_of(self).meta.write_blob(self._continuity_blob(), text, lock=CONTINUITY_LOCK)
 
     def _stage_continuity(self, text: str) -> Path | None:
         """Inside the save's transaction, its last write. Beside a SQLite database the
@@ -183,14 +186,14 @@ class ContinuityMixin:
         on disk under a name the committed record holds. A PostgreSQL store's text is a
         row that commits with the save. Returns the staged file."""
         name = self._continuity_blob()
-        self.repos.meta.set_meta(PENDING_BLOB + name, None)
+        roles_of(self).meta.set_meta(PENDING_BLOB + name, None)
         if self.dsn is not None:
-            self.repos.meta.write_blob(name, text, lock=CONTINUITY_LOCK)
+            roles_of(self).meta.write_blob(name, text, lock=CONTINUITY_LOCK)
             return None
         data = text.encode("utf-8")
         staged = stage_bytes(self.continuity_path, data, suffix=_STAGED_SUFFIX, durable_name=True)
         try:
-            self.repos.meta.set_meta(STAGED_BLOB + name, f"{_sha(data)} {staged.name}")
+            roles_of(self).meta.set_meta(STAGED_BLOB + name, f"{_sha(data)} {staged.name}")
         except BaseException:
             self._discard_staged(staged)
             raise
@@ -198,13 +201,13 @@ class ContinuityMixin:
 
     def _flush_pending_files(self) -> list[str]:
         """Put in place every committed continuity whose file is not written yet."""
-        return flush_pending_blobs(self._repos.meta, self._units.plain,
+        return flush_pending_blobs(roles_of(self).meta, self._units.plain,
                                    None if self.dsn is not None else self.path)
 
     def _flush_continuity(self, staged: Path | None = None) -> None:
         """After the save committed: put its staged file in place."""
         if staged is not None:
-            publish_blob(self._repos.meta, self.path, self._continuity_blob(), own=staged)
+            publish_blob(roles_of(self).meta, self.path, self._continuity_blob(), own=staged)
 
     @staticmethod
     def _discard_staged(staged: Path | None) -> None:
@@ -231,7 +234,7 @@ class ContinuityMixin:
         if not isinstance(text, str):
             raise ValidationError("continuity text must be a string")
         name = self._continuity_blob()
-        with self.transaction() as tx:  # the raw text replaces any save still waiting for its file
+        with unit_of(self) as tx:  # the raw text replaces any save still waiting for its file
             tx.meta.set_meta(PENDING_BLOB + name, None)
             tx.meta.set_meta(STAGED_BLOB + name, None)
             self._write_continuity_file(text)
@@ -241,30 +244,30 @@ class ContinuityMixin:
         return str(self.continuity_path)
 
     @property
-    def section_schema(self) -> list[dict[str, Any]]:
+    def section_schema(self) -> list[SectionSpec]:
         from .continuity.schema import DEFAULT_SCHEMA
 
         if self._schema_override is not None:
-            return [dict(s) for s in self._schema_override]
+            return [s.copy() for s in self._schema_override]
         from .storage.common import ns_meta_key
 
         # a namespace's own schema (set through its view), else the store's
-        raw = self.repos.meta.get_meta(ns_meta_key("section_schema", self.scope))
+        raw = roles_of(self).meta.get_meta(ns_meta_key("section_schema", self.scope))
         if raw is None and self.scope.owner is not None:
-            raw = self.repos.meta.get_meta("section_schema")
+            raw = roles_of(self).meta.get_meta("section_schema")
         if raw is None:
-            return [dict(s) for s in DEFAULT_SCHEMA]
+            return [s.copy() for s in DEFAULT_SCHEMA]
         from .continuity.schema import validate_schema
         from .errors import SchemaError
 
         try:
-            return [dict(x) for x in validate_schema(json.loads(raw))]
+            return validate_schema(json.loads(raw))  # new dicts: the caller's to change
         except (ValueError, SchemaError) as exc:
             # fail closed: a wrap never silently falls back to an ungated schema
             raise SchemaError(f"the store's persisted section schema is corrupt ({exc}): "
                               "set it again with set_section_schema / anneal-memory set-schema") from None
 
-    def set_section_schema(self, schema: Sequence[Mapping[str, Any]]) -> None:
+    def set_section_schema(self, schema: Sequence[Mapping[str, object]]) -> None:
         """Persist a validated section schema; refused while a wrap is open. Through a
         namespace view it is that namespace's schema (the others keep theirs); at the
         root it is the store's, the schema of every namespace without its own."""
@@ -272,7 +275,7 @@ class ContinuityMixin:
         from .storage.common import ns_meta_key
 
         validated = validate_schema(schema)
-        with self.transaction() as tx:
+        with unit_of(self) as tx:
             if tx.wraps.open_wrap() is not None:
                 raise WrapInProgressError(
                     "a wrap is open: save or cancel it (wrap-cancel) before changing the schema")
@@ -285,11 +288,11 @@ class ContinuityMixin:
     def consolidate_requires_baton(self) -> bool:
         """True when the store's policy gates every wrap behind the baton (a method, as in
         1.0.2; ``status().consolidate_requires_baton`` is the same flag)."""
-        return self.repos.meta.get_meta("consolidate_requires_baton") == "1"
+        return roles_of(self).meta.get_meta("consolidate_requires_baton") == "1"
 
     def set_consolidate_requires_baton(self, required: bool) -> None:
         """Store policy: every wrap must come from the session holding the baton."""
-        with self.transaction() as tx:
+        with unit_of(self) as tx:
             tx.meta.set_meta("consolidate_requires_baton", "1" if required else "0")
             tx.audit.append("baton_policy", {"required": bool(required)}, actor="operator")
 
@@ -301,7 +304,7 @@ class ContinuityMixin:
         if seconds is not None and (isinstance(seconds, bool) or not isinstance(
                 seconds, (int, float)) or not 60 <= seconds <= 10**9):
             raise ValidationError("stale_wrap_after must be seconds from 60 up, or None")
-        with self.transaction() as tx:
+        with unit_of(self) as tx:
             tx.meta.set_meta(STALE_POLICY_KEY, None if seconds is None else str(seconds))
             self.audit_event("wrap_policy", {"stale_wrap_after": seconds}, actor="operator")
 
@@ -310,8 +313,6 @@ class ContinuityMixin:
                        expect_partial: bool = False) -> WrapCancelReceipt:
         """Abandon the open wrap; its episodes go to the next one. The receipt is falsy
         when none was open. ``expect_token`` is 1.0.2's name for ``wrap_token``."""
-        from .wrap.lifecycle import cancel_wrap
-
         return cancel_wrap(self, wrap_token=expect_token or wrap_token,  # type: ignore[arg-type]
                            session_id=session_id, force=force, expect_partial=expect_partial)
 
@@ -319,31 +320,23 @@ class ContinuityMixin:
                         fact: str | None = None, section: str | None = None,
                         note: str | None = None) -> int:
         """Declare something that must survive consolidation; returns the probe id."""
-        from .immune.probes import add_probe
-
         return add_probe(self, pattern=pattern, min_level=min_level,  # type: ignore[arg-type]
                          fact=fact, section=section, note=note)
 
-    def list_drift_probes(self, *, include_retired: bool = False) -> list[dict[str, Any]]:
+    def list_drift_probes(self, *, include_retired: bool = False) -> list[DriftProbe]:
         """The declared probes with their last verdicts (retired ones are removed, so
         ``include_retired`` changes nothing)."""
-        from .immune.probes import list_probes
-
         return list_probes(self)  # type: ignore[arg-type]
 
     def retire_drift_probe(self, probe_id: int) -> bool:
         """Stop checking a probe; False when there is none with that id."""
-        from .immune.probes import retire_probe
-
         return retire_probe(self, probe_id)  # type: ignore[arg-type]
 
-    def drift_status(self) -> dict[str, Any]:
+    def drift_status(self) -> DriftStatus:
         """Each probe's verdict at the last save and that save's graduation worklist."""
-        from .immune.probes import drift_status
-
         return drift_status(self)  # type: ignore[arg-type]
 
-    def pattern_grounding(self) -> dict[str, list[dict[str, Any]]]:
+    def pattern_grounding(self) -> dict[str, list[Grounding]]:
         """For each named pattern, the episodes that grounded each rung it earned."""
-        return {n: rec.get("grounding", []) for n, rec in self.repos.wraps.pattern_history().items()}
+        return {n: rec.get("grounding", []) for n, rec in roles_of(self).wraps.pattern_history().items()}
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, cast
 
+from . import _seam
+from ._seam import roles_of
 from .wrap.render import PACKAGE_MARKER
 
 if TYPE_CHECKING:
@@ -124,24 +126,24 @@ def backend_of(store: object) -> Backend:
     """The database under a Store (or a scoped view: the view's scoped backend), for
     tests that reach below the public API on purpose: tamper with rows as an attacker
     would, read the raw SQL plan, or count pages. Library code never needs it: it reads
-    through ``store.repos`` and writes through ``store.transaction()``."""
+    through ``_seam.roles_of(store)`` and writes through ``_seam.unit_of(store)``."""
     from .store import Store
 
     if not isinstance(store, Store):
         raise TypeError(f"backend_of needs an anneal_memory.Store, not {type(store).__name__}")
     # the connection under the store's roles (a scoped view's: the scoped backend)
-    return cast("Backend", store._repos._conn)
+    return cast("Backend", roles_of(store)._conn)
 
 
 def repos_of(store: Store) -> Repositories:
     """The typed roles a Store (or scoped view) reads through, for tests that check what
     the database holds below the public API (governed events, tombstones of a view).
     Package-internal: adapters and applications use the Store's public methods."""
-    return store.repos
+    return roles_of(store)
 
 
 def unit_of(store: Store) -> AbstractContextManager[UnitOfWork]:
     """One write transaction of the Store (or view) as the modules under it see it: a
     :class:`~anneal_memory._unit.UnitOfWork`, for tests of the seam itself. Adapters
     group writes with the public ``store.batch()``."""
-    return store.transaction()
+    return _seam.unit_of(store)

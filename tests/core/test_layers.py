@@ -60,11 +60,13 @@ LAYER_OF = {
     "worth": "episodes", "tiers_db": "episodes", "portability": "episodes",
     "_import_rules": "episodes", "restore": "episodes", "erasure": "episodes",
     "migrate_store": "episodes", "semantic": "episodes", "_unit": "episodes",
-    "_wrap_age": "episodes",
-    # the drift probes' records and check, and a wrap's open / cancel / take-over: the
-    # Store's own methods (add_drift_probe, wrap_cancelled, ...) are these; they use
-    # nothing above the Store
-    "immune.probes": "episodes", "wrap.lifecycle": "episodes",
+    "_wrap_age": "episodes", "_seam": "episodes",
+    # the drift probes' records, and reading / cancelling the open wrap: what the Store's
+    # own methods (add_drift_probe, wrap_cancelled, ...) run
+    "probes_db": "episodes", "wrap_state": "episodes",
+    # the copy behind migrate_store and the run behind eval: below the CLI, which calls
+    # them, and below those packages, whose ``python -m`` entries call the CLI
+    "store_copy": "episodes", "governance_eval": "rules",
     # immune system and governance
     "immune": "rules", "governance": "rules", "eval": "rules",
     # prepare_wrap, the save pipeline, the baton
@@ -285,6 +287,57 @@ def test_a_climbing_import_or_a_cycle_is_a_violation() -> None:
         <= violations(looped)
     assert {"errors", "text"} <= largest_cycle(looped) or any(
         {"errors", "text"} <= c for c in sccs(sorted(looped), {a: set(b) for a, b in looped.items()}))
+
+
+def room(mod: str) -> str:
+    """The room a module is in when a folder is read as one room (``immune.probes`` ->
+    ``immune``), as ``farm-studio look`` draws the package: a file of the package's top
+    folder is a room of its own."""
+    return mod.split(".", 1)[0] or "__init__"
+
+
+def room_cycles(g: dict[str, frozenset[str]]) -> set[str]:
+    """Every import between two rooms that lies on a circle of rooms (two rooms importing
+    each other, or a longer round), as ``"a -> b  (a.mod -> b.mod, ...)"`` lines. With no
+    circle the rooms stack into floors and every arrow runs down."""
+    between: dict[tuple[str, str], set[str]] = {}
+    for a, targets in g.items():
+        for b in targets:
+            if room(a) != room(b):
+                between.setdefault((room(a), room(b)), set()).add(f"{_label(a)} -> {_label(b)}")
+    succ: dict[str, set[str]] = {}
+    for ra, rb in between:
+        succ.setdefault(ra, set()).add(rb)
+    found = set()
+    for comp in sccs(sorted(succ), succ):
+        for ra in sorted(comp):
+            for rb in sorted(succ[ra] & comp):
+                found.add(f"{ra} -> {rb}  ({', '.join(sorted(between[ra, rb]))})")
+    return found
+
+
+def test_no_two_rooms_import_each_other() -> None:
+    """A folder read as one room (``immune/``, ``wrap/``, ``cli/``): the layer table may
+    put one of its modules lower than the rest, but the rooms must still form no circle
+    (on main before issue 50: store_continuity -> immune and -> wrap while both import
+    the Store, erasure -> store_continuity, eval and migrate_store's ``__main__`` ->
+    cli, which imports them)."""
+    found = room_cycles(graph())
+    assert not found, ("these imports close a circle of rooms (a folder is one room): move "
+                       "what the lower room needs down into it, or a module below both:\n  "
+                       + "\n  ".join(sorted(found)))
+
+
+def test_a_circle_of_rooms_is_found() -> None:
+    g = {m: frozenset(t) for m, t in graph().items()}
+    # a module of a folder importing the Store, which imports another of its modules
+    looped = dict(g, store=g["store"] | {"immune.probes"})
+    found = room_cycles(looped)
+    assert "store -> immune  (store -> immune.probes)" in found, found
+    assert any(line.startswith("immune -> store") for line in found), found
+    # a round of three rooms: every arrow on it is named
+    three = dict(g, clock=g["clock"] | {"wrap.save"})
+    assert any(line.startswith("clock -> wrap") for line in room_cycles(three))
 
 
 def test_the_architecture_doc_draws_these_layers() -> None:

@@ -352,7 +352,8 @@ def test_public_api_exports() -> None:
         "portability", "recall", "session", "storage", "store", "text", "trust", "types", "wrap",
         "testing", "cli", "eval", "extras", "migrate_store", "store_continuity", "crystal", "spores", "worth", "governance", "mcp", "adapters", "items", "group_commit", "tiers_db", "ui", "ranking", "stem", "erasure", "restore",
         "legacy", "embedding", "semantic", "vector_cache", "fusion", "tracing", "shorten",
-        "episodes_write", "episode_rows"}
+        "episodes_write", "episode_rows", "probes_db", "wrap_state", "store_copy",
+        "governance_eval"}
     assert set(anneal_memory.__all__) - {"__version__"} == public
 
 

@@ -396,7 +396,7 @@ def _export_sqlite(args: argparse.Namespace) -> int:
     and restores as the source was. Never a torn copy: one read transaction."""
 
     from ..clock import now_iso
-    from ..migrate_store import migrate
+    from ..store_copy import migrate
 
     src = db_path(args)
     with read_store(args):

@@ -40,7 +40,7 @@ def register(sub: Any) -> None:
 # ---------------------------------------------------------------------- migrate-store
 
 def cmd_migrate_store(args: argparse.Namespace) -> int:
-    from ..migrate_store import migrate
+    from ..store_copy import migrate
 
     bar = Progress()
 
@@ -61,7 +61,7 @@ def cmd_migrate_store(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- eval
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from ..eval import FILES, run
+    from ..governance_eval import FILES, run
 
     doc = run(args.output)
     files = [str(Path(args.output) / name) for name in FILES]

@@ -2,26 +2,13 @@
 and a redacted JSONL trace: ``run(output)``. The command line is ``anneal-memory eval``
 (``python -m anneal_memory.eval`` runs the same command): exit status 0 when every safety
 count is zero, 1 when one is not, 2 on a usage error.
+
+The work is done in :mod:`anneal_memory.governance_eval`, below the CLI: this package is
+its public name and its ``python -m`` entry, both above the CLI, so no import runs back up.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from ..governance_eval import FILES, run
 
-from .._fileio import atomic_write_text
-
-FILES = ("governance-eval.json", "governance-eval.md", "governance-trace.jsonl")
-
-
-def run(output: str | Path) -> dict[str, object]:
-    """Run the experiments and write the three reports into ``output``."""
-    from ..governance.experiments import run_all
-    from ..governance.report import document, to_json, to_jsonl, to_markdown
-
-    results, trace = run_all()
-    doc = document(results)
-    out = Path(output)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, text in zip(FILES, (to_json(doc), to_markdown(doc), to_jsonl(trace))):
-        atomic_write_text(out / name, text)
-    return doc
+__all__ = ["FILES", "run"]

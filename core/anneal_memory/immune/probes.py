@@ -20,27 +20,33 @@ A probe that cannot be checked is unchecked; none ever blocks a save.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypedDict
 
-from ..clock import now_iso
 from ..continuity.parse import parse_pattern_lines, parse_sections, pattern_key
-from ..continuity.schema import heading_key
-from ..errors import ValidationError
-from ..text import is_meaningful, tokenize
+from ..continuity.schema import SectionSpec, heading_key
+
+# the probes' records, public here as they were (``X as X``: re-exported)
+from ..probes_db import MIN_PROVEN as MIN_PROVEN
+from ..probes_db import NEGATIONS as NEGATIONS
+from ..probes_db import add_probe as add_probe
+from ..probes_db import drift_status as drift_status
+from ..probes_db import fact_words as _words
+from ..probes_db import id_value as _id
+from ..probes_db import is_negation as _is_negation
+from ..probes_db import list_probes as list_probes
+from ..probes_db import probe_notes as probe_notes
+from ..probes_db import retire_probe as retire_probe
+from ..probes_db import word_tokens as _tokens
+from ..text import is_meaningful
 
 if TYPE_CHECKING:
     from .._unit import Facade
 
-#: words that negate what follows them (besides any word ending in n't)
-NEGATIONS = frozenset({"not", "no", "never", "cannot", "without", "nor"})
 #: meaningful words allowed between a negation and the fact's word it governs
 NEGATION_REACH = 1
 VERDICTS = ("held", "changed", "weakened", "crystallized", "lost", "unchecked")
-#: a pattern probe guards a Proven pattern (2x and up)
-MIN_PROVEN = 2
 
 
 class ProbeVerdict(TypedDict):
@@ -57,99 +63,6 @@ class DriftCheck(TypedDict):
     probes: list[ProbeVerdict]
 
 
-def add_probe(store: Facade, *, pattern: str | None = None, min_level: int | None = None,
-              fact: str | None = None, section: str | None = None,
-              note: str | None = None) -> int:
-    """Declare a probe; returns its id, a number counted from 1 (as 1.0.2's)."""
-    if (pattern is None) == (fact is None):
-        raise ValidationError("a drift probe needs exactly one of pattern= or fact=")
-    for name, value in (("pattern", pattern), ("fact", fact), ("section", section),
-                        ("note", note)):
-        if value is not None and not isinstance(value, str):
-            raise ValidationError(f"{name} must be a string")
-    if pattern is not None and not pattern.strip():
-        raise ValidationError("pattern name is empty")
-    if fact is not None and not _words(fact):
-        raise ValidationError("fact has no words to check")
-    if min_level is not None and (isinstance(min_level, bool) or not isinstance(min_level, int)
-                                  or min_level < MIN_PROVEN):  # 1.0.2 refused below 2 too
-        raise ValidationError(f"min_level must be a whole number >= {MIN_PROVEN}: a probe "
-                              "guards a Proven pattern")
-    if pattern is not None and min_level is None:
-        from ..continuity.parse import pattern_levels
-
-        min_level = max(MIN_PROVEN, pattern_levels(store.load_continuity(),
-                                                   store.section_schema).get(pattern_key(pattern), 1))
-    with store.transaction() as tx:
-        taken = [int(p["id"]) for p in tx.wraps.probes() if str(p["id"]).isdigit()]
-        pid = max(taken, default=0) + 1
-        tx.wraps.insert_probe({"id": str(pid), "kind": "pattern" if pattern else "fact",
-                               "pattern": pattern, "min_level": min_level, "fact": fact,
-                               "section": section, "created_at": now_iso()})
-        if note:
-            notes = probe_notes(store)
-            notes[str(pid)] = note
-            tx.meta.set_meta("probe_notes", json.dumps(notes, ensure_ascii=False))
-        tx.audit.append("probe_added", {"id": pid, "kind": "pattern" if pattern else "fact"},
-                        actor="operator")
-    return pid
-
-
-def probe_notes(store: Facade) -> dict[str, str]:
-    """The notes probes were declared with (kept beside the probes, keyed by id)."""
-    try:
-        notes = json.loads(store.repos.meta.get_meta("probe_notes") or "{}")
-    except ValueError:
-        return {}
-    return notes if isinstance(notes, dict) else {}
-
-
-def _id(value: str | int) -> int | str:
-    """Probe ids are numbers (1.0.2's); an id of another form is kept as it is."""
-    return int(value) if isinstance(value, str) and value.isdigit() else value
-
-
-def list_probes(store: Facade) -> list[dict[str, Any]]:
-    """Every declared probe with the verdict of the last save that checked it; also under
-    1.0.2's keys (``name`` for the pattern, ``text`` for the fact, ``note``)."""
-    notes = probe_notes(store)
-    return [dict(p, id=_id(p["id"]), name=p["pattern"], text=p["fact"],
-                 note=notes.get(str(p["id"])), retired_at=None)
-            for p in store.repos.wraps.probes()]
-
-
-def retire_probe(store: Facade, probe_id: int | str) -> bool:
-    """Stop checking a probe; False when there is no such probe."""
-    with store.transaction() as tx:
-        gone = tx.wraps.delete_probe(str(probe_id)) > 0
-        if gone:
-            tx.audit.append("probe_retired", {"id": _id(str(probe_id))},
-                            actor="operator")
-    return gone
-
-
-def drift_status(store: Facade) -> dict[str, Any]:
-    """Each probe's verdict at the last save, and that save's worklist: the patterns it
-    graduated with a validated citation (for the operator to judge truth)."""
-    wraps = store.wrap_history(1)
-    last = wraps[0] if wraps else None
-    # the verdicts of the last save (a probe added since has none yet)
-    rows = [r for r in list_probes(store) if last and r["last_wrap_id"] == last["id"]]
-    try:
-        graduated = json.loads(store.repos.meta.get_meta("last_graduated") or "[]")
-    except ValueError:
-        graduated = []
-    return {
-        "wrap_id": last["id"] if last else None,
-        "wrapped_at": last.get("wrapped_at") if last else None,
-        "probes": [{"id": r["id"], "kind": r["kind"],
-                    "subject": r["pattern"] if r["kind"] == "pattern" else r["fact"],
-                    "status": r["last_status"], "detail": r["last_detail"],
-                    "since_wrap": r["last_wrap_id"]} for r in rows],
-        "graduated": graduated,
-    }
-
-
 def _units(text: str) -> list[str]:
     """Sentences, clauses and bullets: the spans a fact's words must stay together in."""
     out = []
@@ -157,22 +70,6 @@ def _units(text: str) -> list[str]:
         for part in re.split(r"(?<=[.!?;])\s+", line):
             if part.strip():
                 out.append(part)
-    return out
-
-
-def _is_negation(token: str) -> bool:
-    return token in NEGATIONS or token.endswith("n't")
-
-
-def _tokens(text: str) -> list[str]:
-    """Word tokens with a negation kept whole ("doesn't") and any other word split at
-    its apostrophes ("o'clock" -> "o", "clock")."""
-    out: list[str] = []
-    for tok in tokenize(text):
-        if "'" in tok and not _is_negation(tok):
-            out.extend(p for p in tok.split("'") if p)
-        else:
-            out.append(tok)
     return out
 
 
@@ -184,12 +81,6 @@ def _forms(word: str) -> set[str]:
         if word.endswith(suffix) and len(word) - len(suffix) >= least:
             forms.add(word[: -len(suffix)])
     return forms
-
-
-def _words(text: str) -> list[str]:
-    """The words a fact is checked by: meaningful words and numbers, negations apart."""
-    return [w for w in _tokens(text)
-            if not _is_negation(w) and (w.isdigit() or is_meaningful(w))]
 
 
 def _negated(toks: list[str], fact_forms: list[set[str]]) -> bool:
@@ -240,8 +131,8 @@ def check_fact(fact: str, text: str) -> tuple[str, str]:
                     + (f"; closest: {closest!r}" if closest else ""))
 
 
-def evaluate(store: Facade, text: str, schema: Sequence[Mapping[str, object]],
-             crystal_names: set[str], wrap_id: int | None) -> DriftCheck:
+def evaluate(store: Facade, text: str, schema: Sequence[SectionSpec], crystal_names: set[str],
+             wrap_id: int | None) -> DriftCheck:
     """Check every probe against the saved text; store verdicts; return counts and ids."""
     probes = store.repos.wraps.probes()
     counts: dict[str, int] = {v: 0 for v in VERDICTS}
