@@ -31,6 +31,7 @@ from .common import (
 
 if TYPE_CHECKING:
     from ..store import Store
+    from .common import Subcommands
 
 
 class ServeUnavailable(AnnealMemoryError):
@@ -52,7 +53,7 @@ SNIPPET_CHANGES: list[tuple[int, str]] = [
 SNIPPETS_VERSION = SNIPPET_CHANGES[-1][0]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     p = command(sub, "status", "counts and health of the store", cmd_status)
     from .semantic import add_embedder_option
 
@@ -433,6 +434,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     from .common import operator_store
 
     doc = read_json(args.file, "import")
+    if not isinstance(doc, (dict, str)):  # as the import itself refuses it, before any store
+        raise ValidationError("the import is not an anneal-memory export: it needs an "
+                              "'episodes' list (write one with 'anneal-memory export')")
     episodes = doc.get("episodes") if isinstance(doc, dict) else None
     episodes = episodes if isinstance(episodes, list) else []  # else refused by the import
     n = len(episodes)

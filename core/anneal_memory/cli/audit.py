@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._inputs import whole_number
 from ..audit import AuditTrail, ranges_text
@@ -29,6 +29,10 @@ from .common import (
     shown_location,
 )
 
+if TYPE_CHECKING:
+    from .common import Subcommands
+
+
 #: Every event the library writes (a test keeps this in step with the code). ``--event``
 #: refuses a name that is neither one of these nor present in the trail being read.
 AUDIT_EVENTS = frozenset({
@@ -45,7 +49,7 @@ AUDIT_EVENTS = frozenset({
 })
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     p, asub = group(sub, "audit", "read the hash-chained audit trail (or: audit verify)")
     p.add_argument("--since", help="only entries from this ISO time or age on, e.g. 7d, 12h")
     p.add_argument("--event", action="append", default=[], metavar="NAME",

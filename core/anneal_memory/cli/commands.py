@@ -13,6 +13,7 @@ from .common import Progress, command, emit, open_store, shown_location
 
 if TYPE_CHECKING:
     from ..store import Store
+    from .common import Subcommands
 
 DEMO_FACTS = [
     ("The nightly import job times out when the connection pool has 5 connections", "observation"),
@@ -23,7 +24,7 @@ DEMO_FACTS = [
 ]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     command(sub, "demo", "record, recall and wrap a demo store, print the continuity "
             "(a temporary store unless --db names a new or empty one)", cmd_demo)
     e = command(sub, "eval", "run the governed-memory evaluation (five deterministic "

@@ -6,10 +6,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
 from .common import command, emit, open_store, require_store
+
+if TYPE_CHECKING:
+    from .common import Subcommands
+
 
 ENV_EMBEDDER = "ANNEAL_MEMORY_EMBEDDER"
 EMBEDDER_HELP = ("what embeds texts: 'wordllama' (the offline default, pip install "
@@ -36,7 +40,7 @@ def embedder_of(args: argparse.Namespace, *, required_for: str | None = None) ->
     return load_embedder(spec)
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     p = command(sub, "embed", "make the vectors semantic recall ranks by (progress on stderr)",
                 cmd_embed)
     add_embedder_option(p)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..continuity.schema import NAMED_SCHEMAS
 from ..errors import BatonError, SchemaError, ValidationError
@@ -21,12 +21,16 @@ from .common import (
     sidecar,
 )
 
+if TYPE_CHECKING:
+    from ..wrap.baton import Target
+    from .common import Subcommands
+
 # What a save result lists, in the order an operator wants to read it.
 _LISTED = ("demoted_patterns", "bare_demoted_patterns", "level_capped", "uncorroborated", "carried_forward",
            "omitted_patterns", "cross_session_collisions", "supersessions_rejected")
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     p = command(sub, "prepare-wrap", "open the wrap and print the compression package", cmd_prepare)
     p.add_argument("--session-id", help="the session wrapping (needed on a baton-gated store)")
     p.add_argument("--max-chars", type=int, metavar="N",
@@ -167,7 +171,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
-def _baton_of(args: argparse.Namespace) -> Any:
+def _baton_of(args: argparse.Namespace) -> Target:
     """Whose baton: the store's, or with --namespace that namespace's own."""
     from .common import namespace_of, tier_home
 
@@ -178,9 +182,9 @@ def cmd_baton_claim(args: argparse.Namespace) -> int:
     from ..wrap.baton import claim_baton
 
     with cli_hint(BatonError, f"anneal-memory baton claim {args.name} --take"):
-        result = claim_baton(_baton_of(args), args.name, take=args.take)
-    prev = result["previous"]
-    result = dict(result, session_id=args.name, previous_holder=prev)  # 1.0.2's keys too
+        claimed = claim_baton(_baton_of(args), args.name, take=args.take)
+    prev = claimed["previous"]
+    result = dict(claimed, session_id=args.name, previous_holder=prev)  # 1.0.2's keys too
     emit(args, result, f"{args.name} holds the baton" + (f" (taken from {prev})"
                                                          if prev and prev != args.name else ""))
     return 0
