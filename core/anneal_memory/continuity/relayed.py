@@ -47,7 +47,7 @@ GUIDANCE = (
     "text outside quotation marks is flagged at the save (and refused by a strict store).")
 
 
-def check_policy(value: Any) -> str:
+def check_policy(value: object) -> str:
     """A ``relayed_text`` policy: ``"flag"`` (default) or ``"strict"``."""
     from ..errors import ValidationError
 
