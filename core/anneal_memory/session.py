@@ -27,7 +27,7 @@ from .store import NamespaceLike, Store
 from .types import Episode, EpisodeType, ScoredEpisode
 from .wrap.prepare import prepare_wrap
 from .wrap.render import render_package
-from .wrap.save import validated_save_continuity
+from .wrap.save import SaveResult, validated_save_continuity
 
 if TYPE_CHECKING:
     from .types import DurableFact, PatternMatch
@@ -47,7 +47,7 @@ class WrapOutcome:
 
     status: str  # saved | empty | downgraded | refused | failed
     message: str
-    result: dict[str, Any] | None = None
+    result: SaveResult | None = None
 
     @property
     def saved(self) -> bool:

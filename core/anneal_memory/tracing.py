@@ -37,13 +37,13 @@ class OtelSpan(Protocol):
 
     def set_attribute(self, key: str, value: AttributeValue) -> None: ...
 
-    def set_status(self, status: Any) -> None: ...
+    def set_status(self, status: object) -> None: ...
 
 
 class Tracer(Protocol):
     """The part of an OpenTelemetry tracer this module uses."""
 
-    def start_as_current_span(self, name: str, *, kind: Any = ...,
+    def start_as_current_span(self, name: str, *, kind: object = ...,
                               attributes: Mapping[str, AttributeValue] | None = ...,
                               record_exception: bool = ...,
                               set_status_on_exception: bool = ...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from .common import (
 
 if TYPE_CHECKING:
     from ..wrap.baton import Target
+    from ..wrap.save import SaveResult
     from .common import Subcommands
 
 # What a save result lists, in the order an operator wants to read it.
@@ -117,13 +119,15 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summary(result: dict[str, Any]) -> str:
+def _summary(result: SaveResult) -> str:
     lines = [f"Saved {result['chars']} chars from {result['episodes_compressed']} episode(s) "
              f"to {result['path']}",
              f"graduations validated: {result['graduations_validated']}, "
              f"demoted: {result['graduations_demoted']}"]
+    listed: Mapping[str, object] = result
     for key in _LISTED:
-        items = result.get(key) or []
+        value = listed.get(key)
+        items = value if isinstance(value, list) else []
         if items:
             names = [str(i.get("name") or f"{i.get('old_id')}->{i.get('new_id')}")
                      if isinstance(i, dict) else str(i) for i in items]

@@ -66,7 +66,7 @@ def check_call(tool: str, arguments: Mapping[str, object] | None) -> dict[str, o
     args = {k: v for k, v in (arguments or {}).items()
             if k not in IGNORED_ARGUMENTS.get(tool, ())}
     schema = spec["inputSchema"]
-    props: dict[str, Any] = schema["properties"]
+    props = schema["properties"]
     extra = sorted(set(args) - set(props))
     if extra:
         hint = (" (the session id comes from the server's --session-id, never from a tool "

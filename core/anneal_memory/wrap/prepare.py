@@ -21,6 +21,7 @@ from .lifecycle import take_over_stale
 from .render import instructions, render_episodes
 
 if TYPE_CHECKING:
+    from ..crystal import Crystal, CrystalStore
     from ..store import Store
 
 
@@ -42,7 +43,7 @@ def _gate(store: Store, session_id: str | None) -> str | None:
 
 @tracing.traced(tracing.UPDATE, "wrap.prepare", result=tracing.prepared)
 def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: int = 7,
-                 crystal_store: Any = None, session_id: str | None = None,
+                 crystal_store: CrystalStore | None = None, session_id: str | None = None,
                  wrap_token: str | None = None) -> dict[str, Any]:
     """Open (or re-open) the wrap and return the compression package.
 
@@ -179,7 +180,7 @@ CRYSTALLIZE_LEVEL = 3
 REWARM_DAYS = 90
 
 
-def gone_cold(crystal: Any, today: str) -> bool:
+def gone_cold(crystal: Crystal, today: str) -> bool:
     """Unused for more than ``REWARM_DAYS``: offered for re-warming."""
     from ..clock import days_between
 
