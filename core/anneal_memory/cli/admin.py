@@ -438,17 +438,21 @@ def _export_sqlite(args: argparse.Namespace) -> int:
 _IMPORT_LISTS = ("skipped_existing", "refused_deleted", "ids")
 
 
-def import_summary(result: dict[str, Any], verbose: bool) -> dict[str, Any]:
+def import_summary(result: Mapping[str, object], verbose: bool) -> dict[str, object]:
     """The import result with each id list counted and, unless ``verbose``, cut to its
     first few: a re-run import of 50,000 episodes skips them all."""
     out = dict(result)
-    for key in _IMPORT_LISTS:
-        items = list(result.get(key) or [])
+    lists = {key: _listed(result.get(key)) for key in _IMPORT_LISTS}
+    for key, items in lists.items():
         out[f"{key}_count"] = len(items)
         out[key] = items if verbose else items[:SHOWN]
-    out["lists_complete"] = verbose or all(len(result.get(k) or []) <= SHOWN
-                                           for k in _IMPORT_LISTS)
+    out["lists_complete"] = verbose or all(len(items) <= SHOWN for items in lists.values())
     return out
+
+
+def _listed(value: object) -> list[object]:
+    """An id list of the import result as a list (none: empty)."""
+    return list(value) if isinstance(value, (list, tuple)) else []
 
 
 def cmd_import(args: argparse.Namespace) -> int:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import ValidationError
 from .common import command, emit, open_store, require_store
 
 if TYPE_CHECKING:
+    from ..embedding import Embedder
     from .common import Subcommands
 
 
@@ -25,7 +26,7 @@ def add_embedder_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--embedder", metavar="SPEC", help=EMBEDDER_HELP)
 
 
-def embedder_of(args: argparse.Namespace, *, required_for: str | None = None) -> Any:
+def embedder_of(args: argparse.Namespace, *, required_for: str | None = None) -> Embedder | None:
     """The embedder ``--embedder`` (or the environment) names, or None; ``required_for``
     names the command that needs one (a typed refusal without it)."""
     spec = getattr(args, "embedder", None) or os.environ.get(ENV_EMBEDDER) or None
