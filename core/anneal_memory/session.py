@@ -350,7 +350,7 @@ class MemorySession:
         """Open the wrap and return the prompt for the compressor; None if nothing to wrap."""
         r = prepare_wrap(self.store, session_id=self.session_id, crystal_store=self.crystal_store)
         self._last_prepare = r
-        if r["status"] != "ready":
+        if r["status"] != "ready" or r["package"] is None:  # a ready wrap has its package
             return None
         return render_package(r["package"])
 
@@ -431,7 +431,7 @@ class MemorySession:
         self._token = r.get("wrap_token")
         if r["status"] == "empty":
             return None, WrapOutcome("empty", r["message"])
-        if r["status"] != "ready":
+        if r["status"] != "ready" or r["package"] is None:  # a ready wrap has its package
             return None, WrapOutcome("downgraded", r["message"])
         return render_package(r["package"]), None
 

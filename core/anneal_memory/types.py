@@ -246,7 +246,7 @@ class StoreStatusDict(TypedDict):
     trust_counts: dict[str, int]
     wrap_started_at: str | None
     wrap_stale: bool
-    namespace: dict[str, str] | None
+    namespace: dict[str, str | None] | None
     all_namespaces: NamespaceTotalsDict | None
     embedder: str | None
     embedding_dims: int | None
@@ -280,7 +280,7 @@ class StoreStatus:
     #: the open wrap is older than the store's stale_wrap_after (or, without that policy,
     #: than STALE_WRAP_NOTICE seconds): its host may have died holding it
     wrap_stale: bool = False
-    namespace: dict[str, str] | None = None
+    namespace: dict[str, str | None] | None = None
     all_namespaces: NamespaceTotals | None = None
     #: the store's embedder (its model id; None: keyword recall only), its dimension once
     #: known, and how many of the episodes counted here have a vector of it

@@ -69,3 +69,51 @@ def test_each_typeddict_declares_the_keys_it_holds() -> None:
     for td, cls in pairs:
         assert list(typing.get_type_hints(td)) == [f.name for f in dataclasses.fields(cls)]
     assert list(typing.get_type_hints(PatternMatchDict)) == list(PatternMatch._fields)
+
+
+def _keys(td: type) -> tuple[set[str], set[str]]:
+    """(every key, the required keys) a TypedDict declares."""
+    return set(typing.get_type_hints(td)), set(getattr(td, "__required_keys__"))
+
+
+def _holds(result: object, td: type) -> None:
+    """``result`` has every required key of ``td`` and no key ``td`` does not declare."""
+    declared, required = _keys(td)
+    assert isinstance(result, dict)
+    assert required <= set(result), sorted(required - set(result))
+    assert set(result) <= declared, sorted(set(result) - declared)
+
+
+def test_a_real_wrap_gives_what_its_typeddicts_declare(store: Store, tmp_path) -> None:
+    from anneal_memory.crystal import CrystalStore
+    from anneal_memory.testing import scripted_compress
+    from anneal_memory.wrap.prepare import PrepareResult, prepare_wrap
+    from anneal_memory.wrap.render import WrapPackage, render_package
+    from anneal_memory.wrap.save import SaveResult, validated_save_continuity
+
+    _holds(prepare_wrap(store), PrepareResult)  # empty
+    for i in range(3):
+        store.record(f"decision {i}: keep the pool at {i + 4} connections " + "x" * 40,
+                     "decision")
+    crystals = CrystalStore(store)
+    ready = prepare_wrap(store, crystal_store=crystals)
+    _holds(ready, PrepareResult)
+    package = ready["package"]
+    _holds(package, WrapPackage)
+    assert {"instructions", "crystallization_candidates", "uncovered_proven",
+            "rewarm_candidates", "crystal_index"} <= set(package)
+    saved = validated_save_continuity(store, scripted_compress(render_package(package)),
+                                      wrap_token=ready["wrap_token"], crystal_store=crystals)
+    assert set(saved) == _keys(SaveResult)[0]  # the two keys added on the way too
+
+
+def test_migrate_and_tokens_give_what_their_typeddicts_declare(store: Store, tmp_path) -> None:
+    from anneal_memory.mcp.tokens import TokenDict, create_token
+    from anneal_memory.migrate_store import MigrationReport, migrate
+
+    store.record("one", "decision")
+    _secret, info = create_token(store, {"user": "alice"})
+    assert set(info.to_dict()) == _keys(TokenDict)[0]
+    store.close()
+    report = migrate(str(store.path), str(tmp_path / "copy.db"))
+    assert set(report) == _keys(MigrationReport)[0]

@@ -121,7 +121,7 @@ def _run_demo(store: Store) -> tuple[dict[str, Any], str]:
         store.record(content, kind)
     hits = store.recall(keyword="connection pool")
     wrap = prepare_wrap(store)
-    if wrap["status"] != "ready":
+    if wrap["status"] != "ready" or wrap["package"] is None:
         raise StoreError(f"the demo store could not be wrapped ({wrap['status']}: "
                          f"{wrap['message']}): run demo without --db")
     result = validated_save_continuity(store, scripted_compress(render_package(wrap["package"])),

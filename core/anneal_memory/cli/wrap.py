@@ -110,7 +110,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
         # 1.0.2 prints the package itself, with the token; status and message ride along
         emit(args, {**(result["package"] or {}), **{k: v for k, v in result.items()
                                                      if k != "package"}})
-    elif result["status"] == "ready":
+    elif result["status"] == "ready" and result["package"] is not None:
         print(render_package(result["package"]))
         print()
         print(f"Wrap token: {result['wrap_token']}")

@@ -193,7 +193,7 @@ class MemoryTools:
                              staleness_days=a.get("staleness_days", 7))
         if w["status"] == "empty":
             return "No episodes since the last wrap: nothing to compress. Skip the wrap."
-        if w["status"] == "downgraded":
+        if w["status"] == "downgraded" or w["package"] is None:  # ready: it has its package
             return (f"Capture-only: no wrap was opened. {self.gate_text() or w['message']}\n"
                     "Your episodes are kept for the next wrap this session is allowed to make.")
         out = [render_package(w["package"]), "", f"Wrap token: {w['wrap_token']}",

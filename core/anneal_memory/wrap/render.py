@@ -3,13 +3,51 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TypedDict
 
 from ..continuity.parse import PatternSummary
 from ..continuity.schema import durable_budget, has_felt_layer
 from .relayed import GUIDANCE as RELAYED_GUIDANCE
 
 PACKAGE_MARKER = "=== ANNEAL-MEMORY WRAP PACKAGE ==="
+
+
+class PackageEpisode(TypedDict):
+    """One episode of a wrap package, as the composer reads it (``content`` shortened to
+    the package's budget when long)."""
+
+    id: str
+    timestamp: str
+    type: str
+    content: str
+    source: str
+    trust: str
+    superseded_by: str | None
+
+
+class _PackageFields(TypedDict):
+    episodes: str
+    episode_list: list[PackageEpisode]
+    episode_count: int
+    continuity: str | None
+    stale_patterns: list[dict[str, object]]
+    today: str
+    max_chars: int
+    project_name: str
+
+
+class WrapPackage(_PackageFields, total=False):
+    """``prepare_wrap``'s ``package``: what the composer compresses. ``instructions`` and
+    the three candidate lists are added once the episodes are listed (always there in
+    a package prepare_wrap returns); ``shortened`` only when episodes were shortened,
+    ``crystal_index`` only with a crystal store."""
+
+    shortened: dict[str, object]
+    instructions: str
+    crystallization_candidates: list[dict[str, object]]
+    uncovered_proven: list[dict[str, object]]
+    rewarm_candidates: list[dict[str, object]]
+    crystal_index: str | None
 DEDUP_CAP = 50
 
 _ROLE_HINTS = {
@@ -85,7 +123,7 @@ def instructions(schema: Sequence[Mapping[str, object]], *, project_name: str, m
     return "\n".join(lines)
 
 
-def render_package(package: Mapping[str, Any]) -> str:
+def render_package(package: WrapPackage) -> str:
     """The whole package as one prompt for a compressor model."""
     out = [PACKAGE_MARKER, "", "## Instructions", package["instructions"], "",
            "## Current continuity", package.get("continuity") or "(none yet: write the first)", ""]
