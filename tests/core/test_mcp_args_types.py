@@ -18,7 +18,7 @@ _PYTHON = {"string": str, "integer": int, "boolean": bool, "array": list[str],
 def _declared(tool: str) -> tuple[dict[str, object], frozenset[str]]:
     """The TypedDict's keys with their types, and its required keys."""
     cls = ARGS_OF[tool]
-    return typing.get_type_hints(cls), frozenset(getattr(cls, "__required_keys__"))
+    return typing.get_type_hints(cls), frozenset(cls.__required_keys__)
 
 
 def _schema(tool: str) -> tuple[dict[str, object], frozenset[str]]:
