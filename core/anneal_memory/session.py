@@ -523,8 +523,8 @@ def guard_hook(logger: logging.Logger | str) -> Callable[[Callable[P, R]], Calla
                 except Exception as exc:
                     log.warning("anneal-memory: %s failed: %s", fn.__name__, exc)
                     return None
-            # the same parameters; R is the coroutine awrapper returns (mypy cannot follow
-            # iscoroutinefunction to that)
+            # awrapper takes fn's parameters and, as fn, returns a coroutine (R is fn's
+            # coroutine type): the cast says so, as mypy cannot tie R to awrapper's
             return cast("Callable[P, R | None]", awrapper)
 
         @functools.wraps(fn)

@@ -57,6 +57,7 @@ class HoldsStore(Protocol):
     @property
     def store(self) -> object: ...
 
+
 #: the instrumentation scope's name
 SCOPE = "anneal_memory"
 #: ``gen_ai.provider.name`` of every span
