@@ -212,7 +212,7 @@ def _shape(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def as_embedder(source: Any) -> Embedder | None:
+def as_embedder(source: object) -> Embedder | None:
     """``source`` as an :class:`Embedder` (None stays None)."""
     if source is None or isinstance(source, Embedder):
         return source
@@ -284,10 +284,12 @@ OFFLINE_DEFAULT = "wordllama"
 OFFLINE_KEYWORD_WEIGHT = math.inf
 
 
-def offline_embedder(*, dims: int = 256, **options: Any) -> Embedder:
+def offline_embedder(*, dims: int = 256, batch_size: int = DEFAULT_BATCH,
+                     catch_up: int = DEFAULT_CATCH_UP,
+                     keyword_weight: float | None = OFFLINE_KEYWORD_WEIGHT) -> Embedder:
     """The offline default: WordLlama's ``l2_supercat`` static model, whose weights ship
     inside its wheel (``pip install 'anneal-memory[semantic]'``); it loads in under a
-    second with no network. ``options`` go to :class:`Embedder`."""
+    second with no network. The options go to :class:`Embedder`."""
     try:
         from pathlib import Path
 
@@ -306,8 +308,8 @@ def offline_embedder(*, dims: int = 256, **options: Any) -> Embedder:
     # a static model, weaker than a sentence encoder (LoCoMo R@10 alone 0.32-0.42 against
     # MiniLM's 0.42-0.48): no fusion weight at k=10 beat keyword recall on the held-out
     # conversations (bench/semantic.py), so keyword recall's order stays and vectors add
-    options.setdefault("keyword_weight", OFFLINE_KEYWORD_WEIGHT)
-    return Embedder(embed, model=f"wordllama-l2_supercat-{dims}", **options)
+    return Embedder(embed, model=f"wordllama-l2_supercat-{dims}", batch_size=batch_size,
+                    catch_up=catch_up, keyword_weight=keyword_weight)
 
 
 def load_embedder(spec: str) -> Embedder:

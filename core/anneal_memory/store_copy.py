@@ -15,7 +15,7 @@ them; sidecar files of a tier opened with a path are not.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TypedDict
 
 from .audit import AuditTrail
 from .errors import StoreError
@@ -27,8 +27,21 @@ def _label(location: str) -> str:
     return redact(dsn) if dsn else location
 
 
+class MigrationReport(TypedDict):
+    """What ``migrate`` copied and verified."""
+
+    source: str
+    destination: str
+    #: rows copied, by table
+    copied: dict[str, int]
+    audit_entries: int
+    #: whether the governed memory's tables came along
+    governed: bool
+    verified: bool
+
+
 def migrate(src: str, dst: str, *,
-            progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+            progress: Callable[[str, int, int], None] | None = None) -> MigrationReport:
     """Copy the store at ``src`` into the new store at ``dst`` and verify the copy.
     ``progress(table, rows_done, rows_total)`` is called as each table is copied."""
     if pg_dsn(dst):
@@ -46,7 +59,7 @@ def migrate(src: str, dst: str, *,
 
 
 def _migrate(src: str, dst: str,
-             progress: Callable[[str, int, int], None] | None) -> dict[str, Any]:
+             progress: Callable[[str, int, int], None] | None) -> MigrationReport:
     from .store import Store
 
     with Store(src, read_only=True) as source, Store(dst, audit=False) as target:

@@ -13,9 +13,9 @@ compared, and then renamed ``<name>.imported`` (kept, never deleted).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ._fileio import sidecar_path
 from .errors import SidecarError
@@ -35,7 +35,7 @@ TIERS = "_tiers"
 OUTCOMES = "_outcomes"
 
 
-def is_store(obj: Any) -> bool:
+def is_store(obj: object) -> bool:
     """Whether ``obj`` is a Store or a scoped view (not a path)."""
     return hasattr(obj, "items") and hasattr(obj, "transaction") and hasattr(obj, "repos")
 
@@ -44,16 +44,17 @@ def sidecar_of(store: ItemStore, suffix: str) -> Path:
     return sidecar_path(store.path, suffix)
 
 
-def load_doc(store: ItemStore, suffix: str) -> dict[str, Any] | None:
+def load_doc(store: ItemStore, suffix: str) -> dict[str, object] | None:
     item = store.items(TIERS).get(suffix)
     return None if item is None else dict(item.value)
 
 
-def save_doc(store: ItemStore, suffix: str, data: dict[str, Any]) -> None:
+def save_doc(store: ItemStore, suffix: str, data: Mapping[str, object]) -> None:
     store.items(TIERS).put(suffix, data)
 
 
-def import_sidecar(store: ItemStore, suffix: str, read_file: Any) -> bool:
+def import_sidecar(store: ItemStore, suffix: str,
+                   read_file: Callable[[Path], Mapping[str, object]]) -> bool:
     """Bring the root store's sidecar file into the database once (see the module doc).
     ``read_file(path)`` parses the file as the tier reads its sidecars."""
     if getattr(store, "namespace", None) is not None or store.read_only:

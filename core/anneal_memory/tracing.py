@@ -19,10 +19,44 @@ import functools
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, TypeVar, Union
+
+from .types import Episode, ScoredEpisode
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: what a span attribute may hold: OpenTelemetry's ``AttributeValue``
+AttributeValue = Union[str, bool, int, float, Sequence[str], Sequence[bool], Sequence[int],
+                       Sequence[float]]
+
+
+class OtelSpan(Protocol):
+    """The part of an OpenTelemetry span this module uses."""
+
+    def set_attribute(self, key: str, value: AttributeValue) -> None: ...
+
+    def set_status(self, status: object) -> None: ...
+
+
+class Tracer(Protocol):
+    """The part of an OpenTelemetry tracer this module uses."""
+
+    def start_as_current_span(self, name: str, *, kind: object = ...,
+                              attributes: Mapping[str, AttributeValue] | None = ...,
+                              record_exception: bool = ...,
+                              set_status_on_exception: bool = ...
+                              ) -> AbstractContextManager[OtelSpan]: ...
+
+
+class HoldsStore(Protocol):
+    """What ``traced(of=...)`` is handed when the store is not the first argument (a
+    session)."""
+
+    @property
+    def store(self) -> object: ...
+
 
 #: the instrumentation scope's name
 SCOPE = "anneal_memory"
@@ -34,7 +68,7 @@ CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 SEARCH, UPDATE, DELETE = "search_memory", "update_memory", "delete_memory"
 
 _api: Any = None  # None: not looked for yet; False: not installed; else (trace, metrics)
-_tracers: dict[int, Any] = {}
+_tracers: dict[int, tuple[object, Tracer]] = {}
 _instruments: dict[int, dict[str, Any]] = {}
 
 
@@ -56,7 +90,7 @@ def _configured(provider: Any) -> bool:
     return not (name.startswith(("NoOp", "_NoOp", "Proxy", "_Proxy", "_DefaultProxy")))
 
 
-def tracer() -> Any:
+def tracer() -> Tracer | None:
     """The tracer of the application's configured provider, or None (nothing to trace to)."""
     api = _api if _api is not None else _load()
     if api is False:
@@ -148,8 +182,8 @@ def _backend(store: object) -> str:
     return "postgresql" if getattr(store, "dsn", None) else "sqlite"
 
 
-def _scope_attributes(store: Any) -> dict[str, Any]:
-    attrs: dict[str, Any] = {"gen_ai.provider.name": PROVIDER,
+def _scope_attributes(store: Any) -> dict[str, AttributeValue]:
+    attrs: dict[str, AttributeValue] = {"gen_ai.provider.name": PROVIDER,
                              "anneal_memory.backend": _backend(store)}
     store_id = getattr(store, "store_id", None) or ""
     if store_id:
@@ -177,7 +211,7 @@ class _NoSpan:
     def __exit__(self, *exc: object) -> None:
         return None
 
-    def set(self, key: str, value: Any) -> None:
+    def set(self, key: str, value: AttributeValue) -> None:
         return None
 
 
@@ -189,8 +223,8 @@ class _Span:
 
     __slots__ = ("_cm", "_span", "_op", "_what", "_store", "_start", "_attrs", "_kind")
 
-    def __init__(self, tracer_: Any, op: str, what: str, store: object,
-                 attrs: dict[str, Any], client: bool) -> None:
+    def __init__(self, tracer_: Tracer, op: str, what: str, store: object,
+                 attrs: Mapping[str, AttributeValue], client: bool) -> None:
         self._op, self._what, self._store, self._attrs = op, what, store, attrs
         name = getattr(store, "project_name", None) or PROVIDER
         kind = _load()[0].SpanKind.CLIENT if client else _load()[0].SpanKind.INTERNAL
@@ -198,7 +232,7 @@ class _Span:
         self._cm = tracer_.start_as_current_span(
             f"{op} {name}" if client else f"{what}", kind=kind, attributes=attrs,
             record_exception=False, set_status_on_exception=False)
-        self._span: Any = None
+        self._span: OtelSpan | None = None
         self._start = 0.0
 
     def __enter__(self) -> _Span:
@@ -206,12 +240,14 @@ class _Span:
         self._start = time.perf_counter()
         return self
 
-    def set(self, key: str, value: Any) -> None:
+    def set(self, key: str, value: AttributeValue) -> None:
         """One attribute on the span (and, for a few, on the operation's metrics)."""
+        assert self._span is not None, "set() inside the span's with-block"
         self._span.set_attribute(key, value)
 
     def __exit__(self, etype: Any, exc: Any, tb: Any) -> None:
         error = None
+        assert self._span is not None
         if exc is not None:
             error = type(exc).__name__
             self._span.set_attribute("error.type", error)
@@ -231,7 +267,7 @@ class _Span:
         self._cm.__exit__(etype, exc, tb)
 
 
-def span(op: str, what: str, store: object, **attrs: Any) -> _Span | _NoSpan:
+def span(op: str, what: str, store: object, **attrs: AttributeValue | None) -> _Span | _NoSpan:
     """A span for operation ``what`` (``gen_ai.operation.name`` ``op``) on ``store``."""
     t = tracer()
     if t is None:
@@ -244,7 +280,7 @@ def span(op: str, what: str, store: object, **attrs: Any) -> _Span | _NoSpan:
 
 
 @contextlib.contextmanager
-def server_request(scope: Mapping[str, Any]) -> Iterator[_Span | None]:
+def server_request(scope: Mapping[str, object]) -> Iterator[_Span | None]:
     """A ``SERVER`` span for one HTTP request of the team server (an ASGI ``scope``),
     continuing the caller's trace from its W3C ``traceparent`` / ``tracestate`` headers;
     the memory operations the request causes are its children. None when not tracing."""
@@ -255,7 +291,11 @@ def server_request(scope: Mapping[str, Any]) -> Iterator[_Span | None]:
     from opentelemetry import context, propagate, trace
 
     carrier: dict[str, str] = {}
-    for raw_name, raw_value in scope.get("headers") or []:
+    headers = scope.get("headers")
+    for pair in headers if isinstance(headers, (list, tuple)) else ():
+        raw_name, raw_value = pair  # ASGI: (name, value) byte strings
+        if not isinstance(raw_name, bytes) or not isinstance(raw_value, bytes):
+            continue
         name = raw_name.decode("latin-1").lower()
         if name in ("traceparent", "tracestate") and name not in carrier:
             carrier[name] = raw_value.decode("latin-1")
@@ -290,8 +330,8 @@ def phase(name: str) -> Callable[[F], F]:
 
 
 def traced(op: str, what: str, *, query: str | None = None, record_id: str | None = None,
-           result: Callable[[_Span, Any], None] | None = None,
-           of: Callable[[Any], Any] | None = None) -> Callable[[F], F]:
+           result: Callable[[_Span, object], None] | None = None,
+           of: Callable[[HoldsStore], object] | None = None) -> Callable[[F], F]:
     """Decorate a public operation whose first argument is the store (a method, or a
     function taking it first; ``of`` finds the store in another first argument, such as
     a session): one span per call, named by the GenAI memory conventions. ``query``: the
@@ -334,14 +374,14 @@ def traced(op: str, what: str, *, query: str | None = None, record_id: str | Non
 
 
 # ---------------------------------------------------------------------- what results tell
-def _records_json(episodes: Any) -> str:
+def _records_json(episodes: Sequence[Episode | ScoredEpisode]) -> str:
     return json.dumps([{"id": e.id, "type": str(getattr(e.type, "value", e.type)),
                         "content": e.content} for e in episodes], ensure_ascii=False)
 
 
-def recorded(sp: _Span, out: Any) -> None:
+def recorded(sp: _Span, out: object) -> None:
     """An episode or a list of them was written."""
-    episodes = out if isinstance(out, list) else [out]
+    episodes = [e for e in (out if isinstance(out, list) else [out]) if isinstance(e, Episode)]
     if len(episodes) == 1:
         sp.set("gen_ai.memory.record.id", episodes[0].id)
     sp.set("anneal_memory.episodes", len(episodes))
@@ -352,7 +392,7 @@ def recorded(sp: _Span, out: Any) -> None:
         meters["recorded"].add(len(episodes), {"anneal_memory.backend": _backend(sp._store)})
 
 
-def found(sp: _Span, out: Any) -> None:
+def found(sp: _Span, out: object) -> None:
     """A recall's result: how many episodes (their content only with capture on)."""
     episodes = list(getattr(out, "episodes", []) or [])
     sp.set("anneal_memory.results", len(episodes))
@@ -366,7 +406,7 @@ def found(sp: _Span, out: Any) -> None:
         meters["results"].record(len(episodes), {"anneal_memory.backend": _backend(sp._store)})
 
 
-def erased(sp: _Span, out: Any) -> None:
+def erased(sp: _Span, out: object) -> None:
     """What a delete, erase or prune removed (a bool, a count or an ErasureReport)."""
     if isinstance(out, bool):
         sp.set("anneal_memory.deleted", int(out))
@@ -376,20 +416,20 @@ def erased(sp: _Span, out: Any) -> None:
         sp.set("anneal_memory.deleted", len(getattr(out, "episodes", []) or []))
 
 
-def imported(sp: _Span, out: Any) -> None:
+def imported(sp: _Span, out: object) -> None:
     """An import's count."""
     if isinstance(out, dict) and isinstance(out.get("imported"), int):
         sp.set("anneal_memory.episodes", out["imported"])
 
 
-def prepared(sp: _Span, out: Any) -> None:
+def prepared(sp: _Span, out: object) -> None:
     """A prepared wrap: its status and how many episodes it holds."""
     if isinstance(out, dict):
         sp.set("anneal_memory.wrap.status", str(out.get("status")))
         sp.set("anneal_memory.episodes", int(out.get("episode_count") or 0))
 
 
-def saved(sp: _Span, out: Any) -> None:
+def saved(sp: _Span, out: object) -> None:
     """A saved wrap: the immune system's verdicts, as attributes and metrics."""
     if not isinstance(out, dict):
         return

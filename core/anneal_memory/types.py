@@ -6,7 +6,7 @@ import builtins
 import enum
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from .errors import TrustError, UnknownEpisodeTypeError
 
@@ -72,6 +72,22 @@ class FieldMapping(Mapping[str, Any]):
         return len(self.as_mapping())
 
 
+class EpisodeDict(TypedDict):
+    """``Episode.to_dict()``: the episode as JSON (export, ``--json``, MCP)."""
+
+    id: str
+    timestamp: str
+    type: str
+    content: str
+    source: str
+    session_id: str | None
+    metadata: dict[str, object] | None
+    superseded_by: str | None
+    trust: str
+    state_key: str | None
+    derived_from: list[str]
+
+
 @dataclass
 class Episode:
     """One typed, timestamped record in the episodic store."""
@@ -88,7 +104,7 @@ class Episode:
     state_key: str | None = None
     derived_from: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> EpisodeDict:
         return {
             "id": self.id,
             "timestamp": self.timestamp,
@@ -134,6 +150,19 @@ class RecallResult(NamedTuple):
         return bool(use and use.used)
 
 
+class VectorUseDict(TypedDict):
+    """``VectorUse.to_dict()``."""
+
+    mode: str
+    used: bool
+    model: str | None
+    dims: int | None
+    candidates: int
+    pending: int
+    embedded: int
+    reason: str | None
+
+
 @dataclass(frozen=True)
 class VectorUse:
     """What a hybrid or semantic recall did with vectors.
@@ -154,10 +183,20 @@ class VectorUse:
     embedded: int = 0
     reason: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
+    def to_dict(self) -> VectorUseDict:
+        return {"mode": self.mode, "used": self.used, "model": self.model, "dims": self.dims,
+                "candidates": self.candidates, "pending": self.pending,
+                "embedded": self.embedded, "reason": self.reason}
 
-        return asdict(self)
+
+class NamespaceTotalsDict(TypedDict):
+    """``NamespaceTotals.to_dict()``."""
+
+    namespaces: int
+    wraps: int
+    last_wrap_at: str | None
+    open_wraps: int
+    continuities: int
 
 
 @dataclass
@@ -172,10 +211,47 @@ class NamespaceTotals:
     open_wraps: int
     continuities: int
 
-    def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
+    def to_dict(self) -> NamespaceTotalsDict:
+        return {"namespaces": self.namespaces, "wraps": self.wraps,
+                "last_wrap_at": self.last_wrap_at, "open_wraps": self.open_wraps,
+                "continuities": self.continuities}
 
-        return asdict(self)
+
+class VectorCount(TypedDict):
+    """The stored vectors of one model: ``StoreStatus.vectors``."""
+
+    model: str
+    dims: int
+    episodes: int
+
+
+class StoreStatusDict(TypedDict):
+    """``StoreStatus.to_dict()``: 1.0.2's status keys and what came after them."""
+
+    total_episodes: int
+    episodes_since_wrap: int
+    total_wraps: int
+    last_wrap_at: str | None
+    wrap_in_progress: bool
+    tombstone_count: int
+    continuity_chars: int | None
+    episodes_by_type: dict[str, int]
+    audit_enabled: bool
+    audit_entry_count: int
+    audit_write_failures: int
+    audit_last_failure: str | None
+    consolidate_requires_baton: bool
+    path: str
+    superseded_count: int
+    trust_counts: dict[str, int]
+    wrap_started_at: str | None
+    wrap_stale: bool
+    namespace: dict[str, str | None] | None
+    all_namespaces: NamespaceTotalsDict | None
+    embedder: str | None
+    embedding_dims: int | None
+    embedded_episodes: int
+    vectors: list[VectorCount]
 
 
 @dataclass
@@ -204,7 +280,7 @@ class StoreStatus:
     #: the open wrap is older than the store's stale_wrap_after (or, without that policy,
     #: than STALE_WRAP_NOTICE seconds): its host may have died holding it
     wrap_stale: bool = False
-    namespace: dict[str, Any] | None = None
+    namespace: dict[str, str | None] | None = None
     all_namespaces: NamespaceTotals | None = None
     #: the store's embedder (its model id; None: keyword recall only), its dimension once
     #: known, and how many of the episodes counted here have a vector of it
@@ -212,12 +288,38 @@ class StoreStatus:
     embedding_dims: int | None = None
     embedded_episodes: int = 0
     #: the stored vectors of the episodes counted here, by model: {model, dims, episodes}
-    vectors: list[dict[str, Any]] = field(default_factory=list)
+    vectors: list[VectorCount] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
-        return asdict(self)
+    def to_dict(self) -> StoreStatusDict:
+        """The status as JSON, every container a copy (as ``dataclasses.asdict`` makes)."""
+        return {
+            "total_episodes": self.total_episodes,
+            "episodes_since_wrap": self.episodes_since_wrap,
+            "total_wraps": self.total_wraps,
+            "last_wrap_at": self.last_wrap_at,
+            "wrap_in_progress": self.wrap_in_progress,
+            "tombstone_count": self.tombstone_count,
+            "continuity_chars": self.continuity_chars,
+            "episodes_by_type": dict(self.episodes_by_type),
+            "audit_enabled": self.audit_enabled,
+            "audit_entry_count": self.audit_entry_count,
+            "audit_write_failures": self.audit_write_failures,
+            "audit_last_failure": self.audit_last_failure,
+            "consolidate_requires_baton": self.consolidate_requires_baton,
+            "path": self.path,
+            "superseded_count": self.superseded_count,
+            "trust_counts": dict(self.trust_counts),
+            "wrap_started_at": self.wrap_started_at,
+            "wrap_stale": self.wrap_stale,
+            "namespace": None if self.namespace is None else dict(self.namespace),
+            "all_namespaces": (None if self.all_namespaces is None
+                               else self.all_namespaces.to_dict()),
+            "embedder": self.embedder,
+            "embedding_dims": self.embedding_dims,
+            "embedded_episodes": self.embedded_episodes,
+            "vectors": [VectorCount(model=v["model"], dims=v["dims"], episodes=v["episodes"])
+                        for v in self.vectors],
+        }
 
 
 class WrapCancelReceipt(NamedTuple):
@@ -265,6 +367,28 @@ class DurableFact(NamedTuple):
     continuation: list[str] = []
 
 
+class PatternMatchDict(TypedDict):
+    """``PatternMatch.to_dict()``."""
+
+    name: str
+    level: int
+    text: str
+    score: float
+    via: list[str]
+    matched_words: list[str]
+    via_episodes: list[str]
+    evidence: list[str]
+    tags: list[str]
+    activation: str
+
+
+class PatternMapping(PatternMatchDict):
+    """``PatternMatch.as_mapping()``: 1.0.2's RelevantPattern keys beside ours."""
+
+    explanation: str
+    source: str
+
+
 class PatternMatch(NamedTuple):
     """One crystal recall found, and why."""
 
@@ -279,28 +403,32 @@ class PatternMatch(NamedTuple):
     tags: tuple[str, ...] = ()
     activation: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        out = self._asdict()
-        out["via"] = list(self.via)
-        out["tags"] = list(self.tags)
-        return out
+    def to_dict(self) -> PatternMatchDict:
+        return {"name": self.name, "level": self.level, "text": self.text, "score": self.score,
+                "via": list(self.via), "matched_words": list(self.matched_words),
+                "via_episodes": list(self.via_episodes), "evidence": list(self.evidence),
+                "tags": list(self.tags), "activation": self.activation}
 
-    def as_mapping(self) -> dict[str, Any]:
+    def as_mapping(self) -> PatternMapping:
         """1.0.2's RelevantPattern dict (name, level, explanation, tags, activation, score,
         source: how it was found) and ours."""
-        return dict(self.to_dict(), explanation=self.text, source="+".join(self.via))
+        d = self.to_dict()
+        return {**d, "explanation": self.text, "source": "+".join(self.via)}
 
     def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
         """``match["name"]`` as with 1.0.2's dicts; ``match[0]`` as a tuple."""
         if isinstance(key, str):
-            return self.as_mapping()[key]
+            mapping: Mapping[str, object] = self.as_mapping()
+            return mapping[key]
         return tuple.__getitem__(self, key)
 
     def keys(self) -> builtins.list[str]:
         return builtins.list(self.as_mapping())
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self.as_mapping().get(key, default)
+        """1.0.2's ``dict.get``: the value's type is the key's (Any, as the dict gave it)."""
+        mapping: Mapping[str, object] = self.as_mapping()
+        return mapping.get(key, default)
 
 
 class RelevantResult(NamedTuple):

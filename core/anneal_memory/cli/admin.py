@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._fileio import sidecar_path
 from ..errors import AnnealMemoryError, ValidationError
+from ..types import StoreStatusDict
 from .common import (
     SHOWN,
     Progress,
@@ -31,6 +33,20 @@ from .common import (
 
 if TYPE_CHECKING:
     from ..store import Store
+    from .common import Subcommands
+
+
+class StatusDocument(StoreStatusDict):
+    """``status --json``: the library's status, then 1.0.2's grouped keys beside it."""
+
+    read_only: bool
+    audit: dict[str, object]
+    baton_holder: str | None
+    baton_readable: bool
+    schema: str
+    sections: list[str]
+    association_formation: Mapping[str, object]
+    association_stats: Mapping[str, object]
 
 
 class ServeUnavailable(AnnealMemoryError):
@@ -52,7 +68,7 @@ SNIPPET_CHANGES: list[tuple[int, str]] = [
 SNIPPETS_VERSION = SNIPPET_CHANGES[-1][0]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     p = command(sub, "status", "counts and health of the store", cmd_status)
     from .semantic import add_embedder_option
 
@@ -157,26 +173,27 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     # read-write (a read-only handle reports its own audit as off), on an existing store
     with read_store_writable(args, embedder=embedder_of(args)) as store:
-        st = store.status().to_dict()
-        st["read_only"] = bool(store.read_only)
+        base = store.status().to_dict()
+        read_only = bool(store.read_only)
         schema = store.section_schema
         try:  # this namespace's baton (a view's own), else the root's
             holder, readable = baton_status(store).get("holder"), True
         except AnnealMemoryError:
             holder, readable = None, False
-    chars = st["continuity_chars"]
+    chars = base["continuity_chars"]
     # 1.0.2's grouped keys beside ours
-    st.update(
-        audit={"enabled": st["audit_enabled"], "entry_count": st["audit_entry_count"],
-               "write_failures": st["audit_write_failures"],
-               "last_failure": st["audit_last_failure"],
-               "log_path": str(sidecar_path(db_path(args), ".audit.jsonl")),
-               "retention_days": None},
-        baton_holder=holder, baton_readable=readable,
-        schema=next((n for n in ("default", "partnership") if [dict(x) for x in schema]
-                     == [dict(x) for x in NAMED_SCHEMAS[n]]), "custom"),
-        sections=[s["heading"] for s in schema],
-        association_formation=RETIRED_FORMATION, association_stats=EMPTY_LINK_STATS)
+    st: StatusDocument = {
+        **base, "read_only": read_only,
+        "audit": {"enabled": base["audit_enabled"], "entry_count": base["audit_entry_count"],
+                  "write_failures": base["audit_write_failures"],
+                  "last_failure": base["audit_last_failure"],
+                  "log_path": str(sidecar_path(db_path(args), ".audit.jsonl")),
+                  "retention_days": None},
+        "baton_holder": holder, "baton_readable": readable,
+        "schema": next((n for n in ("default", "partnership") if [dict(x) for x in schema]
+                        == [dict(x) for x in NAMED_SCHEMAS[n]]), "custom"),
+        "sections": [s["heading"] for s in schema],
+        "association_formation": RETIRED_FORMATION, "association_stats": EMPTY_LINK_STATS}
     lines = [f"store: {st['path']}" + (" (read-only)" if st["read_only"] else "")]
     if st["namespace"]:
         lines.append("namespace: " + ", ".join(f"{k}={v}" for k, v in st["namespace"].items()
@@ -251,37 +268,42 @@ def cmd_stats(args: argparse.Namespace) -> int:
     for p in patterns:
         levels[f"{p.level}x"] = levels.get(f"{p.level}x", 0) + 1
     crystals = CrystalStore(tier_home(args, reading=True))
+    episodes = {"total": st["total_episodes"], "since_wrap": st["episodes_since_wrap"],
+                "by_type": st["episodes_by_type"], "by_trust": st["trust_counts"],
+                "superseded": st["superseded_count"], "tombstones": st["tombstone_count"],
+                "by_age": ages, "by_source": sources, "stored": everything}
+    avg_chars = (round(sum(w["chars"] or 0 for w in history) / len(history)) if history
+                 else None)
+    avg_episodes = (round(sum(w["episodes_compressed"] or 0 for w in history) / len(history), 1)
+                    if history else None)
+    proven = sum(1 for p in patterns if p.level >= 2)
+    live, retired = len(crystals.list()), len(crystals.list(status="retired"))
+    spores_open = len(SporeStore(crystals.store).list_open())
     data = {
-        "episodes": {"total": st["total_episodes"], "since_wrap": st["episodes_since_wrap"],
-                     "by_type": st["episodes_by_type"], "by_trust": st["trust_counts"],
-                     "superseded": st["superseded_count"], "tombstones": st["tombstone_count"],
-                     "by_age": ages, "by_source": sources, "stored": everything},
+        "episodes": episodes,
         "wraps": {"total": st["total_wraps"], "last_at": st["last_wrap_at"],
-                  "open": st["wrap_in_progress"],
-                  "avg_chars": round(sum(w["chars"] or 0 for w in history) / len(history)) if history else None,
-                  "avg_episodes": round(sum(w["episodes_compressed"] or 0 for w in history) / len(history), 1)
-                  if history else None},
-        "patterns": {"total": len(patterns), "by_level": levels,
-                     "proven": sum(1 for p in patterns if p.level >= 2)},
+                  "open": st["wrap_in_progress"], "avg_chars": avg_chars,
+                  "avg_episodes": avg_episodes},
+        "patterns": {"total": len(patterns), "by_level": levels, "proven": proven},
         "continuity_chars": st["continuity_chars"],
         "drift_probes": len(probes),
-        "crystals": {"live": len(crystals.list()), "retired": len(crystals.list(status="retired"))},
+        "crystals": {"live": live, "retired": retired},
         "continuity": {"chars": st["continuity_chars"]},
         "associations": EMPTY_LINK_STATS,
-        "spores_open": len(SporeStore(crystals.store).list_open()),
+        "spores_open": spores_open,
         "audit_entries": st["audit_entry_count"],
     }
     lines = [
-        f"episodes: {data['episodes']['total']} ({data['episodes']['since_wrap']} since the last wrap)",
+        f"episodes: {st['total_episodes']} ({st['episodes_since_wrap']} since the last wrap)",
         "  by type: " + (", ".join(f"{k} {v}" for k, v in sorted(st["episodes_by_type"].items())) or "none"),
         "  by trust: " + (", ".join(f"{k} {v}" for k, v in sorted(st["trust_counts"].items())) or "none"),
         f"  superseded {st['superseded_count']}, tombstones {st['tombstone_count']}",
-        f"wraps: {st['total_wraps']} (avg {data['wraps']['avg_chars'] or 0} chars, "
-        f"{data['wraps']['avg_episodes'] or 0} episodes each)",
-        f"patterns: {len(patterns)} ({data['patterns']['proven']} proven) "
+        f"wraps: {st['total_wraps']} (avg {avg_chars or 0} chars, "
+        f"{avg_episodes or 0} episodes each)",
+        f"patterns: {len(patterns)} ({proven} proven) "
         + (", ".join(f"{k} {v}" for k, v in sorted(levels.items())) if levels else ""),
-        f"crystals: {data['crystals']['live']} live, {data['crystals']['retired']} retired; "
-        f"open spores: {data['spores_open']}; drift probes: {len(probes)}",
+        f"crystals: {live} live, {retired} retired; "
+        f"open spores: {spores_open}; drift probes: {len(probes)}",
         f"audit entries: {st['audit_entry_count']}",
     ]
     emit(args, data, "\n".join(lines))
@@ -416,23 +438,30 @@ def _export_sqlite(args: argparse.Namespace) -> int:
 _IMPORT_LISTS = ("skipped_existing", "refused_deleted", "ids")
 
 
-def import_summary(result: dict[str, Any], verbose: bool) -> dict[str, Any]:
+def import_summary(result: Mapping[str, object], verbose: bool) -> dict[str, object]:
     """The import result with each id list counted and, unless ``verbose``, cut to its
     first few: a re-run import of 50,000 episodes skips them all."""
     out = dict(result)
-    for key in _IMPORT_LISTS:
-        items = list(result.get(key) or [])
+    lists = {key: _listed(result.get(key)) for key in _IMPORT_LISTS}
+    for key, items in lists.items():
         out[f"{key}_count"] = len(items)
         out[key] = items if verbose else items[:SHOWN]
-    out["lists_complete"] = verbose or all(len(result.get(k) or []) <= SHOWN
-                                           for k in _IMPORT_LISTS)
+    out["lists_complete"] = verbose or all(len(items) <= SHOWN for items in lists.values())
     return out
+
+
+def _listed(value: object) -> list[object]:
+    """An id list of the import result as a list (none: empty)."""
+    return list(value) if isinstance(value, (list, tuple)) else []
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     from .common import operator_store
 
     doc = read_json(args.file, "import")
+    if not isinstance(doc, (dict, str)):  # as the import itself refuses it, before any store
+        raise ValidationError("the import is not an anneal-memory export: it needs an "
+                              "'episodes' list (write one with 'anneal-memory export')")
     episodes = doc.get("episodes") if isinstance(doc, dict) else None
     episodes = episodes if isinstance(episodes, list) else []  # else refused by the import
     n = len(episodes)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import json
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._inputs import whole_number
-from ..audit import AuditTrail, ranges_text
+from ..audit import AuditTrail, RepairReport, ranges_text
 from ..clock import parse_since
 from ..errors import AuditError, ValidationError
 from .common import (
@@ -28,6 +28,10 @@ from .common import (
     require_store,
     shown_location,
 )
+
+if TYPE_CHECKING:
+    from .common import Subcommands
+
 
 #: Every event the library writes (a test keeps this in step with the code). ``--event``
 #: refuses a name that is neither one of these nor present in the trail being read.
@@ -45,7 +49,7 @@ AUDIT_EVENTS = frozenset({
 })
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     p, asub = group(sub, "audit", "read the hash-chained audit trail (or: audit verify)")
     p.add_argument("--since", help="only entries from this ISO time or age on, e.g. 7d, 12h")
     p.add_argument("--event", action="append", default=[], metavar="NAME",
@@ -193,10 +197,11 @@ def cmd_repair(args: argparse.Namespace) -> int:
             raise AuditError(f"the audit chain in the database breaks at entry "
                              f"{res.chain_break_at} ({res.reason}): a PostgreSQL store keeps "
                              "no audit files to rebuild from; restore it from a backup")
-        result: dict[str, Any] = {"rebuilt_entries": 0, "mirrored_entries": 0, "set_aside": [],
-                                  "valid": True, "reason": None,
-                                  "status": "the trail verifies: nothing to repair (a "
-                                            "PostgreSQL store keeps its chain in the database)"}
+        result: RepairReport = {"rebuilt_entries": 0, "mirrored_entries": 0, "set_aside": [],
+                                "salvaged_entries": 0, "lost_entries": [],
+                                "valid": True, "reason": None,
+                                "status": "the trail verifies: nothing to repair (a "
+                                          "PostgreSQL store keeps its chain in the database)"}
     else:
         with open_store(args) as store:
             result = store.audit_trail.repair_files(force=args.force)

@@ -13,6 +13,7 @@ from .common import Progress, command, emit, open_store, shown_location
 
 if TYPE_CHECKING:
     from ..store import Store
+    from .common import Subcommands
 
 DEMO_FACTS = [
     ("The nightly import job times out when the connection pool has 5 connections", "observation"),
@@ -23,7 +24,7 @@ DEMO_FACTS = [
 ]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     command(sub, "demo", "record, recall and wrap a demo store, print the continuity "
             "(a temporary store unless --db names a new or empty one)", cmd_demo)
     e = command(sub, "eval", "run the governed-memory evaluation (five deterministic "
@@ -120,7 +121,7 @@ def _run_demo(store: Store) -> tuple[dict[str, Any], str]:
         store.record(content, kind)
     hits = store.recall(keyword="connection pool")
     wrap = prepare_wrap(store)
-    if wrap["status"] != "ready":
+    if wrap["status"] != "ready" or wrap["package"] is None:
         raise StoreError(f"the demo store could not be wrapped ({wrap['status']}: "
                          f"{wrap['message']}): run demo without --db")
     result = validated_save_continuity(store, scripted_compress(render_package(wrap["package"])),

@@ -9,20 +9,43 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO, TypedDict
 
 from .._inputs import load_json
 from ..errors import StoreError, ValidationError
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+    from typing import TypeAlias
+
+    from typing_extensions import Unpack
+
+    from .._namespace import MemoryNamespace
     from ..store import Store
+    from ..types import Episode
+
+    #: what ``add_subparsers()`` returns: where a command module declares its commands
+    Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+    #: a command's body: the parsed arguments in, the exit status out
+    Handler: TypeAlias = "Callable[[argparse.Namespace], int | None]"
 
 OPERATOR_ENV = "ANNEAL_OPERATOR"
 #: how many items of a long list plain output shows before summarizing (--verbose: all)
 SHOWN = 5
+
+
+class StoreOptions(TypedDict, total=False):
+    """The Store options a command opens its store with (the rest come from the flags)."""
+
+    read_only: bool
+    trust_ceiling: str
+    max_episode_chars: int | None
+    consolidate_requires_baton_on_create: bool
+    embedder: object
+    section_schema: Sequence[Mapping[str, object]] | None
 
 
 class Refused(ValidationError):
@@ -45,7 +68,7 @@ def add_verbose(p: argparse.ArgumentParser) -> None:
                    help="list every id in full instead of counts and the first few")
 
 
-def command(sub: Any, name: str, help_text: str, func: Any,
+def command(sub: Subcommands, name: str, help_text: str, func: Handler,
             aliases: tuple[str, ...] = ()) -> argparse.ArgumentParser:
     """Declare a command that prints data (so it takes --json) and runs ``func``."""
     p: argparse.ArgumentParser = sub.add_parser(name, help=help_text,
@@ -56,7 +79,8 @@ def command(sub: Any, name: str, help_text: str, func: Any,
     return p
 
 
-def group(sub: Any, name: str, help_text: str) -> tuple[argparse.ArgumentParser, Any]:
+def group(sub: Subcommands, name: str,
+          help_text: str) -> tuple[argparse.ArgumentParser, Subcommands]:
     """A command with subcommands; given alone it prints its own help (exit 2)."""
     p = sub.add_parser(name, help=help_text, description=_sentence(help_text))
     p.set_defaults(parser=p)
@@ -69,7 +93,7 @@ def _sentence(text: str) -> str:
 
 # ---------------------------------------------------------------------- output
 
-def emit(args: argparse.Namespace, data: Any, text: str | None = None) -> None:
+def emit(args: argparse.Namespace, data: object, text: str | None = None) -> None:
     """Print ``data`` as one JSON document with --json, else ``text``."""
     if getattr(args, "json", False):
         print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
@@ -77,17 +101,17 @@ def emit(args: argparse.Namespace, data: Any, text: str | None = None) -> None:
         print(text)
 
 
-def brief(items: Sequence[Any], verbose: bool = False, shown: int = SHOWN) -> str:
+def brief(items: Sequence[object], verbose: bool = False, shown: int = SHOWN) -> str:
     """A list for a person to read: all of it when short (or ``verbose``), else the count
     and the first few: ``50,000 (a, b, c, d, e, ... 49,995 more; --verbose lists all)``."""
-    items = [str(i) for i in items]
-    if verbose or len(items) <= shown:
-        return ", ".join(items) or "none"
-    return (f"{len(items):,} ({', '.join(items[:shown])}, ... {len(items) - shown:,} more; "
+    texts = [str(i) for i in items]
+    if verbose or len(texts) <= shown:
+        return ", ".join(texts) or "none"
+    return (f"{len(texts):,} ({', '.join(texts[:shown])}, ... {len(texts) - shown:,} more; "
             "--verbose lists all)")
 
 
-def brief_lists(data: Any, verbose: bool = False, shown: int = SHOWN) -> Any:
+def brief_lists(data: object, verbose: bool = False, shown: int = SHOWN) -> object:
     """``data`` with every list longer than ``shown`` cut to its first few and a count,
     for plain output of documents that may hold thousands of ids."""
     if verbose:
@@ -141,7 +165,7 @@ class Progress:
         self._width = 0
 
 
-def _isatty(stream: Any) -> bool:
+def _isatty(stream: TextIO) -> bool:
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
@@ -269,7 +293,7 @@ NAMESPACE_HELP = ("KEY=VALUE, repeatable (keys: tenant, user, project, agent; "
                   "namespace's memory only, as store.scoped(...) does")
 
 
-def namespace_of(args: argparse.Namespace) -> Any:
+def namespace_of(args: argparse.Namespace) -> MemoryNamespace | None:
     """The MemoryNamespace that ``--namespace`` names, validated as the library validates
     a view's (None when it was not given)."""
     raw = getattr(args, "namespace", None)
@@ -277,7 +301,7 @@ def namespace_of(args: argparse.Namespace) -> Any:
         return None
     from ..governance.namespace import coerce_namespace
 
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     for item in raw:
         if item.lstrip().startswith("{"):
             doc = parse_json(item, "--namespace", "namespace",
@@ -311,7 +335,8 @@ def check_namespace_applies(args: argparse.Namespace) -> None:
                               "(leave --namespace out)")
 
 
-def open_store(args: argparse.Namespace, *, create: bool = False, **kw: Any) -> Any:
+def open_store(args: argparse.Namespace, *, create: bool = False,
+               **kw: Unpack[StoreOptions]) -> Store:
     """Open the store read-write. Only commands that make a store (init, record, import,
     serve) pass ``create``; every other command refuses a path that holds none. With
     ``--namespace`` the command gets that namespace's view (the store itself is closed
@@ -337,12 +362,12 @@ def open_store(args: argparse.Namespace, *, create: bool = False, **kw: Any) -> 
     return view
 
 
-def read_store(args: argparse.Namespace) -> Any:
+def read_store(args: argparse.Namespace) -> Store:
     """An existing store opened read-only (a missing one is NoStoreError)."""
     return open_store(args, read_only=True)
 
 
-def read_store_writable(args: argparse.Namespace, **kw: Any) -> Any:
+def read_store_writable(args: argparse.Namespace, **kw: Unpack[StoreOptions]) -> Store:
     """An existing store opened read-write for a command that only reads but reports
     more from a writable handle (status: the audit trail's state); read-only when the
     store cannot be written (a read-only folder or file) or --read-only was given."""
@@ -361,10 +386,10 @@ def sidecar(args: argparse.Namespace) -> Path:
 
 
 #: stores opened by tier_home for the command being run; main() closes them
-OPEN_STORES: list[Any] = []
+OPEN_STORES: list[Store] = []
 
 
-def tier_home(args: argparse.Namespace, *, reading: bool = False) -> Any:
+def tier_home(args: argparse.Namespace, *, reading: bool = False) -> Store:
     """The open store whose database holds the long-term tiers (crystals, spores, the
     outcome log), closed when the command ends; ``reading``: a command that only reads,
     which falls back to a read-only handle where the store cannot be written."""
@@ -415,7 +440,7 @@ def _stdin_text() -> str:
     return text
 
 
-def new_store_undone(args: argparse.Namespace) -> Any:
+def new_store_undone(args: argparse.Namespace) -> AbstractContextManager[object]:
     """Around a command that may create the store: when the path held no store (no file,
     or an empty one) and the command is refused or fails, the files it made are removed,
     so a refusal leaves the path as it was."""
@@ -427,7 +452,7 @@ def new_store_undone(args: argparse.Namespace) -> Any:
     return contextlib.nullcontext()
 
 
-def parse_json(text: str, source: str, what: str, fix: str) -> Any:
+def parse_json(text: str, source: str, what: str, fix: str) -> object:
     """``text`` (read from ``source``) as JSON, or a ValidationError naming ``fix``."""
     try:
         return load_json(text, f"{what} {source!r}")
@@ -437,7 +462,7 @@ def parse_json(text: str, source: str, what: str, fix: str) -> Any:
         raise ValidationError(f"{exc}: {fix}") from None
 
 
-def read_json(source: str, what: str) -> Any:
+def read_json(source: str, what: str) -> object:
     return parse_json(read_text(source, what), source, what,
                       "pass the file that 'anneal-memory export' wrote")
 
@@ -484,7 +509,7 @@ def operator_gate(action: str) -> str:
 
 @contextmanager
 def operator_store(args: argparse.Namespace, action: str, *,
-                   create: bool = False) -> Iterator[tuple[Any, str]]:
+                   create: bool = False) -> Iterator[tuple[Store, str]]:
     """A store opened at the operator trust ceiling, only after the gate."""
     if not create:
         require_store(args)
@@ -493,7 +518,7 @@ def operator_store(args: argparse.Namespace, action: str, *,
         yield store, via
 
 
-def episode_line(e: Any) -> str:
+def episode_line(e: Episode) -> str:
     flags = []
     if e.superseded_by:
         flags.append(f"replaced by {e.superseded_by}")

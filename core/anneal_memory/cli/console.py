@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import ValidationError
 from .common import command, operator_gate, require_store
 
+if TYPE_CHECKING:
+    from .common import Subcommands
 
-def register(sub: Any) -> None:
+
+def register(sub: Subcommands) -> None:
     p = command(sub, "ui", "serve the operator console in a browser (127.0.0.1; prints a "
                 "one-time login link; --json: as one JSON line)", cmd_ui)
     p.add_argument("--host", default="127.0.0.1",

@@ -32,11 +32,12 @@ from .semantic import add_embedder_option, embedder_of
 
 if TYPE_CHECKING:
     from ..store import Store
+    from .common import Subcommands
 
 _TYPES = [t.value for t in EpisodeType]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     p = command(sub, "init", "create the store (the consolidation baton is required by default)", cmd_init)
     p.add_argument("--no-baton", action="store_true",
                    help="let any caller wrap this store (no single-consolidator gate)")
@@ -288,13 +289,16 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_erase(args: argparse.Namespace) -> int:
+    from ..store import ScopedStore
+
     ns = namespace_of(args)
     with open_store(args, trust_ceiling="operator") as store:
         if ns is None:
             raise ValidationError("erase needs the namespace to forget: anneal-memory erase "
                                   "--namespace user=alice --yes (to delete one episode: "
                                   "anneal-memory delete ID)")
-        counts = next((n for n in store.parent.namespaces() if n["namespace"] == ns), None)
+        root = store.parent if isinstance(store, ScopedStore) else store  # a view: ns given
+        counts = next((n for n in root.namespaces() if n["namespace"] == ns), None)
         what = (f"erase would forget {ns.label()}"
                 + (f" (all its projects): {counts['episodes']} episode(s), {counts['wraps']} "
                    f"wrap(s), {counts['records']} governed record(s)" if counts and

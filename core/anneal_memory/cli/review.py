@@ -4,12 +4,15 @@ pattern demote / retire (by hand). The console runs the same library calls."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .common import command, emit, group, open_store, read_store
 
+if TYPE_CHECKING:
+    from .common import Subcommands
 
-def register(sub: Any) -> None:
+
+def register(sub: Subcommands) -> None:
     p = command(sub, "worklist", "graduations to judge since you last marked the worklist "
                 "reviewed (--mark-reviewed marks it)", cmd_worklist)
     p.add_argument("--since-wrap", type=int, metavar="N",

@@ -6,10 +6,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import ValidationError
 from .common import command, emit, open_store, require_store
+
+if TYPE_CHECKING:
+    from ..embedding import Embedder
+    from .common import Subcommands
+
 
 ENV_EMBEDDER = "ANNEAL_MEMORY_EMBEDDER"
 EMBEDDER_HELP = ("what embeds texts: 'wordllama' (the offline default, pip install "
@@ -21,7 +26,7 @@ def add_embedder_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--embedder", metavar="SPEC", help=EMBEDDER_HELP)
 
 
-def embedder_of(args: argparse.Namespace, *, required_for: str | None = None) -> Any:
+def embedder_of(args: argparse.Namespace, *, required_for: str | None = None) -> Embedder | None:
     """The embedder ``--embedder`` (or the environment) names, or None; ``required_for``
     names the command that needs one (a typed refusal without it)."""
     spec = getattr(args, "embedder", None) or os.environ.get(ENV_EMBEDDER) or None
@@ -36,7 +41,7 @@ def embedder_of(args: argparse.Namespace, *, required_for: str | None = None) ->
     return load_embedder(spec)
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     p = command(sub, "embed", "make the vectors semantic recall ranks by (progress on stderr)",
                 cmd_embed)
     add_embedder_option(p)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..clock import today
 from ..crystal import (
@@ -27,8 +27,11 @@ from ..spores import (
 from ..worth import OUTCOMES, OutcomeLog
 from .common import command, emit, group, open_store, read_store, tier_home
 
+if TYPE_CHECKING:
+    from .common import Subcommands
 
-def register(sub: Any) -> None:
+
+def register(sub: Subcommands) -> None:
     _, csub = group(sub, "crystal", "the crystallized tier: proven patterns recalled on cue")
     command(csub, "index", "one cue line per live crystal", cmd_crystal_index)
     p = command(csub, "recall", "crystals relevant to a query", cmd_crystal_recall)

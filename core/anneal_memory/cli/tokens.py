@@ -5,13 +5,16 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
 from .common import command, emit, group, namespace_of, require_store
 
+if TYPE_CHECKING:
+    from .common import Subcommands
 
-def register(sub: Any) -> None:
+
+def register(sub: Subcommands) -> None:
     _, tsub = group(sub, "token", "bearer tokens for 'serve --http': each serves one "
                     "namespace at a trust ceiling")
     p = command(tsub, "create", "make a token for one namespace (--namespace, required); "

@@ -7,15 +7,18 @@ prints the shape 1.0.2 printed.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import AnnealMemoryError
 from ..legacy.formats import wrap_record
 from ..types import EpisodeType
 from .common import command, emit, read_store
 
+if TYPE_CHECKING:
+    from .common import Subcommands
 
-def register(sub: Any) -> None:
+
+def register(sub: Subcommands) -> None:
     command(sub, "continuity", "print the current continuity file", cmd_continuity)
 
     p = command(sub, "episodes", "list and filter episodes, newest first", cmd_episodes)

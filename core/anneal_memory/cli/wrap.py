@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..continuity.schema import NAMED_SCHEMAS
 from ..errors import BatonError, SchemaError, ValidationError
@@ -21,12 +22,17 @@ from .common import (
     sidecar,
 )
 
+if TYPE_CHECKING:
+    from ..wrap.baton import Target
+    from ..wrap.save import SaveResult
+    from .common import Subcommands
+
 # What a save result lists, in the order an operator wants to read it.
 _LISTED = ("demoted_patterns", "bare_demoted_patterns", "level_capped", "uncorroborated", "carried_forward",
            "omitted_patterns", "cross_session_collisions", "supersessions_rejected")
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     p = command(sub, "prepare-wrap", "open the wrap and print the compression package", cmd_prepare)
     p.add_argument("--session-id", help="the session wrapping (needed on a baton-gated store)")
     p.add_argument("--max-chars", type=int, metavar="N",
@@ -104,7 +110,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
         # 1.0.2 prints the package itself, with the token; status and message ride along
         emit(args, {**(result["package"] or {}), **{k: v for k, v in result.items()
                                                      if k != "package"}})
-    elif result["status"] == "ready":
+    elif result["status"] == "ready" and result["package"] is not None:
         print(render_package(result["package"]))
         print()
         print(f"Wrap token: {result['wrap_token']}")
@@ -113,13 +119,15 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summary(result: dict[str, Any]) -> str:
+def _summary(result: SaveResult) -> str:
     lines = [f"Saved {result['chars']} chars from {result['episodes_compressed']} episode(s) "
              f"to {result['path']}",
              f"graduations validated: {result['graduations_validated']}, "
              f"demoted: {result['graduations_demoted']}"]
+    listed: Mapping[str, object] = result
     for key in _LISTED:
-        items = result.get(key) or []
+        value = listed.get(key)
+        items = value if isinstance(value, list) else []
         if items:
             names = [str(i.get("name") or f"{i.get('old_id')}->{i.get('new_id')}")
                      if isinstance(i, dict) else str(i) for i in items]
@@ -167,7 +175,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
-def _baton_of(args: argparse.Namespace) -> Any:
+def _baton_of(args: argparse.Namespace) -> Target:
     """Whose baton: the store's, or with --namespace that namespace's own."""
     from .common import namespace_of, tier_home
 
@@ -178,9 +186,9 @@ def cmd_baton_claim(args: argparse.Namespace) -> int:
     from ..wrap.baton import claim_baton
 
     with cli_hint(BatonError, f"anneal-memory baton claim {args.name} --take"):
-        result = claim_baton(_baton_of(args), args.name, take=args.take)
-    prev = result["previous"]
-    result = dict(result, session_id=args.name, previous_holder=prev)  # 1.0.2's keys too
+        claimed = claim_baton(_baton_of(args), args.name, take=args.take)
+    prev = claimed["previous"]
+    result = dict(claimed, session_id=args.name, previous_holder=prev)  # 1.0.2's keys too
     emit(args, result, f"{args.name} holds the baton" + (f" (taken from {prev})"
                                                          if prev and prev != args.name else ""))
     return 0

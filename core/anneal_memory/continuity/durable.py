@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ..text import meaningful_words
 from ..types import DurableFact
@@ -66,7 +65,7 @@ def _fact(lines: list[str]) -> DurableFact:
     return DurableFact(line, fact, cues, [x.strip() for x in lines[1:]])
 
 
-def parse_durable_facts(text: str, schema: Sequence[Mapping[str, Any]] | None = None) -> list[DurableFact]:
+def parse_durable_facts(text: str, schema: Sequence[Mapping[str, object]] | None = None) -> list[DurableFact]:
     """Every durable fact of ``text`` (no section is required)."""
     return durable_facts(parse_sections(text, schema, require=False))
 
@@ -85,7 +84,7 @@ def pending_lines(doc: ContinuityDoc | None) -> list[str]:
 
 
 def merge_durable(prior: ContinuityDoc | None, doc: ContinuityDoc,
-                  schema: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+                  schema: Sequence[Mapping[str, object]]) -> tuple[list[str], list[str]]:
     """Keep every durable line of the ``prior`` continuity (parsed; None for none or one
     that does not parse) in ``doc`` (mutated in place).
 
@@ -127,7 +126,7 @@ def merge_durable(prior: ContinuityDoc | None, doc: ContinuityDoc,
             warnings.append(f"[drop-durable: {d}] names no prior durable line; nothing was dropped")
     if missing:
         if not sections:
-            sec = Section(durable_spec["heading"], durable_spec, [])
+            sec = Section(str(durable_spec["heading"]), durable_spec, [])
             _insert_in_schema_order(doc, sec, schema)
             sections = [sec]
         target = sections[0]
@@ -152,7 +151,7 @@ def merge_durable(prior: ContinuityDoc | None, doc: ContinuityDoc,
     return warnings, dropped
 
 
-def _insert_in_schema_order(doc: ContinuityDoc, sec: Section, schema: Sequence[Mapping[str, Any]]) -> None:
+def _insert_in_schema_order(doc: ContinuityDoc, sec: Section, schema: Sequence[Mapping[str, object]]) -> None:
     order = [s["heading"] for s in schema]
     idx = order.index(sec.spec["heading"]) if sec.spec else len(order)
     for i, s in enumerate(doc.sections):

@@ -60,19 +60,19 @@ class ContinuityDoc:
         return "\n\n".join(parts).rstrip("\n") + "\n"
 
 
-def _match(heading: str, schema: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any] | None, str | None]:
+def _match(heading: str, schema: Sequence[Mapping[str, object]]) -> tuple[dict[str, Any] | None, str | None]:
     key = heading_key(heading)
-    exact = [dict(s) for s in schema if heading_key(s["heading"]) == key]
+    exact = [dict(s) for s in schema if heading_key(str(s["heading"])) == key]
     if exact:
         return exact[0], None
-    prefix = [dict(s) for s in schema if key.startswith(heading_key(s["heading"]) + " ")]
+    prefix = [dict(s) for s in schema if key.startswith(heading_key(str(s["heading"])) + " ")]
     if len(prefix) > 1:
         return None, (f"the heading '## {heading}' could be any of "
                       + ", ".join(repr(s["heading"]) for s in prefix) + ": rename it to one of them")
     return (prefix[0] if prefix else None), None
 
 
-def parse_sections(text: str, schema: Sequence[Mapping[str, Any]] | None = None, *,
+def parse_sections(text: str, schema: Sequence[Mapping[str, object]] | None = None, *,
                    require: bool = True) -> ContinuityDoc:
     """Split ``text`` into sections matched to ``schema``.
 
@@ -112,7 +112,7 @@ def parse_sections(text: str, schema: Sequence[Mapping[str, Any]] | None = None,
         seen[k] = s.heading
     if require:
         missing = [s["heading"] for s in schema
-                   if not s.get("optional") and heading_key(s["heading"]) not in seen]
+                   if not s.get("optional") and heading_key(str(s["heading"])) not in seen]
         if missing:
             raise ContinuityValidationError(
                 "the continuity is missing required section(s): "
@@ -183,7 +183,7 @@ def parse_pattern_line(line: str, *, section: str = "", index: int = 0) -> Patte
     )
 
 
-def parse_pattern_lines(text: str, schema: Sequence[Mapping[str, Any]] | None = None) -> list[PatternLine]:
+def parse_pattern_lines(text: str, schema: Sequence[Mapping[str, object]] | None = None) -> list[PatternLine]:
     """Every pattern line of the graduating sections (sections that do not parse are
     read leniently: no section is required)."""
     return pattern_lines(parse_sections(text, schema, require=False))
@@ -202,7 +202,7 @@ def pattern_lines(doc: ContinuityDoc) -> list[PatternLine]:
     return out
 
 
-def pattern_levels(text: str | None, schema: Sequence[Mapping[str, Any]] | None = None) -> dict[str, int]:
+def pattern_levels(text: str | None, schema: Sequence[Mapping[str, object]] | None = None) -> dict[str, int]:
     """A name's level: its highest line across the graduating sections."""
     levels: dict[str, int] = {}
     if not text:
@@ -223,7 +223,7 @@ class PatternSummary(NamedTuple):
     summary: str
 
 
-def extract_pattern_summaries(text: str, schema: Sequence[Mapping[str, Any]] | None = None,
+def extract_pattern_summaries(text: str, schema: Sequence[Mapping[str, object]] | None = None,
                               *, min_level: int = 1) -> list[PatternSummary]:
     """One ``name (Nx): meaning`` summary per named pattern, highest level first."""
     return pattern_summaries(parse_pattern_lines(text, schema), min_level=min_level)

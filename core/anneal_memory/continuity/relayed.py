@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from .._identity import fold
 
@@ -47,7 +46,7 @@ GUIDANCE = (
     "text outside quotation marks is flagged at the save (and refused by a strict store).")
 
 
-def check_policy(value: Any) -> str:
+def check_policy(value: object) -> str:
     """A ``relayed_text`` policy: ``"flag"`` (default) or ``"strict"``."""
     from ..errors import ValidationError
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from ..errors import SchemaError
 
@@ -59,7 +59,7 @@ def heading_key(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
 
 
-def validate_schema(schema: Any) -> list[SectionSpec]:
+def validate_schema(schema: object) -> list[SectionSpec]:
     """Check a schema and return it normalised; raise SchemaError naming the fix."""
     if isinstance(schema, (str, bytes)) or not isinstance(schema, Sequence) or not schema:
         raise SchemaError("a section schema is a non-empty list of {heading, role} dicts")
@@ -105,7 +105,7 @@ def validate_schema(schema: Any) -> list[SectionSpec]:
     return out
 
 
-def default_max_chars(schema: Sequence[Mapping[str, Any]]) -> int:
+def default_max_chars(schema: Sequence[Mapping[str, object]]) -> int:
     """The size a composer is asked to stay within (durable section not counted)."""
     if isinstance(schema, (str, bytes, Mapping)) or not isinstance(schema, Sequence) or not all(
             isinstance(s, Mapping) and "role" in s for s in schema):
@@ -123,17 +123,17 @@ def default_max_chars(schema: Sequence[Mapping[str, Any]]) -> int:
     return budget
 
 
-def hard_max_chars(schema: Sequence[Mapping[str, Any]]) -> int:
+def hard_max_chars(schema: Sequence[Mapping[str, object]]) -> int:
     """A save above this size (durable section excluded) is refused."""
     return math.ceil(HARD_BOUND_FACTOR * default_max_chars(schema))
 
 
-def durable_budget(schema: Sequence[Mapping[str, Any]]) -> int:
+def durable_budget(schema: Sequence[Mapping[str, object]]) -> int:
     """The durable section's own budget, on top of the default size."""
     return int(default_max_chars(schema) * DURABLE_BUDGET_FRACTION)
 
 
-def schema_role_warning(schema: Sequence[Mapping[str, Any]]) -> str | None:
+def schema_role_warning(schema: Sequence[Mapping[str, object]]) -> str | None:
     """Warn when a schema drifts off the role a named schema gives a heading, or has no
     graduating section."""
     try:
@@ -155,5 +155,5 @@ def schema_role_warning(schema: Sequence[Mapping[str, Any]]) -> str | None:
     return None
 
 
-def has_felt_layer(schema: Sequence[Mapping[str, Any]]) -> bool:
+def has_felt_layer(schema: Sequence[Mapping[str, object]]) -> bool:
     return any(s["role"] == "narrative-timeless" for s in schema)

@@ -20,9 +20,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from .._audit_chain import MIRRORED_SEQ_KEY, entry_hash
 from .._fileio import atomic_write_json, fsync_dir, sidecar_path
@@ -30,6 +30,10 @@ from .._lazy import sha256_hex
 from ..clock import normalize_timestamp, now_iso
 from ..errors import AnnealMemoryError
 from ..storage.driver import sqlite_driver
+
+if TYPE_CHECKING:
+    # the connection is sqlite3's or pysqlite3's (a drop-in of the same API)
+    from sqlite3 import Connection
 
 LEGACY_VERSION = "1.0.2"
 LEGACY_AUDIT_FORMAT = "1.0.2"
@@ -40,7 +44,39 @@ _CLASHING = ("episodes", "supersessions", "tombstones", "wraps", "pattern_histor
 _GENESIS = "0" * 64
 
 
-def is_legacy_store(conn: Any) -> bool:
+class MetaReader(Protocol):
+    """What ``upgrade_report`` reads the store's meta through (a backend or the meta role)."""
+
+    def get_meta(self, key: str) -> str | None: ...
+
+
+class LegacyEntry(TypedDict):
+    """A 1.0.2 audit entry in our shape (``as_entry``): the fields 1.0.2 wrote, as read,
+    with our seq, hashes and format."""
+
+    seq: int
+    ts: object
+    actor: object
+    event: object
+    data: object
+    prev_hash: str
+    hash: str
+    format: str
+
+
+class SealedRecord(TypedDict):
+    """Our manifest's record of a sealed 1.0.2 audit file."""
+
+    file: str
+    first_seq: int
+    last_seq: int
+    entries: int
+    first_prev_hash: str
+    last_hash: str
+    format: str
+
+
+def is_legacy_store(conn: Connection) -> bool:
     """True for a database 1.0.2 wrote (and we have not upgraded yet)."""
     tables = _tables(conn)
     if "meta" in tables or "episodes" not in tables or "metadata" not in tables:
@@ -57,9 +93,9 @@ def backup_path(db_path: str | Path) -> Path:
     return Path(str(db_path) + BACKUP_SUFFIX)
 
 
-def upgrade_store(conn: Any, db_path: str | Path,
+def upgrade_store(conn: Connection, db_path: str | Path,
                   transaction: Callable[[], contextlib.AbstractContextManager[None]],
-                  create_schema: Callable[[], None]) -> dict[str, Any] | None:
+                  create_schema: Callable[[], None]) -> dict[str, object] | None:
     """Upgrade the 1.0.2 store open on ``conn`` in place; returns what was upgraded, or
     None when another process upgraded it first (then it is ours already).
 
@@ -331,11 +367,17 @@ def legacy_line_hash(line: str) -> str:
     return sha256_hex(canonical.encode("utf-8"))
 
 
-def as_entry(raw: dict[str, Any], line: str) -> dict[str, Any]:
+def as_entry(raw: Mapping[str, object], line: str) -> LegacyEntry:
     """A 1.0.2 entry in our shape: seq counted from 1, plain-hex hashes, its own hash
-    computed as 1.0.2 chains it (1.0.2 stores none)."""
+    computed as 1.0.2 chains it (1.0.2 stores none). TypeError, KeyError or ValueError
+    for a line that is not one."""
+    if not isinstance(raw, Mapping):
+        raise TypeError(f"a 1.0.2 audit entry is an object, not {type(raw).__name__}")
+    seq = raw["seq"]
+    if not isinstance(seq, (int, float, str)):
+        raise TypeError(f"a 1.0.2 audit entry's seq is a number, not {type(seq).__name__}")
     prev = str(raw.get("prev_hash", "")).removeprefix("sha256:")
-    return {"seq": int(raw["seq"]) + 1, "ts": raw.get("ts"), "actor": raw.get("actor"),
+    return {"seq": int(seq) + 1, "ts": raw.get("ts"), "actor": raw.get("actor"),
             "event": raw.get("event"), "data": raw.get("data", {}),
             "prev_hash": _GENESIS if prev == "GENESIS" else prev,
             "hash": legacy_line_hash(line), "format": LEGACY_AUDIT_FORMAT}
@@ -369,7 +411,7 @@ def _read(f: Path) -> list[str]:
     return [x for x in f.read_text("utf-8").splitlines() if x.strip()]
 
 
-def _sealed_record(name: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
+def _sealed_record(name: str, entries: list[LegacyEntry]) -> SealedRecord:
     """Our manifest's record of a sealed 1.0.2 file holding ``entries`` (in our shape)."""
     return {"file": name, "first_seq": entries[0]["seq"], "last_seq": entries[-1]["seq"],
             "entries": len(entries), "first_prev_hash": entries[0]["prev_hash"],
@@ -394,15 +436,17 @@ def _legacy_audit(path: Path) -> dict[str, Any]:
             "valid": valid}
 
 
-def sealed_part(db_path: str | Path, report: dict[str, Any] | None) -> dict[str, Any] | None:
+def sealed_part(db_path: str | Path,
+                report: Mapping[str, object] | None) -> dict[str, object] | None:
     """1.0.2's part of an upgraded store's manifest, read again from its sealed files
     (named in the upgrade report, ``meta['legacy_upgrade']``): for rebuilding a manifest
     that was lost. None for a store that never was a 1.0.2 one."""
-    if not report or not isinstance(report.get("audit"), dict):
+    audit = report.get("audit") if report else None
+    if not isinstance(audit, dict):
         return None
     folder = Path(db_path).parent
     records = []
-    for name in report["audit"].get("files") or []:
+    for name in audit.get("files") or []:
         f = folder / str(name)
         if Path(str(name)).name == name and f.is_file():
             with contextlib.suppress(OSError, ValueError, EOFError, KeyError, TypeError):
@@ -410,7 +454,7 @@ def sealed_part(db_path: str | Path, report: dict[str, Any] | None) -> dict[str,
                 if entries:
                     records.append(_sealed_record(str(name), entries))
     return {"files": records, "legacy": {"from_version": LEGACY_VERSION,
-                                         "entries": report["audit"].get("entries")}}
+                                         "entries": audit.get("entries")}}
 
 
 def _sealed_name(path: Path, f: Path) -> str:
@@ -453,7 +497,7 @@ def _bridge_entry(conn: Any, audit: dict[str, Any], report: dict[str, Any]
                   entry["prev_hash"], entry["hash"]))
 
 
-def finish_pending(conn: Any, db_path: str | Path,
+def finish_pending(conn: Connection, db_path: str | Path,
                    transaction: Callable[[], contextlib.AbstractContextManager[None]]) -> None:
     """Seal 1.0.2's audit files into our manifest (after the upgrade committed). Safe to
     run again: each step checks whether it already happened."""
@@ -476,18 +520,18 @@ def finish_pending(conn: Any, db_path: str | Path,
         conn.execute("DELETE FROM meta WHERE key='legacy_audit_pending'")
 
 
-def is_legacy_entry(entry: dict[str, Any]) -> bool:
+def is_legacy_entry(entry: Mapping[str, object]) -> bool:
     return "v" in entry and "hash" not in entry
 
 
-def legacy_entries(lines: list[str]) -> Iterator[dict[str, Any]]:
+def legacy_entries(lines: list[str]) -> Iterator[LegacyEntry]:
     """The entries of a sealed 1.0.2 audit file, in our shape."""
     for line in lines:
         if line.strip():
             yield as_entry(json.loads(line), line)
 
 
-def upgrade_report(backend: Any) -> dict[str, Any] | None:
+def upgrade_report(backend: MetaReader) -> dict[str, object] | None:
     """What the in-place upgrade of a 1.0.2 store did (kept in its meta), or None for a
     store that never was a 1.0.2 one."""
     raw = backend.get_meta("legacy_upgrade")

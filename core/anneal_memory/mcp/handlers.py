@@ -22,7 +22,24 @@ from ..wrap.prepare import prepare_wrap
 from ..wrap.render import render_package
 from ..wrap.save import validated_save_continuity
 from . import replies
-from .args import check_call
+from .args import (
+    CrystalRecallArgs,
+    EpisodeIdArgs,
+    NoArgs,
+    PrepareWrapArgs,
+    RecallArgs,
+    RecordArgs,
+    SaveContinuityArgs,
+    SporeAddArgs,
+    SporeAscendArgs,
+    SporeDescendArgs,
+    SporeIdArgs,
+    SporeListArgs,
+    SporeSurfaceArgs,
+    SporeUpdateArgs,
+    WrapCancelArgs,
+    check_call,
+)
 
 DEFAULT_RECALL_LIMIT = 20
 
@@ -39,7 +56,11 @@ class MemoryTools:
         self.remote = remote
         self.crystals = CrystalStore(store)
         self.spores = SporeStore(store)
-        self._table: dict[str, Callable[[dict[str, Any]], str]] = {
+        # Each handler takes its tool's checked arguments (args.ARGS_OF): check_call held
+        # the call to the tool's input schema, which test_mcp_args_types holds those
+        # TypedDicts to; the table itself maps a name to whichever handler, so it erases
+        # the argument type there and only there.
+        self._table: dict[str, Callable[[Any], str]] = {
             "record": self.record, "recall": self.recall, "prepare_wrap": self.prepare_wrap,
             "save_continuity": self.save_continuity, "delete_episode": self.delete_episode,
             "status": self.status, "wrap_cancel": self.wrap_cancel,
@@ -50,7 +71,7 @@ class MemoryTools:
             "spore_descend": self.spore_descend, "spore_ascend": self.spore_ascend,
         }
 
-    def call(self, name: str, arguments: Mapping[str, Any] | None) -> str:
+    def call(self, name: str, arguments: Mapping[str, object] | None) -> str:
         """Check the arguments against the tool's schema, then run it."""
         args = check_call(name, arguments)
         return self._table[name](args)
@@ -104,7 +125,7 @@ class MemoryTools:
         return lower("agent", self.store.trust_ceiling)
 
     # ------------------------------------------------------------------ memory
-    def record(self, a: dict[str, Any]) -> str:
+    def record(self, a: RecordArgs) -> str:
         ep = self.store.record(a["content"], a["episode_type"], source=a.get("source", "agent"),
                                metadata=a.get("metadata"), supersedes=a.get("supersedes"),
                                state_key=a.get("state_key"),
@@ -117,7 +138,7 @@ class MemoryTools:
             out += f" State key: {ep.state_key}."
         return out
 
-    def recall(self, a: dict[str, Any]) -> str:
+    def recall(self, a: RecallArgs) -> str:
         if "episode_id" in a:
             ep = self.store.get(a["episode_id"])
             if ep is None:
@@ -145,7 +166,7 @@ class MemoryTools:
         return replies.recall_reply(res.episodes, res.total_matching, replaced, replacers,
                                     match=res.query_params.get("match"))
 
-    def delete_episode(self, a: dict[str, Any]) -> str:
+    def delete_episode(self, a: EpisodeIdArgs) -> str:
         report = self.store.erase([a["episode_id"]])
         if not report.episodes:
             raise EpisodeNotFoundError(f"no episode {a['episode_id']!r} in this store: nothing "
@@ -157,14 +178,14 @@ class MemoryTools:
                 + (" A wrap had compressed it but no continuity line quotes it: the "
                    "continuity may paraphrase it." if report.unlocated else ""))
 
-    def status(self, a: dict[str, Any]) -> str:
+    def status(self, a: NoArgs) -> str:
         status = self.store.status().to_dict()
         if self.remote:
             status["path"] = f"{self._store_name} (served over HTTP)"
         return replies.status_reply(status, self.gate_text(), self.store.wrap_history(1))
 
     # ------------------------------------------------------------------ the wrap
-    def prepare_wrap(self, a: dict[str, Any]) -> str:
+    def prepare_wrap(self, a: PrepareWrapArgs) -> str:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             w = prepare_wrap(self.store, session_id=self._wrap_session,
@@ -172,7 +193,7 @@ class MemoryTools:
                              staleness_days=a.get("staleness_days", 7))
         if w["status"] == "empty":
             return "No episodes since the last wrap: nothing to compress. Skip the wrap."
-        if w["status"] == "downgraded":
+        if w["status"] == "downgraded" or w["package"] is None:  # ready: it has its package
             return (f"Capture-only: no wrap was opened. {self.gate_text() or w['message']}\n"
                     "Your episodes are kept for the next wrap this session is allowed to make.")
         out = [render_package(w["package"]), "", f"Wrap token: {w['wrap_token']}",
@@ -181,7 +202,7 @@ class MemoryTools:
             out.insert(0, f"Schema warning: {w['schema_warning']}\n")
         return "\n".join(out)
 
-    def save_continuity(self, a: dict[str, Any]) -> str:
+    def save_continuity(self, a: SaveContinuityArgs) -> str:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             result = validated_save_continuity(
@@ -190,7 +211,7 @@ class MemoryTools:
                 session_id=self._wrap_session, crystal_store=self.crystals)
         return replies.save_reply(result)
 
-    def wrap_cancel(self, a: dict[str, Any]) -> str:
+    def wrap_cancel(self, a: WrapCancelArgs) -> str:
         open_wrap = open_wrap_info(self.store)
         if "wrap_token" in a and (open_wrap is None or a["wrap_token"] != open_wrap["token"]):
             raise WrapTokenError("that wrap token is not the open wrap's: nothing was "
@@ -204,7 +225,7 @@ class MemoryTools:
                 "next prepare_wrap.")
 
     # ------------------------------------------------------------------ crystals
-    def crystal_recall(self, a: dict[str, Any]) -> str:
+    def crystal_recall(self, a: CrystalRecallArgs) -> str:
         found = retrieve_patterns(self.crystals, a["query"], max_patterns=a.get("max_patterns", 3),
                                   mode=a.get("mode", "prompt"), store=self.store)
         if not found:
@@ -216,40 +237,43 @@ class MemoryTools:
                 out.append(f"  evidence: {', '.join(m.evidence)}")
         return "\n".join(out)
 
-    def crystal_index(self, a: dict[str, Any]) -> str:
+    def crystal_index(self, a: NoArgs) -> str:
         return self.crystals.cue_index() or "No crystallized patterns yet."
 
     # ------------------------------------------------------------------ spores
-    def spore_add(self, a: dict[str, Any]) -> str:
+    def spore_add(self, a: SporeAddArgs) -> str:
         s = self.spores.add(**a)
         return f"Planted {s.id}.\n{replies.spore_line(s)}"
 
-    def spore_list(self, a: dict[str, Any]) -> str:
+    def spore_list(self, a: SporeListArgs) -> str:
         return replies.spores_reply(self.spores.list_open(**a), "No open spores.")
 
-    def spore_surface(self, a: dict[str, Any]) -> str:
+    def spore_surface(self, a: SporeSurfaceArgs) -> str:
         return replies.spores_reply(self.spores.surface(limit=a.get("limit", 5),
                                                         top_of_mind=a.get("top_of_mind") is True),
                                     "Nothing needs attention now.")
 
-    def spore_get(self, a: dict[str, Any]) -> str:
+    def spore_get(self, a: SporeIdArgs) -> str:
         s = self.spores.get(a["spore_id"])
         if s is None:
             raise EpisodeNotFoundError(f"no spore {a['spore_id']!r}: spore_list shows the "
                                        "open ones")
         return replies.spore_detail(s)
 
-    def spore_update(self, a: dict[str, Any]) -> str:
-        sid = a.pop("spore_id")
-        return replies.spore_detail(self.spores.update(sid, **a))
+    def spore_update(self, a: SporeUpdateArgs) -> str:
+        return replies.spore_detail(self.spores.update(
+            a["spore_id"], text=a.get("text"), type=a.get("type"), tier=a.get("tier"),
+            salience=a.get("salience"), domain=a.get("domain"), next=a.get("next"),
+            clear_next=a.get("clear_next", False), pointer=a.get("pointer"),
+            add_note=a.get("add_note")))
 
-    def spore_touch(self, a: dict[str, Any]) -> str:
+    def spore_touch(self, a: SporeIdArgs) -> str:
         return replies.spore_line(self.spores.touch(a["spore_id"]))
 
-    def spore_descend(self, a: dict[str, Any]) -> str:
+    def spore_descend(self, a: SporeDescendArgs) -> str:
         s = self.spores.descend(a["spore_id"], kind=a["kind"], note=a.get("note"))
         return replies.spore_detail(s)
 
-    def spore_ascend(self, a: dict[str, Any]) -> str:
+    def spore_ascend(self, a: SporeAscendArgs) -> str:
         s = self.spores.ascend(a["spore_id"], kind=a["kind"], ref=a["ref"], note=a.get("note"))
         return replies.spore_detail(s)

@@ -450,13 +450,13 @@ def _config(app: App) -> Any:
     return config
 
 
-def engines(config: Any) -> dict[str, str]:
+def engines(config: object) -> dict[str, str]:
     """The HTTP parser and event loop a loaded uvicorn ``config`` runs on, as the ready
     line names them (``httptools`` / ``h11``, ``uvloop`` / ``asyncio``)."""
     cls = getattr(config, "http_protocol_class", None)
     name = getattr(cls, "__name__", "")
     return {"http": "httptools" if "HttpTools" in name else "h11" if "H11" in name
-            else name or "unknown", "loop": str(config.loop)}
+            else name or "unknown", "loop": str(getattr(config, "loop", ""))}
 
 
 def _server_class() -> Any:
@@ -516,7 +516,7 @@ MAX_WORKERS = 64
 BACKLOG = 2048
 
 
-def check_workers(value: Any) -> int:
+def check_workers(value: object) -> int:
     """``--workers``: a whole number from 1 to ``MAX_WORKERS``; a ValidationError
     naming the fix otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORKERS:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from .._fileio import atomic_write_text
 from ..errors import AnnealMemoryError
-from .tools import TOOLS
+from .tools import TOOLS, Tool
 
 MANIFEST_PATH = Path(__file__).with_name("tool-integrity.json")
 MANIFEST_VERSION = 1
@@ -26,16 +26,32 @@ class IntegrityError(AnnealMemoryError):
     """The tool descriptions do not match the shipped manifest."""
 
 
+class ToolDigest(TypedDict):
+    """The SHA-256 of one tool's description and of its canonical input schema."""
+
+    description: str
+    input_schema: str
+
+
+class Manifest(TypedDict):
+    """``tool-integrity.json``, as ``compute_manifest`` makes it."""
+
+    version: int
+    algorithm: str
+    covers: str
+    tools: dict[str, ToolDigest]
+
+
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: object) -> str:
     """One spelling of a JSON value, so its hash does not depend on key order."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def compute_manifest(tools: Sequence[dict[str, Any]] = TOOLS) -> dict[str, Any]:
+def compute_manifest(tools: Sequence[Tool] = TOOLS) -> Manifest:
     """The manifest the given tool definitions should have."""
     return {
         "version": MANIFEST_VERSION,
@@ -47,7 +63,9 @@ def compute_manifest(tools: Sequence[dict[str, Any]] = TOOLS) -> dict[str, Any]:
     }
 
 
-def read_manifest(path: Path | None = None) -> dict[str, Any]:
+def read_manifest(path: Path | None = None) -> dict[str, object]:
+    """The manifest file as read: a JSON object with a ``tools`` object (else
+    IntegrityError)."""
     p = path or MANIFEST_PATH
     try:
         data = json.loads(p.read_text("utf-8"))
@@ -63,15 +81,16 @@ def read_manifest(path: Path | None = None) -> dict[str, Any]:
     return data
 
 
-def mismatches(manifest: dict[str, Any], tools: Sequence[dict[str, Any]] = TOOLS) -> list[str]:
+def mismatches(manifest: Mapping[str, object], tools: Sequence[Tool] = TOOLS) -> list[str]:
     """Names of tools whose description or schema differ from the manifest (also tools
     missing from it and manifest entries with no tool)."""
-    want = compute_manifest(tools)["tools"]
-    have = manifest.get("tools", {})
+    want: Mapping[str, object] = compute_manifest(tools)["tools"]
+    listed = manifest.get("tools", {})
+    have: Mapping[str, object] = listed if isinstance(listed, dict) else {}
     return sorted(n for n in set(want) | set(have) if want.get(n) != have.get(n))
 
 
-def verify(path: Path | None = None, tools: Sequence[dict[str, Any]] = TOOLS) -> None:
+def verify(path: Path | None = None, tools: Sequence[Tool] = TOOLS) -> None:
     """Raise IntegrityError (one line) unless every tool matches the manifest."""
     bad = mismatches(read_manifest(path), tools)
     if bad:
@@ -81,7 +100,7 @@ def verify(path: Path | None = None, tools: Sequence[dict[str, Any]] = TOOLS) ->
             "reinstall anneal-memory (use --skip-integrity only for development)")
 
 
-def generate(path: Path | None = None, tools: Sequence[dict[str, Any]] = TOOLS) -> Path:
+def generate(path: Path | None = None, tools: Sequence[Tool] = TOOLS) -> Path:
     """Write the manifest for the current tool definitions; returns its path."""
     p = path or MANIFEST_PATH
     atomic_write_text(p, json.dumps(compute_manifest(tools), indent=2, sort_keys=True) + "\n")

@@ -55,7 +55,7 @@ def read_resource(store: Store, uri: str) -> tuple[str, str]:
                      f"{MANIFEST_URI}")
 
 
-def call_tool(tools: MemoryTools, name: str, arguments: Any) -> tuple[str, bool]:
+def call_tool(tools: MemoryTools, name: str, arguments: object) -> tuple[str, bool]:
     """(reply text, is_error). Never raises: a bad call must not stop the server."""
     try:
         if arguments is not None and not isinstance(arguments, dict):

@@ -15,9 +15,10 @@ import hmac
 import json
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..clock import iso, parse_timestamp, utcnow
 from ..erasure import MCP_TOKENS
@@ -52,6 +53,20 @@ class TokenError(AnnealMemoryError):
         self.status = status
 
 
+class TokenDict(TypedDict):
+    """``TokenInfo.to_dict()``: a token as ``token list --json`` shows it (never its hash)."""
+
+    id: str
+    namespace: dict[str, str | None]
+    label: str | None
+    trust_ceiling: str
+    created_at: str
+    expires_at: str | None
+    revoked_at: str | None
+    last_used_at: str | None
+    state: str
+
+
 @dataclass(frozen=True)
 class TokenInfo:
     """One token as the store keeps it (never the secret)."""
@@ -78,7 +93,7 @@ class TokenInfo:
             return "expired"
         return "active"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TokenDict:
         return {"id": self.id, "namespace": self.namespace.to_dict(),
                 "label": self.label, "trust_ceiling": self.trust_ceiling,
                 "created_at": self.created_at, "expires_at": self.expires_at,
@@ -119,7 +134,7 @@ def parse_expiry(expires: str | timedelta | None) -> timedelta | None:
     return int(m.group(1)) * _UNIT[m.group(2)]
 
 
-def create_token(store: Store, namespace: MemoryNamespace | dict[str, Any], *,
+def create_token(store: Store, namespace: MemoryNamespace | Mapping[str, object], *,
                  trust_ceiling: str = "agent", expires: str | timedelta | None = None,
                  label: str | None = None) -> tuple[str, TokenInfo]:
     """A new token for ``namespace``: (the secret, shown once; what the store keeps)."""
@@ -206,8 +221,8 @@ class TokenReader:
         items = LiveItems.open(store.path, COLLECTION)
         return None if items is None else cls(items)
 
-    def get(self, token_id: str) -> dict[str, Any] | None:
-        """The stored record of token ``token_id`` (None: no such token)."""
+    def get(self, token_id: str) -> dict[str, object] | None:
+        """The stored record of token ``token_id`` as read (None: no such token)."""
         text = self._items.get(token_id)
         value = json.loads(text) if text is not None else None
         return value if isinstance(value, dict) else None

@@ -7,7 +7,7 @@ followed by ``anneal-memory --generate-integrity`` (a test fails otherwise).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from ..spores import ASCEND_KINDS, DESCEND_KINDS, GERMINATIONS, SPORE_TIERS, SPORE_TYPES
 from ..types import EpisodeType
@@ -29,26 +29,47 @@ EPISODE_TYPES = [t.value for t in EpisodeType]
 CLIENT_TRUST = ["agent", "tool", "external"]
 
 
-def _text(description: str, limit: int = MAX_TEXT) -> dict[str, Any]:
+class _InputSchemaRequired(TypedDict):
+    type: str
+    properties: dict[str, dict[str, object]]
+    additionalProperties: bool
+
+
+class InputSchema(_InputSchemaRequired, total=False):
+    """A tool's JSON input schema (the subset args.py checks)."""
+
+    required: list[str]
+
+
+class Tool(TypedDict):
+    """One tool as ``tools/list`` serves it."""
+
+    name: str
+    description: str
+    inputSchema: InputSchema
+
+
+def _text(description: str, limit: int = MAX_TEXT) -> dict[str, object]:
     return {"type": "string", "minLength": 1, "maxLength": limit, "description": description}
 
 
-def _short(description: str) -> dict[str, Any]:
+def _short(description: str) -> dict[str, object]:
     return _text(description, MAX_SHORT)
 
 
-def _ids(description: str) -> dict[str, Any]:
+def _ids(description: str) -> dict[str, object]:
     return {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": MAX_SHORT},
             "maxItems": 100, "description": description}
 
 
-def _enum(values: list[str] | tuple[str, ...], description: str) -> dict[str, Any]:
+def _enum(values: list[str] | tuple[str, ...], description: str) -> dict[str, object]:
     return {"type": "string", "enum": sorted(values), "description": description}
 
 
-def _obj(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties,
-                              "additionalProperties": False}
+def _obj(properties: dict[str, dict[str, object]],
+         required: list[str] | None = None) -> InputSchema:
+    schema: InputSchema = {"type": "object", "properties": properties,
+                           "additionalProperties": False}
     if required:
         schema["required"] = required
     return schema
@@ -57,7 +78,7 @@ def _obj(properties: dict[str, Any], required: list[str] | None = None) -> dict[
 _SPORE_ID = _short("The spore's id, e.g. spore-004 (see spore_list).")
 _DATE = _short("A calendar date, YYYY-MM-DD.")
 
-TOOLS: list[dict[str, Any]] = [
+TOOLS: list[Tool] = [
     {
         "name": "record",
         "description": (
@@ -310,4 +331,4 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 TOOL_NAMES: list[str] = [t["name"] for t in TOOLS]
-BY_NAME: dict[str, dict[str, Any]] = {t["name"]: t for t in TOOLS}
+BY_NAME: dict[str, Tool] = {t["name"]: t for t in TOOLS}

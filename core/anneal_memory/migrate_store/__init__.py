@@ -8,6 +8,6 @@ public name and its ``python -m`` entry, both above the CLI, so no import runs b
 
 from __future__ import annotations
 
-from ..store_copy import migrate
+from ..store_copy import MigrationReport, migrate
 
-__all__ = ["migrate"]
+__all__ = ["MigrationReport", "migrate"]

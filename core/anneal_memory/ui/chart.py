@@ -5,9 +5,12 @@ content policy needs nothing more)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .render import esc
+
+if TYPE_CHECKING:
+    from ..immune.review import TimelinePoint
 
 #: point colour by the first event that names it (graduated, capped, demoted, revoked ...)
 COLOURS = (("operator-retired", "#000000"), ("operator-demoted", "#000000"),
@@ -25,7 +28,7 @@ def colour(events: Sequence[str]) -> str:
     return "#1f5f99"
 
 
-def level_chart(points: Sequence[Any], *, width: int = 520, height: int = 120) -> str:
+def level_chart(points: Sequence[TimelinePoint], *, width: int = 520, height: int = 120) -> str:
     """``points``: TimelinePoints (wrap_id, at, level, events), oldest first."""
     if not points:
         return '<p class="muted">no recorded wraps</p>'

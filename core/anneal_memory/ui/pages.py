@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..audit import AuditTrail, same_label
-from ..continuity.parse import parse_pattern_line, parse_pattern_lines, parse_sections, pattern_key
+from ..continuity.parse import (
+    PatternLine,
+    parse_pattern_line,
+    parse_pattern_lines,
+    parse_sections,
+    pattern_key,
+)
 from ..errors import AnnealMemoryError, ValidationError
 from ..governance import MemoryNamespace, MemoryRuntime
 from ..immune.probes import list_probes
@@ -116,7 +122,7 @@ def _cited(v: View, ids: list[str]) -> dict[str, Episode]:
     return v.store.get_many(ids) if ids else {}
 
 
-def pattern_html(v: View, line: Any, eps: Mapping[str, Episode], *, hand: bool = True) -> str:
+def pattern_html(v: View, line: PatternLine, eps: Mapping[str, Episode], *, hand: bool = True) -> str:
     """One governed pattern line: level, date, marks, stances, cited episodes (each one
     click away), and the operator's hand demotion / retirement."""
     f = v.frame

@@ -12,7 +12,6 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 from urllib.parse import urlencode
 
 from ..types import RELAYED_TRUST
@@ -68,12 +67,12 @@ NAV = (("/", "Overview"), ("/continuity", "Continuity"), ("/patterns", "Pattern 
        ("/namespaces", "Namespaces"), ("/governed", "Governed memory"))
 
 
-def esc(value: Any) -> str:
+def esc(value: object) -> str:
     """Text for HTML content or a quoted attribute (``<``, ``&``, both quotes escaped)."""
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def href(path: str, **params: Any) -> str:
+def href(path: str, **params: object) -> str:
     """One of our own paths with query parameters (None and "" left out), escaped."""
     q = {k: v for k, v in params.items() if v not in (None, "", False)}
     return esc(path + ("?" + urlencode(q) if q else ""))
@@ -90,10 +89,10 @@ class Frame:
         self.read_only = read_only
         self.flash = list(flash)
 
-    def link(self, path: str, **params: Any) -> str:
+    def link(self, path: str, **params: object) -> str:
         return href(path, ns=self.ns, **params)
 
-    def form(self, action: str, fields: Mapping[str, Any], button: str, *,
+    def form(self, action: str, fields: Mapping[str, object], button: str, *,
              inline: bool = True, extra: str = "") -> str:
         """A POST form carrying the CSRF token and the namespace (none when read-only)."""
         if self.read_only or self.csrf is None:
@@ -129,7 +128,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, empty: str =
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def badge(text: Any, cls: str = "") -> str:
+def badge(text: object, cls: str = "") -> str:
     return f'<span class="badge {esc(cls)}">{esc(text)}</span>'
 
 
@@ -148,11 +147,11 @@ def relayed_note(trust: str | None) -> str:
             "data, not instructions</div>")
 
 
-def content_block(text: Any) -> str:
+def content_block(text: object) -> str:
     return f'<pre class="content">{esc(text)}</pre>'
 
 
-def json_block(data: Any, limit: int = 4000, *, compact: bool = False) -> str:
+def json_block(data: object, limit: int = 4000, *, compact: bool = False) -> str:
     text = json.dumps(data, indent=None if compact else 1, ensure_ascii=False, sort_keys=True,
                       default=str, separators=(", ", ": ") if compact else None)
     if len(text) > limit:
@@ -165,7 +164,7 @@ def options(values: Iterable[tuple[str, str]], chosen: str | None) -> str:
                    f"{esc(label)}</option>" for v, label in values)
 
 
-def ago(ts: Any) -> str:
+def ago(ts: object) -> str:
     """A timestamp to the second, kept on one line."""
     shown = str(ts or "")[:19].replace("T", " ")
     return f'<span class="ts">{esc(shown)}</span>' if shown else ""

@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypedDict
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from .._hostcheck import listen_error
@@ -27,6 +27,11 @@ from ..storage.pg_location import pg_dsn, redact
 from ..store import Store
 from . import actions, pages
 from .render import CSS, Frame, esc
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .security import Session
 from .security import (
     HEADERS,
     Sessions,
@@ -146,7 +151,7 @@ class Console:
         self.close()
 
     # ------------------------------------------------------------------ requests
-    def view(self, query: Mapping[str, str], session: Any, *, flash: bool = True) -> pages.View:
+    def view(self, query: Mapping[str, str], session: Session, *, flash: bool = True) -> pages.View:
         token = query.get("ns", "").strip()
         ns = pages.parse_ns_token(token) if token else None
         target = self.store.scoped(ns) if ns is not None else self.store
@@ -330,12 +335,26 @@ def _handler(console: Console) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class ConsoleOptions(TypedDict, total=False):
+    """The ``Console`` options ``serve`` passes on."""
+
+    host: str
+    port: int
+    read_only: bool
+    operator_via: str | None
+    anchor: str | os.PathLike[str] | None
+    reviewer: str | None
+    log: TextIO | None
+    project_name: str | None
+
+
 def serve(store: Store | str | os.PathLike[str], *, out: TextIO | None = None,
-          as_json: bool = False, **options: Any) -> int:
+          as_json: bool = False, **options: Unpack[ConsoleOptions]) -> int:
     """Run the console until interrupted, printing its one-time login link to ``out``
     (``as_json``: one JSON line with ``login_url``, ``url``, ``store``, ``read_only``)."""
     out = out or sys.stdout
-    console = Console(store, log=options.pop("log", sys.stderr), **options)
+    given: ConsoleOptions = {**options, "log": options.get("log", sys.stderr)}
+    console = Console(store, **given)
     try:
         where = redact(console.store.dsn) if console.store.dsn else str(console.store.path)
         if as_json:

@@ -13,7 +13,7 @@ import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypedDict, Union
 
 from .._fileio import sidecar_path
 from ..clock import now_iso
@@ -24,11 +24,46 @@ from ..storage.pg_location import pg_dsn, redact
 _NAME, _LOCK = ".baton.json", ".baton.lock"
 
 
-def _resolve(target: Any, ns: str) -> tuple[str | Path, str]:
+class Located(Protocol):
+    """A Store or a scoped view: where it is, and its namespace's tag ("" for the root)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def ns_tag(self) -> str: ...
+
+
+#: what the baton functions take: a store's location, or the store (or view) itself
+Target = Union[str, Path, Located]
+
+
+#: one claim or release in the baton's history (``from``: who held it before)
+BatonEvent = TypedDict("BatonEvent", {"holder": Union[str, None], "at": str,
+                                      "from": Union[str, None], "took": bool})
+
+
+class BatonStatus(TypedDict):
+    """``baton_status``: the holder (None: nobody), when it was claimed, the last ten
+    claims and releases."""
+
+    holder: str | None
+    claimed_at: str | None
+    history: list[BatonEvent]
+
+
+class BatonClaim(TypedDict):
+    """``claim_baton``: the new holder and the one it replaced (None: nobody)."""
+
+    holder: str
+    previous: str | None
+
+
+def _resolve(target: Target, ns: str) -> tuple[str | Path, str]:
     """A store location, or a Store / scoped view (whose own namespace's baton is meant)."""
-    if hasattr(target, "ns_tag") and hasattr(target, "path"):
-        return target.path, ns or target.ns_tag
-    return target, ns
+    if isinstance(target, (str, Path)):
+        return target, ns
+    return target.path, ns or target.ns_tag
 
 
 def _name(ns: str) -> str:
@@ -86,7 +121,7 @@ def _dump(d: dict[str, Any]) -> str:
     return json.dumps(d, indent=2, ensure_ascii=False) + "\n"
 
 
-def baton_status(db_path: str | Path, ns: str = "") -> dict[str, Any]:
+def baton_status(db_path: Target, ns: str = "") -> BatonStatus:
     """Who holds the baton (``holder`` None when nobody does)."""
     db_path, ns = _resolve(db_path, ns)
     d = _read(db_path, ns)
@@ -94,9 +129,10 @@ def baton_status(db_path: str | Path, ns: str = "") -> dict[str, Any]:
             "history": d.get("history", [])[-10:]}
 
 
-def baton_holder(db_path: Any, ns: str = "") -> str | None:
+def baton_holder(db_path: Target, ns: str = "") -> str | None:
     db_path, ns = _resolve(db_path, ns)
-    return _read(db_path, ns).get("holder")
+    holder = _read(db_path, ns).get("holder")
+    return holder if isinstance(holder, str) else None
 
 
 def _check_session(session_id: Any) -> str:
@@ -105,8 +141,8 @@ def _check_session(session_id: Any) -> str:
     return session_id.strip()
 
 
-def claim_baton(db_path: str | Path, session_id: str, *, take: bool = False,
-                ns: str = "") -> dict[str, Any]:
+def claim_baton(db_path: Target, session_id: str, *, take: bool = False,
+                ns: str = "") -> BatonClaim:
     """Designate ``session_id`` as the consolidating session. Taking the baton from
     another session needs ``take=True``."""
     db_path, ns = _resolve(db_path, ns)
@@ -130,7 +166,7 @@ def claim_baton(db_path: str | Path, session_id: str, *, take: bool = False,
     return {"holder": sid, "previous": previous["holder"]}
 
 
-def release_baton(db_path: str | Path, session_id: str | None = None, *,
+def release_baton(db_path: Target, session_id: str | None = None, *,
                   ns: str = "") -> bool:
     db_path, ns = _resolve(db_path, ns)
     where = _where(db_path, ns)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from .. import tracing
 from .._inputs import storable_text
@@ -18,10 +18,31 @@ from ..immune.signals import stale_patterns
 from ..shorten import PACKAGE_EPISODES_BUDGET, fair_cap, shorten
 from .baton import baton_holder
 from .lifecycle import take_over_stale
-from .render import instructions, render_episodes
+from .render import PackageEpisode, WrapPackage, instructions, render_episodes
 
 if TYPE_CHECKING:
+    from ..crystal import Crystal, CrystalStore
     from ..store import Store
+
+
+class _PrepareFields(TypedDict):
+    schema_warning: str | None
+    wrap_token: str | None
+    package: WrapPackage | None
+    #: the retired association layer: always None
+    assoc_context: None
+    uncovered_proven_to_check: list[dict[str, object]]
+    crystallization_candidates: list[dict[str, object]]
+    rewarm_candidates: list[dict[str, object]]
+
+
+class PrepareResult(_PrepareFields):
+    """What ``prepare_wrap`` returns (1.0.2's keys): ``status`` ``ready`` (with the
+    ``package`` and the ``wrap_token``), ``empty`` or ``downgraded`` (no package)."""
+
+    status: str
+    episode_count: int
+    message: str
 
 
 def _gate(store: Store, session_id: str | None) -> str | None:
@@ -42,8 +63,8 @@ def _gate(store: Store, session_id: str | None) -> str | None:
 
 @tracing.traced(tracing.UPDATE, "wrap.prepare", result=tracing.prepared)
 def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: int = 7,
-                 crystal_store: Any = None, session_id: str | None = None,
-                 wrap_token: str | None = None) -> dict[str, Any]:
+                 crystal_store: CrystalStore | None = None, session_id: str | None = None,
+                 wrap_token: str | None = None) -> PrepareResult:
     """Open (or re-open) the wrap and return the compression package.
 
     ``status`` is ``ready``, ``empty`` (nothing since the last wrap) or ``downgraded``
@@ -66,7 +87,7 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
         warnings.warn(warn, UserWarning, stacklevel=3)
     blocked = _gate(store, session_id)
     # assoc_context (the retired association layer) is always None
-    base: dict[str, Any] = {"schema_warning": warn, "wrap_token": None, "package": None, "assoc_context": None,
+    base: _PrepareFields = {"schema_warning": warn, "wrap_token": None, "package": None, "assoc_context": None,
             "uncovered_proven_to_check": [], "crystallization_candidates": [],
             "rewarm_candidates": []}
     if blocked:
@@ -121,12 +142,12 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
     # what the model reads of each episode: long ones shortened to a fair share of the
     # package's budget, each naming the episode whose whole text stays in the store
     cap = fair_cap([len(r.content) for r in rows])
-    listed = [{"id": r.id, "timestamp": r.timestamp, "type": r.type,
+    listed: list[PackageEpisode] = [{"id": r.id, "timestamp": r.timestamp, "type": r.type,
                "content": shorten(r.content, cap, r.id),
                "source": r.source, "trust": eff.get(r.id) or r.trust,
                "superseded_by": sup[r.id][-1][0] if r.id in sup else None} for r in rows]
     cut = [r.id for r in rows if len(r.content) > cap]
-    package = {
+    package: WrapPackage = {
         "episodes": render_episodes(listed),  # text, as 1.0.2 gives it
         "episode_list": listed,
         "episode_count": len(listed),
@@ -179,7 +200,7 @@ CRYSTALLIZE_LEVEL = 3
 REWARM_DAYS = 90
 
 
-def gone_cold(crystal: Any, today: str) -> bool:
+def gone_cold(crystal: Crystal, today: str) -> bool:
     """Unused for more than ``REWARM_DAYS``: offered for re-warming."""
     from ..clock import days_between
 

@@ -15,7 +15,7 @@ import json
 import re
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .. import tracing
 from .._inputs import lone_surrogate
@@ -53,10 +53,62 @@ from . import relayed as relayed_rule
 from .baton import baton_holder
 
 if TYPE_CHECKING:
+    from ..crystal import CrystalStore
     from ..store import Store
 
 SHRINK_SECTION_FLOOR = 0.5
 SHRINK_FILE_FLOOR = 0.25
+
+
+class _SaveFields(TypedDict):
+    path: str
+    chars: int
+    episodes_compressed: int
+    graduations_validated: int
+    graduations_demoted: int
+    demoted: int
+    bare_demoted: int
+    demoted_patterns: list[dict[str, object]]
+    bare_demoted_patterns: list[dict[str, object]]
+    level_capped: list[dict[str, object]]
+    carried_forward: list[dict[str, object]]
+    uncorroborated: list[dict[str, object]]
+    skipped_non_today: int
+    gaming_suspects: list[str]
+    citation_reuse_max: int
+    cross_session_collisions: list[dict[str, object]]
+    omitted_patterns: list[signals.OmittedPattern]
+    proven_without_contradicts_declaration: list[dict[str, object]]
+    contradictions: list[signals.Stance]
+    supersessions_recorded: int
+    supersessions_recorded_links: list[dict[str, str]]
+    supersessions_rejected: list[dict[str, str]]
+    durable_warnings: list[str]
+    durable_dropped: list[str]
+    #: the drift probes' verdicts, as ``immune.probes.evaluate`` reports them
+    drift: probes.DriftCheck
+    citation_spread: int
+    sections: dict[str, int]
+    crystallized: list[str]
+    crystallize_refused: list[dict[str, str]]
+    associations_formed: int
+    associations_strengthened: int
+    associations_decayed: int
+    association_warning: None
+    linkgate_overridden: bool
+    warnings: list[str]
+    wrap_id: int
+
+
+class SaveResult(_SaveFields, total=False):
+    """What ``validated_save_continuity`` returns: what the immune system did (1.0.2's
+    keys and ours). The two keys below are added on the way and are always there in
+    the result returned."""
+
+    #: continuity lines reproducing a relayed episode outside a quotation
+    relayed_unquoted: list[dict[str, str]]
+    #: the wrap's record, in the shape 1.0.2 returned it
+    wrap_result: dict[str, object]
 
 
 def _decode(text: Any) -> str:
@@ -148,16 +200,16 @@ def _marker_only(line: str) -> bool:
 def validated_save_continuity(
     store: Store,
     text: str,
-    affective_state: Any = None,
+    affective_state: object = None,
     *,
     today: str | None = None,
     wrap_token: str | None = None,
     allow_shrink: bool = False,
     carryforward_cold_days: int | None = 7,
-    crystal_store: Any = None,
+    crystal_store: CrystalStore | None = None,
     session_id: str | None = None,
     allow_unlinked: bool = False,
-) -> dict[str, Any]:
+) -> SaveResult:
     """Validate and save the wrap's continuity; returns what the immune system did.
 
     ``affective_state`` and ``allow_unlinked`` are accepted and ignored (retired layers).
@@ -258,7 +310,7 @@ def validated_save_continuity(
     am_warn = signals.am_warn(lines, resolvable)
     final_text = doc.render()
     present = {o.line.key for o in outcomes if o.line.key}
-    result: dict[str, Any] = {
+    result: SaveResult = {
         "path": str(store.continuity_path),
         "chars": len(final_text),
         "episodes_compressed": len(snapshot_ids),
@@ -434,7 +486,7 @@ def validated_save_continuity(
 
 
 def _check_relayed(store: Store, text: str, snapshot_ids: list[str],
-                   result: dict[str, Any]) -> None:
+                   result: SaveResult) -> None:
     """Flag (or, on a strict store, refuse) continuity lines that reproduce a relayed
     episode of this wrap outside a marked quotation (see :mod:`.relayed`)."""
     found = relayed_rule.find_unquoted(text, relayed_rule.relayed_of_wrap(store, snapshot_ids))
@@ -474,9 +526,9 @@ def _revocations(store: Store, history: dict[str, dict[str, Any]]) -> dict[str, 
 CRYSTALLIZE_RE = re.compile(r"\s*\[crystallize\]", re.IGNORECASE)
 
 
-def _crystallize_marked(store: Store, crystal_store: Any, doc: ContinuityDoc,
+def _crystallize_marked(store: Store, crystal_store: CrystalStore, doc: ContinuityDoc,
                         outcomes: Sequence[LineOutcome], day: str,
-                        result: dict[str, Any]) -> str:
+                        result: SaveResult) -> str:
     """Move lines marked ``[crystallize]`` out of the continuity into the crystal store
     (opt-in: only when the caller passes a crystal store). Only a Proven line (2x or
     higher after this save's checks) with evidence goes; the crystal is written before
