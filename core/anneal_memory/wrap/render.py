@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, TypedDict
+from typing import TypedDict
 
 from ..continuity.parse import PatternSummary
 from ..continuity.schema import durable_budget, has_felt_layer
+from ..immune.signals import StalePattern
 from .relayed import GUIDANCE as RELAYED_GUIDANCE
-
-if TYPE_CHECKING:
-    from ..immune.signals import StalePattern
 
 PACKAGE_MARKER = "=== ANNEAL-MEMORY WRAP PACKAGE ==="
 
