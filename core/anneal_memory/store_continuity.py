@@ -345,5 +345,5 @@ class ContinuityMixin:
 
     def pattern_grounding(self) -> dict[str, list[dict[str, Any]]]:
         """For each named pattern, the episodes that grounded each rung it earned."""
-        return {n: rec.get("grounding", []) for n, rec in self.repos.wraps.pattern_history().items()}
+        return {n: rec.grounding for n, rec in self.repos.wraps.pattern_history().items()}
 

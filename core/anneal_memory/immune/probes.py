@@ -29,6 +29,7 @@ from ..clock import now_iso
 from ..continuity.parse import parse_pattern_lines, parse_sections, pattern_key
 from ..continuity.schema import heading_key
 from ..errors import ValidationError
+from ..storage.rows import ProbeRow
 from ..text import is_meaningful, tokenize
 
 if TYPE_CHECKING:
@@ -67,11 +68,11 @@ def add_probe(store: Facade, *, pattern: str | None = None, min_level: int | Non
         min_level = max(MIN_PROVEN, pattern_levels(store.load_continuity(),
                                                    store.section_schema).get(pattern_key(pattern), 1))
     with store.transaction() as tx:
-        taken = [int(p["id"]) for p in tx.wraps.probes() if str(p["id"]).isdigit()]
+        taken = [int(p.id) for p in tx.wraps.probes() if str(p.id).isdigit()]
         pid = max(taken, default=0) + 1
-        tx.wraps.insert_probe({"id": str(pid), "kind": "pattern" if pattern else "fact",
-                               "pattern": pattern, "min_level": min_level, "fact": fact,
-                               "section": section, "created_at": now_iso()})
+        tx.wraps.insert_probe(ProbeRow(id=str(pid), kind="pattern" if pattern else "fact",
+                                       pattern=pattern, min_level=min_level, fact=fact,
+                                       section=section, created_at=now_iso()))
         if note:
             notes = probe_notes(store)
             notes[str(pid)] = note
@@ -99,8 +100,8 @@ def list_probes(store: Facade) -> list[dict[str, Any]]:
     """Every declared probe with the verdict of the last save that checked it; also under
     1.0.2's keys (``name`` for the pattern, ``text`` for the fact, ``note``)."""
     notes = probe_notes(store)
-    return [dict(p, id=_id(p["id"]), name=p["pattern"], text=p["fact"],
-                 note=notes.get(str(p["id"])), retired_at=None)
+    return [dict(p._asdict(), id=_id(p.id), name=p.pattern, text=p.fact,
+                 note=notes.get(str(p.id)), retired_at=None)
             for p in store.repos.wraps.probes()]
 
 
@@ -234,16 +235,16 @@ def evaluate(store: Facade, text: str, schema: Sequence[dict[str, Any]], crystal
     results = []
     # the text is parsed only for the probes that need it, and once
     levels: dict[str, int] = {}
-    if any(pr["kind"] == "pattern" for pr in probes):
+    if any(pr.kind == "pattern" for pr in probes):
         for p in parse_pattern_lines(text, schema):
             levels[p.key] = max(levels.get(p.key, 0), p.level)
     doc = None
     for pr in probes:
         try:
-            if pr["kind"] == "pattern":
-                key = pattern_key(pr["pattern"] or "")
+            if pr.kind == "pattern":
+                key = pattern_key(pr.pattern or "")
                 lvl = levels.get(key)
-                need = max(MIN_PROVEN, int(pr["min_level"] or 1))
+                need = max(MIN_PROVEN, int(pr.min_level or 1))
                 if lvl is None or lvl < MIN_PROVEN:  # a probe guards a Proven pattern
                     status, detail = (("crystallized", "moved to the crystal store")
                                       if key in crystal_names
@@ -255,19 +256,19 @@ def evaluate(store: Facade, text: str, schema: Sequence[dict[str, Any]], crystal
                     status, detail = "weakened", f"at {lvl}x (needs {need}x)"
             else:
                 scope = text
-                if pr.get("section"):
+                if pr.section:
                     doc = doc or parse_sections(text, schema, require=False)
-                    secs = [s for s in doc.sections if heading_key(s.heading) == heading_key(pr["section"])]
+                    secs = [s for s in doc.sections if heading_key(s.heading) == heading_key(pr.section)]
                     if not secs:
-                        status, detail = "lost", f"section {pr['section']!r} is gone"
+                        status, detail = "lost", f"section {pr.section!r} is gone"
                         scope = ""
                     else:
                         scope = "\n".join(s.body for s in secs)
                 if scope:
-                    status, detail = check_fact(pr["fact"] or "", scope)
+                    status, detail = check_fact(pr.fact or "", scope)
         except Exception as exc:  # a probe never blocks a save
             status, detail = "unchecked", f"could not be checked: {exc}"
         counts[status] = counts.get(status, 0) + 1
-        results.append({"id": _id(pr["id"]), "status": status})
-        store.repos.wraps.update_probe(pr["id"], status, detail, wrap_id)
+        results.append({"id": _id(pr.id), "status": status})
+        store.repos.wraps.update_probe(pr.id, status, detail, wrap_id)
     return {"counts": counts, "probes": results}
