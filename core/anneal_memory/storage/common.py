@@ -98,7 +98,7 @@ def episode_row(r: Sequence[Any]) -> EpisodeRow:
         rowid if type(rowid) is int else int(rowid), r[11], r[12])
 
 
-def visible_sql(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
+def visible_sql(scope: Scope, alias: str = "") -> tuple[str, list[object]]:
     """``AND ...``: rows a reader in ``scope`` may see (every row at the root, unless
     the root reads only its own)."""
     if scope.owner is None:
@@ -108,7 +108,7 @@ def visible_sql(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
             [scope.owner, scope.project or ""])
 
 
-def own_sql(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
+def own_sql(scope: Scope, alias: str = "") -> tuple[str, list[object]]:
     """``AND ...``: rows written in exactly ``scope`` (the root's: those without one)."""
     p = f"{alias}." if alias else ""
     if scope.owner is None:
@@ -117,7 +117,7 @@ def own_sql(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
             [scope.owner, scope.project or ""])
 
 
-def reach_sql(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
+def reach_sql(scope: Scope, alias: str = "") -> tuple[str, list[object]]:
     """``AND ...``: rows a mutation through ``scope`` may touch: everything at the root
     (the operator), exactly its own namespace's rows through a view."""
     return ("", []) if scope.owner is None and not scope.unscoped_only else own_sql(scope, alias)

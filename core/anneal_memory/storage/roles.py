@@ -9,6 +9,10 @@ call it makes carries that scope: the scope is fixed when the role is built, so 
 built for one namespace has no call that reads or writes another. What spans every
 namespace (:meth:`Episodes.namespace_counts`, :meth:`Wraps.wrap_totals`) answers only
 at the root and raises :class:`OutOfScope` anywhere else.
+
+:class:`Links`, :class:`Wraps` and :class:`Items` write their SQL here, once for every
+database (the backend gives its dialect: id lists, upsert, insert-or-ignore, a new row's
+id); they are no part of ``Backend``. The others still pass their calls to it.
 """
 
 from __future__ import annotations

@@ -221,7 +221,7 @@ def spelled_sql(expr: str) -> str:
 _SCHEMA = re.sub(r"SPELLED\(([\w.]+)\)", lambda m: spelled_sql(m.group(1)), _SCHEMA)
 
 
-def ns_words_query(scope: Any) -> str | None:
+def ns_words_query(scope: Scope) -> str | None:
     """The word-index condition for the episodes ``scope`` may read (None at the root)."""
     if scope.owner is None:
         return None
