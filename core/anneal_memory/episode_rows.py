@@ -15,12 +15,13 @@ from collections.abc import Sequence
 from . import trust
 from ._unit import Ground
 from .storage.base import EpisodeRow
+from .storage.rows import Source, Successor
 from .types import Episode, EpisodeType
 
-#: the replacement links of each id: ``[(new_id, kind, created_at), ...]``
-Supersessions = dict[str, list[tuple[str, str, str]]]
-#: the sources of each derived id: ``[(source_id, removed_trust or None), ...]``
-Derivations = dict[str, list[tuple[str, str | None]]]
+#: the replacement links of each id: ``[Successor(new_id, kind, created_at), ...]``
+Supersessions = dict[str, list[Successor]]
+#: the sources of each derived id: ``[Source(source_id, removed_trust or None), ...]``
+Derivations = dict[str, list[Source]]
 
 
 def episode(row: EpisodeRow, superseded_by: str | None = None,

@@ -371,8 +371,8 @@ def scrub_episodes(store: ErasureHost, rows: Mapping[str, EpisodeRow], tx: UnitO
             if matcher.quotes(name):
                 report.cells += wraps.delete_pattern(name)
         for probe in wraps.probes():
-            if probe.get("pattern") and matcher.quotes(str(probe["pattern"])):
-                report.cells += wraps.delete_probe(str(probe["id"]))
+            if probe.pattern and matcher.quotes(probe.pattern):
+                report.cells += wraps.delete_probe(probe.id)
     for table, key, col, text in list(b.meta.text_cells([s.key for s in scopes])):
         new_text = redact_cell(text, matcher)
         if new_text is not None:

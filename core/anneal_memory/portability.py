@@ -137,10 +137,11 @@ def export_store(store: Facade) -> ExportDocument:
             })
         links_out: list[ChainLink] = [{"old_id": o, "new_id": n, "kind": k, "created_at": c}
                      for o, n, k, c in b.links.all_supersessions()]
-        tombs = [{**{k: v for k, v in t.items() if k not in ("trust", "ns_owner", "ns_project")},
-                  "namespace": _namespace_out(t["ns_owner"], t["ns_project"])}
-                 for t in b.links.tombstones(namespaces=True).values()]
-        wraps = b.wraps.wrap_history(None)
+        tombs = [{**{k: v for k, v in t._asdict().items()
+                     if k not in ("trust", "ns_owner", "ns_project")},
+                  "namespace": _namespace_out(t.ns_owner, t.ns_project)}
+                 for t in b.links.tombstones().values()]
+        wraps = [w._asdict() for w in b.wraps.wrap_history(None)]
         status = store.status()
         root = getattr(store, "namespace", None) is None and not getattr(
             store.scope, "unscoped_only", False)

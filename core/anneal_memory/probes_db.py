@@ -12,6 +12,7 @@ from ._seam import roles_of, unit_of
 from .clock import now_iso
 from .continuity.parse import pattern_key
 from .errors import ValidationError
+from .storage.rows import ProbeRow
 from .text import is_meaningful, tokenize
 
 if TYPE_CHECKING:
@@ -69,11 +70,11 @@ def add_probe(store: Facade, *, pattern: str | None = None, min_level: int | Non
         min_level = max(MIN_PROVEN, pattern_levels(store.load_continuity(),
                                                    store.section_schema).get(pattern_key(pattern), 1))
     with unit_of(store) as tx:
-        taken = [int(p["id"]) for p in tx.wraps.probes() if str(p["id"]).isdigit()]
+        taken = [int(p.id) for p in tx.wraps.probes() if p.id.isdigit()]
         pid = max(taken, default=0) + 1
-        tx.wraps.insert_probe({"id": str(pid), "kind": "pattern" if pattern else "fact",
-                               "pattern": pattern, "min_level": min_level, "fact": fact,
-                               "section": section, "created_at": now_iso()})
+        tx.wraps.insert_probe(ProbeRow(id=str(pid), kind="pattern" if pattern else "fact",
+                                       pattern=pattern, min_level=min_level, fact=fact,
+                                       section=section, created_at=now_iso()))
         if note:
             notes = probe_notes(store)
             notes[str(pid)] = note
@@ -123,11 +124,11 @@ def list_probes(store: Facade) -> list[DriftProbe]:
     """Every declared probe with the verdict of the last save that checked it; also under
     1.0.2's keys (``name`` for the pattern, ``text`` for the fact, ``note``)."""
     notes = probe_notes(store)
-    return [DriftProbe(id=id_value(p["id"]), kind=p["kind"], pattern=p["pattern"],
-                       min_level=p["min_level"], fact=p["fact"], section=p["section"],
-                       created_at=p["created_at"], last_status=p["last_status"],
-                       last_detail=p["last_detail"], last_wrap_id=p["last_wrap_id"],
-                       name=p["pattern"], text=p["fact"], note=notes.get(str(p["id"])),
+    return [DriftProbe(id=id_value(p.id), kind=p.kind, pattern=p.pattern,
+                       min_level=p.min_level, fact=p.fact, section=p.section,
+                       created_at=p.created_at, last_status=p.last_status,
+                       last_detail=p.last_detail, last_wrap_id=p.last_wrap_id,
+                       name=p.pattern, text=p.fact, note=notes.get(p.id),
                        retired_at=None)
             for p in roles_of(store).wraps.probes()]
 

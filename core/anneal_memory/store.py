@@ -591,7 +591,7 @@ class Store(ContinuityMixin):
                    and trust.within_ceiling(rows[i].trust, self.trust_ceiling)]
         open_wrap = self._repos.wraps.open_wrap()
         if open_wrap:  # episodes frozen in an open wrap stay until it is saved or cancelled
-            frozen = set(open_wrap["episode_ids"])
+            frozen = set(open_wrap.episode_ids)
             ids = [i for i in ids if i not in frozen]
         return ids
 
@@ -698,8 +698,8 @@ class Store(ContinuityMixin):
                 path=redact(self.dsn) if self.dsn else str(self.path),
                 superseded_count=r.links.count_superseded(),
                 trust_counts=r.episodes.counts_by_trust(),
-                wrap_started_at=open_wrap["started_at"] if open_wrap else None,
-                wrap_stale=open_wrap is not None and stale_wrap(self, open_wrap),
+                wrap_started_at=open_wrap.started_at if open_wrap else None,
+                wrap_stale=open_wrap is not None and stale_wrap(self, open_wrap._asdict()),
                 namespace=self._status_namespace(),
                 all_namespaces=self._namespace_totals(),
                 **self._embedding_status(),
@@ -732,7 +732,7 @@ class Store(ContinuityMixin):
         """Saved wraps, newest first, with their metrics."""
         if limit is not None:
             whole_number(limit, "limit")
-        return self._repos.wraps.wrap_history(limit)
+        return [w._asdict() for w in self._repos.wraps.wrap_history(limit)]
 
     # ------------------------------------------------------------------ export / import
     def export(self) -> ExportDocument:

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from ._fileio import file_lock, publish_staged, sidecar_path, stage_bytes
 from ._lazy import sha256_hex
@@ -24,6 +24,7 @@ from ._wrap_age import (  # noqa: F401  (re-exported)
 from .continuity.schema import SectionSpec
 from .errors import ValidationError, WrapInProgressError
 from .probes_db import DriftProbe, DriftStatus, add_probe, drift_status, list_probes, retire_probe
+from .storage.rows import Grounding as Grounding  # public here as it was
 from .types import WrapCancelReceipt
 from .wrap_state import cancel_wrap
 
@@ -124,17 +125,6 @@ def flush_pending_blobs(meta: MetaRepo, transaction: Callable[[], AbstractContex
                 meta.delete_meta_if(key, written)
             done.append(name)
     return done
-
-
-class Grounding(TypedDict, total=False):
-    """One rung a named pattern earned (``pattern_grounding()``): the level, the day, the
-    grounding episodes' ids and how the citation was made (``quoted`` / ``bare``; absent
-    from rungs saved before it was kept)."""
-
-    level: int
-    date: str
-    ids: list[str]
-    rule: str
 
 
 class ContinuityMixin:
@@ -338,5 +328,5 @@ class ContinuityMixin:
 
     def pattern_grounding(self) -> dict[str, list[Grounding]]:
         """For each named pattern, the episodes that grounded each rung it earned."""
-        return {n: rec.get("grounding", []) for n, rec in roles_of(self).wraps.pattern_history().items()}
+        return {n: rec.grounding for n, rec in roles_of(self).wraps.pattern_history().items()}
 

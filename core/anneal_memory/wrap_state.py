@@ -24,7 +24,7 @@ def cancel_wrap(store: Facade, *, wrap_token: str | None = None, session_id: str
     is refused."""
     with unit_of(store) as tx:
         w = tx.wraps.open_wrap()
-        if wrap_token is not None and (w is None or w["token"] != wrap_token):
+        if wrap_token is not None and (w is None or w.token != wrap_token):
             raise WrapTokenError("the named wrap is not the one in progress (saved, cancelled "
                                  "or another): nothing was cancelled")
         if w is None:
@@ -32,18 +32,20 @@ def cancel_wrap(store: Facade, *, wrap_token: str | None = None, session_id: str
         if expect_partial:
             raise WrapInProgressError("the open wrap is complete, not a partial state: cancel "
                                       "it without partial (its token, session or force)")
-        gated = bool(w["session_id"]) or store.consolidate_requires_baton()
-        if gated and not force and wrap_token != w["token"] and (
-                session_id is None or session_id != w["session_id"]):
+        gated = bool(w.session_id) or store.consolidate_requires_baton()
+        if gated and not force and wrap_token != w.token and (
+                session_id is None or session_id != w.session_id):
             raise BatonError(
                 "this wrap was prepared under the baton gate: cancel it with its wrap_token, "
                 "the session_id that prepared it, or force=True")
-        tx.wraps.close_wrap(w["id"], "cancelled", now_iso())
-        tx.audit.append("wrap_cancelled", {"wrap_id": w["id"],
-                                           "episodes": len(w["episode_ids"]),
+        tx.wraps.close_wrap(w.id, "cancelled", now_iso())
+        tx.audit.append("wrap_cancelled", {"wrap_id": w.id,
+                                           "episodes": len(w.episode_ids),
                                            "forced": bool(force)}, actor="operator")
-    return WrapCancelReceipt(w["token"], w.get("started_at"), list(w["episode_ids"]), False)
+    return WrapCancelReceipt(w.token, w.started_at, list(w.episode_ids), False)
 
 
 def open_wrap_info(store: Facade) -> dict[str, Any] | None:
-    return roles_of(store).wraps.open_wrap()
+    """The open wrap's row as a dict (its fields by name), or None when no wrap is open."""
+    w = roles_of(store).wraps.open_wrap()
+    return None if w is None else w._asdict()

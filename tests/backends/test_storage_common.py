@@ -9,7 +9,8 @@ import pytest
 from anneal_memory import Store
 from anneal_memory.storage.base import Backend, EpisodeRow, SearchFilters
 from anneal_memory.storage.common import qmark_to_format
-from anneal_memory.testing import backend_of
+from anneal_memory.storage.rows import PatternRow, ProbeRow
+from anneal_memory.testing import backend_of, repos_of
 
 
 @pytest.mark.parametrize(("sql", "want"), [
@@ -44,7 +45,7 @@ def _row(i: int, **kw: object) -> EpisodeRow:
 
 
 def test_id_lists_longer_than_one_statement(store: Store) -> None:
-    b = backend_of(store)
+    b, r = backend_of(store), repos_of(store)
     n = 1203  # more than two SQLite chunks of bound ids
     with b.transaction():
         for i in range(n):
@@ -52,14 +53,14 @@ def test_id_lists_longer_than_one_statement(store: Store) -> None:
     ids = [f"ep{i:05d}" for i in range(n)]
     got = b.get_episodes(ids + ids[:10] + ["missing"])
     assert len(got) == n and got["ep01202"].content == "note 1202"
-    wid = b.insert_wrap("2026-01-02T00:00:00Z", "tok", None, ids[:700], "2026-01-02")
-    assert wid > 0 and b.open_wrap() == {
+    wid = r.wraps.insert_wrap("2026-01-02T00:00:00Z", "tok", None, ids[:700], "2026-01-02")
+    assert wid > 0 and r.wraps.open_wrap()._asdict() == {  # type: ignore[union-attr]
         "id": wid, "started_at": "2026-01-02T00:00:00Z", "token": "tok", "session_id": None,
         "episode_ids": ids[:700], "today": "2026-01-02"}
     with b.transaction():
         b.mark_wrapped(ids[:700], wid)
     assert b.count_unwrapped() == n - 700
-    assert b.wrapped_ids_before(wid + 1) == set(ids[:700])
+    assert r.wraps.wrapped_ids_before(wid + 1) == set(ids[:700])
     assert b.search(SearchFilters(ids=[]))[1] == 0
     assert b.search(SearchFilters(ids=ids[:3]))[1] == 3
     with b.transaction():
@@ -84,44 +85,41 @@ def test_rows_inserted_many_to_a_statement_keep_their_order(store: Store) -> Non
 
 
 def test_links_upserts_and_counters(store: Store) -> None:
-    b = backend_of(store)
+    b, r = backend_of(store), repos_of(store)
     with b.transaction():
         for i in range(4):
             b.insert_episode(_row(i))
-        b.add_supersession("ep00000", "ep00001", "manual", "2026-01-01T01:00:00Z")
-        b.add_supersession("ep00000", "ep00001", "state_key", "2026-01-01T02:00:00Z")  # replaces
-        b.add_supersession("ep00002", "ep00003", "manual", "2026-01-01T03:00:00Z")
-        b.add_derivations("ep00003", ["ep00000", "ep00000", "ep00001"])
-        b.add_tombstone("gone", "observation", "t", "h1", "r1", "deleted", "agent")
-        b.add_tombstone("gone", "observation", "t", "h2", "r2", "deleted", "agent")
+        r.links.add_supersession("ep00000", "ep00001", "manual", "2026-01-01T01:00:00Z")
+        r.links.add_supersession("ep00000", "ep00001", "state_key", "2026-01-01T02:00:00Z")  # replaces
+        r.links.add_supersession("ep00002", "ep00003", "manual", "2026-01-01T03:00:00Z")
+        r.links.add_derivations("ep00003", ["ep00000", "ep00000", "ep00001"])
+        r.links.add_tombstone("gone", "observation", "t", "h1", "r1", "deleted", "agent")
+        r.links.add_tombstone("gone", "observation", "t", "h2", "r2", "deleted", "agent")
         b.add_meta_int("a_counter", 2)
         b.add_meta_int("a_counter", 5)
-    assert b.supersessions_of(["ep00000", "ep00000"]) == {
+    assert r.links.supersessions_of(["ep00000", "ep00000"]) == {
         "ep00000": [("ep00001", "state_key", "2026-01-01T02:00:00Z")]}
-    assert b.derivations_of(["ep00003"]) == {"ep00003": [("ep00000", None), ("ep00001", None)]}
-    assert b.tombstones(["gone"])["gone"]["content_hash"] == "h2" and b.tombstones([]) == {}
+    assert r.links.derivations_of(["ep00003"]) == {"ep00003": [("ep00000", None), ("ep00001", None)]}
+    assert r.links.tombstones(["gone"])["gone"].content_hash == "h2" and r.links.tombstones([]) == {}
     assert b.get_meta("a_counter") == "7"
     with b.transaction():
-        gone = b.delete_supersessions_touching(["ep00001", "ep00002"])
-        assert b.remove_supersession("ep00000", "ep00001") == 0
+        gone = r.links.delete_supersessions_touching(["ep00001", "ep00002"])
+        assert r.links.remove_supersession("ep00000", "ep00001") == 0
     assert sorted(gone) == [("ep00000", "ep00001", "state_key"), ("ep00002", "ep00003", "manual")]
-    assert b.all_supersessions() == [] and b.count_superseded() == 0
+    assert r.links.all_supersessions() == [] and r.links.count_superseded() == 0
 
 
 def test_patterns_probes_and_bulk_insert(store: Store) -> None:
-    b = backend_of(store)
-    rec = {"name": "p", "level": 1, "max_level_reached": 1, "first_seen_at": "a",
-           "last_saved_at": "b", "explanations": ["why"], "grounding": ["ep1"]}
+    b, r = backend_of(store), repos_of(store)
+    rec = PatternRow("p", 1, 1, "a", None, "b", ["why"], [{"ids": ["ep1"]}])
     with b.transaction():
-        b.upsert_pattern(rec)
-        b.upsert_pattern({**rec, "level": 2, "max_level_reached": 2})
-        b.insert_probe({"id": "pr1", "kind": "pattern", "pattern": "p", "min_level": 2,
-                        "created_at": "c"})
-        b.update_probe("pr1", "ok", "fine", 3)
+        r.wraps.upsert_pattern(rec)
+        r.wraps.upsert_pattern(rec._replace(level=2, max_level_reached=2))
+        r.wraps.insert_probe(ProbeRow("pr1", "pattern", "p", 2, None, None, "c"))
+        r.wraps.update_probe("pr1", "ok", "fine", 3)
         b.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", [("k1", "1"), ("k2", "2")])
-    assert b.pattern_history()["p"] == {**rec, "level": 2, "max_level_reached": 2,
-                                        "last_seen_at": None}
-    assert b.probes()[0]["last_status"] == "ok" and b.probes()[0]["last_wrap_id"] == 3
+    assert r.wraps.pattern_history()["p"] == rec._replace(level=2, max_level_reached=2)
+    assert r.wraps.probes()[0].last_status == "ok" and r.wraps.probes()[0].last_wrap_id == 3
     assert (b.get_meta("k1"), b.get_meta("k2")) == ("1", "2")
     with b.transaction():
-        assert b.delete_probe("pr1") == 1 and b.delete_probe("pr1") == 0
+        assert r.wraps.delete_probe("pr1") == 1 and r.wraps.delete_probe("pr1") == 0

@@ -26,7 +26,8 @@ from anneal_memory import (
 )
 from anneal_memory._unit import Units
 from anneal_memory.governance import MemoryCandidate, MemoryNamespace, SourceRef
-from anneal_memory.testing import backend_of, scripted_compress
+from anneal_memory.storage.rows import PatternRow
+from anneal_memory.testing import repos_of, scripted_compress
 
 
 def raw_hits(folder: Path, needle: str) -> dict[str, int]:
@@ -61,9 +62,9 @@ def plant(store: Store, canary: str, ns: dict[str, str]) -> tuple[MemorySession,
     v.add_drift_probe(fact=text)
     v.add_drift_probe(pattern=f"the {canary} password hint is the name of the first dog")
     # a pattern named after the episode, as a composing model may name one
-    backend_of(v).upsert_pattern({"name": f"the {canary} password hint is the name of the dog",
-                              "level": 1, "max_level_reached": 1, "first_seen_at": "2026-01-01",
-                              "last_saved_at": "2026-01-01"})
+    repos_of(v).wraps.upsert_pattern(PatternRow(
+        f"the {canary} password hint is the name of the dog", 1, 1, "2026-01-01", None,
+        "2026-01-01", [], []))
     SporeStore(store.path).add(type="thought", text=text)  # a sidecar file beside the db
     return ses, ep.id
 

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from anneal_memory import AnnealMemoryError, Store, StoreError, clock, prepare_wrap
 from anneal_memory.governance import MemoryCandidate, MemoryNamespace, MemoryRuntime, SourceRef
-from anneal_memory.testing import backend_of
+from anneal_memory.testing import backend_of, repos_of
 
 FUZZ = settings(max_examples=120, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -424,7 +424,7 @@ def _api_calls(s: Store, eid: str, db: Path) -> dict[str, Callable[[Any], Any]]:
 
     def save(v: Any) -> Any:
         # the wrap is opened before the snapshot: a refused save leaves it open by design
-        token = s.status().wrap_in_progress and backend_of(s).open_wrap()["token"]
+        token = s.status().wrap_in_progress and repos_of(s).wraps.open_wrap().token
         text = (f"# C\n\n## State\n- {v}\n\n## Patterns\n- p | 1x\n\n## Decisions\n- d\n\n"
                 f"## Context\n- c\n" if isinstance(v, str) else v)
         return validated_save_continuity(s, text, wrap_token=token)

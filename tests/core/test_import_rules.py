@@ -19,7 +19,7 @@ from test_cli import Run
 
 from anneal_memory import AuditTrail, Store
 from anneal_memory.errors import SupersessionError, ValidationError
-from anneal_memory.testing import backend_of
+from anneal_memory.testing import repos_of
 
 FACT = "the production database password rotates every ninety days on the first"
 LIE = "the production database password never rotates and stays on the first day"
@@ -42,8 +42,7 @@ def _link(old: str, new: str, kind: str = "explicit") -> dict[str, Any]:
 
 def _state(db: Path) -> tuple[int, int, list[tuple[str, str]], int]:
     with Store(db) as s:
-        b = backend_of(s)
-        links = sorted((o, n) for o, n, _k, _c in b.all_supersessions())
+        links = sorted((o, n) for o, n, _k, _c in repos_of(s).links.all_supersessions())
         count = s.status().total_episodes
         nss = len(s.namespaces())
     res = AuditTrail.verify(db)
@@ -270,8 +269,8 @@ def test_a_store_export_with_every_link_kind_imports(tmp_path: Path) -> None:
         a.record("office in Munich", "context", state_key="office", timestamp="2026-01-05")
         doc = a.export()
         kinds = sorted(link["kind"] for link in doc["supersessions"])
-        links = sorted((o, n, k) for o, n, k, _c in backend_of(a).all_supersessions())
+        links = sorted((o, n, k) for o, n, k, _c in repos_of(a).links.all_supersessions())
     assert kinds == ["rewired", "state_key"]
     with Store(tmp_path / "b.db") as b:
         b.import_(doc)
-        assert sorted((o, n, k) for o, n, k, _c in backend_of(b).all_supersessions()) == links
+        assert sorted((o, n, k) for o, n, k, _c in repos_of(b).links.all_supersessions()) == links

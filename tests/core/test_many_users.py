@@ -25,7 +25,7 @@ from anneal_memory import (
     retrieve_relevant,
     validated_save_continuity,
 )
-from anneal_memory.testing import backend_of
+from anneal_memory.testing import backend_of, repos_of
 
 from wraphelp import doc
 
@@ -122,9 +122,9 @@ def test_writes_through_a_view_never_reach_another_namespace(two, store: Store) 
     bob_view.record("bob lives in Oslo", "context", state_key="user.city")
     assert bob_view.prune(older_than_days=0) >= 1  # bob's own episodes only
     assert not bob_view.wrap_cancelled(force=True)  # alice's open wrap is not his (falsy receipt)
-    assert not backend_of(bob_view).probes()
-    assert backend_of(bob_view).delete_probe(probe) == 0
-    assert _snapshot(alice_view) and backend_of(store).open_wrap(scope=alice_view.scope)
+    assert not repos_of(bob_view).wraps.probes()
+    assert repos_of(bob_view).wraps.delete_probe(probe) == 0
+    assert _snapshot(alice_view) and repos_of(store).within(alice_view.scope).wraps.open_wrap()
     after = _snapshot(alice_view)
     assert json.loads(after)["episodes"] == [e for e in json.loads(before)["episodes"]
                                              if e["id"] in {x["id"] for x in json.loads(after)["episodes"]}]

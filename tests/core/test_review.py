@@ -25,7 +25,7 @@ from anneal_memory import (
 )
 from anneal_memory.continuity.parse import pattern_levels
 from anneal_memory.governance import MemoryCandidate, MemoryNamespace, MemoryRuntime, SourceRef
-from anneal_memory.testing import backend_of
+from anneal_memory.testing import repos_of
 
 from uihelp import dated
 from wraphelp import doc as plain_doc
@@ -199,7 +199,7 @@ def test_retired_pattern_is_gone_and_returns_as_new(store: Store) -> None:
     graduate(store)
     assert retire_pattern(store, "queue backlog")["lines_removed"] == 1
     assert level(store, "queue backlog") is None
-    assert "queue backlog" not in backend_of(store).pattern_history()
+    assert "queue backlog" not in repos_of(store).wraps.pattern_history()
     with pytest.warns(UserWarning, match="level-capped"):
         wrap(store, doc(patterns=cite(store, "queue backlog", 2, "quartz raven")))
     assert level(store, "queue backlog") == 1

@@ -27,7 +27,15 @@ from anneal_memory.storage.roles import (
     Role,
     Wraps,
 )
-from anneal_memory.storage.rows import ItemRow, LinkRow, NamespaceCount, WrapCounts, WrapTotals
+from anneal_memory.storage.rows import (
+    ItemRow,
+    LinkRow,
+    NamespaceCount,
+    PatternRow,
+    ProbeRow,
+    WrapCounts,
+    WrapTotals,
+)
 from anneal_memory.storage.scoped import NEUTRAL, ScopedBackend
 
 ALICE = Scope("alice", None)
@@ -36,6 +44,14 @@ BOB = Scope("bob", None)
 #: the roles whose rows belong to a namespace (Meta and AuditChain hold what is one per
 #: database)
 SCOPED_ROLES = (Episodes, Links, Wraps, Items)
+
+
+def _pattern(name: str) -> PatternRow:
+    return PatternRow(name, 1, 1, "2026-01-01", None, "2026-01-01", [], [])
+
+
+def _probe(probe_id: str, fact: str) -> ProbeRow:
+    return ProbeRow(probe_id, "fact", None, None, fact, None, "2026-01-01")
 
 
 def _row(eid: str, text: str) -> EpisodeRow:
@@ -59,11 +75,8 @@ def _fill(db: storage.Database) -> dict[Scope, Repositories]:
             r.episodes.insert_episode(_row(f"ep-{name}", f"{name} likes tea"))
             r.items.item_put("prefs", "drink", f"{name}-tea", None, "2026-01-01")
             r.wraps.insert_wrap("2026-01-01", f"tok-{name}", None, [f"ep-{name}"], "2026-01-01")
-            r.wraps.upsert_pattern({"name": f"pattern-{name}", "level": 1,
-                                    "max_level_reached": 1, "first_seen_at": "2026-01-01",
-                                    "last_saved_at": "2026-01-01"})
-            r.wraps.insert_probe({"id": f"probe-{name}", "kind": "fact",
-                                  "created_at": "2026-01-01", "fact": name})
+            r.wraps.upsert_pattern(_pattern(f"pattern-{name}"))
+            r.wraps.insert_probe(_probe(f"probe-{name}", name))
             r.links.add_tombstone(f"gone-{name}", "observation", "2026-01-01", "h", "2026-01-02",
                                   "deleted", "agent")
     return roles
@@ -84,9 +97,9 @@ def test_a_namespaces_roles_read_nothing_of_another(db: storage.Database) -> Non
         assert r.items.item_get("prefs", "drink") == r.items.item_list("prefs")[0]
         assert r.items.item_get("prefs", "drink").value == f"{me.owner}-tea"  # type: ignore[union-attr]
         assert r.items.item_count("prefs") == 1
-        assert r.wraps.open_wrap()["token"] == f"tok-{me.owner}"  # type: ignore[index]
+        assert r.wraps.open_wrap().token == f"tok-{me.owner}"  # type: ignore[union-attr]
         assert list(r.wraps.pattern_history()) == [f"pattern-{me.owner}"]
-        assert [p["id"] for p in r.wraps.probes()] == [f"probe-{me.owner}"]
+        assert [p.id for p in r.wraps.probes()] == [f"probe-{me.owner}"]
         assert set(r.links.tombstones()) == {f"gone-{me.owner}"}
         assert r.links.count_tombstones() == 1
 
@@ -104,7 +117,7 @@ def test_a_namespaces_roles_write_nothing_into_another(db: storage.Database) -> 
         roles[ALICE].episodes.insert_episode(forged)
     assert roles[BOB].items.item_count("prefs") == 1
     assert list(roles[BOB].wraps.pattern_history()) == ["pattern-bob"]
-    assert [p["id"] for p in roles[BOB].wraps.probes()] == ["probe-bob"]
+    assert [p.id for p in roles[BOB].wraps.probes()] == ["probe-bob"]
     assert "ep-forged" not in roles[BOB].episodes.get_episodes(["ep-forged"])
     assert roles[ALICE].episodes.get_episodes(["ep-forged"])["ep-forged"].ns_owner == "alice"
 
@@ -142,14 +155,15 @@ def test_every_backend_method_that_takes_a_scope_is_given_the_roles_scope(
             "key": "k", "collection": "c", "value": "v", "metadata": None, "now": "2026",
             "started_at": "2026", "token": "t", "session_id": None, "episode_ids": [],
             "today": "2026", "wrap_id": 1, "name": "n", "probe_id": "p",
-            "rec": {"name": "n", "level": 1, "max_level_reached": 1, "first_seen_at": "2026",
-                    "last_saved_at": "2026", "id": "p", "kind": "fact", "created_at": "2026"},
+            "pattern": _pattern("n"), "probe": _probe("p", "a fact"),
             "type_": "observation", "timestamp": "2026", "content_hash": "h",
             "removed_at": "2026", "reason": "deleted", "trust": "agent",
             "compute": lambda: 1}
     called = 0
     with db.unit():
-        for cls in (Episodes, Links, Wraps):  # Items holds its own SQL: see the tests above
+        # Items, Links and Wraps hold their own SQL: see the tests above and
+        # test_links_wraps_roles.py
+        for cls in (Episodes,):
             role = cls(Recording(), ALICE_X)  # type: ignore[arg-type]
             for name, fn in inspect.getmembers(cls, inspect.isfunction):
                 if name.startswith("_") or name in NEUTRAL or name in (
@@ -167,9 +181,9 @@ def test_every_backend_method_that_takes_a_scope_is_given_the_roles_scope(
                 getattr(role, name)(**{p.name: args[p.name] for p in params})
                 called += 1
                 assert all(s == ALICE_X for _n, s in seen[before:]), (cls.__name__, name)
-    assert called > 20 and {n for n, _s in seen} >= {
-        "get_episodes", "all_episodes", "open_wrap", "insert_wrap",
-        "pattern_history", "probes", "add_tombstone", "tombstones", "count_tombstones"}
+    assert called > 10 and {n for n, _s in seen} >= {
+        "get_episodes", "all_episodes", "unwrapped_episodes", "count_episodes",
+        "activity_by_day"}
 
 
 def _bobs_rows(db: storage.Database) -> object:
@@ -195,9 +209,7 @@ def test_every_role_method_called_on_alices_roles_with_bobs_names_touches_nothin
             # ids are global (an id held by an episode or tombstone is never drawn again):
             # a tombstone is written for an id the caller has just read as its own
             "episode_id": "gone-alice-2",
-            "rec": {"name": "pattern-bob", "level": 1, "max_level_reached": 1,
-                    "first_seen_at": "2026", "last_saved_at": "2026", "id": "probe-bob2",
-                    "kind": "fact", "created_at": "2026"},
+            "pattern": _pattern("pattern-bob"), "probe": _probe("probe-bob2", "a fact"),
             "type_": "observation", "timestamp": "2026", "content_hash": "h",
             "removed_at": "2026", "reason": "deleted", "trust": "agent",
             "compute": lambda: "computed"}
@@ -246,8 +258,7 @@ def test_what_spans_every_namespace_answers_only_at_the_root(db: storage.Databas
         flat = ScopedBackend(db.connection, scope)
         with pytest.raises(OutOfScope):
             flat.namespace_counts()
-        with pytest.raises(OutOfScope):
-            flat.wrap_totals()
+        assert not hasattr(flat, "wrap_totals")  # the Wraps role's, not the backend's
 
 
 def test_the_flat_view_has_no_dispatch_and_offers_nothing_unlisted(db: storage.Database) -> None:

@@ -139,16 +139,16 @@ def evaluate(store: Facade, text: str, schema: Sequence[SectionSpec], crystal_na
     results: list[ProbeVerdict] = []
     # the text is parsed only for the probes that need it, and once
     levels: dict[str, int] = {}
-    if any(pr["kind"] == "pattern" for pr in probes):
+    if any(pr.kind == "pattern" for pr in probes):
         for p in parse_pattern_lines(text, schema):
             levels[p.key] = max(levels.get(p.key, 0), p.level)
     doc = None
     for pr in probes:
         try:
-            if pr["kind"] == "pattern":
-                key = pattern_key(pr["pattern"] or "")
+            if pr.kind == "pattern":
+                key = pattern_key(pr.pattern or "")
                 lvl = levels.get(key)
-                need = max(MIN_PROVEN, int(pr["min_level"] or 1))
+                need = max(MIN_PROVEN, int(pr.min_level or 1))
                 if lvl is None or lvl < MIN_PROVEN:  # a probe guards a Proven pattern
                     status, detail = (("crystallized", "moved to the crystal store")
                                       if key in crystal_names
@@ -160,19 +160,19 @@ def evaluate(store: Facade, text: str, schema: Sequence[SectionSpec], crystal_na
                     status, detail = "weakened", f"at {lvl}x (needs {need}x)"
             else:
                 scope = text
-                if pr.get("section"):
+                if pr.section:
                     doc = doc or parse_sections(text, schema, require=False)
-                    secs = [s for s in doc.sections if heading_key(s.heading) == heading_key(pr["section"])]
+                    secs = [s for s in doc.sections if heading_key(s.heading) == heading_key(pr.section)]
                     if not secs:
-                        status, detail = "lost", f"section {pr['section']!r} is gone"
+                        status, detail = "lost", f"section {pr.section!r} is gone"
                         scope = ""
                     else:
                         scope = "\n".join(s.body for s in secs)
                 if scope:
-                    status, detail = check_fact(pr["fact"] or "", scope)
+                    status, detail = check_fact(pr.fact or "", scope)
         except Exception as exc:  # a probe never blocks a save
             status, detail = "unchecked", f"could not be checked: {exc}"
         counts[status] = counts.get(status, 0) + 1
-        results.append({"id": _id(pr["id"]), "status": status})
-        store.repos.wraps.update_probe(pr["id"], status, detail, wrap_id)
+        results.append({"id": _id(pr.id), "status": status})
+        store.repos.wraps.update_probe(pr.id, status, detail, wrap_id)
     return {"counts": counts, "probes": results}

@@ -23,6 +23,7 @@ from ..clock import now_iso
 from ..continuity.parse import parse_pattern_line, parse_sections, pattern_key
 from ..errors import ValidationError, WrapInProgressError
 from ..storage.common import ns_meta_key
+from ..storage.rows import PatternRow
 from .graduation import LineOutcome, rewrite_line
 from .probes import ProbeVerdict
 
@@ -310,9 +311,10 @@ def review_worklist(store: Store, *, since_wrap: int | None = None) -> list[Work
             if e is not None:
                 cited.append(CitedEpisode(i, e.content, e.trust, e.type.value, e.timestamp))
             else:
-                t = gone.get(i) or {}
-                cited.append(CitedEpisode(i, None, t.get("trust"), t.get("type"),
-                                          t.get("timestamp"), t.get("reason") or "unknown"))
+                t = gone.get(i)
+                cited.append(CitedEpisode(i, None, t.trust, t.type, t.timestamp,
+                                          t.reason or "unknown") if t is not None else
+                             CitedEpisode(i, None, None, None, None, "unknown"))
         out.append(WorklistItem(int(w["id"]), str(w["wrapped_at"]), p["name"], int(p["level"]),
                                 p.get("prior"), cited, list(p.get("contradicts") or []),
                                 bool(p.get("no_contradicts")), now_levels.get(p["key"]),
@@ -390,7 +392,7 @@ def _edit_continuity(store: Store, name: str, edit: Any) -> tuple[str, list[int]
     return doc.render(), levels
 
 
-def _commit_edit(store: Store, key: str, text: str, rec: dict[str, Any] | None, *,
+def _commit_edit(store: Store, key: str, text: str, rec: PatternRow | None, *,
                  event: str, data: dict[str, Any]) -> None:
     b = store.repos
     with store.transaction() as tx:
@@ -426,12 +428,12 @@ def demote_pattern(store: Store, name: str, level: int | None = None) -> Demoted
         p, min(p.level, to), p.date, [m for m in p.marks if m != "level-capped"], False))
     old = store.repos.wraps.pattern_history().get(key)
     at = now_iso()
-    rec = {"name": key, "level": to,
-           "max_level_reached": min(int(old["max_level_reached"]), to) if old else to,
-           "first_seen_at": old["first_seen_at"] if old else at,
-           "last_seen_at": old.get("last_seen_at") if old else None, "last_saved_at": at,
-           "explanations": (old or {}).get("explanations") or [],
-           "grounding": (old or {}).get("grounding") or []}
+    rec = PatternRow(name=key, level=to,
+                     max_level_reached=min(old.max_level_reached, to) if old else to,
+                     first_seen_at=old.first_seen_at if old else at,
+                     last_seen_at=old.last_seen_at if old else None, last_saved_at=at,
+                     explanations=old.explanations if old else [],
+                     grounding=old.grounding if old else [])
     _commit_edit(store, key, text, rec, event="pattern_demoted", data={"from": current, "to": to})
     return {"name": name, "from": current, "to": to}
 

@@ -1,15 +1,18 @@
 """The storage interface the rest of the library is written against.
 
-A backend owns transactions, the episode, link, wrap, pattern and probe tables, the
-keyword index, the database copy of the audit chain and the named text blobs. Every
-method the core calls on a backend is declared here; ``common.SQLBackend`` implements
-those whose SQL is the same everywhere, ``SQLiteBackend`` and ``PostgresBackend`` the rest.
+A backend owns transactions, the episode table and the keyword index over it, the
+database copy of the audit chain, the metadata and the named text blobs. Every method the
+core calls on a backend is declared here; ``common.SQLBackend`` implements those whose SQL
+is the same everywhere, ``SQLiteBackend`` and ``PostgresBackend`` the rest. The link,
+wrap, pattern and probe tables are the ``Links`` and ``Wraps`` roles' own (roles.py):
+their SQL is written there, over the backend's connection and dialect hooks.
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
+import enum
 import itertools
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
@@ -17,16 +20,10 @@ from typing import Any, NamedTuple, TypeVar
 
 from .rows import (
     DayActivity,
-    DerivationRow,
-    LinkRow,
-    LinkTablesUsed,
     MetaEntry,
     NamespaceCount,
-    Predecessor,
-    RemovedLink,
     TextCell,
-    WrapCounts,
-    WrapTotals,
+    WordCounts,
 )
 
 _T = TypeVar("_T")
@@ -98,6 +95,16 @@ class SearchFilters:
     scope: Scope = ROOT
 
 
+class Keep(enum.Enum):
+    """A field of an update left as it is (see ``update_episode``): a marker of its own,
+    as None is a value a field can be set to."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+
+
 class EstimatedCount(int):
     """A match count past the exact bound: estimated from the index, not counted."""
 
@@ -117,6 +124,22 @@ class RankedHit(NamedTuple):
     next_t: float | None
     #: the episode's text: ranking reads which query words it holds (see ranking.py)
     content: str = ""
+
+
+class SearchPage(NamedTuple):
+    """One page of a keyword search: the rows with their scores, and the number of
+    matches in all (an :class:`EstimatedCount` past the exact bound)."""
+
+    hits: list[tuple[EpisodeRow, float]]
+    total: int
+
+
+class RankedPage(NamedTuple):
+    """The best word matches (:class:`RankedHit`), best first, and the number of
+    matches in all."""
+
+    hits: list[RankedHit]
+    total: int
 
 
 _SAVEPOINTS = itertools.count()
@@ -281,7 +304,10 @@ class EpisodeRepo(abc.ABC):
     @abc.abstractmethod
     def ids_older_than(self, cutoff: str, *, scope: Scope = ROOT) -> list[str]: ...
     @abc.abstractmethod
-    def update_episode(self, episode_id: str, **fields: Any) -> None: ...
+    def update_episode(self, episode_id: str, *, trust: str | Keep = KEEP,
+                       state_key: str | None | Keep = KEEP) -> None:
+        """Set the episode's own trust class and/or its state key (None: clears it);
+        a field left at ``KEEP`` is not changed."""
     @abc.abstractmethod
     def mark_wrapped(self, ids: Sequence[str], wrap_id: int) -> None: ...
     @abc.abstractmethod
@@ -310,12 +336,12 @@ class EpisodeRepo(abc.ABC):
     @abc.abstractmethod
     def search(self, filters: SearchFilters, *, phrase: str | None = None,
                words: Sequence[str] | None = None, limit: int = 100, offset: int = 0,
-               order: str = "recent") -> tuple[list[tuple[EpisodeRow, float]], int]: ...
+               order: str = "recent") -> SearchPage: ...
     @abc.abstractmethod
     def rows_by_rowid(self, rowids: Sequence[int], filters: SearchFilters) -> dict[int, EpisodeRow]: ...
     @abc.abstractmethod
     def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
-                   ) -> tuple[list[RankedHit], int]:
+                   ) -> RankedPage:
         """The ``pool`` best word matches (best first) and the number of matches."""
 
     @abc.abstractmethod
@@ -332,97 +358,11 @@ class EpisodeRepo(abc.ABC):
         return {}
 
     def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
-                    ) -> tuple[int, dict[str, int]]:
+                    ) -> WordCounts:
         """(episodes, how many of them hold each word, counted up to ``cap``) in the
         filters' namespace (the whole store at the root): the document frequencies ranked
         word recall weighs words by. (0, {}) when a backend keeps none: plain ranking."""
-        return 0, {}
-
-
-class LinkRepo(abc.ABC):
-    """Supersession links, derivations and tombstones."""
-
-    # -- supersession, derivation, tombstones
-    @abc.abstractmethod
-    def link_tables_used(self) -> LinkTablesUsed:
-        """(any supersession link, any derivation) in the database: a store with none
-        skips looking each id up."""
-    @abc.abstractmethod
-    def add_supersession(self, old_id: str, new_id: str, kind: str, created_at: str) -> None: ...
-    @abc.abstractmethod
-    def remove_supersession(self, old_id: str, new_id: str) -> int: ...
-    @abc.abstractmethod
-    def supersessions_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]: ...
-    @abc.abstractmethod
-    def superseded_by_new(self, new_id: str) -> list[Predecessor]: ...
-    @abc.abstractmethod
-    def all_supersessions(self, *, scope: Scope = ROOT) -> list[LinkRow]: ...
-    @abc.abstractmethod
-    def count_superseded(self, *, scope: Scope = ROOT) -> int: ...
-    @abc.abstractmethod
-    def delete_supersessions_touching(self, ids: Sequence[str]) -> list[RemovedLink]: ...
-    @abc.abstractmethod
-    def add_derivations(self, episode_id: str, sources: Sequence[str],
-                        pinned_trust: str | None = None) -> None: ...
-    @abc.abstractmethod
-    def derivations_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str | None]]]: ...
-    @abc.abstractmethod
-    def mark_source_removed(self, source_id: str, trust: str) -> None: ...
-    @abc.abstractmethod
-    def all_derivations(self, *, scope: Scope = ROOT) -> list[DerivationRow]: ...
-    @abc.abstractmethod
-    def add_tombstone(self, episode_id: str, type_: str, timestamp: str, content_hash: str,
-                      removed_at: str, reason: str, trust: str, *,
-                      scope: Scope = ROOT) -> None: ...
-    @abc.abstractmethod
-    def tombstones(self, ids: Sequence[str] | None = None, *, scope: Scope = ROOT,
-                   namespaces: bool = False) -> dict[str, dict[str, Any]]:
-        """Tombstones by id that ``scope`` may see (``namespaces``: with the namespace
-        columns each was written in, for an export)."""
-    @abc.abstractmethod
-    def count_tombstones(self, *, scope: Scope = ROOT) -> int: ...
-
-
-class WrapRepo(abc.ABC):
-    """Wraps, pattern history and drift probes."""
-
-    # -- wraps, pattern history, drift probes
-    @abc.abstractmethod
-    def open_wrap(self, *, scope: Scope = ROOT) -> dict[str, Any] | None: ...
-    @abc.abstractmethod
-    def insert_wrap(self, started_at: str, token: str, session_id: str | None,
-                    episode_ids: Sequence[str], today: str, *, scope: Scope = ROOT) -> int: ...
-    @abc.abstractmethod
-    def close_wrap(self, wrap_id: int, status: str, completed_at: str, *, chars: int | None = None,
-                   episodes_compressed: int | None = None, metrics: dict[str, Any] | None = None
-                   ) -> None: ...
-    @abc.abstractmethod
-    def wrap_history(self, limit: int | None = None, *,
-                     scope: Scope = ROOT) -> list[dict[str, Any]]: ...
-    @abc.abstractmethod
-    def wrap_counts(self, *, scope: Scope = ROOT) -> WrapCounts: ...
-
-    @abc.abstractmethod
-    def wrap_totals(self) -> WrapTotals: ...
-
-    @abc.abstractmethod
-    def wrapped_ids_before(self, wrap_id: int, *, scope: Scope = ROOT) -> set[str]: ...
-    @abc.abstractmethod
-    def pattern_history(self, *, scope: Scope = ROOT) -> dict[str, dict[str, Any]]: ...
-    @abc.abstractmethod
-    def upsert_pattern(self, rec: dict[str, Any], *, scope: Scope = ROOT) -> None: ...
-    @abc.abstractmethod
-    def delete_pattern(self, name: str, *, scope: Scope = ROOT) -> int: ...
-    @abc.abstractmethod
-    def has_pattern_history(self, *, scope: Scope = ROOT) -> bool: ...
-    @abc.abstractmethod
-    def insert_probe(self, rec: dict[str, Any], *, scope: Scope = ROOT) -> None: ...
-    @abc.abstractmethod
-    def probes(self, *, scope: Scope = ROOT) -> list[dict[str, Any]]: ...
-    @abc.abstractmethod
-    def update_probe(self, probe_id: str, status: str, detail: str, wrap_id: int | None) -> None: ...
-    @abc.abstractmethod
-    def delete_probe(self, probe_id: str, *, scope: Scope = ROOT) -> int: ...
+        return WordCounts(0, {})
 
 
 class AuditRepo(abc.ABC):
@@ -469,6 +409,6 @@ class AuditRepo(abc.ABC):
         return 0
 
 
-class Backend(Connection, MetaRepo, EpisodeRepo, LinkRepo, WrapRepo, AuditRepo):
+class Backend(Connection, MetaRepo, EpisodeRepo, AuditRepo):
     """One database: every role at once. The Store owns it; the layers above see it
     through the typed roles of a :class:`Repositories` or a unit of work."""

@@ -16,29 +16,16 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .base import ROOT, Backend, EpisodeRow, Scope, SearchFilters
+from .base import KEEP, ROOT, Backend, EpisodeRow, Keep, Scope, SearchFilters
 from .rows import (
     DayActivity,
-    DerivationRow,
-    LinkRow,
-    LinkTablesUsed,
     MetaEntry,
     NamespaceCount,
-    Predecessor,
-    RemovedLink,
     TextCell,
-    WrapCounts,
-    WrapTotals,
 )
 
 EP_COLS = ("rowid, id, timestamp, type, content, source, session_id, metadata, trust, state_key, "
            "wrap_id, ns_owner, ns_project")
-_TOMBSTONE_COLS = ("id", "type", "timestamp", "content_hash", "removed_at", "reason", "trust")
-_TOMBSTONE_NS = ("ns_owner", "ns_project")
-_PROBE_COLS = ("id", "kind", "pattern", "min_level", "fact", "section", "created_at",
-               "last_status", "last_detail", "last_wrap_id")
-_PATTERN_COLS = ("name", "level", "max_level_reached", "first_seen_at", "last_seen_at",
-                 "last_saved_at", "explanations", "grounding")
 _AUDIT_COLS = ("seq", "ts", "actor", "event", "data", "prev_hash", "hash")
 _AUDIT_ROWS_SQL = ("SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log "
                    "WHERE seq > ? ORDER BY seq")
@@ -111,7 +98,7 @@ def episode_row(r: Sequence[Any]) -> EpisodeRow:
         rowid if type(rowid) is int else int(rowid), r[11], r[12])
 
 
-def visible_sql(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
+def visible_sql(scope: Scope, alias: str = "") -> tuple[str, list[object]]:
     """``AND ...``: rows a reader in ``scope`` may see (every row at the root, unless
     the root reads only its own)."""
     if scope.owner is None:
@@ -121,7 +108,7 @@ def visible_sql(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
             [scope.owner, scope.project or ""])
 
 
-def own_sql(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
+def own_sql(scope: Scope, alias: str = "") -> tuple[str, list[object]]:
     """``AND ...``: rows written in exactly ``scope`` (the root's: those without one)."""
     p = f"{alias}." if alias else ""
     if scope.owner is None:
@@ -130,7 +117,7 @@ def own_sql(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
             [scope.owner, scope.project or ""])
 
 
-def reach_sql(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
+def reach_sql(scope: Scope, alias: str = "") -> tuple[str, list[object]]:
     """``AND ...``: rows a mutation through ``scope`` may touch: everything at the root
     (the operator), exactly its own namespace's rows through a view."""
     return ("", []) if scope.owner is None and not scope.unscoped_only else own_sql(scope, alias)
@@ -145,27 +132,6 @@ def audit_counter_key(ns_tag: str) -> str:
     """The meta key counting one namespace's audit entries (by its hashed tag: the
     store's files and tables never name a user in clear)."""
     return f"audit_count:ns-{ns_tag}"
-
-
-def _json_list(text: str | None) -> list[Any]:
-    return json.loads(text) if text else []
-
-
-def pattern_record(r: Sequence[Any]) -> dict[str, Any]:
-    d = dict(zip(_PATTERN_COLS, r))
-    d["explanations"], d["grounding"] = _json_list(r[6]), _json_list(r[7])
-    return d
-
-
-def open_wrap_record(r: Sequence[Any]) -> dict[str, Any]:
-    return {"id": int(r[0]), "started_at": r[1], "token": r[2], "session_id": r[3],
-            "episode_ids": json.loads(r[4]), "today": r[5]}
-
-
-def saved_wrap_record(r: Sequence[Any]) -> dict[str, Any]:
-    return {"id": int(r[0]), "started_at": r[1], "wrapped_at": r[2], "chars": r[3],
-            "episodes_compressed": r[4], "metrics": json.loads(r[5]) if r[5] else {},
-            "session_id": r[6]}
 
 
 def audit_record(r: Sequence[Any]) -> dict[str, Any]:
@@ -392,7 +358,12 @@ class SQLBackend(Backend):
         return [r[0] for r in self.q(f"SELECT id FROM episodes WHERE timestamp < ?{extra}",
                                      (cutoff, *params))]
 
-    def update_episode(self, episode_id: str, **fields: Any) -> None:
+    def update_episode(self, episode_id: str, *, trust: str | Keep = KEEP,
+                       state_key: str | None | Keep = KEEP) -> None:
+        fields = {k: v for k, v in (("trust", trust), ("state_key", state_key))
+                  if not isinstance(v, Keep)}
+        if not fields:
+            return
         cols = ", ".join(f"{k}=?" for k in fields)
         self.q(f"UPDATE episodes SET {cols} WHERE id=?", [*fields.values(), episode_id])
 
@@ -441,146 +412,6 @@ class SQLBackend(Backend):
     def counts_by_trust(self, *, scope: Scope = ROOT) -> dict[str, int]:
         return self._counts_by("trust", scope)
 
-    # -- supersession
-    def add_supersession(self, old_id: str, new_id: str, kind: str, created_at: str) -> None:
-        self._upsert("supersessions", ("old_id", "new_id", "kind", "created_at"),
-                     ("old_id", "new_id"), (old_id, new_id, kind, created_at))
-
-    def remove_supersession(self, old_id: str, new_id: str) -> int:
-        return self._rowcount("DELETE FROM supersessions WHERE old_id=? AND new_id=?",
-                              (old_id, new_id))
-
-    def supersessions_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]:
-        """old_id -> [(new_id, kind, created_at)] for the given old ids."""
-        out: dict[str, list[tuple[str, str, str]]] = {}
-        for chunk in self._chunks(ids):
-            cond, params = self._in_list("old_id", chunk)
-            for o, n, k, c in self.q("SELECT old_id, new_id, kind, created_at FROM supersessions "
-                                     f"WHERE {cond} ORDER BY created_at", params):
-                out.setdefault(o, []).append((n, k, c))
-        return out
-
-    def superseded_by_new(self, new_id: str) -> list[Predecessor]:
-        return [Predecessor(r[0], r[1]) for r in self.q(
-            "SELECT old_id, kind FROM supersessions WHERE new_id=?", (new_id,))]
-
-    def _in_scope(self, col: str, scope: Scope) -> tuple[str, list[Any]]:
-        extra, params = visible_sql(scope)
-        if not extra:
-            return "", []
-        return f" AND {col} IN (SELECT id FROM episodes WHERE TRUE{extra})", params
-
-    def all_supersessions(self, *, scope: Scope = ROOT) -> list[LinkRow]:
-        old, p_old = self._in_scope("old_id", scope)
-        new, p_new = self._in_scope("new_id", scope)
-        return [LinkRow(r[0], r[1], r[2], r[3]) for r in self.q(
-            f"SELECT old_id, new_id, kind, created_at FROM supersessions WHERE TRUE{old}{new} "
-            "ORDER BY created_at", [*p_old, *p_new])]
-
-    def count_superseded(self, *, scope: Scope = ROOT) -> int:
-        old, params = self._in_scope("old_id", scope)
-        return self._scalar(f"SELECT COUNT(DISTINCT old_id) FROM supersessions WHERE TRUE{old}",
-                            params)
-
-    def delete_supersessions_touching(self, ids: Sequence[str]) -> list[RemovedLink]:
-        """Delete every link from or to these ids; the (old_id, new_id, kind) deleted."""
-        out: list[RemovedLink] = []
-        with self.transaction():
-            for chunk in self._chunks(ids):
-                old, p_old = self._in_list("old_id", chunk)
-                new, p_new = self._in_list("new_id", chunk)
-                where, params = f"{old} OR {new}", [*p_old, *p_new]
-                out += [RemovedLink(r[0], r[1], r[2]) for r in self.q(
-                    f"SELECT old_id, new_id, kind FROM supersessions WHERE {where}", params)]
-                self.q(f"DELETE FROM supersessions WHERE {where}", params)
-        return out
-
-    # -- derivations
-    def add_derivations(self, episode_id: str, sources: Sequence[str],
-                        pinned_trust: str | None = None) -> None:
-        for s in sources:
-            self._insert_ignore("derivations", ("episode_id", "source_id", "removed_trust"),
-                                (episode_id, s, pinned_trust))
-
-    def derivations_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str | None]]]:
-        out: dict[str, list[tuple[str, str | None]]] = {}
-        for chunk in self._chunks(ids):
-            cond, params = self._in_list("episode_id", chunk)
-            for e, s, t in self.q("SELECT episode_id, source_id, removed_trust FROM derivations "
-                                  f"WHERE {cond}", params):
-                out.setdefault(e, []).append((s, t))
-        return out
-
-    def mark_source_removed(self, source_id: str, trust: str) -> None:
-        self.q("UPDATE derivations SET removed_trust=? WHERE source_id=? AND removed_trust IS NULL",
-               (trust, source_id))
-
-    def all_derivations(self, *, scope: Scope = ROOT) -> list[DerivationRow]:
-        mine, params = self._in_scope("episode_id", scope)
-        return [DerivationRow(r[0], r[1], r[2]) for r in self.q(
-            f"SELECT episode_id, source_id, removed_trust FROM derivations WHERE TRUE{mine}",
-            params)]
-
-    # -- tombstones
-    def add_tombstone(self, episode_id: str, type_: str, timestamp: str, content_hash: str,
-                      removed_at: str, reason: str, trust: str, *,
-                      scope: Scope = ROOT) -> None:
-        self._upsert("tombstones", _TOMBSTONE_COLS + _TOMBSTONE_NS, ("id",),
-                     (episode_id, type_, timestamp, content_hash, removed_at, reason, trust,
-                      scope.owner, scope.project))
-
-    def tombstones(self, ids: Sequence[str] | None = None, *, scope: Scope = ROOT,
-                   namespaces: bool = False) -> dict[str, dict[str, Any]]:
-        extra, xparams = visible_sql(scope)
-        cols = _TOMBSTONE_COLS + (_TOMBSTONE_NS if namespaces else ())
-        sql = f"SELECT {', '.join(cols)} FROM tombstones WHERE TRUE{extra}"
-        if ids is None:
-            rows = self.q(sql, xparams)
-        else:
-            rows = []
-            for chunk in self._chunks(ids):
-                cond, params = self._in_list("id", chunk)
-                rows += self.q(f"{sql} AND {cond}", [*xparams, *params])
-        return {r[0]: dict(zip(cols, r)) for r in rows}
-
-    def count_tombstones(self, *, scope: Scope = ROOT) -> int:
-        extra, params = visible_sql(scope)
-        return self._scalar(f"SELECT COUNT(*) FROM tombstones WHERE TRUE{extra}", params)
-
-    # -- wraps
-    def open_wrap(self, *, scope: Scope = ROOT) -> dict[str, Any] | None:
-        r = self.q1("SELECT id, started_at, token, session_id, episode_ids, today FROM wraps "
-                    "WHERE status='open' AND ns_key=? ORDER BY id DESC LIMIT 1", (scope.key,))
-        return None if r is None else open_wrap_record(r)
-
-    def insert_wrap(self, started_at: str, token: str, session_id: str | None,
-                    episode_ids: Sequence[str], today: str, *, scope: Scope = ROOT) -> int:
-        return self._insert_id(
-            "INSERT INTO wraps(started_at, status, token, session_id, episode_ids, today, ns_key) "
-            "VALUES (?, 'open', ?, ?, ?, ?, ?)",
-            (started_at, token, session_id, json.dumps(list(episode_ids)), today, scope.key))
-
-    def close_wrap(self, wrap_id: int, status: str, completed_at: str, *, chars: int | None = None,
-                   episodes_compressed: int | None = None,
-                   metrics: dict[str, Any] | None = None) -> None:
-        self.q("UPDATE wraps SET status=?, completed_at=?, chars=?, episodes_compressed=?, "
-               "metrics=? WHERE id=?",
-               (status, completed_at, chars, episodes_compressed,
-                None if metrics is None else json.dumps(metrics), wrap_id))
-
-    def wrap_history(self, limit: int | None = None, *,
-                     scope: Scope = ROOT) -> list[dict[str, Any]]:
-        sql = ("SELECT id, started_at, completed_at, chars, episodes_compressed, metrics, "
-               "session_id FROM wraps WHERE status='saved' AND ns_key=? ORDER BY id DESC")
-        rows = (self.q(sql + " LIMIT ?", (scope.key, limit)) if limit
-                else self.q(sql, (scope.key,)))
-        return [saved_wrap_record(r) for r in rows]
-
-    def wrap_counts(self, *, scope: Scope = ROOT) -> WrapCounts:
-        r = self.q1("SELECT COUNT(*), MAX(completed_at) FROM wraps WHERE status='saved' "
-                    "AND ns_key=?", (scope.key,))
-        return WrapCounts(int(r[0]), r[1]) if r else WrapCounts(0, None)
-
     def activity_by_day(self, since_day: str, *, scope: Scope = ROOT
                         ) -> list[DayActivity]:
         """(day, episodes recorded, wraps saved) per UTC day from ``since_day`` on: the
@@ -596,51 +427,6 @@ class SQLBackend(Backend):
                              "GROUP BY substr(completed_at, 1, 10)", (scope.key, since_day)):
             days.setdefault(str(day), [0, 0])[1] = int(n)
         return [DayActivity(d, e, w) for d, (e, w) in sorted(days.items())]
-
-    def wrapped_ids_before(self, wrap_id: int, *, scope: Scope = ROOT) -> set[str]:
-        extra, params = own_sql(scope)
-        return {r[0] for r in self.q("SELECT id FROM episodes WHERE wrap_id IS NOT NULL "
-                                     f"AND wrap_id < ?{extra}", (wrap_id, *params))}
-
-    # -- pattern history
-    def pattern_history(self, *, scope: Scope = ROOT) -> dict[str, dict[str, Any]]:
-        rows = self.q(f"SELECT {', '.join(_PATTERN_COLS)} FROM pattern_history WHERE ns_key=?",
-                      (scope.key,))
-        return {r[0]: pattern_record(r) for r in rows}
-
-    def upsert_pattern(self, rec: dict[str, Any], *, scope: Scope = ROOT) -> None:
-        self._upsert("pattern_history", ("ns_key", *_PATTERN_COLS), ("ns_key", "name"),
-                     (scope.key, rec["name"], rec["level"], rec["max_level_reached"],
-                      rec["first_seen_at"], rec.get("last_seen_at"), rec["last_saved_at"],
-                      json.dumps(rec.get("explanations") or []),
-                      json.dumps(rec.get("grounding") or [])))
-
-    def delete_pattern(self, name: str, *, scope: Scope = ROOT) -> int:
-        return self._rowcount("DELETE FROM pattern_history WHERE ns_key=? AND name=?",
-                              (scope.key, name))
-
-    def has_pattern_history(self, *, scope: Scope = ROOT) -> bool:
-        return self.get_meta(ns_meta_key("pattern_history_started", scope)) is not None
-
-    # -- drift probes
-    def insert_probe(self, rec: dict[str, Any], *, scope: Scope = ROOT) -> None:
-        self.q("INSERT INTO drift_probes(id, kind, pattern, min_level, fact, section, created_at, "
-               "ns_key) VALUES (?,?,?,?,?,?,?,?)",
-               (rec["id"], rec["kind"], rec.get("pattern"), rec.get("min_level"), rec.get("fact"),
-                rec.get("section"), rec["created_at"], scope.key))
-
-    def probes(self, *, scope: Scope = ROOT) -> list[dict[str, Any]]:
-        return [dict(zip(_PROBE_COLS, r)) for r in self.q(
-            f"SELECT {', '.join(_PROBE_COLS)} FROM drift_probes WHERE ns_key=? "
-            "ORDER BY created_at, id", (scope.key,))]
-
-    def update_probe(self, probe_id: str, status: str, detail: str, wrap_id: int | None) -> None:
-        self.q("UPDATE drift_probes SET last_status=?, last_detail=?, last_wrap_id=? WHERE id=?",
-               (status, detail, wrap_id, probe_id))
-
-    def delete_probe(self, probe_id: str, *, scope: Scope = ROOT) -> int:
-        return self._rowcount("DELETE FROM drift_probes WHERE id=? AND ns_key=?",
-                              (probe_id, scope.key))
 
     # -- audit
     def audit_tip(self) -> tuple[int, str]:
@@ -671,15 +457,6 @@ class SQLBackend(Backend):
         tail = self.get_meta("audit_legacy_tail")
         before = int(json.loads(tail)["seq"]) if tail else 0
         return self._scalar("SELECT COUNT(*) FROM audit_log") + before
-
-    def wrap_totals(self) -> WrapTotals:
-        """Across every namespace (the root's too): saved wraps, the last one's time, open
-        wraps, and how many namespaces have saved one (so hold a continuity)."""
-        r = self.q1("SELECT COUNT(*), MAX(completed_at), COUNT(DISTINCT ns_key) FROM wraps "
-                    "WHERE status='saved'")
-        return WrapTotals(int(r[0]) if r else 0, r[1] if r else None,
-                          self._scalar("SELECT COUNT(*) FROM wraps WHERE status='open'"),
-                          int(r[2]) if r else 0)
 
     # -- item collections: their SQL is the Items role's (roles.py); the dialect's part here
     #: the LIMIT value that means "no limit", and a case-insensitive substring test
@@ -768,11 +545,6 @@ class SQLBackend(Backend):
 
     def delete_meta_if(self, key: str, value: str) -> bool:
         return bool(self.q("DELETE FROM meta WHERE key=? AND value=? RETURNING key", (key, value)))
-
-    def link_tables_used(self) -> LinkTablesUsed:
-        r = self.q1("SELECT EXISTS (SELECT 1 FROM supersessions), "
-                    "EXISTS (SELECT 1 FROM derivations)")
-        return LinkTablesUsed(bool(r[0]), bool(r[1])) if r else LinkTablesUsed(False, False)
 
     def meta_rows(self) -> list[MetaEntry]:
         return [MetaEntry(str(k), str(v)) for k, v in self.q("SELECT key, value FROM meta")

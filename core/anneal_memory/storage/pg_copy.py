@@ -100,7 +100,7 @@ def counts(backend: Backend, governed: bool = False) -> dict[str, int]:
 
 
 def _check_empty(dst: Backend) -> None:
-    taken = dst.count_episodes() or dst.audit_count() or dst.count_tombstones()
+    taken = dst.count_episodes() or dst.audit_count() or _count(dst, "tombstones")
     if not taken and is_governed(dst):  # a runtime opened on it may have left its tables
         taken = any(_count(dst, t) for t, _c, _o in GOV_TABLES)
     if taken:

@@ -22,7 +22,7 @@ from typing import Any
 from ..clock import now_iso
 from ..errors import ReadOnlyStoreError, StoreError
 from . import pg_schema
-from .base import EpisodeRow, EstimatedCount, RankedHit, SearchFilters
+from .base import EpisodeRow, EstimatedCount, RankedHit, RankedPage, SearchFilters, SearchPage
 from .common import (
     EP_COLS,
     MAX_TRIGRAMS,
@@ -34,6 +34,7 @@ from .common import (
     visible_sql,
 )
 from .pg_location import redact
+from .rows import WordCounts
 
 try:
     import psycopg
@@ -361,7 +362,7 @@ class PostgresBackend(SQLBackend):
     # ------------------------------------------------------------------ search
     def search(self, filters: SearchFilters, *, phrase: str | None = None,
                words: Sequence[str] | None = None, limit: int = 100, offset: int = 0,
-               order: str = "recent") -> tuple[list[tuple[EpisodeRow, float]], int]:
+               order: str = "recent") -> SearchPage:
         """Filtered episodes, newest first or by rank, plus the total match count.
 
         ``phrase``: case-insensitive substring (ILIKE over the trigram index, any script).
@@ -387,7 +388,7 @@ class PostgresBackend(SQLBackend):
         # a page that is not full from the first row holds every match: no count needed
         total = (len(rows) if limit and offset == 0 and len(rows) < limit
                  else self._match_total(src, where, [*mparams, *params]))
-        return [(episode_row(r[:13]), float(r[13] or 0.0)) for r in rows], total
+        return SearchPage([(episode_row(r[:13]), float(r[13] or 0.0)) for r in rows], total)
 
     #: matches are counted exactly up to this many; past it the total is estimated
     EXACT_COUNT = 10_000
@@ -410,9 +411,9 @@ class PostgresBackend(SQLBackend):
         return EstimatedCount(round(n * (hi - lo + 1) / max(1, reach - lo + 1)))
 
     def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
-                   ) -> tuple[list[RankedHit], int]:
+                   ) -> RankedPage:
         if not words:
-            return [], 0
+            return RankedPage([], 0)
         where, params = self._filter_sql(filters)
         src, mparams = _words_src(words)
         near = []
@@ -430,8 +431,8 @@ class PostgresBackend(SQLBackend):
             [*near[0][1], *near[1][1], *mparams, *params, int(pool)])
         total = (len(rows) if len(rows) < pool
                  else self._match_total(src, where, [*mparams, *params]))
-        return [RankedHit(int(r[0]), _float(r[1]), float(r[2] or 0.0), _float(r[3]),
-                          _float(r[4]), r[5]) for r in rows], total
+        return RankedPage([RankedHit(int(r[0]), _float(r[1]), float(r[2] or 0.0), _float(r[3]),
+                                     _float(r[4]), r[5]) for r in rows], total)
 
     def times_by_rowid(self, rowids: Sequence[int], filters: SearchFilters
                        ) -> dict[int, float | None]:
@@ -448,7 +449,7 @@ class PostgresBackend(SQLBackend):
         return {int(r[0]): episode_row(r) for r in rows}
 
     def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
-                    ) -> tuple[int, dict[str, int]]:
+                    ) -> WordCounts:
         """(episodes, how many hold each word up to ``cap``): the namespace's when the
         filters have one, else the whole store; each word stemmed as ``search`` stems it.
         One statement, one round trip."""
@@ -463,7 +464,7 @@ class PostgresBackend(SQLBackend):
                          f"phraseto_tsquery('anneal_words'::regconfig, ?){extra} LIMIT ?) s)")
             args += [word, *params, int(cap)]
         r = self.q1("SELECT " + ", ".join(heads), args) or (0,)
-        return int(r[0] or 0), {w: int(n or 0) for w, n in zip(words, r[1:])}
+        return WordCounts(int(r[0] or 0), {w: int(n or 0) for w, n in zip(words, r[1:])})
 
     def integrity_check(self) -> str:
         """``ok``, or what is wrong: schema version, or a gap in the audit sequence."""

@@ -9,16 +9,31 @@ call it makes carries that scope: the scope is fixed when the role is built, so 
 built for one namespace has no call that reads or writes another. What spans every
 namespace (:meth:`Episodes.namespace_counts`, :meth:`Wraps.wrap_totals`) answers only
 at the root and raises :class:`OutOfScope` anywhere else.
+
+:class:`Links`, :class:`Wraps` and :class:`Items` write their SQL here, once for every
+database (the backend gives its dialect: id lists, upsert, insert-or-ignore, a new row's
+id); they are no part of ``Backend``. The others still pass their calls to it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Sequence
+import json
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from .base import ROOT, Backend, EpisodeRow, RankedHit, Scope, SearchFilters
-from .common import SQLBackend
+from .base import (
+    KEEP,
+    ROOT,
+    Backend,
+    EpisodeRow,
+    Keep,
+    RankedPage,
+    Scope,
+    SearchFilters,
+    SearchPage,
+)
+from .common import SQLBackend, ns_meta_key, own_sql, visible_sql
 from .rows import (
     AuditDigest,
     AuditRowValues,
@@ -31,14 +46,27 @@ from .rows import (
     LinkTablesUsed,
     MetaEntry,
     NamespaceCount,
+    OpenWrapRow,
+    PatternRow,
     Predecessor,
+    ProbeRow,
     RemovedLink,
+    Source,
+    Successor,
     TextCell,
+    TombstoneRow,
+    WordCounts,
     WrapCounts,
+    WrapRow,
     WrapTotals,
 )
 
 _T = TypeVar("_T")
+
+
+def _json_list(text: str | None) -> list[Any]:
+    """A JSON array column's value (an empty list for none)."""
+    return json.loads(text) if text else []
 
 
 class OutOfScope(AttributeError):
@@ -126,8 +154,10 @@ class Episodes(Role):
     def ids_older_than(self, cutoff: str) -> list[str]:
         return self._db.ids_older_than(cutoff, scope=self.scope)
 
-    def update_episode(self, episode_id: str, **fields: Any) -> None:
-        self._db.update_episode(episode_id, **fields)
+    def update_episode(self, episode_id: str, *, trust: str | Keep = KEEP,
+                       state_key: str | None | Keep = KEEP) -> None:
+        """Set the episode's trust class and/or state key (``KEEP``: leave it)."""
+        self._db.update_episode(episode_id, trust=trust, state_key=state_key)
 
     def mark_wrapped(self, ids: Sequence[str], wrap_id: int) -> None:
         self._db.mark_wrapped(ids, wrap_id)
@@ -164,7 +194,7 @@ class Episodes(Role):
     # -- keyword search (the bodies are the backend's)
     def search(self, filters: SearchFilters, *, phrase: str | None = None,
                words: Sequence[str] | None = None, limit: int = 100, offset: int = 0,
-               order: str = "recent") -> tuple[list[tuple[EpisodeRow, float]], int]:
+               order: str = "recent") -> SearchPage:
         return self._db.search(self._filters(filters), phrase=phrase, words=words,
                                limit=limit, offset=offset, order=order)
 
@@ -172,7 +202,7 @@ class Episodes(Role):
         return self._db.rows_by_rowid(rowids, self._filters(filters))
 
     def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
-                   ) -> tuple[list[RankedHit], int]:
+                   ) -> RankedPage:
         return self._db.ranked_ids(self._filters(filters), words, pool)
 
     def index_scores(self, filters: SearchFilters, words: Sequence[str],
@@ -184,122 +214,242 @@ class Episodes(Role):
         return self._db.times_by_rowid(rowids, self._filters(filters))
 
     def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
-                    ) -> tuple[int, dict[str, int]]:
+                    ) -> WordCounts:
         return self._db.word_counts(self._filters(filters), words, cap)
 
 
 class Links(Role):
-    """Supersession links, derivations and tombstones, as ``scope`` sees them."""
+    """Supersession links, derivations and tombstones, as ``scope`` sees them. The SQL is
+    written here once (the backend's hooks give the dialect: id lists, upsert, insert-or-
+    ignore, affected rows). Links are global (ids are): adding or reading the links of
+    ids the caller has already read is namespace-neutral; what lists every link or
+    tombstone sees only the episodes ``scope`` may read."""
 
     __slots__ = ()
+    _db: SQLBackend
+
+    def _in_scope(self, col: str) -> tuple[str, list[Any]]:
+        """``AND col IN (the ids this scope may read)``: nothing at the root's view."""
+        extra, params = visible_sql(self.scope)
+        if not extra:
+            return "", []
+        return f" AND {col} IN (SELECT id FROM episodes WHERE TRUE{extra})", params
 
     def link_tables_used(self) -> LinkTablesUsed:
-        return self._db.link_tables_used()
+        """Whether the database holds any supersession link, any derivation: a store
+        with none skips looking each id up."""
+        r = self._db.q1("SELECT EXISTS (SELECT 1 FROM supersessions), "
+                        "EXISTS (SELECT 1 FROM derivations)")
+        return LinkTablesUsed(bool(r[0]), bool(r[1])) if r else LinkTablesUsed(False, False)
 
+    # -- supersession
     def add_supersession(self, old_id: str, new_id: str, kind: str, created_at: str) -> None:
-        self._db.add_supersession(old_id, new_id, kind, created_at)
+        self._db._upsert("supersessions", ("old_id", "new_id", "kind", "created_at"),
+                         ("old_id", "new_id"), (old_id, new_id, kind, created_at))
 
     def remove_supersession(self, old_id: str, new_id: str) -> int:
-        return self._db.remove_supersession(old_id, new_id)
+        return self._db._rowcount("DELETE FROM supersessions WHERE old_id=? AND new_id=?",
+                                  (old_id, new_id))
 
-    def supersessions_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]:
-        return self._db.supersessions_of(ids)
+    def supersessions_of(self, ids: Sequence[str]) -> dict[str, list[Successor]]:
+        """old_id -> what replaced it (oldest link first), for the given old ids."""
+        out: dict[str, list[Successor]] = {}
+        for chunk in self._db._chunks(ids):
+            cond, params = self._db._in_list("old_id", chunk)
+            for o, n, k, c in self._db.q("SELECT old_id, new_id, kind, created_at FROM "
+                                         f"supersessions WHERE {cond} ORDER BY created_at",
+                                         params):
+                out.setdefault(o, []).append(Successor(n, k, c))
+        return out
 
     def superseded_by_new(self, new_id: str) -> list[Predecessor]:
-        return self._db.superseded_by_new(new_id)
+        return [Predecessor(r[0], r[1]) for r in self._db.q(
+            "SELECT old_id, kind FROM supersessions WHERE new_id=?", (new_id,))]
 
     def all_supersessions(self) -> list[LinkRow]:
-        return self._db.all_supersessions(scope=self.scope)
+        """Every link between two episodes this scope may read, oldest first."""
+        old, p_old = self._in_scope("old_id")
+        new, p_new = self._in_scope("new_id")
+        return [LinkRow(r[0], r[1], r[2], r[3]) for r in self._db.q(
+            f"SELECT old_id, new_id, kind, created_at FROM supersessions WHERE TRUE{old}{new} "
+            "ORDER BY created_at", [*p_old, *p_new])]
 
     def count_superseded(self) -> int:
-        return self._db.count_superseded(scope=self.scope)
+        old, params = self._in_scope("old_id")
+        return self._db._scalar("SELECT COUNT(DISTINCT old_id) FROM supersessions "
+                                f"WHERE TRUE{old}", params)
 
     def delete_supersessions_touching(self, ids: Sequence[str]) -> list[RemovedLink]:
-        return self._db.delete_supersessions_touching(ids)
+        """Delete every link from or to these ids; the links deleted."""
+        out: list[RemovedLink] = []
+        with self._db.transaction():
+            for chunk in self._db._chunks(ids):
+                old, p_old = self._db._in_list("old_id", chunk)
+                new, p_new = self._db._in_list("new_id", chunk)
+                where, params = f"{old} OR {new}", [*p_old, *p_new]
+                out += [RemovedLink(r[0], r[1], r[2]) for r in self._db.q(
+                    f"SELECT old_id, new_id, kind FROM supersessions WHERE {where}", params)]
+                self._db.q(f"DELETE FROM supersessions WHERE {where}", params)
+        return out
 
+    # -- derivations
     def add_derivations(self, episode_id: str, sources: Sequence[str],
                         pinned_trust: str | None = None) -> None:
-        self._db.add_derivations(episode_id, sources, pinned_trust)
+        for s in sources:
+            self._db._insert_ignore("derivations", ("episode_id", "source_id", "removed_trust"),
+                                    (episode_id, s, pinned_trust))
 
-    def derivations_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str | None]]]:
-        return self._db.derivations_of(ids)
+    def derivations_of(self, ids: Sequence[str]) -> dict[str, list[Source]]:
+        """episode_id -> the sources it was derived from, for the given ids."""
+        out: dict[str, list[Source]] = {}
+        for chunk in self._db._chunks(ids):
+            cond, params = self._db._in_list("episode_id", chunk)
+            for e, s, t in self._db.q("SELECT episode_id, source_id, removed_trust FROM "
+                                      f"derivations WHERE {cond}", params):
+                out.setdefault(e, []).append(Source(s, t))
+        return out
 
     def mark_source_removed(self, source_id: str, trust: str) -> None:
-        self._db.mark_source_removed(source_id, trust)
+        self._db.q("UPDATE derivations SET removed_trust=? WHERE source_id=? AND "
+                   "removed_trust IS NULL", (trust, source_id))
 
     def all_derivations(self) -> list[DerivationRow]:
-        return self._db.all_derivations(scope=self.scope)
+        mine, params = self._in_scope("episode_id")
+        return [DerivationRow(r[0], r[1], r[2]) for r in self._db.q(
+            "SELECT episode_id, source_id, removed_trust FROM derivations "
+            f"WHERE TRUE{mine}", params)]
 
+    # -- tombstones
     def add_tombstone(self, episode_id: str, type_: str, timestamp: str, content_hash: str,
                       removed_at: str, reason: str, trust: str) -> None:
         """A deletion's trace, written in this scope's namespace."""
-        self._db.add_tombstone(episode_id, type_, timestamp, content_hash, removed_at, reason,
-                               trust, scope=self.scope)
+        self._db._upsert("tombstones", TombstoneRow._fields, ("id",),
+                         (episode_id, type_, timestamp, content_hash, removed_at, reason, trust,
+                          self.scope.owner, self.scope.project))
 
-    def tombstones(self, ids: Sequence[str] | None = None, *,
-                   namespaces: bool = False) -> dict[str, dict[str, Any]]:
-        return self._db.tombstones(ids, scope=self.scope, namespaces=namespaces)
+    def tombstones(self, ids: Sequence[str] | None = None) -> dict[str, TombstoneRow]:
+        """Tombstones by id (of ``ids``, or every one) that this scope may see."""
+        extra, xparams = visible_sql(self.scope)
+        sql = f"SELECT {', '.join(TombstoneRow._fields)} FROM tombstones WHERE TRUE{extra}"
+        if ids is None:
+            rows = self._db.q(sql, xparams)
+        else:
+            rows = []
+            for chunk in self._db._chunks(ids):
+                cond, params = self._db._in_list("id", chunk)
+                rows += self._db.q(f"{sql} AND {cond}", [*xparams, *params])
+        return {r[0]: TombstoneRow(*r) for r in rows}
 
     def count_tombstones(self) -> int:
-        return self._db.count_tombstones(scope=self.scope)
+        extra, params = visible_sql(self.scope)
+        return self._db._scalar(f"SELECT COUNT(*) FROM tombstones WHERE TRUE{extra}", params)
 
 
 class Wraps(Role):
-    """Wraps, pattern history and drift probes: one set per namespace."""
+    """Wraps, pattern history and drift probes: one set per namespace (the rows carry
+    the scope's key), their SQL written here once."""
 
     __slots__ = ()
+    _db: SQLBackend
 
-    def open_wrap(self) -> dict[str, Any] | None:
-        return self._db.open_wrap(scope=self.scope)
+    # -- wraps
+    def open_wrap(self) -> OpenWrapRow | None:
+        """This scope's wrap in progress, if one is."""
+        r = self._db.q1("SELECT id, started_at, token, session_id, episode_ids, today FROM "
+                        "wraps WHERE status='open' AND ns_key=? ORDER BY id DESC LIMIT 1",
+                        (self.scope.key,))
+        return None if r is None else OpenWrapRow(int(r[0]), r[1], r[2], r[3],
+                                                  json.loads(r[4]), r[5])
 
     def insert_wrap(self, started_at: str, token: str, session_id: str | None,
                     episode_ids: Sequence[str], today: str) -> int:
-        return self._db.insert_wrap(started_at, token, session_id, episode_ids, today,
-                                    scope=self.scope)
+        return self._db._insert_id(
+            "INSERT INTO wraps(started_at, status, token, session_id, episode_ids, today, ns_key) "
+            "VALUES (?, 'open', ?, ?, ?, ?, ?)",
+            (started_at, token, session_id, json.dumps(list(episode_ids)), today,
+             self.scope.key))
 
     def close_wrap(self, wrap_id: int, status: str, completed_at: str, *, chars: int | None = None,
                    episodes_compressed: int | None = None,
-                   metrics: dict[str, Any] | None = None) -> None:
-        self._db.close_wrap(wrap_id, status, completed_at, chars=chars,
-                            episodes_compressed=episodes_compressed, metrics=metrics)
+                   metrics: Mapping[str, object] | None = None) -> None:
+        self._db.q("UPDATE wraps SET status=?, completed_at=?, chars=?, episodes_compressed=?, "
+                   "metrics=? WHERE id=?",
+                   (status, completed_at, chars, episodes_compressed,
+                    None if metrics is None else json.dumps(metrics), wrap_id))
 
-    def wrap_history(self, limit: int | None = None) -> list[dict[str, Any]]:
-        return self._db.wrap_history(limit, scope=self.scope)
+    def wrap_history(self, limit: int | None = None) -> list[WrapRow]:
+        """This scope's saved wraps, newest first (the ``limit`` newest)."""
+        sql = ("SELECT id, started_at, completed_at, chars, episodes_compressed, metrics, "
+               "session_id FROM wraps WHERE status='saved' AND ns_key=? ORDER BY id DESC")
+        rows = (self._db.q(sql + " LIMIT ?", (self.scope.key, limit)) if limit
+                else self._db.q(sql, (self.scope.key,)))
+        return [WrapRow(int(r[0]), r[1], r[2], r[3], r[4], json.loads(r[5]) if r[5] else {},
+                        r[6]) for r in rows]
 
     def wrap_counts(self) -> WrapCounts:
-        return self._db.wrap_counts(scope=self.scope)
+        r = self._db.q1("SELECT COUNT(*), MAX(completed_at) FROM wraps WHERE status='saved' "
+                        "AND ns_key=?", (self.scope.key,))
+        return WrapCounts(int(r[0]), r[1]) if r else WrapCounts(0, None)
 
     def wrap_totals(self) -> WrapTotals:
-        """Every namespace's wraps together (the root's roles only)."""
+        """Every namespace's wraps together (the root's roles only): saved wraps, the last
+        one's time, open wraps, and how many namespaces have saved one."""
         self._refuse_outside_root("wrap_totals")
-        return self._db.wrap_totals()
+        r = self._db.q1("SELECT COUNT(*), MAX(completed_at), COUNT(DISTINCT ns_key) FROM wraps "
+                        "WHERE status='saved'")
+        return WrapTotals(int(r[0]) if r else 0, r[1] if r else None,
+                          self._db._scalar("SELECT COUNT(*) FROM wraps WHERE status='open'"),
+                          int(r[2]) if r else 0)
 
     def wrapped_ids_before(self, wrap_id: int) -> set[str]:
-        return self._db.wrapped_ids_before(wrap_id, scope=self.scope)
+        extra, params = own_sql(self.scope)
+        return {r[0] for r in self._db.q("SELECT id FROM episodes WHERE wrap_id IS NOT NULL "
+                                         f"AND wrap_id < ?{extra}", (wrap_id, *params))}
 
-    def pattern_history(self) -> dict[str, dict[str, Any]]:
-        return self._db.pattern_history(scope=self.scope)
+    # -- pattern history
+    def pattern_history(self) -> dict[str, PatternRow]:
+        """This scope's pattern records by name."""
+        rows = self._db.q(f"SELECT {', '.join(PatternRow._fields)} FROM pattern_history "
+                          "WHERE ns_key=?", (self.scope.key,))
+        return {r[0]: PatternRow(r[0], int(r[1]), int(r[2]), r[3], r[4], r[5],
+                                 _json_list(r[6]), _json_list(r[7])) for r in rows}
 
-    def upsert_pattern(self, rec: dict[str, Any]) -> None:
-        self._db.upsert_pattern(rec, scope=self.scope)
+    def upsert_pattern(self, pattern: PatternRow) -> None:
+        """Write ``pattern``'s record in this scope, replacing the one of the same name."""
+        self._db._upsert("pattern_history", ("ns_key", *PatternRow._fields), ("ns_key", "name"),
+                         (self.scope.key, *pattern[:6], json.dumps(pattern.explanations or []),
+                          json.dumps(pattern.grounding or [])))
 
     def delete_pattern(self, name: str) -> int:
-        return self._db.delete_pattern(name, scope=self.scope)
+        return self._db._rowcount("DELETE FROM pattern_history WHERE ns_key=? AND name=?",
+                                  (self.scope.key, name))
 
     def has_pattern_history(self) -> bool:
-        return self._db.has_pattern_history(scope=self.scope)
+        """Whether a governed save has started this scope's pattern history (its marker
+        in the metadata)."""
+        return self._db.q1("SELECT 1 FROM meta WHERE key=? AND value IS NOT NULL", (
+            ns_meta_key("pattern_history_started", self.scope),)) is not None
 
-    def insert_probe(self, rec: dict[str, Any]) -> None:
-        self._db.insert_probe(rec, scope=self.scope)
+    # -- drift probes
+    def insert_probe(self, probe: ProbeRow) -> None:
+        """Declare ``probe`` in this scope (its verdict fields are the checks' to write)."""
+        self._db.q("INSERT INTO drift_probes(id, kind, pattern, min_level, fact, section, "
+                   "created_at, ns_key) VALUES (?,?,?,?,?,?,?,?)",
+                   (*probe[:7], self.scope.key))
 
-    def probes(self) -> list[dict[str, Any]]:
-        return self._db.probes(scope=self.scope)
+    def probes(self) -> list[ProbeRow]:
+        """This scope's probes, oldest first."""
+        return [ProbeRow(*r) for r in self._db.q(
+            f"SELECT {', '.join(ProbeRow._fields)} FROM drift_probes WHERE ns_key=? "
+            "ORDER BY created_at, id", (self.scope.key,))]
 
     def update_probe(self, probe_id: str, status: str, detail: str, wrap_id: int | None) -> None:
-        self._db.update_probe(probe_id, status, detail, wrap_id)
+        self._db.q("UPDATE drift_probes SET last_status=?, last_detail=?, last_wrap_id=? "
+                   "WHERE id=?", (status, detail, wrap_id, probe_id))
 
     def delete_probe(self, probe_id: str) -> int:
-        return self._db.delete_probe(probe_id, scope=self.scope)
+        return self._db._rowcount("DELETE FROM drift_probes WHERE id=? AND ns_key=?",
+                                  (probe_id, self.scope.key))
 
 
 class Items(Role):

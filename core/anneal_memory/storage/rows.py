@@ -8,7 +8,7 @@ written before the rows had names, unpacking them positionally, reads the same v
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 
 class MetaEntry(NamedTuple):
@@ -186,3 +186,96 @@ class GovernedVersion(NamedTuple):
 
     payload_digest: str
     body: dict[str, Any]
+
+
+# ------------------------------------------------ the Links, Wraps and Episodes roles' rows
+
+class TombstoneRow(NamedTuple):
+    """What a removed episode leaves: its id, type and time, its content's hash, when and
+    why it was removed, the trust it had, and the namespace it was written in."""
+
+    id: str
+    type: str
+    timestamp: str
+    content_hash: str
+    removed_at: str
+    reason: str
+    trust: str | None
+    ns_owner: str | None
+    ns_project: str | None
+
+
+class OpenWrapRow(NamedTuple):
+    """The wrap in progress: its id, start, token, preparing session, the episodes it
+    froze and the day it was prepared for (``_asdict()``: the record 1.0.2 gave)."""
+
+    id: int
+    started_at: str
+    token: str
+    session_id: str | None
+    episode_ids: list[str]
+    today: str
+
+
+class WrapRow(NamedTuple):
+    """One saved wrap: its fields, in order, are the wrap history record the public API
+    returns (``_asdict()``)."""
+
+    id: int
+    started_at: str
+    wrapped_at: str | None
+    chars: int | None
+    episodes_compressed: int | None
+    metrics: dict[str, object]
+    session_id: str | None
+
+
+class Grounding(TypedDict, total=False):
+    """One rung a named pattern earned (``pattern_grounding()``): the level, the day, the
+    grounding episodes' ids and how the citation was made (``quoted`` / ``bare``; absent
+    from rungs saved before it was kept)."""
+
+    level: int
+    date: str
+    ids: list[str]
+    rule: str
+
+
+class PatternRow(NamedTuple):
+    """A pattern's level record in one namespace: its level and high-water mark, when it
+    was first and last grounded and last saved, the explanations that graduated it and
+    the grounding of each rung it earned."""
+
+    name: str
+    level: int
+    max_level_reached: int
+    first_seen_at: str
+    last_seen_at: str | None
+    last_saved_at: str
+    explanations: list[str]
+    grounding: list[Grounding]
+
+
+class ProbeRow(NamedTuple):
+    """A drift probe (a pattern that must stay at ``min_level``, or a fact that must stay
+    in the text, optionally in one ``section``) and the verdict of the last save that
+    checked it."""
+
+    id: str
+    kind: str
+    pattern: str | None
+    min_level: int | None
+    fact: str | None
+    section: str | None
+    created_at: str
+    last_status: str | None = None
+    last_detail: str | None = None
+    last_wrap_id: int | None = None
+
+
+class WordCounts(NamedTuple):
+    """How many episodes the filters see, and how many of them hold each word (counted
+    up to a cap): the document frequencies ranked recall weighs words by."""
+
+    total: int
+    per_word: dict[str, int]

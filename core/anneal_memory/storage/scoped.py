@@ -18,7 +18,17 @@ import contextlib
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from .base import Backend, Connection, EpisodeRow, RankedHit, Scope, SearchFilters
+from .base import (
+    KEEP,
+    Backend,
+    Connection,
+    EpisodeRow,
+    Keep,
+    RankedPage,
+    Scope,
+    SearchFilters,
+    SearchPage,
+)
 from .common import SQLBackend
 from .roles import AuditChain, Episodes, Items, Links, Meta, OutOfScope, Wraps
 from .rows import (
@@ -27,23 +37,19 @@ from .rows import (
     AuditTip,
     CollectionCount,
     DayActivity,
-    DerivationRow,
     ItemRow,
-    LinkRow,
-    LinkTablesUsed,
     MetaEntry,
     NamespaceCount,
-    Predecessor,
-    RemovedLink,
     TextCell,
-    WrapCounts,
-    WrapTotals,
+    WordCounts,
 )
 
 _T = TypeVar("_T")
 
 #: Backend members a view passes on unchanged (each acts on ids or rows the view has
-#: already filtered, or on what is one per database: transactions, audit, metadata).
+#: already filtered, or on what is one per database: transactions, audit, metadata), and
+#: the role methods that act alike in every scope (``Links`` adding or reading the links
+#: of ids its caller has read, ``Wraps.update_probe`` and ``close_wrap`` by row id).
 NEUTRAL: frozenset[str] = frozenset({
     "add_derivations", "add_meta_int", "add_supersession", "audit_compact", "audit_count",
     "audit_digests", "audit_entries", "audit_insert", "audit_insert_rows", "audit_row_values",
@@ -273,8 +279,9 @@ class ScopedBackend(Connection):
     def ids_older_than(self, cutoff: str) -> list[str]:
         return self.episodes.ids_older_than(cutoff)
 
-    def update_episode(self, episode_id: str, **fields: Any) -> None:
-        self.episodes.update_episode(episode_id, **fields)
+    def update_episode(self, episode_id: str, *, trust: str | Keep = KEEP,
+                       state_key: str | None | Keep = KEEP) -> None:
+        self.episodes.update_episode(episode_id, trust=trust, state_key=state_key)
 
     def mark_wrapped(self, ids: Sequence[str], wrap_id: int) -> None:
         self.episodes.mark_wrapped(ids, wrap_id)
@@ -308,15 +315,10 @@ class ScopedBackend(Connection):
         raise OutOfScope("namespace_counts lists every namespace: call it on the root "
                          "Store's backend, not through a namespace-scoped view")
 
-    def wrap_totals(self) -> WrapTotals:
-        """Refused: it counts every namespace's wraps, which no view may see."""
-        raise OutOfScope("wrap_totals counts every namespace's wraps: call it on the "
-                         "root Store's backend, not through a namespace-scoped view")
-
     # -- keyword search
     def search(self, filters: SearchFilters, *, phrase: str | None = None,
                words: Sequence[str] | None = None, limit: int = 100, offset: int = 0,
-               order: str = "recent") -> tuple[list[tuple[EpisodeRow, float]], int]:
+               order: str = "recent") -> SearchPage:
         return self.episodes.search(filters, phrase=phrase, words=words, limit=limit,
                                           offset=offset, order=order)
 
@@ -324,7 +326,7 @@ class ScopedBackend(Connection):
         return self.episodes.rows_by_rowid(rowids, filters)
 
     def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
-                   ) -> tuple[list[RankedHit], int]:
+                   ) -> RankedPage:
         return self.episodes.ranked_ids(filters, words, pool)
 
     def index_scores(self, filters: SearchFilters, words: Sequence[str],
@@ -336,107 +338,8 @@ class ScopedBackend(Connection):
         return self.episodes.times_by_rowid(rowids, filters)
 
     def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
-                    ) -> tuple[int, dict[str, int]]:
+                    ) -> WordCounts:
         return self.episodes.word_counts(filters, words, cap)
-
-    # -- links and tombstones
-    def link_tables_used(self) -> LinkTablesUsed:
-        return self.links.link_tables_used()
-
-    def add_supersession(self, old_id: str, new_id: str, kind: str, created_at: str) -> None:
-        self.links.add_supersession(old_id, new_id, kind, created_at)
-
-    def remove_supersession(self, old_id: str, new_id: str) -> int:
-        return self.links.remove_supersession(old_id, new_id)
-
-    def supersessions_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]:
-        return self.links.supersessions_of(ids)
-
-    def superseded_by_new(self, new_id: str) -> list[Predecessor]:
-        return self.links.superseded_by_new(new_id)
-
-    def all_supersessions(self) -> list[LinkRow]:
-        return self.links.all_supersessions()
-
-    def count_superseded(self) -> int:
-        return self.links.count_superseded()
-
-    def delete_supersessions_touching(self, ids: Sequence[str]) -> list[RemovedLink]:
-        return self.links.delete_supersessions_touching(ids)
-
-    def add_derivations(self, episode_id: str, sources: Sequence[str],
-                        pinned_trust: str | None = None) -> None:
-        self.links.add_derivations(episode_id, sources, pinned_trust)
-
-    def derivations_of(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str | None]]]:
-        return self.links.derivations_of(ids)
-
-    def mark_source_removed(self, source_id: str, trust: str) -> None:
-        self.links.mark_source_removed(source_id, trust)
-
-    def all_derivations(self) -> list[DerivationRow]:
-        return self.links.all_derivations()
-
-    def add_tombstone(self, episode_id: str, type_: str, timestamp: str, content_hash: str,
-                      removed_at: str, reason: str, trust: str, *,
-                      scope: Scope | None = None) -> None:
-        """A deletion's trace in this view's namespace (``scope``, which the root's
-        backend takes, is not this view's to choose: ignored)."""
-        self.links.add_tombstone(episode_id, type_, timestamp, content_hash, removed_at,
-                                       reason, trust)
-
-    def tombstones(self, ids: Sequence[str] | None = None, *, namespaces: bool = False) -> dict[str, dict[str, Any]]:
-        return self.links.tombstones(ids, namespaces=namespaces)
-
-    def count_tombstones(self) -> int:
-        return self.links.count_tombstones()
-
-    # -- wraps, patterns, probes: one set per namespace
-    def open_wrap(self) -> dict[str, Any] | None:
-        return self.wraps.open_wrap()
-
-    def insert_wrap(self, started_at: str, token: str, session_id: str | None,
-                    episode_ids: Sequence[str], today: str) -> int:
-        return self.wraps.insert_wrap(started_at, token, session_id, episode_ids, today)
-
-    def close_wrap(self, wrap_id: int, status: str, completed_at: str, *, chars: int | None = None,
-                   episodes_compressed: int | None = None,
-                   metrics: dict[str, Any] | None = None) -> None:
-        self.wraps.close_wrap(wrap_id, status, completed_at, chars=chars,
-                                    episodes_compressed=episodes_compressed, metrics=metrics)
-
-    def wrap_history(self, limit: int | None = None) -> list[dict[str, Any]]:
-        return self.wraps.wrap_history(limit)
-
-    def wrap_counts(self) -> WrapCounts:
-        return self.wraps.wrap_counts()
-
-    def wrapped_ids_before(self, wrap_id: int) -> set[str]:
-        return self.wraps.wrapped_ids_before(wrap_id)
-
-    def pattern_history(self) -> dict[str, dict[str, Any]]:
-        return self.wraps.pattern_history()
-
-    def upsert_pattern(self, rec: dict[str, Any]) -> None:
-        self.wraps.upsert_pattern(rec)
-
-    def delete_pattern(self, name: str) -> int:
-        return self.wraps.delete_pattern(name)
-
-    def has_pattern_history(self) -> bool:
-        return self.wraps.has_pattern_history()
-
-    def insert_probe(self, rec: dict[str, Any]) -> None:
-        self.wraps.insert_probe(rec)
-
-    def probes(self) -> list[dict[str, Any]]:
-        return self.wraps.probes()
-
-    def update_probe(self, probe_id: str, status: str, detail: str, wrap_id: int | None) -> None:
-        self.wraps.update_probe(probe_id, status, detail, wrap_id)
-
-    def delete_probe(self, probe_id: str) -> int:
-        return self.wraps.delete_probe(probe_id)
 
     # -- item collections: the namespace's own
     def item_put(self, collection: str, key: str, value: str, metadata: str | None,

@@ -23,12 +23,22 @@ from .._fileio import create_private
 from ..errors import ReadOnlyStoreError, StoreError
 from ..text import LETTER_SPELLINGS, spell_letters
 from . import fts, sqlite_errors, sqlite_migrate
-from .base import ROOT, EpisodeRow, EstimatedCount, RankedHit, Scope, SearchFilters
+from .base import (
+    ROOT,
+    EpisodeRow,
+    EstimatedCount,
+    RankedHit,
+    RankedPage,
+    Scope,
+    SearchFilters,
+    SearchPage,
+)
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
 from .common import episode_row as _row
 from .common import like_pattern, trigrams, visible_sql
 from .driver import sqlite_driver
+from .rows import WordCounts
 from .sqlite_audit import CompactedReader, SQLiteAudit
 from .sqlite_migrate import NS_TAG_SQL
 from .sqlite_peek import open_read_only
@@ -211,7 +221,7 @@ def spelled_sql(expr: str) -> str:
 _SCHEMA = re.sub(r"SPELLED\(([\w.]+)\)", lambda m: spelled_sql(m.group(1)), _SCHEMA)
 
 
-def ns_words_query(scope: Any) -> str | None:
+def ns_words_query(scope: Scope) -> str | None:
     """The word-index condition for the episodes ``scope`` may read (None at the root)."""
     if scope.owner is None:
         return None
@@ -773,7 +783,7 @@ class SQLiteBackend(SQLiteAudit):
     # ------------------------------------------------------------------ search
     def search(self, filters: SearchFilters, *, phrase: str | None = None,
                words: Sequence[str] | None = None, limit: int = 100, offset: int = 0,
-               order: str = "recent") -> tuple[list[tuple[EpisodeRow, float]], int]:
+               order: str = "recent") -> SearchPage:
         """Filtered episodes, newest first or by BM25 rank, plus the total match count.
 
         ``phrase``: case-insensitive substring of the content. ``words``: any of these
@@ -819,15 +829,15 @@ class SQLiteBackend(SQLiteAudit):
             total = self._phrase_count(phrase, mparams, src, where, params, filters)
         else:
             total = self._match_count(fts, mparams, src, where, params, filters)
-        return [(_row(r[:13]), float(r[13] or 0.0)) for r in rows], total
+        return SearchPage([(_row(r[:13]), float(r[13] or 0.0)) for r in rows], total)
 
     def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
-                   ) -> tuple[list[RankedHit], int]:
+                   ) -> RankedPage:
         """The ``pool`` best word matches, best first, plus the number of matches: row id,
         epoch seconds, BM25 score, and the times of the rows just before and after when
         the filters let them through (None otherwise): ranking needs no row's text."""
         if not words:
-            return [], 0
+            return RankedPage([], 0)
         where, params = self._filter_sql(filters)
         src, mparams = self._words_src(filters, words)
         near = []
@@ -885,8 +895,8 @@ class SQLiteBackend(SQLiteAudit):
             total = len(rows)
         else:
             total = self._match_count("episodes_words", mparams, src, where, params, filters)
-        return [RankedHit(int(r[0]), r[1], _NAN if r[2] is None else float(r[2]), r[3], r[4],
-                          r[5]) for r in rows], total
+        return RankedPage([RankedHit(int(r[0]), r[1], _NAN if r[2] is None else float(r[2]),
+                                     r[3], r[4], r[5]) for r in rows], total)
 
     #: past this many matches of a word query, its pool is ranked among the newest
     #: WORD_WALK matches and every match of its rare words, not among all of them
@@ -1154,7 +1164,7 @@ class SQLiteBackend(SQLiteAudit):
         return out
 
     def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
-                    ) -> tuple[int, dict[str, int]]:
+                    ) -> WordCounts:
         """(episodes, how many hold each word up to ``cap``), in the word index: the
         namespace's when the filters have one, else the whole store (as FTS5's BM25).
         One statement."""
@@ -1178,7 +1188,7 @@ class SQLiteBackend(SQLiteAudit):
                          "episodes_words MATCH ? LIMIT ?))")
             args += [query, int(cap)]
         r = self.q1("SELECT " + ", ".join(heads), args) or (0,)
-        return int(r[0] or 0), {w: int(n or 0) for w, n in zip(words, r[1:])}
+        return WordCounts(int(r[0] or 0), {w: int(n or 0) for w, n in zip(words, r[1:])})
 
     def integrity_check(self) -> str:
         return str(self.q1("PRAGMA integrity_check")[0])  # type: ignore[index]

@@ -3,7 +3,7 @@ live in :mod:`..wrap_state`, below the Store, whose ``wrap_cancelled`` calls the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._wrap_age import stale_policy, wrap_age
 from ..clock import now_iso
@@ -12,19 +12,20 @@ from ..wrap_state import open_wrap_info as open_wrap_info
 
 if TYPE_CHECKING:
     from .._unit import Facade
+    from ..storage.rows import OpenWrapRow
 
 
-def take_over_stale(store: Facade, w: dict[str, Any], session_id: str | None) -> bool:
+def take_over_stale(store: Facade, w: OpenWrapRow, session_id: str | None) -> bool:
     """Inside prepare_wrap's transaction: when the store's policy allows it, close the
     stale open wrap ``w`` (its episodes are unwrapped still, so the new wrap takes them
     with the ones since) and audit who took it over. False when the policy is off or the
     wrap is not stale."""
     limit = stale_policy(store)
-    age = wrap_age(w)
+    age = wrap_age(w._asdict())
     if limit is None or age is None or age <= limit:
         return False
-    store.repos.wraps.close_wrap(w["id"], "cancelled", now_iso())
+    store.repos.wraps.close_wrap(w.id, "cancelled", now_iso())
     store.audit_trail.append("wrap_taken_over", {
-        "wrap_id": w["id"], "episodes": len(w["episode_ids"]), "age_seconds": int(age),
+        "wrap_id": w.id, "episodes": len(w.episode_ids), "age_seconds": int(age),
         "stale_wrap_after": int(limit), "session_id": session_id}, actor="system")
     return True

@@ -97,19 +97,19 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
     today = today_iso()
     with store.transaction() as tx:
         w = tx.wraps.open_wrap()
-        if w is not None and wrap_token != w["token"] and take_over_stale(store, w, session_id):
+        if w is not None and wrap_token != w.token and take_over_stale(store, w, session_id):
             w = None  # a dead host's wrap, past the operator's stale_wrap_after: taken over
         if w is not None:
-            if (w["session_id"] or None) != (session_id or None):
+            if (w.session_id or None) != (session_id or None):
                 raise WrapInProgressError(
-                    f"a wrap prepared by {('session ' + repr(w['session_id'])) if w['session_id'] else 'another caller'} "
+                    f"a wrap prepared by {('session ' + repr(w.session_id)) if w.session_id else 'another caller'} "
                     "is open: save or cancel it first (anneal-memory wrap-cancel)")
-            if wrap_token != w["token"]:
+            if wrap_token != w.token:
                 # as in 1.0.2: a wrap is in progress; only its own token re-opens it
                 raise WrapInProgressError(
                     "a wrap is already in progress: save it, re-open it with its wrap token, "
                     "or abandon it with wrap_cancel")
-            ids, token, today = w["episode_ids"], w["token"], w["today"]
+            ids, token, today = w.episode_ids, w.token, w.today
             rows = list(tx.episodes.get_episodes(ids).values())
         else:
             rows = tx.episodes.unwrapped_episodes()

@@ -48,6 +48,7 @@ from ..immune.graduation import (
     revoked_prior,
 )
 from ..storage.common import ns_meta_key
+from ..storage.rows import PatternRow
 from ..types import TRUST_LEVELS
 from . import relayed as relayed_rule
 from .baton import baton_holder
@@ -224,15 +225,15 @@ def validated_save_continuity(
     if wrap is None:
         raise NoWrapInProgressError("no wrap is open: call prepare_wrap first (a wrap is saved "
                                     "once; a second save needs a new prepare)")
-    if wrap_token is not None and wrap_token != wrap["token"]:
+    if wrap_token is not None and wrap_token != wrap.token:
         raise WrapTokenError("the wrap token does not match the open wrap (stale or wrong): use "
                              "the token from the latest prepare_wrap")
     gated_store = store.consolidate_requires_baton()
-    if wrap["session_id"]:
-        if session_id != wrap["session_id"]:
-            raise BatonError(f"this wrap was prepared by session {wrap['session_id']!r}; only that "
+    if wrap.session_id:
+        if session_id != wrap.session_id:
+            raise BatonError(f"this wrap was prepared by session {wrap.session_id!r}; only that "
                              "session may save it (or cancel it with wrap-cancel)")
-    if gated_store or wrap["session_id"]:
+    if gated_store or wrap.session_id:
         if wrap_token is None:
             raise WrapTokenError("this wrap is under the baton gate: pass the wrap token from "
                                  "prepare_wrap")
@@ -241,7 +242,7 @@ def validated_save_continuity(
             raise BatonError(f"session {session_id!r} does not hold the consolidation baton "
                              f"(holder: {holder or 'nobody'}): anneal-memory baton claim <session>")
     schema = store.section_schema
-    day = _iso_day(today) if today is not None else wrap["today"]
+    day = _iso_day(today) if today is not None else wrap.today
     doc = parse_sections(text, schema)
     prior_text = store.load_continuity()
     # the prior continuity is parsed once (leniently); a prior that does not parse keeps
@@ -263,7 +264,7 @@ def validated_save_continuity(
         durable_warn.append(f"Durable Facts is over its budget of {durable_budget(schema)} "
                             "characters: every line was kept; consider consolidating")
 
-    snapshot_ids = list(wrap["episode_ids"])
+    snapshot_ids = list(wrap.episode_ids)
     if prior_error is not None:
         raise prior_error
     prior_lines = pattern_lines(prior_doc) if prior_doc is not None else []
@@ -276,7 +277,8 @@ def validated_save_continuity(
     rows = b.episodes.get_episodes(wanted) if wanted else {}
     snapshot = {i: r for i, r in rows.items() if i in in_wrap}
     superseded = set(b.links.supersessions_of(list(snapshot))) if snapshot else set()
-    history = b.wraps.pattern_history()
+    # the rules read each record as 1.0.2's dict (immune/graduation.py)
+    history = {k: p._asdict() for k, p in b.wraps.pattern_history().items()}
     prior_levels: dict[str, int] = {}
     prior_named: dict[str, tuple[str, int]] = {}
     for p in prior_lines:
@@ -354,7 +356,7 @@ def validated_save_continuity(
         "association_warning": None,
         "linkgate_overridden": False,
         "warnings": [],
-        "wrap_id": wrap["id"],
+        "wrap_id": wrap.id,
     }
     if am_warn:
         result["warnings"].append(am_warn)
@@ -398,7 +400,7 @@ def validated_save_continuity(
 
     with store.transaction() as tx:
         current = b.wraps.open_wrap()
-        if current is None or current["id"] != wrap["id"]:
+        if current is None or current.id != wrap.id:
             raise NoWrapInProgressError("the wrap was saved or cancelled by another process "
                                         "meanwhile: prepare a new wrap")
         for old_id, new_id, _m in markers:
@@ -410,7 +412,7 @@ def validated_save_continuity(
                 result["supersessions_recorded_links"].append({"old_id": old_id,
                                                                "new_id": new_id})
         result["supersessions_recorded"] = len(result["supersessions_recorded_links"])
-        result["drift"] = probes.evaluate(store, final_text, schema, crystal_names, wrap["id"])
+        result["drift"] = probes.evaluate(store, final_text, schema, crystal_names, wrap.id)
         b.meta.set_meta("last_graduated", json.dumps([
             {"name": o.line.name, "level": o.final_level,
              "citations": [c.episode_id for c in o.line.citations]}
@@ -420,17 +422,18 @@ def validated_save_continuity(
             b.meta.set_meta(ns_meta_key("citations_seen", store.scope), "1")
         started = ns_meta_key("pattern_history_started", store.scope)
         b.meta.set_meta(started, b.meta.get_meta(started) or now_iso())
-        b.episodes.mark_wrapped(snapshot_ids, wrap["id"])
+        b.episodes.mark_wrapped(snapshot_ids, wrap.id)
         metrics = {k: (len(v) if isinstance(v, list) else v) for k, v in result.items()
                    if k not in ("path", "drift", "warnings", "sections")}
         metrics["patterns_extracted"] = len(outcomes)
         # per pattern and per probe, for the operator's timeline, worklist and drift view
         metrics["patterns"] = review.record_wrap_patterns(outcomes)
-        metrics["drift_probes"] = review.record_wrap_drift(b.wraps.probes(), result["drift"]["probes"])
-        b.wraps.close_wrap(wrap["id"], "saved", now_iso(), chars=len(final_text),
+        metrics["drift_probes"] = review.record_wrap_drift([p._asdict() for p in b.wraps.probes()],
+                                                            result["drift"]["probes"])
+        b.wraps.close_wrap(wrap.id, "saved", now_iso(), chars=len(final_text),
                            episodes_compressed=len(snapshot_ids), metrics=metrics)
         tx.audit.append("wrap_completed", {
-            "wrap_id": wrap["id"], "episodes_compressed": len(snapshot_ids),
+            "wrap_id": wrap.id, "episodes_compressed": len(snapshot_ids),
             "continuity_chars": len(final_text),
             "graduations_validated": result["graduations_validated"],
             "graduations_demoted": result["graduations_demoted"],
@@ -438,7 +441,7 @@ def validated_save_continuity(
             "associations_formed": 0, "associations_strengthened": 0, "associations_decayed": 0,
         }, actor="agent")
         saved = tx.audit.append("continuity_saved", {
-            "wrap_id": wrap["id"], "chars": len(final_text),
+            "wrap_id": wrap.id, "chars": len(final_text),
             "content_hash": store.audit_trail.hash_content(final_text),
             "episodes_compressed": len(snapshot_ids),
             "graduations_validated": result["graduations_validated"],
@@ -481,7 +484,7 @@ def validated_save_continuity(
         "citation_reuse_max": result["citation_reuse_max"],
         "patterns_extracted": len(outcomes), "episodes_compressed": len(snapshot_ids),
         "pruned_count": pruned, "associations_formed": 0, "associations_strengthened": 0,
-        "associations_decayed": 0, "wrap_id": wrap["id"]}
+        "associations_decayed": 0, "wrap_id": wrap.id}
     return result
 
 
@@ -514,7 +517,7 @@ def _revocations(store: Store, history: dict[str, dict[str, Any]]) -> dict[str, 
         return {}
     trust = store.effective_trust_map(ids)
     for tid, t in store.repos.links.tombstones([i for i in ids if i not in trust]).items():
-        trust[tid] = "external" if t["reason"] == "deleted" else (t.get("trust") or "agent")
+        trust[tid] = "external" if t.reason == "deleted" else (t.trust or "agent")
     out = {}
     for key, h in history.items():
         cut = revoked_prior(h, trust)
@@ -601,20 +604,20 @@ def _record_history(store: Store, outcomes: Sequence[LineOutcome], day: str,
         old = history.get(key)
         level = max(o.final_level for o in outs)
         validated = [o for o in outs if o.grounding_ids and not o.uncorroborated]
-        rec = {
-            "name": key,
-            "level": level,
-            "max_level_reached": max(level, int(old["max_level_reached"]) if old else 0),
-            "first_seen_at": old["first_seen_at"] if old else now,
-            "last_seen_at": day if validated else (old or {}).get("last_seen_at"),
-            "last_saved_at": now,
+        rec = PatternRow(
+            name=key,
+            level=level,
+            max_level_reached=max(level, int(old["max_level_reached"]) if old else 0),
+            first_seen_at=old["first_seen_at"] if old else now,
+            last_seen_at=day if validated else (old or {}).get("last_seen_at"),
+            last_saved_at=now,
             # only explanations that earned a graduation are priors for the cross-session check
-            "explanations": ((old or {}).get("explanations") or [])[-4:] + [
+            explanations=((old or {}).get("explanations") or [])[-4:] + [
                 c.explanation for o in validated if o.final_level >= 2
                 for c in o.line.citations if c.explanation][:5],
-            "grounding": ((old or {}).get("grounding") or []) + [
+            grounding=((old or {}).get("grounding") or []) + [
                 {"level": o.final_level, "date": day, "ids": o.grounding_ids,
                  "rule": "quoted" if any(c.explanation for c in o.line.citations) else "bare"}
                 for o in validated if (old is None or o.final_level > int(old["level"]))],
-        }
+        )
         store.repos.wraps.upsert_pattern(rec)
