@@ -69,8 +69,10 @@ from .clock import iso_week, now_iso
 from .errors import AuditError
 from .legacy.upgrade import LEGACY_AUDIT_FORMAT, sealed_part, upgrade_report
 from .storage import sqlite_peek as peek
-from .storage.common import audit_record
+from .storage.audit_sql import audit_entry
 from .storage.pg_location import pg_dsn
+from .storage.roles import AuditChain
+from .storage.rows import AuditEntry, AuditRowValues
 
 if TYPE_CHECKING:
     from .storage.base import Backend
@@ -144,7 +146,7 @@ def _int_or(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def _digests(entries: list[dict[str, Any]]) -> list[tuple[int, str]]:
+def _digests(entries: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
     """(seq, hash) of rows just written to the files as they are: their text is kept
     there byte for byte (even a row that does not check out: verify names it there)."""
     return [(int(e["seq"]), str(e["hash"])) for e in entries]
@@ -168,6 +170,8 @@ class AuditTrail:
                  on_event: Callable[[dict[str, Any]], Any] | None = None,
                  enabled: bool = True, hash_labels: bool = True) -> None:
         self._backend = backend
+        #: the database's copy of the chain (its role: the audit SQL is there)
+        self._chain = AuditChain(backend)
         self.paths = AuditPaths(db_path)
         self.salt = salt
         self.on_event = on_event
@@ -251,10 +255,10 @@ class AuditTrail:
             return None
         if not self._backend.in_transaction:
             raise AuditError("internal: audit append outside a transaction")
-        seq, prev = self._backend.audit_tip()
+        seq, prev = self._chain.audit_tip()
         ts = now_iso()  # one transaction: its entries are appended at one moment
         entries: list[dict[str, Any]] = []
-        rows: list[tuple[Any, ...]] = []
+        rows: list[AuditRowValues] = []
         counts: dict[str, int] = {}
         lines = self._lines if self._files else None
         if lines is not None and len(lines) > 8 * self.MIRROR_EVERY:
@@ -264,14 +268,14 @@ class AuditTrail:
             h, line = chain_entry(seq, ts, st.actor, st.event, st.canonical, prev)
             entries.append({"seq": seq, "ts": ts, "actor": st.actor, "event": st.event,
                             "data": st.data, "prev_hash": prev, "hash": h})
-            row = (seq, ts, st.actor, st.event, st.stored, prev, h)
+            row = AuditRowValues(seq, ts, st.actor, st.event, st.stored, prev, h)
             rows.append(row)
             if lines is not None:
                 lines[seq] = (row, line)
             prev = h
             if st.counter:
                 counts[st.counter] = counts.get(st.counter, 0) + 1
-        self._backend.audit_insert_rows(rows)
+        self._chain.audit_insert_rows(rows)
         for key, n in counts.items():
             self._backend.add_meta_int(key, n)
         self._pending.extend(entries)
@@ -279,12 +283,12 @@ class AuditTrail:
 
     def tip(self) -> tuple[int, str]:
         """(seq, hash) of the chain's last entry in the database ((0, "") when empty)."""
-        return self._backend.audit_tip()
+        return self._chain.audit_tip()
 
-    def entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+    def entries(self, after_seq: int = 0, limit: int | None = None) -> list[AuditEntry]:
         """The chain's entries in the database, oldest first (compacted ones read back
         from the audit files)."""
-        return self._backend.audit_entries(after_seq, limit)
+        return self._chain.audit_entries(after_seq, limit)
 
     def verify_stored(self) -> AuditVerifyResult:
         """Walk the chain this store's database holds (the whole trail on PostgreSQL)."""
@@ -399,27 +403,27 @@ class AuditTrail:
         self._record_mirrored(int(new[-1]["seq"]) if new else last, _digests(new))
         return len(new)
 
-    def _unmirrored_rows(self, after_seq: int) -> tuple[list[dict[str, Any]], list[str]]:
+    def _unmirrored_rows(self, after_seq: int) -> tuple[list[Mapping[str, Any]], list[str]]:
         """The entries the database holds in full after ``after_seq`` (their seq, ts and
         hash at least) and their lines for the files: a row exactly as this trail wrote
         it takes the line it kept; any other is parsed and serialised."""
-        new: list[dict[str, Any]] = []
+        new: list[Mapping[str, Any]] = []
         lines: list[str] = []
         kept = self._lines
-        for row in self._backend.audit_row_values(after_seq):
+        for row in self._chain.audit_row_values(after_seq):
             hit = kept.get(row[0])
             if hit is not None and hit[0] == tuple(row):
                 new.append({"seq": row[0], "ts": row[1], "hash": row[6]})
                 lines.append(hit[1])
             else:
-                e = audit_record(row)
+                e = audit_entry(row)
                 new.append(e)
                 lines.append(entry_line(e))
         return new, lines
 
     def _write_entries(self, manifest: dict[str, Any], first: Mapping[str, Any] | None,
                        last_entry: Mapping[str, Any] | None,
-                       entries: list[dict[str, Any]], lines: list[str] | None = None) -> None:
+                       entries: Sequence[Mapping[str, Any]], lines: list[str] | None = None) -> None:
         """Append ``entries`` (their ``lines`` for the files, when given) to the active
         file (held under the file lock), sealing it on a new week and at its size bound
         (``_seal_bound``)."""
@@ -482,7 +486,7 @@ class AuditTrail:
         from ._audit_verify import file_entries, same_entry
 
         b = self._backend
-        head = b.audit_rows(after_seq=0, limit=1)
+        head = self._chain.audit_rows(after_seq=0, limit=1)
         if not head or int(head[0]["seq"]) > upto or b.read_only:
             return
         low = int(head[0]["seq"])
@@ -491,7 +495,7 @@ class AuditTrail:
         cur = next(it, None)
         after = low - 1
         while after < upto:
-            rows = [r for r in b.audit_rows(after_seq=after, limit=page) if r["seq"] <= upto]
+            rows = [r for r in self._chain.audit_rows(after_seq=after, limit=page) if r["seq"] <= upto]
             if not rows:
                 return
             held: list[tuple[int, str]] = []
@@ -502,7 +506,7 @@ class AuditTrail:
                     held.append((int(row["seq"]), str(row["hash"])))
             if held:
                 with b.transaction():
-                    b.audit_compact(held)
+                    self._chain.audit_compact(held)
             after = int(rows[-1]["seq"])
 
     def _record_mirrored(self, seq: int, compact: list[tuple[int, str]] | None = None) -> None:
@@ -522,7 +526,7 @@ class AuditTrail:
             if not current or not current.isdigit() or int(current) < seq:
                 b.set_meta(MIRRORED_SEQ_KEY, str(seq))
             if compact:
-                b.audit_compact(compact)
+                self._chain.audit_compact(compact)
 
     def _active_bounds(self, sealed_last: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """First and last entries of the active file, reading only its ends. A torn last
@@ -600,8 +604,8 @@ class AuditTrail:
 
         if pg_dsn(db_path) is not None:
             with _server_backend(db_path) as backend:
-                entries = backend.audit_entries()
-            yield from (("database", e) for e in entries)
+                entries = AuditChain(backend).audit_entries()
+            yield from (("database", dict[str, Any](e)) for e in entries)
             return
         paths = AuditPaths(db_path)
         last = 0
@@ -634,8 +638,9 @@ class AuditTrail:
         _check_db_path(db_path)
         if pg_dsn(db_path) is not None:
             with _server_backend(db_path) as backend:
-                seq, h = backend.audit_tip()
-                tail = backend.audit_entries(after_seq=seq - 1, limit=1) if seq else []
+                chain = AuditChain(backend)
+                seq, h = chain.audit_tip()
+                tail = chain.audit_entries(after_seq=seq - 1, limit=1) if seq else []
                 return AuditHead(seq, h, tail[0]["ts"] if tail else None,
                                  backend.get_meta("store_id"))
         paths = AuditPaths(db_path)
@@ -682,8 +687,8 @@ class AuditTrail:
                       and (paths.db.parent / str(m["file"])).is_file()]
             keep = {str(m["file"]) for m in legacy}
             with backend.read():  # one snapshot: no entry counted both ways, or neither
-                full = {int(e["seq"]): e for e in backend.audit_rows()}
-                digests = backend.audit_digests()
+                full = {int(e["seq"]): e for e in trail._chain.audit_rows()}
+                digests = trail._chain.audit_digests()
             need = {seq: h for seq, h, _c in digests if seq not in full}
             found = _salvage(paths, need, keep) if need else {}
             set_aside = _set_aside(paths, keep)
@@ -722,8 +727,15 @@ def _body(e: Mapping[str, Any]) -> dict[str, Any]:
     return {k: e.get(k) for k in _BODY}
 
 
+def _held(e: Mapping[str, Any], h: str) -> AuditEntry:
+    """A file's line of a compacted entry as the chain's entry (its body, the hash the
+    database keeps: the caller checked they match, so every field of the body is there)."""
+    return AuditEntry(seq=e["seq"], ts=e["ts"], actor=e["actor"], event=e["event"],
+                      data=e["data"], prev_hash=e["prev_hash"], hash=h)
+
+
 def chain_entries(db_path: str | Path, backend: Backend, after_seq: int = 0,
-                  limit: int | None = None) -> list[dict[str, Any]]:
+                  limit: int | None = None) -> list[AuditEntry]:
     """The database's copy after ``after_seq``, every entry in full, oldest first: its
     full rows, and the text of compacted entries from the audit files, each checked
     against the hash the database keeps (a writer sealing a file meanwhile is read again).
@@ -747,13 +759,14 @@ class _Missing(Exception):
 
 
 def _chain_entries(paths: AuditPaths, backend: Backend, after_seq: int,
-                   limit: int | None) -> list[dict[str, Any]]:
+                   limit: int | None) -> list[AuditEntry]:
     from ._audit_verify import file_entries
 
     with backend.read():  # one snapshot of both tables
-        digests = backend.audit_digests(after_seq, limit)
-        full = {int(e["seq"]): e for e in backend.audit_rows(after_seq, limit)}
-    out: list[dict[str, Any]] = []
+        chain = AuditChain(backend)
+        digests = chain.audit_digests(after_seq, limit)
+        full = {int(e["seq"]): e for e in chain.audit_rows(after_seq, limit)}
+    out: list[AuditEntry] = []
     files: Iterator[tuple[str, dict[str, Any]]] | None = None
     cur: tuple[str, dict[str, Any]] | None = None
     for seq, h, _compacted in digests:
@@ -771,7 +784,7 @@ def _chain_entries(paths: AuditPaths, backend: Backend, after_seq: int,
             cur = next(files, None)
         if cur is None or cur[1]["seq"] != seq or entry_hash(cur[1]) != h:
             raise _Missing(seq)
-        out.append({**_body(cur[1]), "hash": h})
+        out.append(_held(cur[1], h))
     return out
 
 
@@ -873,10 +886,11 @@ def _server_backend(location: Any) -> Iterator[Any]:
 def _paged(backend: Any, page: int = 5000,
            progress: Callable[[str, int], None] | None = None) -> Iterator[dict[str, Any]]:
     after, count = 0, 0
+    chain = AuditChain(backend)
     with backend.read():
         while True:
-            entries = backend.audit_entries(after_seq=after, limit=page)
-            yield from entries
+            entries = chain.audit_entries(after_seq=after, limit=page)
+            yield from (dict[str, Any](e) for e in entries)
             count += len(entries)
             if progress is not None:
                 progress("database", count)

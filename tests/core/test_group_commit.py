@@ -20,6 +20,7 @@ import anneal_memory.episodes_write as episodes_write
 from anneal_memory import AuditTrail, Episode, Store, SupersessionError
 from anneal_memory._audit_chain import canonical_json, chain_entry, chain_hash, entry_hash
 from anneal_memory.audit import entry_line, same_label
+from anneal_memory.storage.roles import AuditChain
 from anneal_memory.testing import backend_of
 
 
@@ -161,10 +162,9 @@ def test_a_backdated_record_inside_a_batch_is_noted(store: Store) -> None:
 def test_a_batch_commits_once_with_one_tip_read(store: Store,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     store.record("warm up", "observation")
-    b = backend_of(store)
     tips: list[int] = []
-    real_tip = type(b).audit_tip
-    monkeypatch.setattr(type(b), "audit_tip", lambda self: tips.append(1) or real_tip(self))
+    real_tip = AuditChain.audit_tip
+    monkeypatch.setattr(AuditChain, "audit_tip", lambda self: tips.append(1) or real_tip(self))
     got = batched(store, [lambda i=i: store.record(f"note {i}", "observation") for i in range(20)])
     assert all(isinstance(g, Episode) for g in got)
     assert len(tips) == 2  # the leader's own commit, and one for the 20

@@ -425,50 +425,10 @@ class WrapRepo(abc.ABC):
     def delete_probe(self, probe_id: str, *, scope: Scope = ROOT) -> int: ...
 
 
-class AuditRepo(abc.ABC):
-    """The audit chain's database copy."""
-
-    # False when the audit chain lives only in the database (no per-host JSONL mirror).
-    mirrors_audit_to_files: bool = True
-
-    # -- the audit chain's database copy
-    @abc.abstractmethod
-    def audit_tip(self) -> tuple[int, str]: ...
-    @abc.abstractmethod
-    def audit_insert(self, entry: dict[str, Any]) -> None: ...
-
-    @abc.abstractmethod
-    def audit_insert_rows(self, rows: Sequence[Sequence[Any]]) -> None:
-        """Insert consecutive entries of the chain, oldest first, each as its column
-        values (seq, ts, actor, event, data as JSON text, prev_hash, hash)."""
-    @abc.abstractmethod
-    def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]: ...
-    @abc.abstractmethod
-    def audit_count(self) -> int: ...
-
-    @abc.abstractmethod
-    def audit_row_values(self, after_seq: int = 0) -> list[tuple[Any, ...]]:
-        """What ``audit_rows`` reads, each entry as its column values (seq, ts, actor,
-        event, data as its JSON text, prev_hash, hash), its data not parsed."""
-
-    def audit_rows(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-        """The entries the database holds in full (``audit_entries`` reads compacted ones
-        back from the audit files): what a mirror writes to the files."""
-        return self.audit_entries(after_seq, limit)
-
-    def audit_digests(self, after_seq: int = 0,
-                      limit: int | None = None) -> list[tuple[int, str, bool]]:
-        """(seq, hash, compacted) for every entry of the database's copy after ``after_seq``
-        (compacted: only its hash is kept, its text is in the audit files)."""
-        return [(int(e["seq"]), str(e["hash"]), False)
-                for e in self.audit_entries(after_seq, limit)]
-
-    def audit_compact(self, digests: Sequence[tuple[int, str]]) -> int:
-        """Keep only the hashes of these mirrored (seq, hash) entries; how many rows were
-        compacted. A backend whose copy is the chain's only one keeps every entry in full."""
-        return 0
-
-
-class Backend(Connection, MetaRepo, EpisodeRepo, LinkRepo, WrapRepo, AuditRepo):
+class Backend(Connection, MetaRepo, EpisodeRepo, LinkRepo, WrapRepo):
     """One database: every role at once. The Store owns it; the layers above see it
     through the typed roles of a :class:`Repositories` or a unit of work."""
+
+    #: False when the audit chain lives only in the database (no per-host JSONL mirror);
+    #: the chain's SQL is its role's (``roles.AuditChain``, ``audit_sql``)
+    mirrors_audit_to_files: bool = True

@@ -16,6 +16,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from .audit_sql import AuditSQL
 from .base import ROOT, Backend, EpisodeRow, Scope, SearchFilters
 from .rows import (
     DayActivity,
@@ -39,9 +40,6 @@ _PROBE_COLS = ("id", "kind", "pattern", "min_level", "fact", "section", "created
                "last_status", "last_detail", "last_wrap_id")
 _PATTERN_COLS = ("name", "level", "max_level_reached", "first_seen_at", "last_seen_at",
                  "last_saved_at", "explanations", "grounding")
-_AUDIT_COLS = ("seq", "ts", "actor", "event", "data", "prev_hash", "hash")
-_AUDIT_ROWS_SQL = ("SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log "
-                   "WHERE seq > ? ORDER BY seq")
 _INSERT_COLS = ("id", "timestamp", "type", "content", "source", "session_id", "metadata",
                 "trust", "state_key", "wrap_id", "ns_owner", "ns_project")
 #: most rows one INSERT statement carries (12 columns each: under 999 bound values)
@@ -168,12 +166,6 @@ def saved_wrap_record(r: Sequence[Any]) -> dict[str, Any]:
             "session_id": r[6]}
 
 
-def audit_record(r: Sequence[Any]) -> dict[str, Any]:
-    d = dict(zip(_AUDIT_COLS, r))
-    d["seq"], d["data"] = int(r[0]), json.loads(r[4])
-    return d
-
-
 @functools.lru_cache(maxsize=1024)
 def qmark_to_format(sql: str) -> str:
     """``?`` placeholders as ``%s`` (psycopg's style), never inside a quoted string or
@@ -201,6 +193,8 @@ class SQLBackend(Backend):
 
     #: the governed runtime's tables are known to exist (governance_sql.ensure_schema)
     _gov_schema_ready = False
+    #: the audit chain's statements in this database's dialect (built by its role)
+    _AUDIT_SQL: type[AuditSQL] = AuditSQL
 
     # -- dialect hooks
     @abc.abstractmethod
@@ -641,36 +635,6 @@ class SQLBackend(Backend):
     def delete_probe(self, probe_id: str, *, scope: Scope = ROOT) -> int:
         return self._rowcount("DELETE FROM drift_probes WHERE id=? AND ns_key=?",
                               (probe_id, scope.key))
-
-    # -- audit
-    def audit_tip(self) -> tuple[int, str]:
-        # A writer holds the write lock from its first statement (BEGIN IMMEDIATE, or the
-        # PostgreSQL advisory lock), so nobody appends between this read and the insert.
-        r = self.q1("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
-        return (0, "0" * 64) if r is None else (int(r[0]), str(r[1]))
-
-    def audit_insert(self, entry: dict[str, Any]) -> None:
-        self.audit_insert_rows([(entry["seq"], entry["ts"], entry["actor"], entry["event"],
-                                 json.dumps(entry["data"], sort_keys=True, ensure_ascii=False),
-                                 entry["prev_hash"], entry["hash"])])
-
-    def audit_insert_rows(self, rows: Sequence[Sequence[Any]]) -> None:
-        self._insert_rows("audit_log", _AUDIT_COLS, rows)
-
-    def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-        rows = (self.q(_AUDIT_ROWS_SQL + " LIMIT ?", (after_seq, limit)) if limit
-                else self.q(_AUDIT_ROWS_SQL, (after_seq,)))
-        return [audit_record(r) for r in rows]
-
-    def audit_row_values(self, after_seq: int = 0) -> list[tuple[Any, ...]]:
-        # the table's rows, as audit_entries reads them (on SQLite: its full rows)
-        return [(int(r[0]), *r[1:]) for r in self.q(_AUDIT_ROWS_SQL, (after_seq,))]
-
-    def audit_count(self) -> int:
-        # an upgraded 1.0.2 store: its entries before ours are in its sealed files only
-        tail = self.get_meta("audit_legacy_tail")
-        before = int(json.loads(tail)["seq"]) if tail else 0
-        return self._scalar("SELECT COUNT(*) FROM audit_log") + before
 
     def wrap_totals(self) -> WrapTotals:
         """Across every namespace (the root's too): saved wraps, the last one's time, open

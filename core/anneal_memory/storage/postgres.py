@@ -22,6 +22,7 @@ from typing import Any
 from ..clock import now_iso
 from ..errors import ReadOnlyStoreError, StoreError
 from . import pg_schema
+from .audit_sql import GENESIS_TIP, AuditSQL
 from .base import EpisodeRow, EstimatedCount, RankedHit, SearchFilters
 from .common import (
     EP_COLS,
@@ -34,6 +35,7 @@ from .common import (
     visible_sql,
 )
 from .pg_location import redact
+from .rows import AuditRowValues, AuditTip
 
 try:
     import psycopg
@@ -112,8 +114,27 @@ def _words_src(words: Sequence[str]) -> tuple[str, list[Any]]:
     tsq = " || ".join(["phraseto_tsquery('anneal_words'::regconfig, ?)"] * len(words))
     return f"FROM episodes e, (SELECT {tsq} AS q) tq WHERE e.content_tsv @@ tq.q AND ", list(words)
 
+class PostgresAuditSQL(AuditSQL):
+    """The audit statements on PostgreSQL: the chain is kept in full, shared by every
+    host; an appends-only transaction takes the write lock at its first append (with
+    the tip's read, in one round trip), so the tip it reads stays the tip."""
+
+    __slots__ = ()
+    db: PostgresBackend
+
+    def tip(self) -> AuditTip:
+        tip = self.db._locked_tip()
+        return super().tip() if tip is None else tip
+
+    def insert_rows(self, rows: Sequence[AuditRowValues]) -> None:
+        self.db._lock_for_append()
+        super().insert_rows(rows)
+
+
 class PostgresBackend(SQLBackend):
     """A Store's view of one PostgreSQL database (schema created on first connect)."""
+
+    _AUDIT_SQL = PostgresAuditSQL
 
     # The chain lives in audit_log, shared by every host; no per-host JSONL mirror.
     mirrors_audit_to_files = False
@@ -207,15 +228,17 @@ class PostgresBackend(SQLBackend):
             self.q("SELECT pg_advisory_xact_lock(?)", (pg_schema.WRITE_LOCK,))
             loc.locked = True
 
-    def audit_tip(self) -> tuple[int, str]:
+    def _locked_tip(self) -> AuditTip | None:
+        """At an appends-only transaction's first append: take the write lock and read
+        the chain's tip in one round trip (two statements of one simple query; READ
+        COMMITTED gives each statement its own snapshot, so the tip is read once the lock
+        is granted, after the last holder's commit). The lock is held from here to the
+        commit: one round trip less inside it. None when no such append is due (the
+        caller reads the tip plainly, under the lock it already holds or needs none)."""
         loc = self._local
         if not (self._depth and getattr(loc, "write", False) and not getattr(loc, "locked", False)):
-            return super().audit_tip()
-        # An appends-only transaction's first append: the write lock and the tip's read in
-        # one round trip (two statements of one simple query; READ COMMITTED gives each
-        # statement its own snapshot, so the tip is read once the lock is granted, after
-        # the last holder's commit). The lock is held from here to the commit: one round
-        # trip less inside it.
+            return None
+
         def run(conn: Any) -> Any:
             cur = conn.execute(f"SELECT pg_advisory_xact_lock({int(pg_schema.WRITE_LOCK)}); "
                                "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
@@ -224,7 +247,7 @@ class PostgresBackend(SQLBackend):
 
         r = self._with_conn(run)
         loc.locked = True
-        return (0, "0" * 64) if r is None else (int(r[0]), str(r[1]))
+        return GENESIS_TIP if r is None else AuditTip(int(r[0]), str(r[1]))
 
     # a metadata row is shared by every writer: an appends-only transaction that would
     # lock one (a backdated episode's flag) takes the write lock first, so it never
@@ -236,10 +259,6 @@ class PostgresBackend(SQLBackend):
     def add_meta_int(self, key: str, delta: int) -> None:
         self._lock_for_append()
         super().add_meta_int(key, delta)
-
-    def audit_insert_rows(self, rows: Sequence[Sequence[Any]]) -> None:
-        self._lock_for_append()
-        super().audit_insert_rows(rows)
 
     @contextlib.contextmanager
     def transaction(self, *, appends_only: bool = False) -> Iterator[None]:

@@ -17,10 +17,12 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from .audit_sql import AuditSQL, entry_row
 from .base import ROOT, Backend, EpisodeRow, RankedHit, Scope, SearchFilters
 from .common import SQLBackend
 from .rows import (
     AuditDigest,
+    AuditEntry,
     AuditRowValues,
     AuditTip,
     CollectionCount,
@@ -439,38 +441,58 @@ class Meta(Role):
 
 
 class AuditChain(Role):
-    """The database's copy of the audit chain (one per database, whatever the scope)."""
+    """The database's copy of the audit chain (one per database, whatever the scope):
+    its SQL is the backend's dialect of :class:`~.audit_sql.AuditSQL`, built once here."""
 
-    __slots__ = ()
+    __slots__ = ("_sql",)
+    _db: SQLBackend
+
+    def __init__(self, db: Backend, scope: Scope = ROOT) -> None:
+        if not isinstance(db, SQLBackend):
+            raise TypeError(f"an audit chain needs a SQL backend, not {type(db).__name__}")
+        super().__init__(db, scope)
+        self._sql: AuditSQL = db._AUDIT_SQL(db)
 
     @property
     def mirrors_audit_to_files(self) -> bool:
+        """False when the chain lives only in the database (no per-host JSONL mirror)."""
         return self._db.mirrors_audit_to_files
 
     def audit_tip(self) -> AuditTip:
-        return AuditTip(*self._db.audit_tip())
+        """The last entry's seq and hash (0 and 64 zeros when the chain is empty)."""
+        return self._sql.tip()
 
-    def audit_insert(self, entry: dict[str, Any]) -> None:
-        self._db.audit_insert(entry)
+    def audit_insert(self, entry: AuditEntry) -> None:
+        self._sql.insert_rows([entry_row(entry)])
 
-    def audit_insert_rows(self, rows: Sequence[Sequence[Any]]) -> None:
-        self._db.audit_insert_rows(rows)
+    def audit_insert_rows(self, rows: Sequence[AuditRowValues]) -> None:
+        """Insert consecutive entries of the chain, oldest first, each as its column
+        values (data as JSON text)."""
+        self._sql.insert_rows(rows)
 
-    def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-        return self._db.audit_entries(after_seq, limit)
+    def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[AuditEntry]:
+        """The chain after ``after_seq`` in full (compacted entries read back from the
+        audit files)."""
+        return self._sql.entries(after_seq, limit)
 
     def audit_count(self) -> int:
-        return self._db.audit_count()
+        return self._sql.count()
 
     def audit_row_values(self, after_seq: int = 0) -> list[AuditRowValues]:
-        return [AuditRowValues(*r) for r in self._db.audit_row_values(after_seq)]
+        """What ``audit_rows`` reads, each entry as its column values, data not parsed."""
+        return self._sql.row_values(after_seq)
 
-    def audit_rows(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-        return self._db.audit_rows(after_seq, limit)
+    def audit_rows(self, after_seq: int = 0, limit: int | None = None) -> list[AuditEntry]:
+        """The entries the database holds in full: what a mirror writes to the files."""
+        return self._sql.rows(after_seq, limit)
 
     def audit_digests(self, after_seq: int = 0,
                       limit: int | None = None) -> list[AuditDigest]:
-        return [AuditDigest(*d) for d in self._db.audit_digests(after_seq, limit)]
+        """(seq, hash, compacted) of every entry after ``after_seq`` (compacted: only its
+        hash is kept in the database, its text is in the audit files)."""
+        return self._sql.digests(after_seq, limit)
 
     def audit_compact(self, digests: Sequence[tuple[int, str]]) -> int:
-        return self._db.audit_compact(digests)
+        """Keep only the hashes of these mirrored (seq, hash) entries; how many rows were
+        compacted (none where the database's copy is the chain's only one)."""
+        return self._sql.compact(digests)

@@ -8,7 +8,23 @@ written before the rows had names, unpacking them positionally, reads the same v
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
+
+# -- the audit chain, governance and vector rows (storage/audit_sql.py, governance_sql.py,
+#    vectors.py)
+
+class AuditEntry(TypedDict):
+    """One entry of the audit chain, as the JSONL files hold it one per line (a plain
+    dict: its keys, their order and the hashes over them are the chain's format)."""
+
+    seq: int
+    ts: str
+    actor: str
+    event: str
+    data: dict[str, Any]
+    prev_hash: str
+    hash: str
+
 
 
 class MetaEntry(NamedTuple):

@@ -22,9 +22,6 @@ from .base import Backend, Connection, EpisodeRow, RankedHit, Scope, SearchFilte
 from .common import SQLBackend
 from .roles import AuditChain, Episodes, Items, Links, Meta, OutOfScope, Wraps
 from .rows import (
-    AuditDigest,
-    AuditRowValues,
-    AuditTip,
     CollectionCount,
     DayActivity,
     DerivationRow,
@@ -45,9 +42,7 @@ _T = TypeVar("_T")
 #: Backend members a view passes on unchanged (each acts on ids or rows the view has
 #: already filtered, or on what is one per database: transactions, audit, metadata).
 NEUTRAL: frozenset[str] = frozenset({
-    "add_derivations", "add_meta_int", "add_supersession", "audit_compact", "audit_count",
-    "audit_digests", "audit_entries", "audit_insert", "audit_insert_rows", "audit_row_values",
-    "audit_rows", "audit_tip", "checkpoint", "close", "close_wrap", "closed",
+    "add_derivations", "add_meta_int", "add_supersession", "checkpoint", "close", "close_wrap", "closed",
     "delete_episode_rows", "delete_supersessions_touching", "derivations_of", "execute",
     "executemany", "get_meta", "id_taken", "ids_taken", "in_transaction", "integrity_check",
     "mark_source_removed", "mark_wrapped", "mirrors_audit_to_files", "path", "q", "q1",
@@ -202,38 +197,10 @@ class ScopedBackend(Connection):
     def owner_projects(self, owner: str) -> list[str | None]:
         return self.meta.owner_projects(owner)
 
-    # -- the audit chain (one per database)
+    # -- the audit chain (one per database: its role is ``self.chain``)
     @property
     def mirrors_audit_to_files(self) -> bool:
         return self._inner.mirrors_audit_to_files
-
-    def audit_tip(self) -> AuditTip:
-        return self.chain.audit_tip()
-
-    def audit_insert(self, entry: dict[str, Any]) -> None:
-        self.chain.audit_insert(entry)
-
-    def audit_insert_rows(self, rows: Sequence[Sequence[Any]]) -> None:
-        self.chain.audit_insert_rows(rows)
-
-    def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-        return self.chain.audit_entries(after_seq, limit)
-
-    def audit_count(self) -> int:
-        return self.chain.audit_count()
-
-    def audit_row_values(self, after_seq: int = 0) -> list[AuditRowValues]:
-        return self.chain.audit_row_values(after_seq)
-
-    def audit_rows(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-        return self.chain.audit_rows(after_seq, limit)
-
-    def audit_digests(self, after_seq: int = 0,
-                      limit: int | None = None) -> list[AuditDigest]:
-        return self.chain.audit_digests(after_seq, limit)
-
-    def audit_compact(self, digests: Sequence[tuple[int, str]]) -> int:
-        return self.chain.audit_compact(digests)
 
     # -- episodes
     def memo(self, key: Hashable, compute: Callable[[], _T], *,

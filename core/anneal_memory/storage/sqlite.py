@@ -26,10 +26,10 @@ from . import fts, sqlite_errors, sqlite_migrate
 from .base import ROOT, EpisodeRow, EstimatedCount, RankedHit, Scope, SearchFilters
 from .blobs import SidecarBlobs
 from .common import EP_COLS as _EP_COLS
+from .common import SQLBackend, like_pattern, trigrams, visible_sql
 from .common import episode_row as _row
-from .common import like_pattern, trigrams, visible_sql
 from .driver import sqlite_driver
-from .sqlite_audit import CompactedReader, SQLiteAudit
+from .sqlite_audit import CompactedReader, SQLiteAuditSQL
 from .sqlite_migrate import NS_TAG_SQL
 from .sqlite_peek import open_read_only
 
@@ -285,8 +285,10 @@ def write_denied(p: Path) -> str | None:
     return None
 
 
-class SQLiteBackend(SQLiteAudit):
+class SQLiteBackend(SQLBackend):
     """One connection per Store; one Store per thread."""
+
+    _AUDIT_SQL = SQLiteAuditSQL
 
     _IN_CHUNK = 500  # bound parameters per statement stay far below SQLite's limit
 
@@ -373,7 +375,7 @@ class SQLiteBackend(SQLiteAudit):
         # index folds case: Unicode-aware, unlike SQLite's lower())
         self.conn.create_function("am_fold", 1, _fold, deterministic=True)
         if not self.read_only:
-            # a new store gives free pages back (see SQLiteAudit.audit_compact) and uses
+            # a new store gives free pages back (see SQLiteAuditSQL.compact) and uses
             # PAGE_SIZE; no effect on a database that already has tables
             self.conn.execute(f"PRAGMA page_size={int(self.PAGE_SIZE)}")
             self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
