@@ -71,7 +71,7 @@ from .legacy.upgrade import LEGACY_AUDIT_FORMAT, sealed_part, upgrade_report
 from .storage import sqlite_peek as peek
 from .storage.audit_sql import audit_entry
 from .storage.pg_location import pg_dsn
-from .storage.roles import AuditChain
+from .storage.roles import AuditChain, Meta
 from .storage.rows import AuditEntry, AuditRowValues
 
 if TYPE_CHECKING:
@@ -172,6 +172,7 @@ class AuditTrail:
         self._backend = backend
         #: the database's copy of the chain (its role: the audit SQL is there)
         self._chain = AuditChain(backend)
+        self._meta = Meta(backend)
         self.paths = AuditPaths(db_path)
         self.salt = salt
         self.on_event = on_event
@@ -277,7 +278,7 @@ class AuditTrail:
                 counts[st.counter] = counts.get(st.counter, 0) + 1
         self._chain.audit_insert_rows(rows)
         for key, n in counts.items():
-            self._backend.add_meta_int(key, n)
+            self._meta.add_meta_int(key, n)
         self._pending.extend(entries)
         return entries
 
@@ -364,8 +365,8 @@ class AuditTrail:
                         "database and will be mirrored by the next flush", exc)
             with contextlib.suppress(Exception):
                 with self._backend.transaction():
-                    self._backend.add_meta_int("audit_write_failures", 1)
-                    self._backend.set_meta("audit_last_failure", f"{now_iso()} {exc}")
+                    self._meta.add_meta_int("audit_write_failures", 1)
+                    self._meta.set_meta("audit_last_failure", f"{now_iso()} {exc}")
             return False
 
     def mirror(self) -> int:
@@ -516,15 +517,15 @@ class AuditTrail:
         if b.read_only or not seq:
             return
         try:
-            known = int(b.get_meta(MIRRORED_SEQ_KEY) or 0)
+            known = int(self._meta.get_meta(MIRRORED_SEQ_KEY) or 0)
         except ValueError:
             known = 0
         if seq <= known and not compact:
             return
         with b.transaction():
-            current = b.get_meta(MIRRORED_SEQ_KEY)
+            current = self._meta.get_meta(MIRRORED_SEQ_KEY)
             if not current or not current.isdigit() or int(current) < seq:
-                b.set_meta(MIRRORED_SEQ_KEY, str(seq))
+                self._meta.set_meta(MIRRORED_SEQ_KEY, str(seq))
             if compact:
                 self._chain.audit_compact(compact)
 
@@ -642,7 +643,7 @@ class AuditTrail:
                 seq, h = chain.audit_tip()
                 tail = chain.audit_entries(after_seq=seq - 1, limit=1) if seq else []
                 return AuditHead(seq, h, tail[0]["ts"] if tail else None,
-                                 backend.get_meta("store_id"))
+                                 Meta(backend).get_meta("store_id"))
         paths = AuditPaths(db_path)
         if paths.db.exists() and not paths.db.is_file():
             raise AuditError(f"{str(paths.db)!r} is not a store file: pass the store's database")
@@ -681,7 +682,7 @@ class AuditTrail:
             try:
                 old = load_manifest(paths)
             except AuditError:  # 1.0.2's records (if any) come back from its files
-                old = sealed_part(db_path, upgrade_report(backend)) or {"files": []}
+                old = sealed_part(db_path, upgrade_report(trail._meta)) or {"files": []}
             # 1.0.2's part exists only in its files: kept in place, listed first again
             legacy = [m for m in old["files"] if m.get("format") == LEGACY_AUDIT_FORMAT
                       and (paths.db.parent / str(m["file"])).is_file()]
@@ -693,7 +694,7 @@ class AuditTrail:
             found = _salvage(paths, need, keep) if need else {}
             set_aside = _set_aside(paths, keep)
             with contextlib.suppress(Exception), backend.transaction():
-                backend.set_meta(MIRRORED_SEQ_KEY, None)
+                trail._meta.set_meta(MIRRORED_SEQ_KEY, None)
             entries = [full[seq] if seq in full else found[seq] for seq, _h, _c in digests
                        if seq in full or seq in found]
             manifest: dict[str, Any] = {"version": 1, "files": legacy, "active_week": None}

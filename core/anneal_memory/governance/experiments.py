@@ -210,7 +210,7 @@ def recall_exp(trace: Trace) -> dict[str, Any]:
             rt.write(cand)
             if rel:
                 relevant.add(cand.memory_id)
-        everything = [MemoryRecord.from_dict(b) for b in rt.store.repos.governance.all_current_unscoped()]
+        everything = [MemoryRecord.from_dict(v.body) for v in rt.store.repos.governance.all_current_unscoped()]
         out["records"] = len(everything)
         at = rt.now()
         glob = rank(everything, QUERY, at=at, k=5, min_task_match=0)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .._inputs import storable_text
 from ..clock import iso, utcnow
 from ..errors import ValidationError
+from ..storage.rows import ReviewRow
 from .contracts import (
     Authority,
     DeletionReceipt,
@@ -34,6 +35,37 @@ from .recall import DEFAULT_SENSITIVITY, rank
 
 if TYPE_CHECKING:
     from ..store import Store
+
+
+class ReviewItem(TypedDict):
+    """One item of the review queue as ``pending_reviews`` returns it (1.0.2's keys)."""
+
+    review_id: str
+    memory_id: str
+    ns_key: str
+    candidate: dict[str, Any]  # the queued candidate's dict (MemoryCandidate.to_dict)
+    reason: str
+    status: str
+    created_at: str
+    decided_at: str | None
+    decided_by: str | None
+    record_id: str | None
+
+
+def review_item(row: ReviewRow) -> ReviewItem:
+    """A stored review row as the queue's public item."""
+    return ReviewItem(review_id=row.review_id, memory_id=row.memory_id, ns_key=row.ns_key,
+                      candidate=row.candidate, reason=row.reason, status=row.status,
+                      created_at=row.created_at, decided_at=row.decided_at,
+                      decided_by=row.decided_by, record_id=row.record_id)
+
+
+def _candidate_namespace(candidate: Mapping[str, object]) -> MemoryNamespace:
+    """The namespace a queued candidate was written for."""
+    ns = candidate["namespace"]
+    if not isinstance(ns, Mapping):
+        raise ValidationError(f"a queued candidate's namespace is not a mapping: {ns!r}")
+    return MemoryNamespace.from_dict(ns)
 
 
 class MemoryRuntime:
@@ -110,16 +142,17 @@ class MemoryRuntime:
 
     # ------------------------------------------------------------------ review queue
     def pending_reviews(self, namespace: MemoryNamespace | dict[str, Any] | None = None
-                        ) -> list[dict[str, Any]]:
+                        ) -> list[ReviewItem]:
         """Review items waiting in the namespace (with their candidates). Without one: the
         runtime's scoped store's namespace, or on a root Store every namespace's items
         (the operator's queue)."""
         if namespace is None:
             namespace = getattr(self.store, "namespace", None)
             if namespace is None:
-                return self.store.repos.governance.all_reviews()
+                return [review_item(r) for r in self.store.repos.governance.all_reviews()]
         ns = self._ns(namespace)
-        return self.store.repos.governance.reviews(ns.owner, ns.project)
+        return [review_item(r)
+                for r in self.store.repos.governance.reviews(ns.owner, ns.project)]
 
     def approve(self, review_id: str, *, reviewer: str,
                 namespace: MemoryNamespace | dict[str, Any] | None = None) -> WriteResult:
@@ -132,7 +165,7 @@ class MemoryRuntime:
         # second sees the first's outcome, not a stale "pending".
         with self.store.transaction() as tx:
             item = self._pending(review_id, reviewer, namespace)
-            c = MemoryCandidate.from_dict(item["candidate"])
+            c = MemoryCandidate.from_dict(item.candidate)
             decision = evaluate(c, current=self.ledger.current_record(c.memory_id),
                                 deleted=self.ledger.is_deleted(c.memory_id), mode="approve",
                                 config=self.policy)
@@ -159,12 +192,12 @@ class MemoryRuntime:
             tx.governance.decide_review(review_id, status="rejected",
                                         decided_at=self.now(), decided_by=reviewer, record_id=None)
             tx.audit.append("gov_review_decided", {
-                "namespace": MemoryNamespace.from_dict(item["candidate"]["namespace"]).to_dict(),
-                "memory_id": item["memory_id"], "review_id": review_id, "status": "rejected",
+                "namespace": _candidate_namespace(item.candidate).to_dict(),
+                "memory_id": item.memory_id, "review_id": review_id, "status": "rejected",
                 "reviewer": reviewer}, actor="operator")
 
     def _pending(self, review_id: str, reviewer: str,
-                 namespace: MemoryNamespace | dict[str, Any] | None = None) -> dict[str, Any]:
+                 namespace: MemoryNamespace | dict[str, Any] | None = None) -> ReviewRow:
         if not isinstance(reviewer, str) or not reviewer.strip():
             raise ValidationError("reviewer must name the human who decided")
         storable_text(reviewer, "reviewer")
@@ -174,14 +207,14 @@ class MemoryRuntime:
                                                        coerce_namespace(scope, partial=True))
         item = self.store.repos.governance.review(review_id)
         if item is not None and mine is not None:
-            if MemoryNamespace.from_dict(item["candidate"]["namespace"]).key != mine.key:
+            if _candidate_namespace(item.candidate).key != mine.key:
                 item = None  # another namespace's review reads exactly like an unknown one
         if item is None:
             raise GovernanceRefusal("unknown_review", f"no review item {review_id!r}: list "
                                     "them with pending_reviews(namespace)")
-        if item["status"] != "pending":
+        if item.status != "pending":
             raise GovernanceRefusal("review_not_pending", f"review {review_id!r} is already "
-                                    f"{item['status']}")
+                                    f"{item.status}")
         return item
 
     # ------------------------------------------------------------------ correct
@@ -279,12 +312,11 @@ class MemoryRuntime:
         if rec.valid_from > when:
             return "not_yet_valid"
         cur = self.store.repos.governance.current(mid)
-        return "hidden" if cur and cur["hidden"] else "active"
+        return "hidden" if cur and cur.hidden else "active"
 
     def _visible(self, ns: MemoryNamespace) -> list[tuple[MemoryRecord, bool]]:
         rows = self.store.repos.governance.visible_current(ns.owner, ns.project)
-        return [(MemoryRecord.from_dict({k: v for k, v in r.items() if k != "_hidden"}),
-                 r["_hidden"]) for r in rows]
+        return [(MemoryRecord.from_dict(r.body), r.hidden) for r in rows]
 
     def recall(self, namespace: Any, query: str, *, k: int = 3,
                sensitivity: Collection[Sensitivity | str] = DEFAULT_SENSITIVITY,

@@ -20,11 +20,9 @@ from .rows import (
     DerivationRow,
     LinkRow,
     LinkTablesUsed,
-    MetaEntry,
     NamespaceCount,
     Predecessor,
     RemovedLink,
-    TextCell,
     WrapCounts,
     WrapTotals,
 )
@@ -183,55 +181,6 @@ class Connection(abc.ABC):
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
     @abc.abstractmethod
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
-
-
-class MetaRepo(abc.ABC):
-    """Store-wide metadata, named text blobs (continuity, baton) and the rows erasure
-    walks: what is one per database or names the owner it acts on."""
-
-    # -- metadata
-    @abc.abstractmethod
-    def get_meta(self, key: str) -> str | None: ...
-    @abc.abstractmethod
-    def set_meta(self, key: str, value: str | None) -> None: ...
-    @abc.abstractmethod
-    def add_meta_int(self, key: str, delta: int) -> None: ...
-    @abc.abstractmethod
-    def meta_with_prefix(self, prefix: str) -> list[MetaEntry]:
-        """(key, value) of every metadata key that starts with ``prefix``."""
-    @abc.abstractmethod
-    def delete_meta_if(self, key: str, value: str) -> bool:
-        """Drop ``key`` only while it still holds ``value``; whether it did."""
-
-    # -- named text blobs (the continuity file, the baton)
-    @abc.abstractmethod
-    def read_blob(self, name: str) -> str | None: ...
-    @abc.abstractmethod
-    def write_blob(self, name: str, text: str, *, lock: str | None = None) -> None: ...
-    @abc.abstractmethod
-    def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
-                    lock: str | None = None) -> str | None: ...
-    @abc.abstractmethod
-    def delete_blob(self, name: str, *, lock: str | None = None) -> bool: ...
-    @abc.abstractmethod
-    def owners(self) -> list[str]: ...  # every namespace owner with rows here
-    # -- erasure (see erasure.py): every place besides the episodes that holds text
-    @abc.abstractmethod
-    def text_cells(self, ns_keys: Sequence[str]) -> Iterator[TextCell]: ...
-    @abc.abstractmethod
-    def set_text_cell(self, table: str, key: tuple[Any, ...], column: str, text: str) -> None: ...
-    @abc.abstractmethod
-    def meta_rows(self) -> list[MetaEntry]: ...
-    @abc.abstractmethod
-    def episode_ids_of_owner(self, owner: str) -> list[str]: ...
-    @abc.abstractmethod
-    def erase_namespace_rows(self, owner: str) -> dict[str, int]: ...
-    @abc.abstractmethod
-    def erase_scope_rows(self, target: Scope) -> dict[str, int]: ...
-    @abc.abstractmethod
-    def erase_owner_meta(self, owner: str, extra_keys: Sequence[str] = ()) -> int: ...
-    @abc.abstractmethod
-    def owner_projects(self, owner: str) -> list[str | None]: ...
 
 
 class EpisodeRepo(abc.ABC):
@@ -425,7 +374,7 @@ class WrapRepo(abc.ABC):
     def delete_probe(self, probe_id: str, *, scope: Scope = ROOT) -> int: ...
 
 
-class Backend(Connection, MetaRepo, EpisodeRepo, LinkRepo, WrapRepo):
+class Backend(Connection, EpisodeRepo, LinkRepo, WrapRepo):
     """One database: every role at once. The Store owns it; the layers above see it
     through the typed roles of a :class:`Repositories` or a unit of work."""
 

@@ -18,16 +18,15 @@ from typing import Any
 
 from .audit_sql import AuditSQL
 from .base import ROOT, Backend, EpisodeRow, Scope, SearchFilters
+from .meta_sql import MetaSQL
 from .rows import (
     DayActivity,
     DerivationRow,
     LinkRow,
     LinkTablesUsed,
-    MetaEntry,
     NamespaceCount,
     Predecessor,
     RemovedLink,
-    TextCell,
     WrapCounts,
     WrapTotals,
 )
@@ -193,8 +192,16 @@ class SQLBackend(Backend):
 
     #: the governed runtime's tables are known to exist (governance_sql.ensure_schema)
     _gov_schema_ready = False
-    #: the audit chain's statements in this database's dialect (built by its role)
+    #: the audit chain's and the metadata's statements in this database's dialect (each
+    #: built by its role: ``roles.AuditChain``, ``roles.Meta``)
     _AUDIT_SQL: type[AuditSQL] = AuditSQL
+    _META_SQL: type[MetaSQL]
+
+    @functools.cached_property
+    def _meta_sql(self) -> MetaSQL:
+        """The metadata statements, for the flags the episode and wrap statements keep
+        in ``meta`` (a backdated episode, pattern history started)."""
+        return self._META_SQL(self)
 
     # -- dialect hooks
     @abc.abstractmethod
@@ -282,21 +289,6 @@ class SQLBackend(Backend):
             params.extend(vparams)
         return (" AND ".join(where) or "TRUE"), params
 
-    # -- metadata
-    def get_meta(self, key: str) -> str | None:
-        r = self.q1("SELECT value FROM meta WHERE key=?", (key,))
-        return None if r is None else r[0]
-
-    def set_meta(self, key: str, value: str | None) -> None:
-        if value is None:
-            self.q("DELETE FROM meta WHERE key=?", (key,))
-        else:
-            self._upsert("meta", ("key", "value"), ("key",), (key, value))
-
-    def add_meta_int(self, key: str, delta: int) -> None:
-        self.q("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE "
-               "SET value=CAST(CAST(meta.value AS BIGINT) + ? AS TEXT)", (key, str(delta), delta))
-
     # -- episodes
     def insert_episode(self, row: EpisodeRow) -> None:
         self.insert_episodes([row])
@@ -312,7 +304,7 @@ class SQLBackend(Backend):
             backdated = backdated or row.timestamp < high
             high = max(high, row.timestamp)
         if backdated:
-            self.set_meta("backdated_episodes", "1")
+            self._meta_sql.set("backdated_episodes", "1")
         self._insert_rows("episodes", _INSERT_COLS, [
             (row.id, row.timestamp, row.type, row.content, row.source, row.session_id,
              row.metadata, row.trust, row.state_key, row.wrap_id, row.ns_owner, row.ns_project)
@@ -614,7 +606,7 @@ class SQLBackend(Backend):
                               (scope.key, name))
 
     def has_pattern_history(self, *, scope: Scope = ROOT) -> bool:
-        return self.get_meta(ns_meta_key("pattern_history_started", scope)) is not None
+        return self._meta_sql.get(ns_meta_key("pattern_history_started", scope)) is not None
 
     # -- drift probes
     def insert_probe(self, rec: dict[str, Any], *, scope: Scope = ROOT) -> None:
@@ -654,109 +646,7 @@ class SQLBackend(Backend):
     def _json_eq(self, col: str, field: str, value: Any) -> tuple[str, list[Any]]:
         """A condition "the JSON object in ``col`` has ``field`` equal to ``value``"."""
 
-    # -- erasure: the places besides the episodes where an episode's text can be kept
-    #: per-namespace tables with text fields (table, key columns, text columns)
-    TEXT_TABLES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
-        ("items", ("seq",), ("value", "metadata")),
-        ("pattern_history", ("ns_key", "name"), ("explanations", "grounding")),
-        ("drift_probes", ("id",), ("fact", "last_detail")),
-        ("wraps", ("id",), ("metrics",)),
-    )
-
-    @staticmethod
-    def _ns_keys_sql(owner: str | None, keys: Sequence[str] | None) -> tuple[str, list[Any]]:
-        """``ns_key`` is one of ``keys``, or (``owner``) any key of that owner's namespaces
-        (the owner's own and each of its projects: Scope.key)."""
-        if owner is not None:
-            return "(ns_key=? OR substr(ns_key, 1, ?) = ?)", [owner, len(owner) + 1, owner + "\x1f"]
-        keys = list(keys or [])
-        return f"ns_key IN ({','.join('?' * len(keys))})" if keys else "FALSE", keys
-
-    def text_cells(self, ns_keys: Sequence[str]) -> Iterator[TextCell]:
-        """(table, key values, column, text) of every stored text field in those namespaces."""
-        cond, params = self._ns_keys_sql(None, ns_keys)
-        for table, keys, cols in self.TEXT_TABLES:
-            for row in self.q(f"SELECT {', '.join(keys + cols)} FROM {table} WHERE {cond}",
-                              params):
-                for i, col in enumerate(cols):
-                    text = row[len(keys) + i]
-                    if text:
-                        yield TextCell(table, tuple(row[:len(keys)]), col, str(text))
-
-    def set_text_cell(self, table: str, key: tuple[Any, ...], column: str, text: str) -> None:
-        spec = next(t for t in self.TEXT_TABLES if t[0] == table)
-        if column not in spec[2]:
-            raise ValueError(f"{table}.{column} is not a text field")
-        where = " AND ".join(f"{k}=?" for k in spec[1])
-        self.q(f"UPDATE {table} SET {column}=? WHERE {where}", (text, *key))
-
-    def erase_namespace_rows(self, owner: str) -> dict[str, int]:
-        """Remove every per-namespace row of ``owner``'s namespaces (items, wraps, pattern
-        history, probes) and take the owner off its tombstones (ids and hashes stay).
-        Episodes go through the delete path first, so their links are rewired."""
-        cond, params = self._ns_keys_sql(owner, None)
-        gone = {table: self._rowcount(f"DELETE FROM {table} WHERE {cond}", params)
-                for table, _k, _c in self.TEXT_TABLES}
-        gone["tombstones"] = self._rowcount(
-            "UPDATE tombstones SET ns_owner=NULL, ns_project=NULL WHERE ns_owner=?", (owner,))
-        return gone
-
-    def episode_ids_of_owner(self, owner: str) -> list[str]:
-        return [str(r[0]) for r in self.q("SELECT id FROM episodes WHERE ns_owner=?", (owner,))]
-
-    def owner_projects(self, owner: str) -> list[str | None]:
-        """The projects ``owner`` has memory in (None: the owner's user-level memory)."""
-        found: set[str | None] = {None}
-        for (p,) in self.q("SELECT DISTINCT ns_project FROM episodes WHERE ns_owner=?", (owner,)):
-            found.add(p)
-        cond, params = self._ns_keys_sql(owner, None)
-        for table, _k, _c in self.TEXT_TABLES:
-            for (key,) in self.q(f"SELECT DISTINCT ns_key FROM {table} WHERE {cond}", params):
-                _o, _, project = str(key).partition("\x1f")
-                found.add(project or None)
-        return sorted(found, key=lambda p: p or "")
-
-    def owners(self) -> list[str]:
-        """Every namespace owner with rows in this store."""
-        found = {str(r[0]) for r in self.q(
-            "SELECT DISTINCT ns_owner FROM episodes WHERE ns_owner IS NOT NULL")}
-        for table, _k, _c in self.TEXT_TABLES:
-            for (key,) in self.q(f"SELECT DISTINCT ns_key FROM {table} WHERE ns_key <> ''"):
-                found.add(str(key).partition("\x1f")[0])
-        return sorted(found)
-
-    def meta_with_prefix(self, prefix: str) -> list[MetaEntry]:
-        return [MetaEntry(str(k), str(v)) for k, v in self.q(
-            "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
-            if v is not None]
-
-    def delete_meta_if(self, key: str, value: str) -> bool:
-        return bool(self.q("DELETE FROM meta WHERE key=? AND value=? RETURNING key", (key, value)))
-
     def link_tables_used(self) -> LinkTablesUsed:
         r = self.q1("SELECT EXISTS (SELECT 1 FROM supersessions), "
                     "EXISTS (SELECT 1 FROM derivations)")
         return LinkTablesUsed(bool(r[0]), bool(r[1])) if r else LinkTablesUsed(False, False)
-
-    def meta_rows(self) -> list[MetaEntry]:
-        return [MetaEntry(str(k), str(v)) for k, v in self.q("SELECT key, value FROM meta")
-                if v is not None]
-
-    def erase_owner_meta(self, owner: str, extra_keys: Sequence[str] = ()) -> int:
-        """Drop the per-namespace meta keys of ``owner``'s namespaces (``key@<scope key>``,
-        see ns_meta_key) and ``extra_keys``."""
-        doomed = [k for (k,) in self.q("SELECT key FROM meta")
-                  if k.endswith("@" + owner) or ("@" + owner + "\x1f") in k]
-        return sum(self._rowcount("DELETE FROM meta WHERE key=?", (k,))
-                   for k in [*doomed, *extra_keys])
-
-    def erase_scope_rows(self, target: Scope) -> dict[str, int]:
-        """``erase_namespace_rows`` for one project namespace (``owner`` + ``project``)."""
-        gone = {table: self._rowcount(f"DELETE FROM {table} WHERE ns_key=?", (target.key,))
-                for table, _k, _c in self.TEXT_TABLES}
-        gone["tombstones"] = self._rowcount(
-            "UPDATE tombstones SET ns_owner=NULL, ns_project=NULL WHERE ns_owner=? AND "
-            "ns_project=?", (target.owner, target.project))
-        gone["meta"] = self._rowcount("DELETE FROM meta WHERE substr(key, length(key) - ?) = ?",
-                                      (len(target.key), "@" + target.key))
-        return gone

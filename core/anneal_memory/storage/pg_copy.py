@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import StoreError
 from . import governance_sql as gov
 from .base import Backend
-from .roles import AuditChain
+from .roles import AuditChain, Meta
 
 Table = tuple[str, str, str]  # (table, columns, order)
 
@@ -166,9 +166,9 @@ def blob_names(src: Backend) -> list[str]:
 
 def _copy_blobs(src: Backend, dst: Backend, names: Sequence[str]) -> None:
     for name in names:
-        text = src.read_blob(name)
+        text = Meta(src).read_blob(name)
         if text is not None:
-            dst.write_blob(name, text)
+            Meta(dst).write_blob(name, text)
 
 
 def copy_all(src: Backend, dst: Backend, progress: Progress) -> dict[str, int]:

@@ -34,6 +34,7 @@ from .common import (
     trigrams,
     visible_sql,
 )
+from .meta_sql import MetaSQL
 from .pg_location import redact
 from .rows import AuditRowValues, AuditTip
 
@@ -131,10 +132,51 @@ class PostgresAuditSQL(AuditSQL):
         super().insert_rows(rows)
 
 
+class PostgresMetaSQL(MetaSQL):
+    """The metadata statements on PostgreSQL, whose blobs are a table every host shares."""
+
+    __slots__ = ()
+    db: PostgresBackend
+
+    # a metadata row is shared by every writer: an appends-only transaction that would
+    # lock one (a backdated episode's flag) takes the write lock first, so it never
+    # holds a row another writer waits for while it waits for the write lock
+    def set(self, key: str, value: str | None) -> None:
+        self.db._lock_for_append()
+        super().set(key, value)
+
+    def add_int(self, key: str, delta: int) -> None:
+        self.db._lock_for_append()
+        super().add_int(key, delta)
+
+    def read_blob(self, name: str) -> str | None:
+        r = self.db.q1("SELECT body FROM blobs WHERE name=?", (name,))
+        return None if r is None else str(r[0])
+
+    def write_blob(self, name: str, text: str, *, lock: str | None = None) -> None:
+        with self.db.transaction():
+            self.db._upsert("blobs", ("name", "body", "updated_at"), ("name",),
+                            (name, text, now_iso()))
+
+    def delete_blob(self, name: str, *, lock: str | None = None) -> bool:
+        with self.db.transaction():
+            return self.db._rowcount("DELETE FROM blobs WHERE name=?", (name,)) > 0
+
+    def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
+                    lock: str | None = None) -> str | None:
+        """Read-modify-write under the write lock; ``fn`` returning None leaves it as is."""
+        with self.db.transaction():
+            new = fn(self.read_blob(name))
+            if new is not None:
+                self.write_blob(name, new)
+            return new
+
+
 class PostgresBackend(SQLBackend):
     """A Store's view of one PostgreSQL database (schema created on first connect)."""
 
     _AUDIT_SQL = PostgresAuditSQL
+    _META_SQL = PostgresMetaSQL
 
     # The chain lives in audit_log, shared by every host; no per-host JSONL mirror.
     mirrors_audit_to_files = False
@@ -249,17 +291,6 @@ class PostgresBackend(SQLBackend):
         loc.locked = True
         return GENESIS_TIP if r is None else AuditTip(int(r[0]), str(r[1]))
 
-    # a metadata row is shared by every writer: an appends-only transaction that would
-    # lock one (a backdated episode's flag) takes the write lock first, so it never
-    # holds a row another writer waits for while it waits for the write lock
-    def set_meta(self, key: str, value: str | None) -> None:
-        self._lock_for_append()
-        super().set_meta(key, value)
-
-    def add_meta_int(self, key: str, delta: int) -> None:
-        self._lock_for_append()
-        super().add_meta_int(key, delta)
-
     @contextlib.contextmanager
     def transaction(self, *, appends_only: bool = False) -> Iterator[None]:
         if self.read_only:
@@ -336,29 +367,6 @@ class PostgresBackend(SQLBackend):
     def _insert_ignore(self, table: str, cols: Sequence[str], values: Sequence[Any]) -> None:
         self.q(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({','.join('?' * len(cols))}) "
                "ON CONFLICT DO NOTHING", values)
-
-    # ------------------------------------------------------------------ blobs
-    def read_blob(self, name: str) -> str | None:
-        r = self.q1("SELECT body FROM blobs WHERE name=?", (name,))
-        return None if r is None else str(r[0])
-
-    def write_blob(self, name: str, text: str, *, lock: str | None = None) -> None:
-        with self.transaction():
-            self._upsert("blobs", ("name", "body", "updated_at"), ("name",),
-                         (name, text, now_iso()))
-
-    def delete_blob(self, name: str, *, lock: str | None = None) -> bool:
-        with self.transaction():
-            return self._rowcount("DELETE FROM blobs WHERE name=?", (name,)) > 0
-
-    def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
-                    lock: str | None = None) -> str | None:
-        """Read-modify-write under the write lock; ``fn`` returning None leaves it as is."""
-        with self.transaction():
-            new = fn(self.read_blob(name))
-            if new is not None:
-                self.write_blob(name, new)
-            return new
 
     # ------------------------------------------------------------------ episodes
     def scrub_indexes(self) -> None:
@@ -486,7 +494,7 @@ class PostgresBackend(SQLBackend):
 
     def integrity_check(self) -> str:
         """``ok``, or what is wrong: schema version, or a gap in the audit sequence."""
-        version = self.get_meta("schema_version")
+        version = self._meta_sql.get("schema_version")
         if version != str(pg_schema.SCHEMA_VERSION):
             return f"schema version {version!r}, expected {pg_schema.SCHEMA_VERSION}"
         r = self.q1("SELECT COUNT(*), MIN(seq), MAX(seq) FROM audit_log")

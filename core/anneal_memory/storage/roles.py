@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from .audit_sql import AuditSQL, entry_row
 from .base import ROOT, Backend, EpisodeRow, RankedHit, Scope, SearchFilters
 from .common import SQLBackend
+from .meta_sql import MetaSQL
 from .rows import (
     AuditDigest,
     AuditEntry,
@@ -28,6 +29,7 @@ from .rows import (
     CollectionCount,
     DayActivity,
     DerivationRow,
+    ErasedCounts,
     ItemRow,
     LinkRow,
     LinkTablesUsed,
@@ -380,64 +382,82 @@ class Items(Role):
 
 class Meta(Role):
     """Store-wide metadata, the named text blobs (continuity, baton) and the rows the
-    erasure of a named owner walks: one per database, or naming what it acts on."""
+    erasure of a named owner walks: one per database, or naming what it acts on. Its
+    SQL is the backend's dialect of :class:`~.meta_sql.MetaSQL`, built once here."""
 
-    __slots__ = ()
+    __slots__ = ("_sql",)
+    _db: SQLBackend
+
+    def __init__(self, db: Backend, scope: Scope = ROOT) -> None:
+        if not isinstance(db, SQLBackend):
+            raise TypeError(f"metadata needs a SQL backend, not {type(db).__name__}")
+        super().__init__(db, scope)
+        self._sql: MetaSQL = db._META_SQL(db)
 
     def get_meta(self, key: str) -> str | None:
-        return self._db.get_meta(key)
+        return self._sql.get(key)
 
     def set_meta(self, key: str, value: str | None) -> None:
-        self._db.set_meta(key, value)
+        """Set ``key`` (None: remove it)."""
+        self._sql.set(key, value)
 
     def add_meta_int(self, key: str, delta: int) -> None:
-        self._db.add_meta_int(key, delta)
+        """Add ``delta`` to the counter at ``key`` (created at ``delta``)."""
+        self._sql.add_int(key, delta)
 
     def meta_with_prefix(self, prefix: str) -> list[MetaEntry]:
-        return self._db.meta_with_prefix(prefix)
+        """Every metadata key that starts with ``prefix``, with its value."""
+        return self._sql.with_prefix(prefix)
 
     def delete_meta_if(self, key: str, value: str) -> bool:
-        return self._db.delete_meta_if(key, value)
+        """Drop ``key`` only while it still holds ``value``; whether it did."""
+        return self._sql.delete_if(key, value)
 
     def read_blob(self, name: str) -> str | None:
-        return self._db.read_blob(name)
+        return self._sql.read_blob(name)
 
     def write_blob(self, name: str, text: str, *, lock: str | None = None) -> None:
-        self._db.write_blob(name, text, lock=lock)
+        self._sql.write_blob(name, text, lock=lock)
 
     def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
                     lock: str | None = None) -> str | None:
-        return self._db.update_blob(name, fn, lock=lock)
+        """Read-modify-write under the blob's lock; ``fn`` returning None leaves it."""
+        return self._sql.update_blob(name, fn, lock=lock)
 
     def delete_blob(self, name: str, *, lock: str | None = None) -> bool:
-        return self._db.delete_blob(name, lock=lock)
+        return self._sql.delete_blob(name, lock=lock)
 
     def owners(self) -> list[str]:
-        return self._db.owners()
+        """Every namespace owner with rows here."""
+        return self._sql.owners()
 
     def text_cells(self, ns_keys: Sequence[str]) -> Iterator[TextCell]:
-        return self._db.text_cells(ns_keys)
+        """Every stored text field besides the episodes in those namespaces."""
+        return self._sql.text_cells(ns_keys)
 
     def set_text_cell(self, table: str, key: tuple[object, ...], column: str, text: str) -> None:
-        self._db.set_text_cell(table, key, column, text)
+        self._sql.set_text_cell(table, key, column, text)
 
     def meta_rows(self) -> list[MetaEntry]:
-        return self._db.meta_rows()
+        return self._sql.rows()
 
     def episode_ids_of_owner(self, owner: str) -> list[str]:
-        return self._db.episode_ids_of_owner(owner)
+        return self._sql.episode_ids_of_owner(owner)
 
-    def erase_namespace_rows(self, owner: str) -> dict[str, int]:
-        return self._db.erase_namespace_rows(owner)
+    def erase_namespace_rows(self, owner: str) -> ErasedCounts:
+        """Remove every per-namespace row of ``owner``'s namespaces; what went."""
+        return self._sql.erase_namespace_rows(owner)
 
-    def erase_scope_rows(self, target: Scope) -> dict[str, int]:
-        return self._db.erase_scope_rows(target)
+    def erase_scope_rows(self, target: Scope) -> ErasedCounts:
+        """Remove the per-namespace rows of one project namespace; what went."""
+        return self._sql.erase_scope_rows(target)
 
     def erase_owner_meta(self, owner: str, extra_keys: Sequence[str] = ()) -> int:
-        return self._db.erase_owner_meta(owner, extra_keys)
+        return self._sql.erase_owner_meta(owner, extra_keys)
 
     def owner_projects(self, owner: str) -> list[str | None]:
-        return self._db.owner_projects(owner)
+        """The projects ``owner`` has memory in (None: its user-level memory)."""
+        return self._sql.owner_projects(owner)
 
 
 class AuditChain(Role):

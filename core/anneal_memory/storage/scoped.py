@@ -28,11 +28,9 @@ from .rows import (
     ItemRow,
     LinkRow,
     LinkTablesUsed,
-    MetaEntry,
     NamespaceCount,
     Predecessor,
     RemovedLink,
-    TextCell,
     WrapCounts,
     WrapTotals,
 )
@@ -40,19 +38,16 @@ from .rows import (
 _T = TypeVar("_T")
 
 #: Backend members a view passes on unchanged (each acts on ids or rows the view has
-#: already filtered, or on what is one per database: transactions, audit, metadata).
+#: already filtered, or on what is one per database: transactions; the audit chain and
+#: the metadata are the view's ``chain`` and ``meta`` roles).
 NEUTRAL: frozenset[str] = frozenset({
-    "add_derivations", "add_meta_int", "add_supersession", "checkpoint", "close", "close_wrap", "closed",
+    "add_derivations", "add_supersession", "checkpoint", "close", "close_wrap", "closed",
     "delete_episode_rows", "delete_supersessions_touching", "derivations_of", "execute",
-    "executemany", "get_meta", "id_taken", "ids_taken", "in_transaction", "integrity_check",
+    "executemany", "id_taken", "ids_taken", "in_transaction", "integrity_check",
     "mark_source_removed", "mark_wrapped", "mirrors_audit_to_files", "path", "q", "q1",
-    "read", "read_blob", "read_only", "savepoint", "meta_with_prefix",
-    "delete_meta_if", "link_tables_used", "remove_supersession", "scrub_indexes", "set_meta",
-    "superseded_by_new", "supersessions_of", "transaction", "update_blob", "update_episode",
-    "update_probe", "write_blob", "dsn",
-    # erasure: each names the owner, keys or ids it acts on (the erase path passes them)
-    "delete_blob", "text_cells", "set_text_cell", "erase_namespace_rows", "erase_scope_rows",
-    "episode_ids_of_owner", "owner_projects", "owners", "meta_rows", "erase_owner_meta",
+    "read", "read_only", "savepoint", "link_tables_used", "remove_supersession",
+    "scrub_indexes", "superseded_by_new", "supersessions_of", "transaction",
+    "update_episode", "update_probe", "dsn",
 })
 
 
@@ -141,62 +136,7 @@ class ScopedBackend(Connection):
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self._inner.executemany(sql, rows)
 
-    # -- metadata, blobs and the erasure rows (namespace-neutral: see NEUTRAL)
-    def get_meta(self, key: str) -> str | None:
-        return self.meta.get_meta(key)
-
-    def set_meta(self, key: str, value: str | None) -> None:
-        self.meta.set_meta(key, value)
-
-    def add_meta_int(self, key: str, delta: int) -> None:
-        self.meta.add_meta_int(key, delta)
-
-    def meta_with_prefix(self, prefix: str) -> list[MetaEntry]:
-        return self.meta.meta_with_prefix(prefix)
-
-    def delete_meta_if(self, key: str, value: str) -> bool:
-        return self.meta.delete_meta_if(key, value)
-
-    def read_blob(self, name: str) -> str | None:
-        return self.meta.read_blob(name)
-
-    def write_blob(self, name: str, text: str, *, lock: str | None = None) -> None:
-        self.meta.write_blob(name, text, lock=lock)
-
-    def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
-                    lock: str | None = None) -> str | None:
-        return self.meta.update_blob(name, fn, lock=lock)
-
-    def delete_blob(self, name: str, *, lock: str | None = None) -> bool:
-        return self.meta.delete_blob(name, lock=lock)
-
-    def owners(self) -> list[str]:
-        return self.meta.owners()
-
-    def text_cells(self, ns_keys: Sequence[str]) -> Iterator[TextCell]:
-        return self.meta.text_cells(ns_keys)
-
-    def set_text_cell(self, table: str, key: tuple[object, ...], column: str, text: str) -> None:
-        self.meta.set_text_cell(table, key, column, text)
-
-    def meta_rows(self) -> list[MetaEntry]:
-        return self.meta.meta_rows()
-
-    def episode_ids_of_owner(self, owner: str) -> list[str]:
-        return self.meta.episode_ids_of_owner(owner)
-
-    def erase_namespace_rows(self, owner: str) -> dict[str, int]:
-        return self.meta.erase_namespace_rows(owner)
-
-    def erase_scope_rows(self, target: Scope) -> dict[str, int]:
-        return self.meta.erase_scope_rows(target)
-
-    def erase_owner_meta(self, owner: str, extra_keys: Sequence[str] = ()) -> int:
-        return self.meta.erase_owner_meta(owner, extra_keys)
-
-    def owner_projects(self, owner: str) -> list[str | None]:
-        return self.meta.owner_projects(owner)
-
+    # -- metadata, blobs and the erasure rows: the view's ``meta`` role
     # -- the audit chain (one per database: its role is ``self.chain``)
     @property
     def mirrors_audit_to_files(self) -> bool:

@@ -24,7 +24,7 @@ from ..errors import ReadOnlyStoreError, StoreError
 from ..text import LETTER_SPELLINGS, spell_letters
 from . import fts, sqlite_errors, sqlite_migrate
 from .base import ROOT, EpisodeRow, EstimatedCount, RankedHit, Scope, SearchFilters
-from .blobs import SidecarBlobs
+from .blobs import SQLiteMetaSQL
 from .common import EP_COLS as _EP_COLS
 from .common import SQLBackend, like_pattern, trigrams, visible_sql
 from .common import episode_row as _row
@@ -289,6 +289,7 @@ class SQLiteBackend(SQLBackend):
     """One connection per Store; one Store per thread."""
 
     _AUDIT_SQL = SQLiteAuditSQL
+    _META_SQL = SQLiteMetaSQL
 
     _IN_CHUNK = 500  # bound parameters per statement stay far below SQLite's limit
 
@@ -730,21 +731,6 @@ class SQLiteBackend(SQLBackend):
         self.q(f"INSERT OR IGNORE INTO {table}({', '.join(cols)}) "
                f"VALUES ({','.join('?' * len(cols))})", values)
 
-    # ------------------------------------------------------------------ sidecar text
-    def read_blob(self, name: str) -> str | None:
-        """The sidecar file ``<stem><name>`` beside the database, or None."""
-        return SidecarBlobs(self.path).read_blob(name)
-
-    def write_blob(self, name: str, text: str, *, lock: str | None = None) -> None:
-        SidecarBlobs(self.path).write_blob(name, text, lock=lock)
-
-    def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
-                    lock: str | None = None) -> str | None:
-        return SidecarBlobs(self.path).update_blob(name, fn, lock=lock)
-
-    def delete_blob(self, name: str, *, lock: str | None = None) -> bool:
-        return SidecarBlobs(self.path).delete_blob(name, lock=lock)
-
     # ------------------------------------------------------------------ episodes
     def scrub_indexes(self) -> None:
         """Rewrite the keyword indexes so deleted text leaves no trace in them (rebuilt
@@ -792,7 +778,7 @@ class SQLiteBackend(SQLBackend):
             # and the row id yields it without a sort (the trigram index, or the table read
             # backwards); a scan of one type reads it in time order from the type index
             by_rowid = self._per_snapshot(
-                "backdated", lambda: self.get_meta("backdated_episodes")) is None and (
+                "backdated", lambda: self._meta_sql.get("backdated_episodes")) is None and (
                 len(mparams) == 2 or not filters.episode_type)
             # the index's own row id: ordered by e.rowid, SQLite would sort every match
             order_sql = (f"{_rowid_col(mparams)} DESC" if by_rowid
