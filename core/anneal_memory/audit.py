@@ -613,8 +613,8 @@ class AuditTrail:
         for name, e in file_entries(paths, load_manifest(paths), strict=False):
             last = max(last, int(e.get("seq", 0)))
             yield name, e
-        for e in peek.audit_entries_after(paths.db, last):
-            yield "database", e
+        for entry in peek.audit_entries_after(paths.db, last):
+            yield "database", dict[str, Any](entry)
 
     @staticmethod
     def verify(db_path: str | Path, progress: Callable[[str, int], None] | None = None,

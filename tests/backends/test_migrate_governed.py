@@ -88,7 +88,7 @@ def _answers(location: str | Path, seed: dict[str, Any]) -> dict[str, Any]:
                           [v.content for v in rt.versions(PRICING, "semantic", "db")]),
             "hidden": rt.state(PRICING, "semantic", "theme"),
             "reviews": [(r["review_id"], r["status"]) for r in rt.pending_reviews(PRICING)],
-            "decided": [(r["review_id"], r["status"], r["decided_by"])
+            "decided": [(r.review_id, r.status, r.decided_by)
                         for r in repos_of(s).governance.reviews("alice", "pricing", status=None)],
             "view": (view.status().total_episodes, view.status().tombstone_count,
                      [e.content for e in view.recall(keyword="postgresql").episodes],

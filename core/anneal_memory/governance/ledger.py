@@ -32,7 +32,9 @@ def record_id_for(namespace: MemoryNamespace, memory_id: str, candidate_id: str)
     return "rec-" + digest("record", namespace.to_dict(), memory_id, candidate_id)[:32]
 
 
-def audit_data(namespace: MemoryNamespace, memory_id: str, **extra: Any) -> dict[str, Any]:
+def audit_data(namespace: MemoryNamespace, memory_id: str,
+               **extra: object) -> dict[str, object]:
+    """An audit entry's data about one governed memory (its namespace and id first)."""
     return {"namespace": namespace.to_dict(), "memory_id": memory_id, **extra}
 
 

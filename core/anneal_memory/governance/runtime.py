@@ -52,6 +52,18 @@ class ReviewItem(TypedDict):
     record_id: str | None
 
 
+class ProfileEntry(TypedDict):
+    """One subject of ``profile``: its current value with where it came from."""
+
+    value: str | None
+    record_id: str
+    memory_id: str
+    version: int
+    authority: str
+    source_id: str
+    scope: str  # "project" or "user"
+
+
 def review_item(row: ReviewRow) -> ReviewItem:
     """A stored review row as the queue's public item."""
     return ReviewItem(review_id=row.review_id, memory_id=row.memory_id, ns_key=row.ns_key,
@@ -81,7 +93,7 @@ class MemoryRuntime:
         #: a runtime over a scoped view acts only in the view's own namespace
         self._view: MemoryNamespace | None = getattr(store, "namespace", None)
 
-    def _ns(self, value: Any) -> MemoryNamespace:
+    def _ns(self, value: object) -> MemoryNamespace:
         """The namespace a call names, refused when it is not the view's own."""
         return require_view(self._view, coerce_namespace(value))
 
@@ -141,7 +153,7 @@ class MemoryRuntime:
         return WriteResult("review", reason, c.memory_id, review_id=review_id)
 
     # ------------------------------------------------------------------ review queue
-    def pending_reviews(self, namespace: MemoryNamespace | dict[str, Any] | None = None
+    def pending_reviews(self, namespace: MemoryNamespace | Mapping[str, str | None] | None = None
                         ) -> list[ReviewItem]:
         """Review items waiting in the namespace (with their candidates). Without one: the
         runtime's scoped store's namespace, or on a root Store every namespace's items
@@ -155,7 +167,7 @@ class MemoryRuntime:
                 for r in self.store.repos.governance.reviews(ns.owner, ns.project)]
 
     def approve(self, review_id: str, *, reviewer: str,
-                namespace: MemoryNamespace | dict[str, Any] | None = None) -> WriteResult:
+                namespace: MemoryNamespace | Mapping[str, str | None] | None = None) -> WriteResult:
         """Commit a queued candidate with authority ``human_reviewed``. The other gates
         (secrets, lifetime, deletion, duplicates, conflicts) still apply. ``namespace``
         (or the runtime's scoped store): only that namespace's reviews can be decided;
@@ -185,7 +197,7 @@ class MemoryRuntime:
         return res
 
     def reject_review(self, review_id: str, *, reviewer: str,
-                      namespace: MemoryNamespace | dict[str, Any] | None = None) -> None:
+                      namespace: MemoryNamespace | Mapping[str, str | None] | None = None) -> None:
         """Close a review item without writing anything (``namespace`` as in approve)."""
         with self.store.transaction() as tx:
             item = self._pending(review_id, reviewer, namespace)
@@ -197,7 +209,7 @@ class MemoryRuntime:
                 "reviewer": reviewer}, actor="operator")
 
     def _pending(self, review_id: str, reviewer: str,
-                 namespace: MemoryNamespace | dict[str, Any] | None = None) -> ReviewRow:
+                 namespace: MemoryNamespace | Mapping[str, str | None] | None = None) -> ReviewRow:
         if not isinstance(reviewer, str) or not reviewer.strip():
             raise ValidationError("reviewer must name the human who decided")
         storable_text(reviewer, "reviewer")
@@ -250,7 +262,7 @@ class MemoryRuntime:
                                   event="gov_correct")
 
     # ------------------------------------------------------------------ forget / hide
-    def forget(self, namespace: MemoryNamespace | dict[str, Any], memory_type: MemoryType | str,
+    def forget(self, namespace: MemoryNamespace | Mapping[str, str | None], memory_type: MemoryType | str,
                subject: str, *, reason: str, request_id: str | None = None) -> DeletionReceipt:
         """Tombstone a memory: recall stops at once, every later append is refused
         (``memory_deleted``), stored text is scrubbed, and the receipt holds no content."""
@@ -268,7 +280,7 @@ class MemoryRuntime:
                 else "there is no such memory in this namespace"))
         return got
 
-    def hide(self, namespace: MemoryNamespace | dict[str, Any], memory_type: MemoryType | str,
+    def hide(self, namespace: MemoryNamespace | Mapping[str, str | None], memory_type: MemoryType | str,
              subject: str, hidden: bool = True) -> bool:
         """Hide (or show) a memory in display views such as ``profile``. Hiding is not
         deletion: recall still sees it. Use ``forget`` to stop a memory being used."""
@@ -283,21 +295,23 @@ class MemoryRuntime:
         return bool(n)
 
     # ------------------------------------------------------------------ reads
-    def _address(self, namespace: Any, memory_type: Any, subject: Any
+    def _address(self, namespace: object, memory_type: object, subject: object
                  ) -> tuple[MemoryNamespace, str]:
         ns = self._ns(namespace)
         if not isinstance(subject, str) or not subject.strip():
             raise ValidationError("subject is empty: name the memory to address")
         return ns, memory_id_for(ns, MemoryType.coerce(memory_type), subject)
 
-    def current(self, namespace: Any, memory_type: Any, subject: str) -> MemoryRecord | None:
+    def current(self, namespace: MemoryNamespace | Mapping[str, str | None], memory_type: MemoryType | str,
+                subject: str) -> MemoryRecord | None:
         """The current version (active, not deleted), expired or not."""
         return self.ledger.current_record(self._address(namespace, memory_type, subject)[1])
 
-    def versions(self, namespace: Any, memory_type: Any, subject: str) -> list[MemoryRecord]:
+    def versions(self, namespace: MemoryNamespace | Mapping[str, str | None], memory_type: MemoryType | str,
+                 subject: str) -> list[MemoryRecord]:
         return self.ledger.versions(self._address(namespace, memory_type, subject)[1])
 
-    def state(self, namespace: Any, memory_type: Any, subject: str, *,
+    def state(self, namespace: MemoryNamespace | Mapping[str, str | None], memory_type: MemoryType | str, subject: str, *,
               at: str | datetime | None = None) -> str:
         """``absent``, ``active``, ``expired``, ``not_yet_valid``, ``hidden`` or ``deleted``."""
         _ns, mid = self._address(namespace, memory_type, subject)
@@ -318,7 +332,7 @@ class MemoryRuntime:
         rows = self.store.repos.governance.visible_current(ns.owner, ns.project)
         return [(MemoryRecord.from_dict(r.body), r.hidden) for r in rows]
 
-    def recall(self, namespace: Any, query: str, *, k: int = 3,
+    def recall(self, namespace: MemoryNamespace | Mapping[str, str | None], query: str, *, k: int = 3,
                sensitivity: Collection[Sensitivity | str] = DEFAULT_SENSITIVITY,
                memory_types: Collection[MemoryType | str] | None = None,
                at: str | datetime | None = None) -> RecallOutcome:
@@ -335,7 +349,7 @@ class MemoryRuntime:
         return rank([r for r, _h in self._visible(ns)], query, at=when, k=k,
                     sensitivity=sens, types=types)
 
-    def resolve(self, namespace: Any, record_ids: Sequence[str], *,
+    def resolve(self, namespace: MemoryNamespace | Mapping[str, str | None], record_ids: Sequence[str], *,
                 at: str | datetime | None = None) -> list[MemoryRecord]:
         """Re-check ids from a cache or index against the ledger: only records that
         are still the current, valid, visible version come back."""
@@ -345,19 +359,20 @@ class MemoryRuntime:
         live = {r.record_id: r for r, _h in self._visible(ns) if r.is_valid_at(when)}
         return [live[i] for i in ids if isinstance(i, str) and i in live]
 
-    def profile(self, namespace: Any, *, at: str | datetime | None = None) -> dict[str, dict[str, Any]]:
+    def profile(self, namespace: MemoryNamespace | Mapping[str, str | None], *,
+                at: str | datetime | None = None) -> dict[str, ProfileEntry]:
         """The user's profile as a projection of current semantic records: subject ->
         value with its provenance. A project record wins over a user-level one."""
         ns = self._ns(namespace)
         when = parse_at(at) if at is not None else self.now()
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, ProfileEntry] = {}
         for rec, hidden in sorted(self._visible(ns), key=lambda rh: rh[0].namespace.project or ""):
             if hidden or rec.memory_type != MemoryType.SEMANTIC or not rec.is_valid_at(when):
                 continue
-            out[rec.subject] = {"value": rec.content, "record_id": rec.record_id,
-                                "memory_id": rec.memory_id, "version": rec.version,
-                                "authority": rec.authority.value, "source_id": rec.source_id,
-                                "scope": "project" if rec.namespace.project else "user"}
+            out[rec.subject] = ProfileEntry(
+                value=rec.content, record_id=rec.record_id, memory_id=rec.memory_id,
+                version=rec.version, authority=rec.authority.value, source_id=rec.source_id,
+                scope="project" if rec.namespace.project else "user")
         return out
 
     def rebuild_projection(self) -> dict[str, int]:

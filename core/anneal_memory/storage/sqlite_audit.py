@@ -16,12 +16,12 @@ in full, which a mirror writes out; ``digests`` the chain as (seq, hash, compact
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 
 from ..errors import AuditError
 from .audit_sql import AuditSQL, SQLConnection
 from .rows import AuditDigest, AuditEntry, AuditTip
+from .sqlite_conn import RawConnection
 
 #: The database's copy in seq order: full rows, then compacted ones with NULL content
 #: (the last column says which). One statement, so one snapshot of both tables.
@@ -41,22 +41,22 @@ TIP_SQL = ("SELECT seq, hash FROM (SELECT seq, hash FROM audit_log ORDER BY seq 
 ChainRow = tuple[object, ...]
 
 
-def has_compacted_table(conn: sqlite3.Connection) -> bool:
+def has_compacted_table(conn: RawConnection) -> bool:
     """Whether this database has ``audit_hashes`` (schema 3 on)."""
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
                         "name='audit_hashes'").fetchone() is not None
 
 
-def tip_row(conn: sqlite3.Connection) -> AuditTip | None:
+def tip_row(conn: RawConnection) -> AuditTip | None:
     """(seq, hash) of the newest entry, full or compacted, on a raw connection."""
     if has_compacted_table(conn):
         r = conn.execute(TIP_SQL).fetchone()
     else:
         r = conn.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
-    return None if r is None else AuditTip(int(r[0]), str(r[1]))
+    return None if r is None else AuditTip(int(str(r[0])), str(r[1]))
 
 
-def chain_rows(conn: sqlite3.Connection, after_seq: int = 0) -> Iterator[ChainRow]:
+def chain_rows(conn: RawConnection, after_seq: int = 0) -> Iterator[ChainRow]:
     """The database's copy after ``after_seq`` as ``CHAIN_SQL`` rows, on a raw connection."""
     if has_compacted_table(conn):
         return iter(conn.execute(CHAIN_SQL, (after_seq, after_seq)))
