@@ -13,7 +13,7 @@ at the root and raises :class:`OutOfScope` anywhere else.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -333,7 +333,7 @@ class Items(Role):
                         "AND key=?", (self.scope.key, collection, key))
         return None if r is None else ItemRow(*r)
 
-    def _where(self, collection: str, prefix: str | None, where: dict[str, Any] | None,
+    def _where(self, collection: str, prefix: str | None, where: Mapping[str, object] | None,
                contains: str | None) -> tuple[str, list[Any]]:
         sql = "ns_key=? AND collection=?"
         params: list[Any] = [self.scope.key, collection]
@@ -350,7 +350,7 @@ class Items(Role):
         return sql, params
 
     def item_list(self, collection: str, *, prefix: str | None = None,
-                  where: dict[str, Any] | None = None, contains: str | None = None,
+                  where: Mapping[str, object] | None = None, contains: str | None = None,
                   order: str = "asc", limit: int | None = None,
                   offset: int = 0) -> list[ItemRow]:
         cond, params = self._where(collection, prefix, where, contains)
@@ -362,7 +362,7 @@ class Items(Role):
         return [ItemRow(*r) for r in self._db.q(sql, params)]
 
     def item_count(self, collection: str, *, prefix: str | None = None,
-                   where: dict[str, Any] | None = None) -> int:
+                   where: Mapping[str, object] | None = None) -> int:
         cond, params = self._where(collection, prefix, where, None)
         return self._db._scalar(f"SELECT COUNT(*) FROM items WHERE {cond}", params)
 

@@ -6,8 +6,9 @@ holds one backend-like object (the Store's scoped views until they hold roles, t
 vectors and governance helpers that take a backend): every method it has is written out
 below. Those that read or write namespaced rows go through the roles built for its
 scope; those that are namespace-neutral (transactions, raw SQL for the helpers in this
-package, the audit chain, metadata, lookups by ids the view has already checked) are
-passed to the backend unchanged and listed in :data:`NEUTRAL`. A backend method with no
+package, lookups by ids the view has already checked) are passed to the backend
+unchanged and listed in :data:`NEUTRAL`. The audit chain and the metadata are not
+forwarded at all: they are the view's ``chain`` and ``meta`` roles. A backend method with no
 counterpart here does not exist on a view (AttributeError), so a method added to the
 backend later cannot leak across namespaces by being forwarded unscoped.
 """
@@ -15,7 +16,7 @@ backend later cannot leak across namespaces by being forwarded unscoped.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .base import Backend, Connection, EpisodeRow, RankedHit, Scope, SearchFilters
@@ -354,14 +355,14 @@ class ScopedBackend(Connection):
         return self.items.item_get(collection, key)
 
     def item_list(self, collection: str, *, prefix: str | None = None,
-                  where: dict[str, Any] | None = None, contains: str | None = None,
+                  where: Mapping[str, object] | None = None, contains: str | None = None,
                   order: str = "asc", limit: int | None = None, offset: int = 0) -> list[ItemRow]:
         return self.items.item_list(collection, prefix=prefix, where=where,
                                           contains=contains, order=order, limit=limit,
                                           offset=offset)
 
     def item_count(self, collection: str, *, prefix: str | None = None,
-                   where: dict[str, Any] | None = None) -> int:
+                   where: Mapping[str, object] | None = None) -> int:
         return self.items.item_count(collection, prefix=prefix, where=where)
 
     def item_delete(self, collection: str, *, key: str | None = None,
