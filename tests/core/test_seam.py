@@ -35,7 +35,7 @@ GETATTR_IN_STORAGE = 0
 #: bare dict or tuple, a tuple used as a record, or rows as dicts
 UNTYPED_ROLE_RETURNS = 43
 #: public core functions and methods whose signature holds Any, per mille of all of them
-ANY_SHARE_PER_MILLE = 262
+ANY_SHARE_PER_MILLE = 259
 #: abstract methods the one backend object implements (every role at once), and the
 #: length of SQLiteBackend's MRO: what is left of the one object under the roles
 BACKEND_ABSTRACT_METHODS = 64
