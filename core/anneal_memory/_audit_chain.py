@@ -24,7 +24,7 @@ class AuditEntry(TypedDict):
     ts: str
     actor: str
     event: str
-    data: dict[str, object]  # ids, counts and salted label hashes: JSON as written
+    data: dict[str, Any]  # each event its own JSON (ids, counts, salted label hashes)
     prev_hash: str
     hash: str
 

@@ -23,6 +23,7 @@ from ._namespace import MemoryNamespace
 from .continuity.schema import SectionSpec
 from .storage.base import Backend, Scope, TransactionLost
 from .storage.repos import Repositories
+from .storage.roles import AuditChain
 from .types import Episode, RecallResult, StoreStatus
 
 
@@ -44,7 +45,7 @@ class AuditLog(Protocol):
 
     def redact(self, event: str, data: Mapping[str, object]) -> dict[str, object]: ...
 
-    def entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]: ...
+    def entries(self, after_seq: int = 0, limit: int | None = None) -> list[AuditEntry]: ...
 
     def tip(self) -> tuple[int, str]: ...
 
@@ -199,6 +200,7 @@ class Units:
 
     def __init__(self, db: Backend, audit: AuditMirror) -> None:
         self._db = db
+        self._chain = AuditChain(db)
         self._audit = audit
         self._lock = threading.RLock()
         self._local = threading.local()  # this thread's write depth and staged files
@@ -225,7 +227,7 @@ class Units:
 
     def audit_count(self) -> int:
         """Entries in the audit chain."""
-        return self._db.audit_count()
+        return self._chain.audit_count()
 
     def plain(self) -> AbstractContextManager[None]:
         """A bare transaction: no audit entry, no staged file (index scrubs, finishing

@@ -77,8 +77,10 @@ from .clock import iso_week, now_iso
 from .errors import AuditError
 from .legacy.upgrade import LEGACY_AUDIT_FORMAT, sealed_part, upgrade_report
 from .storage import sqlite_peek as peek
-from .storage.common import audit_record
+from .storage.audit_sql import audit_entry
 from .storage.pg_location import pg_dsn
+from .storage.roles import AuditChain, Meta
+from .storage.rows import AuditRowValues
 
 if TYPE_CHECKING:
     from .storage.base import Backend
@@ -141,7 +143,7 @@ def _int_or(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def _digests(entries: list[dict[str, Any]]) -> list[tuple[int, str]]:
+def _digests(entries: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
     """(seq, hash) of rows just written to the files as they are: their text is kept
     there byte for byte (even a row that does not check out: verify names it there)."""
     return [(int(e["seq"]), str(e["hash"])) for e in entries]
@@ -180,6 +182,9 @@ class AuditTrail:
                  on_event: Callable[[dict[str, Any]], Any] | None = None,
                  enabled: bool = True, hash_labels: bool = True) -> None:
         self._backend = backend
+        #: the database's copy of the chain (its role: the audit SQL is there)
+        self._chain = AuditChain(backend)
+        self._meta = Meta(backend)
         self.paths = AuditPaths(db_path)
         self.salt = salt
         self.on_event = on_event
@@ -264,10 +269,10 @@ class AuditTrail:
             return None
         if not self._backend.in_transaction:
             raise AuditError("internal: audit append outside a transaction")
-        seq, prev = self._backend.audit_tip()
+        seq, prev = self._chain.audit_tip()
         ts = now_iso()  # one transaction: its entries are appended at one moment
         entries: list[AuditEntry] = []
-        rows: list[tuple[Any, ...]] = []
+        rows: list[AuditRowValues] = []
         counts: dict[str, int] = {}
         lines = self._lines if self._files else None
         if lines is not None and len(lines) > 8 * self.MIRROR_EVERY:
@@ -277,27 +282,27 @@ class AuditTrail:
             h, line = chain_entry(seq, ts, st.actor, st.event, st.canonical, prev)
             entries.append({"seq": seq, "ts": ts, "actor": st.actor, "event": st.event,
                             "data": st.data, "prev_hash": prev, "hash": h})
-            row = (seq, ts, st.actor, st.event, st.stored, prev, h)
+            row = AuditRowValues(seq, ts, st.actor, st.event, st.stored, prev, h)
             rows.append(row)
             if lines is not None:
                 lines[seq] = (row, line)
             prev = h
             if st.counter:
                 counts[st.counter] = counts.get(st.counter, 0) + 1
-        self._backend.audit_insert_rows(rows)
+        self._chain.audit_insert_rows(rows)
         for key, n in counts.items():
-            self._backend.add_meta_int(key, n)
+            self._meta.add_meta_int(key, n)
         self._pending.extend(entries)
         return entries
 
     def tip(self) -> tuple[int, str]:
         """(seq, hash) of the chain's last entry in the database ((0, "") when empty)."""
-        return self._backend.audit_tip()
+        return self._chain.audit_tip()
 
-    def entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+    def entries(self, after_seq: int = 0, limit: int | None = None) -> list[AuditEntry]:
         """The chain's entries in the database, oldest first (compacted ones read back
         from the audit files)."""
-        return self._backend.audit_entries(after_seq, limit)
+        return self._chain.audit_entries(after_seq, limit)
 
     def verify_stored(self) -> AuditVerifyResult:
         """Walk the chain this store's database holds (the whole trail on PostgreSQL)."""
@@ -373,8 +378,8 @@ class AuditTrail:
                         "database and will be mirrored by the next flush", exc)
             with contextlib.suppress(Exception):
                 with self._backend.transaction():
-                    self._backend.add_meta_int("audit_write_failures", 1)
-                    self._backend.set_meta("audit_last_failure", f"{now_iso()} {exc}")
+                    self._meta.add_meta_int("audit_write_failures", 1)
+                    self._meta.set_meta("audit_last_failure", f"{now_iso()} {exc}")
             return False
 
     def mirror(self) -> int:
@@ -412,27 +417,27 @@ class AuditTrail:
         self._record_mirrored(int(new[-1]["seq"]) if new else last, _digests(new))
         return len(new)
 
-    def _unmirrored_rows(self, after_seq: int) -> tuple[list[dict[str, Any]], list[str]]:
+    def _unmirrored_rows(self, after_seq: int) -> tuple[list[Mapping[str, Any]], list[str]]:
         """The entries the database holds in full after ``after_seq`` (their seq, ts and
         hash at least) and their lines for the files: a row exactly as this trail wrote
         it takes the line it kept; any other is parsed and serialised."""
-        new: list[dict[str, Any]] = []
+        new: list[Mapping[str, Any]] = []
         lines: list[str] = []
         kept = self._lines
-        for row in self._backend.audit_row_values(after_seq):
+        for row in self._chain.audit_row_values(after_seq):
             hit = kept.get(row[0])
             if hit is not None and hit[0] == tuple(row):
                 new.append({"seq": row[0], "ts": row[1], "hash": row[6]})
                 lines.append(hit[1])
             else:
-                e = audit_record(row)
+                e = audit_entry(row)
                 new.append(e)
                 lines.append(entry_line(e))
         return new, lines
 
     def _write_entries(self, manifest: dict[str, Any], first: Mapping[str, Any] | None,
                        last_entry: Mapping[str, Any] | None,
-                       entries: list[dict[str, Any]], lines: list[str] | None = None) -> None:
+                       entries: Sequence[Mapping[str, Any]], lines: list[str] | None = None) -> None:
         """Append ``entries`` (their ``lines`` for the files, when given) to the active
         file (held under the file lock), sealing it on a new week and at its size bound
         (``_seal_bound``)."""
@@ -495,7 +500,7 @@ class AuditTrail:
         from ._audit_verify import file_entries, same_entry
 
         b = self._backend
-        head = b.audit_rows(after_seq=0, limit=1)
+        head = self._chain.audit_rows(after_seq=0, limit=1)
         if not head or int(head[0]["seq"]) > upto or b.read_only:
             return
         low = int(head[0]["seq"])
@@ -504,7 +509,7 @@ class AuditTrail:
         cur = next(it, None)
         after = low - 1
         while after < upto:
-            rows = [r for r in b.audit_rows(after_seq=after, limit=page) if r["seq"] <= upto]
+            rows = [r for r in self._chain.audit_rows(after_seq=after, limit=page) if r["seq"] <= upto]
             if not rows:
                 return
             held: list[tuple[int, str]] = []
@@ -515,7 +520,7 @@ class AuditTrail:
                     held.append((int(row["seq"]), str(row["hash"])))
             if held:
                 with b.transaction():
-                    b.audit_compact(held)
+                    self._chain.audit_compact(held)
             after = int(rows[-1]["seq"])
 
     def _record_mirrored(self, seq: int, compact: list[tuple[int, str]] | None = None) -> None:
@@ -525,17 +530,17 @@ class AuditTrail:
         if b.read_only or not seq:
             return
         try:
-            known = int(b.get_meta(MIRRORED_SEQ_KEY) or 0)
+            known = int(self._meta.get_meta(MIRRORED_SEQ_KEY) or 0)
         except ValueError:
             known = 0
         if seq <= known and not compact:
             return
         with b.transaction():
-            current = b.get_meta(MIRRORED_SEQ_KEY)
+            current = self._meta.get_meta(MIRRORED_SEQ_KEY)
             if not current or not current.isdigit() or int(current) < seq:
-                b.set_meta(MIRRORED_SEQ_KEY, str(seq))
+                self._meta.set_meta(MIRRORED_SEQ_KEY, str(seq))
             if compact:
-                b.audit_compact(compact)
+                self._chain.audit_compact(compact)
 
     def _active_bounds(self, sealed_last: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """First and last entries of the active file, reading only its ends. A torn last
@@ -613,16 +618,16 @@ class AuditTrail:
 
         if pg_dsn(db_path) is not None:
             with _server_backend(db_path) as backend:
-                entries = backend.audit_entries()
-            yield from (("database", e) for e in entries)
+                entries = AuditChain(backend).audit_entries()
+            yield from (("database", dict[str, Any](e)) for e in entries)
             return
         paths = AuditPaths(db_path)
         last = 0
         for name, e in file_entries(paths, load_manifest(paths), strict=False):
             last = max(last, int(e.get("seq", 0)))
             yield name, e
-        for e in peek.audit_entries_after(paths.db, last):
-            yield "database", e
+        for entry in peek.audit_entries_after(paths.db, last):
+            yield "database", dict[str, Any](entry)
 
     @staticmethod
     def verify(db_path: str | Path, progress: Callable[[str, int], None] | None = None,
@@ -647,10 +652,11 @@ class AuditTrail:
         _check_db_path(db_path)
         if pg_dsn(db_path) is not None:
             with _server_backend(db_path) as backend:
-                seq, h = backend.audit_tip()
-                tail = backend.audit_entries(after_seq=seq - 1, limit=1) if seq else []
+                chain = AuditChain(backend)
+                seq, h = chain.audit_tip()
+                tail = chain.audit_entries(after_seq=seq - 1, limit=1) if seq else []
                 return AuditHead(seq, h, tail[0]["ts"] if tail else None,
-                                 backend.get_meta("store_id"))
+                                 Meta(backend).get_meta("store_id"))
         paths = AuditPaths(db_path)
         if paths.db.exists() and not paths.db.is_file():
             raise AuditError(f"{str(paths.db)!r} is not a store file: pass the store's database")
@@ -689,19 +695,19 @@ class AuditTrail:
             try:
                 old = load_manifest(paths)
             except AuditError:  # 1.0.2's records (if any) come back from its files
-                old = sealed_part(db_path, upgrade_report(backend)) or {"files": []}
+                old = sealed_part(db_path, upgrade_report(trail._meta)) or {"files": []}
             # 1.0.2's part exists only in its files: kept in place, listed first again
             legacy = [m for m in old["files"] if m.get("format") == LEGACY_AUDIT_FORMAT
                       and (paths.db.parent / str(m["file"])).is_file()]
             keep = {str(m["file"]) for m in legacy}
             with backend.read():  # one snapshot: no entry counted both ways, or neither
-                full = {int(e["seq"]): e for e in backend.audit_rows()}
-                digests = backend.audit_digests()
+                full = {int(e["seq"]): e for e in trail._chain.audit_rows()}
+                digests = trail._chain.audit_digests()
             need = {seq: h for seq, h, _c in digests if seq not in full}
             found = _salvage(paths, need, keep) if need else {}
             set_aside = _set_aside(paths, keep)
             with contextlib.suppress(Exception), backend.transaction():
-                backend.set_meta(MIRRORED_SEQ_KEY, None)
+                trail._meta.set_meta(MIRRORED_SEQ_KEY, None)
             entries = [full[seq] if seq in full else found[seq] for seq, _h, _c in digests
                        if seq in full or seq in found]
             manifest: dict[str, Any] = {"version": 1, "files": legacy, "active_week": None}
@@ -735,8 +741,15 @@ def _body(e: Mapping[str, Any]) -> dict[str, Any]:
     return {k: e.get(k) for k in _BODY}
 
 
+def _held(e: Mapping[str, Any], h: str) -> AuditEntry:
+    """A file's line of a compacted entry as the chain's entry (its body, the hash the
+    database keeps: the caller checked they match, so every field of the body is there)."""
+    return AuditEntry(seq=e["seq"], ts=e["ts"], actor=e["actor"], event=e["event"],
+                      data=e["data"], prev_hash=e["prev_hash"], hash=h)
+
+
 def chain_entries(db_path: str | Path, backend: Backend, after_seq: int = 0,
-                  limit: int | None = None) -> list[dict[str, Any]]:
+                  limit: int | None = None) -> list[AuditEntry]:
     """The database's copy after ``after_seq``, every entry in full, oldest first: its
     full rows, and the text of compacted entries from the audit files, each checked
     against the hash the database keeps (a writer sealing a file meanwhile is read again).
@@ -760,13 +773,14 @@ class _Missing(Exception):
 
 
 def _chain_entries(paths: AuditPaths, backend: Backend, after_seq: int,
-                   limit: int | None) -> list[dict[str, Any]]:
+                   limit: int | None) -> list[AuditEntry]:
     from ._audit_verify import file_entries
 
     with backend.read():  # one snapshot of both tables
-        digests = backend.audit_digests(after_seq, limit)
-        full = {int(e["seq"]): e for e in backend.audit_rows(after_seq, limit)}
-    out: list[dict[str, Any]] = []
+        chain = AuditChain(backend)
+        digests = chain.audit_digests(after_seq, limit)
+        full = {int(e["seq"]): e for e in chain.audit_rows(after_seq, limit)}
+    out: list[AuditEntry] = []
     files: Iterator[tuple[str, dict[str, Any]]] | None = None
     cur: tuple[str, dict[str, Any]] | None = None
     for seq, h, _compacted in digests:
@@ -784,7 +798,7 @@ def _chain_entries(paths: AuditPaths, backend: Backend, after_seq: int,
             cur = next(files, None)
         if cur is None or cur[1]["seq"] != seq or entry_hash(cur[1]) != h:
             raise _Missing(seq)
-        out.append({**_body(cur[1]), "hash": h})
+        out.append(_held(cur[1], h))
     return out
 
 
@@ -886,10 +900,11 @@ def _server_backend(location: Any) -> Iterator[Any]:
 def _paged(backend: Backend, page: int = 5000,
            progress: Callable[[str, int], None] | None = None) -> Iterator[dict[str, Any]]:
     after, count = 0, 0
+    chain = AuditChain(backend)
     with backend.read():
         while True:
-            entries = backend.audit_entries(after_seq=after, limit=page)
-            yield from entries
+            entries = chain.audit_entries(after_seq=after, limit=page)
+            yield from (dict[str, Any](e) for e in entries)
             count += len(entries)
             if progress is not None:
                 progress("database", count)

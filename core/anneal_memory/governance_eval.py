@@ -8,13 +8,17 @@ error. Both call this module, which sits below the CLI and that package.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._fileio import atomic_write_text
+
+if TYPE_CHECKING:
+    from .governance.report import EvalDocument
 
 FILES = ("governance-eval.json", "governance-eval.md", "governance-trace.jsonl")
 
 
-def run(output: str | Path) -> dict[str, object]:
+def run(output: str | Path) -> EvalDocument:
     """Run the experiments and write the three reports into ``output``."""
     from .governance.experiments import run_all
     from .governance.report import document, to_json, to_jsonl, to_markdown

@@ -7,6 +7,7 @@ import json
 
 from anneal_memory import AuditTrail, Store
 from anneal_memory.audit import GENESIS, entry_hash
+from anneal_memory.storage.roles import AuditChain
 from anneal_memory.testing import backend_of
 
 
@@ -20,7 +21,7 @@ def test_anchor_catches_a_consistent_rewrite(store: Store, location: str) -> Non
     store.audit_trail.flush()
     where = _where(store, location)
     head = AuditTrail.head(where)
-    assert head.seq == backend_of(store).audit_count() and len(head.hash) == 64
+    assert head.seq == AuditChain(backend_of(store)).audit_count() and len(head.hash) == 64
     assert AuditTrail.verify(where, anchor=head.to_dict()).valid
     assert AuditTrail.verify(where, anchor=str(head)).valid
     assert AuditTrail.verify(where, anchor=head.hash).valid
@@ -28,10 +29,10 @@ def test_anchor_catches_a_consistent_rewrite(store: Store, location: str) -> Non
     # rewrite entry 2 and relink every later one, in the database's copy (on SQLite the
     # mirrored entries are kept there as their hashes: those are what is rewritten)
     b = backend_of(store)
-    rows = b.audit_entries()
+    rows = AuditChain(b).audit_entries()
     rows[1]["actor"] = "forged"
     prev = rows[0]["hash"] if rows else GENESIS
-    compacted = {seq for seq, _h, c in b.audit_digests() if c}
+    compacted = {seq for seq, _h, c in AuditChain(b).audit_digests() if c}
     assert compacted or location.startswith("postgres")
     with b.transaction():
         for e in rows[1:]:

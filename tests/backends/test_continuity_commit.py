@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from anneal_memory import Store, StoreError, prepare_wrap, validated_save_continuity
+from anneal_memory.storage.roles import Meta
 from anneal_memory.testing import backend_of
 
 from wraphelp import doc, fail_commits, wrap
@@ -31,6 +32,6 @@ def test_the_continuity_commits_with_the_save(open_store: Callable[..., Store],
     for s in (s1, s2):
         assert s.load_continuity() == doc(context="- new")
         assert s.status().wrap_in_progress is False and s.status().total_wraps == 2
-        assert backend_of(s).get_meta("pending_blob:.continuity.md") is None
+        assert Meta(backend_of(s)).get_meta("pending_blob:.continuity.md") is None
     with open_store() as s3:
         assert s3.load_continuity() == doc(context="- new")

@@ -168,7 +168,7 @@ def test_racing_reviewers_decide_once_on_both_backends(open_store: Callable[...,
     assert len([e for e in entries if e["event"] == "gov_review_decided"]) == 1
     written = MemoryRuntime(check).current(ALICE, "semantic", "drink") is not None
     assert written is ("written" in results)
-    assert written is (repos_of(check).governance.review(q.review_id)["status"] == "approved")
+    assert written is (repos_of(check).governance.review(q.review_id).status == "approved")
 
 
 # ---------------------------------------------------------------------- threads

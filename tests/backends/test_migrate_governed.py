@@ -21,6 +21,7 @@ from anneal_memory.governance import (
 )
 from anneal_memory.migrate_store import migrate
 from anneal_memory.storage.pg_copy import GOV_TABLES, counts, is_governed
+from anneal_memory.storage.roles import AuditChain
 from anneal_memory.testing import backend_of, repos_of
 
 from wraphelp import doc, wrap
@@ -87,7 +88,7 @@ def _answers(location: str | Path, seed: dict[str, Any]) -> dict[str, Any]:
                           [v.content for v in rt.versions(PRICING, "semantic", "db")]),
             "hidden": rt.state(PRICING, "semantic", "theme"),
             "reviews": [(r["review_id"], r["status"]) for r in rt.pending_reviews(PRICING)],
-            "decided": [(r["review_id"], r["status"], r["decided_by"])
+            "decided": [(r.review_id, r.status, r.decided_by)
                         for r in repos_of(s).governance.reviews("alice", "pricing", status=None)],
             "view": (view.status().total_episodes, view.status().tombstone_count,
                      [e.content for e in view.recall(keyword="postgresql").episodes],
@@ -195,7 +196,7 @@ def test_governed_records_alone_make_a_destination_not_empty(location: str,
     _fill(src)
     with Store(location, audit=False) as s:
         assert MemoryRuntime(s).write(cand("x1", "Prefer Python for scripts")).ok
-        assert (backend_of(s).count_episodes(), backend_of(s).audit_count()) == (0, 0)
+        assert (backend_of(s).count_episodes(), AuditChain(backend_of(s)).audit_count()) == (0, 0)
     with pytest.raises(StoreError, match="not empty"):
         migrate(str(src), location)
     with Store(location) as s:

@@ -9,6 +9,7 @@ import pytest
 from anneal_memory import Store
 from anneal_memory.storage.base import Backend, EpisodeRow, SearchFilters
 from anneal_memory.storage.common import qmark_to_format
+from anneal_memory.storage.roles import Meta
 from anneal_memory.storage.rows import PatternRow, ProbeRow
 from anneal_memory.testing import backend_of, repos_of
 
@@ -78,10 +79,10 @@ def test_rows_inserted_many_to_a_statement_keep_their_order(store: Store) -> Non
     ids = [f"ep{i:05d}" for i in range(n)]
     assert [r.id for r in b.all_episodes(order="rowid ASC")] == ids
     assert b.ids_taken([*ids[::7], "missing"]) == set(ids[::7])
-    assert b.get_meta("backdated_episodes") is None  # each row newer than the one before
+    assert Meta(b).get_meta("backdated_episodes") is None  # each row newer than the one before
     with b.transaction():
         b.insert_episodes([_row(n + 1), _row(n)])
-    assert b.get_meta("backdated_episodes") == "1"
+    assert Meta(b).get_meta("backdated_episodes") == "1"
 
 
 def test_links_upserts_and_counters(store: Store) -> None:
@@ -95,13 +96,13 @@ def test_links_upserts_and_counters(store: Store) -> None:
         r.links.add_derivations("ep00003", ["ep00000", "ep00000", "ep00001"])
         r.links.add_tombstone("gone", "observation", "t", "h1", "r1", "deleted", "agent")
         r.links.add_tombstone("gone", "observation", "t", "h2", "r2", "deleted", "agent")
-        b.add_meta_int("a_counter", 2)
-        b.add_meta_int("a_counter", 5)
+        Meta(b).add_meta_int("a_counter", 2)
+        Meta(b).add_meta_int("a_counter", 5)
     assert r.links.supersessions_of(["ep00000", "ep00000"]) == {
         "ep00000": [("ep00001", "state_key", "2026-01-01T02:00:00Z")]}
     assert r.links.derivations_of(["ep00003"]) == {"ep00003": [("ep00000", None), ("ep00001", None)]}
     assert r.links.tombstones(["gone"])["gone"].content_hash == "h2" and r.links.tombstones([]) == {}
-    assert b.get_meta("a_counter") == "7"
+    assert Meta(b).get_meta("a_counter") == "7"
     with b.transaction():
         gone = r.links.delete_supersessions_touching(["ep00001", "ep00002"])
         assert r.links.remove_supersession("ep00000", "ep00001") == 0
@@ -120,6 +121,6 @@ def test_patterns_probes_and_bulk_insert(store: Store) -> None:
         b.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", [("k1", "1"), ("k2", "2")])
     assert r.wraps.pattern_history()["p"] == rec._replace(level=2, max_level_reached=2)
     assert r.wraps.probes()[0].last_status == "ok" and r.wraps.probes()[0].last_wrap_id == 3
-    assert (b.get_meta("k1"), b.get_meta("k2")) == ("1", "2")
+    assert (Meta(b).get_meta("k1"), Meta(b).get_meta("k2")) == ("1", "2")
     with b.transaction():
         assert r.wraps.delete_probe("pr1") == 1 and r.wraps.delete_probe("pr1") == 0

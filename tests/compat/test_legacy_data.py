@@ -26,6 +26,7 @@ from deviations import DEVIATIONS
 
 from anneal_memory import AuditTrail, CrystalStore, SporeStore, Store, StoreError
 from anneal_memory.legacy import upgrade as legacy
+from anneal_memory.storage.roles import Meta
 from anneal_memory.testing import backend_of
 
 
@@ -63,7 +64,7 @@ def test_upgrade_keeps_a_backup_and_says_what_it_did(legacy_copy: Path) -> None:
         assert report_now["episodes"] == 8 and report_now["supersessions"] == 1
         assert report_now["state_keys"] == 1 and report_now["trust_classes"] == 1
         assert report_now["wraps"] == 1 and report_now["audit"]["valid"] is True
-        assert legacy.upgrade_report(backend_of(s)) == report_now
+        assert legacy.upgrade_report(Meta(backend_of(s))) == report_now
     backup = legacy.backup_path(db)
     assert backup.exists() and "metadata" in _tables(backup)  # the 1.0.2 store, untouched
     conn = sqlite3.connect(backup)

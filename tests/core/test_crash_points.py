@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from anneal_memory import AuditTrail, Store, prepare_wrap, validated_save_continuity
+from anneal_memory.storage.roles import Meta
 from anneal_memory.testing import backend_of
 
 from wraphelp import doc
@@ -83,7 +84,7 @@ def test_a_kill_at_each_save_step_leaves_file_and_database_agreeing(tmp_path: Pa
         assert status.episodes_since_wrap == (0 if saved else 1)
         events = [e["event"] for e in s.audit_trail.entries()]
         assert events.count("continuity_saved") == (2 if saved else 1)
-        assert backend_of(s).get_meta("pending_blob:.continuity.md") is None
+        assert Meta(backend_of(s)).get_meta("pending_blob:.continuity.md") is None
         assert not list(tmp_path.glob(".m.*.tmp"))
         if not saved:  # the open wrap can still be saved, and nothing was lost
             validated_save_continuity(s, new)  # the wrap still open (its token is optional)

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from anneal_memory import AnnealMemoryError, Store, StoreError, clock, prepare_wrap
 from anneal_memory.governance import MemoryCandidate, MemoryNamespace, MemoryRuntime, SourceRef
+from anneal_memory.storage.roles import AuditChain
 from anneal_memory.testing import backend_of, repos_of
 
 FUZZ = settings(max_examples=120, deadline=None,
@@ -71,7 +72,7 @@ def store(store_dir: Path) -> Iterator[Store]:
 def snapshot(s: Store) -> tuple[Any, ...]:
     st_ = s.status()
     return (st_.total_episodes, st_.tombstone_count, st_.wrap_in_progress,
-            backend_of(s).audit_count(), s.audit_trail.tip())
+            AuditChain(backend_of(s)).audit_count(), s.audit_trail.tip())
 
 
 def typed_or_ok(s: Store, fn: Callable[[], Any]) -> Any:

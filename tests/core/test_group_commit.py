@@ -20,6 +20,7 @@ import anneal_memory.episodes_write as episodes_write
 from anneal_memory import AuditTrail, Episode, Store, SupersessionError
 from anneal_memory._audit_chain import canonical_json, chain_entry, chain_hash, entry_hash
 from anneal_memory.audit import entry_line, same_label
+from anneal_memory.storage.roles import AuditChain, Meta
 from anneal_memory.testing import backend_of
 
 
@@ -149,22 +150,21 @@ def test_two_records_of_one_batch_drawing_the_same_id_get_two(
 
 def test_a_backdated_record_inside_a_batch_is_noted(store: Store) -> None:
     store.record("now", "observation")
-    assert backend_of(store).get_meta("backdated_episodes") is None
+    assert Meta(backend_of(store)).get_meta("backdated_episodes") is None
     got = batched(store, [
         lambda: store.record("in the future", "observation", timestamp="2100-01-01T00:00:00Z"),
         lambda: store.record("a bit before that", "observation", timestamp="2099-01-01T00:00:00Z"),
     ])
     assert all(isinstance(g, Episode) for g in got)
-    assert backend_of(store).get_meta("backdated_episodes") == "1"
+    assert Meta(backend_of(store)).get_meta("backdated_episodes") == "1"
 
 
 def test_a_batch_commits_once_with_one_tip_read(store: Store,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     store.record("warm up", "observation")
-    b = backend_of(store)
     tips: list[int] = []
-    real_tip = type(b).audit_tip
-    monkeypatch.setattr(type(b), "audit_tip", lambda self: tips.append(1) or real_tip(self))
+    real_tip = AuditChain.audit_tip
+    monkeypatch.setattr(AuditChain, "audit_tip", lambda self: tips.append(1) or real_tip(self))
     got = batched(store, [lambda i=i: store.record(f"note {i}", "observation") for i in range(20)])
     assert all(isinstance(g, Episode) for g in got)
     assert len(tips) == 2  # the leader's own commit, and one for the 20

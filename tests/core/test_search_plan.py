@@ -11,6 +11,7 @@ import pytest
 
 from anneal_memory import Store
 from anneal_memory.storage.common import MAX_TRIGRAMS, trigrams
+from anneal_memory.storage.roles import Meta
 from anneal_memory.storage.sqlite import SCHEMA_VERSION, SQLiteBackend
 from anneal_memory.testing import backend_of
 
@@ -144,7 +145,7 @@ def test_schema_2_store_is_upgraded_and_keeps_every_episode(db: Path) -> None:
     c.close()
     s = Store(db, project_name="Up")
     try:
-        assert backend_of(s).get_meta("schema_version") == str(SCHEMA_VERSION)
+        assert Meta(backend_of(s)).get_meta("schema_version") == str(SCHEMA_VERSION)
         ddl = backend_of(s).q1("SELECT sql FROM sqlite_master WHERE name='episodes_tri'")[0]
         assert "detail='none'" in ddl
         r = s.recall(keyword="phrase number 123")

@@ -11,6 +11,7 @@ import pytest
 
 from anneal_memory import EmbedderError, Store, ValidationError
 from anneal_memory.embedding import Embedder, cosine_similarities, pack_vector, unpack_vector
+from anneal_memory.storage.roles import Meta
 from anneal_memory.storage.sqlite import SCHEMA_VERSION
 from anneal_memory.testing import HashingEmbedder, backend_of
 
@@ -294,7 +295,7 @@ def test_a_store_from_before_vectors_gains_the_table(db: Path) -> None:
         c.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION - 1),))
     with Store(db, embedder=job_embedder()) as s:
         assert [x.id for x in s.recall(keyword=QUERY).episodes] == [e.id]
-        assert backend_of(s).get_meta("schema_version") == str(SCHEMA_VERSION)
+        assert Meta(backend_of(s)).get_meta("schema_version") == str(SCHEMA_VERSION)
 
 
 def test_status_shows_the_embedder(db: Path) -> None:

@@ -19,6 +19,7 @@ from anneal_memory import (
     WrapInProgressError,
     prepare_wrap,
 )
+from anneal_memory.storage.roles import Meta
 from anneal_memory.testing import backend_of, scripted_compress
 from anneal_memory.wrap.render import render_package
 
@@ -116,4 +117,4 @@ def test_bad_policies_are_refused(tmp_path: Path, bad: object) -> None:
     with Store(tmp_path / "n.db") as s:
         with pytest.raises(ValidationError, match="stale_wrap_after"):
             s.set_stale_wrap_after(bad)  # type: ignore[arg-type]
-        assert backend_of(s).get_meta("stale_wrap_after") is None
+        assert Meta(backend_of(s)).get_meta("stale_wrap_after") is None

@@ -30,6 +30,7 @@ from anneal_memory import (
     validated_save_continuity,
 )
 from anneal_memory.continuity.parse import parse_sections
+from anneal_memory.storage.roles import Meta
 from anneal_memory.testing import backend_of
 
 from wraphelp import doc, wrap
@@ -309,7 +310,7 @@ def test_parser_never_raises_foreign_errors(text: str) -> None:
 def test_corrupt_persisted_schema_fails_closed(store: Store) -> None:
     store.record("x", "observation")
     with store.batch():
-        backend_of(store).set_meta("section_schema", "{not json")
+        Meta(backend_of(store)).set_meta("section_schema", "{not json")
     with pytest.raises(SchemaError):
         prepare_wrap(store)
     store.set_section_schema(DEFAULT_SCHEMA)

@@ -20,6 +20,7 @@ from anneal_memory import (
     validated_save_continuity,
 )
 from anneal_memory import store as store_mod
+from anneal_memory.storage.roles import Meta
 from anneal_memory.testing import backend_of
 
 from wraphelp import doc, fail_commits, wrap
@@ -46,7 +47,7 @@ def test_prepare_and_save_each_commit_once(store: Store, tmp_path: Path) -> None
     validated_save_continuity(store, doc(), wrap_token=w["wrap_token"])
     assert len(seen) == 2  # the save is one transaction: no second one to tidy up
     assert store.continuity_path.read_text("utf-8") == doc()
-    assert backend_of(store).get_meta("pending_blob:.continuity.md") is None
+    assert Meta(backend_of(store)).get_meta("pending_blob:.continuity.md") is None
     assert _staged(tmp_path) == []
 
 
@@ -111,7 +112,7 @@ def test_a_rename_a_crash_lost_is_redone_at_the_next_open(db: Path) -> None:
         s.record("the second session chose WAL", "decision")
         wrap(s, doc(context="- new"))
         path = s.continuity_path
-        record = backend_of(s).get_meta("staged_blob:.continuity.md")
+        record = Meta(backend_of(s)).get_meta("staged_blob:.continuity.md")
     assert record is not None
     # what the disk holds when a crash came after the commit but before the folder held
     # the rename: the new text under its staged name, the old one in place
@@ -187,13 +188,13 @@ def test_a_pending_copy_left_by_an_earlier_build_is_written_at_open(db: Path) ->
         s.record("an episode", "observation")
         wrap(s, doc(context="- old"))
         with backend_of(s).transaction():  # the shape an earlier build committed before its file
-            backend_of(s).set_meta("pending_blob:.continuity.md", doc(context="- pending"))
+            Meta(backend_of(s)).set_meta("pending_blob:.continuity.md", doc(context="- pending"))
         assert s.load_continuity() == doc(context="- pending")
     with Store(db) as s:
         assert s.continuity_path.read_text("utf-8") == doc(context="- pending")
-        assert backend_of(s).get_meta("pending_blob:.continuity.md") is None
+        assert Meta(backend_of(s)).get_meta("pending_blob:.continuity.md") is None
         with backend_of(s).transaction():  # one more, still there when the next save runs
-            backend_of(s).set_meta("pending_blob:.continuity.md", doc(context="- stale"))
+            Meta(backend_of(s)).set_meta("pending_blob:.continuity.md", doc(context="- stale"))
         s.record("the next episode", "observation")
         wrap(s, doc(context="- next"))  # the save drops such a copy in its transaction
         assert s.load_continuity() == doc(context="- next")

@@ -7,11 +7,12 @@ construction with a ``ValidationError``, before any policy or storage sees them.
 
 from __future__ import annotations
 
+import copy
 import unicodedata
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, TypedDict
 
 from .._identity import subject_key
 from .._inputs import storable_text
@@ -116,6 +117,65 @@ def memory_id_for(namespace: MemoryNamespace, memory_type: MemoryType, subject: 
                            _subject_identity(subject))[:32]
 
 
+class SourceDict(TypedDict):
+    """A candidate's source as its dict."""
+
+    source_id: str
+    kind: str
+
+
+class CandidateDict(TypedDict):
+    """``MemoryCandidate.to_dict()``: the candidate's fields, enums as their values."""
+
+    candidate_id: str
+    namespace: dict[str, str | None]
+    memory_type: str
+    subject: str
+    content: str
+    source: SourceDict
+    lifetime: str
+    sensitivity: str
+    confidence: float
+    authority: str | None
+    valid_from: str | None
+    expires_at: str | None
+
+
+class RecordDict(TypedDict):
+    """``MemoryRecord.to_dict()``: the version's fields, enums as their values (the body
+    the ledger stores)."""
+
+    record_id: str
+    memory_id: str
+    namespace: dict[str, str | None]
+    memory_type: str
+    subject: str
+    content: str | None
+    source_id: str
+    authority: str
+    confidence: float
+    sensitivity: str
+    valid_from: str
+    expires_at: str | None
+    created_at: str
+    version: int
+    supersedes: str | None
+    candidate_id: str
+
+
+class ReceiptDict(TypedDict):
+    """``DeletionReceipt.to_dict()``: the receipt's fields, its tuples as lists."""
+
+    receipt_id: str
+    memory_id: str
+    namespace: dict[str, Any]
+    record_ids: list[str]
+    deleted_at: str
+    reason: str
+    content_digests: list[str]
+    request_id: str | None
+
+
 @dataclass(frozen=True)
 class SourceRef:
     """The evidence a candidate came from. The host builds it from its own event
@@ -185,13 +245,15 @@ class MemoryCandidate:
                       authority.value, self.sensitivity.value, self.confidence,
                       self.valid_from, self.expires_at)
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["namespace"] = self.namespace.to_dict()
-        d["source"] = {"source_id": self.source.source_id, "kind": self.source.kind.value}
-        for k in ("memory_type", "lifetime", "sensitivity", "authority"):
-            d[k] = None if d[k] is None else str(d[k].value if isinstance(d[k], Enum) else d[k])
-        return d
+    def to_dict(self) -> CandidateDict:
+        return CandidateDict(
+            candidate_id=self.candidate_id, namespace=self.namespace.to_dict(),
+            memory_type=str(self.memory_type.value), subject=self.subject, content=self.content,
+            source=SourceDict(source_id=self.source.source_id, kind=str(self.source.kind.value)),
+            lifetime=str(self.lifetime.value), sensitivity=str(self.sensitivity.value),
+            confidence=self.confidence,
+            authority=None if self.authority is None else str(self.authority.value),
+            valid_from=self.valid_from, expires_at=self.expires_at)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MemoryCandidate:
@@ -222,12 +284,15 @@ class MemoryRecord:
     supersedes: str | None
     candidate_id: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["namespace"] = self.namespace.to_dict()
-        for k in ("memory_type", "authority", "sensitivity"):
-            d[k] = getattr(self, k).value
-        return d
+    def to_dict(self) -> RecordDict:
+        return RecordDict(
+            record_id=self.record_id, memory_id=self.memory_id,
+            namespace=self.namespace.to_dict(), memory_type=self.memory_type.value,
+            subject=self.subject, content=self.content, source_id=self.source_id,
+            authority=self.authority.value, confidence=self.confidence,
+            sensitivity=self.sensitivity.value, valid_from=self.valid_from,
+            expires_at=self.expires_at, created_at=self.created_at, version=self.version,
+            supersedes=self.supersedes, candidate_id=self.candidate_id)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MemoryRecord:
@@ -281,11 +346,12 @@ class DeletionReceipt:
     content_digests: tuple[str, ...]
     request_id: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["record_ids"] = list(self.record_ids)
-        d["content_digests"] = list(self.content_digests)
-        return d
+    def to_dict(self) -> ReceiptDict:
+        return ReceiptDict(
+            receipt_id=self.receipt_id, memory_id=self.memory_id,
+            namespace=copy.deepcopy(self.namespace), record_ids=list(self.record_ids),
+            deleted_at=self.deleted_at, reason=self.reason,
+            content_digests=list(self.content_digests), request_id=self.request_id)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DeletionReceipt:

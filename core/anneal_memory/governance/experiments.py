@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypedDict
 
 from ..store import Store
 from .contracts import MemoryCandidate, MemoryRecord, MemoryType, SourceKind, SourceRef
@@ -95,14 +95,23 @@ TRANSCRIPT = [
 ]
 
 
-def decide(context: list[str]) -> dict[str, Any]:
+class Decision(TypedDict):
+    """What the scripted agent chose, given its context."""
+
+    language: str
+    confirms_public_api: bool
+    skips_slow_tests: bool
+    task_accepted: bool
+
+
+def decide(context: list[str]) -> Decision:
     """The scripted agent: its choices depend only on what is in its context."""
     low = [c.lower() for c in context]
     language = "Python" if any("prefer python" in c for c in low) else "JavaScript"
     confirms = any("confirm" in c and "public api" in c for c in low)
     skips = any("skip" in c and "slow" in c for c in low)
-    return {"language": language, "confirms_public_api": confirms, "skips_slow_tests": skips,
-            "task_accepted": language == "Python" and confirms and not skips}
+    return Decision(language=language, confirms_public_api=confirms, skips_slow_tests=skips,
+                    task_accepted=language == "Python" and confirms and not skips)
 
 
 def _ratio(n: int, d: int) -> float | None:
@@ -210,7 +219,7 @@ def recall_exp(trace: Trace) -> dict[str, Any]:
             rt.write(cand)
             if rel:
                 relevant.add(cand.memory_id)
-        everything = [MemoryRecord.from_dict(b) for b in rt.store.repos.governance.all_current_unscoped()]
+        everything = [MemoryRecord.from_dict(v.body) for v in rt.store.repos.governance.all_current_unscoped()]
         out["records"] = len(everything)
         at = rt.now()
         glob = rank(everything, QUERY, at=at, k=5, min_task_match=0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+from ..errors import GovernanceError
 from .contracts import (
     Authority,
     DeletionReceipt,
@@ -31,7 +32,9 @@ def record_id_for(namespace: MemoryNamespace, memory_id: str, candidate_id: str)
     return "rec-" + digest("record", namespace.to_dict(), memory_id, candidate_id)[:32]
 
 
-def audit_data(namespace: MemoryNamespace, memory_id: str, **extra: Any) -> dict[str, Any]:
+def audit_data(namespace: MemoryNamespace, memory_id: str,
+               **extra: object) -> dict[str, object]:
+    """An audit entry's data about one governed memory (its namespace and id first)."""
     return {"namespace": namespace.to_dict(), "memory_id": memory_id, **extra}
 
 
@@ -46,16 +49,16 @@ class Ledger:
     # ------------------------------------------------------------------ reads
     def current_record(self, memory_id: str) -> MemoryRecord | None:
         cur = self.gov.current(memory_id) if self.gov.has_schema() else None
-        if cur is None or cur["state"] != "active":
+        if cur is None or cur.state != "active" or cur.record_id is None:
             return None
-        got = self.gov.record_by_id(cur["record_id"])
+        got = self.gov.record_by_id(cur.record_id)
         return None if got is None else MemoryRecord.from_dict(got[1])
 
     def is_deleted(self, memory_id: str) -> bool:
         return self.gov.has_schema() and self.gov.tombstone(memory_id) is not None
 
     def versions(self, memory_id: str) -> list[MemoryRecord]:
-        return [MemoryRecord.from_dict(d) for d in self.gov.versions(memory_id)]
+        return [MemoryRecord.from_dict(v.body) for v in self.gov.versions(memory_id)]
 
     # ------------------------------------------------------------------ commit
     def commit(self, candidate: MemoryCandidate, authority: Authority, *, created_at: str,
@@ -82,12 +85,12 @@ class Ledger:
                     return self._refuse(ns, mid, "memory_id_conflict", record_id=rid)
                 version, supersedes = 1, None
             else:
-                if cur is None or cur["state"] != "active":
+                if cur is None or cur.state != "active":
                     return self._refuse(ns, mid, "no_current_record", record_id=rid)
-                if cur["record_id"] != expected_record_id:
+                if cur.record_id != expected_record_id:
                     return self._refuse(ns, mid, "stale_expected_record", record_id=rid,
                                         expected=expected_record_id)
-                version, supersedes = cur["version"] + 1, cur["record_id"]
+                version, supersedes = cur.version + 1, cur.record_id
             record = MemoryRecord(
                 record_id=rid, memory_id=mid, namespace=ns, memory_type=candidate.memory_type,
                 subject=candidate.subject, content=candidate.content,
@@ -134,11 +137,12 @@ class Ledger:
             if request_key is not None:
                 prior = tx.governance.tombstone_by_request(request_key)
                 if prior is not None:
-                    return (DeletionReceipt.from_dict(prior) if prior["memory_id"] == memory_id
+                    return (DeletionReceipt.from_dict(prior.receipt)
+                            if prior.receipt["memory_id"] == memory_id
                             else "request_id_conflict")
             prior = tx.governance.tombstone(memory_id)
             if prior is not None:
-                return DeletionReceipt.from_dict(prior)
+                return DeletionReceipt.from_dict(prior.receipt)
             versions = tx.governance.versions(memory_id)
             if not versions:
                 return "no_current_record"
@@ -146,9 +150,10 @@ class Ledger:
             receipt = DeletionReceipt(
                 receipt_id="del-" + digest("receipt", ns.to_dict(), memory_id)[:32],
                 memory_id=memory_id, namespace=ns.to_dict(),
-                record_ids=tuple(v["record_id"] for v in versions), deleted_at=at,
+                record_ids=tuple(v.record_id for v in versions), deleted_at=at,
                 reason=reason,
-                content_digests=tuple(h(v["content"]) for v in versions if v["content"]),
+                content_digests=tuple(h(c) for v in versions
+                                      if isinstance(c := v.body["content"], str) and c),
                 request_id=request_id)
             tx.governance.insert_tombstone(memory_id=memory_id, ns_key=ns.key, ns_owner=ns.owner,
                                            ns_project=ns.project, receipt=receipt.to_dict(),
@@ -189,11 +194,16 @@ class Ledger:
                                           ns_project=ns.project, record_id=body["record_id"],
                                           version=body["version"], state="active")
             for mid in deleted:
-                receipt = tx.governance.tombstone(mid) or {}
-                ns = MemoryNamespace.from_dict(receipt["namespace"])
+                tomb = tx.governance.tombstone(mid)
+                if tomb is None:
+                    raise GovernanceError(f"the history tombstones {mid!r}, but its receipt "
+                                          "is gone: the governance tables were changed "
+                                          "outside anneal-memory")
+                receipt = DeletionReceipt.from_dict(tomb.receipt)
+                ns = MemoryNamespace.from_dict(receipt.namespace)
                 tx.governance.set_current(memory_id=mid, ns_key=ns.key, ns_owner=ns.owner,
                                           ns_project=ns.project, record_id=None,
-                                          version=len(receipt.get("record_ids", [])), state="deleted")
+                                          version=len(receipt.record_ids), state="deleted")
             for mid in hidden:
                 tx.governance.set_hidden(mid, True)
             tx.audit.append("gov_rebuild", {"active": len(heads),

@@ -7,11 +7,12 @@ clock, so two runs produce the same bytes. What was not measured is ``null`` (ne
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
 from .experiments import CLOCK, safety_counts
 
-NOT_MEASURED = {"model_quality": None, "token_savings": None, "latency_ms": None,
+NOT_MEASURED: dict[str, None] = {"model_quality": None, "token_savings": None, "latency_ms": None,
                 "provider_usage": None}
 
 CLAIMS = [
@@ -32,22 +33,39 @@ NON_CLAIMS = [
 ]
 
 
-def document(results: dict[str, Any]) -> dict[str, Any]:
+class EvalDocument(TypedDict):
+    """The evaluation's report: each experiment's results by variant, the safety counts
+    that must be zero, what was not measured, and what the results do and do not show."""
+
+    report: str
+    format_version: int
+    clock: str
+    sample_count_per_case: int
+    experiments: dict[str, dict[str, Any]]  # experiment -> its results (variants, scalars)
+    safety: dict[str, int]
+    safety_ok: bool
+    not_measured: dict[str, None]
+    claims: list[str]
+    non_claims: list[str]
+
+
+def document(results: dict[str, Any]) -> EvalDocument:
+    """The report of ``run_all``'s results."""
     safety = safety_counts(results)
-    return {
-        "report": "anneal-memory governed memory evaluation", "format_version": 1,
-        "clock": CLOCK.isoformat(), "sample_count_per_case": 1,
-        "experiments": results, "safety": safety,
-        "safety_ok": all(v == 0 for v in safety.values()),
-        "not_measured": NOT_MEASURED, "claims": CLAIMS, "non_claims": NON_CLAIMS,
-    }
+    return EvalDocument(
+        report="anneal-memory governed memory evaluation", format_version=1,
+        clock=CLOCK.isoformat(), sample_count_per_case=1,
+        experiments=results, safety=safety,
+        safety_ok=all(v == 0 for v in safety.values()),
+        not_measured=NOT_MEASURED, claims=CLAIMS, non_claims=NON_CLAIMS,
+    )
 
 
-def to_json(doc: dict[str, Any]) -> str:
+def to_json(doc: EvalDocument) -> str:
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def to_jsonl(trace: list[dict[str, Any]]) -> str:
+def to_jsonl(trace: Sequence[Mapping[str, object]]) -> str:
     return "".join(json.dumps(t, sort_keys=True, ensure_ascii=False,
                               separators=(",", ":")) + "\n" for t in trace)
 
@@ -71,7 +89,7 @@ def _table(rows: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-def to_markdown(doc: dict[str, Any]) -> str:
+def to_markdown(doc: EvalDocument) -> str:
     out = ["# Governed memory evaluation", "",
            f"Fixed clock {doc['clock']}; one sample per case; scripted decision policy.", ""]
     for name, res in doc["experiments"].items():

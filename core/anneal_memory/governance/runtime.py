@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .._inputs import storable_text
 from ..clock import iso, utcnow
 from ..errors import ValidationError
+from ..storage.rows import ReviewRow
 from .contracts import (
     Authority,
     DeletionReceipt,
@@ -36,6 +37,49 @@ if TYPE_CHECKING:
     from ..store import Store
 
 
+class ReviewItem(TypedDict):
+    """One item of the review queue as ``pending_reviews`` returns it (1.0.2's keys)."""
+
+    review_id: str
+    memory_id: str
+    ns_key: str
+    candidate: dict[str, Any]  # the queued candidate's dict (MemoryCandidate.to_dict)
+    reason: str
+    status: str
+    created_at: str
+    decided_at: str | None
+    decided_by: str | None
+    record_id: str | None
+
+
+class ProfileEntry(TypedDict):
+    """One subject of ``profile``: its current value with where it came from."""
+
+    value: str | None
+    record_id: str
+    memory_id: str
+    version: int
+    authority: str
+    source_id: str
+    scope: str  # "project" or "user"
+
+
+def review_item(row: ReviewRow) -> ReviewItem:
+    """A stored review row as the queue's public item."""
+    return ReviewItem(review_id=row.review_id, memory_id=row.memory_id, ns_key=row.ns_key,
+                      candidate=row.candidate, reason=row.reason, status=row.status,
+                      created_at=row.created_at, decided_at=row.decided_at,
+                      decided_by=row.decided_by, record_id=row.record_id)
+
+
+def _candidate_namespace(candidate: Mapping[str, object]) -> MemoryNamespace:
+    """The namespace a queued candidate was written for."""
+    ns = candidate["namespace"]
+    if not isinstance(ns, Mapping):
+        raise ValidationError(f"a queued candidate's namespace is not a mapping: {ns!r}")
+    return MemoryNamespace.from_dict(ns)
+
+
 class MemoryRuntime:
     """Governed memory over one Store. Not thread-safe, like the Store: one per thread
     (several threads or processes may each run their own on the same database)."""
@@ -49,7 +93,7 @@ class MemoryRuntime:
         #: a runtime over a scoped view acts only in the view's own namespace
         self._view: MemoryNamespace | None = getattr(store, "namespace", None)
 
-    def _ns(self, value: Any) -> MemoryNamespace:
+    def _ns(self, value: object) -> MemoryNamespace:
         """The namespace a call names, refused when it is not the view's own."""
         return require_view(self._view, coerce_namespace(value))
 
@@ -109,20 +153,21 @@ class MemoryRuntime:
         return WriteResult("review", reason, c.memory_id, review_id=review_id)
 
     # ------------------------------------------------------------------ review queue
-    def pending_reviews(self, namespace: MemoryNamespace | dict[str, Any] | None = None
-                        ) -> list[dict[str, Any]]:
+    def pending_reviews(self, namespace: MemoryNamespace | Mapping[str, str | None] | None = None
+                        ) -> list[ReviewItem]:
         """Review items waiting in the namespace (with their candidates). Without one: the
         runtime's scoped store's namespace, or on a root Store every namespace's items
         (the operator's queue)."""
         if namespace is None:
             namespace = getattr(self.store, "namespace", None)
             if namespace is None:
-                return self.store.repos.governance.all_reviews()
+                return [review_item(r) for r in self.store.repos.governance.all_reviews()]
         ns = self._ns(namespace)
-        return self.store.repos.governance.reviews(ns.owner, ns.project)
+        return [review_item(r)
+                for r in self.store.repos.governance.reviews(ns.owner, ns.project)]
 
     def approve(self, review_id: str, *, reviewer: str,
-                namespace: MemoryNamespace | dict[str, Any] | None = None) -> WriteResult:
+                namespace: MemoryNamespace | Mapping[str, str | None] | None = None) -> WriteResult:
         """Commit a queued candidate with authority ``human_reviewed``. The other gates
         (secrets, lifetime, deletion, duplicates, conflicts) still apply. ``namespace``
         (or the runtime's scoped store): only that namespace's reviews can be decided;
@@ -132,7 +177,7 @@ class MemoryRuntime:
         # second sees the first's outcome, not a stale "pending".
         with self.store.transaction() as tx:
             item = self._pending(review_id, reviewer, namespace)
-            c = MemoryCandidate.from_dict(item["candidate"])
+            c = MemoryCandidate.from_dict(item.candidate)
             decision = evaluate(c, current=self.ledger.current_record(c.memory_id),
                                 deleted=self.ledger.is_deleted(c.memory_id), mode="approve",
                                 config=self.policy)
@@ -152,19 +197,19 @@ class MemoryRuntime:
         return res
 
     def reject_review(self, review_id: str, *, reviewer: str,
-                      namespace: MemoryNamespace | dict[str, Any] | None = None) -> None:
+                      namespace: MemoryNamespace | Mapping[str, str | None] | None = None) -> None:
         """Close a review item without writing anything (``namespace`` as in approve)."""
         with self.store.transaction() as tx:
             item = self._pending(review_id, reviewer, namespace)
             tx.governance.decide_review(review_id, status="rejected",
                                         decided_at=self.now(), decided_by=reviewer, record_id=None)
             tx.audit.append("gov_review_decided", {
-                "namespace": MemoryNamespace.from_dict(item["candidate"]["namespace"]).to_dict(),
-                "memory_id": item["memory_id"], "review_id": review_id, "status": "rejected",
+                "namespace": _candidate_namespace(item.candidate).to_dict(),
+                "memory_id": item.memory_id, "review_id": review_id, "status": "rejected",
                 "reviewer": reviewer}, actor="operator")
 
     def _pending(self, review_id: str, reviewer: str,
-                 namespace: MemoryNamespace | dict[str, Any] | None = None) -> dict[str, Any]:
+                 namespace: MemoryNamespace | Mapping[str, str | None] | None = None) -> ReviewRow:
         if not isinstance(reviewer, str) or not reviewer.strip():
             raise ValidationError("reviewer must name the human who decided")
         storable_text(reviewer, "reviewer")
@@ -174,14 +219,14 @@ class MemoryRuntime:
                                                        coerce_namespace(scope, partial=True))
         item = self.store.repos.governance.review(review_id)
         if item is not None and mine is not None:
-            if MemoryNamespace.from_dict(item["candidate"]["namespace"]).key != mine.key:
+            if _candidate_namespace(item.candidate).key != mine.key:
                 item = None  # another namespace's review reads exactly like an unknown one
         if item is None:
             raise GovernanceRefusal("unknown_review", f"no review item {review_id!r}: list "
                                     "them with pending_reviews(namespace)")
-        if item["status"] != "pending":
+        if item.status != "pending":
             raise GovernanceRefusal("review_not_pending", f"review {review_id!r} is already "
-                                    f"{item['status']}")
+                                    f"{item.status}")
         return item
 
     # ------------------------------------------------------------------ correct
@@ -217,7 +262,7 @@ class MemoryRuntime:
                                   event="gov_correct")
 
     # ------------------------------------------------------------------ forget / hide
-    def forget(self, namespace: MemoryNamespace | dict[str, Any], memory_type: MemoryType | str,
+    def forget(self, namespace: MemoryNamespace | Mapping[str, str | None], memory_type: MemoryType | str,
                subject: str, *, reason: str, request_id: str | None = None) -> DeletionReceipt:
         """Tombstone a memory: recall stops at once, every later append is refused
         (``memory_deleted``), stored text is scrubbed, and the receipt holds no content."""
@@ -235,7 +280,7 @@ class MemoryRuntime:
                 else "there is no such memory in this namespace"))
         return got
 
-    def hide(self, namespace: MemoryNamespace | dict[str, Any], memory_type: MemoryType | str,
+    def hide(self, namespace: MemoryNamespace | Mapping[str, str | None], memory_type: MemoryType | str,
              subject: str, hidden: bool = True) -> bool:
         """Hide (or show) a memory in display views such as ``profile``. Hiding is not
         deletion: recall still sees it. Use ``forget`` to stop a memory being used."""
@@ -250,21 +295,23 @@ class MemoryRuntime:
         return bool(n)
 
     # ------------------------------------------------------------------ reads
-    def _address(self, namespace: Any, memory_type: Any, subject: Any
+    def _address(self, namespace: object, memory_type: object, subject: object
                  ) -> tuple[MemoryNamespace, str]:
         ns = self._ns(namespace)
         if not isinstance(subject, str) or not subject.strip():
             raise ValidationError("subject is empty: name the memory to address")
         return ns, memory_id_for(ns, MemoryType.coerce(memory_type), subject)
 
-    def current(self, namespace: Any, memory_type: Any, subject: str) -> MemoryRecord | None:
+    def current(self, namespace: MemoryNamespace | Mapping[str, str | None], memory_type: MemoryType | str,
+                subject: str) -> MemoryRecord | None:
         """The current version (active, not deleted), expired or not."""
         return self.ledger.current_record(self._address(namespace, memory_type, subject)[1])
 
-    def versions(self, namespace: Any, memory_type: Any, subject: str) -> list[MemoryRecord]:
+    def versions(self, namespace: MemoryNamespace | Mapping[str, str | None], memory_type: MemoryType | str,
+                 subject: str) -> list[MemoryRecord]:
         return self.ledger.versions(self._address(namespace, memory_type, subject)[1])
 
-    def state(self, namespace: Any, memory_type: Any, subject: str, *,
+    def state(self, namespace: MemoryNamespace | Mapping[str, str | None], memory_type: MemoryType | str, subject: str, *,
               at: str | datetime | None = None) -> str:
         """``absent``, ``active``, ``expired``, ``not_yet_valid``, ``hidden`` or ``deleted``."""
         _ns, mid = self._address(namespace, memory_type, subject)
@@ -279,14 +326,13 @@ class MemoryRuntime:
         if rec.valid_from > when:
             return "not_yet_valid"
         cur = self.store.repos.governance.current(mid)
-        return "hidden" if cur and cur["hidden"] else "active"
+        return "hidden" if cur and cur.hidden else "active"
 
     def _visible(self, ns: MemoryNamespace) -> list[tuple[MemoryRecord, bool]]:
         rows = self.store.repos.governance.visible_current(ns.owner, ns.project)
-        return [(MemoryRecord.from_dict({k: v for k, v in r.items() if k != "_hidden"}),
-                 r["_hidden"]) for r in rows]
+        return [(MemoryRecord.from_dict(r.body), r.hidden) for r in rows]
 
-    def recall(self, namespace: Any, query: str, *, k: int = 3,
+    def recall(self, namespace: MemoryNamespace | Mapping[str, str | None], query: str, *, k: int = 3,
                sensitivity: Collection[Sensitivity | str] = DEFAULT_SENSITIVITY,
                memory_types: Collection[MemoryType | str] | None = None,
                at: str | datetime | None = None) -> RecallOutcome:
@@ -303,7 +349,7 @@ class MemoryRuntime:
         return rank([r for r, _h in self._visible(ns)], query, at=when, k=k,
                     sensitivity=sens, types=types)
 
-    def resolve(self, namespace: Any, record_ids: Sequence[str], *,
+    def resolve(self, namespace: MemoryNamespace | Mapping[str, str | None], record_ids: Sequence[str], *,
                 at: str | datetime | None = None) -> list[MemoryRecord]:
         """Re-check ids from a cache or index against the ledger: only records that
         are still the current, valid, visible version come back."""
@@ -313,19 +359,20 @@ class MemoryRuntime:
         live = {r.record_id: r for r, _h in self._visible(ns) if r.is_valid_at(when)}
         return [live[i] for i in ids if isinstance(i, str) and i in live]
 
-    def profile(self, namespace: Any, *, at: str | datetime | None = None) -> dict[str, dict[str, Any]]:
+    def profile(self, namespace: MemoryNamespace | Mapping[str, str | None], *,
+                at: str | datetime | None = None) -> dict[str, ProfileEntry]:
         """The user's profile as a projection of current semantic records: subject ->
         value with its provenance. A project record wins over a user-level one."""
         ns = self._ns(namespace)
         when = parse_at(at) if at is not None else self.now()
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, ProfileEntry] = {}
         for rec, hidden in sorted(self._visible(ns), key=lambda rh: rh[0].namespace.project or ""):
             if hidden or rec.memory_type != MemoryType.SEMANTIC or not rec.is_valid_at(when):
                 continue
-            out[rec.subject] = {"value": rec.content, "record_id": rec.record_id,
-                                "memory_id": rec.memory_id, "version": rec.version,
-                                "authority": rec.authority.value, "source_id": rec.source_id,
-                                "scope": "project" if rec.namespace.project else "user"}
+            out[rec.subject] = ProfileEntry(
+                value=rec.content, record_id=rec.record_id, memory_id=rec.memory_id,
+                version=rec.version, authority=rec.authority.value, source_id=rec.source_id,
+                scope="project" if rec.namespace.project else "user")
         return out
 
     def rebuild_projection(self) -> dict[str, int]:

@@ -17,7 +17,6 @@ history and drift probes are its own, so a hundred users can wrap at once.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from ..storage.common import audit_counter_key
 from ..store import ScopedStore, Store, UnscopedView
@@ -32,6 +31,6 @@ __all__ = ["NS_META_KEY", "ScopedStore", "UnscopedView", "audit_counter_key", "n
 NS_META_KEY = Store.RESERVED_METADATA_KEY
 
 
-def scoped(store: Store, namespace: MemoryNamespace | Mapping[str, Any]) -> ScopedStore:
+def scoped(store: Store, namespace: MemoryNamespace | Mapping[str, str | None]) -> ScopedStore:
     """``ScopedStore(store, namespace)``."""
     return ScopedStore(store, namespace)

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     # the connection is sqlite3's or pysqlite3's (a drop-in of the same API)
     from sqlite3 import Connection
 
+    from ..storage.sqlite_conn import RawConnection
+
 LEGACY_VERSION = "1.0.2"
 LEGACY_AUDIT_FORMAT = "1.0.2"
 BACKUP_SUFFIX = ".1.0.2.bak"
@@ -76,7 +78,7 @@ class SealedRecord(TypedDict):
     format: str
 
 
-def is_legacy_store(conn: Connection) -> bool:
+def is_legacy_store(conn: RawConnection) -> bool:
     """True for a database 1.0.2 wrote (and we have not upgraded yet)."""
     tables = _tables(conn)
     if "meta" in tables or "episodes" not in tables or "metadata" not in tables:
@@ -85,8 +87,8 @@ def is_legacy_store(conn: Connection) -> bool:
     return row is not None
 
 
-def _tables(conn: Any) -> set[str]:
-    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+def _tables(conn: RawConnection) -> set[str]:
+    return {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
 def backup_path(db_path: str | Path) -> Path:

@@ -20,9 +20,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from .rows import (
     DayActivity,
-    MetaEntry,
     NamespaceCount,
-    TextCell,
     WordCounts,
 )
 
@@ -208,55 +206,6 @@ class Connection(abc.ABC):
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
 
 
-class MetaRepo(abc.ABC):
-    """Store-wide metadata, named text blobs (continuity, baton) and the rows erasure
-    walks: what is one per database or names the owner it acts on."""
-
-    # -- metadata
-    @abc.abstractmethod
-    def get_meta(self, key: str) -> str | None: ...
-    @abc.abstractmethod
-    def set_meta(self, key: str, value: str | None) -> None: ...
-    @abc.abstractmethod
-    def add_meta_int(self, key: str, delta: int) -> None: ...
-    @abc.abstractmethod
-    def meta_with_prefix(self, prefix: str) -> list[MetaEntry]:
-        """(key, value) of every metadata key that starts with ``prefix``."""
-    @abc.abstractmethod
-    def delete_meta_if(self, key: str, value: str) -> bool:
-        """Drop ``key`` only while it still holds ``value``; whether it did."""
-
-    # -- named text blobs (the continuity file, the baton)
-    @abc.abstractmethod
-    def read_blob(self, name: str) -> str | None: ...
-    @abc.abstractmethod
-    def write_blob(self, name: str, text: str, *, lock: str | None = None) -> None: ...
-    @abc.abstractmethod
-    def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
-                    lock: str | None = None) -> str | None: ...
-    @abc.abstractmethod
-    def delete_blob(self, name: str, *, lock: str | None = None) -> bool: ...
-    @abc.abstractmethod
-    def owners(self) -> list[str]: ...  # every namespace owner with rows here
-    # -- erasure (see erasure.py): every place besides the episodes that holds text
-    @abc.abstractmethod
-    def text_cells(self, ns_keys: Sequence[str]) -> Iterator[TextCell]: ...
-    @abc.abstractmethod
-    def set_text_cell(self, table: str, key: tuple[Any, ...], column: str, text: str) -> None: ...
-    @abc.abstractmethod
-    def meta_rows(self) -> list[MetaEntry]: ...
-    @abc.abstractmethod
-    def episode_ids_of_owner(self, owner: str) -> list[str]: ...
-    @abc.abstractmethod
-    def erase_namespace_rows(self, owner: str) -> dict[str, int]: ...
-    @abc.abstractmethod
-    def erase_scope_rows(self, target: Scope) -> dict[str, int]: ...
-    @abc.abstractmethod
-    def erase_owner_meta(self, owner: str, extra_keys: Sequence[str] = ()) -> int: ...
-    @abc.abstractmethod
-    def owner_projects(self, owner: str) -> list[str | None]: ...
-
-
 class EpisodeRepo(abc.ABC):
     """The episode rows and the keyword index over them."""
 
@@ -365,50 +314,10 @@ class EpisodeRepo(abc.ABC):
         return WordCounts(0, {})
 
 
-class AuditRepo(abc.ABC):
-    """The audit chain's database copy."""
-
-    # False when the audit chain lives only in the database (no per-host JSONL mirror).
-    mirrors_audit_to_files: bool = True
-
-    # -- the audit chain's database copy
-    @abc.abstractmethod
-    def audit_tip(self) -> tuple[int, str]: ...
-    @abc.abstractmethod
-    def audit_insert(self, entry: dict[str, Any]) -> None: ...
-
-    @abc.abstractmethod
-    def audit_insert_rows(self, rows: Sequence[Sequence[Any]]) -> None:
-        """Insert consecutive entries of the chain, oldest first, each as its column
-        values (seq, ts, actor, event, data as JSON text, prev_hash, hash)."""
-    @abc.abstractmethod
-    def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]: ...
-    @abc.abstractmethod
-    def audit_count(self) -> int: ...
-
-    @abc.abstractmethod
-    def audit_row_values(self, after_seq: int = 0) -> list[tuple[Any, ...]]:
-        """What ``audit_rows`` reads, each entry as its column values (seq, ts, actor,
-        event, data as its JSON text, prev_hash, hash), its data not parsed."""
-
-    def audit_rows(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-        """The entries the database holds in full (``audit_entries`` reads compacted ones
-        back from the audit files): what a mirror writes to the files."""
-        return self.audit_entries(after_seq, limit)
-
-    def audit_digests(self, after_seq: int = 0,
-                      limit: int | None = None) -> list[tuple[int, str, bool]]:
-        """(seq, hash, compacted) for every entry of the database's copy after ``after_seq``
-        (compacted: only its hash is kept, its text is in the audit files)."""
-        return [(int(e["seq"]), str(e["hash"]), False)
-                for e in self.audit_entries(after_seq, limit)]
-
-    def audit_compact(self, digests: Sequence[tuple[int, str]]) -> int:
-        """Keep only the hashes of these mirrored (seq, hash) entries; how many rows were
-        compacted. A backend whose copy is the chain's only one keeps every entry in full."""
-        return 0
-
-
-class Backend(Connection, MetaRepo, EpisodeRepo, AuditRepo):
+class Backend(Connection, EpisodeRepo):
     """One database: every role at once. The Store owns it; the layers above see it
     through the typed roles of a :class:`Repositories` or a unit of work."""
+
+    #: False when the audit chain lives only in the database (no per-host JSONL mirror);
+    #: the chain's SQL is its role's (``roles.AuditChain``, ``audit_sql``)
+    mirrors_audit_to_files: bool = True

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .._fileio import atomic_write_text, file_lock, sidecar_path
 from ..errors import StoreError
+from .meta_sql import MetaSQL
 
 
 class SidecarBlobs:
@@ -67,3 +68,23 @@ class SidecarBlobs:
             if gone:
                 fsync_dir(path.parent)
         return gone
+
+
+class SQLiteMetaSQL(MetaSQL):
+    """A SQLite store's metadata statements; its blobs are the files beside it."""
+
+    __slots__ = ()
+
+    def read_blob(self, name: str) -> str | None:
+        """The sidecar file ``<stem><name>`` beside the database, or None."""
+        return SidecarBlobs(self.db.path).read_blob(name)
+
+    def write_blob(self, name: str, text: str, *, lock: str | None = None) -> None:
+        SidecarBlobs(self.db.path).write_blob(name, text, lock=lock)
+
+    def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
+                    lock: str | None = None) -> str | None:
+        return SidecarBlobs(self.db.path).update_blob(name, fn, lock=lock)
+
+    def delete_blob(self, name: str, *, lock: str | None = None) -> bool:
+        return SidecarBlobs(self.db.path).delete_blob(name, lock=lock)

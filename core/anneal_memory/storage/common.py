@@ -12,23 +12,19 @@ from __future__ import annotations
 
 import abc
 import functools
-import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from .audit_sql import AuditSQL
 from .base import KEEP, ROOT, Backend, EpisodeRow, Keep, Scope, SearchFilters
+from .meta_sql import MetaSQL
 from .rows import (
     DayActivity,
-    MetaEntry,
     NamespaceCount,
-    TextCell,
 )
 
 EP_COLS = ("rowid, id, timestamp, type, content, source, session_id, metadata, trust, state_key, "
            "wrap_id, ns_owner, ns_project")
-_AUDIT_COLS = ("seq", "ts", "actor", "event", "data", "prev_hash", "hash")
-_AUDIT_ROWS_SQL = ("SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log "
-                   "WHERE seq > ? ORDER BY seq")
 _INSERT_COLS = ("id", "timestamp", "type", "content", "source", "session_id", "metadata",
                 "trust", "state_key", "wrap_id", "ns_owner", "ns_project")
 #: most rows one INSERT statement carries (12 columns each: under 999 bound values)
@@ -134,12 +130,6 @@ def audit_counter_key(ns_tag: str) -> str:
     return f"audit_count:ns-{ns_tag}"
 
 
-def audit_record(r: Sequence[Any]) -> dict[str, Any]:
-    d = dict(zip(_AUDIT_COLS, r))
-    d["seq"], d["data"] = int(r[0]), json.loads(r[4])
-    return d
-
-
 @functools.lru_cache(maxsize=1024)
 def qmark_to_format(sql: str) -> str:
     """``?`` placeholders as ``%s`` (psycopg's style), never inside a quoted string or
@@ -167,6 +157,16 @@ class SQLBackend(Backend):
 
     #: the governed runtime's tables are known to exist (governance_sql.ensure_schema)
     _gov_schema_ready = False
+    #: the audit chain's and the metadata's statements in this database's dialect (each
+    #: built by its role: ``roles.AuditChain``, ``roles.Meta``)
+    _AUDIT_SQL: type[AuditSQL] = AuditSQL
+    _META_SQL: type[MetaSQL]
+
+    @functools.cached_property
+    def _meta_sql(self) -> MetaSQL:
+        """The metadata statements, for the flags the episode and wrap statements keep
+        in ``meta`` (a backdated episode, pattern history started)."""
+        return self._META_SQL(self)
 
     # -- dialect hooks
     @abc.abstractmethod
@@ -254,21 +254,6 @@ class SQLBackend(Backend):
             params.extend(vparams)
         return (" AND ".join(where) or "TRUE"), params
 
-    # -- metadata
-    def get_meta(self, key: str) -> str | None:
-        r = self.q1("SELECT value FROM meta WHERE key=?", (key,))
-        return None if r is None else r[0]
-
-    def set_meta(self, key: str, value: str | None) -> None:
-        if value is None:
-            self.q("DELETE FROM meta WHERE key=?", (key,))
-        else:
-            self._upsert("meta", ("key", "value"), ("key",), (key, value))
-
-    def add_meta_int(self, key: str, delta: int) -> None:
-        self.q("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE "
-               "SET value=CAST(CAST(meta.value AS BIGINT) + ? AS TEXT)", (key, str(delta), delta))
-
     # -- episodes
     def insert_episode(self, row: EpisodeRow) -> None:
         self.insert_episodes([row])
@@ -284,7 +269,7 @@ class SQLBackend(Backend):
             backdated = backdated or row.timestamp < high
             high = max(high, row.timestamp)
         if backdated:
-            self.set_meta("backdated_episodes", "1")
+            self._meta_sql.set("backdated_episodes", "1")
         self._insert_rows("episodes", _INSERT_COLS, [
             (row.id, row.timestamp, row.type, row.content, row.source, row.session_id,
              row.metadata, row.trust, row.state_key, row.wrap_id, row.ns_owner, row.ns_project)
@@ -428,35 +413,6 @@ class SQLBackend(Backend):
             days.setdefault(str(day), [0, 0])[1] = int(n)
         return [DayActivity(d, e, w) for d, (e, w) in sorted(days.items())]
 
-    # -- audit
-    def audit_tip(self) -> tuple[int, str]:
-        # A writer holds the write lock from its first statement (BEGIN IMMEDIATE, or the
-        # PostgreSQL advisory lock), so nobody appends between this read and the insert.
-        r = self.q1("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
-        return (0, "0" * 64) if r is None else (int(r[0]), str(r[1]))
-
-    def audit_insert(self, entry: dict[str, Any]) -> None:
-        self.audit_insert_rows([(entry["seq"], entry["ts"], entry["actor"], entry["event"],
-                                 json.dumps(entry["data"], sort_keys=True, ensure_ascii=False),
-                                 entry["prev_hash"], entry["hash"])])
-
-    def audit_insert_rows(self, rows: Sequence[Sequence[Any]]) -> None:
-        self._insert_rows("audit_log", _AUDIT_COLS, rows)
-
-    def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-        rows = (self.q(_AUDIT_ROWS_SQL + " LIMIT ?", (after_seq, limit)) if limit
-                else self.q(_AUDIT_ROWS_SQL, (after_seq,)))
-        return [audit_record(r) for r in rows]
-
-    def audit_row_values(self, after_seq: int = 0) -> list[tuple[Any, ...]]:
-        # the table's rows, as audit_entries reads them (on SQLite: its full rows)
-        return [(int(r[0]), *r[1:]) for r in self.q(_AUDIT_ROWS_SQL, (after_seq,))]
-
-    def audit_count(self) -> int:
-        # an upgraded 1.0.2 store: its entries before ours are in its sealed files only
-        tail = self.get_meta("audit_legacy_tail")
-        before = int(json.loads(tail)["seq"]) if tail else 0
-        return self._scalar("SELECT COUNT(*) FROM audit_log") + before
 
     # -- item collections: their SQL is the Items role's (roles.py); the dialect's part here
     #: the LIMIT value that means "no limit", and a case-insensitive substring test
@@ -467,104 +423,3 @@ class SQLBackend(Backend):
     def _json_eq(self, col: str, field: str, value: Any) -> tuple[str, list[Any]]:
         """A condition "the JSON object in ``col`` has ``field`` equal to ``value``"."""
 
-    # -- erasure: the places besides the episodes where an episode's text can be kept
-    #: per-namespace tables with text fields (table, key columns, text columns)
-    TEXT_TABLES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
-        ("items", ("seq",), ("value", "metadata")),
-        ("pattern_history", ("ns_key", "name"), ("explanations", "grounding")),
-        ("drift_probes", ("id",), ("fact", "last_detail")),
-        ("wraps", ("id",), ("metrics",)),
-    )
-
-    @staticmethod
-    def _ns_keys_sql(owner: str | None, keys: Sequence[str] | None) -> tuple[str, list[Any]]:
-        """``ns_key`` is one of ``keys``, or (``owner``) any key of that owner's namespaces
-        (the owner's own and each of its projects: Scope.key)."""
-        if owner is not None:
-            return "(ns_key=? OR substr(ns_key, 1, ?) = ?)", [owner, len(owner) + 1, owner + "\x1f"]
-        keys = list(keys or [])
-        return f"ns_key IN ({','.join('?' * len(keys))})" if keys else "FALSE", keys
-
-    def text_cells(self, ns_keys: Sequence[str]) -> Iterator[TextCell]:
-        """(table, key values, column, text) of every stored text field in those namespaces."""
-        cond, params = self._ns_keys_sql(None, ns_keys)
-        for table, keys, cols in self.TEXT_TABLES:
-            for row in self.q(f"SELECT {', '.join(keys + cols)} FROM {table} WHERE {cond}",
-                              params):
-                for i, col in enumerate(cols):
-                    text = row[len(keys) + i]
-                    if text:
-                        yield TextCell(table, tuple(row[:len(keys)]), col, str(text))
-
-    def set_text_cell(self, table: str, key: tuple[Any, ...], column: str, text: str) -> None:
-        spec = next(t for t in self.TEXT_TABLES if t[0] == table)
-        if column not in spec[2]:
-            raise ValueError(f"{table}.{column} is not a text field")
-        where = " AND ".join(f"{k}=?" for k in spec[1])
-        self.q(f"UPDATE {table} SET {column}=? WHERE {where}", (text, *key))
-
-    def erase_namespace_rows(self, owner: str) -> dict[str, int]:
-        """Remove every per-namespace row of ``owner``'s namespaces (items, wraps, pattern
-        history, probes) and take the owner off its tombstones (ids and hashes stay).
-        Episodes go through the delete path first, so their links are rewired."""
-        cond, params = self._ns_keys_sql(owner, None)
-        gone = {table: self._rowcount(f"DELETE FROM {table} WHERE {cond}", params)
-                for table, _k, _c in self.TEXT_TABLES}
-        gone["tombstones"] = self._rowcount(
-            "UPDATE tombstones SET ns_owner=NULL, ns_project=NULL WHERE ns_owner=?", (owner,))
-        return gone
-
-    def episode_ids_of_owner(self, owner: str) -> list[str]:
-        return [str(r[0]) for r in self.q("SELECT id FROM episodes WHERE ns_owner=?", (owner,))]
-
-    def owner_projects(self, owner: str) -> list[str | None]:
-        """The projects ``owner`` has memory in (None: the owner's user-level memory)."""
-        found: set[str | None] = {None}
-        for (p,) in self.q("SELECT DISTINCT ns_project FROM episodes WHERE ns_owner=?", (owner,)):
-            found.add(p)
-        cond, params = self._ns_keys_sql(owner, None)
-        for table, _k, _c in self.TEXT_TABLES:
-            for (key,) in self.q(f"SELECT DISTINCT ns_key FROM {table} WHERE {cond}", params):
-                _o, _, project = str(key).partition("\x1f")
-                found.add(project or None)
-        return sorted(found, key=lambda p: p or "")
-
-    def owners(self) -> list[str]:
-        """Every namespace owner with rows in this store."""
-        found = {str(r[0]) for r in self.q(
-            "SELECT DISTINCT ns_owner FROM episodes WHERE ns_owner IS NOT NULL")}
-        for table, _k, _c in self.TEXT_TABLES:
-            for (key,) in self.q(f"SELECT DISTINCT ns_key FROM {table} WHERE ns_key <> ''"):
-                found.add(str(key).partition("\x1f")[0])
-        return sorted(found)
-
-    def meta_with_prefix(self, prefix: str) -> list[MetaEntry]:
-        return [MetaEntry(str(k), str(v)) for k, v in self.q(
-            "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
-            if v is not None]
-
-    def delete_meta_if(self, key: str, value: str) -> bool:
-        return bool(self.q("DELETE FROM meta WHERE key=? AND value=? RETURNING key", (key, value)))
-
-    def meta_rows(self) -> list[MetaEntry]:
-        return [MetaEntry(str(k), str(v)) for k, v in self.q("SELECT key, value FROM meta")
-                if v is not None]
-
-    def erase_owner_meta(self, owner: str, extra_keys: Sequence[str] = ()) -> int:
-        """Drop the per-namespace meta keys of ``owner``'s namespaces (``key@<scope key>``,
-        see ns_meta_key) and ``extra_keys``."""
-        doomed = [k for (k,) in self.q("SELECT key FROM meta")
-                  if k.endswith("@" + owner) or ("@" + owner + "\x1f") in k]
-        return sum(self._rowcount("DELETE FROM meta WHERE key=?", (k,))
-                   for k in [*doomed, *extra_keys])
-
-    def erase_scope_rows(self, target: Scope) -> dict[str, int]:
-        """``erase_namespace_rows`` for one project namespace (``owner`` + ``project``)."""
-        gone = {table: self._rowcount(f"DELETE FROM {table} WHERE ns_key=?", (target.key,))
-                for table, _k, _c in self.TEXT_TABLES}
-        gone["tombstones"] = self._rowcount(
-            "UPDATE tombstones SET ns_owner=NULL, ns_project=NULL WHERE ns_owner=? AND "
-            "ns_project=?", (target.owner, target.project))
-        gone["meta"] = self._rowcount("DELETE FROM meta WHERE substr(key, length(key) - ?) = ?",
-                                      (len(target.key), "@" + target.key))
-        return gone

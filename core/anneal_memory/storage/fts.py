@@ -11,7 +11,7 @@ is healed the same way when it is opened.
 
 from __future__ import annotations
 
-from typing import Any
+from .sqlite_conn import RawConnection
 
 FTS_TABLES = ("episodes_words", "episodes_tri")
 STRUCTURE_ROWID = 10  # FTS5 keeps its structure record in %_data under this id
@@ -32,17 +32,19 @@ def _varint(buf: bytes, i: int) -> tuple[int, int]:
     return value, i
 
 
-def structure_levels(conn: Any, table: str) -> int:
+def structure_levels(conn: RawConnection, table: str) -> int:
     """How many levels the index's structure record holds (0 when it holds none)."""
     row = conn.execute(f"SELECT block FROM {table}_data WHERE id=?",
                        (STRUCTURE_ROWID,)).fetchone()
-    if not row or not row[0] or len(row[0]) < 5:
+    block = bytes(row[0]) if row and isinstance(row[0], (bytes, bytearray, memoryview)) \
+        else b""
+    if len(block) < 5:
         return 0
-    start = 8 if bytes(row[0][4:8]) == b"\xff\xff\xff\xff" else 4  # v2 records carry a tag
-    return _varint(bytes(row[0]), start)[0]
+    start = 8 if block[4:8] == b"\xff\xff\xff\xff" else 4  # v2 records carry a tag
+    return _varint(block, start)[0]
 
 
-def rebuild(conn: Any, table: str) -> None:
+def rebuild(conn: RawConnection, table: str) -> None:
     """Rebuild one index from the episodes table, starting from an empty structure, so
     this also works when the old structure record can no longer be read."""
     conn.execute(f"DELETE FROM {table}_data")
@@ -52,7 +54,7 @@ def rebuild(conn: Any, table: str) -> None:
     conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
 
 
-def scrub(conn: Any) -> None:
+def scrub(conn: RawConnection) -> None:
     """Merge both indexes into one segment each (the deleted rows' tokens go with the old
     segments), rebuilding one whose structure has grown too deep. Run inside a write
     transaction."""
@@ -62,7 +64,7 @@ def scrub(conn: Any) -> None:
             rebuild(conn, table)
 
 
-def broken_tables(conn: Any, error: type[BaseException]) -> list[str]:
+def broken_tables(conn: RawConnection, error: type[BaseException]) -> list[str]:
     """The indexes that cannot be opened or whose structure is past the bound."""
     bad = []
     for table in FTS_TABLES:

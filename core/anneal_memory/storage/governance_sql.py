@@ -19,13 +19,28 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import GovernanceError
+from .base import Backend
+from .common import SQLBackend
 from .governance_schema import NS_META_KEY, Dialect, table_statements
-from .rows import GovernedCount, GovernedEvent, GovernedVersion
+from .rows import (
+    GovernedCount,
+    GovernedCurrentRow,
+    GovernedEvent,
+    GovernedTombstoneRow,
+    GovernedVersion,
+    GovernedVersionRow,
+    GovernedVisibleRow,
+    ReviewRow,
+)
+from .scoped import ScopedBackend
 from .sqlite import SQLiteBackend
+
+#: what the governed tables are reached through: a backend, or a namespace's view of one
+GovBackend = Backend | ScopedBackend
 
 
 # ---------------------------------------------------------------------- SQLite dialect
@@ -59,10 +74,8 @@ def _sqlite_has_schema(b: SQLiteBackend) -> bool:
 SQLITE = Dialect("sqlite", _sqlite_create, _sqlite_has_schema, _sqlite_ep_ns)
 
 
-def dialect(backend: Any) -> Dialect:
+def dialect(backend: GovBackend) -> Dialect:
     """The dialect of a backend (or of the backend under a scoped view)."""
-    from .scoped import ScopedBackend
-
     inner = backend.inner if isinstance(backend, ScopedBackend) else backend
     if isinstance(inner, SQLiteBackend):
         return SQLITE
@@ -78,7 +91,7 @@ def dialect(backend: Any) -> Dialect:
         "Store('postgresql://...')")
 
 
-def ensure_schema(backend: Any) -> None:
+def ensure_schema(backend: GovBackend) -> None:
     """Create the governance tables if this database does not have them yet."""
     d = dialect(backend)
     if getattr(backend, "_gov_schema_ready", False):
@@ -92,10 +105,11 @@ def ensure_schema(backend: Any) -> None:
         return
     with backend.transaction():
         d.create_schema(backend)
-    backend._gov_schema_ready = True
+    if isinstance(backend, (SQLBackend, ScopedBackend)):  # dialect() let only these through
+        backend._gov_schema_ready = True
 
 
-def has_schema(backend: Any) -> bool:
+def has_schema(backend: GovBackend) -> bool:
     return dialect(backend).has_schema(backend)
 
 
@@ -106,7 +120,7 @@ def _visible(alias: str = "") -> str:
     return f"{p}ns_owner = ? AND ({p}ns_project IS NULL OR {p}ns_project = ?)"
 
 
-def _dumps(data: Any) -> str:
+def _dumps(data: object) -> str:
     return json.dumps(data, sort_keys=True, ensure_ascii=False)
 
 
@@ -114,11 +128,11 @@ def _dumps(data: Any) -> str:
 FORGOTTEN_FIELDS = ("content", "subject", "source_id", "candidate_id")
 
 
-def _said(value: Any) -> bool:
+def _said(value: object) -> bool:
     return value is not None and not (isinstance(value, dict) and not any(value.values()))
 
 
-def _blank(data: dict[str, Any]) -> None:
+def _blank(data: dict[str, object]) -> None:
     data.update(dict.fromkeys(FORGOTTEN_FIELDS))
     src = data.get("source")
     if isinstance(src, dict):
@@ -129,10 +143,17 @@ _REVIEW_COLS = ("review_id", "memory_id", "ns_key", "candidate", "reason", "stat
                 "decided_at", "decided_by", "record_id")
 
 
-def _review(r: Sequence[Any]) -> dict[str, Any]:
-    d = dict(zip(_REVIEW_COLS, r))
-    d["candidate"] = json.loads(d["candidate"])
-    return d
+def _object(text: str, what: str) -> dict[str, object]:
+    """A stored JSON object (a record's body, a receipt, a candidate), checked to be one."""
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise GovernanceError(f"a stored {what} is not a JSON object: the governance tables "
+                              "were changed outside anneal-memory")
+    return value
+
+
+def _review(r: Sequence[Any]) -> ReviewRow:
+    return ReviewRow(r[0], r[1], r[2], _object(r[3], "review candidate"), *r[4:])
 
 
 class GovernanceRepo:
@@ -140,7 +161,7 @@ class GovernanceRepo:
     current projection, tombstones with their receipts, events and the review queue.
     Writes run inside the caller's unit of work (``Store.transaction()``)."""
 
-    def __init__(self, backend: Any) -> None:
+    def __init__(self, backend: GovBackend) -> None:
         self._b = backend
 
     def has_schema(self) -> bool:
@@ -153,7 +174,7 @@ class GovernanceRepo:
     # -- records
     def insert_record(self, *, record_id: str, memory_id: str, ns_key: str,
                       ns_owner: str, ns_project: str | None, version: int, payload_digest: str,
-                      body: dict[str, Any], created_at: str) -> bool:
+                      body: Mapping[str, object], created_at: str) -> bool:
         """Insert one immutable version; False when (memory_id, version) is already taken."""
         b = self._b
         # DO NOTHING rather than catching the violation: on PostgreSQL a failed statement
@@ -175,10 +196,12 @@ class GovernanceRepo:
         r = b.q1("SELECT payload_digest, body FROM gov_records WHERE record_id=?", (record_id,))
         return None if r is None else GovernedVersion(r[0], json.loads(r[1]))
 
-    def versions(self, memory_id: str) -> list[dict[str, Any]]:
+    def versions(self, memory_id: str) -> list[GovernedVersionRow]:
+        """Every version of a memory, oldest first."""
         b = self._b
-        return [json.loads(r[0]) for r in b.q(
-            "SELECT body FROM gov_records WHERE memory_id=? ORDER BY version", (memory_id,))]
+        return [GovernedVersionRow(r[0], int(r[1]), _object(r[2], "record body")) for r in b.q(
+            "SELECT record_id, version, body FROM gov_records WHERE memory_id=? "
+            "ORDER BY version", (memory_id,))]
 
     def scrub_versions(self, memory_id: str) -> None:
         """Blank what a forgotten memory said in every version: its content, subject and
@@ -191,13 +214,13 @@ class GovernanceRepo:
             b.q("UPDATE gov_records SET body=? WHERE record_id=?", (_dumps(data), rid))
 
     # -- projection
-    def current(self, memory_id: str) -> dict[str, Any] | None:
+    def current(self, memory_id: str) -> GovernedCurrentRow | None:
         b = self._b
         r = b.q1("SELECT record_id, version, state, hidden FROM gov_current WHERE memory_id=?",
                  (memory_id,))
         if r is None:
             return None
-        return {"record_id": r[0], "version": r[1], "state": r[2], "hidden": bool(r[3])}
+        return GovernedCurrentRow(r[0], r[1], r[2], bool(r[3]))
 
     def set_current(self, *, memory_id: str, ns_key: str, ns_owner: str,
                     ns_project: str | None, record_id: str | None, version: int, state: str) -> None:
@@ -212,21 +235,21 @@ class GovernanceRepo:
         return len(b.q("UPDATE gov_current SET hidden=? WHERE memory_id=? RETURNING memory_id",
                        (1 if hidden else 0, memory_id)))
 
-    def visible_current(self, owner: str, project: str | None) -> list[dict[str, Any]]:
+    def visible_current(self, owner: str, project: str | None) -> list[GovernedVisibleRow]:
         """Bodies of the active current versions the reader's namespace may see."""
         b = self._b
         rows = b.q("SELECT r.body, c.hidden FROM gov_current c JOIN gov_records r "
                    f"ON r.record_id = c.record_id WHERE c.state='active' AND {_visible('c')} "
                    "ORDER BY c.memory_id", (owner, project))
-        return [{**json.loads(body), "_hidden": bool(h)} for body, h in rows]
+        return [GovernedVisibleRow(_object(body, "record body"), bool(h)) for body, h in rows]
 
-    def all_current_unscoped(self) -> list[dict[str, Any]]:
+    def all_current_unscoped(self) -> list[GovernedVersionRow]:
         """Every active current version of every namespace: for the evaluation's unscoped
         baseline and for operators, never for an agent's recall."""
         b = self._b
-        return [json.loads(r[0]) for r in b.q(
-            "SELECT r.body FROM gov_current c JOIN gov_records r ON r.record_id = c.record_id "
-            "WHERE c.state='active' ORDER BY c.memory_id")]
+        return [GovernedVersionRow(r[0], int(r[1]), _object(r[2], "record body")) for r in b.q(
+            "SELECT r.record_id, r.version, r.body FROM gov_current c JOIN gov_records r "
+            "ON r.record_id = c.record_id WHERE c.state='active' ORDER BY c.memory_id")]
 
     def events(self) -> list[GovernedEvent]:
         """(kind, memory_id, ns_key, ref) in commit order: the replay source."""
@@ -242,18 +265,19 @@ class GovernanceRepo:
         return hidden
 
     # -- tombstones
-    def tombstone(self, memory_id: str) -> dict[str, Any] | None:
+    def tombstone(self, memory_id: str) -> GovernedTombstoneRow | None:
         b = self._b
-        r = b.q1("SELECT receipt FROM gov_tombstones WHERE memory_id=?", (memory_id,))
-        return None if r is None else json.loads(r[0])
+        r = b.q1("SELECT memory_id, receipt FROM gov_tombstones WHERE memory_id=?", (memory_id,))
+        return None if r is None else GovernedTombstoneRow(r[0], _object(r[1], "receipt"))
 
-    def tombstone_by_request(self, request_key: str) -> dict[str, Any] | None:
+    def tombstone_by_request(self, request_key: str) -> GovernedTombstoneRow | None:
         b = self._b
-        r = b.q1("SELECT receipt FROM gov_tombstones WHERE request_key=?", (request_key,))
-        return None if r is None else json.loads(r[0])
+        r = b.q1("SELECT memory_id, receipt FROM gov_tombstones WHERE request_key=?",
+                 (request_key,))
+        return None if r is None else GovernedTombstoneRow(r[0], _object(r[1], "receipt"))
 
     def insert_tombstone(self, *, memory_id: str, ns_key: str, ns_owner: str,
-                         ns_project: str | None, receipt: dict[str, Any],
+                         ns_project: str | None, receipt: Mapping[str, object],
                          request_key: str | None) -> None:
         b = self._b
         b.q("INSERT INTO gov_tombstones(memory_id, ns_key, ns_owner, ns_project, receipt_id, "
@@ -265,7 +289,7 @@ class GovernanceRepo:
 
     # -- reviews
     def insert_review(self, *, review_id: str, memory_id: str, ns_key: str,
-                      ns_owner: str, ns_project: str | None, candidate: dict[str, Any], reason: str,
+                      ns_owner: str, ns_project: str | None, candidate: Mapping[str, object], reason: str,
                       created_at: str) -> bool:
         """Queue one item; False when this review id is already queued (a retry)."""
         b = self._b
@@ -276,27 +300,27 @@ class GovernanceRepo:
             (review_id, memory_id, ns_key, ns_owner, ns_project,
              json.dumps(candidate, sort_keys=True), reason, created_at)))
 
-    def review(self, review_id: str) -> dict[str, Any] | None:
+    def review(self, review_id: str) -> ReviewRow | None:
         b = self._b
         r = b.q1(f"SELECT {', '.join(_REVIEW_COLS)} FROM gov_reviews WHERE review_id=?",
                  (review_id,))
         return None if r is None else _review(r)
 
     def reviews(self, owner: str, project: str | None,
-                status: str | None = "pending") -> list[dict[str, Any]]:
+                status: str | None = "pending") -> list[ReviewRow]:
         b = self._b
         sql = f"SELECT {', '.join(_REVIEW_COLS)} FROM gov_reviews WHERE {_visible()}"
-        params: list[Any] = [owner, project]
+        params: list[object] = [owner, project]
         if status is not None:
             sql += " AND status=?"
             params.append(status)
         return [_review(r) for r in b.q(sql + " ORDER BY created_at, review_id", params)]
 
-    def all_reviews(self, status: str | None = "pending") -> list[dict[str, Any]]:
+    def all_reviews(self, status: str | None = "pending") -> list[ReviewRow]:
         """Review items of every namespace: the operator's queue, never an agent's."""
         b = self._b
         sql = f"SELECT {', '.join(_REVIEW_COLS)} FROM gov_reviews"
-        params: list[Any] = []
+        params: list[object] = []
         if status is not None:
             sql += " WHERE status=?"
             params.append(status)

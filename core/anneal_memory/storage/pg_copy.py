@@ -18,6 +18,7 @@ from pathlib import Path
 from ..errors import StoreError
 from . import governance_sql as gov
 from .base import Backend
+from .roles import AuditChain, Meta
 
 Table = tuple[str, str, str]  # (table, columns, order)
 
@@ -81,7 +82,7 @@ def is_governed(backend: Backend) -> bool:
 
 def _count(backend: Backend, table: str) -> int:
     if table == "audit_log":  # SQLite keeps mirrored entries as hashes: count every entry
-        return backend.audit_count()  # (with 1.0.2's part, whose record is in meta on both)
+        return AuditChain(backend).audit_count()  # (with 1.0.2's part, whose record is in meta on both)
     return int(backend.execute(f"SELECT COUNT(*) FROM {table}")[0][0])
 
 
@@ -90,7 +91,7 @@ def _rows(src: Backend, name: str, cols: str, order: str) -> list[tuple[object, 
         # SQLite keeps mirrored entries as their hashes: audit_entries reads their text back
         return [(e["seq"], e["ts"], e["actor"], e["event"],
                  json.dumps(e["data"], sort_keys=True, ensure_ascii=False), e["prev_hash"],
-                 e["hash"]) for e in src.audit_entries()]
+                 e["hash"]) for e in AuditChain(src).audit_entries()]
     return [tuple(r) for r in src.execute(f"SELECT {cols} FROM {name} ORDER BY {order}")]
 
 
@@ -100,7 +101,7 @@ def counts(backend: Backend, governed: bool = False) -> dict[str, int]:
 
 
 def _check_empty(dst: Backend) -> None:
-    taken = dst.count_episodes() or dst.audit_count() or _count(dst, "tombstones")
+    taken = dst.count_episodes() or AuditChain(dst).audit_count() or _count(dst, "tombstones")
     if not taken and is_governed(dst):  # a runtime opened on it may have left its tables
         taken = any(_count(dst, t) for t, _c, _o in GOV_TABLES)
     if taken:
@@ -165,9 +166,9 @@ def blob_names(src: Backend) -> list[str]:
 
 def _copy_blobs(src: Backend, dst: Backend, names: Sequence[str]) -> None:
     for name in names:
-        text = src.read_blob(name)
+        text = Meta(src).read_blob(name)
         if text is not None:
-            dst.write_blob(name, text)
+            Meta(dst).write_blob(name, text)
 
 
 def copy_all(src: Backend, dst: Backend, progress: Progress) -> dict[str, int]:

@@ -22,6 +22,7 @@ from typing import Any
 from ..clock import now_iso
 from ..errors import ReadOnlyStoreError, StoreError
 from . import pg_schema
+from .audit_sql import GENESIS_TIP, AuditSQL
 from .base import EpisodeRow, EstimatedCount, RankedHit, RankedPage, SearchFilters, SearchPage
 from .common import (
     EP_COLS,
@@ -33,8 +34,9 @@ from .common import (
     trigrams,
     visible_sql,
 )
+from .meta_sql import MetaSQL
 from .pg_location import redact
-from .rows import WordCounts
+from .rows import AuditRowValues, AuditTip, WordCounts
 
 try:
     import psycopg
@@ -113,8 +115,68 @@ def _words_src(words: Sequence[str]) -> tuple[str, list[Any]]:
     tsq = " || ".join(["phraseto_tsquery('anneal_words'::regconfig, ?)"] * len(words))
     return f"FROM episodes e, (SELECT {tsq} AS q) tq WHERE e.content_tsv @@ tq.q AND ", list(words)
 
+class PostgresAuditSQL(AuditSQL):
+    """The audit statements on PostgreSQL: the chain is kept in full, shared by every
+    host; an appends-only transaction takes the write lock at its first append (with
+    the tip's read, in one round trip), so the tip it reads stays the tip."""
+
+    __slots__ = ()
+    db: PostgresBackend
+
+    def tip(self) -> AuditTip:
+        tip = self.db._locked_tip()
+        return super().tip() if tip is None else tip
+
+    def insert_rows(self, rows: Sequence[AuditRowValues]) -> None:
+        self.db._lock_for_append()
+        super().insert_rows(rows)
+
+
+class PostgresMetaSQL(MetaSQL):
+    """The metadata statements on PostgreSQL, whose blobs are a table every host shares."""
+
+    __slots__ = ()
+    db: PostgresBackend
+
+    # a metadata row is shared by every writer: an appends-only transaction that would
+    # lock one (a backdated episode's flag) takes the write lock first, so it never
+    # holds a row another writer waits for while it waits for the write lock
+    def set(self, key: str, value: str | None) -> None:
+        self.db._lock_for_append()
+        super().set(key, value)
+
+    def add_int(self, key: str, delta: int) -> None:
+        self.db._lock_for_append()
+        super().add_int(key, delta)
+
+    def read_blob(self, name: str) -> str | None:
+        r = self.db.q1("SELECT body FROM blobs WHERE name=?", (name,))
+        return None if r is None else str(r[0])
+
+    def write_blob(self, name: str, text: str, *, lock: str | None = None) -> None:
+        with self.db.transaction():
+            self.db._upsert("blobs", ("name", "body", "updated_at"), ("name",),
+                            (name, text, now_iso()))
+
+    def delete_blob(self, name: str, *, lock: str | None = None) -> bool:
+        with self.db.transaction():
+            return self.db._rowcount("DELETE FROM blobs WHERE name=?", (name,)) > 0
+
+    def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
+                    lock: str | None = None) -> str | None:
+        """Read-modify-write under the write lock; ``fn`` returning None leaves it as is."""
+        with self.db.transaction():
+            new = fn(self.read_blob(name))
+            if new is not None:
+                self.write_blob(name, new)
+            return new
+
+
 class PostgresBackend(SQLBackend):
     """A Store's view of one PostgreSQL database (schema created on first connect)."""
+
+    _AUDIT_SQL = PostgresAuditSQL
+    _META_SQL = PostgresMetaSQL
 
     # The chain lives in audit_log, shared by every host; no per-host JSONL mirror.
     mirrors_audit_to_files = False
@@ -208,15 +270,17 @@ class PostgresBackend(SQLBackend):
             self.q("SELECT pg_advisory_xact_lock(?)", (pg_schema.WRITE_LOCK,))
             loc.locked = True
 
-    def audit_tip(self) -> tuple[int, str]:
+    def _locked_tip(self) -> AuditTip | None:
+        """At an appends-only transaction's first append: take the write lock and read
+        the chain's tip in one round trip (two statements of one simple query; READ
+        COMMITTED gives each statement its own snapshot, so the tip is read once the lock
+        is granted, after the last holder's commit). The lock is held from here to the
+        commit: one round trip less inside it. None when no such append is due (the
+        caller reads the tip plainly, under the lock it already holds or needs none)."""
         loc = self._local
         if not (self._depth and getattr(loc, "write", False) and not getattr(loc, "locked", False)):
-            return super().audit_tip()
-        # An appends-only transaction's first append: the write lock and the tip's read in
-        # one round trip (two statements of one simple query; READ COMMITTED gives each
-        # statement its own snapshot, so the tip is read once the lock is granted, after
-        # the last holder's commit). The lock is held from here to the commit: one round
-        # trip less inside it.
+            return None
+
         def run(conn: Any) -> Any:
             cur = conn.execute(f"SELECT pg_advisory_xact_lock({int(pg_schema.WRITE_LOCK)}); "
                                "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
@@ -225,22 +289,7 @@ class PostgresBackend(SQLBackend):
 
         r = self._with_conn(run)
         loc.locked = True
-        return (0, "0" * 64) if r is None else (int(r[0]), str(r[1]))
-
-    # a metadata row is shared by every writer: an appends-only transaction that would
-    # lock one (a backdated episode's flag) takes the write lock first, so it never
-    # holds a row another writer waits for while it waits for the write lock
-    def set_meta(self, key: str, value: str | None) -> None:
-        self._lock_for_append()
-        super().set_meta(key, value)
-
-    def add_meta_int(self, key: str, delta: int) -> None:
-        self._lock_for_append()
-        super().add_meta_int(key, delta)
-
-    def audit_insert_rows(self, rows: Sequence[Sequence[Any]]) -> None:
-        self._lock_for_append()
-        super().audit_insert_rows(rows)
+        return GENESIS_TIP if r is None else AuditTip(int(r[0]), str(r[1]))
 
     @contextlib.contextmanager
     def transaction(self, *, appends_only: bool = False) -> Iterator[None]:
@@ -318,29 +367,6 @@ class PostgresBackend(SQLBackend):
     def _insert_ignore(self, table: str, cols: Sequence[str], values: Sequence[Any]) -> None:
         self.q(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({','.join('?' * len(cols))}) "
                "ON CONFLICT DO NOTHING", values)
-
-    # ------------------------------------------------------------------ blobs
-    def read_blob(self, name: str) -> str | None:
-        r = self.q1("SELECT body FROM blobs WHERE name=?", (name,))
-        return None if r is None else str(r[0])
-
-    def write_blob(self, name: str, text: str, *, lock: str | None = None) -> None:
-        with self.transaction():
-            self._upsert("blobs", ("name", "body", "updated_at"), ("name",),
-                         (name, text, now_iso()))
-
-    def delete_blob(self, name: str, *, lock: str | None = None) -> bool:
-        with self.transaction():
-            return self._rowcount("DELETE FROM blobs WHERE name=?", (name,)) > 0
-
-    def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
-                    lock: str | None = None) -> str | None:
-        """Read-modify-write under the write lock; ``fn`` returning None leaves it as is."""
-        with self.transaction():
-            new = fn(self.read_blob(name))
-            if new is not None:
-                self.write_blob(name, new)
-            return new
 
     # ------------------------------------------------------------------ episodes
     def scrub_indexes(self) -> None:
@@ -468,7 +494,7 @@ class PostgresBackend(SQLBackend):
 
     def integrity_check(self) -> str:
         """``ok``, or what is wrong: schema version, or a gap in the audit sequence."""
-        version = self.get_meta("schema_version")
+        version = self._meta_sql.get("schema_version")
         if version != str(pg_schema.SCHEMA_VERSION):
             return f"schema version {version!r}, expected {pg_schema.SCHEMA_VERSION}"
         r = self.q1("SELECT COUNT(*), MIN(seq), MAX(seq) FROM audit_log")

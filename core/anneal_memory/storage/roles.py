@@ -22,6 +22,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from .audit_sql import AuditSQL, entry_row
 from .base import (
     KEEP,
     ROOT,
@@ -34,13 +35,16 @@ from .base import (
     SearchPage,
 )
 from .common import SQLBackend, ns_meta_key, own_sql, visible_sql
+from .meta_sql import MetaSQL
 from .rows import (
     AuditDigest,
+    AuditEntry,
     AuditRowValues,
     AuditTip,
     CollectionCount,
     DayActivity,
     DerivationRow,
+    ErasedCounts,
     ItemRow,
     LinkRow,
     LinkTablesUsed,
@@ -479,7 +483,7 @@ class Items(Role):
                         "AND key=?", (self.scope.key, collection, key))
         return None if r is None else ItemRow(*r)
 
-    def _where(self, collection: str, prefix: str | None, where: dict[str, Any] | None,
+    def _where(self, collection: str, prefix: str | None, where: Mapping[str, object] | None,
                contains: str | None) -> tuple[str, list[Any]]:
         sql = "ns_key=? AND collection=?"
         params: list[Any] = [self.scope.key, collection]
@@ -496,7 +500,7 @@ class Items(Role):
         return sql, params
 
     def item_list(self, collection: str, *, prefix: str | None = None,
-                  where: dict[str, Any] | None = None, contains: str | None = None,
+                  where: Mapping[str, object] | None = None, contains: str | None = None,
                   order: str = "asc", limit: int | None = None,
                   offset: int = 0) -> list[ItemRow]:
         cond, params = self._where(collection, prefix, where, contains)
@@ -508,7 +512,7 @@ class Items(Role):
         return [ItemRow(*r) for r in self._db.q(sql, params)]
 
     def item_count(self, collection: str, *, prefix: str | None = None,
-                   where: dict[str, Any] | None = None) -> int:
+                   where: Mapping[str, object] | None = None) -> int:
         cond, params = self._where(collection, prefix, where, None)
         return self._db._scalar(f"SELECT COUNT(*) FROM items WHERE {cond}", params)
 
@@ -528,99 +532,137 @@ class Items(Role):
 
 class Meta(Role):
     """Store-wide metadata, the named text blobs (continuity, baton) and the rows the
-    erasure of a named owner walks: one per database, or naming what it acts on."""
+    erasure of a named owner walks: one per database, or naming what it acts on. Its
+    SQL is the backend's dialect of :class:`~.meta_sql.MetaSQL`, built once here."""
 
-    __slots__ = ()
+    __slots__ = ("_sql",)
+    _db: SQLBackend
+
+    def __init__(self, db: Backend, scope: Scope = ROOT) -> None:
+        if not isinstance(db, SQLBackend):
+            raise TypeError(f"metadata needs a SQL backend, not {type(db).__name__}")
+        super().__init__(db, scope)
+        self._sql: MetaSQL = db._META_SQL(db)
 
     def get_meta(self, key: str) -> str | None:
-        return self._db.get_meta(key)
+        return self._sql.get(key)
 
     def set_meta(self, key: str, value: str | None) -> None:
-        self._db.set_meta(key, value)
+        """Set ``key`` (None: remove it)."""
+        self._sql.set(key, value)
 
     def add_meta_int(self, key: str, delta: int) -> None:
-        self._db.add_meta_int(key, delta)
+        """Add ``delta`` to the counter at ``key`` (created at ``delta``)."""
+        self._sql.add_int(key, delta)
 
     def meta_with_prefix(self, prefix: str) -> list[MetaEntry]:
-        return self._db.meta_with_prefix(prefix)
+        """Every metadata key that starts with ``prefix``, with its value."""
+        return self._sql.with_prefix(prefix)
 
     def delete_meta_if(self, key: str, value: str) -> bool:
-        return self._db.delete_meta_if(key, value)
+        """Drop ``key`` only while it still holds ``value``; whether it did."""
+        return self._sql.delete_if(key, value)
 
     def read_blob(self, name: str) -> str | None:
-        return self._db.read_blob(name)
+        return self._sql.read_blob(name)
 
     def write_blob(self, name: str, text: str, *, lock: str | None = None) -> None:
-        self._db.write_blob(name, text, lock=lock)
+        self._sql.write_blob(name, text, lock=lock)
 
     def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
                     lock: str | None = None) -> str | None:
-        return self._db.update_blob(name, fn, lock=lock)
+        """Read-modify-write under the blob's lock; ``fn`` returning None leaves it."""
+        return self._sql.update_blob(name, fn, lock=lock)
 
     def delete_blob(self, name: str, *, lock: str | None = None) -> bool:
-        return self._db.delete_blob(name, lock=lock)
+        return self._sql.delete_blob(name, lock=lock)
 
     def owners(self) -> list[str]:
-        return self._db.owners()
+        """Every namespace owner with rows here."""
+        return self._sql.owners()
 
     def text_cells(self, ns_keys: Sequence[str]) -> Iterator[TextCell]:
-        return self._db.text_cells(ns_keys)
+        """Every stored text field besides the episodes in those namespaces."""
+        return self._sql.text_cells(ns_keys)
 
     def set_text_cell(self, table: str, key: tuple[object, ...], column: str, text: str) -> None:
-        self._db.set_text_cell(table, key, column, text)
+        self._sql.set_text_cell(table, key, column, text)
 
     def meta_rows(self) -> list[MetaEntry]:
-        return self._db.meta_rows()
+        return self._sql.rows()
 
     def episode_ids_of_owner(self, owner: str) -> list[str]:
-        return self._db.episode_ids_of_owner(owner)
+        return self._sql.episode_ids_of_owner(owner)
 
-    def erase_namespace_rows(self, owner: str) -> dict[str, int]:
-        return self._db.erase_namespace_rows(owner)
+    def erase_namespace_rows(self, owner: str) -> ErasedCounts:
+        """Remove every per-namespace row of ``owner``'s namespaces; what went."""
+        return self._sql.erase_namespace_rows(owner)
 
-    def erase_scope_rows(self, target: Scope) -> dict[str, int]:
-        return self._db.erase_scope_rows(target)
+    def erase_scope_rows(self, target: Scope) -> ErasedCounts:
+        """Remove the per-namespace rows of one project namespace; what went."""
+        return self._sql.erase_scope_rows(target)
 
     def erase_owner_meta(self, owner: str, extra_keys: Sequence[str] = ()) -> int:
-        return self._db.erase_owner_meta(owner, extra_keys)
+        return self._sql.erase_owner_meta(owner, extra_keys)
 
     def owner_projects(self, owner: str) -> list[str | None]:
-        return self._db.owner_projects(owner)
+        """The projects ``owner`` has memory in (None: its user-level memory)."""
+        return self._sql.owner_projects(owner)
 
 
 class AuditChain(Role):
-    """The database's copy of the audit chain (one per database, whatever the scope)."""
+    """The database's copy of the audit chain (one per database, whatever the scope):
+    its SQL is the backend's dialect of :class:`~.audit_sql.AuditSQL`, built once here."""
 
-    __slots__ = ()
+    __slots__ = ("_sql",)
+    _db: SQLBackend
+
+    def __init__(self, db: Backend, scope: Scope = ROOT) -> None:
+        if not isinstance(db, SQLBackend):
+            raise TypeError(f"an audit chain needs a SQL backend, not {type(db).__name__}")
+        super().__init__(db, scope)
+        self._sql: AuditSQL = db._AUDIT_SQL(db)
 
     @property
     def mirrors_audit_to_files(self) -> bool:
+        """False when the chain lives only in the database (no per-host JSONL mirror)."""
         return self._db.mirrors_audit_to_files
 
     def audit_tip(self) -> AuditTip:
-        return AuditTip(*self._db.audit_tip())
+        """The last entry's seq and hash (0 and 64 zeros when the chain is empty)."""
+        return self._sql.tip()
 
-    def audit_insert(self, entry: dict[str, Any]) -> None:
-        self._db.audit_insert(entry)
+    def audit_insert(self, entry: AuditEntry) -> None:
+        self._sql.insert_rows([entry_row(entry)])
 
-    def audit_insert_rows(self, rows: Sequence[Sequence[Any]]) -> None:
-        self._db.audit_insert_rows(rows)
+    def audit_insert_rows(self, rows: Sequence[AuditRowValues]) -> None:
+        """Insert consecutive entries of the chain, oldest first, each as its column
+        values (data as JSON text)."""
+        self._sql.insert_rows(rows)
 
-    def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-        return self._db.audit_entries(after_seq, limit)
+    def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[AuditEntry]:
+        """The chain after ``after_seq`` in full (compacted entries read back from the
+        audit files)."""
+        return self._sql.entries(after_seq, limit)
 
     def audit_count(self) -> int:
-        return self._db.audit_count()
+        return self._sql.count()
 
     def audit_row_values(self, after_seq: int = 0) -> list[AuditRowValues]:
-        return [AuditRowValues(*r) for r in self._db.audit_row_values(after_seq)]
+        """What ``audit_rows`` reads, each entry as its column values, data not parsed."""
+        return self._sql.row_values(after_seq)
 
-    def audit_rows(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-        return self._db.audit_rows(after_seq, limit)
+    def audit_rows(self, after_seq: int = 0, limit: int | None = None) -> list[AuditEntry]:
+        """The entries the database holds in full: what a mirror writes to the files."""
+        return self._sql.rows(after_seq, limit)
 
     def audit_digests(self, after_seq: int = 0,
                       limit: int | None = None) -> list[AuditDigest]:
-        return [AuditDigest(*d) for d in self._db.audit_digests(after_seq, limit)]
+        """(seq, hash, compacted) of every entry after ``after_seq`` (compacted: only its
+        hash is kept in the database, its text is in the audit files)."""
+        return self._sql.digests(after_seq, limit)
 
     def audit_compact(self, digests: Sequence[tuple[int, str]]) -> int:
-        return self._db.audit_compact(digests)
+        """Keep only the hashes of these mirrored (seq, hash) entries; how many rows were
+        compacted (none where the database's copy is the chain's only one)."""
+        return self._sql.compact(digests)

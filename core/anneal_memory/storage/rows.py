@@ -10,6 +10,72 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, TypedDict
 
+from .._audit_chain import AuditEntry as AuditEntry  # the chain's entry, one definition
+
+# -- the audit chain, governance and vector rows (storage/audit_sql.py, governance_sql.py,
+#    vectors.py)
+
+class GovernedVersionRow(NamedTuple):
+    """One immutable version of a governed record as stored: its id, its number and its
+    body (the record's JSON object, which governance validates into its record type)."""
+
+    record_id: str
+    version: int
+    body: dict[str, object]
+
+
+class GovernedCurrentRow(NamedTuple):
+    """A governed memory's current version in the projection (``record_id`` None once
+    it is deleted); ``hidden``: left out of display views."""
+
+    record_id: str | None
+    version: int
+    state: str
+    hidden: bool
+
+
+class GovernedVisibleRow(NamedTuple):
+    """An active current version a namespace may see: its body, and whether it is
+    hidden from display views."""
+
+    body: dict[str, object]
+    hidden: bool
+
+
+class GovernedTombstoneRow(NamedTuple):
+    """A forgotten memory's tombstone: the deletion receipt it keeps (a JSON object)."""
+
+    memory_id: str
+    receipt: dict[str, object]
+
+
+class ReviewRow(NamedTuple):
+    """One item of the governed review queue; ``candidate``: the candidate's JSON object."""
+
+    review_id: str
+    memory_id: str
+    ns_key: str
+    candidate: dict[str, object]
+    reason: str
+    status: str
+    created_at: str
+    decided_at: str | None
+    decided_by: str | None
+    record_id: str | None
+
+
+class ErasedCounts(NamedTuple):
+    """The per-namespace rows an erasure removed, by table, and the tombstones it took
+    the owner off (``meta``: the per-namespace meta keys, when one project is erased)."""
+
+    items: int
+    pattern_history: int
+    drift_probes: int
+    wraps: int
+    tombstones: int
+    meta: int = 0
+
+
 
 class MetaEntry(NamedTuple):
     """One metadata key and its value."""

@@ -6,8 +6,9 @@ holds one backend-like object (the Store's scoped views until they hold roles, t
 vectors and governance helpers that take a backend): every method it has is written out
 below. Those that read or write namespaced rows go through the roles built for its
 scope; those that are namespace-neutral (transactions, raw SQL for the helpers in this
-package, the audit chain, metadata, lookups by ids the view has already checked) are
-passed to the backend unchanged and listed in :data:`NEUTRAL`. A backend method with no
+package, lookups by ids the view has already checked) are passed to the backend
+unchanged and listed in :data:`NEUTRAL`. The audit chain and the metadata are not
+forwarded at all: they are the view's ``chain`` and ``meta`` roles. A backend method with no
 counterpart here does not exist on a view (AttributeError), so a method added to the
 backend later cannot leak across namespaces by being forwarded unscoped.
 """
@@ -15,7 +16,7 @@ backend later cannot leak across namespaces by being forwarded unscoped.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .base import (
@@ -32,38 +33,28 @@ from .base import (
 from .common import SQLBackend
 from .roles import AuditChain, Episodes, Items, Links, Meta, OutOfScope, Wraps
 from .rows import (
-    AuditDigest,
-    AuditRowValues,
-    AuditTip,
     CollectionCount,
     DayActivity,
     ItemRow,
-    MetaEntry,
     NamespaceCount,
-    TextCell,
     WordCounts,
 )
 
 _T = TypeVar("_T")
 
 #: Backend members a view passes on unchanged (each acts on ids or rows the view has
-#: already filtered, or on what is one per database: transactions, audit, metadata), and
-#: the role methods that act alike in every scope (``Links`` adding or reading the links
-#: of ids its caller has read, ``Wraps.update_probe`` and ``close_wrap`` by row id).
+#: already filtered, or on what is one per database: transactions; the audit chain and
+#: the metadata are the view's ``chain`` and ``meta`` roles), and the role methods that act
+#: alike in every scope (``Links`` adding or reading the links of ids its caller has read,
+#: ``Wraps.update_probe`` and ``close_wrap`` by row id).
 NEUTRAL: frozenset[str] = frozenset({
-    "add_derivations", "add_meta_int", "add_supersession", "audit_compact", "audit_count",
-    "audit_digests", "audit_entries", "audit_insert", "audit_insert_rows", "audit_row_values",
-    "audit_rows", "audit_tip", "checkpoint", "close", "close_wrap", "closed",
+    "add_derivations", "add_supersession", "checkpoint", "close", "close_wrap", "closed",
     "delete_episode_rows", "delete_supersessions_touching", "derivations_of", "execute",
-    "executemany", "get_meta", "id_taken", "ids_taken", "in_transaction", "integrity_check",
+    "executemany", "id_taken", "ids_taken", "in_transaction", "integrity_check",
     "mark_source_removed", "mark_wrapped", "mirrors_audit_to_files", "path", "q", "q1",
-    "read", "read_blob", "read_only", "savepoint", "meta_with_prefix",
-    "delete_meta_if", "link_tables_used", "remove_supersession", "scrub_indexes", "set_meta",
-    "superseded_by_new", "supersessions_of", "transaction", "update_blob", "update_episode",
-    "update_probe", "write_blob", "dsn",
-    # erasure: each names the owner, keys or ids it acts on (the erase path passes them)
-    "delete_blob", "text_cells", "set_text_cell", "erase_namespace_rows", "erase_scope_rows",
-    "episode_ids_of_owner", "owner_projects", "owners", "meta_rows", "erase_owner_meta",
+    "read", "read_only", "savepoint", "link_tables_used", "remove_supersession",
+    "scrub_indexes", "superseded_by_new", "supersessions_of", "transaction",
+    "update_episode", "update_probe", "dsn",
 })
 
 
@@ -152,94 +143,11 @@ class ScopedBackend(Connection):
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self._inner.executemany(sql, rows)
 
-    # -- metadata, blobs and the erasure rows (namespace-neutral: see NEUTRAL)
-    def get_meta(self, key: str) -> str | None:
-        return self.meta.get_meta(key)
-
-    def set_meta(self, key: str, value: str | None) -> None:
-        self.meta.set_meta(key, value)
-
-    def add_meta_int(self, key: str, delta: int) -> None:
-        self.meta.add_meta_int(key, delta)
-
-    def meta_with_prefix(self, prefix: str) -> list[MetaEntry]:
-        return self.meta.meta_with_prefix(prefix)
-
-    def delete_meta_if(self, key: str, value: str) -> bool:
-        return self.meta.delete_meta_if(key, value)
-
-    def read_blob(self, name: str) -> str | None:
-        return self.meta.read_blob(name)
-
-    def write_blob(self, name: str, text: str, *, lock: str | None = None) -> None:
-        self.meta.write_blob(name, text, lock=lock)
-
-    def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
-                    lock: str | None = None) -> str | None:
-        return self.meta.update_blob(name, fn, lock=lock)
-
-    def delete_blob(self, name: str, *, lock: str | None = None) -> bool:
-        return self.meta.delete_blob(name, lock=lock)
-
-    def owners(self) -> list[str]:
-        return self.meta.owners()
-
-    def text_cells(self, ns_keys: Sequence[str]) -> Iterator[TextCell]:
-        return self.meta.text_cells(ns_keys)
-
-    def set_text_cell(self, table: str, key: tuple[object, ...], column: str, text: str) -> None:
-        self.meta.set_text_cell(table, key, column, text)
-
-    def meta_rows(self) -> list[MetaEntry]:
-        return self.meta.meta_rows()
-
-    def episode_ids_of_owner(self, owner: str) -> list[str]:
-        return self.meta.episode_ids_of_owner(owner)
-
-    def erase_namespace_rows(self, owner: str) -> dict[str, int]:
-        return self.meta.erase_namespace_rows(owner)
-
-    def erase_scope_rows(self, target: Scope) -> dict[str, int]:
-        return self.meta.erase_scope_rows(target)
-
-    def erase_owner_meta(self, owner: str, extra_keys: Sequence[str] = ()) -> int:
-        return self.meta.erase_owner_meta(owner, extra_keys)
-
-    def owner_projects(self, owner: str) -> list[str | None]:
-        return self.meta.owner_projects(owner)
-
-    # -- the audit chain (one per database)
+    # -- metadata, blobs and the erasure rows: the view's ``meta`` role
+    # -- the audit chain (one per database: its role is ``self.chain``)
     @property
     def mirrors_audit_to_files(self) -> bool:
         return self._inner.mirrors_audit_to_files
-
-    def audit_tip(self) -> AuditTip:
-        return self.chain.audit_tip()
-
-    def audit_insert(self, entry: dict[str, Any]) -> None:
-        self.chain.audit_insert(entry)
-
-    def audit_insert_rows(self, rows: Sequence[Sequence[Any]]) -> None:
-        self.chain.audit_insert_rows(rows)
-
-    def audit_entries(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-        return self.chain.audit_entries(after_seq, limit)
-
-    def audit_count(self) -> int:
-        return self.chain.audit_count()
-
-    def audit_row_values(self, after_seq: int = 0) -> list[AuditRowValues]:
-        return self.chain.audit_row_values(after_seq)
-
-    def audit_rows(self, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-        return self.chain.audit_rows(after_seq, limit)
-
-    def audit_digests(self, after_seq: int = 0,
-                      limit: int | None = None) -> list[AuditDigest]:
-        return self.chain.audit_digests(after_seq, limit)
-
-    def audit_compact(self, digests: Sequence[tuple[int, str]]) -> int:
-        return self.chain.audit_compact(digests)
 
     # -- episodes
     def memo(self, key: Hashable, compute: Callable[[], _T], *,
@@ -350,14 +258,14 @@ class ScopedBackend(Connection):
         return self.items.item_get(collection, key)
 
     def item_list(self, collection: str, *, prefix: str | None = None,
-                  where: dict[str, Any] | None = None, contains: str | None = None,
+                  where: Mapping[str, object] | None = None, contains: str | None = None,
                   order: str = "asc", limit: int | None = None, offset: int = 0) -> list[ItemRow]:
         return self.items.item_list(collection, prefix=prefix, where=where,
                                           contains=contains, order=order, limit=limit,
                                           offset=offset)
 
     def item_count(self, collection: str, *, prefix: str | None = None,
-                   where: dict[str, Any] | None = None) -> int:
+                   where: Mapping[str, object] | None = None) -> int:
         return self.items.item_count(collection, prefix=prefix, where=where)
 
     def item_delete(self, collection: str, *, key: str | None = None,

@@ -33,13 +33,13 @@ from .base import (
     SearchFilters,
     SearchPage,
 )
-from .blobs import SidecarBlobs
+from .blobs import SQLiteMetaSQL
 from .common import EP_COLS as _EP_COLS
+from .common import SQLBackend, like_pattern, trigrams, visible_sql
 from .common import episode_row as _row
-from .common import like_pattern, trigrams, visible_sql
 from .driver import sqlite_driver
 from .rows import WordCounts
-from .sqlite_audit import CompactedReader, SQLiteAudit
+from .sqlite_audit import CompactedReader, SQLiteAuditSQL
 from .sqlite_migrate import NS_TAG_SQL
 from .sqlite_peek import open_read_only
 
@@ -295,8 +295,11 @@ def write_denied(p: Path) -> str | None:
     return None
 
 
-class SQLiteBackend(SQLiteAudit):
+class SQLiteBackend(SQLBackend):
     """One connection per Store; one Store per thread."""
+
+    _AUDIT_SQL = SQLiteAuditSQL
+    _META_SQL = SQLiteMetaSQL
 
     _IN_CHUNK = 500  # bound parameters per statement stay far below SQLite's limit
 
@@ -383,7 +386,7 @@ class SQLiteBackend(SQLiteAudit):
         # index folds case: Unicode-aware, unlike SQLite's lower())
         self.conn.create_function("am_fold", 1, _fold, deterministic=True)
         if not self.read_only:
-            # a new store gives free pages back (see SQLiteAudit.audit_compact) and uses
+            # a new store gives free pages back (see SQLiteAuditSQL.compact) and uses
             # PAGE_SIZE; no effect on a database that already has tables
             self.conn.execute(f"PRAGMA page_size={int(self.PAGE_SIZE)}")
             self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
@@ -738,21 +741,6 @@ class SQLiteBackend(SQLiteAudit):
         self.q(f"INSERT OR IGNORE INTO {table}({', '.join(cols)}) "
                f"VALUES ({','.join('?' * len(cols))})", values)
 
-    # ------------------------------------------------------------------ sidecar text
-    def read_blob(self, name: str) -> str | None:
-        """The sidecar file ``<stem><name>`` beside the database, or None."""
-        return SidecarBlobs(self.path).read_blob(name)
-
-    def write_blob(self, name: str, text: str, *, lock: str | None = None) -> None:
-        SidecarBlobs(self.path).write_blob(name, text, lock=lock)
-
-    def update_blob(self, name: str, fn: Callable[[str | None], str | None], *,
-                    lock: str | None = None) -> str | None:
-        return SidecarBlobs(self.path).update_blob(name, fn, lock=lock)
-
-    def delete_blob(self, name: str, *, lock: str | None = None) -> bool:
-        return SidecarBlobs(self.path).delete_blob(name, lock=lock)
-
     # ------------------------------------------------------------------ episodes
     def scrub_indexes(self) -> None:
         """Rewrite the keyword indexes so deleted text leaves no trace in them (rebuilt
@@ -800,7 +788,7 @@ class SQLiteBackend(SQLiteAudit):
             # and the row id yields it without a sort (the trigram index, or the table read
             # backwards); a scan of one type reads it in time order from the type index
             by_rowid = self._per_snapshot(
-                "backdated", lambda: self.get_meta("backdated_episodes")) is None and (
+                "backdated", lambda: self._meta_sql.get("backdated_episodes")) is None and (
                 len(mparams) == 2 or not filters.episode_type)
             # the index's own row id: ordered by e.rowid, SQLite would sort every match
             order_sql = (f"{_rowid_col(mparams)} DESC" if by_rowid

@@ -5,19 +5,20 @@ connection for the verifier's walk), none of which writes a byte or upgrades any
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from .._audit_chain import MIRRORED_SEQ_KEY
 from ..errors import StoreError
+from .audit_sql import audit_entry
 from .driver import sqlite_driver
-from .sqlite_audit import chain_rows, tip_row
+from .rows import AuditEntry, AuditTip
+from .sqlite_audit import ChainRow, chain_rows, tip_row
+from .sqlite_conn import RawConnection
 
 
-def open_read_only(p: Path, **kw: Any) -> tuple[Any, str, str | None]:
+def open_read_only(p: Path, **kw: object) -> tuple[RawConnection, str, str | None]:
     """A read-only connection to the database ``p`` that works where its folder or file
     cannot be written, with how it was opened and the private folder to remove after it
     is closed (or None). SQLite's ``mode=ro`` ("ro": it sees other writers) must create or
@@ -28,7 +29,7 @@ def open_read_only(p: Path, **kw: Any) -> tuple[Any, str, str | None]:
     ``kw`` goes to ``connect``. DatabaseError propagates for any other cause."""
     sqlite3 = sqlite_driver()
     uri = p.resolve().as_uri()
-    conn: Any = None
+    conn: RawConnection | None = None
     try:
         conn = sqlite3.connect(uri + "?mode=ro", uri=True, **kw)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -59,21 +60,22 @@ def open_read_only(p: Path, **kw: Any) -> tuple[Any, str, str | None]:
     return conn, "copy", tmp
 
 
-def connect_read_only(db: Path, *, immutable: bool = False) -> Any:
+def connect_read_only(db: Path, *, immutable: bool = False) -> RawConnection | None:
     """A read-only connection to the database at ``db`` (``immutable``: not even a lock
     or a journal is touched), or None when there is no readable database there."""
     if not db.is_file() or db.stat().st_size == 0:
         return None
     sqlite3 = sqlite_driver()
     try:
-        return sqlite3.connect(db.resolve().as_uri() + "?mode=ro" + (
+        conn: RawConnection = sqlite3.connect(db.resolve().as_uri() + "?mode=ro" + (
             "&immutable=1" if immutable else ""), uri=True)
+        return conn
     except sqlite3.DatabaseError:
         return None
 
 
 @contextlib.contextmanager
-def read_only(db: Path, *, immutable: bool = False) -> Iterator[Any]:
+def read_only(db: Path, *, immutable: bool = False) -> Iterator[RawConnection | None]:
     """A read-only connection (or None when there is no readable database there),
     closed after; works in a read-only folder too (see :func:`open_read_only`)."""
     if immutable:
@@ -108,7 +110,7 @@ def meta_value(db: Path, key: str) -> str | None:
             return None
 
 
-def audit_tip(db: Path) -> tuple[int, str] | None:
+def audit_tip(db: Path) -> AuditTip | None:
     """(seq, hash) of the newest entry in the database's copy of the chain (None when it
     holds none or cannot be read)."""
     with read_only(db) as conn:
@@ -120,7 +122,7 @@ def audit_tip(db: Path) -> tuple[int, str] | None:
             return None
 
 
-def audit_entries_after(db: Path, after: int) -> list[dict[str, Any]]:
+def audit_entries_after(db: Path, after: int) -> list[AuditEntry]:
     """The database's full entries after ``after`` (empty when it cannot be read)."""
     with read_only(db) as conn:
         if conn is None:
@@ -128,8 +130,7 @@ def audit_entries_after(db: Path, after: int) -> list[dict[str, Any]]:
         try:
             rows = conn.execute("SELECT seq, ts, actor, event, data, prev_hash, hash FROM "
                                 "audit_log WHERE seq > ? ORDER BY seq", (after,)).fetchall()
-            return [{"seq": r[0], "ts": r[1], "actor": r[2], "event": r[3],
-                     "data": json.loads(r[4]), "prev_hash": r[5], "hash": r[6]} for r in rows]
+            return [audit_entry(r) for r in rows]
         except (sqlite_driver().DatabaseError, ValueError):
             return []
 
@@ -145,8 +146,8 @@ class ChainReader:
         self.available = False
         self.mirrored = 0
         self.legacy_tail: str | None = None
-        self.rows: Iterator[tuple[Any, ...]] = iter(())
-        self._conn: Any = None
+        self.rows: Iterator[ChainRow] = iter(())
+        self._conn: RawConnection | None = None
         self._tmp: str | None = None
         if not db.exists() or db.stat().st_size == 0:
             return
@@ -161,7 +162,7 @@ class ChainReader:
                 return
             got = conn.execute("SELECT value FROM meta WHERE key=?",
                                (MIRRORED_SEQ_KEY,)).fetchone()
-            self.mirrored = int(got[0]) if got and str(got[0]).isdigit() else 0
+            self.mirrored = int(str(got[0])) if got and str(got[0]).isdigit() else 0
             tail = conn.execute("SELECT value FROM meta WHERE key=?",
                                 (legacy_tail_key,)).fetchone()
             self.legacy_tail = str(tail[0]) if tail else None
@@ -175,7 +176,7 @@ class ChainReader:
     #: how the database was opened (see :func:`open_read_only`)
     mode = "ro"
 
-    def close_conn(self, conn: Any) -> None:
+    def close_conn(self, conn: RawConnection) -> None:
         conn.close()
         if self._tmp:
             import shutil
@@ -184,7 +185,8 @@ class ChainReader:
             self._tmp = None
 
     @property
-    def conn(self) -> Any:
+    def conn(self) -> RawConnection | None:
+        """The open read-only connection (None once closed, or when not available)."""
         return self._conn
 
     def close(self) -> None:
@@ -202,7 +204,7 @@ class LiveItems:
 
     _SQL = "SELECT value FROM items WHERE ns_key = '' AND collection = ? AND key = ?"
 
-    def __init__(self, conn: Any, collection: str) -> None:
+    def __init__(self, conn: RawConnection, collection: str) -> None:
         self._conn = conn
         self.collection = collection
 

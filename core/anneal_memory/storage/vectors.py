@@ -49,6 +49,31 @@ class Similarity(NamedTuple):
     cosine: float
 
 
+class PendingEpisode(NamedTuple):
+    """An episode with no vector of a model yet: its row id, id, text and namespace key."""
+
+    rowid: int
+    episode_id: str
+    content: str
+    ns_key: str
+
+
+class EpisodeText(NamedTuple):
+    """An episode's id, text and namespace key (what an embedder is given)."""
+
+    episode_id: str
+    content: str
+    ns_key: str
+
+
+class VectorCount(NamedTuple):
+    """How many vectors of one model and dimension the scope's episodes have."""
+
+    model: str
+    dim: int
+    vectors: int
+
+
 class VectorRepo:
     """Vectors of the episodes ``backend`` may see (a scoped backend: its namespace)."""
 
@@ -79,7 +104,7 @@ class VectorRepo:
         return where, list(params)
 
     def pending(self, f: SearchFilters, model: str, dim: int | None, limit: int, *,
-                after: int = 0) -> list[tuple[int, str, str, str]]:
+                after: int = 0) -> list[PendingEpisode]:
         """(row id, id, content, namespace key) of up to ``limit`` episodes after row id
         ``after`` that the filters let through and that have no vector of ``model`` (of
         ``dim``, when known), oldest first. A caller walking every pending episode passes
@@ -90,7 +115,8 @@ class VectorRepo:
         rows = self._b.q(f"SELECT e.rowid, e.id, e.content, e.ns_owner, e.ns_project "
                          f"FROM episodes e WHERE e.rowid > ? AND {where} AND {cond} "
                          f"ORDER BY e.rowid LIMIT ?", [int(after), *params, *extra, int(limit)])
-        return [(int(r[0]), str(r[1]), str(r[2]), Scope(r[3], r[4]).key) for r in rows]
+        return [PendingEpisode(int(r[0]), str(r[1]), str(r[2]), Scope(r[3], r[4]).key)
+                for r in rows]
 
     def count_pending(self, f: SearchFilters, model: str, dim: int | None) -> int:
         where, params = self._where(f)
@@ -252,7 +278,7 @@ class VectorRepo:
         return out
 
     def contents(self, ids: Sequence[str], *, newest: int | None = None
-                 ) -> list[tuple[str, str, str]]:
+                 ) -> list[EpisodeText]:
         """(id, content, namespace key) of these episodes, in the order given, or the
         ``newest`` of them (last recorded first)."""
         found: dict[str, tuple[int, str, str, str]] = {}
@@ -266,9 +292,9 @@ class VectorRepo:
         rows = [found[i] for i in ids if i in found]
         if newest is not None:
             rows = sorted(rows, key=lambda r: -r[0])[:newest]
-        return [(eid, content, ns) for _r, eid, content, ns in rows]
+        return [EpisodeText(eid, content, ns) for _r, eid, content, ns in rows]
 
-    def counts(self) -> list[tuple[str, int, int]]:
+    def counts(self) -> list[VectorCount]:
         """(model, dimension, vectors) of the episodes this repository's scope sees."""
         if not self._exists():
             return []
@@ -276,7 +302,7 @@ class VectorRepo:
         rows = self._b.q("SELECT v.model, v.dim, COUNT(*) FROM episode_vectors v JOIN episodes e "
                          f"ON e.id = v.episode_id WHERE TRUE{vis} GROUP BY v.model, v.dim "
                          "ORDER BY v.model, v.dim", params)
-        return [(str(r[0]), int(r[1]), int(r[2])) for r in rows]
+        return [VectorCount(str(r[0]), int(r[1]), int(r[2])) for r in rows]
 
     def drop(self, model: str | None = None) -> int:
         """Remove the vectors (of ``model``, or every model's) of the episodes this scope
