@@ -28,6 +28,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._seam import roles_of
 from .audit import same_label
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ def import_hash_entries(store: Facade, rows: list[Any]) -> list[dict[str, Any]]:
                               labels["namespace"], labels["state_key"]]
         # the supersession links the import carried from these episodes (not a slot's:
         # those follow from the state keys)
-        carried = store.repos.links.supersessions_of([r.id for r in batch])
+        carried = roles_of(store).links.supersessions_of([r.id for r in batch])
         links = sorted([old, new] for old, held in carried.items()
                        for new, kind, _c in held if kind != "state_key")
         out.append({"episodes": episodes, **({"links": links} if links else {})})
@@ -102,7 +103,7 @@ def deep_check(store: Facade) -> ContentCheck:
     and what the trail recorded with what is still there: an episode row, an explicit
     link or a state key gone without the entry that removes it is a mismatch."""
     trail = store.audit_trail
-    b = store.repos
+    b = roles_of(store)
     want: dict[str, dict[str, Any]] = {}
     # explicit links the trail made and did not unmake: (old, new) -> made
     links: dict[tuple[str, str], bool] = {}

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import facts
+from ._seam import roles_of
 from .clock import normalize_timestamp
 from .errors import SupersessionError, ValidationError
 from .storage.base import EpisodeRow
@@ -79,7 +80,7 @@ class ImportRules:
         a more trusted episode's slot."""
         where = f"episode {item['index']} ({row.id})"
         if item["derived_from"]:
-            known = set(self.store.repos.episodes.get_episodes(item["derived_from"], exact=True))
+            known = set(roles_of(self.store).episodes.get_episodes(item["derived_from"], exact=True))
             missing = [s for s in item["derived_from"] if s not in known and s not in self.known]
             if missing:
                 raise ValidationError(f"{where} derived_from names unknown episode(s) "
@@ -102,7 +103,7 @@ class ImportRules:
         at record time; returns how many were added."""
         from .clock import now_iso
 
-        b = self.store.repos
+        b = roles_of(self.store)
         added = 0
         for link in links:
             o, n, kind = link["old_id"], link["new_id"], link["kind"]

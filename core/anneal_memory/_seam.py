@@ -66,6 +66,11 @@ def _seam(store: object) -> Seam:
                         "view (nothing registered its roles)") from None
 
 
+def registered(obj: object) -> bool:
+    """Whether ``obj`` is an open Store or view (it registered its roles)."""
+    return id(obj) in _SEAMS
+
+
 def roles_of(store: object) -> Repositories:
     """The roles ``store`` reads through (a scoped view's: its namespace's). TypeError
     for anything that is not a registered Store or view."""

@@ -1,6 +1,6 @@
 """The unit of work: one open write transaction as the layers above storage see it.
 
-``Store.transaction()`` yields a :class:`UnitOfWork`: the store's typed repositories
+``_seam.unit_of(store)`` yields a :class:`UnitOfWork`: the store's typed repositories
 (:class:`~.storage.base.Repositories`) and its audit log, whose entries commit in the same
 transaction as the rows they describe. :class:`Ground` is what the modules under the Store
 facade (facts, trust, items, ...) need of a Store: they are written against it, not
@@ -141,16 +141,10 @@ class Ground(Protocol):
     trust_ceiling: str
 
     @property
-    def repos(self) -> Repositories: ...
-
-    @property
     def audit_trail(self) -> AuditLog: ...
 
     @property
     def read_only(self) -> bool: ...
-
-    def transaction(self, *, appends_only: bool = False
-                    ) -> AbstractContextManager[UnitOfWork]: ...
 
     def effective_trust_map(self, ids: Sequence[str]) -> dict[str, str]: ...
 

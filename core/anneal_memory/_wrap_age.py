@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._seam import roles_of
+
 if TYPE_CHECKING:
     from ._unit import Facade
 
@@ -29,7 +31,7 @@ def stale_policy(store: Facade) -> float | None:
     policy = getattr(store, "stale_wrap_after", None)
     if policy is not None:
         return float(policy)
-    raw = store.repos.meta.get_meta(STALE_POLICY_KEY)
+    raw = roles_of(store).meta.get_meta(STALE_POLICY_KEY)
     try:
         return float(raw) if raw else None
     except ValueError:

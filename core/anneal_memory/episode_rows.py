@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 
 from . import trust
+from ._seam import roles_of
 from ._unit import Ground
 from .storage.base import EpisodeRow
 from .storage.rows import Source, Successor
@@ -42,7 +43,7 @@ def episode_links(ground: Ground, rows: Sequence[EpisodeRow]
     sources, and the effective trust of the derived ones (the others keep their own
     class). A store without any link or derivation skips the lookups."""
     ids = [r.id for r in rows]
-    links = ground.repos.links
+    links = roles_of(ground).links
     used_links, used_derivations = links.link_tables_used() if ids else (False, False)
     sup = links.supersessions_of(ids) if used_links else {}
     der = links.derivations_of(ids) if used_derivations else {}

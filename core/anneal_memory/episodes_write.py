@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 from . import facts, trust
 from ._inputs import check_episode_size, metadata_text, storable_text
 from ._lazy import id_token, sha256_hex
+from ._seam import unit_of
 from ._unit import Ground, UnitOfWork
 from .clock import normalize_timestamp, now_iso
 from .episode_rows import episode
@@ -168,7 +169,7 @@ def insert(writer: Writer, tx: UnitOfWork, d: EpisodeDraft) -> Episode:
 def write_one(writer: Writer, d: EpisodeDraft) -> Episode:
     """The group commit's writer of one draft: :func:`insert` through a unit of
     ``writer`` that joins the commit's open transaction."""
-    with writer.transaction() as tx:
+    with unit_of(writer) as tx:
         return insert(writer, tx, d)
 
 
@@ -199,7 +200,7 @@ def write_plain_run(pairs: Sequence[tuple[Writer, EpisodeDraft]]) -> list[Episod
     and the entries."""
     first = pairs[0][0]
     root = cast("Writer", getattr(first, "parent", first))
-    with root.transaction(appends_only=True) as tx:
+    with unit_of(root, appends_only=True) as tx:
         episodes = tx.episodes
         rows = [cast(EpisodeRow, d.row) for _w, d in pairs]
         taken = episodes.ids_taken([r.id for r in rows])

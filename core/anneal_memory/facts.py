@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypedDict
 
 from ._inputs import storable_text
+from ._seam import roles_of, unit_of
 from .clock import now_iso
 from .errors import EpisodeNotFoundError, SupersessionError, ValidationError
 from .storage.base import EpisodeRow
@@ -109,7 +110,7 @@ def _reaches(store: Ground, start: str, target: str) -> bool:
     seen, frontier = {start}, [start]
     while frontier:
         nxt = []
-        for links in store.repos.links.supersessions_of(frontier).values():
+        for links in roles_of(store).links.supersessions_of(frontier).values():
             for new, _k, _c in links:
                 if new == target:
                     return True
@@ -153,7 +154,7 @@ def check_link(store: Ground, old: EpisodeRow | None, old_id: str, new: EpisodeR
 
 def validate_explicit_links(store: Ground, new: EpisodeRow, olds: Sequence[str],
                             derived_from: Sequence[str]) -> None:
-    rows = store.repos.episodes.get_episodes(list(olds))
+    rows = roles_of(store).episodes.get_episodes(list(olds))
     new_trust = new_episode_trust(store, new.trust, derived_from)
     for old_id in olds:
         why = check_link(store, rows.get(old_id), old_id, new, new_trust, kind="explicit")
@@ -165,7 +166,7 @@ def check_key_trust(store: Ground, row: EpisodeRow, key: str, trust_label: str |
     """Refuse a state-key update that would hide a more trusted holder of the key: relayed
     content cannot replace an operator's fact through a key any more than through an
     explicit ``supersedes`` link."""
-    holders = [m for m in store.repos.episodes.state_key_holders(key) if m.id != row.id]
+    holders = [m for m in roles_of(store).episodes.state_key_holders(key) if m.id != row.id]
     if not holders or any(m.timestamp > row.timestamp for m in holders):
         return  # nothing held, or the row goes into the key's history and hides nothing
     mine = trust_label or store.effective_trust_map([row.id]).get(row.id, row.trust)
@@ -203,7 +204,7 @@ def recompute_slot(store: Ground, key: str) -> list[str]:
 
 
 def _recompute_slot(store: Ground, key: str, *, audit: bool) -> list[str]:
-    r = store.repos
+    r = roles_of(store)
     members = r.episodes.state_key_holders(key)
     member_ids = {m.id for m in members}
     before = {o for o, links in r.links.supersessions_of(list(member_ids)).items()
@@ -225,7 +226,7 @@ def _recompute_slot(store: Ground, key: str, *, audit: bool) -> list[str]:
 def set_state_key(store: Ground, episode_id: str, key: str) -> list[tuple[str, str]]:
     """Key an existing episode; returns the links the slot gained, as (old_id, new_id)."""
     k = validate_state_key(key)
-    with store.transaction() as tx:
+    with unit_of(store) as tx:
         rows = tx.episodes.get_episodes([episode_id], exact=True)
         if episode_id not in rows:
             raise EpisodeNotFoundError(f"no episode {episode_id!r} in this store: check the id")
@@ -252,8 +253,8 @@ def set_state_key(store: Ground, episode_id: str, key: str) -> list[tuple[str, s
 
 def _slot_links(store: Ground, key: str) -> set[tuple[str, str]]:
     """The state-key links (old_id, new_id) among the holders of ``key``."""
-    ids = [m.id for m in store.repos.episodes.state_key_holders(key)]
-    return {(old, new) for old, links in store.repos.links.supersessions_of(ids).items()
+    ids = [m.id for m in roles_of(store).episodes.state_key_holders(key)]
+    return {(old, new) for old, links in roles_of(store).links.supersessions_of(ids).items()
             for new, kind, _c in links if kind == "state_key"}
 
 
@@ -262,7 +263,7 @@ def clear_state_key(store: Ground, episode_id: str) -> StateKeyCleared:
     ``removed`` and ``added`` as [old_id, new_id] pairs, and ``left_live``: episodes the
     slot no longer hides."""
     storable_text(episode_id, "episode id")
-    with store.transaction() as tx:
+    with unit_of(store) as tx:
         rows = tx.episodes.get_episodes([episode_id], exact=True)
         if episode_id not in rows:
             raise EpisodeNotFoundError(f"no episode {episode_id!r} in this store: check the id")
@@ -290,7 +291,7 @@ def state_report(store: Ground, key: str | None = None) -> list[StateSlot]:
     """Each state-key slot (or only ``key``'s): its current holder and its history."""
     if key is not None:
         storable_text(key, "state key")
-    rows = store.repos.episodes.state_key_holders(key)
+    rows = roles_of(store).episodes.state_key_holders(key)
     slots: dict[str, list[EpisodeRow]] = {}
     for r in rows:
         slots.setdefault(r.state_key or "", []).append(r)
@@ -311,7 +312,7 @@ def state_report(store: Ground, key: str | None = None) -> list[StateSlot]:
 def supersede(store: Ground, old_id: str, new_id: str) -> bool:
     """Link ``new_id`` as replacing ``old_id`` after the fact, validated as a link written
     at record time; False when the link already exists."""
-    with store.transaction() as tx:
+    with unit_of(store) as tx:
         rows = tx.episodes.get_episodes([old_id, new_id])
         new = rows.get(new_id)
         if new is None:
@@ -340,7 +341,7 @@ def unsupersede(store: Ground, old_id: str, new_id: str) -> bool:
     link does (as 1.0.2). An id this store (or view) does not hold is refused."""
     storable_text(old_id, "old_id")
     storable_text(new_id, "new_id")
-    with store.transaction() as tx:
+    with unit_of(store) as tx:
         mine = tx.episodes.get_episodes([old_id, new_id], exact=True)
         missing = [i for i in (old_id, new_id) if i not in mine]
         if missing:
@@ -358,7 +359,7 @@ def unsupersede(store: Ground, old_id: str, new_id: str) -> bool:
 
 def propose_wrap_link(store: Ground, old_id: str, new_id: str, snapshot: set[str]) -> str | None:
     """Record a link a wrap proposed; return why it was rejected, or None."""
-    r = store.repos
+    r = roles_of(store)
     rows = r.episodes.get_episodes([old_id, new_id], exact=True)
     if new_id not in snapshot:
         return f"{new_id} is not an episode of this wrap"
@@ -378,7 +379,7 @@ def propose_wrap_link(store: Ground, old_id: str, new_id: str, snapshot: set[str
 def detach_links(store: Ground, eid: str) -> None:
     """Before an episode is removed: drop its outgoing links and rewire links that
     pointed at it to what replaced it (never swapped in by recall)."""
-    r = store.repos
+    r = roles_of(store)
     onward = [n for n, _k, _c in r.links.supersessions_of([eid]).get(eid, [])]
     incoming = r.links.superseded_by_new(eid)
     r.links.delete_supersessions_touching([eid])
@@ -394,7 +395,7 @@ def link_chain_head(store: Ground, eid: str) -> tuple[str | None, bool]:
     Returns (head id, swappable): swappable is False when any link on the way was
     proposed by a wrap or rewired by a delete.
     """
-    r = store.repos
+    r = roles_of(store)
     cur, swappable, seen = eid, True, {eid}
     while True:
         links = r.links.supersessions_of([cur]).get(cur, [])
@@ -419,7 +420,7 @@ def supersession_chain(store: Ground, episode_id: str) -> list[ChainLink]:
     ``rewired``), walking back through what it replaced and on through what replaced it.
     Only episodes this store (or view) can see are followed."""
     storable_text(episode_id, "episode id")
-    r = store.repos
+    r = roles_of(store)
     if episode_id not in r.episodes.get_episodes([episode_id]):
         raise EpisodeNotFoundError(f"no episode {episode_id!r} in this store: check the id "
                                    "(anneal-memory search)")

@@ -19,25 +19,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
 from . import tracing
+from ._seam import unit_of
 from ._unit import UnitLost
 
 if TYPE_CHECKING:
     from ._unit import UnitOfWork
 
 
-class Committer(Protocol):
-    """What a group commit writes through: a store (or view) that opens a unit of work."""
-
-    def transaction(self, *, appends_only: bool = False) -> AbstractContextManager[UnitOfWork]:
-        ...
-
-
 #: the store (or view) a record is written through, the record as prepared for writing,
 #: and what its caller gets back
-S = TypeVar("S", bound=Committer)
+S = TypeVar("S")  # a Store or view: its unit of work is reached through _seam.unit_of
 P = TypeVar("P")
 R = TypeVar("R")
 #: writes one prepared record through its store; returns what its caller gets
@@ -137,7 +131,7 @@ class GroupCommit(Generic[S, P, R]):
         # a backend shared by hosts may then lock at the audit append, not at the start
         plain = all(slot.many is not None for slot in batch)
         try:
-            with store.transaction(appends_only=plain) as tx:
+            with unit_of(store, appends_only=plain) as tx:
                 if len(batch) == 1:
                     # alone, its refusal rolls the transaction back: the same outcome as
                     # its savepoint's, without two statements per record

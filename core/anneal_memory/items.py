@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._seam import roles_of, unit_of
 from .clock import now_iso
 from .errors import ValidationError
 
@@ -107,7 +108,7 @@ class ItemCollection:
         if metadata is not None and not isinstance(metadata, Mapping):
             raise ValidationError("item metadata must be a dict (or None)")
         m = _json("metadata", dict(metadata)) if metadata else None
-        with self.store.transaction() as tx:
+        with unit_of(self.store) as tx:
             row = tx.items.item_put(self.name, k, v, m, now_iso())
         return _item(row)
 
@@ -116,7 +117,7 @@ class ItemCollection:
         return self.put(f"{time.time_ns():020d}-{secrets.token_hex(4)}", value, metadata=metadata)
 
     def get(self, key: str) -> Item | None:
-        row = self.store.repos.items.item_get(self.name, _text("key", key, _MAX_KEY))
+        row = roles_of(self.store).items.item_get(self.name, _text("key", key, _MAX_KEY))
         return None if row is None else _item(row)
 
     def list(self, *, prefix: str | None = None, where: Mapping[str, object] | None = None,
@@ -128,7 +129,7 @@ class ItemCollection:
         if order not in ("asc", "desc"):
             raise ValidationError("order must be 'asc' or 'desc'")
         lim, off = _page(limit, offset)
-        rows = self.store.repos.items.item_list(
+        rows = roles_of(self.store).items.item_list(
             self.name, prefix=_text("prefix", prefix, _MAX_KEY) if prefix else None,
             where=_fields(where), contains=_text("search text", contains, 2000) if contains
             else None, order=order, limit=lim, offset=off)
@@ -141,23 +142,23 @@ class ItemCollection:
     def count(self, *, prefix: str | None = None,
               where: Mapping[str, object] | None = None) -> int:
         """How many items ``list`` would return for these filters (unpaged)."""
-        return self.store.repos.items.item_count(
+        return roles_of(self.store).items.item_count(
             self.name, prefix=_text("prefix", prefix, _MAX_KEY) if prefix else None,
             where=_fields(where))
 
     def delete(self, key: str) -> bool:
         """Remove one item; False when there was none."""
         k = _text("key", key, _MAX_KEY)
-        with self.store.transaction() as tx:
+        with unit_of(self.store) as tx:
             return bool(tx.items.item_delete(self.name, key=k))
 
     def delete_prefix(self, prefix: str) -> int:
         """Remove every item whose key starts with ``prefix``; how many went."""
         p = _text("prefix", prefix, _MAX_KEY)
-        with self.store.transaction() as tx:
+        with unit_of(self.store) as tx:
             return int(tx.items.item_delete(self.name, prefix=p))
 
     def clear(self) -> int:
         """Remove every item of this collection (in this namespace only)."""
-        with self.store.transaction() as tx:
+        with unit_of(self.store) as tx:
             return int(tx.items.item_delete(self.name))

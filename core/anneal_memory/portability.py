@@ -18,6 +18,7 @@ from ._audit_deep import import_hash_entries
 from ._identity import episode_id_key, is_canonical_id
 from ._import_rules import ImportRules, links_in
 from ._inputs import load_json, metadata_text, storable_text
+from ._seam import roles_of, unit_of
 from .clock import normalize_timestamp, now_iso
 from .errors import SupersessionError, ValidationError
 from .facts import ChainLink, validate_state_key
@@ -115,7 +116,7 @@ class ImportResult(_Imported, total=False):
 def export_store(store: Facade) -> ExportDocument:
     """Every episode and link of ``store`` as one JSON-ready document (see
     :meth:`Store.export`)."""
-    b = store.repos
+    b = roles_of(store)
     with b.read():
         rows = list(b.episodes.all_episodes())
         ids = [r.id for r in rows]
@@ -347,7 +348,7 @@ def _tombstones_in(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _deleted(store: Facade, ids: list[str]) -> set[str]:
     """The ids among ``ids`` that a tombstone covers, compared in canonical form, so an
     id re-spelt (other case, a stray space, a lookalike letter) is still refused."""
-    b = store.repos
+    b = roles_of(store)
     exact = set(b.links.tombstones(ids))
     wanted = {episode_id_key(i): i for i in ids}
     folded = {wanted[k] for k in (episode_id_key(t) for t in b.links.tombstones()) if k in wanted}
@@ -360,7 +361,7 @@ def _carry_tombstones(store: Facade, deletions: list[dict[str, Any]]) -> int:
     is left alone: an import adds, it never deletes. Returns how many were added."""
     if not deletions:
         return 0
-    b = store.repos
+    b = roles_of(store)
     ids = [t["id"] for t in deletions]
     known = _deleted(store, ids) | set(b.episodes.get_episodes(ids, exact=True))
     added = 0
@@ -385,7 +386,7 @@ def import_store(store: Facade, data: Mapping[str, object] | str, *, via: str = 
     items = _validate(store, doc)
     deletions = _tombstones_in(doc)
     links = links_in(doc, _check_id)
-    b = store.repos
+    b = roles_of(store)
     rules = ImportRules(store)
     state = doc.get("state") if restore is not False else None
     if state is None and restore is not False:
@@ -398,7 +399,7 @@ def import_store(store: Facade, data: Mapping[str, object] | str, *, via: str = 
     imported: list[str] = []
     skipped: list[str] = []
     refused_deleted: list[str] = []
-    with store.transaction() as tx:
+    with unit_of(store) as tx:
         # the export's deletions first: an episode the same document also lists stays out
         carried = _carry_tombstones(store, deletions)
         tombs = _deleted(store, [i["id"] for i in items])

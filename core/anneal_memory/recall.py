@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from . import facts, tracing
 from ._inputs import storable_text, whole_number
+from ._seam import roles_of
 from .clock import parse_since
 from .episode_rows import to_episodes
 from .errors import ValidationError
@@ -68,7 +69,7 @@ def ranked_words(store: Facade, filters: SearchFilters, terms: Sequence[str],
     asked again before anything is written costs a lookup.
     """
     key = ("ranked_words", filters_key(filters), tuple(terms), pool, context, query)
-    ranked, total, found_via = store.repos.episodes.memo(
+    ranked, total, found_via = roles_of(store).episodes.memo(
         key, lambda: _ranked_words(store, filters, terms, pool, context, query),
         size=lambda v: len(v[0]) + len(v[2]))
     if via is not None:
@@ -121,7 +122,7 @@ def _ranked_words(store: Facade, filters: SearchFilters, terms: Sequence[str], p
     from . import ranking  # loaded on the first ranked search, not at import
 
     via: dict[int, int] = {}
-    b = store.repos
+    b = roles_of(store)
     groups = word_groups(list(terms))
     words = [w for g in groups for w in g]
     hits, total = b.episodes.ranked_ids(filters, words, pool)
@@ -149,7 +150,7 @@ def _ranked_words(store: Facade, filters: SearchFilters, terms: Sequence[str], p
 def load_ranked(store: Facade, ranked: Sequence[tuple[int, float]], filters: SearchFilters
                 ) -> list[tuple[EpisodeRow, float]]:
     """The rows of ranked row ids, in rank order (ids the filters hide are left out)."""
-    rows = store.repos.episodes.rows_by_rowid([rid for rid, _s in ranked], filters) if ranked else {}
+    rows = roles_of(store).episodes.rows_by_rowid([rid for rid, _s in ranked], filters) if ranked else {}
     return [(rows[rid], sc) for rid, sc in ranked if rid in rows]
 
 
@@ -170,7 +171,7 @@ def keyword_recall(store: Facade, *, since: str | datetime | None = None,
         "include_superseded": bool(include_superseded), "match": None,
         **({"trust": filters.trust} if trust is not None else {}),
     }
-    b = store.repos
+    b = roles_of(store)
     kw = keyword.strip() if keyword else ""
     with b.read():
         if kw:
@@ -212,11 +213,11 @@ def _search(store: Facade, filters: SearchFilters, phrase: str | None, limit: in
     """One page of the episodes holding ``phrase`` (or of all, without one) and the
     number of them, kept per database state like ranked words."""
     def run() -> tuple[tuple[tuple[Any, float], ...], int]:
-        rows, total = store.repos.episodes.search(filters, phrase=phrase, limit=limit,
+        rows, total = roles_of(store).episodes.search(filters, phrase=phrase, limit=limit,
                                                   offset=offset)
         return tuple(rows), total
 
-    rows, total = store.repos.episodes.memo(
+    rows, total = roles_of(store).episodes.memo(
         ("search", filters_key(filters), phrase, limit, offset), run,
         size=lambda v: 8 * len(v[0]))  # a row with its text weighs about 8 ranked ids
     return list(rows), total
@@ -231,7 +232,7 @@ def _why(store: Facade, rows: Sequence[tuple[Any, float]], via: dict[int, int],
     missing = [rid for rid in sources if rid not in known]
     if missing:
         known.update({rid: r.id for rid, r in
-                      store.repos.episodes.rows_by_rowid(missing, filters).items()})
+                      roles_of(store).episodes.rows_by_rowid(missing, filters).items()})
     return {r.id: (f"next to {known.get(via[r.rowid], '?')}" if r.rowid in via else "words")
             for r, _s in rows}
 
@@ -302,7 +303,7 @@ def _recent_ids(store: Facade, minutes: int | None, now: Any) -> set[str]:
 
 def _scored_episodes(store: Facade, query: str, terms: list[str], k: int, episode_type: Any,
                      since: Any, exclude: set[str], context: bool = True) -> list[ScoredEpisode]:
-    b = store.repos
+    b = roles_of(store)
     filters = build_filters(since, None, episode_type, None, include_superseded=True)
     with b.read():
         ranked_ids, _total = ranked_words(store, filters, terms,
@@ -344,7 +345,7 @@ def _take(store: Facade, ranked: list[tuple[Any, float]], k: int, exclude: set[s
           seen_ids: set[str], results: dict[str, dict[str, Any]], order: list[str]) -> None:
     """Fill ``results`` / ``order`` up to ``k`` from ranked rows: a replaced hit takes
     its slot for the episode that replaced it (its chain's head)."""
-    b = store.repos
+    b = roles_of(store)
     fresh = [(r, s) for r, s in ranked if r.id not in seen_ids]
     seen_ids.update(r.id for r, _s in fresh)
     superseded = b.links.supersessions_of([r.id for r, _ in fresh])

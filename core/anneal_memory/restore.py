@@ -18,6 +18,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypedDict, cast
 
+from ._seam import roles_of
 from .errors import ValidationError
 from .storage.pg_copy import BLOBS, GOV_TABLES, TABLES
 
@@ -72,7 +73,7 @@ def _table(name: str) -> tuple[str, str, str]:
 
 def state_out(store: Facade) -> StateSection:
     """The ``state`` section of an export (inside the export's read transaction)."""
-    b = store.repos
+    b = roles_of(store)
     tables: dict[str, StateTable] = {}
     for name in STATE_TABLES + (tuple(t[0] for t in GOV_TABLES) if b.tables.governed() else ()):
         cols = _table(name)[1]
@@ -126,7 +127,7 @@ def check_state(state: object) -> StateSection:
 
 def holds_state(store: Facade) -> str | None:
     """What state the store already holds (None: none, a restore may go ahead)."""
-    b = store.repos
+    b = roles_of(store)
     for name in STATE_TABLES:
         if b.tables.count(name):
             return name
@@ -171,7 +172,7 @@ def state_in(store: Facade, state: object, tx: UnitOfWork) -> RestoreResult:
     if why is not None:  # an import that was not asked to restore: its episodes went in
         return {"restored": False,
                 "reason": f"{why}; its episodes were imported as not yet wrapped"}
-    b = store.repos
+    b = roles_of(store)
     done: dict[str, int] = {}
     if doc.get("governed") or any(n.startswith("gov_") for n in doc["tables"]):
         b.tables.create_governance_schema()  # inside the import's transaction
@@ -198,8 +199,8 @@ def _view_of_blob(store: Facade, name: str) -> Facade | None:
     from ._namespace import MemoryNamespace
     from ._unit import continuity_blob
 
-    for owner in store.repos.meta.owners():
-        for project in store.repos.meta.owner_projects(owner):
+    for owner in roles_of(store).meta.owners():
+        for project in roles_of(store).meta.owner_projects(owner):
             tenant, user, agent = json.loads(owner)
             view = store.scoped(MemoryNamespace(tenant=tenant, user=user, agent=agent,
                                                 project=project))

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from . import tracing
 from ._inputs import storable_text, whole_number
+from ._seam import roles_of, unit_of
 from ._unit import Facade, require_writable
 from .embedding import Embedder, _numpy, cosine_similarities, pack_vector, top
 from .errors import EmbedderError, ValidationError
@@ -123,7 +124,7 @@ def _embed(store: SemanticStore, emb: Embedder, repo: VectorRepo, ids: Sequence[
     """Embed and store the ``newest`` of these episodes (those still there); (their
     vectors, the embedder's error or None). The embedder runs outside any transaction
     or lock."""
-    with store.repos.read():
+    with roles_of(store).read():
         rows = repo.contents(ids, newest=newest)
     if not rows:
         return {}, None
@@ -133,7 +134,7 @@ def _embed(store: SemanticStore, emb: Embedder, repo: VectorRepo, ids: Sequence[
         return {}, str(exc)
     dim = len(vectors[0])
     packed = [(eid, ns, pack_vector(v)) for (eid, _c, ns), v in zip(rows, vectors)]
-    with store.transaction():
+    with unit_of(store):
         repo.put(emb.model, dim, packed)
     made = {eid: blob for eid, _ns, blob in packed}
     store._vector_cache.put(emb.model, dim, made)
@@ -194,7 +195,7 @@ def _rank(store: SemanticStore, emb: Embedder, text: str, filters: SearchFilters
     it runs in this thread while the matrix is scanned in another). EmbedderError when
     the query cannot be embedded (``during`` has not run then)."""
     qvec = emb.embed_query(text)
-    repo = store.repos.vectors
+    repo = roles_of(store).vectors
     np = _numpy()
     key = _matrix_scope(repo, filters) if np is not None else None
     if key is not None and repo.data_version() is not None:
@@ -210,18 +211,18 @@ def _rank_matrix(store: SemanticStore, emb: Embedder, qvec: list[float], filters
     checked against the database with the filters (widening until ``pool`` pass or every
     row was looked at), so nothing removed or hidden since the matrix was read is served."""
     dims = len(qvec)
-    repo = store.repos.vectors
+    repo = roles_of(store).vectors
     m = store._vector_cache.matrix(key, emb.model, dims, np)
     failed, embedded = None, 0
     with m.lock:
-        with store.repos.read():
+        with roles_of(store).read():
             _sync(repo, m, emb.model, dims)
             pending = list(m.pending)
         if pending and emb.catch_up and not store.read_only:
             made, failed = _embed(store, emb, repo, pending, emb.catch_up)  # the newest first
             embedded = len(made)
             if made:
-                with store.repos.read():
+                with roles_of(store).read():
                     _sync(repo, m, emb.model, dims)
         norm = math.sqrt(sum(x * x for x in qvec)) or 1.0  # as cosine_similarities does
         q = np.asarray([x / norm for x in qvec], dtype=np.float32)
@@ -258,7 +259,7 @@ def _rank_matrix(store: SemanticStore, emb: Embedder, qvec: list[float], filters
         scored = sims[order].tolist()
         top_ids = [ids[i] for i, _s in sorted(  # best first; ties: the larger id first
             zip(order.tolist(), scored), key=lambda t: (t[1], ids[t[0]]), reverse=True)]
-        with store.repos.read():
+        with roles_of(store).read():
             ok = repo.passing(filters, top_ids)
         ranked = [i for i in top_ids if i in ok][:pool]
         if (len(ranked) >= want or window >= len(sims)
@@ -281,9 +282,9 @@ def _rank_sqlite_vec(store: SemanticStore, emb: Embedder, qvec: list[float], fil
     (no numpy, and a SQLite that loads it): the same candidates, catch-up and order as
     the scan by id, without a cosine computed in Python."""
     dims = len(qvec)
-    repo = store.repos.vectors
+    repo = roles_of(store).vectors
     qblob = pack_vector(qvec)
-    with store.repos.read():
+    with roles_of(store).read():
         ids = repo.visible(filters)
         sims = dict(repo.similarities(emb.model, dims, qblob, filters))
     pending = [i for i in ids if i not in sims]
@@ -292,7 +293,7 @@ def _rank_sqlite_vec(store: SemanticStore, emb: Embedder, qvec: list[float], fil
         made, failed = _embed(store, emb, repo, pending, emb.catch_up)  # the newest first
         embedded = len(made)
         if made:
-            with store.repos.read():
+            with roles_of(store).read():
                 sims = dict(repo.similarities(emb.model, dims, qblob, filters))
             pending = [i for i in pending if i not in sims]
     cand = [i for i in ids if i in sims]
@@ -356,10 +357,10 @@ def _rank_by_id(store: SemanticStore, emb: Embedder, qvec: list[float], filters:
     """The ranking from the filters' candidates read from the database and their vectors
     by id (PostgreSQL, no numpy, or selective filters)."""
     dims = len(qvec)
-    repo = store.repos.vectors
+    repo = roles_of(store).vectors
     if _numpy() is None and repo.sqlite_vec():
         return _rank_sqlite_vec(store, emb, qvec, filters, pool, mode)
-    with store.repos.read():  # the filters pick the candidates; the cache only their vectors
+    with roles_of(store).read():  # the filters pick the candidates; the cache only their vectors
         ids = repo.visible(filters)
         vecs = store._vector_cache.get(emb.model, dims, ids,
                                        lambda missing: repo.vectors_of(emb.model, dims, missing))
@@ -517,20 +518,20 @@ def embed_pending(store: SemanticStore, *, rebuild: bool = False, limit: int | N
     require_writable(store)
     if limit is not None:
         whole_number(limit, "limit")
-    repo = store.repos.vectors
+    repo = roles_of(store).vectors
     f = SearchFilters(include_superseded=True)
     dropped = 0
     if rebuild:
-        with store.transaction() as tx:
+        with unit_of(store) as tx:
             dropped = tx.vectors.drop()
         store._vector_cache.clear()
-    with store.repos.read():
+    with roles_of(store).read():
         total = repo.count_pending(f, emb.model, emb.dims)
     if limit is not None:
         total = min(total, limit)
     done, after = 0, 0
     while done < total:
-        with store.repos.read():
+        with roles_of(store).read():
             rows = repo.pending(f, emb.model, emb.dims, min(emb.batch_size, total - done),
                                 after=after)
         if not rows:
@@ -538,13 +539,13 @@ def embed_pending(store: SemanticStore, *, rebuild: bool = False, limit: int | N
         after = rows[-1][0]
         vectors = emb.embed_documents([content for _r, _i, content, _ns in rows])
         packed = [(eid, ns, pack_vector(v)) for (_r, eid, _c, ns), v in zip(rows, vectors)]
-        with store.transaction():
+        with unit_of(store):
             repo.put(emb.model, len(vectors[0]), packed)
         store._vector_cache.put(emb.model, len(vectors[0]), {e: b for e, _n, b in packed})
         done += len(rows)
         if progress is not None:
             progress(done, total)
-    with store.repos.read():
+    with roles_of(store).read():
         left = repo.count_pending(f, emb.model, emb.dims)
     return EmbedReport(embedded=done, pending=left, model=emb.model, dims=emb.dims,
                        dropped=dropped)

@@ -35,6 +35,7 @@ from typing import Any, TypedDict, cast
 
 from ._fileio import atomic_write_json, file_lock, sidecar_path
 from ._inputs import json_text
+from ._seam import unit_of
 from .clock import as_date
 from .clock import stamp as utc_now
 from .errors import SidecarError, ValidationError
@@ -210,7 +211,7 @@ class JsonSidecar:
         if self.store is not None:
             from . import tiers_db
 
-            with self.store.transaction():
+            with unit_of(self.store):
                 data = self.load()
                 before = json.dumps(data, sort_keys=True)
                 yield data

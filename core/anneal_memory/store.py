@@ -23,6 +23,7 @@ from ._inputs import (
 )
 from ._lazy import token_hex
 from ._namespace import MemoryNamespace, coerce_namespace, digest
+from ._seam import roles_of, unit_of
 from ._unit import Facade, UnitOfWork, Units, require_writable
 from ._wrap_age import stale_wrap
 from .audit import AuditTrail
@@ -41,7 +42,6 @@ from .group_commit import GroupCommit
 from .storage.base import ROOT, EpisodeRow, Scope
 from .storage.common import audit_counter_key
 from .storage.pg_location import pg_dsn, redact, sidecar_base
-from .storage.repos import Repositories
 from .store_continuity import ContinuityMixin
 from .types import Episode, EpisodeType, NamespaceTotals, RecallResult, StoreStatus, coerce_trust
 
@@ -302,22 +302,10 @@ class Store(ContinuityMixin):
         (None: no upgrade ran on this open)."""
         return self._units.legacy_upgrade
 
-    @property
-    def repos(self) -> Repositories:
-        """Not API (1.0.2 had none): the package's modules move to ``_seam.roles_of``;
-        this alias goes when none uses it."""
-        return self._repos
-
-    def transaction(self, *, appends_only: bool = False
-                    ) -> contextlib.AbstractContextManager[UnitOfWork]:
-        """Not API (1.0.2 had none): the package's modules move to ``_seam.unit_of``;
-        this alias goes when none uses it."""
-        return self._open_unit(appends_only)
-
     @contextlib.contextmanager
     def _open_unit(self, appends_only: bool = False) -> Iterator[UnitOfWork]:
         """One write transaction as a typed :class:`UnitOfWork` (registered in
-        :mod:`._seam`, reached as ``unit_of(store)``): its repositories and the audit
+        :mod:`._seam`, reached as ``_seam.unit_of(store)``): its repositories and the audit
         entries that commit with them. Nested calls join the outer transaction; a
         read_only store refuses with ReadOnlyStoreError before anything is written.
         ``appends_only``: it only adds new episodes and their audit entries (see
@@ -367,7 +355,7 @@ class Store(ContinuityMixin):
         d = episodes_write.draft(self, content, episode_type, source, metadata, timestamp,
                                  supersedes, state_key, trust, derived_from)
         if self._in_own_write():  # inside this thread's batch(): join it
-            with self.transaction() as tx:
+            with unit_of(self) as tx:
                 return episodes_write.insert(self, tx, d)
         return episodes_write.record_grouped(self, d, self._group)
 
@@ -383,7 +371,7 @@ class Store(ContinuityMixin):
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
             raise ValidationError("record_many takes a list of dicts of record() arguments")
         out: list[Episode] = []
-        with self.transaction() as tx:
+        with unit_of(self) as tx:
             for i, item in enumerate(items):
                 if not isinstance(item, Mapping):
                     raise ValidationError(f"record_many item {i} must be a dict of record() arguments")
@@ -500,7 +488,7 @@ class Store(ContinuityMixin):
         ids = facts.normalize_ids(episode_ids, "episode_ids")
         refused: EpisodeRow | None = None
         report = ErasureReport()
-        with self.transaction() as tx:
+        with unit_of(self) as tx:
             rows = self._repos.episodes.get_episodes(ids, exact=True)
             refused = next((r for r in rows.values()
                             if not trust.within_ceiling(r.trust, self.trust_ceiling)), None)
@@ -552,7 +540,7 @@ class Store(ContinuityMixin):
         ``last_erasure`` holds the report). Returns how many were removed."""
         days = self._prune_days(older_than_days)
         report = ErasureReport()
-        with self.transaction() as tx:
+        with unit_of(self) as tx:
             ids = self._prunable_ids(days)
             rows = self._repos.episodes.get_episodes(ids, exact=True) if ids else {}
             if rows:
@@ -899,7 +887,7 @@ def _namespaces(store: Store) -> list[NamespaceEntry]:
         return counts.setdefault((owner, project), {"episodes": 0, "wraps": 0, "records": 0,
                                                     "pending_reviews": 0})
 
-    r = store.repos
+    r = roles_of(store)
     with r.read():
         for owner, project, eps, wraps in r.episodes.namespace_counts():
             slot(owner, project).update(episodes=eps, wraps=wraps)

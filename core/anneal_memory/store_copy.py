@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypedDict
 
+from ._seam import roles_of
 from .audit import AuditTrail
 from .errors import StoreError
 from .storage.pg_location import pg_dsn, redact
@@ -63,7 +64,7 @@ def _migrate(src: str, dst: str,
     from .store import Store
 
     with Store(src, read_only=True) as source, Store(dst, audit=False) as target:
-        src_tables, dst_tables = source.repos.tables, target.repos.tables
+        src_tables, dst_tables = roles_of(source).tables, roles_of(target).tables
         governed = src_tables.governed()
         copied = src_tables.copy_into(dst_tables, progress or _quiet)
         want, got = src_tables.counts(governed), dst_tables.counts(governed)

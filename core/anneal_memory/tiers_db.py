@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ._fileio import sidecar_path
+from ._seam import registered, unit_of
 from .errors import SidecarError
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ OUTCOMES = "_outcomes"
 
 def is_store(obj: object) -> bool:
     """Whether ``obj`` is a Store or a scoped view (not a path)."""
-    return hasattr(obj, "items") and hasattr(obj, "transaction") and hasattr(obj, "repos")
+    return registered(obj) and hasattr(obj, "items")
 
 
 def sidecar_of(store: ItemStore, suffix: str) -> Path:
@@ -62,7 +63,7 @@ def import_sidecar(store: ItemStore, suffix: str,
     path = sidecar_of(store, suffix)
     if not path.is_file():
         return False
-    with store.transaction():
+    with unit_of(store):
         if store.items(TIERS).get(suffix) is not None:
             return False
         data = read_file(path)
@@ -79,7 +80,7 @@ def import_outcome_log(store: ItemStore, path: Path,
     if getattr(store, "namespace", None) is not None or store.read_only or not path.is_file():
         return False
     col = store.items(OUTCOMES)
-    with store.transaction():
+    with unit_of(store):
         if col.count():
             return False
         for rec in records:

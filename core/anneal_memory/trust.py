@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ._seam import roles_of, unit_of
 from .clock import now_iso
 from .errors import EpisodeNotFoundError, TrustError
 from .types import TRUST_LEVELS, coerce_trust
@@ -43,7 +44,7 @@ def effective_trust_map(store: Ground, ids: Sequence[str], *,
     sources, recursively. A removed source counts as the class marked at removal.
     ``known``: own classes already read in this scope (a wrap's scan of its unwrapped
     rows); only the ids it lacks are looked up."""
-    r = store.repos
+    r = roles_of(store)
     memo: dict[str, str] = {}
 
     def eff(eid: str, stack: frozenset[str]) -> str | None:
@@ -99,7 +100,7 @@ def set_trust(store: Ground, episode_id: str, trust_class: str, *, via: str = "l
     it had before (as 1.0.2 does)."""
     label = coerce_trust(trust_class)
     check_ceiling(label, store.trust_ceiling)
-    with store.transaction() as tx:
+    with unit_of(store) as tx:
         rows = tx.episodes.get_episodes([episode_id], exact=True)
         if episode_id not in rows:
             raise EpisodeNotFoundError(f"no episode {episode_id!r} in this store: check the id "

@@ -37,6 +37,7 @@ from anneal_memory.storage.rows import (
     WrapTotals,
 )
 from anneal_memory.storage.scoped import NEUTRAL, ScopedBackend
+from anneal_memory.testing import repos_of, unit_of
 
 ALICE = Scope("alice", None)
 ALICE_X = Scope("alice", "x")
@@ -279,16 +280,16 @@ def test_the_roles_of_a_store_and_of_a_view_are_built_once(tmp_path: Path) -> No
     store = Store(tmp_path / "once.db")
     try:
         before = repos_mod.BUILT[0]
-        first = store.repos
+        first = repos_of(store)
         for _ in range(50):
-            assert store.repos is first
-        with store.transaction() as unit:
+            assert repos_of(store) is first
+        with unit_of(store) as unit:
             assert unit.episodes is first.episodes
         view = scoped(store, MemoryNamespace(tenant="t", user="u", agent="a"))
-        view_roles = view.repos
+        view_roles = repos_of(view)
         view.record("one thing", "observation")
         view.recall()
-        assert view.repos is view_roles and view_roles is not first
+        assert repos_of(view) is view_roles and view_roles is not first
         assert view_roles.episodes.scope == view.scope
         assert repos_mod.BUILT[0] - before <= 2
     finally:

@@ -263,17 +263,18 @@ def test_roles_stay_small_and_composed() -> None:
 
 
 def test_repositories_are_built_once_per_store_and_view(tmp_path: Path) -> None:
-    """``store.repos`` a hundred times builds no new role set (it was one per access)."""
+    """The roles a hundred times over: no new role set (it was one per ``store.repos`` access)."""
     from anneal_memory import Store
     from anneal_memory.governance import MemoryNamespace, scoped
     from anneal_memory.storage import repos
+    from anneal_memory.testing import repos_of
 
     store = Store(tmp_path / "seam.db")
     try:
         view = scoped(store, MemoryNamespace(tenant="t", user="u", agent="a"))
         before = repos.BUILT[0]
         for _ in range(100):
-            assert store.repos is store.repos and view.repos is view.repos
+            assert repos_of(store) is repos_of(store) and repos_of(view) is repos_of(view)
         assert repos.BUILT[0] - before <= 2
     finally:
         store.close()

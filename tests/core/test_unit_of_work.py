@@ -1,4 +1,4 @@
-"""store.transaction(): one typed unit of work whose rows and audit entries commit together."""
+"""The unit of work (``_seam.unit_of``): one typed unit of work whose rows and audit entries commit together."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from anneal_memory import Store, semantic
-from anneal_memory.testing import HashingEmbedder
+from anneal_memory.testing import HashingEmbedder, repos_of
 
 TEXTS = ["I take violin lessons on Tuesdays", "violin strings and a new bow",
          "the garden needs water", "lessons in patience from the garden",
@@ -33,7 +33,7 @@ SCRIPT = textwrap.dedent("""
     with Store(path, embedder=HashingEmbedder(dims=32)) as s:
         for t in texts:
             s.record(t, "observation")
-        repo = s.repos.vectors
+        repo = repos_of(s).vectors
         out["loaded"] = repo.sqlite_vec()
         def ranks():
             return {q: {m: [(e.id, res.query_params["scores"].get(e.id)) for e in res.episodes]
@@ -76,6 +76,6 @@ def test_where_it_cannot_load_recall_falls_back_silently(
     with Store(tmp_path / "m.db", embedder=HashingEmbedder(dims=32)) as s:
         for t in TEXTS:
             s.record(t, "observation")
-        assert s.repos.vectors.sqlite_vec() is False
+        assert repos_of(s).vectors.sqlite_vec() is False
         res = s.recall(keyword="violin lessons", mode="semantic", limit=3)
         assert res.vectors_used and res.episodes[0].content == TEXTS[0]

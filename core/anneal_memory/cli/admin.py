@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._fileio import sidecar_path
+from .._seam import roles_of
 from ..errors import AnnealMemoryError, ValidationError
 from ..types import StoreStatusDict
 from .common import (
@@ -524,7 +525,7 @@ def _store_upgrade(args: argparse.Namespace) -> tuple[dict[str, Any] | None, boo
         return None, False
     with open_store(args) as store:
         now = store.legacy_upgrade
-        return (now or upgrade_report(store.repos.meta)), now is not None
+        return (now or upgrade_report(roles_of(store).meta)), now is not None
 
 
 def _upgrade_text(report: dict[str, Any] | None, now: bool) -> str:

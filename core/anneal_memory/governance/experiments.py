@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any, TypedDict
 
+from .._seam import roles_of
 from ..store import Store
 from .contracts import MemoryCandidate, MemoryRecord, MemoryType, SourceKind, SourceRef
 from .namespace import MemoryNamespace
@@ -219,7 +220,7 @@ def recall_exp(trace: Trace) -> dict[str, Any]:
             rt.write(cand)
             if rel:
                 relevant.add(cand.memory_id)
-        everything = [MemoryRecord.from_dict(v.body) for v in rt.store.repos.governance.all_current_unscoped()]
+        everything = [MemoryRecord.from_dict(v.body) for v in roles_of(rt.store).governance.all_current_unscoped()]
         out["records"] = len(everything)
         at = rt.now()
         glob = rank(everything, QUERY, at=at, k=5, min_task_match=0)

@@ -1,8 +1,8 @@
 """The ledger: immutable versions, the current projection and tombstones, committed in
 the Store's write transaction.
 
-Every commit runs inside ``Store.transaction()`` (BEGIN IMMEDIATE), so the checks and the
-insert are one serialised step across threads and processes: of two racing first
+Every commit runs inside one unit of work (``_seam.unit_of``: BEGIN IMMEDIATE), so the
+checks and the insert are one serialised step across threads and processes: of two racing first
 writes of the same memory exactly one becomes version 1, the other gets
 ``memory_id_conflict``; a correction whose expected record is no longer current gets
 ``stale_expected_record``; any append after a tombstone gets ``memory_deleted``.
@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+from .._seam import roles_of, unit_of
 from ..errors import GovernanceError
 from .contracts import (
     Authority,
@@ -43,7 +44,7 @@ class Ledger:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.gov = store.repos.governance
+        self.gov = roles_of(store).governance
         self.gov.ensure_schema()
 
     # ------------------------------------------------------------------ reads
@@ -69,7 +70,7 @@ class Ledger:
         ns, mid = candidate.namespace, candidate.memory_id
         rid = record_id_for(ns, mid, candidate.candidate_id)
         payload = candidate.payload_digest(authority)
-        with self.store.transaction() as tx:
+        with unit_of(self.store) as tx:
             # A tombstone outranks everything, even the retry of a write it deleted.
             if tx.governance.tombstone(mid) is not None:
                 return self._refuse(ns, mid, "memory_deleted", record_id=rid)
@@ -133,7 +134,7 @@ class Ledger:
                request_id: str | None) -> DeletionReceipt | str:
         """Tombstone a memory; returns the receipt, or a refusal reason code."""
         request_key = digest("forget", ns.to_dict(), request_id) if request_id else None
-        with self.store.transaction() as tx:
+        with unit_of(self.store) as tx:
             if request_key is not None:
                 prior = tx.governance.tombstone_by_request(request_key)
                 if prior is not None:
@@ -170,14 +171,14 @@ class Ledger:
                 reviews_cancelled=cancelled), actor="operator")
         # the scrubbed text must not linger in the write-ahead log either
         with contextlib.suppress(Exception):
-            self.store.repos.episodes.checkpoint()
+            roles_of(self.store).episodes.checkpoint()
         return receipt
 
     # ------------------------------------------------------------------ replay
     def rebuild_projection(self) -> dict[str, int]:
         """Rebuild ``current`` from the event history. A tombstone is final: no record
         event, wherever it sits in the history, brings a deleted memory back."""
-        with self.store.transaction() as tx:
+        with unit_of(self.store) as tx:
             hidden = tx.governance.clear_projection()
             events = tx.governance.events()
             deleted = {m for kind, m, _ns, _ref in events if kind == "tombstone"}

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from .._inputs import storable_text
+from .._seam import roles_of, unit_of
 from ..clock import iso, utcnow
 from ..errors import ValidationError
 from ..storage.rows import ReviewRow
@@ -101,7 +102,7 @@ class MemoryRuntime:
         return iso(self._clock())
 
     def _audit(self, event: str, data: dict[str, Any], actor: str = "agent") -> None:
-        with self.store.transaction() as tx:
+        with unit_of(self.store) as tx:
             tx.audit.append(event, data, actor=actor)
 
     # ------------------------------------------------------------------ write
@@ -113,13 +114,13 @@ class MemoryRuntime:
         # The retry check, the gate and the commit share one write transaction: a retry
         # racing its first attempt on another host must be told ``idempotent``, not
         # ``duplicate_memory`` (the gate reading the first attempt's version as current).
-        with self.store.transaction():
+        with unit_of(self.store):
             return self._write_gated(c)
 
     def _write_gated(self, c: MemoryCandidate) -> WriteResult:
         mid = c.memory_id
         rid = record_id_for(c.namespace, mid, c.candidate_id)
-        if self.store.repos.governance.record_by_id(rid) is not None:
+        if roles_of(self.store).governance.record_by_id(rid) is not None:
             # a retry: the ledger answers idempotent, record_id_conflict or memory_deleted
             return self.ledger.commit(c, self._authority_of(rid), created_at=self.now(),
                                       expected_record_id=None, first=True)
@@ -137,13 +138,13 @@ class MemoryRuntime:
         return self._queue(c, decision.reason)
 
     def _authority_of(self, record_id: str) -> Authority:
-        got = self.store.repos.governance.record_by_id(record_id)
+        got = roles_of(self.store).governance.record_by_id(record_id)
         return Authority(got[1]["authority"]) if got else Authority.MODEL_INFERRED
 
     def _queue(self, c: MemoryCandidate, reason: str) -> WriteResult:
         review_id = "rev-" + digest("review", c.namespace.to_dict(), c.candidate_id)[:32]
         ns = c.namespace
-        with self.store.transaction() as tx:
+        with unit_of(self.store) as tx:
             if tx.governance.insert_review(review_id=review_id, memory_id=c.memory_id,
                                            ns_key=ns.key, ns_owner=ns.owner, ns_project=ns.project,
                                            candidate=c.to_dict(), reason=reason, created_at=self.now()):
@@ -161,10 +162,10 @@ class MemoryRuntime:
         if namespace is None:
             namespace = getattr(self.store, "namespace", None)
             if namespace is None:
-                return [review_item(r) for r in self.store.repos.governance.all_reviews()]
+                return [review_item(r) for r in roles_of(self.store).governance.all_reviews()]
         ns = self._ns(namespace)
         return [review_item(r)
-                for r in self.store.repos.governance.reviews(ns.owner, ns.project)]
+                for r in roles_of(self.store).governance.reviews(ns.owner, ns.project)]
 
     def approve(self, review_id: str, *, reviewer: str,
                 namespace: MemoryNamespace | Mapping[str, str | None] | None = None) -> WriteResult:
@@ -175,7 +176,7 @@ class MemoryRuntime:
         # The pending check, the gate and the decision share one write transaction: of two
         # reviewers approving at once (or one approving while the memory is forgotten) the
         # second sees the first's outcome, not a stale "pending".
-        with self.store.transaction() as tx:
+        with unit_of(self.store) as tx:
             item = self._pending(review_id, reviewer, namespace)
             c = MemoryCandidate.from_dict(item.candidate)
             decision = evaluate(c, current=self.ledger.current_record(c.memory_id),
@@ -199,7 +200,7 @@ class MemoryRuntime:
     def reject_review(self, review_id: str, *, reviewer: str,
                       namespace: MemoryNamespace | Mapping[str, str | None] | None = None) -> None:
         """Close a review item without writing anything (``namespace`` as in approve)."""
-        with self.store.transaction() as tx:
+        with unit_of(self.store) as tx:
             item = self._pending(review_id, reviewer, namespace)
             tx.governance.decide_review(review_id, status="rejected",
                                         decided_at=self.now(), decided_by=reviewer, record_id=None)
@@ -217,7 +218,7 @@ class MemoryRuntime:
         scope = namespace if namespace is not None else self._view
         mine = None if scope is None else require_view(self._view,
                                                        coerce_namespace(scope, partial=True))
-        item = self.store.repos.governance.review(review_id)
+        item = roles_of(self.store).governance.review(review_id)
         if item is not None and mine is not None:
             if _candidate_namespace(item.candidate).key != mine.key:
                 item = None  # another namespace's review reads exactly like an unknown one
@@ -238,12 +239,12 @@ class MemoryRuntime:
         if not isinstance(expected_record_id, str) or not expected_record_id:
             raise ValidationError("expected_record_id must be the record_id you last read "
                                   "(runtime.current(...).record_id)")
-        with self.store.transaction():  # one transaction, as in write()
+        with unit_of(self.store):  # one transaction, as in write()
             return self._correct_gated(c, expected_record_id)
 
     def _correct_gated(self, c: MemoryCandidate, expected_record_id: str) -> WriteResult:
         rid = record_id_for(c.namespace, c.memory_id, c.candidate_id)
-        if self.store.repos.governance.record_by_id(rid) is not None:
+        if roles_of(self.store).governance.record_by_id(rid) is not None:
             return self.ledger.commit(c, self._authority_of(rid), created_at=self.now(),
                                       expected_record_id=expected_record_id, first=False)
         decision = evaluate(c, current=self.ledger.current_record(c.memory_id),
@@ -287,7 +288,7 @@ class MemoryRuntime:
         ns, mid = self._address(namespace, memory_type, subject)
         if not isinstance(hidden, bool):
             raise ValidationError(f"hidden must be True or False, not {hidden!r}")
-        with self.store.transaction() as tx:
+        with unit_of(self.store) as tx:
             n = tx.governance.set_hidden(mid, hidden)
             if n:
                 tx.audit.append("gov_hide", audit_data(ns, mid, hidden=hidden),
@@ -325,11 +326,11 @@ class MemoryRuntime:
             return "expired"
         if rec.valid_from > when:
             return "not_yet_valid"
-        cur = self.store.repos.governance.current(mid)
+        cur = roles_of(self.store).governance.current(mid)
         return "hidden" if cur and cur.hidden else "active"
 
     def _visible(self, ns: MemoryNamespace) -> list[tuple[MemoryRecord, bool]]:
-        rows = self.store.repos.governance.visible_current(ns.owner, ns.project)
+        rows = roles_of(self.store).governance.visible_current(ns.owner, ns.project)
         return [(MemoryRecord.from_dict(r.body), r.hidden) for r in rows]
 
     def recall(self, namespace: MemoryNamespace | Mapping[str, str | None], query: str, *, k: int = 3,

@@ -24,6 +24,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypedDict
 
+from .._seam import roles_of
 from ..continuity.parse import parse_pattern_lines, parse_sections, pattern_key
 from ..continuity.schema import SectionSpec, heading_key
 
@@ -134,7 +135,7 @@ def check_fact(fact: str, text: str) -> tuple[str, str]:
 def evaluate(store: Facade, text: str, schema: Sequence[SectionSpec], crystal_names: set[str],
              wrap_id: int | None) -> DriftCheck:
     """Check every probe against the saved text; store verdicts; return counts and ids."""
-    probes = store.repos.wraps.probes()
+    probes = roles_of(store).wraps.probes()
     counts: dict[str, int] = {v: 0 for v in VERDICTS}
     results: list[ProbeVerdict] = []
     # the text is parsed only for the probes that need it, and once
@@ -174,5 +175,5 @@ def evaluate(store: Facade, text: str, schema: Sequence[SectionSpec], crystal_na
             status, detail = "unchecked", f"could not be checked: {exc}"
         counts[status] = counts.get(status, 0) + 1
         results.append({"id": _id(pr.id), "status": status})
-        store.repos.wraps.update_probe(pr.id, status, detail, wrap_id)
+        roles_of(store).wraps.update_probe(pr.id, status, detail, wrap_id)
     return {"counts": counts, "probes": results}

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from .._inputs import storable_text, whole_number
+from .._seam import roles_of, unit_of
 from .._unit import require_writable
 from ..clock import now_iso
 from ..continuity.parse import parse_pattern_line, parse_sections, pattern_key
@@ -201,7 +202,7 @@ def _saved_wraps(store: Store) -> list[dict[str, Any]]:
 
 
 def _edits(store: Store) -> list[dict[str, Any]]:
-    raw = store.repos.meta.get_meta(ns_meta_key(EDITS_KEY, store.scope))
+    raw = roles_of(store).meta.get_meta(ns_meta_key(EDITS_KEY, store.scope))
     try:
         data = json.loads(raw) if raw else []
     except ValueError:
@@ -284,7 +285,7 @@ class WorklistItem:
 
 def reviewed_through(store: Store) -> int:
     """The newest wrap id the operator marked reviewed (0: never)."""
-    raw = store.repos.meta.get_meta(ns_meta_key(REVIEWED_KEY, store.scope))
+    raw = roles_of(store).meta.get_meta(ns_meta_key(REVIEWED_KEY, store.scope))
     return int(raw) if raw and raw.isdigit() else 0
 
 
@@ -302,7 +303,7 @@ def review_worklist(store: Store, *, since_wrap: int | None = None) -> list[Work
              if "graduated" in (p.get("events") or [])]
     ids = sorted({i for _w, p in found for i in p.get("cited") or []})
     eps = store.get_many(ids) if ids else {}
-    gone = store.repos.links.tombstones([i for i in ids if i not in eps]) if ids else {}
+    gone = roles_of(store).links.tombstones([i for i in ids if i not in eps]) if ids else {}
     out = []
     for w, p in found:
         cited = []
@@ -347,7 +348,7 @@ def mark_worklist_reviewed(store: Store, *, through_wrap: int | None = None) -> 
     """Record that the operator judged the worklist up to ``through_wrap`` (default: the
     newest saved wrap). Audited as ``worklist_reviewed``; returns what was marked."""
     require_writable(store)
-    with store.transaction() as tx:
+    with unit_of(store) as tx:
         newest = store.wrap_history(1)
         last = int(newest[0]["id"]) if newest else 0
         upto = last if through_wrap is None else whole_number(through_wrap, "through_wrap")
@@ -394,8 +395,8 @@ def _edit_continuity(store: Store, name: str, edit: Any) -> tuple[str, list[int]
 
 def _commit_edit(store: Store, key: str, text: str, rec: PatternRow | None, *,
                  event: str, data: dict[str, Any]) -> None:
-    b = store.repos
-    with store.transaction() as tx:
+    b = roles_of(store)
+    with unit_of(store) as tx:
         if b.wraps.open_wrap() is not None:
             raise WrapInProgressError("a wrap is open: save or cancel it (wrap-cancel) before "
                                       "editing a pattern by hand")
@@ -426,7 +427,7 @@ def demote_pattern(store: Store, name: str, level: int | None = None) -> Demoted
                               if current > 1 else f"{name!r} is at 1x, the lowest level")
     text, _ = _edit_continuity(store, name, lambda p: rewrite_line(
         p, min(p.level, to), p.date, [m for m in p.marks if m != "level-capped"], False))
-    old = store.repos.wraps.pattern_history().get(key)
+    old = roles_of(store).wraps.pattern_history().get(key)
     at = now_iso()
     rec = PatternRow(name=key, level=to,
                      max_level_reached=min(old.max_level_reached, to) if old else to,

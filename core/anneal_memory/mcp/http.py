@@ -37,6 +37,7 @@ from typing import Any
 
 from .. import tracing
 from .._hostcheck import allowed_hosts, bind_address, host_ok, listen_error
+from .._seam import roles_of
 from ..clock import iso, utcnow
 from ..errors import ValidationError
 from ..governance.namespace import MemoryNamespace, coerce_namespace
@@ -251,7 +252,7 @@ class App:
             await _reply(send, 405, f"{HEALTH} answers GET", [(b"allow", b"GET, HEAD")])
             return
         try:
-            await anyio.to_thread.run_sync(self.store.repos.meta.get_meta, "store_id")
+            await anyio.to_thread.run_sync(roles_of(self.store).meta.get_meta, "store_id")
         except Exception:
             log.warning("health check: the store cannot be read")
             await _reply(send, 503, "unavailable: the store cannot be read")

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._seam import roles_of
 from ..audit import AuditTrail, same_label
 from ..continuity.parse import (
     PatternLine,
@@ -212,7 +213,7 @@ def overview(v: View) -> str:
     from .chart import activity_chart
 
     first = today() - timedelta(days=ACTIVITY_DAYS - 1)
-    seen = {d: (e, w) for d, e, w in v.store.repos.episodes.activity_by_day(first.isoformat())}
+    seen = {d: (e, w) for d, e, w in roles_of(v.store).episodes.activity_by_day(first.isoformat())}
     days = [(d, *seen.get(d, (0, 0))) for d in
             ((first + timedelta(days=i)).isoformat() for i in range(ACTIVITY_DAYS))]
     if not any(e or w for _d, e, w in days):
@@ -602,7 +603,7 @@ def namespaces(v: View) -> str:
 
 def governed(v: View) -> str:
     f = v.frame
-    if not v.store.repos.governance.has_schema():
+    if not roles_of(v.store).governance.has_schema():
         return f.page("Governed memory", "/governed",
                       '<p class="muted">No governed memory in this store yet.</p>')
     reviews = MemoryRuntime(v.store).pending_reviews()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .._seam import roles_of
 from .._wrap_age import stale_policy, wrap_age
 from ..clock import now_iso
 from ..wrap_state import cancel_wrap as cancel_wrap  # public here as it was
@@ -24,7 +25,7 @@ def take_over_stale(store: Facade, w: OpenWrapRow, session_id: str | None) -> bo
     age = wrap_age(w._asdict())
     if limit is None or age is None or age <= limit:
         return False
-    store.repos.wraps.close_wrap(w.id, "cancelled", now_iso())
+    roles_of(store).wraps.close_wrap(w.id, "cancelled", now_iso())
     store.audit_trail.append("wrap_taken_over", {
         "wrap_id": w.id, "episodes": len(w.episode_ids), "age_seconds": int(age),
         "stale_wrap_after": int(limit), "session_id": session_id}, actor="system")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TypedDict
 from .. import tracing
 from .._inputs import storable_text
 from .._lazy import token_hex
+from .._seam import roles_of, unit_of
 from ..clock import now_iso, today_iso
 from ..continuity.durable import durable_chars, pending_lines
 from ..continuity.parse import parse_sections, pattern_lines, pattern_summaries
@@ -91,11 +92,11 @@ def prepare_wrap(store: Store, *, max_chars: int | None = None, staleness_days: 
             "uncovered_proven_to_check": [], "crystallization_candidates": [],
             "rewarm_candidates": []}
     if blocked:
-        n = store.repos.episodes.count_unwrapped()
+        n = roles_of(store).episodes.count_unwrapped()
         return {**base, "status": "downgraded", "episode_count": n,
                 "message": f"{n} episode(s) waiting. {blocked}"}
     today = today_iso()
-    with store.transaction() as tx:
+    with unit_of(store) as tx:
         w = tx.wraps.open_wrap()
         if w is not None and wrap_token != w.token and take_over_stale(store, w, session_id):
             w = None  # a dead host's wrap, past the operator's stale_wrap_after: taken over

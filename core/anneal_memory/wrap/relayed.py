@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from .._seam import roles_of
 from ..continuity.relayed import (
     GUIDANCE,
     MIN_WORDS,
@@ -34,9 +35,9 @@ def relayed_of_wrap(store: Ground, episode_ids: list[str]) -> list[tuple[str, st
     # the wrap's rows are (nearly always) exactly the scope's unwrapped ones: one scan of
     # that index, not a lookup per id; ids it lacks (wrapped or deleted since) are looked up
     trust: Mapping[str, str] = effective_trust_map(
-        store, episode_ids, known=store.repos.episodes.unwrapped_trusts())
+        store, episode_ids, known=roles_of(store).episodes.unwrapped_trusts())
     ids = [i for i in episode_ids if trust.get(i) in RELAYED_TRUST]
     if not ids:
         return []
-    rows = store.repos.episodes.get_episodes(ids)
+    rows = roles_of(store).episodes.get_episodes(ids)
     return [(i, trust[i], rows[i].content) for i in ids if i in rows]

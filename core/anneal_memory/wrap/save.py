@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from .. import tracing
 from .._inputs import lone_surrogate
+from .._seam import roles_of, unit_of
 from ..clock import now_iso
 from ..continuity.durable import durable_chars, merge_durable
 from ..continuity.parse import (
@@ -220,7 +221,7 @@ def validated_save_continuity(
                                                isinstance(carryforward_cold_days, int) or
                                                carryforward_cold_days < 0):
         raise ValidationError("carryforward_cold_days must be a whole number >= 0, or None")
-    b = store.repos
+    b = roles_of(store)
     wrap = b.wraps.open_wrap()
     if wrap is None:
         raise NoWrapInProgressError("no wrap is open: call prepare_wrap first (a wrap is saved "
@@ -398,7 +399,7 @@ def validated_save_continuity(
         except Exception:
             crystal_names = set()
 
-    with store.transaction() as tx:
+    with unit_of(store) as tx:
         current = b.wraps.open_wrap()
         if current is None or current.id != wrap.id:
             raise NoWrapInProgressError("the wrap was saved or cancelled by another process "
@@ -516,7 +517,7 @@ def _revocations(store: Store, history: dict[str, dict[str, Any]]) -> dict[str, 
     if not ids:
         return {}
     trust = store.effective_trust_map(ids)
-    for tid, t in store.repos.links.tombstones([i for i in ids if i not in trust]).items():
+    for tid, t in roles_of(store).links.tombstones([i for i in ids if i not in trust]).items():
         trust[tid] = "external" if t.reason == "deleted" else (t.trust or "agent")
     out = {}
     for key, h in history.items():
@@ -620,4 +621,4 @@ def _record_history(store: Store, outcomes: Sequence[LineOutcome], day: str,
                  "rule": "quoted" if any(c.explanation for c in o.line.citations) else "bare"}
                 for o in validated if (old is None or o.final_level > int(old["level"]))],
         )
-        store.repos.wraps.upsert_pattern(rec)
+        roles_of(store).wraps.upsert_pattern(rec)
