@@ -27,7 +27,7 @@ SCRIPT = textwrap.dedent("""
     sys.modules["sqlite3"] = dbapi2    # a SQLite that can load extensions
     sys.modules["numpy"] = None        # no numpy: the matrix path is off
     from anneal_memory import Store
-    from anneal_memory.testing import HashingEmbedder
+    from anneal_memory.testing import HashingEmbedder, repos_of
     path, texts, queries = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
     out = {}
     with Store(path, embedder=HashingEmbedder(dims=32)) as s:
