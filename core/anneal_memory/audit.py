@@ -737,6 +737,26 @@ class AuditTrail:
 _BODY = ("seq", "ts", "actor", "event", "data", "prev_hash")
 
 
+class NamespaceAudit(AuditTrail):
+    """A Store's trail as one namespace view writes to it: the very same trail (its
+    pending entries, mirror state and counters are the parent's own attribute dict,
+    shared, not copied), whose entries also carry the view's namespace (hashed field by
+    field) and add one to the namespace's own count of entries, in their transaction."""
+
+    __slots__ = ("namespace", "counter")
+
+    def __init__(self, trail: AuditTrail, namespace: Mapping[str, object],
+                 counter: str) -> None:
+        self.__dict__ = trail.__dict__  # one trail, seen from a namespace
+        self.namespace = dict(namespace)
+        self.counter = counter
+
+    def stage(self, event: str, data: Mapping[str, object], *, actor: str = "agent",
+              counter: str | None = None) -> StagedEntry:
+        return super().stage(event, {**data, "namespace": self.namespace}, actor=actor,
+                             counter=self.counter)
+
+
 def _body(e: Mapping[str, Any]) -> dict[str, Any]:
     return {k: e.get(k) for k in _BODY}
 

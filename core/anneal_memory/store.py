@@ -26,7 +26,7 @@ from ._namespace import MemoryNamespace, coerce_namespace, digest
 from ._seam import roles_of, unit_of
 from ._unit import Facade, UnitOfWork, Units, require_writable
 from ._wrap_age import stale_wrap
-from .audit import AuditTrail
+from .audit import AuditTrail, NamespaceAudit
 from .clock import ago, iso, now_iso, utcnow
 from .continuity.relayed import check_policy as check_relayed_policy
 from .episode_rows import to_episodes
@@ -763,30 +763,6 @@ class Store(ContinuityMixin):
         return import_store(self, data, via=via, progress=progress, restore=restore)
 
 
-class _ScopedAudit:
-    """The parent's audit trail, adding the namespace to every entry's data (the trail
-    writes it as salted hashes, field by field)."""
-
-    def __init__(self, inner: Any, namespace: MemoryNamespace, counter: str) -> None:
-        self._inner = inner
-        self._ns = namespace.to_dict()
-        self._counter = counter
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def stage(self, event: str, data: Mapping[str, Any], *, actor: str = "agent") -> Any:
-        # the entry also adds one to the namespace's own count, in its transaction
-        return self._inner.stage(event, {**data, "namespace": self._ns}, actor=actor,
-                                 counter=self._counter)
-
-    def append(self, event: str, data: dict[str, Any], *, actor: str = "agent") -> Any:
-        if not self._inner.enabled:
-            return None
-        entries = self._inner.append_staged([self.stage(event, data, actor=actor)])
-        return entries[0] if entries else None
-
-
 class ScopedStore(Store):
     """A Store view limited to one namespace. Close the parent, not the view."""
 
@@ -806,8 +782,8 @@ class ScopedStore(Store):
         self.ns_tag = digest("continuity", ns.to_dict())[:16]
         self._repos = storage.scoped_roles(store._repos, self.scope)
         _seam.register(self, self._repos, self._open_unit)
-        self._audit = _ScopedAudit(store.audit_trail, ns,  # type: ignore[assignment]
-                                   audit_counter_key(self.ns_tag))
+        self._audit = NamespaceAudit(store.audit_trail, ns.to_dict(),
+                                     audit_counter_key(self.ns_tag))
 
     def __repr__(self) -> str:
         return f"ScopedStore({str(self.path)!r}, {self.namespace.label()!r})"

@@ -14,6 +14,7 @@ from anneal_memory import (
     retrieve_relevant,
     validated_save_continuity,
 )
+from anneal_memory.audit import AuditTrail
 from anneal_memory.governance import NS_META_KEY, MemoryNamespace, ScopedStore, scoped
 from anneal_memory.testing import backend_of
 
@@ -131,6 +132,24 @@ def test_audit_entries_from_a_view_carry_the_namespace(views, store: Store) -> N
     assert {json.dumps(e["data"]["namespace"], sort_keys=True) for e in stamped} >= {
         json.dumps(store.audit_trail.hash_label(ALICE_PRICING.to_dict()), sort_keys=True)}
     assert not any("alice" in json.dumps(e["data"]) for e in stamped)
+
+
+def test_a_views_trail_is_the_parents_seen_from_a_namespace(views, store: Store) -> None:
+    """A view writes through the parent's own trail (one set of pending entries, mirror
+    state and switches, not a copy), stamping its namespace on what it appends."""
+    trail, seen = store.audit_trail, views["pricing"].audit_trail
+    assert isinstance(seen, AuditTrail) and seen is not trail
+    before = len(trail.entries())
+    views["pricing"].record("through the view", "observation")
+    assert len(trail.entries()) == before + 1
+    assert trail.entries()[-1]["data"]["namespace"] == trail.hash_label(ALICE_PRICING.to_dict())
+    trail.enabled = False  # the parent's switch is the view's
+    try:
+        assert seen.enabled is False
+        views["pricing"].record("not audited", "observation")
+        assert len(trail.entries()) == before + 1
+    finally:
+        trail.enabled = True
 
 
 def test_closing_a_view_leaves_the_parent_open(views, store: Store) -> None:
