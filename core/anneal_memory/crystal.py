@@ -61,13 +61,12 @@ class PatternLineLike(Protocol):
     def section(self) -> str: ...
 
 
-class CrystalDict(TypedDict):
-    """A crystal's stored fields (:meth:`Crystal.to_dict`, a row of the crystal sidecar)."""
+class _CrystalFields(TypedDict):
+    """The fields a crystal's stored row and its 1.0.2 mapping share (all but evidence)."""
 
     name: str
     text: str
     level: int
-    evidence: list[dict[str, str]]
     section: str
     graduated_on: str | None
     crystallized_on: str
@@ -83,28 +82,19 @@ class CrystalDict(TypedDict):
     notes: list[str]
 
 
-class CrystalMapping(TypedDict):
+class CrystalDict(_CrystalFields):
+    """A crystal's stored fields (:meth:`Crystal.to_dict`, a row of the crystal sidecar):
+    ``evidence`` as (episode id, note) objects."""
+
+    evidence: list[dict[str, str]]
+
+
+class CrystalMapping(_CrystalFields):
     """:meth:`Crystal.as_mapping`, 1.0.2's crystal: ``evidence`` the episode ids (the
     notes in ``evidence_notes``), ``explanation`` the text, ``status`` ``crystallized``
     or ``retired``."""
 
-    name: str
-    text: str
-    level: int
     evidence: list[str]
-    section: str
-    graduated_on: str | None
-    crystallized_on: str
-    last_activated_on: str
-    surfaced_count: int
-    last_surfaced_on: str | None
-    status: str
-    retirement: dict[str, object] | None
-    permanence: str
-    activation_mode: str
-    tags: list[str]
-    source: str | None
-    notes: list[str]
     explanation: str
     evidence_notes: list[dict[str, str]]
 
