@@ -45,6 +45,9 @@ CLASSES = ("phrase", "phrase_typed", "words", "words_typed", "question")
 #: goal 1's four classes (the typed figure is the worse of the two typed classes)
 GOAL1 = ("phrase", "words", "question", "typed")
 CHUNK = 50_000
+#: the index operations measured alone per store (see ``components``)
+COMPONENTS = ("phrase_trigrams", "question_trigrams", "question_trigrams_window",
+              "word_walk", "word_walk_unscored", "bm25_stats")
 
 
 def _fallback_locomo() -> str:
@@ -203,37 +206,71 @@ def build_pg(dsn: str, size: int, vocab: wl.Vocabulary, *, deadline: float) -> t
 
 
 def components(path: Path, vocab: wl.Vocabulary, size: int, n: int) -> dict[str, Any]:
-    """CPU p95 of two index operations alone, in raw SQL on the store's file: the
-    trigram AND of the phrase class (what a phrase search intersects before any row is
-    read) and the bounded word walk's BM25 (the newest 5,000 matches of the words
-    class, scored)."""
+    """CPU p95 of the index operations a recall is made of, in raw SQL on the store's
+    file: what bounds goal 1, measured part by part.
+
+    - ``phrase_trigrams``: the trigram AND of the phrase class (what a phrase search
+      intersects before any row is read);
+    - ``question_trigrams`` and ``question_trigrams_window``: the same AND for the whole
+      questions (nearly all match nothing), over the whole store and with the row ids
+      bounded to the newest 2,000 (``rowid > top - 2000``): FTS5 applies a row id bound to
+      matches only, so an AND that matches nothing reads every term's doclist whatever
+      the bound (a bounded phrase walk cannot be had from the row id alone);
+    - ``word_walk``: the bounded word walk's BM25 (the newest 5,000 matches of the words
+      class, scored), ``word_walk_unscored`` the same walk without BM25, and
+      ``bm25_stats`` BM25 over the newest 50 only (what BM25 reads before its first row:
+      every query word's whole doclist for the IDF)."""
     from anneal_memory.storage.common import trigrams
     from anneal_memory.storage.sqlite import fts_quote
     from anneal_memory.text import query_terms, spell_letters, word_groups
 
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     out: dict[str, Any] = {}
+
+    def cpu(sql: str, params: list[Any]) -> float:
+        c0 = time.thread_time()
+        conn.execute(sql, params).fetchall()
+        return time.thread_time() - c0
+
     try:
-        tri, walk = [], []
+        top = int(conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM episodes").fetchone()[0])
+        tri: list[float] = []
         for q in wl.queries(vocab, size, n):
             grams = trigrams(q)
             if grams:
-                c0 = time.thread_time()
-                conn.execute("SELECT COUNT(*) FROM episodes_tri WHERE episodes_tri MATCH ?",
-                             [" AND ".join(fts_quote(g) for g in grams)]).fetchone()
-                tri.append(time.thread_time() - c0)
+                tri.append(cpu("SELECT COUNT(*) FROM episodes_tri WHERE episodes_tri MATCH ?",
+                               [" AND ".join(fts_quote(g) for g in grams)]))
+        qtri: list[float] = []
+        qwin: list[float] = []
+        for q in wl.locomo_questions(_fallback_locomo(), n):
+            grams = trigrams(q.strip())
+            if not grams:
+                continue
+            m = " AND ".join(fts_quote(g) for g in grams)
+            head = "SELECT rowid FROM episodes_tri WHERE episodes_tri MATCH ? "
+            qtri.append(cpu(head + "ORDER BY rowid DESC LIMIT 10", [m]))
+            qwin.append(cpu(head + "AND rowid > ? ORDER BY rowid DESC LIMIT 10",
+                            [m, top - 2000]))
+        walk: list[float] = []
+        bare: list[float] = []
+        stats: list[float] = []
+        inner = ("SELECT rowid FROM (SELECT rowid, {score} AS s FROM episodes_words WHERE "
+                 "episodes_words MATCH ? ORDER BY rowid DESC LIMIT {n}) ORDER BY s LIMIT 200")
+        bm25 = "bm25(episodes_words, 1.0, 0.0, 0.0)"
         for q in wl.word_queries(vocab, size, n):
             words = [w for g in word_groups(query_terms(q)) for w in g]
             if not words:
                 continue
             expr = "content : (" + " OR ".join(fts_quote(spell_letters(w)) for w in words) + ")"
-            c0 = time.thread_time()
-            conn.execute("SELECT rowid FROM (SELECT rowid, bm25(episodes_words, 1.0, 0.0, 0.0) "
-                         "AS s FROM episodes_words WHERE episodes_words MATCH ? ORDER BY rowid "
-                         "DESC LIMIT 5000) ORDER BY s LIMIT 200", [expr]).fetchall()
-            walk.append(time.thread_time() - c0)
+            walk.append(cpu(inner.format(score=bm25, n=5000), [expr]))
+            bare.append(cpu(inner.format(score="0", n=5000), [expr]))
+            stats.append(cpu(inner.format(score=bm25, n=50), [expr]))
         out["phrase_trigrams"] = wl.latency_summary(tri)
+        out["question_trigrams"] = wl.latency_summary(qtri)
+        out["question_trigrams_window"] = wl.latency_summary(qwin)
         out["word_walk"] = wl.latency_summary(walk)
+        out["word_walk_unscored"] = wl.latency_summary(bare)
+        out["bm25_stats"] = wl.latency_summary(stats)
     finally:
         conn.close()
     return out
@@ -441,9 +478,12 @@ def growth_goals(growth: dict[str, Any], sizes: list[int], backend: str, metric:
 
 
 SQLITE_BOUND = ("the trigram AND of a phrase reads doclists that grow with the store "
-                "(figures.components: phrase_trigrams), and BM25 reads each scored match's "
-                "size and every query word's whole doclist for its statistics "
-                "(components: word_walk)")
+                "(figures.components: phrase_trigrams, question_trigrams), and a row id "
+                "bound does not bound it: FTS5 checks the bound on matches only, so an AND "
+                "matching nothing reads every term's doclist (question_trigrams_window); "
+                "BM25 reads every query word's whole doclist for its statistics "
+                "(bm25_stats) and each scored match's size and positions (word_walk "
+                "against word_walk_unscored)")
 PG_BOUND = ("ranked words score every match with ts_rank_cd and count every match "
             "(no bounded walk on PostgreSQL yet)")
 
@@ -532,14 +572,17 @@ def markdown(out: dict[str, Any], sizes: list[int], pg_sizes: list[int] | None =
                 f"{median_round(small[who], c):.2f}" for c in CLASSES) + " |")
     comp = fig.get("components", {})
     if comp:
-        lines += ["", "Index operations alone (CPU p95 ms, raw SQL on the same files): the "
-                  "trigram AND a phrase search intersects, and BM25 over the newest 5,000 "
-                  "word matches:", "", "| store | phrase_trigrams | word_walk |", "|---|---|---|"]
+        lines += ["", "Index operations alone (CPU p95 ms, raw SQL on the same files; see "
+                  "``components``): the trigram AND of a phrase and of a whole question "
+                  "(also with the row ids bounded to the newest 2,000), the word walk with "
+                  "and without BM25, and BM25's statistics alone:", "",
+                  "| store | " + " | ".join(COMPONENTS) + " |",
+                  "|---" * (len(COMPONENTS) + 1) + "|"]
         for size in sizes:
             c = comp.get(str(size))
             if c:
-                lines.append(f"| {size:,} | {c['phrase_trigrams']['p95_ms']:.1f} | "
-                             f"{c['word_walk']['p95_ms']:.1f} |")
+                lines.append(f"| {size:,} | " + " | ".join(
+                    f"{c[k]['p95_ms']:.1f}" if k in c else "" for k in COMPONENTS) + " |")
     return "\n".join(lines) + "\n"
 
 
