@@ -276,6 +276,72 @@ def components(path: Path, vocab: wl.Vocabulary, size: int, n: int) -> dict[str,
     return out
 
 
+#: rows per era of the era probe's trigram index (2**14)
+ERA_SHIFT = 14
+
+
+def era_token(rowid: int, shift: int = ERA_SHIFT) -> str:
+    """The era of a row id as three private-use characters: one trigram no text holds,
+    the same for the 2**shift row ids of an era."""
+    era = rowid >> shift
+    return "".join(chr(0xE000 + ((era >> (8 * i)) & 0xFF)) for i in range(3))
+
+
+def era_probe(path: Path, vocab: wl.Vocabulary, size: int, n: int, work_dir: Path
+              ) -> dict[str, Any]:
+    """What a trigram index with one era token per row would cost (``--era-probe``).
+
+    FTS5 checks a row id bound on matches only, so no SQL on today's index bounds the
+    trigram AND of a phrase that matches nothing. Built here beside the store (a
+    contentless copy of its trigram index, each row's text followed by its era token,
+    2**ERA_SHIFT row ids per era), the AND restricted to the newest era
+    (``(grams) AND era``) is confined to that era's rows; CPU p95 of both on the copy,
+    per query class, each query once. Build time is reported too."""
+    from anneal_memory.storage.common import trigrams
+    from anneal_memory.storage.sqlite import fts_quote
+
+    copy = work_dir / f"era{size}.db"
+    copy.unlink(missing_ok=True)
+    # URIs on: the store is attached read-only by its file: URI
+    conn = sqlite3.connect(f"file:{copy}", uri=True, isolation_level=None)
+    out: dict[str, Any] = {"rows_per_era": 1 << ERA_SHIFT}
+    try:
+        conn.execute("PRAGMA journal_mode=OFF")
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.execute("CREATE VIRTUAL TABLE tri USING fts5(content, content='', "
+                     "tokenize='trigram', detail='none', columnsize=0)")
+        conn.execute("ATTACH ? AS s", [f"file:{path}?mode=ro"])
+        conn.create_function("era", 1, era_token, deterministic=True)
+        t0 = time.perf_counter()
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO tri(rowid, content) SELECT rowid, content || ' ' || "
+                     "era(rowid) FROM s.episodes")
+        conn.execute("COMMIT")
+        out["build_seconds"] = round(time.perf_counter() - t0, 1)
+        top = int(conn.execute("SELECT MAX(rowid) FROM s.episodes").fetchone()[0])
+        newest = fts_quote(era_token(top))
+        qs = class_queries(vocab, size, n)
+        for cls in ("phrase", "words", "question"):
+            whole: list[float] = []
+            bounded: list[float] = []
+            for q in qs[cls]:
+                grams = trigrams(q.strip())
+                if not grams:
+                    continue
+                m = " AND ".join(fts_quote(g) for g in grams)
+                for expr, into in ((m, whole), (f"({m}) AND {newest}", bounded)):
+                    c0 = time.thread_time()
+                    conn.execute("SELECT rowid FROM tri WHERE tri MATCH ? ORDER BY rowid DESC "
+                                 "LIMIT 10", [expr]).fetchall()
+                    into.append(time.thread_time() - c0)
+            out[cls] = {"whole": wl.latency_summary(whole),
+                        "newest_era": wl.latency_summary(bounded)}
+    finally:
+        conn.close()
+        copy.unlink(missing_ok=True)
+    return out
+
+
 # ------------------------------------------------------------------ measuring
 
 def class_queries(vocab: wl.Vocabulary, size: int, n: int) -> dict[str, list[str]]:
@@ -366,6 +432,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pg-dsn", default=os.environ.get("ANNEAL_BENCH_PG_DSN", ""),
                    help="a PostgreSQL server for goal 1's PostgreSQL rows (else not run)")
     p.add_argument("--pg-sizes", default="10000,100000,1000000")
+    p.add_argument("--era-probe", action="store_true",
+                   help="also build a trigram index with era tokens beside each store and "
+                        "measure the phrase AND bounded to the newest era (minutes at 1M)")
+    p.add_argument("--era-dir", default="", help="where the era probe's copy is built "
+                   "(default: --store-dir; removed after)")
     p.add_argument("--pg-queries", type=int, default=0,
                    help="queries per class on PostgreSQL (default: as SQLite)")
     p.add_argument("--child", help=argparse.SUPPRESS)
@@ -396,6 +467,10 @@ def main(argv: list[str] | None = None) -> int:
         figures["growth"][str(size)] = {"built": have, "measured": True,
                                         "classes": res["classes"]}
         figures.setdefault("components", {})[str(size)] = components(path, vocab, size, n)
+        if args.era_probe:
+            print(f"era probe at {size:,}", flush=True)
+            figures.setdefault("era_probe", {})[str(size)] = era_probe(
+                path, vocab, size, n, Path(args.era_dir or store_dir))
 
     pg_sizes = [int(s) for s in args.pg_sizes.split(",") if s]
     if args.pg_dsn:
@@ -583,6 +658,21 @@ def markdown(out: dict[str, Any], sizes: list[int], pg_sizes: list[int] | None =
             if c:
                 lines.append(f"| {size:,} | " + " | ".join(
                     f"{c[k]['p95_ms']:.1f}" if k in c else "" for k in COMPONENTS) + " |")
+    era = fig.get("era_probe", {})
+    if era:
+        lines += ["", "Era probe (``--era-probe``): the phrase class's trigram AND on a copy of "
+                  "the trigram index whose rows carry an era token (one per "
+                  f"{next(iter(era.values()))['rows_per_era']:,} row ids), CPU p95 ms over the "
+                  "whole index and bounded to the newest era:", "",
+                  "| store | build s | phrase whole | phrase newest era | words whole | "
+                  "words newest era | question whole | question newest era |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for size in sizes:
+            e = era.get(str(size))
+            if e:
+                lines.append(f"| {size:,} | {e['build_seconds']} | " + " | ".join(
+                    f"{e[c][k]['p95_ms']:.2f}" for c in ("phrase", "words", "question")
+                    for k in ("whole", "newest_era")) + " |")
     return "\n".join(lines) + "\n"
 
 
