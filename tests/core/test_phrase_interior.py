@@ -1,0 +1,156 @@
+"""A substring search narrowed by the word index (issue 54, goal 1): past
+INTERIOR_MIN_ROWS row ids, a phrase with a rare whole word inside it is searched among
+the episodes holding that word instead of through the trigram AND (which reads every
+trigram's doclist when nothing matches). Substring semantics stay exact: the same
+episodes, in the same order, and the same count as the trigram path, for phrases whose
+edge words are parts of longer words ("cat" in "concatenate"), with punctuation,
+apostrophes, digits, mixed case, non-ASCII text around them, filters and paging. The
+thresholds are lowered here so that a store of a few hundred episodes takes the path."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from anneal_memory import Store
+from anneal_memory.storage.base import SearchFilters
+from anneal_memory.storage.sqlite import SQLiteBackend, interior_words
+from anneal_memory.testing import backend_of
+
+_WORDS = ("the a and to of we it it's really cat concatenate catalog dog dogma "
+          "meteor shower showers museum lake Lake LAKE sunrise 3pm 10am pottery "
+          "pot-luck re-read don't o'clock café naïve straße counseling support "
+          "group groups grouping festival e-mail email x y").split()
+_PUNCT = (" ", " ", " ", " ", ", ", ". ", "! ", " - ", "; ", "'s ", ": ", " (", ") ")
+_TYPES = ("observation", "decision", "question")
+
+
+def _text(rng: random.Random) -> str:
+    parts = []
+    for _ in range(rng.randint(4, 18)):
+        parts.append(rng.choice(_WORDS))
+        parts.append(rng.choice(_PUNCT))
+    return "".join(parts).strip()
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    rng = random.Random(541)
+    s = Store(str(tmp_path_factory.mktemp("interior") / "m.db"), project_name="interior")
+    start = datetime(2024, 5, 1, 8, 0, tzinfo=timezone.utc)
+    items = [{"content": _text(rng), "episode_type": rng.choice(_TYPES),
+              "timestamp": (start + timedelta(minutes=i)).isoformat()} for i in range(1200)]
+    items[17]["content"] = "We concatenate the catalog at 3pm, then the cat naps."
+    items[400]["content"] = "Re-read the pottery notes: the museum's meteor shower was at 10am."
+    s.record_many(items)
+    yield s
+    s.close()
+
+
+def _queries(store: Store) -> list[str]:
+    """Spans of stored episodes cut at any character (so edge words are parts of words),
+    in changed case, plus spans of made-up text."""
+    rng = random.Random(9)
+    texts = [e.content for e in store.recall(limit=1200).episodes]
+    out = ["at the cat naps", "concatenate the catalog at", "e the catalog a",
+           "the museum's meteor shower was", "meteor SHOWER was", "the zzz the",
+           "re-read the pottery", "'s meteor shower", "and the and", "of the group of"]
+    for _ in range(120):
+        t = rng.choice(texts)
+        i = rng.randrange(len(t))
+        j = min(len(t), i + rng.randint(5, 40))
+        q = t[i:j]
+        out.append(q.upper() if rng.random() < 0.2 else q)
+    return [q for q in out if q.strip()]
+
+
+def _page(b: SQLiteBackend, f: SearchFilters, q: str, limit: int, offset: int
+          ) -> tuple[list[str], int, bool]:
+    page = b.search(f, phrase=q, limit=limit, offset=offset)
+    return [r.id for r, _s in page.hits], int(page.total), getattr(page.total, "estimated",
+                                                                     False)
+
+
+def test_interior_words_are_only_the_words_bounded_inside_the_phrase() -> None:
+    assert interior_words("concatenate the catalog at") == ["the", "catalog"]
+    assert interior_words("cat") == []
+    assert interior_words("the museum's meteor shower") == ["museum", "s", "meteor"]
+    assert interior_words(" cat ") == ["cat"]
+    assert interior_words("a b a c") == ["b", "a"]
+
+
+def test_the_word_index_path_gives_the_trigram_path_results(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    b = backend_of(store)
+    assert isinstance(b, SQLiteBackend)
+    cases = [(q, f, lim, off) for q in _queries(store)
+             for f in (SearchFilters(), SearchFilters(episode_type="decision"))
+             for lim, off in ((10, 0), (5, 5), (100, 0))]
+    before = [_page(b, f, q, lim, off) for q, f, lim, off in cases]
+    monkeypatch.setattr(SQLiteBackend, "INTERIOR_MIN_ROWS", 0)
+    monkeypatch.setattr(SQLiteBackend, "RARE_WORD_ROWS", 5000)  # every word is "rare"
+    seen: list[str] = []
+    b.conn.set_trace_callback(seen.append)
+    try:
+        after = [_page(b, f, q, lim, off) for q, f, lim, off in cases]
+    finally:
+        b.conn.set_trace_callback(None)
+    taken = sum("FROM episodes_words t CROSS JOIN episodes e" in sql for sql in seen)
+    assert taken > 100  # most cases went through the word index
+    assert sum(bool(ids) for ids, _n, _e in after) > 100  # and most found something
+    for case, old, new in zip(cases, before, after):
+        assert new == old, case
+
+
+def test_a_word_held_too_often_leaves_the_trigram_path(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    b = backend_of(store)
+    assert isinstance(b, SQLiteBackend)
+    monkeypatch.setattr(SQLiteBackend, "INTERIOR_MIN_ROWS", 0)
+    monkeypatch.setattr(SQLiteBackend, "RARE_WORD_ROWS", 5)  # each word is in hundreds
+    seen: list[str] = []
+    b.conn.set_trace_callback(seen.append)
+    try:
+        ids, _n, _e = _page(b, SearchFilters(), "the museum's meteor shower was", 10, 0)
+    finally:
+        b.conn.set_trace_callback(None)
+    assert ids
+    assert not any("FROM episodes_words t CROSS JOIN" in sql for sql in seen)
+    assert any("episodes_tri MATCH" in sql for sql in seen)
+
+
+def test_a_small_store_keeps_the_trigram_path(store: Store) -> None:
+    b = backend_of(store)
+    seen: list[str] = []
+    b.conn.set_trace_callback(seen.append)
+    try:
+        _page(b, SearchFilters(), "concatenate the catalog at", 10, 0)
+    finally:
+        b.conn.set_trace_callback(None)
+    assert not any("FROM episodes_words t CROSS JOIN" in sql for sql in seen)
+
+
+def test_recall_through_the_word_index_finds_substrings_of_words(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(SQLiteBackend, "INTERIOR_MIN_ROWS", 0)
+    monkeypatch.setattr(SQLiteBackend, "RARE_WORD_ROWS", 5000)
+    monkeypatch.setattr(SQLiteBackend, "SCAN_ROWS", 0)  # not checked row by row
+    s = Store(str(tmp_path / "m.db"), project_name="sub")
+    try:
+        s.record_many([{"content": t, "episode_type": "observation"} for t in (
+            "we concatenate their catalog daily", "their catalog of cats",
+            "Concatenate THEIR CATALOGUE")])
+        seen: list[str] = []
+        backend_of(s).conn.set_trace_callback(seen.append)
+        r = s.recall(keyword="ate their catal", limit=10)
+        backend_of(s).conn.set_trace_callback(None)
+        assert any("FROM episodes_words t CROSS JOIN" in sql for sql in seen)
+        assert r.query_params["match"] == "phrase"
+        assert sorted(e.content for e in r.episodes) == [
+            "Concatenate THEIR CATALOGUE", "we concatenate their catalog daily"]
+        assert r.total_matching == 2
+    finally:
+        s.close()
