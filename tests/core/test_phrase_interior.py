@@ -1,5 +1,5 @@
 """A substring search narrowed by the word index (issue 54, goal 1): past
-INTERIOR_MIN_ROWS row ids, a phrase with a rare whole word inside it is searched among
+LARGE_STORE row ids, a phrase with a rare whole word inside it is searched among
 the episodes holding that word instead of through the trigram AND (which reads every
 trigram's doclist when nothing matches). Substring semantics stay exact: the same
 episodes, in the same order, and the same count as the trigram path, for phrases whose
@@ -90,7 +90,7 @@ def test_the_word_index_path_gives_the_trigram_path_results(
              for f in (SearchFilters(), SearchFilters(episode_type="decision"))
              for lim, off in ((10, 0), (5, 5), (100, 0))]
     before = [_page(b, f, q, lim, off) for q, f, lim, off in cases]
-    monkeypatch.setattr(SQLiteBackend, "INTERIOR_MIN_ROWS", 0)
+    monkeypatch.setattr(SQLiteBackend, "LARGE_STORE", 0)
     monkeypatch.setattr(SQLiteBackend, "RARE_WORD_ROWS", 5000)  # every word is "rare"
     seen: list[str] = []
     b.conn.set_trace_callback(seen.append)
@@ -109,7 +109,7 @@ def test_a_word_held_too_often_leaves_the_trigram_path(
         store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     b = backend_of(store)
     assert isinstance(b, SQLiteBackend)
-    monkeypatch.setattr(SQLiteBackend, "INTERIOR_MIN_ROWS", 0)
+    monkeypatch.setattr(SQLiteBackend, "LARGE_STORE", 0)
     monkeypatch.setattr(SQLiteBackend, "RARE_WORD_ROWS", 5)  # each word is in hundreds
     seen: list[str] = []
     b.conn.set_trace_callback(seen.append)
@@ -135,7 +135,7 @@ def test_a_small_store_keeps_the_trigram_path(store: Store) -> None:
 
 def test_recall_through_the_word_index_finds_substrings_of_words(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(SQLiteBackend, "INTERIOR_MIN_ROWS", 0)
+    monkeypatch.setattr(SQLiteBackend, "LARGE_STORE", 0)
     monkeypatch.setattr(SQLiteBackend, "RARE_WORD_ROWS", 5000)
     monkeypatch.setattr(SQLiteBackend, "SCAN_ROWS", 0)  # not checked row by row
     s = Store(str(tmp_path / "m.db"), project_name="sub")
@@ -152,5 +152,30 @@ def test_recall_through_the_word_index_finds_substrings_of_words(
         assert sorted(e.content for e in r.episodes) == [
             "Concatenate THEIR CATALOGUE", "we concatenate their catalog daily"]
         assert r.total_matching == 2
+    finally:
+        s.close()
+
+
+def test_a_large_store_counts_exactly_to_its_own_bound_then_estimates(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(SQLiteBackend, "SCAN_ROWS", 0)
+    monkeypatch.setattr(SQLiteBackend, "SAMPLE_ROWS", 40)
+    s = Store(str(tmp_path / "m.db"), project_name="count")
+    try:
+        # 300 hold the phrase; 100 hold some of its trigrams only
+        s.record_many([{"content": f"alphabet soup {i}" if i % 4 else f"alp hab bet soup {i}",
+                        "episode_type": "observation"} for i in range(400)])
+        small = s.recall(keyword="alphabet", limit=5)
+        assert small.total_matching == 300 and "total_estimated" not in small.query_params
+        s.close()
+        s = Store(str(tmp_path / "m.db"))  # a fresh connection: nothing memoized
+        monkeypatch.setattr(SQLiteBackend, "LARGE_STORE", 100)
+        monkeypatch.setattr(SQLiteBackend, "EXACT_COUNT_LARGE", 50)
+        large = s.recall(keyword="alphabet", limit=5)
+        assert [e.id for e in large.episodes] == [e.id for e in small.episodes]
+        assert large.query_params.get("total_estimated") is True
+        assert 240 <= large.total_matching <= 360
+        rare = s.recall(keyword="soup 399", limit=5)  # one row offered: still exact
+        assert rare.total_matching == 1 and "total_estimated" not in rare.query_params
     finally:
         s.close()

@@ -1024,9 +1024,10 @@ class SQLiteBackend(SQLBackend):
                 f"WHERE episodes_tri MATCH ? AND {test} AND ",
                 [" AND ".join(fts_quote(g) for g in grams), needle])
 
-    #: a substring search of a store past this many row ids may be narrowed by the word
-    #: index (see _interior_src); below it the trigram AND costs little
-    INTERIOR_MIN_ROWS = 100_000
+    #: past this many row ids a store is large: a substring search may be narrowed by the
+    #: word index (_interior_src) and counts exactly up to EXACT_COUNT_LARGE candidates
+    #: only (_phrase_count); below it the trigram AND costs little, as every exact count
+    LARGE_STORE = 100_000
     #: a whole word of a phrase held by at most this many episodes narrows its search
     RARE_WORD_ROWS = 2000
     #: at most this many of a phrase's whole words (the longest, of four characters or
@@ -1045,13 +1046,13 @@ class SQLiteBackend(SQLBackend):
         alike): the episodes holding all of the phrase's rare whole words (each in at most
         RARE_WORD_ROWS episodes) hold every match, and each is checked on its row, so the
         result and the count are exact (an exact count where the trigram path would
-        estimate one). Used past INTERIOR_MIN_ROWS row ids only, when the trigram path
+        estimate one). Used past LARGE_STORE row ids only, when the trigram path
         would be, the phrase has such a rare word, and neither edge word (which may be
         part of a longer word: "cat" in "concatenate") is needed."""
         folded = phrase.lower()
         if not folded.isascii() or len(folded) > _LIKE_CHARS:
             return None
-        if self._top_rowid() <= self.INTERIOR_MIN_ROWS or self._few_rows(filters) \
+        if self._top_rowid() <= self.LARGE_STORE or self._few_rows(filters) \
                 or not trigrams(phrase):
             return None
         # the longest (a word of three letters or fewer is nearly always common: not
@@ -1136,11 +1137,17 @@ class SQLiteBackend(SQLBackend):
     #: checks the first SAMPLE_ROWS of them and scales
     EXACT_COUNT = 10_000
     SAMPLE_ROWS = 1000
+    #: EXACT_COUNT of a store past LARGE_STORE row ids: there the walk to one past the
+    #: bound reads a large share of the trigrams' doclists (10-15 ms at a million
+    #: episodes) and the count checks up to that many rows, for a figure that is an
+    #: estimate past the bound either way
+    EXACT_COUNT_LARGE = 1000
 
     def _phrase_count(self, phrase: str, mparams: list[Any], src: str, where: str,
                       params: list[Any], filters: SearchFilters) -> int:
         """How many episodes contain the phrase. Exact, unless the trigram index offers
-        more than EXACT_COUNT rows to a search with no filter but type and superseded:
+        more than EXACT_COUNT rows (EXACT_COUNT_LARGE in a store past LARGE_STORE row
+        ids) to a search with no filter but type and superseded:
         then the share of matches among the first SAMPLE_ROWS of them, times the number
         the index offers (from how densely its first EXACT_COUNT + 1 fill the row ids),
         returned as an :class:`EstimatedCount`."""
@@ -1150,10 +1157,12 @@ class SQLiteBackend(SQLBackend):
             return self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])
         # the index's row ids up to one past the bound, walked once: the whole intersection
         # of a common phrase's trigrams (10-20 ms in a million episodes) is never walked
+        bound = (self.EXACT_COUNT if self._top_rowid() <= self.LARGE_STORE
+                 else self.EXACT_COUNT_LARGE)
         offered = [int(r[0]) for r in self.q(
             "SELECT rowid FROM episodes_tri WHERE episodes_tri MATCH ? ORDER BY rowid "
-            "LIMIT ?", [mparams[0], self.EXACT_COUNT + 1])]
-        if len(offered) <= self.EXACT_COUNT:
+            "LIMIT ?", [mparams[0], bound + 1])]
+        if len(offered) <= bound:
             return self._count_among(offered, where, [mparams[1], *params], phrase)
         ends = self.q1(  # two lookups: MIN and MAX in one aggregate scan the table
             "SELECT (SELECT MIN(rowid) FROM episodes), (SELECT MAX(rowid) FROM episodes)")
