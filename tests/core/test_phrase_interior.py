@@ -179,3 +179,25 @@ def test_a_large_store_counts_exactly_to_its_own_bound_then_estimates(
         assert rare.total_matching == 1 and "total_estimated" not in rare.query_params
     finally:
         s.close()
+
+
+def test_an_estimate_is_never_below_the_matches_shown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The oldest candidates hold every trigram of the phrase but not the phrase: the sample
+    finds no match, yet the page is full of newer ones."""
+    monkeypatch.setattr(SQLiteBackend, "SCAN_ROWS", 0)
+    monkeypatch.setattr(SQLiteBackend, "SAMPLE_ROWS", 40)
+    monkeypatch.setattr(SQLiteBackend, "LARGE_STORE", 100)
+    monkeypatch.setattr(SQLiteBackend, "EXACT_COUNT_LARGE", 50)
+    s = Store(str(tmp_path / "m.db"), project_name="shown")
+    try:
+        s.record_many([{"content": f"alpha habe bet soup {i}", "episode_type": "observation"}
+                       for i in range(300)] +
+                      [{"content": f"alphabet soup {i}", "episode_type": "observation"}
+                       for i in range(8)])
+        r = s.recall(keyword="alphabet", limit=5)
+        assert r.query_params["match"] == "phrase"
+        assert all("alphabet" in e.content for e in r.episodes) and len(r.episodes) == 5
+        assert r.query_params.get("total_estimated") is True and r.total_matching >= 5
+    finally:
+        s.close()

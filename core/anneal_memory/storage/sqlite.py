@@ -833,6 +833,10 @@ class SQLiteBackend(SQLBackend):
             total = self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])
         elif phrase is not None:
             total = self._phrase_count(phrase, mparams, src, where, params, filters)
+            if isinstance(total, EstimatedCount) and total < offset + len(rows):
+                # a sample with few matches among many candidates: never fewer than shown
+                # (a total of 0 would send recall to the word fallback past a full page)
+                total = EstimatedCount(offset + len(rows))
         else:
             total = self._match_count(fts, mparams, src, where, params, filters)
         return SearchPage([(_row(r[:13]), float(r[13] or 0.0)) for r in rows], total)
