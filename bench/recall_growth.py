@@ -47,7 +47,7 @@ GOAL1 = ("phrase", "words", "question", "typed")
 CHUNK = 50_000
 #: the index operations measured alone per store (see ``components``)
 COMPONENTS = ("phrase_trigrams", "question_trigrams", "question_trigrams_window",
-              "word_walk", "word_walk_unscored", "bm25_stats")
+              "word_walk", "word_walk_typed", "word_walk_unscored", "bm25_stats")
 
 
 def _fallback_locomo() -> str:
@@ -217,7 +217,9 @@ def components(path: Path, vocab: wl.Vocabulary, size: int, n: int) -> dict[str,
       matches only, so an AND that matches nothing reads every term's doclist whatever
       the bound (a bounded phrase walk cannot be had from the row id alone);
     - ``word_walk``: the bounded word walk's BM25 (the newest 5,000 matches of the words
-      class, scored), ``word_walk_unscored`` the same walk without BM25, and
+      class, scored), ``word_walk_typed`` the same with the type in the query (as a typed
+      recall has it: BM25 then also reads the type's whole doclist for its statistics,
+      though a type's score is 0), ``word_walk_unscored`` the walk without BM25, and
       ``bm25_stats`` BM25 over the newest 50 only (what BM25 reads before its first row:
       every query word's whole doclist for the IDF)."""
     from anneal_memory.storage.common import trigrams
@@ -252,6 +254,7 @@ def components(path: Path, vocab: wl.Vocabulary, size: int, n: int) -> dict[str,
             qwin.append(cpu(head + "AND rowid > ? ORDER BY rowid DESC LIMIT 10",
                             [m, top - 2000]))
         walk: list[float] = []
+        typed: list[float] = []
         bare: list[float] = []
         stats: list[float] = []
         inner = ("SELECT rowid FROM (SELECT rowid, {score} AS s FROM episodes_words WHERE "
@@ -263,12 +266,15 @@ def components(path: Path, vocab: wl.Vocabulary, size: int, n: int) -> dict[str,
                 continue
             expr = "content : (" + " OR ".join(fts_quote(spell_letters(w)) for w in words) + ")"
             walk.append(cpu(inner.format(score=bm25, n=5000), [expr]))
+            typed.append(cpu(inner.format(score=bm25, n=5000),
+                             [f'({expr}) AND type : "decision"']))
             bare.append(cpu(inner.format(score="0", n=5000), [expr]))
             stats.append(cpu(inner.format(score=bm25, n=50), [expr]))
         out["phrase_trigrams"] = wl.latency_summary(tri)
         out["question_trigrams"] = wl.latency_summary(qtri)
         out["question_trigrams_window"] = wl.latency_summary(qwin)
         out["word_walk"] = wl.latency_summary(walk)
+        out["word_walk_typed"] = wl.latency_summary(typed)
         out["word_walk_unscored"] = wl.latency_summary(bare)
         out["bm25_stats"] = wl.latency_summary(stats)
     finally:
@@ -557,8 +563,11 @@ SQLITE_BOUND = ("the trigram AND of a phrase reads doclists that grow with the s
                 "bound does not bound it: FTS5 checks the bound on matches only, so an AND "
                 "matching nothing reads every term's doclist (question_trigrams_window); "
                 "BM25 reads every query word's whole doclist for its statistics "
-                "(bm25_stats) and each scored match's size and positions (word_walk "
-                "against word_walk_unscored)")
+                "(bm25_stats), and a typed query's type doclist too (word_walk_typed), "
+                "and each scored match's size and positions (word_walk against "
+                "word_walk_unscored); an era token per 16,384 row ids in the trigram index "
+                "would bound the phrase AND (--era-probe: newest era 1.7-2.0 ms against "
+                "9-11 ms whole at 1M)")
 PG_BOUND = ("ranked words score every match with ts_rank_cd and count every match "
             "(no bounded walk on PostgreSQL yet)")
 
@@ -650,7 +659,8 @@ def markdown(out: dict[str, Any], sizes: list[int], pg_sizes: list[int] | None =
         lines += ["", "Index operations alone (CPU p95 ms, raw SQL on the same files; see "
                   "``components``): the trigram AND of a phrase and of a whole question "
                   "(also with the row ids bounded to the newest 2,000), the word walk with "
-                  "and without BM25, and BM25's statistics alone:", "",
+                  "BM25 (also with the type in the query) and without, and BM25's "
+                  "statistics alone:", "",
                   "| store | " + " | ".join(COMPONENTS) + " |",
                   "|---" * (len(COMPONENTS) + 1) + "|"]
         for size in sizes:
