@@ -372,3 +372,107 @@ def test_bad_workers_are_refused_before_anything_starts(tmp_path: Path,
     assert res.returncode != 0 and needle in res.stderr, res.stderr
     assert "Traceback" not in res.stderr
     assert not db.exists()  # nothing was created
+
+
+# ------------------------------------------------------------------ the per-request cost
+def test_offload_runs_each_call_on_its_own_threads_in_the_caller_s_context() -> None:
+    """The direct path's hop to a thread: the call sees the request's context (its
+    trace span), its exception reaches the request, and ``close`` ends the threads."""
+    import asyncio
+    import contextvars
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("request", default="none")
+    offload = team.Offload(2)
+
+    def where() -> tuple[str, str]:
+        return var.get(), threading.current_thread().name
+
+    def boom() -> None:
+        raise ValueError("a tool's failure")
+
+    async def one(name: str) -> tuple[str, str]:
+        var.set(name)
+        return await offload.run(where)
+
+    async def main() -> list[tuple[str, str]]:
+        got = await asyncio.gather(*(one(f"request-{i}") for i in range(6)))
+        with pytest.raises(ValueError, match="a tool's failure"):
+            await offload.run(boom)
+        return got
+
+    try:
+        got = asyncio.run(main())
+    finally:
+        offload.close()
+    assert [g[0] for g in got] == [f"request-{i}" for i in range(6)]
+    assert {g[1] for g in got} <= {"anneal-memory-call-1", "anneal-memory-call-2"}
+    assert not [t for t in threading.enumerate() if t.name.startswith("anneal-memory-call")]
+
+
+def test_a_token_s_record_is_parsed_once_until_it_changes(tmp_path: Path) -> None:
+    """Every request reads its token's stored record; the record is parsed again only
+    when its text changed, so a revocation counts at the next request all the same."""
+    from anneal_memory.mcp.tokens import TokenError, TokenReader, authenticate, revoke_token
+    from anneal_memory.mcp.tokens import create_token as make
+
+    with Store(tmp_path / "team.db") as store:
+        secret, made = make(store, {"user": "alice"})
+        reader = TokenReader.open(store)
+        assert reader is not None
+        try:
+            first = authenticate(store, f"Bearer {secret}", reader)
+            assert authenticate(store, f"Bearer {secret}", reader) is first  # parsed once
+            assert first.namespace == made.namespace and first.state() == "active"
+            revoke_token(store, made.id)
+            with pytest.raises(TokenError, match="revoked"):
+                authenticate(store, f"Bearer {secret}", reader)
+            with pytest.raises(TokenError, match="unknown token"):
+                authenticate(store, f"Bearer {secret[:-2]}xx", reader)
+        finally:
+            reader.close()
+
+
+def test_the_last_use_of_many_tokens_is_written_in_few_writes_and_none_is_lost(
+        tmp_path: Path) -> None:
+    """Twenty tokens' first requests at once: their last-use times are written together
+    (the requests that come while one write is under way go into the next), and every
+    one of them is in the store before the server stops."""
+    import time as _time
+
+    from anneal_memory.mcp.tokens import list_tokens
+
+    db = tmp_path / "team.db"
+    with Store(db, consolidate_requires_baton_on_create=True) as store:
+        from anneal_memory.mcp.tokens import create_token as make
+
+        made = [make(store, {"user": f"user{i}"}) for i in range(20)]
+    writes: list[int] = []
+    with in_process(db) as (app, url):
+        real = app.usage._write
+
+        def slow_write(due: dict[str, str]) -> None:  # the first write takes a while
+            writes.append(len(due))
+            if len(writes) == 1:
+                _time.sleep(0.5)
+            real(due)
+
+        app.usage._write = slow_write
+        first = threading.Thread(target=_raw, args=(url, made[0][0], _tool_call("status", {}),
+                                                    {"mcp-protocol-version": VERSION}))
+        first.start()
+        while not writes:
+            _time.sleep(0.01)
+        rest = [threading.Thread(target=_raw, args=(url, s, _tool_call("status", {}),
+                                                    {"mcp-protocol-version": VERSION}))
+                for s, _info in made[1:]]
+        for t in rest:
+            t.start()
+        for t in [first, *rest]:
+            t.join(60)
+        deadline = _time.monotonic() + 20
+        while sum(writes) < 20 and _time.monotonic() < deadline:
+            _time.sleep(0.05)
+        assert writes[0] == 1 and sum(writes) == 20 and len(writes) < 20, writes
+        with Store(db, read_only=True) as store:
+            used = {t.id: t.last_used_at for t in list_tokens(store)}
+        assert all(used[info.id] for _s, info in made), used
