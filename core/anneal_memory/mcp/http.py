@@ -533,8 +533,12 @@ def _config(app: App) -> Any:
     import uvicorn
 
     uvloop = _have("uvloop") and sys.platform != "win32"
+    # proxy_headers off: nothing here reads the client address or scheme uvicorn's
+    # X-Forwarded-* middleware would rewrite (the Host header is checked as sent), and
+    # it wrapped every request
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
                             timeout_graceful_shutdown=GRACE, backlog=BACKLOG,
+                            proxy_headers=False,
                             http=_bounded_httptools() if _have("httptools") else "h11",
                             loop="uvloop" if uvloop else "asyncio")
     config.load()
