@@ -476,3 +476,28 @@ def test_the_last_use_of_many_tokens_is_written_in_few_writes_and_none_is_lost(
         with Store(db, read_only=True) as store:
             used = {t.id: t.last_used_at for t in list_tokens(store)}
         assert all(used[info.id] for _s, info in made), used
+
+
+def test_the_views_kept_per_worker_are_bounded_and_a_dropped_one_is_made_again(
+        tmp_path: Path) -> None:
+    """At most ``keep`` tokens' views are kept (the least recently served go first); a
+    token whose view was dropped gets a new one on its own namespace and ceiling."""
+    from anneal_memory.mcp.tokens import create_token as make
+
+    with Store(tmp_path / "team.db", trust_ceiling="agent") as store:
+        infos = [make(store, {"user": f"user{i}"}, trust_ceiling="tool" if i == 0 else "agent"
+                      )[1] for i in range(3)]
+        principals = team.Principals(store, keep=2)
+        first = principals.tools_for(infos[0])
+        second = principals.tools_for(infos[1])
+        assert principals.tools_for(infos[0]) is first  # served again: the newest now
+        principals.tools_for(infos[2])  # over the bound: user1's view goes
+        assert principals.tools_for(infos[0]) is first
+        again = principals.tools_for(infos[1])
+        assert again is not second and again.store.namespace == infos[1].namespace
+        assert principals.tools_for(infos[2]) is not None and len(principals._tools) == 2
+        assert first.store.trust_ceiling == "tool" and again.store.trust_ceiling == "agent"
+        again.call("record", {"content": "user1's own note", "episode_type": "observation"})
+        assert [e.content for e in store.scoped(infos[1].namespace).recall().episodes] == [
+            "user1's own note"]
+        assert store.scoped(infos[0].namespace).recall().episodes == []

@@ -34,6 +34,7 @@ import queue
 import socket
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any, TypeVar
 
@@ -151,22 +152,31 @@ class _TokenAudit:
 
 
 class Principals:
-    """The tools each token is served with: its namespace's view at its ceiling (one per
-    token, made on its first request). Thread-safe."""
+    """The tools each token is served with: its namespace's view at its ceiling, made on
+    its first request and kept for the next ones, at most ``KEEP`` tokens' (the least
+    recently served go first: a view costs a little memory, not a connection; one
+    evicted is made again on its token's next request). Thread-safe."""
 
-    def __init__(self, store: Store) -> None:
+    KEEP = 4096
+
+    def __init__(self, store: Store, keep: int = KEEP) -> None:
         self.store = store
-        self._tools: dict[str, MemoryTools] = {}
+        self.keep = keep
+        self._tools: OrderedDict[str, MemoryTools] = OrderedDict()
         self._lock = threading.Lock()
 
     def tools_for(self, info: TokenInfo) -> MemoryTools:
         with self._lock:
             tools = self._tools.get(info.id)
-            if tools is None:
-                view = self.store.scoped(info.namespace)
-                view.trust_ceiling = info.trust_ceiling  # the view's own: the parent keeps its
-                view._audit = _TokenAudit(view._audit, info.id)  # type: ignore[assignment]
-                tools = self._tools[info.id] = MemoryTools(view, info.session_id, remote=True)
+            if tools is not None:
+                self._tools.move_to_end(info.id)
+                return tools
+            view = self.store.scoped(info.namespace)
+            view.trust_ceiling = info.trust_ceiling  # the view's own: the parent keeps its
+            view._audit = _TokenAudit(view._audit, info.id)  # type: ignore[assignment]
+            tools = self._tools[info.id] = MemoryTools(view, info.session_id, remote=True)
+            while len(self._tools) > self.keep:
+                self._tools.popitem(last=False)
             return tools
 
 
