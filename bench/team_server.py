@@ -392,11 +392,13 @@ def baseline_env(ref: str, folder: Path) -> tuple[dict[str, str], str] | None:
         subprocess.run(["tar", "-x", "-C", str(code)], input=archive, check=True)
     except (OSError, subprocess.CalledProcessError):
         return None
+    # hidden as Python itself hides a module: None in sys.modules, so that both
+    # importlib.util.find_spec (how a later checkout asks whether they are installed)
+    # and an import (how uvicorn asks) say they are not there
     hide = folder / "hidden"
-    for name in ("httptools", "uvloop"):
-        (hide / name).mkdir(parents=True)
-        (hide / name / "__init__.py").write_text(
-            f"raise ImportError('{name} is hidden for the baseline')\n")
+    hide.mkdir(parents=True)
+    (hide / "sitecustomize.py").write_text(
+        "import sys\nsys.modules['httptools'] = None\nsys.modules['uvloop'] = None\n")
     return {"PYTHONPATH": f"{hide}{os.pathsep}{code / 'core'}"}, sha[:12]
 
 
