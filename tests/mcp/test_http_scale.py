@@ -501,3 +501,21 @@ def test_the_views_kept_per_worker_are_bounded_and_a_dropped_one_is_made_again(
         assert [e.content for e in store.scoped(infos[1].namespace).recall().episodes] == [
             "user1's own note"]
         assert store.scoped(infos[0].namespace).recall().episodes == []
+
+
+@pytest.mark.parametrize("rid", [0, 7, -3, 2**60, "r-1", "", "id \"quoted\" é \u2028"])
+@pytest.mark.parametrize("text", ["", "Recorded [abc] (observation, trust agent).",
+                                  "line\nnext\t\"q\" \\ é ✓ \u2028 \x00 \U0001f600 </script>",
+                                  "x" * 5000])
+def test_the_direct_reply_is_byte_for_byte_the_json_of_the_sdk_s_result(rid: Any, text: str
+                                                                         ) -> None:
+    """The direct path writes its reply from parts; every byte is the one json.dumps
+    writes for the whole response (what the SDK's JSON is compared against above)."""
+    from anneal_memory.mcp import fastpath
+
+    for is_error in (False, True):
+        call = fastpath.ToolCall(rid, "status", None)
+        whole = json.dumps({"jsonrpc": "2.0", "id": rid, "result": {
+            "content": [{"type": "text", "text": text}], "isError": is_error}},
+            ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        assert fastpath.reply(call, text, is_error) == whole

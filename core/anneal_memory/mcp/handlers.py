@@ -170,7 +170,8 @@ class MemoryTools:
         res = self.store.recall(**q, limit=limit)
         every = self.store.recall(**q, limit=limit, include_superseded=True)
         replaced = [e for e in every.episodes if e.superseded_by]
-        replacers = self.store.get_many([e.superseded_by for e in replaced if e.superseded_by])
+        replacers = (self.store.get_many([e.superseded_by for e in replaced if e.superseded_by])
+                     if replaced else {})  # nothing replaced: no read (a round trip on PG)
         return replies.recall_reply(res.episodes, res.total_matching, replaced, replacers,
                                     match=res.query_params.get("match"))
 
