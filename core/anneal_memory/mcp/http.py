@@ -216,7 +216,7 @@ class Offload:
         self._started: list[threading.Thread] = []
         self._lock = threading.Lock()
 
-    async def run(self, fn: Callable[..., _T], *args: Any) -> _T:
+    async def run(self, fn: Callable[..., _T], *args: object) -> _T:
         """``fn(*args)`` on one of the threads; its result, or its exception raised."""
         if len(self._started) < self.threads:
             self._start()

@@ -216,7 +216,7 @@ class TokenReader:
 
     def __init__(self, items: Any) -> None:
         self._items = items
-        self._parsed: dict[str, tuple[str, dict[str, Any], TokenInfo]] = {}
+        self._parsed: dict[str, tuple[str, dict[str, object], TokenInfo]] = {}
 
     @classmethod
     def open(cls, store: Store) -> TokenReader | None:
@@ -234,7 +234,7 @@ class TokenReader:
         value = json.loads(text) if text is not None else None
         return value if isinstance(value, dict) else None
 
-    def read(self, token_id: str) -> tuple[dict[str, Any], TokenInfo] | None:
+    def read(self, token_id: str) -> tuple[dict[str, object], TokenInfo] | None:
         """Token ``token_id`` as stored now: (its record, what it says); None when there
         is no such token or its record is not one. Read on every call; parsed only when
         the stored text differs from the last one read."""
