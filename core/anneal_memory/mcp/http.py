@@ -63,10 +63,11 @@ PATH = "/mcp"
 HEALTH = "/healthz"
 #: seconds a shutdown waits for the requests in flight before it closes them
 GRACE = 30
-#: threads per process running the direct path's tool calls: enough for group commit to
-#: gather concurrent records into one transaction, few enough that they do not spend
-#: the process's CPU contending for the store's lock and the GIL
-CALL_THREADS = 16
+#: threads per process running the direct path's tool calls: as many records in flight
+#: as group commit can gather into one transaction (anyio's default, 40; measured under
+#: 200 clients: 6 threads gave 0.84x the requests/s of 16, and 40 1.12x of 16 at 0.94x
+#: the CPU per request)
+CALL_THREADS = 40
 log = logging.getLogger("anneal_memory.mcp.http")
 #: a request may name the namespace it expects (JSON, or KEY=VALUE pairs joined by ';');
 #: it must be its token's (a client configured for bob with alice's token is refused)
