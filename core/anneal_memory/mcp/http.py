@@ -14,12 +14,15 @@ per-token rate limit. ``GET /healthz`` answers a load balancer without a token. 
 reverse proxy's job in front of it (docs/mcp.md).
 
 For many users at once (issue 54): a plain ``tools/call`` is answered directly
-(``fastpath.py``) instead of through a per-request SDK session; a SQLite store's tokens
+(``fastpath.py``) instead of through a per-request SDK session, its tool run on the
+server's own threads (``Offload``) and its reply written as built; a SQLite store's tokens
 are read on the event loop from a read-only connection of their own (no worker-thread
 hop, and every read sees the last commit of any process, so a revocation counts at
-once); uvicorn runs on ``httptools`` and ``uvloop`` when installed (the ``mcp`` extra
-installs them); ``--workers N`` serves from N processes sharing the listening socket and
-the store (SQLite's write-ahead log and the store's own locks keep one audit chain).
+once), a token's record parsed again only when its stored text changed; the tokens'
+last use is written together, one write at a time; uvicorn runs on ``httptools`` and
+``uvloop`` when installed (the ``mcp`` extra installs them); ``--workers N`` serves from
+N processes sharing the listening socket and the store (SQLite's write-ahead log and the
+store's own locks keep one audit chain).
 """
 
 from __future__ import annotations
