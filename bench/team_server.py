@@ -392,11 +392,13 @@ def baseline_env(ref: str, folder: Path) -> tuple[dict[str, str], str] | None:
         subprocess.run(["tar", "-x", "-C", str(code)], input=archive, check=True)
     except (OSError, subprocess.CalledProcessError):
         return None
+    # hidden as Python itself hides a module: None in sys.modules, so that both
+    # importlib.util.find_spec (how a later checkout asks whether they are installed)
+    # and an import (how uvicorn asks) say they are not there
     hide = folder / "hidden"
-    for name in ("httptools", "uvloop"):
-        (hide / name).mkdir(parents=True)
-        (hide / name / "__init__.py").write_text(
-            f"raise ImportError('{name} is hidden for the baseline')\n")
+    hide.mkdir(parents=True)
+    (hide / "sitecustomize.py").write_text(
+        "import sys\nsys.modules['httptools'] = None\nsys.modules['uvloop'] = None\n")
     return {"PYTHONPATH": f"{hide}{os.pathsep}{code / 'core'}"}, sha[:12]
 
 
@@ -501,9 +503,10 @@ def verdicts(runs: dict[str, Any], baselines: dict[str, Any]) -> list[dict[str, 
 
 
 def write(figures: dict[str, Any], goals: list[dict[str, str]], quick: bool,
-          measured_at: str | None = None) -> None:
+          measured_at: str | None = None, out_dir: Path | None = None) -> None:
     # a quick run's files stay out of the folder bench/goals.py gathers
-    out = OUT / "quick" if quick else OUT
+    base = out_dir or OUT
+    out = base / "quick" if quick else base
     out.mkdir(parents=True, exist_ok=True)
     doc = {"area": "team_server", "measured_at": measured_at or datetime.now(
         timezone.utc).isoformat(timespec="seconds"), "machine": f"nproc {os.cpu_count()}, python "
@@ -580,6 +583,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="the code measured as today's (default: the merge base with main)")
     p.add_argument("--no-baseline", action="store_true")
     p.add_argument("--dsn", default=os.environ.get("ANNEAL_TEST_PG_DSN"))
+    p.add_argument("--out-dir", type=Path, default=None,
+                   help="write team_server.json and .md here instead of bench/results/goals54")
     args = p.parse_args(argv)
     args.tokens = args.tokens or (200 if args.quick else 1000)
     args.clients = args.clients or (40 if args.quick else 200)
@@ -621,7 +626,7 @@ def main(argv: list[str] | None = None) -> int:
         "workers": args.workers, "client_processes": args.client_procs,
         "mix": dict(MIX), "rate_limit": "off"}, "not_measured": skipped}
     figures["runs"] = {**{b["label"]: b for b in baselines.values()}, **runs}
-    write(figures, verdicts(runs, baselines), args.quick)
+    write(figures, verdicts(runs, baselines), args.quick, out_dir=args.out_dir)
     return 0
 
 

@@ -75,3 +75,36 @@ def test_verdicts_need_every_condition() -> None:
     slow = ts.verdicts({"sqlite, 2 workers, raw clients": _run(1, 1, requests_per_s=3000.0)},
                        base)
     assert slow[1]["verdict"] == "missed" and "7.50x" in slow[1]["figure"]
+
+
+def test_the_baseline_runs_without_the_compiled_parser_and_loop(tmp_path: Path) -> None:
+    """The baseline's code sees httptools and uvloop as not installed, both as a later
+    checkout asks (importlib.util.find_spec) and as uvicorn does (an import)."""
+    import subprocess
+
+    made = ts.baseline_env("HEAD", tmp_path)
+    assert made is not None
+    env, sha = made
+    probe = ("import importlib.util\n"
+             "for name in ('httptools', 'uvloop'):\n"
+             "    assert importlib.util.find_spec(name) is None, name\n"
+             "    try:\n"
+             "        __import__(name)\n"
+             "    except ImportError:\n"
+             "        pass\n"
+             "    else:\n"
+             "        raise SystemExit(name + ' imported')\n"
+             "import anneal_memory\n"
+             "print(anneal_memory.__file__)\n")
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         env={**__import__("os").environ, **env}, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().startswith(str(tmp_path / "baseline_code")), res.stdout
+    assert len(sha) == 12
+
+
+def test_out_dir_takes_the_report_instead_of_the_results_folder(tmp_path: Path) -> None:
+    ts.write({"runs": {}}, [], False, measured_at="2026-01-01T00:00:00+00:00", out_dir=tmp_path)
+    assert (tmp_path / "team_server.json").exists() and (tmp_path / "team_server.md").exists()
+    ts.write({"runs": {}}, [], True, measured_at="2026-01-01T00:00:00+00:00", out_dir=tmp_path)
+    assert (tmp_path / "quick" / "team_server.json").exists()

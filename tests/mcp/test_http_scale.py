@@ -372,3 +372,150 @@ def test_bad_workers_are_refused_before_anything_starts(tmp_path: Path,
     assert res.returncode != 0 and needle in res.stderr, res.stderr
     assert "Traceback" not in res.stderr
     assert not db.exists()  # nothing was created
+
+
+# ------------------------------------------------------------------ the per-request cost
+def test_offload_runs_each_call_on_its_own_threads_in_the_caller_s_context() -> None:
+    """The direct path's hop to a thread: the call sees the request's context (its
+    trace span), its exception reaches the request, and ``close`` ends the threads."""
+    import asyncio
+    import contextvars
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("request", default="none")
+    offload = team.Offload(2)
+
+    def where() -> tuple[str, str]:
+        return var.get(), threading.current_thread().name
+
+    def boom() -> None:
+        raise ValueError("a tool's failure")
+
+    async def one(name: str) -> tuple[str, str]:
+        var.set(name)
+        return await offload.run(where)
+
+    async def main() -> list[tuple[str, str]]:
+        got = await asyncio.gather(*(one(f"request-{i}") for i in range(6)))
+        with pytest.raises(ValueError, match="a tool's failure"):
+            await offload.run(boom)
+        return got
+
+    try:
+        got = asyncio.run(main())
+    finally:
+        offload.close()
+    assert [g[0] for g in got] == [f"request-{i}" for i in range(6)]
+    assert {g[1] for g in got} <= {"anneal-memory-call-1", "anneal-memory-call-2"}
+    assert not [t for t in threading.enumerate() if t.name.startswith("anneal-memory-call")]
+
+
+def test_a_token_s_record_is_parsed_once_until_it_changes(tmp_path: Path) -> None:
+    """Every request reads its token's stored record; the record is parsed again only
+    when its text changed, so a revocation counts at the next request all the same."""
+    from anneal_memory.mcp.tokens import TokenError, TokenReader, authenticate, revoke_token
+    from anneal_memory.mcp.tokens import create_token as make
+
+    with Store(tmp_path / "team.db") as store:
+        secret, made = make(store, {"user": "alice"})
+        reader = TokenReader.open(store)
+        assert reader is not None
+        try:
+            first = authenticate(store, f"Bearer {secret}", reader)
+            assert authenticate(store, f"Bearer {secret}", reader) is first  # parsed once
+            assert first.namespace == made.namespace and first.state() == "active"
+            revoke_token(store, made.id)
+            with pytest.raises(TokenError, match="revoked"):
+                authenticate(store, f"Bearer {secret}", reader)
+            with pytest.raises(TokenError, match="unknown token"):
+                authenticate(store, f"Bearer {secret[:-2]}xx", reader)
+        finally:
+            reader.close()
+
+
+def test_the_last_use_of_many_tokens_is_written_in_few_writes_and_none_is_lost(
+        tmp_path: Path) -> None:
+    """Twenty tokens' first requests at once: their last-use times are written together
+    (the requests that come while one write is under way go into the next), and every
+    one of them is in the store before the server stops."""
+    import time as _time
+
+    from anneal_memory.mcp.tokens import list_tokens
+
+    db = tmp_path / "team.db"
+    with Store(db, consolidate_requires_baton_on_create=True) as store:
+        from anneal_memory.mcp.tokens import create_token as make
+
+        made = [make(store, {"user": f"user{i}"}) for i in range(20)]
+    writes: list[int] = []
+    with in_process(db) as (app, url):
+        real = app.usage._write
+
+        def slow_write(due: dict[str, str]) -> None:  # the first write takes a while
+            writes.append(len(due))
+            if len(writes) == 1:
+                _time.sleep(0.5)
+            real(due)
+
+        app.usage._write = slow_write
+        first = threading.Thread(target=_raw, args=(url, made[0][0], _tool_call("status", {}),
+                                                    {"mcp-protocol-version": VERSION}))
+        first.start()
+        while not writes:
+            _time.sleep(0.01)
+        rest = [threading.Thread(target=_raw, args=(url, s, _tool_call("status", {}),
+                                                    {"mcp-protocol-version": VERSION}))
+                for s, _info in made[1:]]
+        for t in rest:
+            t.start()
+        for t in [first, *rest]:
+            t.join(60)
+        deadline = _time.monotonic() + 20
+        while sum(writes) < 20 and _time.monotonic() < deadline:
+            _time.sleep(0.05)
+        assert writes[0] == 1 and sum(writes) == 20 and len(writes) < 20, writes
+        with Store(db, read_only=True) as store:
+            used = {t.id: t.last_used_at for t in list_tokens(store)}
+        assert all(used[info.id] for _s, info in made), used
+
+
+def test_the_views_kept_per_worker_are_bounded_and_a_dropped_one_is_made_again(
+        tmp_path: Path) -> None:
+    """At most ``keep`` tokens' views are kept (the least recently served go first); a
+    token whose view was dropped gets a new one on its own namespace and ceiling."""
+    from anneal_memory.mcp.tokens import create_token as make
+
+    with Store(tmp_path / "team.db", trust_ceiling="agent") as store:
+        infos = [make(store, {"user": f"user{i}"}, trust_ceiling="tool" if i == 0 else "agent"
+                      )[1] for i in range(3)]
+        principals = team.Principals(store, keep=2)
+        first = principals.tools_for(infos[0])
+        second = principals.tools_for(infos[1])
+        assert principals.tools_for(infos[0]) is first  # served again: the newest now
+        principals.tools_for(infos[2])  # over the bound: user1's view goes
+        assert principals.tools_for(infos[0]) is first
+        again = principals.tools_for(infos[1])
+        assert again is not second and again.store.namespace == infos[1].namespace
+        assert principals.tools_for(infos[2]) is not None and len(principals._tools) == 2
+        assert first.store.trust_ceiling == "tool" and again.store.trust_ceiling == "agent"
+        again.call("record", {"content": "user1's own note", "episode_type": "observation"})
+        assert [e.content for e in store.scoped(infos[1].namespace).recall().episodes] == [
+            "user1's own note"]
+        assert store.scoped(infos[0].namespace).recall().episodes == []
+
+
+@pytest.mark.parametrize("rid", [0, 7, -3, 2**60, "r-1", "", "id \"quoted\" é \u2028"])
+@pytest.mark.parametrize("text", ["", "Recorded [abc] (observation, trust agent).",
+                                  "line\nnext\t\"q\" \\ é ✓ \u2028 \x00 \U0001f600 </script>",
+                                  "x" * 5000])
+def test_the_direct_reply_is_byte_for_byte_the_json_of_the_sdk_s_result(rid: Any, text: str
+                                                                         ) -> None:
+    """The direct path writes its reply from parts; every byte is the one json.dumps
+    writes for the whole response (what the SDK's JSON is compared against above)."""
+    from anneal_memory.mcp import fastpath
+
+    for is_error in (False, True):
+        call = fastpath.ToolCall(rid, "status", None)
+        whole = json.dumps({"jsonrpc": "2.0", "id": rid, "result": {
+            "content": [{"type": "text", "text": text}], "isError": is_error}},
+            ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        assert fastpath.reply(call, text, is_error) == whole

@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "mcp"))
 
@@ -39,7 +41,12 @@ def _spans(text: str) -> list[dict]:
     return out
 
 
-def test_a_request_continues_the_callers_trace(tmp_path: Path, monkeypatch) -> None:
+# without the protocol version header the SDK's session serves the call; with it, the
+# server's direct path (its own threads: the request's context goes with the call)
+@pytest.mark.parametrize("direct", [{}, {"mcp-protocol-version": "2025-06-18"}],
+                         ids=["sdk", "direct"])
+def test_a_request_continues_the_callers_trace(tmp_path: Path, monkeypatch,
+                                               direct: dict[str, str]) -> None:
     from anneal_memory import Store
 
     db = tmp_path / "team.db"
@@ -51,7 +58,7 @@ def test_a_request_continues_the_callers_trace(tmp_path: Path, monkeypatch) -> N
     proc, url = httphelp.start_http(db)
     try:
         status, body = httphelp.post(url, token, headers={
-            "traceparent": f"00-{TRACE}-{PARENT}-01"})
+            "traceparent": f"00-{TRACE}-{PARENT}-01", **direct})
         assert status == 200, body
         plain, _ = httphelp.post(url, token)  # no traceparent: a trace of its own
         assert plain == 200

@@ -269,8 +269,9 @@ def retry_after(seconds: float) -> bytes:
 
 class Usage:
     """Each token's last request, kept in memory and written to the store at most once
-    a minute per token (``flush``), so ``token list`` can say when a token was last used
-    without a write per request."""
+    a minute per token, every due token in one write (``take_due``), so ``token list``
+    can say when a token was last used without a write per request: a thousand tokens
+    first seen at once cost a few transactions, not a thousand."""
 
     EVERY = 60.0
 
@@ -285,6 +286,31 @@ class Usage:
         with self._lock:
             self._pending[token_id] = at
             return time.monotonic() - self._written.get(token_id, -math.inf) >= self.EVERY
+
+    def take_due(self) -> dict[str, str]:
+        """The pending last-use times of every token due to be written (taken: a write
+        that fails hands them back with ``give_back``)."""
+        with self._lock:
+            now = time.monotonic()
+            due = {i: at for i, at in self._pending.items()
+                   if now - self._written.get(i, -math.inf) >= self.EVERY}
+            for i in due:
+                del self._pending[i]
+                self._written[i] = now
+            return due
+
+    def give_back(self, due: dict[str, str]) -> None:
+        """Times ``take_due`` gave that could not be written: pending and due again
+        (unless a newer request of the token came meanwhile)."""
+        with self._lock:
+            for i, at in due.items():
+                self._pending.setdefault(i, at)
+                self._written.pop(i, None)
+
+    def write(self, due: dict[str, str]) -> None:
+        """Write ``due`` (from ``take_due``) to the store in one go."""
+        if due:
+            self._write(due)
 
     def flush(self, token_id: str | None = None) -> None:
         """Write the pending last-use times (one token's, or every one's)."""

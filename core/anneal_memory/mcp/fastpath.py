@@ -90,8 +90,16 @@ def plan(headers: dict[str, str], body: bytes, versions: frozenset[str]) -> Tool
     return ToolCall(rid, params["name"], args)
 
 
+_HEAD = '{"jsonrpc":"2.0","id":'
+_TEXT = ',"result":{"content":[{"type":"text","text":'
+_TAIL = {True: '}],"isError":true}}', False: '}],"isError":false}}'}
+_dump = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def reply(call: ToolCall, text: str, is_error: bool) -> bytes:
-    """The JSON-RPC response the SDK writes for a tool's text reply."""
-    return json.dumps({"jsonrpc": "2.0", "id": call.id, "result": {
-        "content": [{"type": "text", "text": text}], "isError": is_error}},
-        ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    """The JSON-RPC response the SDK writes for a tool's text reply: byte for byte
+    ``json.dumps`` of ``{"jsonrpc", "id", "result": {"content", "isError"}}`` compact
+    and without ASCII escapes, written from its three parts (only the id and the text
+    need encoding)."""
+    return (_HEAD + _dump(call.id) + _TEXT + _dump(text) + _TAIL[bool(is_error)]
+            ).encode("utf-8")
