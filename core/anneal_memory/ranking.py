@@ -468,7 +468,7 @@ def _p(template: str) -> str:
     return out
 
 
-_DATE_PATTERNS = [re.compile(p) for p in (
+_DATE_SOURCES = (
     _p(r"\b(?P<iso>(?P<y>(?:1[89]|2\d)\d\d)-(?P<mo>[01]?\d)-(?P<d>[0-3]?\d))\b"),
     _p(r"\b{D}\s+(?:of\s+)?{M},?\s+{Y}\b"),
     _p(r"\b{M}\s+{D},?\s+{Y}\b"),
@@ -477,7 +477,20 @@ _DATE_PATTERNS = [re.compile(p) for p in (
     _p(r"\b{M},?\s+{Y}\b"),
     _p(r"\b(?i:in|during|of|since|last|this|early|late|mid)\s+{M}\b"),
     _p(r"\b(?i:in|during|of|since)\s+{Y}\b"),
-)]
+)
+#: every date a pattern reads holds a digit or a month's first three letters (each month
+#: alternative of _MONTH starts with one, in the same case rule): a query without any
+#: names no date, and the patterns, costly to compile, are compiled on the first that may
+_DATE_HINT = re.compile(r"\d|(?i:jan|feb|apr|jun|jul|aug|sep|oct|nov|dec)|May|Mar")
+_compiled_dates: tuple[re.Pattern[str], ...] = ()
+
+
+def _dates() -> tuple[re.Pattern[str], ...]:
+    """The date patterns, compiled once (two threads at once may both compile them)."""
+    global _compiled_dates
+    if not _compiled_dates:
+        _compiled_dates = tuple(re.compile(p) for p in _DATE_SOURCES)
+    return _compiled_dates
 
 
 @dataclass(frozen=True)
@@ -504,7 +517,9 @@ def dated_periods(query: str) -> list[Period]:
     ("on 13 October, 2023" is that day, not also October and 2023)."""
     taken: list[tuple[int, int]] = []
     out: list[Period] = []
-    for pattern in _DATE_PATTERNS:
+    if not _DATE_HINT.search(query):
+        return out
+    for pattern in _dates():
         for m in pattern.finditer(query):
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue
