@@ -185,9 +185,10 @@ def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float],
             key = fold(token)
             if key is None:
                 key = _fold(token)
-                if len(_FOLDED) >= SEEN_TEXTS:
-                    _FOLDED.clear()
-                _FOLDED[token] = key
+                if len(token) <= 64:  # a word, not a run of letters with no space
+                    if len(_FOLDED) >= SEEN_TEXTS:
+                        _FOLDED.clear()
+                    _FOLDED[token] = key
             key = group_of.get(key, key)
             if key in wanted:
                 tf[key] = tf.get(key, 0) + 1
@@ -220,10 +221,11 @@ def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float],
 
 #: what a text says of itself (whether it says when, whether it speaks only of "you")
 #: is the same each time a query's pool holds its episode: kept for texts up to
-#: SEEN_TEXT_CHARS long, at most SEEN_TEXTS of each (then forgotten at once), so the
-#: regular expressions run once per episode text rather than once per query
-SEEN_TEXTS = 8192
-SEEN_TEXT_CHARS = 2000
+#: SEEN_TEXT_CHARS long, at most SEEN_TEXTS of each (then forgotten at once: at most
+#: about 4 MB each), so the regular expressions run once per episode text rather than
+#: once per query
+SEEN_TEXTS = 4096
+SEEN_TEXT_CHARS = 1000
 _SAYS_WHEN_SEEN: dict[str, bool] = {}
 _ONLY_YOU_SEEN: dict[str, bool] = {}
 

@@ -165,9 +165,11 @@ def _word_counts(store: Facade, filters: SearchFilters, words: Sequence[str], ca
     ``word_counts``, asked only for the words not counted yet in this database state
     (a common word is in many queries; a store's size and a word's count change only
     with a write, and the memo is dropped at every write). No statement when all are
-    known."""
+    known. The counts are the namespace's whatever the other filters (the contract of
+    ``word_counts``: BM25's document frequencies), so queries with and without a type
+    share them."""
     known: dict[str, int] = roles_of(store).episodes.memo(
-        ("word_counts", filters_key(filters), cap), dict, size=lambda v: COUNTS_KEPT // 64)
+        ("word_counts", filters.scope, cap), dict, size=lambda v: COUNTS_KEPT // 64)
     missing = [w for w in words if w not in known]
     if missing or _EPISODES not in known:
         got = roles_of(store).episodes.word_counts(filters, missing, cap)

@@ -105,3 +105,28 @@ def test_a_query_the_date_hint_skips_names_no_date(monkeypatch: pytest.MonkeyPat
     assert got == want
     named = sum(bool(w) for w in want)
     assert 300 < named < len(queries) - 300  # both kinds were asked
+
+
+def test_counts_are_shared_across_types_not_across_namespaces(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    alice = store.scoped({"user": "alice"})
+    for i in range(8):
+        store.record(f"the lighthouse keeper logged day {i}", "decision" if i % 2 else "outcome")
+        alice.record(f"a storm over the lighthouse, night {i}", "decision")
+    alice.record("a quiet harbour", "observation")
+    calls = _count_calls(monkeypatch, store, "word_counts")
+    store.recall(keyword="lighthouse harbour now", limit=5)
+    typed = store.recall(keyword="lighthouse harbour now", limit=5, episode_type="decision")
+    assert typed.query_params["match"] == "words" and len(calls) == 1  # type: same counts
+    mine = alice.recall(keyword="lighthouse harbour now", limit=5)
+    assert len(calls) == 2  # a namespace counts its own episodes
+    fresh = Store(store.path, project_name="Test")
+    try:
+        view = fresh.scoped({"user": "alice"})
+        assert [e.id for e in view.recall(keyword="lighthouse harbour now", limit=5).episodes] \
+            == [e.id for e in mine.episodes]
+        assert [e.id for e in fresh.recall(keyword="lighthouse harbour now", limit=5,
+                                           episode_type="decision").episodes] \
+            == [e.id for e in typed.episodes]
+    finally:
+        fresh.close()
