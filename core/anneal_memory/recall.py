@@ -100,10 +100,15 @@ def paged_words(store: Facade, filters: SearchFilters, terms: Sequence[str], wan
     while True:
         ranked, matches = ranked_words(store, filters, terms, pool=pool, context=context,
                                        query=query, via=via)
-        for rid, score in ranked:
-            if rid not in seen:
-                seen.add(rid)
-                order.append((rid, score))
+        if not order:  # the first pool's ranking as it is (its row ids are unique)
+            order = ranked
+        else:  # what a larger pool adds, in its own order
+            if not seen:
+                seen = {rid for rid, _s in order}
+            for rid, score in ranked:
+                if rid not in seen:
+                    seen.add(rid)
+                    order.append((rid, score))
         if len(order) >= wanted or pool >= int(matches):
             return order, matches
         pool *= 2
