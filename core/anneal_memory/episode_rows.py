@@ -37,14 +37,23 @@ def episode(row: EpisodeRow, superseded_by: str | None = None,
     )
 
 
-def episode_links(ground: Ground, rows: Sequence[EpisodeRow]
+def episode_links(ground: Ground, rows: Sequence[EpisodeRow], *, kept: bool = False
                   ) -> tuple[Supersessions, Derivations, dict[str, str]]:
     """For rows read through ``ground``'s repositories: their replacement links, their
     sources, and the effective trust of the derived ones (the others keep their own
-    class). A store without any link or derivation skips the lookups."""
+    class). A store without any link or derivation skips the lookups. ``kept``: whether
+    the link tables are used is kept per database state (``EpisodeRepo.memo``; for a
+    caller inside a read snapshot, where the state costs no statement)."""
     ids = [r.id for r in rows]
-    links = roles_of(ground).links
-    used_links, used_derivations = links.link_tables_used() if ids else (False, False)
+    roles = roles_of(ground)
+    links = roles.links
+    if not ids:
+        used_links, used_derivations = False, False
+    elif kept:
+        used_links, used_derivations = roles.episodes.memo(("link_tables_used",),
+                                                           links.link_tables_used)
+    else:
+        used_links, used_derivations = links.link_tables_used()
     sup = links.supersessions_of(ids) if used_links else {}
     der = links.derivations_of(ids) if used_derivations else {}
     derived = [i for i in ids if i in der]  # only derived episodes can differ from their class
@@ -52,10 +61,11 @@ def episode_links(ground: Ground, rows: Sequence[EpisodeRow]
     return sup, der, eff
 
 
-def to_episodes(ground: Ground, rows: Sequence[EpisodeRow]) -> list[Episode]:
+def to_episodes(ground: Ground, rows: Sequence[EpisodeRow], *, kept: bool = False
+                ) -> list[Episode]:
     """The public episodes of ``rows``, in their order, links and effective trust read
-    through ``ground``'s repositories."""
-    sup, der, eff = episode_links(ground, rows)
+    through ``ground``'s repositories (``kept``: as :func:`episode_links`)."""
+    sup, der, eff = episode_links(ground, rows, kept=kept)
     out = []
     for r in rows:
         replaced = sup.get(r.id)

@@ -118,6 +118,11 @@ def group_weights(episodes: int, counts: Mapping[str, int],
     return word_weights(episodes, held)
 
 
+#: each token's index key (see _fold), kept for the tokens seen (at most SEEN_TEXTS)
+_FOLDED: dict[str, str] = {}
+#: a RankedHit from its fields without the named tuple's keyword handling
+_new_hit = tuple.__new__
+
 #: hits best first, the newest row first among equal scores (row ids are unique)
 _BEST_FIRST = attrgetter("score", "rowid")
 
@@ -172,26 +177,35 @@ def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float],
     k1 = BM25_K1 + 1
     scored: list[RankedHit] = []
     unseen: list[RankedHit] = []
+    fold = _FOLDED.get
+    singles = single.get
     for hit, tokens, length in zip(hits, found, lengths):
         tf: dict[str, int] = {}
         for token in tokens:
-            key = _fold(token)
+            key = fold(token)
+            if key is None:
+                key = _fold(token)
+                if len(token) <= 64:  # a word, not a run of letters with no space
+                    if len(_FOLDED) >= SEEN_TEXTS:
+                        _FOLDED.clear()
+                    _FOLDED[token] = key
             key = group_of.get(key, key)
             if key in wanted:
                 tf[key] = tf.get(key, 0) + 1
-        norm = c1 + c2 * length
         score = 0.0
-        for key, f in tf.items():
-            w = single.get(key)
-            if w:
-                score += w * f * k1 / (f + norm)
-        for k, w in phrases:
-            f = min(tf.get(t, 0) for t in k)  # a phrase word: its rarest token
-            if f:
-                score += w * f * k1 / (f + norm)
+        if tf:
+            norm = c1 + c2 * length
+            for key, f in tf.items():
+                w = singles(key)
+                if w:
+                    score += w * f * k1 / (f + norm)
+            for k, w in phrases:
+                f = min(tf.get(t, 0) for t in k)  # a phrase word: its rarest token
+                if f:
+                    score += w * f * k1 / (f + norm)
         if score > 0:
-            scored.append(RankedHit(hit.rowid, hit.t, score, hit.prev_t, hit.next_t,
-                                    hit.content))
+            scored.append(_new_hit(RankedHit, (hit.rowid, hit.t, score, hit.prev_t,
+                                               hit.next_t, hit.content)))
         else:
             unseen.append(hit)
     scored.sort(key=_BEST_FIRST, reverse=True)
@@ -201,6 +215,27 @@ def score_hits(hits: Sequence[RankedHit], weights: Mapping[str, float],
         top = max(h.score for h in unseen) or 1.0
         scored += [h._replace(score=floor * 0.5 * max(h.score, 0.0) / top) for h in unseen]
     return scored
+
+
+# ---------------------------------------------------------------------------- per text
+
+#: what a text says of itself (whether it says when, whether it speaks only of "you")
+#: is the same each time a query's pool holds its episode: kept for texts up to
+#: SEEN_TEXT_CHARS long, at most SEEN_TEXTS of each (then forgotten at once: at most
+#: about 4 MB each), so the regular expressions run once per episode text rather than
+#: once per query
+SEEN_TEXTS = 4096
+SEEN_TEXT_CHARS = 1000
+_SAYS_WHEN_SEEN: dict[str, bool] = {}
+_ONLY_YOU_SEEN: dict[str, bool] = {}
+
+
+def _remember(seen: dict[str, bool], text: str, value: bool) -> None:
+    """Keep ``value`` for ``text`` (a short one), forgetting all once the cache is full."""
+    if len(text) <= SEEN_TEXT_CHARS:
+        if len(seen) >= SEEN_TEXTS:
+            seen.clear()
+        seen[text] = value
 
 
 # ---------------------------------------------------------------------------- focus
@@ -264,9 +299,13 @@ def asks_when(query: str) -> bool:
 
 def says_when(text: str) -> bool:
     """Whether a text says when something happened (yesterday, last week, in May, 2023)."""
-    low = text.lower()
-    # a substring test first: the word pattern runs only on the few texts that may match
-    return any(w in low for w in _WHEN_HINTS) and bool(_SAYS_WHEN.search(text))
+    got = _SAYS_WHEN_SEEN.get(text)
+    if got is None:
+        low = text.lower()
+        # a substring test first: the word pattern runs only on the few texts that may match
+        got = any(w in low for w in _WHEN_HINTS) and bool(_SAYS_WHEN.search(text))
+        _remember(_SAYS_WHEN_SEEN, text, got)
+    return got
 
 
 def boost_when(hits: Sequence[RankedHit]) -> list[RankedHit]:
@@ -308,9 +347,13 @@ CONTEXT_WINDOW_SECONDS = 3600
 def speaks_only_of_you(text: str) -> bool:
     """Whether a text speaks of "you" and not of "I", "my", "we" ("That's so nice of you,
     your kids must love it!")."""
-    low = text.lower()
-    # a substring test first: the word patterns run only on texts that may say "you"
-    return "you" in low and bool(_SECOND_PERSON.search(low)) and not _FIRST_PERSON.search(low)
+    got = _ONLY_YOU_SEEN.get(text)
+    if got is None:
+        low = text.lower()
+        # a substring test first: the word patterns run only on texts that may say "you"
+        got = "you" in low and bool(_SECOND_PERSON.search(low)) and not _FIRST_PERSON.search(low)
+        _remember(_ONLY_YOU_SEEN, text, got)
+    return got
 
 
 def own_share(hit: RankedHit, asks: bool) -> float:
@@ -341,34 +384,46 @@ def spread_context(hits: Sequence[RankedHit],
     the match it inherits most from.
     """
     when: dict[int, float | None] = {}
+    setdefault = when.setdefault
     for h in hits:
-        when.setdefault(h.rowid - 1, h.prev_t)
-        when.setdefault(h.rowid + 1, h.next_t)
+        rid = h.rowid
+        setdefault(rid - 1, h.prev_t)
+        setdefault(rid + 1, h.next_t)
     for h in hits:
         when[h.rowid] = h.t
     sources = hits[:CONTEXT_SOURCES]
-    far = {h.rowid + d for h in sources for d in CONTEXT_SHARES}
+    # (offset, share) a neighbour inherits; for a match that asks, the reply's is ANSWER_SHARE
+    shares = tuple(CONTEXT_SHARES.items())
+    shares_asking = tuple((d, ANSWER_SHARE if d == 1 else part) for d, part in shares)
+    # the rows right before and after each match came with it: only those further out
+    offsets = [d for d in CONTEXT_SHARES if abs(d) > 1]
+    far = {h.rowid + d for h in sources for d in offsets}
     far.difference_update(when)
     if far:
         when.update(fetch_times(sorted(far)))
     window = CONTEXT_WINDOW_SECONDS
-    shares = list(CONTEXT_SHARES.items())
     score: dict[int, float] = {}
     best_gain: dict[int, tuple[float, int]] = {}
     get, time_of, gain_of = score.get, when.get, best_gain.get
+    only_you = speaks_only_of_you
     for h in sources:
-        rid, sc = h.rowid, h.score
+        rid, sc, t = h.rowid, h.score, h.t
         asks = "?" in h.content
-        score[rid] = get(rid, 0.0) + sc * own_share(h, asks)
-        t = h.t
+        # own_share(h, asks), inlined: the same products in the same order
+        share = QUESTION_SHARE if asks else 1.0
+        if only_you(h.content):
+            share *= OTHER_PERSON_SHARE
+        if t is not None and h.prev_t is not None and t - h.prev_t > window:
+            share *= OPENER_BOOST
+        score[rid] = get(rid, 0.0) + sc * share
         if t is None:
             continue
-        for d, share in shares:
+        for d, part in (shares_asking if asks else shares):
             n = rid + d
             tn = time_of(n)
             if tn is None or abs(t - tn) > window:
                 continue
-            gain = (ANSWER_SHARE if d == 1 and asks else share) * sc
+            gain = part * sc
             score[n] = get(n, 0.0) + gain
             best = gain_of(n)
             if best is None or gain > best[0]:
@@ -415,7 +470,7 @@ def _p(template: str) -> str:
     return out
 
 
-_DATE_PATTERNS = [re.compile(p) for p in (
+_DATE_SOURCES = (
     _p(r"\b(?P<iso>(?P<y>(?:1[89]|2\d)\d\d)-(?P<mo>[01]?\d)-(?P<d>[0-3]?\d))\b"),
     _p(r"\b{D}\s+(?:of\s+)?{M},?\s+{Y}\b"),
     _p(r"\b{M}\s+{D},?\s+{Y}\b"),
@@ -424,7 +479,20 @@ _DATE_PATTERNS = [re.compile(p) for p in (
     _p(r"\b{M},?\s+{Y}\b"),
     _p(r"\b(?i:in|during|of|since|last|this|early|late|mid)\s+{M}\b"),
     _p(r"\b(?i:in|during|of|since)\s+{Y}\b"),
-)]
+)
+#: every date a pattern reads holds a digit or a month's first three letters (each month
+#: alternative of _MONTH starts with one, in the same case rule): a query without any
+#: names no date, and the patterns, costly to compile, are compiled on the first that may
+_DATE_HINT = re.compile(r"\d|(?i:jan|feb|apr|jun|jul|aug|sep|oct|nov|dec)|May|Mar")
+_compiled_dates: tuple[re.Pattern[str], ...] = ()
+
+
+def _dates() -> tuple[re.Pattern[str], ...]:
+    """The date patterns, compiled once (two threads at once may both compile them)."""
+    global _compiled_dates
+    if not _compiled_dates:
+        _compiled_dates = tuple(re.compile(p) for p in _DATE_SOURCES)
+    return _compiled_dates
 
 
 @dataclass(frozen=True)
@@ -451,7 +519,9 @@ def dated_periods(query: str) -> list[Period]:
     ("on 13 October, 2023" is that day, not also October and 2023)."""
     taken: list[tuple[int, int]] = []
     out: list[Period] = []
-    for pattern in _DATE_PATTERNS:
+    if not _DATE_HINT.search(query):
+        return out
+    for pattern in _dates():
         for m in pattern.finditer(query):
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue

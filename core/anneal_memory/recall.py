@@ -100,10 +100,15 @@ def paged_words(store: Facade, filters: SearchFilters, terms: Sequence[str], wan
     while True:
         ranked, matches = ranked_words(store, filters, terms, pool=pool, context=context,
                                        query=query, via=via)
-        for rid, score in ranked:
-            if rid not in seen:
-                seen.add(rid)
-                order.append((rid, score))
+        if not order:  # the first pool's ranking as it is (its row ids are unique)
+            order = ranked
+        else:  # what a larger pool adds, in its own order
+            if not seen:
+                seen = {rid for rid, _s in order}
+            for rid, score in ranked:
+                if rid not in seen:
+                    seen.add(rid)
+                    order.append((rid, score))
         if len(order) >= wanted or pool >= int(matches):
             return order, matches
         pool *= 2
@@ -128,7 +133,7 @@ def _ranked_words(store: Facade, filters: SearchFilters, terms: Sequence[str], p
     hits, total = b.episodes.ranked_ids(filters, words, pool)
     if not hits:
         return (), total, via
-    episodes, counts = b.episodes.word_counts(filters, words, ranking.COUNT_CAP)
+    episodes, counts = _word_counts(store, filters, words, ranking.COUNT_CAP)
     weights = ranking.group_weights(episodes, counts, groups)
     if query:
         weights = ranking.weigh_focus(weights, groups, query)
@@ -152,6 +157,37 @@ def load_ranked(store: Facade, ranked: Sequence[tuple[int, float]], filters: Sea
     """The rows of ranked row ids, in rank order (ids the filters hide are left out)."""
     rows = roles_of(store).episodes.rows_by_rowid([rid for rid, _s in ranked], filters) if ranked else {}
     return [(rows[rid], sc) for rid, sc in ranked if rid in rows]
+
+
+#: at most this many words' counts are kept per database state and filters (then
+#: forgotten at once): a long-lived store that is only read stays bounded
+COUNTS_KEPT = 4096
+
+
+def _word_counts(store: Facade, filters: SearchFilters, words: Sequence[str], cap: int
+                 ) -> tuple[int, dict[str, int]]:
+    """(episodes the filters see, how many hold each word up to ``cap``): the backend's
+    ``word_counts``, asked only for the words not counted yet in this database state
+    (a common word is in many queries; a store's size and a word's count change only
+    with a write, and the memo is dropped at every write). No statement when all are
+    known. The counts are the namespace's whatever the other filters (the contract of
+    ``word_counts``: BM25's document frequencies), so queries with and without a type
+    share them."""
+    known: dict[str, int] = roles_of(store).episodes.memo(
+        ("word_counts", filters.scope, cap), dict, size=lambda v: COUNTS_KEPT // 64)
+    missing = [w for w in words if w not in known]
+    if missing or _EPISODES not in known:
+        got = roles_of(store).episodes.word_counts(filters, missing, cap)
+        if len(known) + len(missing) > COUNTS_KEPT:
+            known.clear()
+        known.update(got.per_word)
+        known[_EPISODES] = got.total
+        return got.total, {w: known.get(w, got.per_word.get(w, 0)) for w in words}
+    return known[_EPISODES], {w: known[w] for w in words}
+
+
+#: the key of the episode count among the words' counts (no query word is empty)
+_EPISODES = ""
 
 
 def keyword_recall(store: Facade, *, since: str | datetime | None = None,
@@ -195,15 +231,16 @@ def keyword_recall(store: Facade, *, since: str | datetime | None = None,
                     # only matches count; context rides along (see RecallResult.why)
                     total = matches
                     params["context_ranked"] = len(via)
-                    rows = load_ranked(store, ranked[offset:offset + limit], filters)
-                    params["why"] = _why(store, rows, via, filters)
+                    rows, known = _page_rows(store, ranked[offset:offset + limit], via,
+                                             filters)
+                    params["why"] = _why(rows, via, known)
                 else:
                     rows, total = [], 0
             else:
                 params["why"] = {r.id: "phrase" for r, _s in rows}
         else:
             rows, total = _search(store, filters, None, limit, offset)
-        episodes = to_episodes(store, [r for r, _s in rows])
+        episodes = to_episodes(store, [r for r, _s in rows], kept=True)
     return RecallResult(episodes, total, params)
 
 
@@ -223,16 +260,26 @@ def _search(store: Facade, filters: SearchFilters, phrase: str | None, limit: in
     return list(rows), total
 
 
-def _why(store: Facade, rows: Sequence[tuple[Any, float]], via: dict[int, int],
-         filters: SearchFilters) -> dict[str, str]:
+def _page_rows(store: Facade, page: Sequence[tuple[int, float]], via: dict[int, int],
+               filters: SearchFilters) -> tuple[list[tuple[EpisodeRow, float]], dict[int, str]]:
+    """The rows of a page of ranked row ids, in rank order (ids the filters hide are left
+    out), and the episode id of every row read: the page's and those of the matches its
+    context rows are next to, read in the same statement."""
+    if not page:
+        return [], {}
+    wanted = [rid for rid, _s in page]
+    in_page = set(wanted)
+    wanted += sorted({via[rid] for rid in wanted if rid in via} - in_page)
+    found = roles_of(store).episodes.rows_by_rowid(wanted, filters)
+    return ([(found[rid], sc) for rid, sc in page if rid in found],
+            {rid: r.id for rid, r in found.items()})
+
+
+def _why(rows: Sequence[tuple[EpisodeRow, float]], via: dict[int, int],
+         known: dict[int, str]) -> dict[str, str]:
     """Why each episode of a word recall is there: ``"words"`` (it holds query words) or
-    ``"next to <id>"`` (recorded beside that match: its reply, or the turn it answers)."""
-    sources = {via[r.rowid] for r, _s in rows if r.rowid in via}
-    known = {r.rowid: r.id for r, _s in rows}
-    missing = [rid for rid in sources if rid not in known]
-    if missing:
-        known.update({rid: r.id for rid, r in
-                      roles_of(store).episodes.rows_by_rowid(missing, filters).items()})
+    ``"next to <id>"`` (recorded beside that match: its reply, or the turn it answers);
+    ``known``: episode ids by row id."""
     return {r.id: (f"next to {known.get(via[r.rowid], '?')}" if r.rowid in via else "words")
             for r, _s in rows}
 
