@@ -436,8 +436,21 @@ class PostgresBackend(SQLBackend):
         lo, hi, reach = int(ends[0]), int(ends[1]), int(r[1])
         return EstimatedCount(round(n * (hi - lo + 1) / max(1, reach - lo + 1)))
 
+    #: past this many matches of a word query, its pool is ranked among the newest
+    #: WORD_WALK matches and every match of its rare words, not among all of them (as
+    #: the SQLite backend bounds its walk: storage/sqlite.py, WORD_WALK)
+    WORD_WALK = 5_000
+    #: a query word held by at most this many episodes is rare: all its matches are ranked
+    RARE_MATCHES = 2_000
+
     def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
                    ) -> RankedPage:
+        """The ``pool`` best word matches by ``ts_rank_cd``, best first, plus the number
+        of matches. Up to WORD_WALK matches every one is scored; past it (a common word
+        in a large store: scoring every match cost seconds at a million episodes) the
+        candidates are the newest WORD_WALK matches and every match of each query word
+        held by at most RARE_MATCHES episodes, each scored for the whole query, and the
+        number of matches is estimated from how many row ids the walk spans."""
         if not words:
             return RankedPage([], 0)
         where, params = self._filter_sql(filters)
@@ -447,18 +460,69 @@ class PostgresBackend(SQLBackend):
             nwhere, nparams = self._filter_sql(filters, alias)
             near.append((f"(SELECT {_epoch_sql(alias)} FROM episodes {alias} WHERE "
                          f"{alias}.rowid = h.rowid {step} AND {nwhere})", nparams))
-        # time and text of the pool's rows only, after the sort picked them
-        rows = self.q(
+        # the newest WORD_WALK + 1 matches (all of them when there are no more), scored;
+        # the pool is the best of the newest WORD_WALK, each row carrying how many were
+        # walked and the oldest row id reached
+        walked = (f"SELECT w.*, COUNT(*) OVER () AS n, MIN(w.rowid) OVER () AS reach, "
+                  "ROW_NUMBER() OVER (ORDER BY w.rowid DESC) AS k FROM (SELECT e.rowid AS "
+                  f"rowid, e.timestamp AS ts, {_WORDS_SCORE} AS score {src}{where} "
+                  "ORDER BY e.rowid DESC LIMIT ?) w")
+        inner = (f"SELECT c.rowid, c.score, c.n, c.reach FROM ({walked}) c WHERE c.k <= ? "
+                 "ORDER BY c.score DESC, c.ts DESC, c.rowid DESC LIMIT ?")
+        iparams = [*mparams, *params, self.WORD_WALK + 1, self.WORD_WALK, int(pool)]
+        rows = self._ranked_rows(near, inner, iparams)
+        n = int(rows[0][6]) if rows else 0
+        if n <= self.WORD_WALK:
+            return RankedPage(self._hits(rows), n)
+        reach = int(rows[0][7])
+        rare = self._rare_words(words, where, params)
+        if rare:
+            # the walk (every match newer than the oldest row it reached) and every
+            # match of the rare words, ranked together
+            rsrc, rparams = _words_src(rare)
+            inner = (f"SELECT e.rowid AS rowid, {_WORDS_SCORE} AS score, 0 AS n, 0 AS reach "
+                     f"{src}{where} AND (e.rowid > ? OR e.rowid IN (SELECT e.rowid "
+                     f"{rsrc}{where})) ORDER BY {_WORDS_SCORE} DESC, e.timestamp DESC, "
+                     "e.rowid DESC LIMIT ?")
+            rows = self._ranked_rows(near, inner, [*mparams, *params, reach, *rparams,
+                                                   *params, int(pool)])
+        return RankedPage(self._hits(rows), self._walked_count(n, reach))
+
+    def _ranked_rows(self, near: list[tuple[str, list[Any]]], inner: str,
+                     iparams: list[Any]) -> list[tuple[Any, ...]]:
+        """The rows of ``inner`` (row id, score, ...) with their time, their neighbours'
+        times and their text: read for the pool's rows only, after the sort picked them."""
+        return self.q(
             f"SELECT h.rowid, {_epoch_sql('x')}, h.score, {near[0][0]}, {near[1][0]}, "
-            f"x.content FROM (SELECT e.rowid AS rowid, {_WORDS_SCORE} AS score "
-            f"{src}{where} ORDER BY {_WORDS_SCORE} DESC, e.timestamp DESC, e.rowid DESC "
-            "LIMIT ?) h JOIN episodes x ON x.rowid = h.rowid "
+            f"x.content, h.n, h.reach FROM ({inner}) h JOIN episodes x ON x.rowid = h.rowid "
             "ORDER BY h.score DESC, h.rowid DESC",
-            [*near[0][1], *near[1][1], *mparams, *params, int(pool)])
-        total = (len(rows) if len(rows) < pool
-                 else self._match_total(src, where, [*mparams, *params]))
-        return RankedPage([RankedHit(int(r[0]), _float(r[1]), float(r[2] or 0.0), _float(r[3]),
-                                     _float(r[4]), r[5]) for r in rows], total)
+            [*near[0][1], *near[1][1], *iparams])
+
+    @staticmethod
+    def _hits(rows: list[tuple[Any, ...]]) -> list[RankedHit]:
+        return [RankedHit(int(r[0]), _float(r[1]), float(r[2] or 0.0), _float(r[3]),
+                          _float(r[4]), r[5]) for r in rows]
+
+    def _rare_words(self, words: Sequence[str], where: str, params: list[Any]) -> list[str]:
+        """The query words held by at most RARE_MATCHES of the episodes ``where`` lets
+        through (each counted up to one past it, one statement)."""
+        heads, args = [], []
+        for word in words:
+            heads.append("(SELECT COUNT(*) FROM (SELECT 1 FROM episodes e WHERE e.content_tsv @@ "
+                         f"phraseto_tsquery('anneal_words'::regconfig, ?) AND {where} LIMIT ?) s)")
+            args += [word, *params, self.RARE_MATCHES + 1]
+        r = self.q1("SELECT " + ", ".join(heads), args) or ()
+        return [w for w, n in zip(words, r) if 0 < int(n or 0) <= self.RARE_MATCHES]
+
+    def _walked_count(self, walked: int, reach: int) -> int:
+        """The matches of a word query past WORD_WALK, estimated as the SQLite backend
+        estimates them: the walk's WORD_WALK + 1 matches, scaled by the share of the
+        store's row ids they span (newest first here: from ``reach`` to the newest)."""
+        ends = self.q1("SELECT MIN(rowid), MAX(rowid) FROM episodes")
+        if not ends or ends[0] is None:
+            return walked
+        lo, hi = int(ends[0]), int(ends[1])
+        return EstimatedCount(round(walked * (hi - lo + 1) / max(1, hi - reach + 1)))
 
     def times_by_rowid(self, rowids: Sequence[int], filters: SearchFilters
                        ) -> dict[int, float | None]:
