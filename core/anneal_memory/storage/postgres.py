@@ -111,9 +111,14 @@ def _phrase_src(phrase: str) -> tuple[str, list[Any]]:
             [*(f"%{g}%" for g in grams), like_pattern(phrase)])
 
 
+def _tsquery_sql(n: int) -> str:
+    """A query matching any of ``n`` words, each a bound parameter (no query syntax)."""
+    return " || ".join(["phraseto_tsquery('anneal_words'::regconfig, ?)"] * n)
+
+
 def _words_src(words: Sequence[str]) -> tuple[str, list[Any]]:
-    tsq = " || ".join(["phraseto_tsquery('anneal_words'::regconfig, ?)"] * len(words))
-    return f"FROM episodes e, (SELECT {tsq} AS q) tq WHERE e.content_tsv @@ tq.q AND ", list(words)
+    return (f"FROM episodes e, (SELECT {_tsquery_sql(len(words))} AS q) tq WHERE "
+            "e.content_tsv @@ tq.q AND ", list(words))
 
 class PostgresAuditSQL(AuditSQL):
     """The audit statements on PostgreSQL: the chain is kept in full, shared by every
@@ -416,17 +421,21 @@ class PostgresBackend(SQLBackend):
                  else self._match_total(src, where, [*mparams, *params]))
         return SearchPage([(episode_row(r[:13]), float(r[13] or 0.0)) for r in rows], total)
 
-    #: matches are counted exactly up to this many; past it the total is estimated
-    EXACT_COUNT = 10_000
+    #: matches are counted exactly up to this many; past it the total is estimated. Each
+    #: counted match is a row read and checked (ILIKE) on the server: 10,000 of them cost
+    #: 50-200 ms at a million episodes, so the bound is lower than SQLite's (whose trigram
+    #: index offers row ids without reading rows)
+    EXACT_COUNT = 1_000
 
     def _match_total(self, src: str, where: str, args: list[Any]) -> int:
         """How many episodes match: exact up to EXACT_COUNT, else estimated from the
         first EXACT_COUNT + 1 matches the server finds (in the table's order, which is
         recording order) and the share of the row ids they span, returned as an
-        :class:`EstimatedCount`. Counting every match of a common phrase or word read
-        every matching row: 1.6-3.2 s at a million episodes, for the total alone."""
+        :class:`EstimatedCount`. No ORDER BY: sorted by row id, the server walked the
+        row id index from the oldest row, reading every row of a rare phrase (2 s at a
+        million episodes) where the word or trigram index finds its few matches."""
         r = self.q1(f"SELECT COUNT(*), MAX(s.rowid) FROM (SELECT e.rowid {src}{where} "
-                    "ORDER BY e.rowid LIMIT ?) s", [*args, self.EXACT_COUNT + 1])
+                    "LIMIT ?) s", [*args, self.EXACT_COUNT + 1])
         n = int(r[0]) if r else 0
         if n <= self.EXACT_COUNT or r is None or r[1] is None:
             return n
@@ -477,14 +486,17 @@ class PostgresBackend(SQLBackend):
         reach = int(rows[0][7])
         rare = self._rare_words(words, where, params)
         if rare:
-            # the walk (every match newer than the oldest row it reached) and every
-            # match of the rare words, ranked together
-            rsrc, rparams = _words_src(rare)
-            inner = (f"SELECT e.rowid AS rowid, {_WORDS_SCORE} AS score, 0 AS n, 0 AS reach "
-                     f"{src}{where} AND (e.rowid > ? OR e.rowid IN (SELECT e.rowid "
-                     f"{rsrc}{where})) ORDER BY {_WORDS_SCORE} DESC, e.timestamp DESC, "
-                     "e.rowid DESC LIMIT ?")
-            rows = self._ranked_rows(near, inner, [*mparams, *params, reach, *rparams,
+            # the walk (every match newer than the oldest row it reached: the row id index
+            # read backwards) and every match of the rare words (the word index), each
+            # scored for the whole query; as one OR the planner scores every match
+            inner = ("SELECT u.rowid, u.score, 0 AS n, 0 AS reach FROM (SELECT e.rowid AS "
+                     f"rowid, e.timestamp AS ts, {_WORDS_SCORE} AS score {src}{where} AND "
+                     f"e.rowid > ? UNION SELECT e.rowid, e.timestamp, {_WORDS_SCORE} FROM "
+                     f"episodes e, (SELECT {_tsquery_sql(len(rare))} AS q) rq, (SELECT "
+                     f"{_tsquery_sql(len(words))} AS q) tq "
+                     f"WHERE e.content_tsv @@ rq.q AND {where}) u "
+                     "ORDER BY u.score DESC, u.ts DESC, u.rowid DESC LIMIT ?")
+            rows = self._ranked_rows(near, inner, [*mparams, *params, reach, *rare, *mparams,
                                                    *params, int(pool)])
         return RankedPage(self._hits(rows), self._walked_count(n, reach))
 
@@ -538,11 +550,21 @@ class PostgresBackend(SQLBackend):
                       [list(rowids), *params])
         return {int(r[0]): episode_row(r) for r in rows}
 
+    #: a word the server's statistics (``ANALYZE``'s sample of the word vectors) put in
+    #: at least this many times ``cap`` episodes of the whole store is taken as held by
+    #: ``cap`` without counting (counting a common word to 20,000 read 20,000 rows: 50 ms
+    #: each at a million episodes). Its count would be ``cap`` anyway unless the sample
+    #: overstates it by this factor (six standard errors or more at the frequencies a cap
+    #: of 20,000 reaches) or more than a fifth of the word's episodes were removed since
+    #: the table was last analysed (autovacuum analyses after a tenth of it changes)
+    STATS_MARGIN = 1.25
+
     def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
                     ) -> WordCounts:
         """(episodes, how many hold each word up to ``cap``): the namespace's when the
         filters have one, else the whole store; each word stemmed as ``search`` stems it.
-        One statement, one round trip."""
+        A word of one stem that the statistics put far above ``cap`` in the whole store
+        is not counted (see STATS_MARGIN). One statement, one round trip."""
         scope = filters.scope
         extra, params = (visible_sql(scope) if scope.owner is not None or scope.unscoped_only
                          else ("", []))
@@ -550,10 +572,24 @@ class PostgresBackend(SQLBackend):
                  else "(SELECT COALESCE(MAX(rowid), 0) FROM episodes)"]
         args: list[Any] = list(params)
         for word in words:
-            heads.append("(SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE content_tsv @@ "
-                         f"phraseto_tsquery('anneal_words'::regconfig, ?){extra} LIMIT ?) s)")
-            args += [word, *params, int(cap)]
-        r = self.q1("SELECT " + ", ".join(heads), args) or (0,)
+            count = ("(SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE content_tsv @@ "
+                     f"phraseto_tsquery('anneal_words'::regconfig, ?){extra} LIMIT ?) s)")
+            if extra:
+                heads.append(count)
+                args += [word, *params, int(cap)]
+                continue
+            heads.append(f"(SELECT CASE WHEN COALESCE((SELECT MAX(st.est) FROM st WHERE "
+                         "ARRAY[st.e] = tsvector_to_array(to_tsvector('anneal_words'::"
+                         f"regconfig, ?))), 0) >= ? THEN ? ELSE {count} END)")
+            args += [word, float(cap) * self.STATS_MARGIN, int(cap), word, int(cap)]
+        with_st = "" if extra or not words else (
+            # the word vectors' most common stems and their estimated episodes
+            "WITH st AS MATERIALIZED (SELECT x.e, x.f * c.reltuples AS est FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_stats s ON s.schemaname "
+            "= n.nspname AND s.tablename = c.relname AND s.attname = 'content_tsv' CROSS "
+            "JOIN LATERAL unnest(s.most_common_elems::text::text[], "
+            "s.most_common_elem_freqs) AS x(e, f) WHERE c.oid = 'episodes'::regclass) ")
+        r = self.q1(with_st + "SELECT " + ", ".join(heads), args) or (0,)
         return WordCounts(int(r[0] or 0), {w: int(n or 0) for w, n in zip(words, r[1:])})
 
     def integrity_check(self) -> str:
