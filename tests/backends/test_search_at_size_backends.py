@@ -1,0 +1,107 @@
+"""Issue 54, goal 1 on every backend: ranked words past WORD_WALK matches are ranked among
+the newest WORD_WALK matches and every match of the query's rare words, and the count past
+the walk is an estimate said to be one; under the walk every match is ranked as before.
+On PostgreSQL, word_counts takes a word its statistics put far above the cap as held by
+the cap without counting (exact unless the statistics are stale)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from anneal_memory import Store
+from anneal_memory.recall import build_filters
+from anneal_memory.testing import backend_of
+
+from conftest import PG_DSN, admin_sql
+
+
+def _walk_store(store: Store) -> None:
+    """400 episodes saying a common word, one old episode also saying a rare one."""
+    start = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
+    items = [{"content": f"coffee again number {i} today", "episode_type": "observation",
+              "timestamp": (start + timedelta(minutes=i)).isoformat()} for i in range(400)]
+    items[5]["content"] = "coffee with the astronomer at dawn"
+    store.record_many(items)
+
+
+def test_a_word_query_past_the_walk_ranks_newest_matches_and_every_rare_one(
+        open_store: Callable[..., Store], monkeypatch: pytest.MonkeyPatch) -> None:
+    store = open_store()
+    _walk_store(store)
+    whole = store.recall(keyword="coffee astronomer zzz", limit=10)
+    assert "total_estimated" not in whole.query_params
+    assert whole.total_matching == 400
+    backend = type(backend_of(store))
+    monkeypatch.setattr(backend, "WORD_WALK", 50)
+    monkeypatch.setattr(backend, "RARE_MATCHES", 5)
+    again = open_store()  # a fresh connection: nothing memoized
+    walked = again.recall(keyword="coffee astronomer zzz", limit=10)
+    # the rare word's one match is 395 rows older than the newest: still first
+    assert walked.episodes[0].content == "coffee with the astronomer at dawn"
+    assert [e.id for e in walked.episodes] == [e.id for e in whole.episodes]
+    # the count past the walk is an estimate, said so, and near the truth
+    assert walked.query_params["total_estimated"] is True
+    assert 380 <= walked.total_matching <= 420
+    # a common word alone: the newest matches of the walk only
+    common = again.recall(keyword="coffee zzz", limit=5, context=False)
+    assert all(int(e.content.split()[3]) >= 350 for e in common.episodes)
+    # without the rare word among the walked rows, its match is not found at all
+    monkeypatch.setattr(backend, "RARE_MATCHES", 0)
+    third = open_store()
+    missed = third.recall(keyword="coffee astronomer zzz", limit=10)
+    assert "coffee with the astronomer at dawn" not in [e.content for e in missed.episodes]
+
+
+def test_the_walk_leaves_a_query_under_its_bound_alone(
+        open_store: Callable[..., Store], monkeypatch: pytest.MonkeyPatch) -> None:
+    store = open_store()
+    _walk_store(store)
+    before = store.recall(keyword="coffee number zzz", limit=10)
+    typed_before = store.recall(keyword="coffee number zzz", limit=10,
+                                episode_type="observation")
+    monkeypatch.setattr(type(backend_of(store)), "WORD_WALK", 400)  # every match fits
+    again = open_store()
+    after = again.recall(keyword="coffee number zzz", limit=10)
+    assert [e.id for e in after.episodes] == [e.id for e in before.episodes]
+    assert after.total_matching == 400 and "total_estimated" not in after.query_params
+    typed = again.recall(keyword="coffee number zzz", limit=10, episode_type="observation")
+    assert [e.id for e in typed.episodes] == [e.id for e in typed_before.episodes]
+    # a page past the first: the pool grows, the order holds
+    deep = again.recall(keyword="coffee number zzz", limit=10, offset=30)
+    whole = again.recall(keyword="coffee number zzz", limit=40)
+    assert [e.id for e in deep.episodes] == [e.id for e in whole.episodes][30:40]
+
+
+@pytest.mark.skipif(not PG_DSN, reason="PostgreSQL only: SQLite counts in its index")
+def test_postgres_word_counts_take_far_common_words_from_the_statistics(
+        pg_location: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Store(pg_location)
+    store.record_many([{"content": f"coffee at the lab {i}" + (" telescope" if i < 3 else ""),
+                        "episode_type": "observation"} for i in range(400)])
+    schema = pg_location.rsplit("search_path%3D", 1)[-1]
+    admin_sql(f"ANALYZE {schema}.episodes")
+    backend = backend_of(store)
+    words = ["coffee", "lab", "telescope", "zebra", "caroline's"]
+    # the statistics and counting agree while they are fresh
+    from_stats = backend.word_counts(build_filters(), words, 10)
+    monkeypatch.setattr(type(backend), "STATS_MARGIN", float("inf"))
+    counted = backend.word_counts(build_filters(), words, 10)
+    assert from_stats == counted
+    assert counted.per_word == {"coffee": 10, "lab": 10, "telescope": 3, "zebra": 0,
+                                "caroline's": 0}
+    # what is taken from them: a word whose episodes were removed behind the statistics'
+    # back (raw SQL, no ANALYZE since) still counts as common, until analysed again
+    admin_sql(f"DELETE FROM {schema}.episodes WHERE content LIKE 'coffee at the lab %' "
+              "AND rowid > 5")
+    assert backend.word_counts(build_filters(), ["coffee"], 10).per_word == {"coffee": 5}
+    monkeypatch.setattr(type(backend), "STATS_MARGIN", 1.25)
+    assert backend.word_counts(build_filters(), ["coffee"], 10).per_word == {"coffee": 10}
+    admin_sql(f"ANALYZE {schema}.episodes")
+    assert backend.word_counts(build_filters(), ["coffee"], 10).per_word == {"coffee": 5}
+    # a namespace's words are always counted: the statistics are the whole store's
+    scoped = backend_of(store.scoped({"user": "alice"}))
+    assert scoped.word_counts(build_filters(), ["coffee"], 10).per_word == {"coffee": 0}
+    store.close()
