@@ -10,12 +10,11 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from conftest import PG_DSN, admin_sql
 
 from anneal_memory import Store
 from anneal_memory.recall import build_filters
 from anneal_memory.testing import backend_of
-
-from conftest import PG_DSN, admin_sql
 
 
 def _walk_store(store: Store) -> None:
@@ -105,3 +104,46 @@ def test_postgres_word_counts_take_far_common_words_from_the_statistics(
     scoped = backend_of(store.scoped({"user": "alice"}))
     assert scoped.word_counts(build_filters(), ["coffee"], 10).per_word == {"coffee": 0}
     store.close()
+
+
+@pytest.mark.skipif(not PG_DSN, reason="PostgreSQL only: SQLite memoizes in memo()")
+def test_postgres_word_counts_are_kept_for_the_database_state_they_were_counted_in(
+        pg_location: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Store(pg_location)
+    other = Store(pg_location)
+    try:
+        store.record_many([{"content": f"coffee at the lab {i}", "episode_type": "observation"}
+                           for i in range(30)])
+        backend = backend_of(store)
+        ran: list[str] = []
+        run = type(backend)._run
+
+        def spy(self: object, sql: str, params: object, fetch: object) -> object:
+            ran.append(sql)
+            return run(self, sql, params, fetch)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(type(backend), "_run", spy)
+
+        def counts() -> tuple[int, dict[str, int]]:
+            with backend.read():
+                wc = backend.word_counts(build_filters(), ["coffee", "lab"], 100)
+            return wc.total, wc.per_word
+
+        assert counts() == (30, {"coffee": 30, "lab": 30})
+        ran.clear()
+        assert counts() == (30, {"coffee": 30, "lab": 30})  # the same state: kept
+        assert not any("COUNT" in sql or "MAX(rowid)" in sql for sql in ran)
+        other.record("coffee once more", "observation")  # another connection commits
+        assert counts() == (31, {"coffee": 31, "lab": 30})
+        ran.clear()
+        with backend.read():  # a lower cap is answered from the count kept
+            assert backend.word_counts(build_filters(), ["coffee"], 10).per_word == {
+                "coffee": 10}
+        assert not any("COUNT" in sql for sql in ran)
+        # outside a read snapshot nothing is kept: each statement sees the latest commits
+        ran.clear()
+        assert backend.word_counts(build_filters(), ["coffee"], 100).per_word == {"coffee": 31}
+        assert any("COUNT" in sql for sql in ran)
+    finally:
+        other.close()
+        store.close()

@@ -16,14 +16,22 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 from ..clock import now_iso
 from ..errors import ReadOnlyStoreError, StoreError
 from . import pg_schema
 from .audit_sql import GENESIS_TIP, AuditSQL
-from .base import EpisodeRow, EstimatedCount, RankedHit, RankedPage, SearchFilters, SearchPage
+from .base import (
+    EpisodeRow,
+    EstimatedCount,
+    RankedHit,
+    RankedPage,
+    Scope,
+    SearchFilters,
+    SearchPage,
+)
 from .common import (
     EP_COLS,
     MAX_TRIGRAMS,
@@ -83,6 +91,9 @@ def _release_pool(dsn: str, read_only: bool) -> None:
             entry[0].close()
 
 
+
+#: the "cap" of a count kept exactly (see PostgresBackend._memo_get)
+_EXACT = 2 ** 62
 
 #: ranked word search: each word a bound parameter of ``phraseto_tsquery`` (no syntax)
 _WORDS_SCORE = "ts_rank_cd(e.content_tsv, tq.q, 1)"
@@ -192,6 +203,9 @@ class PostgresBackend(SQLBackend):
         self.path = redact(dsn)
         self.read_only = read_only
         self._lock = threading.RLock()
+        self._memo_lock = threading.Lock()
+        self._memo: dict[Hashable, tuple[int, int]] = {}
+        self._memo_snap: str | None = None
         self._local = threading.local()
         conn = pg_schema.connect(dsn, timeout=connect_timeout)
         try:
@@ -252,6 +266,7 @@ class PostgresBackend(SQLBackend):
             conn.execute(f"{begin}; SELECT pg_advisory_xact_lock({int(pg_schema.WRITE_LOCK)})"
                          if locked else begin)
             loc.conn, loc.depth, loc.write, loc.locked = conn, 1, write, locked
+            loc.snap = None
             try:
                 yield
             except BaseException:
@@ -484,7 +499,7 @@ class PostgresBackend(SQLBackend):
         if n <= self.WORD_WALK:
             return RankedPage(self._hits(rows), n)
         reach = int(rows[0][7])
-        rare = self._rare_words(words, where, params)
+        rare = self._rare_words(filters, words)
         if rare:
             # the walk (every match newer than the oldest row it reached: the row id index
             # read backwards) and every match of the rare words (the word index), each
@@ -515,16 +530,13 @@ class PostgresBackend(SQLBackend):
         return [RankedHit(int(r[0]), _float(r[1]), float(r[2] or 0.0), _float(r[3]),
                           _float(r[4]), r[5]) for r in rows]
 
-    def _rare_words(self, words: Sequence[str], where: str, params: list[Any]) -> list[str]:
-        """The query words held by at most RARE_MATCHES of the episodes ``where`` lets
-        through (each counted up to one past it, one statement)."""
-        heads, args = [], []
-        for word in words:
-            heads.append("(SELECT COUNT(*) FROM (SELECT 1 FROM episodes e WHERE e.content_tsv @@ "
-                         f"phraseto_tsquery('anneal_words'::regconfig, ?) AND {where} LIMIT ?) s)")
-            args += [word, *params, self.RARE_MATCHES + 1]
-        r = self.q1("SELECT " + ", ".join(heads), args) or ()
-        return [w for w, n in zip(words, r) if 0 < int(n or 0) <= self.RARE_MATCHES]
+    def _rare_words(self, filters: SearchFilters, words: Sequence[str]) -> list[str]:
+        """The query words held by at most RARE_MATCHES episodes of the filters' type and
+        namespace (as the SQLite backend picks them: the other filters apply to the
+        matches themselves)."""
+        counts = self._capped_counts(words, filters.scope, filters.episode_type,
+                                     self.RARE_MATCHES + 1)
+        return [w for w in words if 0 < counts[w] <= self.RARE_MATCHES]
 
     def _walked_count(self, walked: int, reach: int) -> int:
         """The matches of a word query past WORD_WALK, estimated as the SQLite backend
@@ -558,20 +570,49 @@ class PostgresBackend(SQLBackend):
     #: of 20,000 reaches) or more than a fifth of the word's episodes were removed since
     #: the table was last analysed (autovacuum analyses after a tenth of it changes)
     STATS_MARGIN = 1.25
+    #: word counts kept for the database state they were counted in (see _snapshot)
+    COUNT_MEMO_ENTRIES = 50_000
 
     def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
                     ) -> WordCounts:
         """(episodes, how many hold each word up to ``cap``): the namespace's when the
         filters have one, else the whole store; each word stemmed as ``search`` stems it.
         A word of one stem that the statistics put far above ``cap`` in the whole store
-        is not counted (see STATS_MARGIN). One statement, one round trip."""
+        is not counted (see STATS_MARGIN), and a count is kept while the database state
+        stays the one it was counted in."""
         scope = filters.scope
         extra, params = (visible_sql(scope) if scope.owner is not None or scope.unscoped_only
                          else ("", []))
-        heads = [f"(SELECT COUNT(*) FROM episodes WHERE TRUE{extra})" if extra
-                 else "(SELECT COALESCE(MAX(rowid), 0) FROM episodes)"]
-        args: list[Any] = list(params)
+        key = ("episodes", scope)
+        total = self._memo_get(key, _EXACT)
+        if total is None:
+            r = self.q1(f"SELECT COUNT(*) FROM episodes WHERE TRUE{extra}" if extra
+                        else "SELECT COALESCE(MAX(rowid), 0) FROM episodes", params)
+            total = int(r[0] or 0) if r else 0
+            self._memo_put(key, total, _EXACT)
+        return WordCounts(total, self._capped_counts(words, scope, None, cap))
+
+    def _capped_counts(self, words: Sequence[str], scope: Scope, episode_type: str | None,
+                       cap: int) -> dict[str, int]:
+        """How many episodes of ``scope`` (and of ``episode_type``) hold each word, counted
+        up to ``cap``: from the counts kept for this database state, from the statistics
+        for a far common word of the whole store, else counted (one statement)."""
+        out: dict[str, int] = {}
+        todo: list[str] = []
         for word in words:
+            hit = self._memo_get(("word", word, scope, episode_type), cap)
+            if hit is None:
+                todo.append(word)
+            else:
+                out[word] = hit
+        if not todo:
+            return out
+        extra, params = (visible_sql(scope) if scope.owner is not None or scope.unscoped_only
+                         else ("", []))
+        if episode_type:
+            extra, params = f"{extra} AND type = ?", [*params, episode_type]
+        heads, args = [], []
+        for word in todo:
             count = ("(SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE content_tsv @@ "
                      f"phraseto_tsquery('anneal_words'::regconfig, ?){extra} LIMIT ?) s)")
             if extra:
@@ -582,15 +623,63 @@ class PostgresBackend(SQLBackend):
                          "ARRAY[st.e] = tsvector_to_array(to_tsvector('anneal_words'::"
                          f"regconfig, ?))), 0) >= ? THEN ? ELSE {count} END)")
             args += [word, float(cap) * self.STATS_MARGIN, int(cap), word, int(cap)]
-        with_st = "" if extra or not words else (
+        with_st = "" if extra else (
             # the word vectors' most common stems and their estimated episodes
             "WITH st AS MATERIALIZED (SELECT x.e, x.f * c.reltuples AS est FROM pg_class c "
             "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_stats s ON s.schemaname "
             "= n.nspname AND s.tablename = c.relname AND s.attname = 'content_tsv' CROSS "
             "JOIN LATERAL unnest(s.most_common_elems::text::text[], "
             "s.most_common_elem_freqs) AS x(e, f) WHERE c.oid = 'episodes'::regclass) ")
-        r = self.q1(with_st + "SELECT " + ", ".join(heads), args) or (0,)
-        return WordCounts(int(r[0] or 0), {w: int(n or 0) for w, n in zip(words, r[1:])})
+        r = self.q1(with_st + "SELECT " + ", ".join(heads), args) or ()
+        for word, n in zip(todo, r):
+            out[word] = int(n or 0)
+            self._memo_put(("word", word, scope, episode_type), out[word], cap)
+        return out
+
+    # ------------------------------------------------------------------ kept counts
+    def _snapshot(self) -> str | None:
+        """The identity of this thread's read snapshot (its xmin:xmax:in-progress list:
+        two snapshots that print the same see the same commits), or None outside a
+        read-only snapshot (a statement of its own sees whatever committed before it)."""
+        loc = self._local
+        if not self._depth or getattr(loc, "write", False):
+            return None
+        snap: str | None = getattr(loc, "snap", None)
+        if snap is None:
+            r = self.q1("SELECT txid_current_snapshot()::text")
+            snap = loc.snap = str(r[0]) if r else None
+        return snap
+
+    def _memo_get(self, key: Hashable, cap: int) -> int | None:
+        """A count kept for ``key`` in this snapshot's database state, as counted up to
+        ``cap`` (None when none is kept, or it was counted to a lower bound)."""
+        snap = self._snapshot()
+        if snap is None:
+            return None
+        with self._memo_lock:
+            if snap != self._memo_snap:
+                return None
+            kept = self._memo.get(key)
+        if kept is None:
+            return None
+        n, bound = kept
+        if n < bound or bound >= cap:  # counted exactly, or past this cap too
+            return min(n, cap)
+        return None
+
+    def _memo_put(self, key: Hashable, n: int, cap: int) -> None:
+        snap = self._snapshot()
+        if snap is None:
+            return
+        with self._memo_lock:
+            if snap != self._memo_snap:  # a newer state: what is kept no longer holds
+                self._memo.clear()
+                self._memo_snap = snap
+            if len(self._memo) >= self.COUNT_MEMO_ENTRIES:
+                self._memo.clear()
+            old = self._memo.get(key)
+            if old is None or cap > old[1]:
+                self._memo[key] = (n, cap)
 
     def integrity_check(self) -> str:
         """``ok``, or what is wrong: schema version, or a gap in the audit sequence."""
