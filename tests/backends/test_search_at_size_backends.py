@@ -72,6 +72,17 @@ def test_the_walk_leaves_a_query_under_its_bound_alone(
     deep = again.recall(keyword="coffee number zzz", limit=10, offset=30)
     whole = again.recall(keyword="coffee number zzz", limit=40)
     assert [e.id for e in deep.episodes] == [e.id for e in whole.episodes][30:40]
+    # a store past the walk whose query matches fewer rows than it, with a rare word:
+    # every match is ranked (with the rare word's), as without the walk
+    store.record_many([{"content": f"tea by the window {i}" + (" comet" if i == 2 else ""),
+                        "episode_type": "observation"} for i in range(30)])
+    tea_before = store.recall(keyword="tea comet zzz", limit=40)
+    monkeypatch.setattr(type(backend_of(store)), "WORD_WALK", 100)
+    monkeypatch.setattr(type(backend_of(store)), "RARE_MATCHES", 5)
+    tea = open_store().recall(keyword="tea comet zzz", limit=40)
+    assert [e.id for e in tea.episodes] == [e.id for e in tea_before.episodes]
+    assert tea.total_matching == tea_before.total_matching == 30
+    assert "total_estimated" not in tea.query_params
 
 
 @pytest.mark.skipif(not PG_DSN, reason="PostgreSQL only: SQLite counts in its index")
@@ -146,4 +157,35 @@ def test_postgres_word_counts_are_kept_for_the_database_state_they_were_counted_
         assert any("COUNT" in sql for sql in ran)
     finally:
         other.close()
+        store.close()
+
+
+@pytest.mark.skipif(not PG_DSN, reason="PostgreSQL only: the SQLite schema has its own steps")
+def test_postgres_store_of_schema_3_upgrades_on_open(pg_location: str) -> None:
+    from anneal_memory.storage import pg_schema
+
+    store = Store(pg_location)
+    kept = store.record("coffee with the astronomer", "decision")
+    store.close()
+    schema = pg_location.rsplit("search_path%3D", 1)[-1]
+    # what a store written by the previous release has: schema 3, no type/row id index
+    admin_sql(f"DROP INDEX {schema}.ix_episodes_type_rowid")
+    admin_sql(f"UPDATE {schema}.meta SET value = '3' WHERE key = 'schema_version'")
+    old = Store(pg_location, read_only=True)  # read-only: read as it is, not upgraded
+    assert [e.id for e in old.recall(keyword="astronomer", episode_type="decision").episodes] \
+        == [kept.id]
+    old.close()
+    store = Store(pg_location)
+    try:
+        import psycopg
+
+        from conftest import with_schema
+        with psycopg.connect(with_schema(PG_DSN, schema)) as conn:
+            assert conn.execute("SELECT to_regclass('ix_episodes_type_rowid')").fetchone()[0]
+            assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'"
+                                ).fetchone()[0] == str(pg_schema.SCHEMA_VERSION) == "4"
+        assert [e.id for e in store.recall(keyword="astronomer",
+                                           episode_type="decision").episodes] == [kept.id]
+        assert backend_of(store).integrity_check() == "ok"
+    finally:
         store.close()

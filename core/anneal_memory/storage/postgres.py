@@ -484,36 +484,67 @@ class PostgresBackend(SQLBackend):
             nwhere, nparams = self._filter_sql(filters, alias)
             near.append((f"(SELECT {_epoch_sql(alias)} FROM episodes {alias} WHERE "
                          f"{alias}.rowid = h.rowid {step} AND {nwhere})", nparams))
-        # the newest WORD_WALK + 1 matches (all of them when there are no more), scored;
-        # the pool is the best of the newest WORD_WALK, each row carrying how many were
-        # walked and the oldest row id reached
-        walked = (f"SELECT w.*, COUNT(*) OVER () AS n, MIN(w.rowid) OVER () AS reach, "
+        # a store past WORD_WALK episodes may hold more matches than the walk: its rare
+        # words first, so that the ranking is one statement whichever way it goes
+        rare = self._rare_words(filters, words) if self._top_rowid() > self.WORD_WALK else []
+        if rare:
+            return self._ranked_with_rare(near, src, mparams, where, params, words, rare,
+                                          pool)
+        # the newest WORD_WALK + 1 matches (all of them when there are no more); the pool
+        # is the best of the newest WORD_WALK, each row carrying how many were walked and
+        # the oldest row id reached. Scored once picked: in the statement that picks them
+        # the server scores every row it sorts (all the matches of a type, when it reads
+        # them off the word and type indexes)
+        walked = ("SELECT w.*, COUNT(*) OVER () AS n, MIN(w.rowid) OVER () AS reach, "
                   "ROW_NUMBER() OVER (ORDER BY w.rowid DESC) AS k FROM (SELECT e.rowid AS "
-                  f"rowid, e.timestamp AS ts, {_WORDS_SCORE} AS score {src}{where} "
-                  "ORDER BY e.rowid DESC LIMIT ?) w")
-        inner = (f"SELECT c.rowid, c.score, c.n, c.reach FROM ({walked}) c WHERE c.k <= ? "
-                 "ORDER BY c.score DESC, c.ts DESC, c.rowid DESC LIMIT ?")
+                  "rowid, e.timestamp AS ts, e.content_tsv AS tsv, tq.q AS q "
+                  f"{src}{where} ORDER BY e.rowid DESC LIMIT ?) w")
+        inner = ("SELECT c.rowid, ts_rank_cd(c.tsv, c.q, 1) AS score, c.n, c.reach FROM "
+                 f"({walked}) c WHERE c.k <= ? ORDER BY 2 DESC, c.ts DESC, c.rowid DESC LIMIT ?")
         iparams = [*mparams, *params, self.WORD_WALK + 1, self.WORD_WALK, int(pool)]
         rows = self._ranked_rows(near, inner, iparams)
         n = int(rows[0][6]) if rows else 0
         if n <= self.WORD_WALK:
             return RankedPage(self._hits(rows), n)
-        reach = int(rows[0][7])
-        rare = self._rare_words(filters, words)
-        if rare:
-            # the walk (every match newer than the oldest row it reached: the row id index
-            # read backwards) and every match of the rare words (the word index), each
-            # scored for the whole query; as one OR the planner scores every match
-            inner = ("SELECT u.rowid, u.score, 0 AS n, 0 AS reach FROM (SELECT e.rowid AS "
-                     f"rowid, e.timestamp AS ts, {_WORDS_SCORE} AS score {src}{where} AND "
-                     f"e.rowid > ? UNION SELECT e.rowid, e.timestamp, {_WORDS_SCORE} FROM "
-                     f"episodes e, (SELECT {_tsquery_sql(len(rare))} AS q) rq, (SELECT "
-                     f"{_tsquery_sql(len(words))} AS q) tq "
-                     f"WHERE e.content_tsv @@ rq.q AND {where}) u "
-                     "ORDER BY u.score DESC, u.ts DESC, u.rowid DESC LIMIT ?")
-            rows = self._ranked_rows(near, inner, [*mparams, *params, reach, *rare, *mparams,
-                                                   *params, int(pool)])
-        return RankedPage(self._hits(rows), self._walked_count(n, reach))
+        return RankedPage(self._hits(rows), self._walked_count(n, int(rows[0][7])))
+
+    def _ranked_with_rare(self, near: list[tuple[str, list[Any]]], src: str,
+                          mparams: list[Any], where: str, params: list[Any],
+                          words: Sequence[str], rare: list[str], pool: int) -> RankedPage:
+        """``ranked_ids`` for a query with rare words: the walk's reach (how many of the
+        newest WORD_WALK + 1 matches there are, and the oldest row id among them), then
+        one statement ranking every match newer than that (the row id index read
+        backwards: all the matches when there are no more than WORD_WALK) with every
+        match of the rare words (the word index), each scored for the whole query. As
+        one OR, the planner scored every match."""
+        r = self.q1(f"SELECT COUNT(*), MIN(s.rowid) FROM (SELECT e.rowid {src}{where} "
+                    "ORDER BY e.rowid DESC LIMIT ?) s", [*mparams, *params, self.WORD_WALK + 1])
+        n = int(r[0]) if r else 0
+        if not n or r is None:
+            return RankedPage([], 0)
+        reach = int(r[1])
+        newer = "e.rowid >= ?" if n <= self.WORD_WALK else "e.rowid > ?"
+        inner = ("SELECT u.rowid, u.score, 0 AS n, 0 AS reach FROM (SELECT e.rowid AS "
+                 f"rowid, e.timestamp AS ts, {_WORDS_SCORE} AS score {src}{where} AND "
+                 f"{newer} UNION SELECT e.rowid, e.timestamp, {_WORDS_SCORE} FROM "
+                 f"episodes e, (SELECT {_tsquery_sql(len(rare))} AS q) rq, (SELECT "
+                 f"{_tsquery_sql(len(words))} AS q) tq "
+                 f"WHERE e.content_tsv @@ rq.q AND {where}) u "
+                 "ORDER BY u.score DESC, u.ts DESC, u.rowid DESC LIMIT ?")
+        rows = self._ranked_rows(near, inner, [*mparams, *params, reach, *rare, *mparams,
+                                               *params, int(pool)])
+        return RankedPage(self._hits(rows), n if n <= self.WORD_WALK
+                          else self._walked_count(n, reach))
+
+    def _top_rowid(self) -> int:
+        """The highest row id of the episodes (the store's size while none was deleted),
+        kept for this read snapshot's database state."""
+        top = self._memo_get(("top_rowid",), _EXACT)
+        if top is None:
+            r = self.q1("SELECT COALESCE(MAX(rowid), 0) FROM episodes")
+            top = int(r[0]) if r else 0
+            self._memo_put(("top_rowid",), top, _EXACT)
+        return top
 
     def _ranked_rows(self, near: list[tuple[str, list[Any]]], inner: str,
                      iparams: list[Any]) -> list[tuple[Any, ...]]:
