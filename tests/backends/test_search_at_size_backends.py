@@ -178,7 +178,6 @@ def test_postgres_store_of_schema_3_upgrades_on_open(pg_location: str) -> None:
     store = Store(pg_location)
     try:
         import psycopg
-
         from conftest import with_schema
         with psycopg.connect(with_schema(PG_DSN, schema)) as conn:
             assert conn.execute("SELECT to_regclass('ix_episodes_type_rowid')").fetchone()[0]
