@@ -44,6 +44,11 @@ def test_a_word_query_past_the_walk_ranks_newest_matches_and_every_rare_one(
     # the count past the walk is an estimate, said so, and near the truth
     assert walked.query_params["total_estimated"] is True
     assert 380 <= walked.total_matching <= 420
+    if hasattr(backend, "RARE_FIRST"):  # PostgreSQL: rare words found before the walk
+        monkeypatch.setattr(backend, "RARE_FIRST", 0)
+        first = open_store().recall(keyword="coffee astronomer zzz", limit=10)
+        assert [e.id for e in first.episodes] == [e.id for e in whole.episodes]
+        assert first.total_matching == walked.total_matching
     # a common word alone: the newest matches of the walk only
     common = again.recall(keyword="coffee zzz", limit=5, context=False)
     assert all(int(e.content.split()[3]) >= 350 for e in common.episodes)
@@ -79,6 +84,7 @@ def test_the_walk_leaves_a_query_under_its_bound_alone(
     tea_before = store.recall(keyword="tea comet zzz", limit=40)
     monkeypatch.setattr(type(backend_of(store)), "WORD_WALK", 100)
     monkeypatch.setattr(type(backend_of(store)), "RARE_MATCHES", 5)
+    monkeypatch.setattr(type(backend_of(store)), "RARE_FIRST", 0, raising=False)
     tea = open_store().recall(keyword="tea comet zzz", limit=40)
     assert [e.id for e in tea.episodes] == [e.id for e in tea_before.episodes]
     assert tea.total_matching == tea_before.total_matching == 30

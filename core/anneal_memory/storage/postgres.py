@@ -466,6 +466,9 @@ class PostgresBackend(SQLBackend):
     WORD_WALK = 5_000
     #: a query word held by at most this many episodes is rare: all its matches are ranked
     RARE_MATCHES = 2_000
+    #: past this many times WORD_WALK episodes a store's rare words are found before the
+    #: walk (the same ranking: the order of the statements only)
+    RARE_FIRST = 10
 
     def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
                    ) -> RankedPage:
@@ -484,9 +487,11 @@ class PostgresBackend(SQLBackend):
             nwhere, nparams = self._filter_sql(filters, alias)
             near.append((f"(SELECT {_epoch_sql(alias)} FROM episodes {alias} WHERE "
                          f"{alias}.rowid = h.rowid {step} AND {nwhere})", nparams))
-        # a store past WORD_WALK episodes may hold more matches than the walk: its rare
-        # words first, so that the ranking is one statement whichever way it goes
-        rare = self._rare_words(filters, words) if self._top_rowid() > self.WORD_WALK else []
+        # a large store's common words hold more matches than the walk: its rare words
+        # first, so that the ranking is one statement whichever way it goes (a smaller
+        # store walks first: most of its queries need no more)
+        large = self._top_rowid() > self.RARE_FIRST * self.WORD_WALK
+        rare = self._rare_words(filters, words) if large else []
         if rare:
             return self._ranked_with_rare(near, src, mparams, where, params, words, rare,
                                           pool)
@@ -506,6 +511,10 @@ class PostgresBackend(SQLBackend):
         n = int(rows[0][6]) if rows else 0
         if n <= self.WORD_WALK:
             return RankedPage(self._hits(rows), n)
+        rare = [] if large else self._rare_words(filters, words)
+        if rare:
+            return self._ranked_with_rare(near, src, mparams, where, params, words, rare,
+                                          pool)
         return RankedPage(self._hits(rows), self._walked_count(n, int(rows[0][7])))
 
     def _ranked_with_rare(self, near: list[tuple[str, list[Any]]], src: str,
