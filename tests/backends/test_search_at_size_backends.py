@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from conftest import PG_DSN, admin_sql
 
-from anneal_memory import Store
+from anneal_memory import Store, ranking
 from anneal_memory.recall import build_filters
 from anneal_memory.testing import backend_of
 
@@ -152,6 +152,17 @@ def test_postgres_word_counts_are_kept_for_the_database_state_they_were_counted_
         assert not any("COUNT" in sql or "MAX(rowid)" in sql for sql in ran)
         other.record("coffee once more", "observation")  # another connection commits
         assert counts() == (31, {"coffee": 31, "lab": 30})
+        ran.clear()
+        monkeypatch.setattr(type(backend), "RARE_FIRST", 0)
+        monkeypatch.setattr(type(backend), "RARE_MATCHES", 5)  # coffee: common
+        with backend.read():  # a walk's rare words and word_counts: one count per word
+            backend.ranked_ids(build_filters(), ["tea", "at"], 100)
+            assert any("COUNT(*) FROM (SELECT 1" in sql for sql in ran)
+            ran.clear()
+            assert backend.word_counts(build_filters(), ["tea", "at"],
+                                       ranking.COUNT_CAP).per_word == {"tea": 0, "at": 30}
+            assert not any("COUNT(*) FROM (SELECT 1" in sql for sql in ran)
+        assert type(backend).WORD_COUNT_CAP == ranking.COUNT_CAP
         ran.clear()
         with backend.read():  # a lower cap is answered from the count kept
             assert backend.word_counts(build_filters(), ["coffee"], 10).per_word == {

@@ -466,6 +466,9 @@ class PostgresBackend(SQLBackend):
     WORD_WALK = 5_000
     #: a query word held by at most this many episodes is rare: all its matches are ranked
     RARE_MATCHES = 2_000
+    #: the cap ranked recall asks word_counts for (ranking.COUNT_CAP): rare words are
+    #: counted to it, so that the count kept serves word_counts in the same snapshot
+    WORD_COUNT_CAP = 20_000
     #: past this many times WORD_WALK episodes a store's rare words are found before the
     #: walk (the same ranking: the order of the statements only)
     RARE_FIRST = 10
@@ -576,7 +579,9 @@ class PostgresBackend(SQLBackend):
         them in the type too, which its word index holds; here a type's count read every
         row of the type back to its RARE_MATCHES-th match (0.3-0.8 s at a million
         episodes), while the namespace's counts are word_counts' own, kept per state."""
-        counts = self._capped_counts(words, filters.scope, None, self.RARE_MATCHES + 1)
+        # counted to the cap word_counts asks next, in the same snapshot: one count each
+        counts = self._capped_counts(words, filters.scope, None,
+                                     max(self.RARE_MATCHES + 1, self.WORD_COUNT_CAP))
         return [w for w in words if 0 < counts[w] <= self.RARE_MATCHES]
 
     def _walked_count(self, walked: int, reach: int) -> int:
