@@ -580,7 +580,7 @@ class PostgresBackend(SQLBackend):
         row of the type back to its RARE_MATCHES-th match (0.3-0.8 s at a million
         episodes), while the namespace's counts are word_counts' own, kept per state."""
         # counted to the cap word_counts asks next, in the same snapshot: one count each
-        counts = self._capped_counts(words, filters.scope, None,
+        counts = self._capped_counts(words, filters.scope,
                                      max(self.RARE_MATCHES + 1, self.WORD_COUNT_CAP))
         return [w for w in words if 0 < counts[w] <= self.RARE_MATCHES]
 
@@ -636,17 +636,16 @@ class PostgresBackend(SQLBackend):
                         else "SELECT COALESCE(MAX(rowid), 0) FROM episodes", params)
             total = int(r[0] or 0) if r else 0
             self._memo_put(key, total, _EXACT)
-        return WordCounts(total, self._capped_counts(words, scope, None, cap))
+        return WordCounts(total, self._capped_counts(words, scope, cap))
 
-    def _capped_counts(self, words: Sequence[str], scope: Scope, episode_type: str | None,
-                       cap: int) -> dict[str, int]:
-        """How many episodes of ``scope`` (and of ``episode_type``) hold each word, counted
-        up to ``cap``: from the counts kept for this database state, from the statistics
-        for a far common word of the whole store, else counted (one statement)."""
+    def _capped_counts(self, words: Sequence[str], scope: Scope, cap: int) -> dict[str, int]:
+        """How many episodes of ``scope`` hold each word, counted up to ``cap``: from the
+        counts kept for this database state, from the statistics for a far common word of
+        the whole store, else counted (one statement)."""
         out: dict[str, int] = {}
         todo: list[str] = []
         for word in words:
-            hit = self._memo_get(("word", word, scope, episode_type), cap)
+            hit = self._memo_get(("word", word, scope), cap)
             if hit is None:
                 todo.append(word)
             else:
@@ -655,8 +654,6 @@ class PostgresBackend(SQLBackend):
             return out
         extra, params = (visible_sql(scope) if scope.owner is not None or scope.unscoped_only
                          else ("", []))
-        if episode_type:
-            extra, params = f"{extra} AND type = ?", [*params, episode_type]
         heads, args = [], []
         for word in todo:
             count = ("(SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE content_tsv @@ "
@@ -679,7 +676,7 @@ class PostgresBackend(SQLBackend):
         r = self.q1(with_st + "SELECT " + ", ".join(heads), args) or ()
         for word, n in zip(todo, r):
             out[word] = int(n or 0)
-            self._memo_put(("word", word, scope, episode_type), out[word], cap)
+            self._memo_put(("word", word, scope), out[word], cap)
         return out
 
     # ------------------------------------------------------------------ kept counts
