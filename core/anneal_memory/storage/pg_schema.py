@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import StoreError
 from .pg_location import redact
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APPLICATION = "anneal-memory"
 SCHEMA_LOCK = 0x414E4D30  # "ANM0": held while creating or migrating the schema
 WRITE_LOCK = 0x414E4D31  # "ANM1": one writer at a time, like SQLite's BEGIN IMMEDIATE
@@ -124,7 +124,14 @@ _V3 = [
     "CREATE INDEX IF NOT EXISTS ix_episode_vectors_model ON episode_vectors(model, dim, ns_key)",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3}
+# Version 4: the episodes of one type newest first (row id order): a typed word query's
+# bounded walk reads its type's rows only, not every row back to its WORD_WALK-th match
+# (issue 54: at a million episodes the walk read 110,000 rows for one type of six)
+_V4 = [
+    "CREATE INDEX IF NOT EXISTS ix_episodes_type_rowid ON episodes(type, rowid)",
+]
+
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 
 
 def connect(dsn: str, *, timeout: int = 10) -> Any:

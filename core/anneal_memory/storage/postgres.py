@@ -16,14 +16,22 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 from ..clock import now_iso
 from ..errors import ReadOnlyStoreError, StoreError
 from . import pg_schema
 from .audit_sql import GENESIS_TIP, AuditSQL
-from .base import EpisodeRow, EstimatedCount, RankedHit, RankedPage, SearchFilters, SearchPage
+from .base import (
+    EpisodeRow,
+    EstimatedCount,
+    RankedHit,
+    RankedPage,
+    Scope,
+    SearchFilters,
+    SearchPage,
+)
 from .common import (
     EP_COLS,
     MAX_TRIGRAMS,
@@ -84,6 +92,9 @@ def _release_pool(dsn: str, read_only: bool) -> None:
 
 
 
+#: the "cap" of a count kept exactly (see PostgresBackend._memo_get)
+_EXACT = 2 ** 62
+
 #: ranked word search: each word a bound parameter of ``phraseto_tsquery`` (no syntax)
 _WORDS_SCORE = "ts_rank_cd(e.content_tsv, tq.q, 1)"
 
@@ -111,9 +122,14 @@ def _phrase_src(phrase: str) -> tuple[str, list[Any]]:
             [*(f"%{g}%" for g in grams), like_pattern(phrase)])
 
 
+def _tsquery_sql(n: int) -> str:
+    """A query matching any of ``n`` words, each a bound parameter (no query syntax)."""
+    return " || ".join(["phraseto_tsquery('anneal_words'::regconfig, ?)"] * n)
+
+
 def _words_src(words: Sequence[str]) -> tuple[str, list[Any]]:
-    tsq = " || ".join(["phraseto_tsquery('anneal_words'::regconfig, ?)"] * len(words))
-    return f"FROM episodes e, (SELECT {tsq} AS q) tq WHERE e.content_tsv @@ tq.q AND ", list(words)
+    return (f"FROM episodes e, (SELECT {_tsquery_sql(len(words))} AS q) tq WHERE "
+            "e.content_tsv @@ tq.q AND ", list(words))
 
 class PostgresAuditSQL(AuditSQL):
     """The audit statements on PostgreSQL: the chain is kept in full, shared by every
@@ -187,6 +203,9 @@ class PostgresBackend(SQLBackend):
         self.path = redact(dsn)
         self.read_only = read_only
         self._lock = threading.RLock()
+        self._memo_lock = threading.Lock()
+        self._memo: dict[Hashable, tuple[int, int]] = {}
+        self._memo_snap: str | None = None
         self._local = threading.local()
         conn = pg_schema.connect(dsn, timeout=connect_timeout)
         try:
@@ -247,6 +266,7 @@ class PostgresBackend(SQLBackend):
             conn.execute(f"{begin}; SELECT pg_advisory_xact_lock({int(pg_schema.WRITE_LOCK)})"
                          if locked else begin)
             loc.conn, loc.depth, loc.write, loc.locked = conn, 1, write, locked
+            loc.snap = None
             try:
                 yield
             except BaseException:
@@ -416,17 +436,21 @@ class PostgresBackend(SQLBackend):
                  else self._match_total(src, where, [*mparams, *params]))
         return SearchPage([(episode_row(r[:13]), float(r[13] or 0.0)) for r in rows], total)
 
-    #: matches are counted exactly up to this many; past it the total is estimated
-    EXACT_COUNT = 10_000
+    #: matches are counted exactly up to this many; past it the total is estimated. Each
+    #: counted match is a row read and checked (ILIKE) on the server: 10,000 of them cost
+    #: 50-200 ms at a million episodes, so the bound is lower than SQLite's (whose trigram
+    #: index offers row ids without reading rows)
+    EXACT_COUNT = 1_000
 
     def _match_total(self, src: str, where: str, args: list[Any]) -> int:
         """How many episodes match: exact up to EXACT_COUNT, else estimated from the
         first EXACT_COUNT + 1 matches the server finds (in the table's order, which is
         recording order) and the share of the row ids they span, returned as an
-        :class:`EstimatedCount`. Counting every match of a common phrase or word read
-        every matching row: 1.6-3.2 s at a million episodes, for the total alone."""
+        :class:`EstimatedCount`. No ORDER BY: sorted by row id, the server walked the
+        row id index from the oldest row, reading every row of a rare phrase (2 s at a
+        million episodes) where the word or trigram index finds its few matches."""
         r = self.q1(f"SELECT COUNT(*), MAX(s.rowid) FROM (SELECT e.rowid {src}{where} "
-                    "ORDER BY e.rowid LIMIT ?) s", [*args, self.EXACT_COUNT + 1])
+                    "LIMIT ?) s", [*args, self.EXACT_COUNT + 1])
         n = int(r[0]) if r else 0
         if n <= self.EXACT_COUNT or r is None or r[1] is None:
             return n
@@ -436,8 +460,27 @@ class PostgresBackend(SQLBackend):
         lo, hi, reach = int(ends[0]), int(ends[1]), int(r[1])
         return EstimatedCount(round(n * (hi - lo + 1) / max(1, reach - lo + 1)))
 
+    #: past this many matches of a word query, its pool is ranked among the newest
+    #: WORD_WALK matches and every match of its rare words, not among all of them (as
+    #: the SQLite backend bounds its walk: storage/sqlite.py, WORD_WALK)
+    WORD_WALK = 5_000
+    #: a query word held by at most this many episodes is rare: all its matches are ranked
+    RARE_MATCHES = 2_000
+    #: the cap ranked recall asks word_counts for (ranking.COUNT_CAP): rare words are
+    #: counted to it, so that the count kept serves word_counts in the same snapshot
+    WORD_COUNT_CAP = 20_000
+    #: past this many times WORD_WALK episodes a store's rare words are found before the
+    #: walk (the same ranking: the order of the statements only)
+    RARE_FIRST = 10
+
     def ranked_ids(self, filters: SearchFilters, words: Sequence[str], pool: int
                    ) -> RankedPage:
+        """The ``pool`` best word matches by ``ts_rank_cd``, best first, plus the number
+        of matches. Up to WORD_WALK matches every one is scored; past it (a common word
+        in a large store: scoring every match cost seconds at a million episodes) the
+        candidates are the newest WORD_WALK matches and every match of each query word
+        held by at most RARE_MATCHES episodes, each scored for the whole query, and the
+        number of matches is estimated from how many row ids the walk spans."""
         if not words:
             return RankedPage([], 0)
         where, params = self._filter_sql(filters)
@@ -447,18 +490,109 @@ class PostgresBackend(SQLBackend):
             nwhere, nparams = self._filter_sql(filters, alias)
             near.append((f"(SELECT {_epoch_sql(alias)} FROM episodes {alias} WHERE "
                          f"{alias}.rowid = h.rowid {step} AND {nwhere})", nparams))
-        # time and text of the pool's rows only, after the sort picked them
-        rows = self.q(
+        # a large store's common words hold more matches than the walk: its rare words
+        # first, so that the ranking is one statement whichever way it goes (a smaller
+        # store walks first: most of its queries need no more)
+        large = self._top_rowid() > self.RARE_FIRST * self.WORD_WALK
+        rare = self._rare_words(filters, words) if large else []
+        if rare:
+            return self._ranked_with_rare(near, src, mparams, where, params, words, rare,
+                                          pool)
+        # the newest WORD_WALK + 1 matches (all of them when there are no more); the pool
+        # is the best of the newest WORD_WALK, each row carrying how many were walked and
+        # the oldest row id reached. Scored once picked: in the statement that picks them
+        # the server scores every row it sorts (all the matches of a type, when it reads
+        # them off the word and type indexes)
+        walked = ("SELECT w.*, COUNT(*) OVER () AS n, MIN(w.rowid) OVER () AS reach, "
+                  "ROW_NUMBER() OVER (ORDER BY w.rowid DESC) AS k FROM (SELECT e.rowid AS "
+                  "rowid, e.timestamp AS ts, e.content_tsv AS tsv, tq.q AS q "
+                  f"{src}{where} ORDER BY e.rowid DESC LIMIT ?) w")
+        inner = ("SELECT c.rowid, ts_rank_cd(c.tsv, c.q, 1) AS score, c.n, c.reach FROM "
+                 f"({walked}) c WHERE c.k <= ? ORDER BY 2 DESC, c.ts DESC, c.rowid DESC LIMIT ?")
+        iparams = [*mparams, *params, self.WORD_WALK + 1, self.WORD_WALK, int(pool)]
+        rows = self._ranked_rows(near, inner, iparams)
+        n = int(rows[0][6]) if rows else 0
+        if n <= self.WORD_WALK:
+            return RankedPage(self._hits(rows), n)
+        rare = [] if large else self._rare_words(filters, words)
+        if rare:
+            return self._ranked_with_rare(near, src, mparams, where, params, words, rare,
+                                          pool)
+        return RankedPage(self._hits(rows), self._walked_count(n, int(rows[0][7])))
+
+    def _ranked_with_rare(self, near: list[tuple[str, list[Any]]], src: str,
+                          mparams: list[Any], where: str, params: list[Any],
+                          words: Sequence[str], rare: list[str], pool: int) -> RankedPage:
+        """``ranked_ids`` for a query with rare words: the walk's reach (how many of the
+        newest WORD_WALK + 1 matches there are, and the oldest row id among them), then
+        one statement ranking every match newer than that (the row id index read
+        backwards: all the matches when there are no more than WORD_WALK) with every
+        match of the rare words (the word index), each scored for the whole query. As
+        one OR, the planner scored every match."""
+        r = self.q1(f"SELECT COUNT(*), MIN(s.rowid) FROM (SELECT e.rowid {src}{where} "
+                    "ORDER BY e.rowid DESC LIMIT ?) s", [*mparams, *params, self.WORD_WALK + 1])
+        n = int(r[0]) if r else 0
+        if not n or r is None:
+            return RankedPage([], 0)
+        reach = int(r[1])
+        newer = "e.rowid >= ?" if n <= self.WORD_WALK else "e.rowid > ?"
+        inner = ("SELECT u.rowid, u.score, 0 AS n, 0 AS reach FROM (SELECT e.rowid AS "
+                 f"rowid, e.timestamp AS ts, {_WORDS_SCORE} AS score {src}{where} AND "
+                 f"{newer} UNION SELECT e.rowid, e.timestamp, {_WORDS_SCORE} FROM "
+                 f"episodes e, (SELECT {_tsquery_sql(len(rare))} AS q) rq, (SELECT "
+                 f"{_tsquery_sql(len(words))} AS q) tq "
+                 f"WHERE e.content_tsv @@ rq.q AND {where}) u "
+                 "ORDER BY u.score DESC, u.ts DESC, u.rowid DESC LIMIT ?")
+        rows = self._ranked_rows(near, inner, [*mparams, *params, reach, *rare, *mparams,
+                                               *params, int(pool)])
+        return RankedPage(self._hits(rows), n if n <= self.WORD_WALK
+                          else self._walked_count(n, reach))
+
+    def _top_rowid(self) -> int:
+        """The highest row id of the episodes (the store's size while none was deleted),
+        kept for this read snapshot's database state."""
+        top = self._memo_get(("top_rowid",), _EXACT)
+        if top is None:
+            r = self.q1("SELECT COALESCE(MAX(rowid), 0) FROM episodes")
+            top = int(r[0]) if r else 0
+            self._memo_put(("top_rowid",), top, _EXACT)
+        return top
+
+    def _ranked_rows(self, near: list[tuple[str, list[Any]]], inner: str,
+                     iparams: list[Any]) -> list[tuple[Any, ...]]:
+        """The rows of ``inner`` (row id, score, ...) with their time, their neighbours'
+        times and their text: read for the pool's rows only, after the sort picked them."""
+        return self.q(
             f"SELECT h.rowid, {_epoch_sql('x')}, h.score, {near[0][0]}, {near[1][0]}, "
-            f"x.content FROM (SELECT e.rowid AS rowid, {_WORDS_SCORE} AS score "
-            f"{src}{where} ORDER BY {_WORDS_SCORE} DESC, e.timestamp DESC, e.rowid DESC "
-            "LIMIT ?) h JOIN episodes x ON x.rowid = h.rowid "
+            f"x.content, h.n, h.reach FROM ({inner}) h JOIN episodes x ON x.rowid = h.rowid "
             "ORDER BY h.score DESC, h.rowid DESC",
-            [*near[0][1], *near[1][1], *mparams, *params, int(pool)])
-        total = (len(rows) if len(rows) < pool
-                 else self._match_total(src, where, [*mparams, *params]))
-        return RankedPage([RankedHit(int(r[0]), _float(r[1]), float(r[2] or 0.0), _float(r[3]),
-                                     _float(r[4]), r[5]) for r in rows], total)
+            [*near[0][1], *near[1][1], *iparams])
+
+    @staticmethod
+    def _hits(rows: list[tuple[Any, ...]]) -> list[RankedHit]:
+        return [RankedHit(int(r[0]), _float(r[1]), float(r[2] or 0.0), _float(r[3]),
+                          _float(r[4]), r[5]) for r in rows]
+
+    def _rare_words(self, filters: SearchFilters, words: Sequence[str]) -> list[str]:
+        """The query words held by at most RARE_MATCHES episodes of the filters'
+        namespace (of any type: the filters then apply to their matches). SQLite counts
+        them in the type too, which its word index holds; here a type's count read every
+        row of the type back to its RARE_MATCHES-th match (0.3-0.8 s at a million
+        episodes), while the namespace's counts are word_counts' own, kept per state."""
+        # counted to the cap word_counts asks next, in the same snapshot: one count each
+        counts = self._capped_counts(words, filters.scope,
+                                     max(self.RARE_MATCHES + 1, self.WORD_COUNT_CAP))
+        return [w for w in words if 0 < counts[w] <= self.RARE_MATCHES]
+
+    def _walked_count(self, walked: int, reach: int) -> int:
+        """The matches of a word query past WORD_WALK, estimated as the SQLite backend
+        estimates them: the walk's WORD_WALK + 1 matches, scaled by the share of the
+        store's row ids they span (newest first here: from ``reach`` to the newest)."""
+        ends = self.q1("SELECT MIN(rowid), MAX(rowid) FROM episodes")
+        if not ends or ends[0] is None:
+            return walked
+        lo, hi = int(ends[0]), int(ends[1])
+        return EstimatedCount(round(walked * (hi - lo + 1) / max(1, hi - reach + 1)))
 
     def times_by_rowid(self, rowids: Sequence[int], filters: SearchFilters
                        ) -> dict[int, float | None]:
@@ -474,23 +608,121 @@ class PostgresBackend(SQLBackend):
                       [list(rowids), *params])
         return {int(r[0]): episode_row(r) for r in rows}
 
+    #: a word the server's statistics (``ANALYZE``'s sample of the word vectors) put in
+    #: at least this many times ``cap`` episodes of the whole store is taken as held by
+    #: ``cap`` without counting (counting a common word to 20,000 read 20,000 rows: 50 ms
+    #: each at a million episodes). Its count would be ``cap`` anyway unless the sample
+    #: overstates it by this factor (six standard errors or more at the frequencies a cap
+    #: of 20,000 reaches) or more than a fifth of the word's episodes were removed since
+    #: the table was last analysed (autovacuum analyses after a tenth of it changes)
+    STATS_MARGIN = 1.25
+    #: word counts kept for the database state they were counted in (see _snapshot)
+    COUNT_MEMO_ENTRIES = 50_000
+
     def word_counts(self, filters: SearchFilters, words: Sequence[str], cap: int
                     ) -> WordCounts:
         """(episodes, how many hold each word up to ``cap``): the namespace's when the
         filters have one, else the whole store; each word stemmed as ``search`` stems it.
-        One statement, one round trip."""
+        A word of one stem that the statistics put far above ``cap`` in the whole store
+        is not counted (see STATS_MARGIN), and a count is kept while the database state
+        stays the one it was counted in."""
         scope = filters.scope
         extra, params = (visible_sql(scope) if scope.owner is not None or scope.unscoped_only
                          else ("", []))
-        heads = [f"(SELECT COUNT(*) FROM episodes WHERE TRUE{extra})" if extra
-                 else "(SELECT COALESCE(MAX(rowid), 0) FROM episodes)"]
-        args: list[Any] = list(params)
+        key = ("episodes", scope)
+        total = self._memo_get(key, _EXACT)
+        if total is None:
+            r = self.q1(f"SELECT COUNT(*) FROM episodes WHERE TRUE{extra}" if extra
+                        else "SELECT COALESCE(MAX(rowid), 0) FROM episodes", params)
+            total = int(r[0] or 0) if r else 0
+            self._memo_put(key, total, _EXACT)
+        return WordCounts(total, self._capped_counts(words, scope, cap))
+
+    def _capped_counts(self, words: Sequence[str], scope: Scope, cap: int) -> dict[str, int]:
+        """How many episodes of ``scope`` hold each word, counted up to ``cap``: from the
+        counts kept for this database state, from the statistics for a far common word of
+        the whole store, else counted (one statement)."""
+        out: dict[str, int] = {}
+        todo: list[str] = []
         for word in words:
-            heads.append("(SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE content_tsv @@ "
-                         f"phraseto_tsquery('anneal_words'::regconfig, ?){extra} LIMIT ?) s)")
-            args += [word, *params, int(cap)]
-        r = self.q1("SELECT " + ", ".join(heads), args) or (0,)
-        return WordCounts(int(r[0] or 0), {w: int(n or 0) for w, n in zip(words, r[1:])})
+            hit = self._memo_get(("word", word, scope), cap)
+            if hit is None:
+                todo.append(word)
+            else:
+                out[word] = hit
+        if not todo:
+            return out
+        extra, params = (visible_sql(scope) if scope.owner is not None or scope.unscoped_only
+                         else ("", []))
+        heads, args = [], []
+        for word in todo:
+            count = ("(SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE content_tsv @@ "
+                     f"phraseto_tsquery('anneal_words'::regconfig, ?){extra} LIMIT ?) s)")
+            if extra:
+                heads.append(count)
+                args += [word, *params, int(cap)]
+                continue
+            heads.append(f"(SELECT CASE WHEN COALESCE((SELECT MAX(st.est) FROM st WHERE "
+                         "ARRAY[st.e] = tsvector_to_array(to_tsvector('anneal_words'::"
+                         f"regconfig, ?))), 0) >= ? THEN ? ELSE {count} END)")
+            args += [word, float(cap) * self.STATS_MARGIN, int(cap), word, int(cap)]
+        with_st = "" if extra else (
+            # the word vectors' most common stems and their estimated episodes
+            "WITH st AS MATERIALIZED (SELECT x.e, x.f * c.reltuples AS est FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_stats s ON s.schemaname "
+            "= n.nspname AND s.tablename = c.relname AND s.attname = 'content_tsv' CROSS "
+            "JOIN LATERAL unnest(s.most_common_elems::text::text[], "
+            "s.most_common_elem_freqs) AS x(e, f) WHERE c.oid = 'episodes'::regclass) ")
+        r = self.q1(with_st + "SELECT " + ", ".join(heads), args) or ()
+        for word, n in zip(todo, r):
+            out[word] = int(n or 0)
+            self._memo_put(("word", word, scope), out[word], cap)
+        return out
+
+    # ------------------------------------------------------------------ kept counts
+    def _snapshot(self) -> str | None:
+        """The identity of this thread's read snapshot (its xmin:xmax:in-progress list:
+        two snapshots that print the same see the same commits), or None outside a
+        read-only snapshot (a statement of its own sees whatever committed before it)."""
+        loc = self._local
+        if not self._depth or getattr(loc, "write", False):
+            return None
+        snap: str | None = getattr(loc, "snap", None)
+        if snap is None:
+            r = self.q1("SELECT txid_current_snapshot()::text")
+            snap = loc.snap = str(r[0]) if r else None
+        return snap
+
+    def _memo_get(self, key: Hashable, cap: int) -> int | None:
+        """A count kept for ``key`` in this snapshot's database state, as counted up to
+        ``cap`` (None when none is kept, or it was counted to a lower bound)."""
+        snap = self._snapshot()
+        if snap is None:
+            return None
+        with self._memo_lock:
+            if snap != self._memo_snap:
+                return None
+            kept = self._memo.get(key)
+        if kept is None:
+            return None
+        n, bound = kept
+        if n < bound or bound >= cap:  # counted exactly, or past this cap too
+            return min(n, cap)
+        return None
+
+    def _memo_put(self, key: Hashable, n: int, cap: int) -> None:
+        snap = self._snapshot()
+        if snap is None:
+            return
+        with self._memo_lock:
+            if snap != self._memo_snap:  # a newer state: what is kept no longer holds
+                self._memo.clear()
+                self._memo_snap = snap
+            if len(self._memo) >= self.COUNT_MEMO_ENTRIES:
+                self._memo.clear()
+            old = self._memo.get(key)
+            if old is None or cap > old[1]:
+                self._memo[key] = (n, cap)
 
     def integrity_check(self) -> str:
         """``ok``, or what is wrong: schema version, or a gap in the audit sequence."""
