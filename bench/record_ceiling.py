@@ -248,11 +248,12 @@ class _Timed:
 def child_breakdown(folder: str, n: int, locomo_dir: str | None) -> dict[str, Any]:
     """Our record's statements, each timed (ms per record), and the time outside them."""
     import anneal_memory as am
+    from anneal_memory.testing import backend_of
 
     items = list(_texts(locomo_dir, n))
     store = am.Store(os.path.join(folder, "bench.db"))
     store.record("warm up", "observation")
-    backend = store._backend  # the bench's look inside: the store's own connection
+    backend: Any = backend_of(store)  # the bench's look inside: the store's own connection
     spent: dict[str, float] = {}
     calls: dict[str, int] = {}
     real = backend.conn
