@@ -1,0 +1,108 @@
+"""The durable record's own path, as issue 54 cut it: what one ``record()`` sends to
+SQLite, and the word index's folding rule written so that ASCII text skips it.
+
+Real stores on real SQLite files; the statements are read with SQLite's own trace
+callback on the store's connection."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anneal_memory import Store
+from anneal_memory.storage.sqlite import spelled_sql
+from anneal_memory.testing import backend_of
+from anneal_memory.text import LETTER_SPELLINGS, spell_letters
+
+
+@pytest.fixture
+def traced(tmp_path: Path) -> Iterator[tuple[Store, list[str]]]:
+    store = Store(tmp_path / "memory.db")
+    store.record("warm up", "observation")
+    seen: list[str] = []
+    conn = backend_of(store).conn  # type: ignore[attr-defined]
+    conn.set_trace_callback(lambda sql: seen.append(" ".join(sql.split()[:3]).upper()))
+    yield store, seen
+    conn.set_trace_callback(None)
+    store.close()
+
+
+def _kinds(seen: list[str]) -> list[str]:
+    """The transaction statements and the row inserts, in order (SQLite traces the
+    statement again for each trigger program it runs: one kind per run of repeats)."""
+    out: list[str] = []
+    for s in seen:
+        kind = None
+        if s.startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")):
+            kind = s.split()[0]
+        elif s.startswith("INSERT INTO EPISODES("):
+            kind = "episode"
+        elif s.startswith("INSERT INTO AUDIT_LOG("):
+            kind = "audit"
+        if kind is not None and (not out or out[-1] != kind):
+            out.append(kind)
+    return out
+
+
+def test_a_lone_record_is_one_transaction_holding_its_row_and_its_audit_entry(
+        traced: tuple[Store, list[str]]) -> None:
+    store, seen = traced
+    for i in range(3):
+        seen.clear()
+        store.record(f"note {i} about the cache", "observation")
+        # no savepoint, no second transaction: the row and its entry commit together
+        assert _kinds(seen) == ["BEGIN", "episode", "audit", "COMMIT"], seen
+
+
+def test_a_refused_lone_record_leaves_neither_row_nor_entry(
+        traced: tuple[Store, list[str]]) -> None:
+    store, seen = traced
+    before = (store.status().total_episodes, len(store.audit_trail.entries()))
+    conn = backend_of(store).conn  # type: ignore[attr-defined]
+    conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON audit_log BEGIN "
+                 "SELECT RAISE(ABORT, 'refused by the test'); END")
+    with pytest.raises(Exception, match="refused by the test"):
+        store.record("never kept", "observation")
+    conn.execute("DROP TRIGGER refuse")
+    assert (store.status().total_episodes, len(store.audit_trail.entries())) == before
+    assert "ROLLBACK" in _kinds(seen)
+    assert store.record("kept", "observation").content == "kept"
+
+
+def test_every_spelled_letter_is_outside_ascii() -> None:
+    # the word index takes ASCII text as it is (spelled_sql's guard): right only while
+    # no letter it spells out is an ASCII one
+    assert all(not letter.isascii() for letter in LETTER_SPELLINGS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(
+    [*LETTER_SPELLINGS, "a", "Z", " ", "é", "ö", "ß", "\n", "'", "日", "😀"]), max_size=40)
+    | st.text(max_size=40))
+def test_the_index_spells_as_text_spell_letters_does(text: str) -> None:
+    conn = sqlite3.connect(":memory:")
+    try:
+        got = conn.execute(f"SELECT {spelled_sql('?1')}", (text,)).fetchone()[0]
+    except UnicodeEncodeError:  # a lone surrogate: no store holds one
+        return
+    finally:
+        conn.close()
+    assert got == spell_letters(text)
+
+
+def test_a_store_indexes_spelled_and_ascii_text_alike(tmp_path: Path) -> None:
+    with Store(tmp_path / "m.db") as store:
+        a = store.record("We met on Hauptstraße by the Øresund ferry", "observation")
+        b = store.record("We met on Hauptstrasse by the Oresund ferry", "observation")
+        got = {e.id for e in store.recall(keyword="hauptstrasse oresund").episodes}
+        assert got == {a.id, b.id}
+        store.delete(a.id)  # the delete trigger spells as the insert did: no stale token
+        assert [e.id for e in store.recall(keyword="hauptstrasse").episodes] == [b.id]
+    conn = sqlite3.connect(tmp_path / "m.db")
+    conn.execute("INSERT INTO episodes_words(episodes_words, rank) VALUES ('integrity-check', 1)")
+    conn.close()
