@@ -106,3 +106,31 @@ def test_a_store_indexes_spelled_and_ascii_text_alike(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "m.db")
     conn.execute("INSERT INTO episodes_words(episodes_words, rank) VALUES ('integrity-check', 1)")
     conn.close()
+
+
+def test_the_write_ahead_log_is_checkpointed_at_its_longer_bound(tmp_path: Path) -> None:
+    # SQLite's default (1000 pages) would have restarted the log from its start by now,
+    # keeping the file near 1000 frames; the store's bound lets it grow past that
+    from anneal_memory.storage.sqlite import SQLiteBackend
+
+    with Store(tmp_path / "m.db") as store:
+        conn = backend_of(store).conn  # type: ignore[attr-defined]
+        assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == (
+            SQLiteBackend.WAL_CHECKPOINT_PAGES)
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+        for i in range(150):  # ~20 pages each
+            store.record(f"note {i} on the cache warming after each deploy", "observation")
+        frames = (tmp_path / "m.db-wal").stat().st_size // (page + 24)
+        assert 1500 < frames < SQLiteBackend.WAL_CHECKPOINT_PAGES, frames
+
+
+def test_a_labels_hash_is_the_same_from_the_trails_cache(store: Store) -> None:
+    from anneal_memory.audit import LABEL_HEX, content_hash
+
+    trail = store.audit_trail
+    labels = [f"source-{i}" for i in range(trail.LABEL_CACHE + 44)] + ["agent"] * 3
+    for _ in range(2):  # the second pass reads what the first kept (and what it dropped)
+        for label in labels:
+            assert trail.hash_label(label) == content_hash(
+                trail.salt, "label\x00" + label)[:LABEL_HEX]
+    assert len(trail._label_cache) <= trail.LABEL_CACHE

@@ -307,6 +307,14 @@ class SQLiteBackend(SQLBackend):
 
     _IN_CHUNK = 500  # bound parameters per statement stay far below SQLite's limit
 
+    #: the write-ahead log's pages before a commit checkpoints it into the database. A
+    #: checkpoint syncs the log and the database and copies each page once however often
+    #: the log holds it (an index's last leaf, the keyword indexes' structure), so a
+    #: longer log writes less per durable record: measured over 3,000 records, 1000 pages
+    #: (SQLite's default: a 2 MB log of 2 KB pages) 54.1 KiB written and 1.08 syncs per
+    #: record, 4000 pages (8 MB) 51.1 KiB and 1.03
+    WAL_CHECKPOINT_PAGES = 4000
+
     def __init__(self, path: str | Path, *, read_only: bool = False,
                  busy_timeout_ms: int = 60_000, legacy: Any = None,
                  compacted_entries: CompactedReader | None = None) -> None:
@@ -396,6 +404,7 @@ class SQLiteBackend(SQLBackend):
             self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=FULL")
+            self.conn.execute(f"PRAGMA wal_autocheckpoint={int(self.WAL_CHECKPOINT_PAGES)}")
             self.conn.execute("PRAGMA secure_delete=ON")
             self.conn.execute("PRAGMA foreign_keys=ON")
         self._init_schema()
