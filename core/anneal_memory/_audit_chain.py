@@ -50,7 +50,7 @@ def entry_hash(entry: Mapping[str, Any]) -> str:
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
-def _STRING(value: Any) -> str:
+def _STRING(value: object) -> str:
     """``_CANONICAL(value)``, without the encoder's call for a str (what chain_entry's
     fields are: each entry hashes five of them)."""
     return _ENCODE_STR(value) if type(value) is str else _CANONICAL(value)  # noqa: E721

@@ -134,3 +134,61 @@ def test_a_labels_hash_is_the_same_from_the_trails_cache(store: Store) -> None:
             assert trail.hash_label(label) == content_hash(
                 trail.salt, "label\x00" + label)[:LABEL_HEX]
     assert len(trail._label_cache) <= trail.LABEL_CACHE
+
+
+def _gov_indexes(store: Store) -> set[str]:
+    return {str(r[0]) for r in backend_of(store).q(
+        "SELECT name FROM sqlite_master WHERE type='index' AND tbl_name='episodes'")}
+
+
+def test_the_unused_metadata_index_is_gone_and_dropped_from_an_older_store(
+        tmp_path: Path) -> None:
+    from anneal_memory.storage import governance_sql
+
+    db = tmp_path / "g.db"
+    with Store(db) as store:
+        store.scoped({"user": "ana"}).record("ana's note", "observation")
+        governance_sql.ensure_schema(backend_of(store))
+        assert "gov_ix_episode_ns" not in _gov_indexes(store)
+    # the index as the builds before issue 54 made it with the governance tables
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE INDEX gov_ix_episode_ns ON episodes("
+                 "json_extract(metadata, '$._anneal_ns.owner'))")
+    conn.commit()
+    conn.close()
+    with Store(db) as store:  # upgraded on open: no schema version of its own
+        assert "gov_ix_episode_ns" not in _gov_indexes(store)
+        view = store.scoped({"user": "ana"})
+        assert [e.content for e in view.recall().episodes] == ["ana's note"]
+        view.record("kept", "observation")
+    with Store(db, read_only=True) as store:
+        assert store.status().total_episodes == 2
+
+
+def test_the_writers_tip_is_the_chains_newest_entry_in_every_state(store: Store) -> None:
+    from anneal_memory.storage.roles import AuditChain
+    from anneal_memory.storage.sqlite_audit import tip_row
+
+    backend = backend_of(store)
+    conn = backend.conn  # type: ignore[attr-defined]
+    chain = AuditChain(backend)
+
+    def same() -> None:
+        got = chain.audit_tip()
+        want = tip_row(conn)  # the sorted union of both tables
+        assert want is not None and (got.seq, got.hash) == (want.seq, want.hash)
+
+    store.record("a note", "observation")
+    same()  # full rows only
+    store.audit_trail.flush()
+    assert conn.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0] == 0
+    same()  # compacted only: the tail is empty
+    store.record("another", "observation")
+    same()  # a full tail above the compacted entries
+    # a full row left below the newest compacted entry (its hash differed at compaction)
+    newest = conn.execute("SELECT MAX(seq) FROM audit_log").fetchone()[0]
+    store.audit_trail.flush()
+    conn.execute("INSERT INTO audit_log(seq, ts, actor, event, data, prev_hash, hash) "
+                 "SELECT seq, 't', 'agent', 'record', '{}', 'p', 'h' FROM audit_hashes "
+                 "WHERE seq = ?", (newest - 1,))
+    same()

@@ -506,6 +506,10 @@ class SQLiteBackend(SQLBackend):
             if version and int(version[0]) < SCHEMA_VERSION:
                 with self.transaction():
                     sqlite_migrate.upgrade(self.conn, int(version[0]), _split_sql(_SCHEMA))
+            unused = sqlite_migrate.unused_indexes(self.conn)
+            if unused:
+                with self.transaction():
+                    sqlite_migrate.drop_indexes(self.conn, unused)
             self._heal_indexes()
             if legacy is not None:
                 legacy.finish_pending(self.conn, self.path, self.transaction)
