@@ -58,8 +58,9 @@ CEILING_METHOD = ("raw sqlite3: WAL, synchronous=FULL, unicode61 + trigram FTS5 
                   "one INSERT + COMMIT per record")
 GOAL_CEILING = 0.8
 GOAL_PEER = 2.0
-#: records of the strace burst
-STRACE_RECORDS = 200
+#: records of the strace bursts (the steady state is the larger less the smaller)
+STRACE_RECORDS = 600
+STRACE_BASE = 100
 #: fallback words when the LoCoMo folder is absent (the figures then say so)
 FALLBACK = ("deploy cache schema migration latency budget review outage rollback token "
             "queue worker index vacuum replica failover quota alert metric trace span "
@@ -104,6 +105,25 @@ def parse_strace(text: str) -> dict[str, int]:
 
 
 # ---------------------------------------------------------------- children
+def _written() -> int | None:
+    """Bytes this process has handed to write()/pwrite() so far (``/proc/self/io``
+    wchar; None where there is no such file): a record's WAL frames, checkpoints and
+    audit files, counted the same way for every runner."""
+    try:
+        with open("/proc/self/io") as fh:
+            for line in fh:
+                if line.startswith("wchar:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _kib_per_record(before: int | None, n: int) -> float | None:
+    after = _written()
+    return None if before is None or after is None or not n else (after - before) / n / 1024
+
+
 def _texts(locomo_dir: str | None, n: int) -> Iterator[dict[str, str]]:
     import random
 
@@ -127,14 +147,16 @@ def child_store(folder: str, n: int, locomo_dir: str | None) -> dict[str, Any]:
     store = am.Store(os.path.join(folder, "bench.db"))
     store.record("warm up", "observation")
     lat = []
+    w0 = _written()
     cpu0 = time.process_time()
     for item in items:
         t0 = time.perf_counter()
         store.record(**item)
         lat.append(time.perf_counter() - t0)
     cpu = time.process_time() - cpu0
+    kib = _kib_per_record(w0, n)
     store.close()
-    return {"records": n, "seconds": sum(lat), "cpu_seconds": cpu,
+    return {"records": n, "seconds": sum(lat), "cpu_seconds": cpu, "written_kib": kib,
             "version": getattr(am, "__version__", None), "file": am.__file__}
 
 
@@ -149,6 +171,7 @@ def child_ceiling(folder: str, n: int, locomo_dir: str | None) -> dict[str, Any]
     for stmt in CEILING_SCHEMA:
         conn.execute(stmt)
     lat = []
+    w0 = _written()
     cpu0 = time.process_time()
     for item in items:
         t0 = time.perf_counter()
@@ -163,8 +186,9 @@ def child_ceiling(folder: str, n: int, locomo_dir: str | None) -> dict[str, Any]
         conn.execute("COMMIT")
         lat.append(time.perf_counter() - t0)
     cpu = time.process_time() - cpu0
+    kib = _kib_per_record(w0, n)
     conn.close()
-    return {"records": n, "seconds": sum(lat), "cpu_seconds": cpu,
+    return {"records": n, "seconds": sum(lat), "cpu_seconds": cpu, "written_kib": kib,
             "sqlite": sqlite3.sqlite_version}
 
 
@@ -190,6 +214,7 @@ def child_schema(folder: str, n: int, locomo_dir: str | None) -> dict[str, Any]:
     seq = max(int(seq), int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM "
                                          "audit_hashes").fetchone()[0]))
     lat = []
+    w0 = _written()
     cpu0 = time.process_time()
     for item in items:
         t0 = time.perf_counter()
@@ -210,8 +235,9 @@ def child_schema(folder: str, n: int, locomo_dir: str | None) -> dict[str, Any]:
         prev = h
         lat.append(time.perf_counter() - t0)
     cpu = time.process_time() - cpu0
+    kib = _kib_per_record(w0, n)
     conn.close()
-    return {"records": n, "seconds": sum(lat), "cpu_seconds": cpu}
+    return {"records": n, "seconds": sum(lat), "cpu_seconds": cpu, "written_kib": kib}
 
 
 class _Timed:
@@ -248,11 +274,12 @@ class _Timed:
 def child_breakdown(folder: str, n: int, locomo_dir: str | None) -> dict[str, Any]:
     """Our record's statements, each timed (ms per record), and the time outside them."""
     import anneal_memory as am
+    from anneal_memory.testing import backend_of
 
     items = list(_texts(locomo_dir, n))
     store = am.Store(os.path.join(folder, "bench.db"))
     store.record("warm up", "observation")
-    backend = store._backend  # the bench's look inside: the store's own connection
+    backend: Any = backend_of(store)  # the bench's look inside: the store's own connection
     spent: dict[str, float] = {}
     calls: dict[str, int] = {}
     real = backend.conn
@@ -298,9 +325,10 @@ def _fresh(parent: str | None) -> str:
     return tempfile.mkdtemp(prefix="anneal-ceiling-", dir=parent)
 
 
-def measure_rates(runners: dict[str, tuple[str, str]], args: argparse.Namespace
-                  ) -> dict[str, list[float]]:
-    """records/s of each runner per round, the order rotated each round."""
+def measure_rates(runners: dict[str, tuple[str, str]], args: argparse.Namespace,
+                  written: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
+    """records/s of each runner per round, the order rotated each round (and into
+    ``written``, the KiB each runner wrote per record, per round)."""
     rates: dict[str, list[float]] = {k: [] for k in runners}
     names = list(runners)
     for r in range(args.rounds):
@@ -313,31 +341,43 @@ def measure_rates(runners: dict[str, tuple[str, str]], args: argparse.Namespace
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
             rates[name].append(res["records"] / res["seconds"])
+            if written is not None and res.get("written_kib") is not None:
+                written.setdefault(name, []).append(res["written_kib"])
             print(f"  round {r + 1} {name}: {rates[name][-1]:,.0f} records/s", flush=True)
     return rates
 
 
 def measure_syncs(runners: dict[str, tuple[str, str]], args: argparse.Namespace
                   ) -> dict[str, dict[str, float]]:
-    """fsync/fdatasync/pwrite64 per record of each runner (strace -f -c)."""
+    """fsync/fdatasync/pwrite64 per record of each runner (strace -f -c), in the steady
+    state: a burst of ``STRACE_RECORDS`` less one of ``STRACE_BASE``, so what opening,
+    warming up and closing cost falls out (it is the same in both)."""
     strace = shutil.which("strace")
     if not strace:
         return {}
     out = {}
     for name, (python, kind) in runners.items():
-        folder = _fresh(args.workdir)
-        try:
-            _, err = _child(python, kind, folder, STRACE_RECORDS, args.locomo_dir,
-                            prefix=[strace, "-f", "-c", "-e",
-                                    "trace=fsync,fdatasync,pwrite64,write"])
-        except RuntimeError as exc:
-            print(f"  strace {name}: {exc}", flush=True)
-            continue
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-        # the store opens, warms up and closes too: a few syncs beyond the burst's
-        out[name] = per_record(parse_strace(err), STRACE_RECORDS)
+        counts = []
+        for n in (STRACE_BASE, STRACE_RECORDS):
+            folder = _fresh(args.workdir)
+            try:
+                _, err = _child(python, kind, folder, n, args.locomo_dir,
+                                prefix=[strace, "-f", "-c", "-e",
+                                        "trace=fsync,fdatasync,pwrite64,write"])
+            except RuntimeError as exc:
+                print(f"  strace {name}: {exc}", flush=True)
+                break
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+            counts.append(parse_strace(err))
+        if len(counts) == 2:
+            out[name] = per_record(steady(counts[0], counts[1]), STRACE_RECORDS - STRACE_BASE)
     return out
+
+
+def steady(small: dict[str, int], large: dict[str, int]) -> dict[str, int]:
+    """Calls of the larger burst beyond the smaller one's, per syscall (never negative)."""
+    return {k: max(0, large.get(k, 0) - small.get(k, 0)) for k in set(small) | set(large)}
 
 
 def measure_cpu(python: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -372,7 +412,8 @@ def measure_cpu(python: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def build(rates: dict[str, list[float]], syncs: dict[str, dict[str, float]],
-          cpu: dict[str, Any], args: argparse.Namespace, peer_version: str) -> dict[str, Any]:
+          cpu: dict[str, Any], args: argparse.Namespace, peer_version: str,
+          written: dict[str, list[float]] | None = None) -> dict[str, Any]:
     """The contract's JSON from the measured figures."""
     import sqlite3
 
@@ -381,7 +422,8 @@ def build(rates: dict[str, list[float]], syncs: dict[str, dict[str, float]],
     vs_peer = median_ratio(rates["ours"], rates.get("peer", []))
     schema_vs_ceiling = median_ratio(rates.get("schema", []), rates["ceiling"])
     vs_schema = median_ratio(rates["ours"], rates.get("schema", []))
-    bound = _bound(syncs, cpu, schema_vs_ceiling, vs_schema)
+    kib = {k: statistics.median(v) for k, v in (written or {}).items() if v}
+    bound = _bound(syncs, cpu, schema_vs_ceiling, vs_schema, kib)
     goals = [
         {"goal": "durable record >= 0.8x the fair ceiling (raw SQLite, both text indexes)",
          "figure": _fig(med.get("ours"), med.get("ceiling"), vs_ceiling, "the ceiling")
@@ -406,7 +448,8 @@ def build(rates: dict[str, list[float]], syncs: dict[str, dict[str, float]],
                     "records_per_s": rates, "records_per_s_median": med,
                     "ours_vs_ceiling": vs_ceiling, "ours_vs_peer": vs_peer,
                     "schema_vs_ceiling": schema_vs_ceiling, "ours_vs_schema": vs_schema,
-                    "syscalls_per_record": syncs, "ram_disk": cpu},
+                    "syscalls_per_record": syncs, "written_kib_per_record": kib,
+                    "ram_disk": cpu},
     }
 
 
@@ -429,7 +472,8 @@ def _fig(ours: float | None, base: float | None, ratio: dict[str, float | None],
 
 def _bound(syncs: dict[str, dict[str, float]], cpu: dict[str, Any],
            schema: dict[str, float | None] | None = None,
-           library: dict[str, float | None] | None = None) -> str:
+           library: dict[str, float | None] | None = None,
+           kib: dict[str, float] | None = None) -> str:
     """What bounds the record, from the measured figures."""
     parts = []
     if schema and library and schema["median"] is not None and library["median"] is not None:
@@ -441,10 +485,18 @@ def _bound(syncs: dict[str, dict[str, float]], cpu: dict[str, Any],
         s, c = syncs["ours"], syncs["ceiling"]
         sync = s.get("fsync", 0) + s.get("fdatasync", 0)
         csync = c.get("fsync", 0) + c.get("fdatasync", 0)
-        parts.append(f"not the disk's syncs: {sync:.2f} fsync+fdatasync per record against "
-                     f"the ceiling's {csync:.2f}, but {s.get('pwrite64', 0):.0f} page writes "
-                     f"against {c.get('pwrite64', 0):.0f} (WAL frames: more indexes, the "
-                     "audit row)")
+        peer = syncs.get("peer")
+        psync = (f" and {peer.get('fsync', 0) + peer.get('fdatasync', 0):.2f} for 1.0.2"
+                 if peer else "")
+        written = (f", {kib['ours']:.1f} KiB written per record against "
+                   f"{kib['ceiling']:.1f}" if kib and "ours" in kib and "ceiling" in kib
+                   else "")
+        parts.append(f"the disk's sync, once per record: {sync:.2f} fsync+fdatasync per "
+                     f"record in the steady state against the ceiling's {csync:.2f}{psync} "
+                     "(one durable commit each cannot share a sync); "
+                     f"{s.get('pwrite64', 0):.0f} page writes against "
+                     f"{c.get('pwrite64', 0):.0f} (2 KB WAL frames against 4 KB: more "
+                     f"indexes, the audit row){written}")
     if cpu.get("ours") and cpu.get("ceiling"):
         o, c = cpu["ours"], cpu["ceiling"]
         mid = (f", the store's statements raw {cpu['schema']['cpu_ms_per_record']:.2f} ms"
@@ -480,9 +532,13 @@ def markdown(res: dict[str, Any]) -> str:
         med = f["records_per_s_median"].get(k)
         lines.append(f"| {k} | {', '.join(f'{x:,.0f}' for x in v)} | "
                      f"{med:,.0f} |" if med else f"| {k} | - | - |")
+    if f.get("written_kib_per_record"):
+        lines += ["", "KiB written per record (write/pwrite bytes of the process, "
+                  "/proc/self/io; median of the rounds): " + ", ".join(
+                      f"{k} {v:.1f}" for k, v in f["written_kib_per_record"].items())]
     if f["syscalls_per_record"]:
-        lines += ["", "Syscalls per record (strace -f -c, a burst of "
-                  f"{STRACE_RECORDS}; open and close included):", "",
+        lines += ["", f"Syscalls per record (strace -f -c: a burst of {STRACE_RECORDS} less "
+                  f"one of {STRACE_BASE}, so opening and closing fall out):", "",
                   "| runner | fsync | fdatasync | pwrite64 | write |", "|---|---|---|---|---|"]
         for k, s in f["syscalls_per_record"].items():
             lines.append(f"| {k} | {s.get('fsync', 0):.2f} | {s.get('fdatasync', 0):.2f} | "
@@ -558,10 +614,11 @@ def main(argv: list[str] | None = None) -> int:
 
         runners["peer"] = (peer_python(args.peer_venv, args.peer_version), "store")
     print(f"durable record: {args.rounds} rounds of {args.records} records", flush=True)
-    rates = measure_rates(runners, args)
+    written: dict[str, list[float]] = {}
+    rates = measure_rates(runners, args, written)
     syncs = measure_syncs(runners, args)
     cpu = measure_cpu(sys.executable, args)
-    res = build(rates, syncs, cpu, args, args.peer_version)
+    res = build(rates, syncs, cpu, args, args.peer_version, written)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{AREA}.json").write_text(json.dumps(res, indent=2) + "\n")

@@ -50,6 +50,15 @@ def entry_hash(entry: Mapping[str, Any]) -> str:
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
+def _STRING(value: object) -> str:
+    """``_CANONICAL(value)``, without the encoder's call for a str (what chain_entry's
+    fields are: each entry hashes five of them)."""
+    return _ENCODE_STR(value) if type(value) is str else _CANONICAL(value)  # noqa: E721
+
+
+_ENCODE_STR = json.encoder.encode_basestring  # what the encoder uses with ensure_ascii=False
+
+
 def canonical_json(value: Any) -> str:
     """``value`` as the chain's hash serialises it (sorted keys, compact, unescaped)."""
     return _CANONICAL(value)
@@ -66,8 +75,9 @@ def chain_entry(seq: int, ts: str, actor: str, event: str, data_json: str,
                 prev_hash: str) -> tuple[str, str]:
     """(hash, line): :func:`chain_hash`, and the entry with its hash as the audit files'
     line holds it (``audit.entry_line``: the same canonical JSON, ``hash`` in its place)."""
-    c = _CANONICAL
+    c = _STRING  # a str as _CANONICAL writes it (the encoder's own fast path for one)
+    seq_json = str(seq) if type(seq) is int else _CANONICAL(seq)  # noqa: E721 (not a bool)
     head = f'{{"actor":{c(actor)},"data":{data_json},"event":{c(event)},'
-    tail = f'"prev_hash":{c(prev_hash)},"seq":{c(seq)},"ts":{c(ts)}}}'
+    tail = f'"prev_hash":{c(prev_hash)},"seq":{seq_json},"ts":{c(ts)}}}'
     h = sha256_hex((head + tail).encode("utf-8", "surrogatepass"))
-    return h, f'{head}"hash":{c(h)},{tail}'
+    return h, f'{head}"hash":"{h}",{tail}'

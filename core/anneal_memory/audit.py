@@ -205,6 +205,8 @@ class AuditTrail:
         self._stragglers_checked = False
         #: seq -> data fields the in-process callback gets in clear (never written)
         self._clear: dict[int, dict[str, object]] = {}
+        #: a label's text -> its salted hash (``hash_label``), for the labels seen last
+        self._label_cache: dict[str, str] = {}
 
     MIRROR_EVERY = 256
     MIRROR_SECONDS = 1.0
@@ -227,7 +229,17 @@ class AuditTrail:
             return {k: self.hash_label(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self.hash_label(v) for v in value]
-        return content_hash(self.salt, "label\x00" + str(value))[:LABEL_HEX]
+        text = str(value)
+        cache = self._label_cache
+        hit = cache.get(text)
+        if hit is None:
+            if len(cache) >= self.LABEL_CACHE:
+                cache.clear()
+            hit = cache[text] = content_hash(self.salt, "label\x00" + text)[:LABEL_HEX]
+        return hit
+
+    #: labels whose hashes a trail keeps (every record hashes its source: mostly "agent")
+    LABEL_CACHE = 256
 
     def redact(self, event: str, data: Mapping[str, object]) -> dict[str, object]:
         """``data`` with its labels hashed (see ``HASHED_KEYS``)."""

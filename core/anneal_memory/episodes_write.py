@@ -203,7 +203,8 @@ def write_plain_run(pairs: Sequence[tuple[Writer, EpisodeDraft]]) -> list[Episod
     with unit_of(root, appends_only=True) as tx:
         episodes = tx.episodes
         rows = [cast(EpisodeRow, d.row) for _w, d in pairs]
-        taken = episodes.ids_taken([r.id for r in rows])
+        taken = (episodes.ids_taken([r.id for r in rows]) if len(rows) > 1
+                 else {rows[0].id} if episodes.id_taken(rows[0].id) else set())
         seen: set[str] = set()
         for i, (writer, d) in enumerate(pairs):
             if rows[i].id in taken or rows[i].id in seen:  # held already: draw another

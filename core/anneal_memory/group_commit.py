@@ -36,7 +36,8 @@ P = TypeVar("P")
 R = TypeVar("R")
 #: writes one prepared record through its store; returns what its caller gets
 Write = Callable[[S, P], R]
-#: writes a run of ``(store, prepared)`` in one go; returns what each caller gets, in order
+#: writes a run of ``(store, prepared)`` in one go, in a unit of work it opens itself (which
+#: joins the commit's transaction when one is open); returns what each caller gets, in order
 WriteMany = Callable[[list[tuple[S, P]]], Sequence[R]]
 
 
@@ -130,16 +131,19 @@ class GroupCommit(Generic[S, P, R]):
         # records that check nothing against the store only add rows and audit entries:
         # a backend shared by hosts may then lock at the audit append, not at the start
         plain = all(slot.many is not None for slot in batch)
+        only = batch[0]
         try:
-            with unit_of(store, appends_only=plain) as tx:
-                if len(batch) == 1:
-                    # alone, its refusal rolls the transaction back: the same outcome as
-                    # its savepoint's, without two statements per record
-                    only = batch[0]
-                    only.result = (only.many([(only.store, only.prepared)])[0] if only.many
-                                   else write(only.store, only.prepared))
-                else:
-                    self._write_each(batch, write, tx)
+            if len(batch) == 1 and only.many is not None:
+                # alone and plain: its writer opens the one transaction itself (no outer
+                # unit to nest in), and its refusal rolls that back: the same outcome as
+                # its savepoint's, without two statements per record
+                only.result = only.many([(only.store, only.prepared)])[0]
+            else:
+                with unit_of(store, appends_only=plain) as tx:
+                    if len(batch) == 1:  # alone: its refusal rolls the transaction back
+                        only.result = write(only.store, only.prepared)
+                    else:
+                        self._write_each(batch, write, tx)
         except BaseException as exc:  # the commit failed: nothing of the batch was written
             for slot in batch:
                 if slot.error is None:

@@ -22,6 +22,8 @@ from typing import Protocol
 from .rows import AuditDigest, AuditEntry, AuditRowValues, AuditTip
 
 AUDIT_COLS = ("seq", "ts", "actor", "event", "data", "prev_hash", "hash")
+#: one entry's row
+INSERT_ONE_SQL = f"INSERT INTO audit_log({', '.join(AUDIT_COLS)}) VALUES (?,?,?,?,?,?,?)"
 #: the full rows after a seq, oldest first
 ROWS_SQL = ("SELECT seq, ts, actor, event, data, prev_hash, hash FROM audit_log "
             "WHERE seq > ? ORDER BY seq")
@@ -84,8 +86,12 @@ class AuditSQL:
         return self._tip(self.db.q1("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1"))
 
     def insert_rows(self, rows: Sequence[AuditRowValues]) -> None:
-        """Insert consecutive entries, oldest first."""
-        self.db._insert_rows("audit_log", AUDIT_COLS, rows)
+        """Insert consecutive entries, oldest first (one, as every lone record appends:
+        a statement written once)."""
+        if len(rows) == 1:
+            self.db.q(INSERT_ONE_SQL, rows[0])
+        else:
+            self.db._insert_rows("audit_log", AUDIT_COLS, rows)
 
     def _full(self, after_seq: int, limit: int | None) -> list[tuple[object, ...]]:
         return (self.db.q(ROWS_SQL + " LIMIT ?", (after_seq, limit)) if limit

@@ -212,10 +212,14 @@ _SCHEMA = _SCHEMA.replace("NS_TAG_SQL", NS_TAG_SQL)
 
 def spelled_sql(expr: str) -> str:
     """``expr`` with text.spell_letters applied, in plain SQL (nested replace()), so the
-    word index's triggers need no function of ours: any SQLite client can still write."""
+    word index's triggers need no function of ours: any SQLite client can still write.
+    Every letter spelled out is outside ASCII, so ASCII text (as many bytes as characters)
+    is taken as it is: the 24 replace() calls cost a durable record ~15 us of SQL
+    (measured: 21 us against 7 us per 240-character text with the guard)."""
+    chain = expr
     for letter, spelling in LETTER_SPELLINGS.items():
-        expr = f"replace({expr}, '{letter}', '{spelling.replace(chr(39), chr(39) * 2)}')"
-    return expr
+        chain = f"replace({chain}, '{letter}', '{spelling.replace(chr(39), chr(39) * 2)}')"
+    return f"CASE WHEN length(CAST({expr} AS BLOB)) = length({expr}) THEN {expr} ELSE {chain} END"
 
 
 _SCHEMA = re.sub(r"SPELLED\(([\w.]+)\)", lambda m: spelled_sql(m.group(1)), _SCHEMA)
@@ -317,6 +321,14 @@ class SQLiteBackend(SQLBackend):
 
     _IN_CHUNK = 500  # bound parameters per statement stay far below SQLite's limit
 
+    #: the write-ahead log's pages before a commit checkpoints it into the database. A
+    #: checkpoint syncs the log and the database and copies each page once however often
+    #: the log holds it (an index's last leaf, the keyword indexes' structure), so a
+    #: longer log writes less per durable record: measured over 3,000 records, 1000 pages
+    #: (SQLite's default: a 2 MB log of 2 KB pages) 54.1 KiB written and 1.08 syncs per
+    #: record, 4000 pages (8 MB) 51.1 KiB and 1.03
+    WAL_CHECKPOINT_PAGES = 4000
+
     def __init__(self, path: str | Path, *, read_only: bool = False,
                  busy_timeout_ms: int = 60_000, legacy: Any = None,
                  compacted_entries: CompactedReader | None = None) -> None:
@@ -406,6 +418,7 @@ class SQLiteBackend(SQLBackend):
             self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=FULL")
+            self.conn.execute(f"PRAGMA wal_autocheckpoint={int(self.WAL_CHECKPOINT_PAGES)}")
             self.conn.execute("PRAGMA secure_delete=ON")
             self.conn.execute("PRAGMA foreign_keys=ON")
         self._init_schema()
@@ -507,6 +520,10 @@ class SQLiteBackend(SQLBackend):
             if version and int(version[0]) < SCHEMA_VERSION:
                 with self.transaction():
                     sqlite_migrate.upgrade(self.conn, int(version[0]), _split_sql(_SCHEMA))
+            unused = sqlite_migrate.unused_indexes(self.conn)
+            if unused:
+                with self.transaction():
+                    sqlite_migrate.drop_indexes(self.conn, unused)
             self._heal_indexes()
             if legacy is not None:
                 legacy.finish_pending(self.conn, self.path, self.transaction)

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .sqlite_conn import RawConnection
+
 #: the SQL of the episodes' generated ns_tag column (the schema and the migration that adds it)
 NS_TAG_SQL = ("CASE WHEN ns_owner IS NULL THEN '' WHEN ns_project IS NULL THEN "
               "'u' || hex(ns_owner) ELSE 'p' || hex(ns_owner || char(31) || ns_project) END")
@@ -110,6 +112,28 @@ def _to_v6(conn: Any, schema: list[str]) -> None:
 
 
 _STEPS = {2: _to_v2, 3: _to_v3, 4: _to_v4, 5: _to_v5, 6: _to_v6}
+
+#: indexes earlier builds made that no query uses, which every durable record still paid
+#: for (an index entry and a page of the write-ahead log each): dropped on open, with no
+#: new schema version, so an earlier build still opens the store (none of its queries
+#: used them either). ``gov_ix_episode_ns`` indexed the namespace stamp inside the
+#: metadata JSON, which no episode holds since the namespace has its own columns (schema 2).
+UNUSED_INDEXES = ("gov_ix_episode_ns",)
+
+
+def unused_indexes(conn: RawConnection) -> list[str]:
+    """Which of :data:`UNUSED_INDEXES` this database still has (a read)."""
+    marks = ",".join("?" * len(UNUSED_INDEXES))
+    return [str(r[0]) for r in conn.execute(
+        f"SELECT name FROM sqlite_master WHERE type='index' AND name IN ({marks})",
+        UNUSED_INDEXES)]
+
+
+def drop_indexes(conn: RawConnection, names: list[str]) -> None:
+    """Drop these of :data:`UNUSED_INDEXES` (inside the caller's transaction)."""
+    for name in names:
+        if name in UNUSED_INDEXES:
+            conn.execute(f"DROP INDEX IF EXISTS {name}")
 
 
 def upgrade(conn: Any, current: int, schema: list[str]) -> None:
