@@ -62,3 +62,22 @@ def test_statements_by_rowid_have_few_texts(store: Store) -> None:
     assert lists
     lengths = {len(x.split(",")) for x in lists}
     assert lengths <= {8, 16, 32, 64, 128, 256, 500}, lengths
+
+
+
+@pytest.mark.parametrize("keyword", ["meteor plan", "garden note"])
+def test_no_word_walk_probe_in_a_store_of_few_rows(store: Store, keyword: str) -> None:
+    """A store of at most WORD_WALK rows cannot hold more matches than that, so a word
+    query matching more than its pool is ranked without the walk's probes (a count of
+    every match up to WORD_WALK, then one count per query word)."""
+    b = backend_of(store)
+    assert b._top_rowid() <= b.WORD_WALK  # type: ignore[attr-defined]
+    seen: list[str] = []
+    b.conn.set_trace_callback(seen.append)  # type: ignore[attr-defined]
+    try:
+        r = store.recall(keyword=keyword, limit=10)
+    finally:
+        b.conn.set_trace_callback(None)  # type: ignore[attr-defined]
+    assert r.query_params["match"] == "words" and r.total_matching > 100 and r.episodes
+    assert not [s for s in seen if "MAX(rowid) FROM (SELECT rowid FROM episodes_words" in s]
+    assert len([s for s in seen if "episodes_words MATCH" in s]) <= 3  # count, pool, words

@@ -875,7 +875,10 @@ class SQLiteBackend(SQLBackend):
         elif slack is not None:
             # type and namespace are in the index: rank there alone, then drop the few
             # replaced episodes (at most ``slack`` of the best) on their rows
-            walk = self._word_walk(filters, words, mparams[0])
+            # a store of at most WORD_WALK rows has no more matches: no walk, and none of
+            # its probes (a count of every match, one of each word's)
+            walk = (None if self._top_rowid() <= self.WORD_WALK
+                    else self._word_walk(filters, words, mparams[0]))
             if walk is None:
                 ranked = ("SELECT w.rowid AS rowid, -bm25(episodes_words, 1.0, 0.0, 0.0) "
                           "AS score FROM episodes_words w WHERE episodes_words MATCH ? ORDER "
