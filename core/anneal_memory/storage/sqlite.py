@@ -892,7 +892,10 @@ class SQLiteBackend(SQLBackend):
         elif slack is not None:
             # type and namespace are in the index: rank there alone, then drop the few
             # replaced episodes (at most ``slack`` of the best) on their rows
-            walk = self._word_walk(filters, words, mparams[0])
+            # a store of at most WORD_WALK rows has no more matches: no walk, and none of
+            # its probes (a count of every match, one of each word's)
+            walk = (None if self._top_rowid() <= self.WORD_WALK
+                    else self._word_walk(filters, words, mparams[0]))
             if walk is None:
                 ranked = ("SELECT w.rowid AS rowid, -bm25(episodes_words, 1.0, 0.0, 0.0) "
                           "AS score FROM episodes_words w WHERE episodes_words MATCH ? ORDER "
@@ -1009,8 +1012,8 @@ class SQLiteBackend(SQLBackend):
             # found by row id: left to choose, the planner walks every row of a type filter's
             # type off the type index instead (170 ms at a million episodes)
             for r in self.q(f"SELECT e.rowid, {_epoch_sql('e')} FROM episodes e NOT INDEXED "
-                            "WHERE e.rowid "
-                            f"IN ({','.join('?' * len(chunk))}) AND {where}", [*chunk, *params]):
+                            f"WHERE e.rowid IN ({_marks(chunk)}) AND {where}",
+                            [*_padded(chunk), *params]):
                 out[int(r[0])] = r[1]
         return out
 
@@ -1203,8 +1206,8 @@ class SQLiteBackend(SQLBackend):
         for i in range(0, len(rowids), self._IN_CHUNK):
             chunk = rowids[i:i + self._IN_CHUNK]
             n += self._scalar(f"SELECT COUNT(*) FROM episodes e NOT INDEXED WHERE e.rowid IN "
-                              f"({','.join('?' * len(chunk))}) AND {test} AND {where}",
-                              [*chunk, *params])
+                              f"({_marks(chunk)}) AND {test} AND {where}",
+                              [*_padded(chunk), *params])
         return n
 
     def _match_count(self, fts: str | None, mparams: list[Any], src: str, where: str,
@@ -1245,7 +1248,7 @@ class SQLiteBackend(SQLBackend):
         for i in range(0, len(rowids), 500):
             chunk = rowids[i:i + 500]
             for r in self.q(f"SELECT {cols} FROM episodes e NOT INDEXED WHERE e.rowid IN "
-                            f"({','.join('?' * len(chunk))}) AND {where}", [*chunk, *params]):
+                            f"({_marks(chunk)}) AND {where}", [*_padded(chunk), *params]):
                 out[int(r[0])] = _row(r)
         return out
 
@@ -1278,6 +1281,36 @@ class SQLiteBackend(SQLBackend):
 
     def integrity_check(self) -> str:
         return str(self.q1("PRAGMA integrity_check")[0])  # type: ignore[index]
+
+
+#: the lengths a list of row ids is padded to (the last: SQLiteBackend._IN_CHUNK), so
+#: that a statement reading rows by id has a few texts, each prepared once and then
+#: found in the connection's statement cache: parsing a list of 300 placeholders cost
+#: more than the 300 seeks it asks for (a third of a ranked recall's SQL at 1,000
+#: episodes)
+_IN_SIZES = (8, 16, 32, 64, 128, 256, 500)
+
+
+def _in_size(n: int) -> int:
+    """The padded length of a list of ``n`` row ids (``n`` itself past the largest)."""
+    for size in _IN_SIZES:
+        if n <= size:
+            return size
+    return n
+
+
+def _marks(ids: Sequence[int]) -> str:
+    """The placeholders of a padded ``IN`` list of ``ids`` (see _padded)."""
+    return ",".join("?" * _in_size(len(ids)))
+
+
+def _padded(ids: Sequence[int]) -> list[int]:
+    """``ids`` padded to their _in_size with copies of the first: a value repeated in an
+    ``IN`` list matches what it matched once, so the rows read are the same."""
+    out = list(ids)
+    if out:
+        out += [out[0]] * (_in_size(len(out)) - len(out))
+    return out
 
 
 def _split_sql(script: str) -> list[str]:
