@@ -201,3 +201,24 @@ def test_an_estimate_is_never_below_the_matches_shown(
         assert r.query_params.get("total_estimated") is True and r.total_matching >= 5
     finally:
         s.close()
+
+
+def test_a_phrase_estimated_at_nothing_leaves_an_exact_word_total_unflagged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A phrase whose estimate is 0 falls back to the words; the total then reported is the
+    word matches' count, so the flag says whether THAT count is estimated."""
+    monkeypatch.setattr(SQLiteBackend, "SCAN_ROWS", 0)
+    monkeypatch.setattr(SQLiteBackend, "SAMPLE_ROWS", 40)
+    monkeypatch.setattr(SQLiteBackend, "LARGE_STORE", 100)
+    monkeypatch.setattr(SQLiteBackend, "EXACT_COUNT_LARGE", 50)
+    s = Store(str(tmp_path / "m.db"), project_name="fallback")
+    try:
+        # every row holds the phrase's trigrams, none holds the phrase or its word
+        s.record_many([{"content": f"alpha habe bet soup {i}", "episode_type": "observation"}
+                       for i in range(300)])
+        r = s.recall(keyword="alphabet", limit=5)
+        assert r.query_params["match"] == "words"
+        assert r.total_matching == 0 and r.episodes == []
+        assert "total_estimated" not in r.query_params
+    finally:
+        s.close()
