@@ -181,14 +181,20 @@ def test_a_large_store_counts_exactly_to_its_own_bound_then_estimates(
         s.close()
 
 
-def test_an_estimate_is_never_below_the_matches_shown(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The oldest candidates hold every trigram of the phrase but not the phrase: the sample
-    finds no match, yet the page is full of newer ones."""
+def _sampled_large_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bounds of a large store at test size: every store past 100 rows is "large", a count
+    is exact to 50 trigram candidates, then estimated from a sample of 40."""
     monkeypatch.setattr(SQLiteBackend, "SCAN_ROWS", 0)
     monkeypatch.setattr(SQLiteBackend, "SAMPLE_ROWS", 40)
     monkeypatch.setattr(SQLiteBackend, "LARGE_STORE", 100)
     monkeypatch.setattr(SQLiteBackend, "EXACT_COUNT_LARGE", 50)
+
+
+def test_an_estimate_is_never_below_the_matches_shown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The oldest candidates hold every trigram of the phrase but not the phrase: the sample
+    finds no match, yet the page is full of newer ones."""
+    _sampled_large_store(monkeypatch)
     s = Store(str(tmp_path / "m.db"), project_name="shown")
     try:
         s.record_many([{"content": f"alpha habe bet soup {i}", "episode_type": "observation"}
@@ -207,10 +213,7 @@ def test_a_phrase_estimated_at_nothing_leaves_an_exact_word_total_unflagged(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A phrase whose estimate is 0 falls back to the words; the total then reported is the
     word matches' count, so the flag says whether THAT count is estimated."""
-    monkeypatch.setattr(SQLiteBackend, "SCAN_ROWS", 0)
-    monkeypatch.setattr(SQLiteBackend, "SAMPLE_ROWS", 40)
-    monkeypatch.setattr(SQLiteBackend, "LARGE_STORE", 100)
-    monkeypatch.setattr(SQLiteBackend, "EXACT_COUNT_LARGE", 50)
+    _sampled_large_store(monkeypatch)
     s = Store(str(tmp_path / "m.db"), project_name="fallback")
     try:
         # every row holds the phrase's trigrams, none holds the phrase or its word
