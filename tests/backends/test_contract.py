@@ -166,6 +166,37 @@ def test_wrap_gates(open_store: Callable[..., Store]) -> None:
     assert release_baton(s2.path, "b") is True
 
 
+def test_an_open_store_reads_its_baton_through_itself(
+        open_store: Callable[..., Store], location: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """baton_status / baton_holder of an open Store or view read its own storage (status and
+    every wrap ask): no second backend is opened for them; by location, or once the store is
+    closed, the baton is still read, and every reader sees the same holder."""
+    from anneal_memory import baton_status, storage
+    from anneal_memory.wrap.baton import baton_holder
+
+    s1, s2 = open_store(), open_store()
+    view = s2.scoped({"user": "alice"})
+    claim_baton(s1, "root-session")
+    claim_baton(view, "alice-session")
+    real_open = storage.open
+    opened: list[str] = []
+
+    def counting_open(*a: object, **kw: object) -> object:
+        opened.append(str(a[0]) if a else "")
+        return real_open(*a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(storage, "open", counting_open)
+    assert baton_status(s2)["holder"] == "root-session"
+    assert baton_holder(view) == "alice-session"
+    assert baton_holder(s1.scoped({"user": "alice"})) == "alice-session"
+    assert opened == []
+    assert baton_status(s2.path)["holder"] == "root-session"  # a location opens one
+    s1.close()
+    assert baton_holder(s1) == "root-session"  # closed: read by its location
+    assert len(opened) == (2 if location.startswith("postgres") else 0)
+
+
 def test_refused_save_loses_nothing(store: Store) -> None:
     store.record("keep this", "observation")
     w = prepare_wrap(store)
