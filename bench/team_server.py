@@ -504,9 +504,8 @@ def verdicts(runs: dict[str, Any], baselines: dict[str, Any]) -> list[dict[str, 
 
 def write(figures: dict[str, Any], goals: list[dict[str, str]], quick: bool,
           measured_at: str | None = None, out_dir: Path | None = None) -> None:
-    # a quick run's files stay out of the folder bench/goals.py gathers
-    base = out_dir or OUT
-    out = base / "quick" if quick else base
+    # a quick run's files stay out of the folder bench/goals.py gathers (unless named)
+    out = out_dir or (OUT / "quick" if quick else OUT)
     out.mkdir(parents=True, exist_ok=True)
     doc = {"area": "team_server", "measured_at": measured_at or datetime.now(
         timezone.utc).isoformat(timespec="seconds"), "machine": f"nproc {os.cpu_count()}, python "
@@ -567,6 +566,11 @@ def postgres_runs(args: argparse.Namespace, kinds: list[str]) -> dict[str, Any]:
     return runs
 
 
+#: "today's" server of issue 54's figures (423 requests/s): the commit the issue measured,
+#: so every run compares against the same code, on a branch or on main
+BASELINE_REF = "36803b5b05b1"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="200 tokens, 40 clients, 8 s")
@@ -579,8 +583,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--clients-kind", default="sdk,raw",
                    help="sdk: the official MCP SDK client; raw: lightweight HTTP/1.1 clients "
                         "sending what it sends (the server's own capacity)")
-    p.add_argument("--baseline-ref", default=None,
-                   help="the code measured as today's (default: the merge base with main)")
+    p.add_argument("--baseline-ref", default=BASELINE_REF,
+                   help="the code measured as today's (default: the code issue 54 measured)")
     p.add_argument("--no-baseline", action="store_true")
     p.add_argument("--dsn", default=os.environ.get("ANNEAL_TEST_PG_DSN"))
     p.add_argument("--out-dir", type=Path, default=None,
@@ -597,9 +601,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="anneal-team-") as tmp:
         folder = Path(tmp)
         if "sqlite" in backends and not args.no_baseline:
-            ref = args.baseline_ref or subprocess.run(
-                ["git", "merge-base", "HEAD", "main"], cwd=REPO, capture_output=True,
-                text=True).stdout.strip() or "HEAD"
+            ref = args.baseline_ref
             made = baseline_env(ref, folder)
             if made is not None:
                 env, sha = made

@@ -8,6 +8,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
@@ -106,5 +108,15 @@ def test_the_baseline_runs_without_the_compiled_parser_and_loop(tmp_path: Path) 
 def test_out_dir_takes_the_report_instead_of_the_results_folder(tmp_path: Path) -> None:
     ts.write({"runs": {}}, [], False, measured_at="2026-01-01T00:00:00+00:00", out_dir=tmp_path)
     assert (tmp_path / "team_server.json").exists() and (tmp_path / "team_server.md").exists()
-    ts.write({"runs": {}}, [], True, measured_at="2026-01-01T00:00:00+00:00", out_dir=tmp_path)
+    # a named folder takes a quick run's report too (the bench session names one)
+    quick = tmp_path / "q"
+    ts.write({"runs": {}}, [], True, measured_at="2026-01-01T00:00:00+00:00", out_dir=quick)
+    assert (quick / "team_server.json").exists() and not (quick / "quick").exists()
+
+
+def test_a_quick_run_without_a_folder_stays_out_of_the_gathered_results(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(ts, "OUT", tmp_path)
+    ts.write({"runs": {}}, [], True, measured_at="2026-01-01T00:00:00+00:00")
     assert (tmp_path / "quick" / "team_server.json").exists()
+    assert not (tmp_path / "team_server.json").exists()
