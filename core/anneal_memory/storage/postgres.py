@@ -111,6 +111,15 @@ _EXACT = 2 ** 62
 _WORDS_SCORE = "ts_rank_cd(e.content_tsv, tq.q, 1)"
 
 
+#: the word vectors' most common stems and their estimated episodes (ANALYZE's sample)
+_STATS_CTE = (
+    "WITH st AS MATERIALIZED (SELECT x.e, x.f * c.reltuples AS est FROM pg_class c "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_stats s ON s.schemaname "
+    "= n.nspname AND s.tablename = c.relname AND s.attname = 'content_tsv' CROSS "
+    "JOIN LATERAL unnest(s.most_common_elems::text::text[], "
+    "s.most_common_elem_freqs) AS x(e, f) WHERE c.oid = 'episodes'::regclass) ")
+
+
 def _epoch_sql(alias: str) -> str:
     """An episode's timestamp as epoch seconds."""
     return f"EXTRACT(EPOCH FROM {alias}.timestamp::timestamptz)"
@@ -508,7 +517,7 @@ class PostgresBackend(SQLBackend):
         large = self._top_rowid() > self.RARE_FIRST * self.WORD_WALK
         counts = self._namespace_counts(filters, words) if large else None
         rare = self._rare_of(words, counts) if counts is not None else []
-        key = self._walk_key(counts)
+        key = self._walk_key(counts, filters)
         if rare:
             return self._ranked_with_rare(near, src, mparams, where, params, words, rare,
                                           pool, key)
@@ -520,7 +529,7 @@ class PostgresBackend(SQLBackend):
         walked = ("SELECT w.*, COUNT(*) OVER () AS n, MIN(w.rowid) OVER () AS reach, "
                   "ROW_NUMBER() OVER (ORDER BY w.rowid DESC) AS k FROM (SELECT e.rowid AS "
                   "rowid, e.timestamp AS ts, e.content_tsv AS tsv, tq.q AS q "
-                  f"{src}{where} ORDER BY {key} DESC LIMIT ?) w")
+                  f"{src}{where} ORDER BY {key[0]} LIMIT ?) w")
         inner = ("SELECT c.rowid, ts_rank_cd(c.tsv, c.q, 1) AS score, c.n, c.reach FROM "
                  f"({walked}) c WHERE c.k <= ? ORDER BY 2 DESC, c.ts DESC, c.rowid DESC LIMIT ?")
         iparams = [*mparams, *params, self.WORD_WALK + 1, self.WORD_WALK, int(pool)]
@@ -537,7 +546,7 @@ class PostgresBackend(SQLBackend):
     def _ranked_with_rare(self, near: list[tuple[str, list[Any]]], src: str,
                           mparams: list[Any], where: str, params: list[Any],
                           words: Sequence[str], rare: list[str], pool: int,
-                          key: str = "e.rowid") -> RankedPage:
+                          key: tuple[str, str] = ("e.rowid DESC", "e.rowid")) -> RankedPage:
         """``ranked_ids`` for a query with rare words: the walk's reach (how many of the
         newest WORD_WALK + 1 matches there are, and the oldest row id among them), then
         one statement ranking every match newer than that (the row id index read
@@ -545,12 +554,12 @@ class PostgresBackend(SQLBackend):
         match of the rare words (the word index), each scored for the whole query. As
         one OR, the planner scored every match."""
         r = self.q1(f"SELECT COUNT(*), MIN(s.rowid) FROM (SELECT e.rowid {src}{where} "
-                    f"ORDER BY {key} DESC LIMIT ?) s", [*mparams, *params, self.WORD_WALK + 1])
+                    f"ORDER BY {key[0]} LIMIT ?) s", [*mparams, *params, self.WORD_WALK + 1])
         n = int(r[0]) if r else 0
         if not n or r is None:
             return RankedPage([], 0)
         reach = int(r[1])
-        newer = f"{key} >= ?" if n <= self.WORD_WALK else f"{key} > ?"
+        newer = f"{key[1]} >= ?" if n <= self.WORD_WALK else f"{key[1]} > ?"
         inner = ("SELECT u.rowid, u.score, 0 AS n, 0 AS reach FROM (SELECT e.rowid AS "
                  f"rowid, e.timestamp AS ts, {_WORDS_SCORE} AS score {src}{where} AND "
                  f"{newer} UNION SELECT e.rowid, e.timestamp, {_WORDS_SCORE} FROM "
@@ -603,27 +612,49 @@ class PostgresBackend(SQLBackend):
         """The query words held by at most RARE_MATCHES episodes (see _namespace_counts)."""
         return [w for w in words if 0 < counts[w] <= self.RARE_MATCHES]
 
-    def _walk_key(self, counts: dict[str, int] | None) -> str:
-        """The expression the walk orders by: ``e.rowid``, or ``(e.rowid + 0)`` when the
-        query's words are held by few enough episodes that reading every match off the
-        word index costs less than walking the row id index back to the WORD_WALK-th
-        match. The same rows in the same order either way; only the plan differs: ordered
-        by the row id itself, the planner walks the row id index newest first and checks
-        each row's words (it prices a check at a fraction of its cost), reading
-        WORD_WALK / f rows for words held by a share f of the store: 400,000 rows for
-        f = 1.4% at a million episodes, against the 14,000 matches of the word index
-        (EXPLAIN ANALYZE: 315 ms against ~40). Ordered by an expression, it reads the
-        matches off the word index and sorts them. Chosen when every word was counted
-        exactly (under the cap) and the sum of the counts S, at least the matches M, is
-        at most the walk's WORD_WALK * top / S (a lower bound of WORD_WALK * top / M)."""
-        if counts is None:
-            return "e.rowid"
-        cap = max(self.RARE_MATCHES + 1, self.WORD_COUNT_CAP)
-        if any(n >= cap for n in counts.values()):
-            return "e.rowid"
-        total = sum(counts.values())
-        return "(e.rowid + 0)" if total * total <= self.WORD_WALK * self._top_rowid() \
-            else "e.rowid"
+    #: the share of a query's matches a type filter is taken to keep (_walk_key: a plan's
+    #: choice, not a result's)
+    TYPE_SHARE = 0.3
+
+    def _walk_key(self, counts: dict[str, int] | None, filters: SearchFilters
+                  ) -> tuple[str, str]:
+        """How the walk to the WORD_WALK-th newest match is written: (its ORDER BY, the
+        row id expression it bounds). The same rows in the same order whichever is
+        chosen; only the plan differs. Ordered by the row id itself, the planner walks the
+        row id index newest first and checks each row's words (it prices a check at a
+        fraction of its cost), reading WORD_WALK * top / M rows for M matches: 411,000
+        rows for M = 14,000 at a million episodes (EXPLAIN ANALYZE: 315 ms), and a
+        typed query 1 / s times as many for a type holding a share s of the matches (the
+        type checked on each row: the planner took neither the type's own index nor the
+        word and type indexes ANDed, which read 118 ms where the walk read 264). Ordered
+        by ``(e.rowid + 0)``, which no index serves, it reads the matches off the word
+        index (with the type's, for a typed query) and sorts them: chosen in a large
+        store (``counts`` given) when M, estimated, is at most a fifth of the walk (a match
+        read off the word index costs ~5 times a row walked: its own heap page and a
+        recheck), s taken as TYPE_SHARE. M is estimated from the exact counts under the
+        cap, the statistics' estimate of a word counted to the cap, or else STATS_MARGIN
+        times the cap: an estimate that is off costs time only."""
+        if counts is not None:
+            cap = max(self.RARE_MATCHES + 1, self.WORD_COUNT_CAP)
+            capped = [w for w, n in counts.items() if n >= cap]
+            est = self._stats_estimates(capped) if capped else {}
+            matches = sum(float(n) if n < cap
+                          else max(est.get(w, 0.0), cap * self.STATS_MARGIN)
+                          for w, n in counts.items())
+            share = 1.0 if filters.episode_type is None else self.TYPE_SHARE
+            if 5 * share * matches * matches <= self.WORD_WALK * self._top_rowid():
+                return "(e.rowid + 0) DESC", "(e.rowid + 0)"
+        return "e.rowid DESC", "e.rowid"
+
+    def _stats_estimates(self, words: Sequence[str]) -> dict[str, float]:
+        """The episodes the server's statistics (ANALYZE's sample of the word vectors)
+        put each word of one stem in, for the words among their most common ones."""
+        if not words:
+            return {}
+        r = self.q1(_STATS_CTE + "SELECT " + ", ".join(
+            "(SELECT MAX(st.est) FROM st WHERE ARRAY[st.e] = tsvector_to_array(to_tsvector("
+            "'anneal_words'::regconfig, ?)))" for _ in words), list(words)) or ()
+        return {w: float(n) for w, n in zip(words, r) if n is not None}
 
     def _walked_count(self, walked: int, reach: int) -> int:
         """The matches of a word query past WORD_WALK, estimated as the SQLite backend
@@ -707,13 +738,7 @@ class PostgresBackend(SQLBackend):
                          "ARRAY[st.e] = tsvector_to_array(to_tsvector('anneal_words'::"
                          f"regconfig, ?))), 0) >= ? THEN ? ELSE {count} END)")
             args += [word, float(cap) * self.STATS_MARGIN, int(cap), word, int(cap)]
-        with_st = "" if extra else (
-            # the word vectors' most common stems and their estimated episodes
-            "WITH st AS MATERIALIZED (SELECT x.e, x.f * c.reltuples AS est FROM pg_class c "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_stats s ON s.schemaname "
-            "= n.nspname AND s.tablename = c.relname AND s.attname = 'content_tsv' CROSS "
-            "JOIN LATERAL unnest(s.most_common_elems::text::text[], "
-            "s.most_common_elem_freqs) AS x(e, f) WHERE c.oid = 'episodes'::regclass) ")
+        with_st = "" if extra else _STATS_CTE
         r = self.q1(with_st + "SELECT " + ", ".join(heads), args) or ()
         for word, n in zip(todo, r):
             out[word] = int(n or 0)
