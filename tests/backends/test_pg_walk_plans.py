@@ -116,3 +116,48 @@ def test_postgres_sessions_run_without_jit(pg_location: str) -> None:
             assert row is not None and row[0] == "off"
         finally:
             store.close()
+
+
+PHRASES = [("coffee again", None), ("tea by", None), ("window 1", None),
+           ("coffee again", "decision"), ("tea by", "observation"), ("number 3", "decision")]
+
+
+def _phrase_answers(location: str) -> list[tuple[list[str], int, bool]]:
+    store = Store(location)
+    try:
+        out = []
+        for keyword, etype in PHRASES:
+            r = store.recall(keyword=keyword, limit=5, episode_type=etype)
+            assert r.query_params["match"] == "phrase"
+            out.append(([e.id for e in r.episodes], r.total_matching,
+                        bool(r.query_params.get("total_estimated"))))
+        return out
+    finally:
+        store.close()
+
+
+def test_postgres_phrase_count_alike_scanned_or_read_off_the_index(
+        walk_store: Store, pg_location: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = type(backend_of(walk_store))
+    monkeypatch.setattr(backend, "EXACT_COUNT", 30)  # 460 episodes: a store to choose in
+    chosen = backend._scan_finds_first
+    monkeypatch.setattr(backend, "_scan_finds_first", lambda self, inner, args: True)
+    scanned = _phrase_answers(pg_location)
+    monkeypatch.setattr(backend, "_scan_finds_first", lambda self, inner, args: False)
+    indexed = _phrase_answers(pg_location)
+    assert indexed == scanned
+    # past the exact bound: estimated, said so; under it: exact
+    assert scanned[0][2] and scanned[0][1] > 30
+    assert scanned[4][1:] == (30, False)  # tea by the window: 30 observations, counted
+    ran: list[str] = []
+    run = backend._run
+
+    def spy(self: object, sql: str, params: object, fetch: object) -> object:
+        ran.append(sql)
+        return run(self, sql, params, fetch)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(backend, "_scan_finds_first", chosen)
+    monkeypatch.setattr(backend, "_run", spy)
+    assert _phrase_answers(pg_location) == scanned
+    # the choice is the planner's estimate, asked once per count
+    assert any(sql.startswith("EXPLAIN (FORMAT JSON)") for sql in ran)
