@@ -546,9 +546,6 @@ class PostgresBackend(SQLBackend):
         counts = self._namespace_counts(filters, words) if large else None
         rare = self._rare_of(words, counts) if counts is not None else []
         key = self._walk_key(counts, filters)
-        if rare:
-            return self._ranked_with_rare(near, src, mparams, where, params, words, rare,
-                                          pool, key)
         # the newest WORD_WALK + 1 matches (all of them when there are no more); the pool
         # is the best of the newest WORD_WALK, each row carrying how many were walked and
         # the oldest row id reached. Scored once picked: in the statement that picks them
@@ -558,47 +555,47 @@ class PostgresBackend(SQLBackend):
                   "ROW_NUMBER() OVER (ORDER BY w.rowid DESC) AS k FROM (SELECT e.rowid AS "
                   "rowid, e.timestamp AS ts, e.content_tsv AS tsv, tq.q AS q "
                   f"{src}{where} ORDER BY {key[0]} LIMIT ?) w")
+        wparams = [*mparams, *params, self.WORD_WALK + 1]
+        if rare:
+            return self._ranked_with_rare(near, walked, wparams, where, params, words, rare,
+                                          pool)
         inner = ("SELECT c.rowid, ts_rank_cd(c.tsv, c.q, 1) AS score, c.n, c.reach FROM "
                  f"({walked}) c WHERE c.k <= ? ORDER BY 2 DESC, c.ts DESC, c.rowid DESC LIMIT ?")
-        iparams = [*mparams, *params, self.WORD_WALK + 1, self.WORD_WALK, int(pool)]
+        iparams = [*wparams, self.WORD_WALK, int(pool)]
         rows = self._ranked_rows(near, inner, iparams)
         n = int(rows[0][6]) if rows else 0
         if n <= self.WORD_WALK:
             return RankedPage(self._hits(rows), n)
         rare = [] if large else self._rare_of(words, self._namespace_counts(filters, words))
         if rare:
-            return self._ranked_with_rare(near, src, mparams, where, params, words, rare,
-                                          pool, key)
+            return self._ranked_with_rare(near, walked, wparams, where, params, words, rare,
+                                          pool)
         return RankedPage(self._hits(rows), self._walked_count(n, int(rows[0][7])))
 
-    def _ranked_with_rare(self, near: list[tuple[str, list[Any]]], src: str,
-                          mparams: list[Any], where: str, params: list[Any],
-                          words: Sequence[str], rare: list[str], pool: int,
-                          key: tuple[str, str] = ("e.rowid DESC", "e.rowid")) -> RankedPage:
-        """``ranked_ids`` for a query with rare words: the walk's reach (how many of the
-        newest WORD_WALK + 1 matches there are, and the oldest row id among them), then
-        one statement ranking every match newer than that (the row id index read
-        backwards: all the matches when there are no more than WORD_WALK) with every
-        match of the rare words (the word index), each scored for the whole query. As
-        one OR, the planner scored every match."""
-        r = self.q1(f"SELECT COUNT(*), MIN(s.rowid) FROM (SELECT e.rowid {src}{where} "
-                    f"ORDER BY {key[0]} LIMIT ?) s", [*mparams, *params, self.WORD_WALK + 1])
-        n = int(r[0]) if r else 0
-        if not n or r is None:
-            return RankedPage([], 0)
-        reach = int(r[1])
-        newer = f"{key[1]} >= ?" if n <= self.WORD_WALK else f"{key[1]} > ?"
-        inner = ("SELECT u.rowid, u.score, 0 AS n, 0 AS reach FROM (SELECT e.rowid AS "
-                 f"rowid, e.timestamp AS ts, {_WORDS_SCORE} AS score {src}{where} AND "
-                 f"{newer} UNION SELECT e.rowid, e.timestamp, {_WORDS_SCORE} FROM "
+    def _ranked_with_rare(self, near: list[tuple[str, list[Any]]], walked: str,
+                          wparams: list[Any], where: str, params: list[Any],
+                          words: Sequence[str], rare: list[str], pool: int) -> RankedPage:
+        """``ranked_ids`` for a query with rare words, one statement: the walk (the newest
+        WORD_WALK + 1 matches, read once, kept as a CTE with how many there are and the
+        oldest row id reached), its newest WORD_WALK matches with every match of the rare
+        words (the word index), each scored for the whole query. As one OR, the planner
+        scored every match; as two statements (the walk's reach, then every match newer
+        than it) the walk's rows were read twice."""
+        inner = (f"WITH w AS MATERIALIZED ({walked}) SELECT u.rowid, u.score, "
+                 "(SELECT MAX(w.n) FROM w) AS n, (SELECT MIN(w.reach) FROM w) AS reach FROM "
+                 "(SELECT w.rowid, w.ts, ts_rank_cd(w.tsv, w.q, 1) AS score FROM w WHERE "
+                 f"w.k <= ? UNION SELECT e.rowid, e.timestamp, {_WORDS_SCORE} FROM "
                  f"episodes e, (SELECT {_tsquery_sql(len(rare))} AS q) rq, (SELECT "
                  f"{_tsquery_sql(len(words))} AS q) tq "
                  f"WHERE e.content_tsv @@ rq.q AND {where}) u "
                  "ORDER BY u.score DESC, u.ts DESC, u.rowid DESC LIMIT ?")
-        rows = self._ranked_rows(near, inner, [*mparams, *params, reach, *rare, *mparams,
+        rows = self._ranked_rows(near, inner, [*wparams, self.WORD_WALK, *rare, *words,
                                                *params, int(pool)])
+        n = int(rows[0][6] or 0) if rows else 0
+        if not n:
+            return RankedPage([], 0)
         return RankedPage(self._hits(rows), n if n <= self.WORD_WALK
-                          else self._walked_count(n, reach))
+                          else self._walked_count(n, int(rows[0][7])))
 
     def _top_rowid(self) -> int:
         """The highest row id of the episodes (the store's size while none was deleted),
