@@ -45,17 +45,33 @@ def walk_store(pg_location: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[St
     store.close()
 
 
-def _answers(location: str) -> list[tuple[list[str], int, bool]]:
-    store = Store(location)  # a fresh store each time: nothing memoized
+def _answers(location: str, queries: list[tuple[str, str | None]] = QUERIES,
+             limit: int = 10) -> list[tuple[list[str], int, bool, str]]:
+    """Each query's ids, total, whether the total is estimated and how it was answered
+    (phrase or words), from a fresh store (nothing memoized)."""
+    store = Store(location)
     try:
         out = []
-        for keyword, etype in QUERIES:
-            r = store.recall(keyword=keyword, limit=10, episode_type=etype)
+        for keyword, etype in queries:
+            r = store.recall(keyword=keyword, limit=limit, episode_type=etype)
             out.append(([e.id for e in r.episodes], r.total_matching,
-                        bool(r.query_params.get("total_estimated"))))
+                        bool(r.query_params.get("total_estimated")), r.query_params["match"]))
         return out
     finally:
         store.close()
+
+
+def _statements(backend: type, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The SQL each statement of ``backend`` runs from now on, in order."""
+    ran: list[str] = []
+    run = backend._run
+
+    def spy(self: object, sql: str, params: object, fetch: object) -> object:
+        ran.append(sql)
+        return run(self, sql, params, fetch)
+
+    monkeypatch.setattr(backend, "_run", spy)
+    return ran
 
 
 def test_postgres_walk_ranks_alike_read_off_either_index(
@@ -73,20 +89,13 @@ def test_postgres_walk_ranks_alike_read_off_either_index(
     assert _answers(pg_location) == by_rowid
     # the queries do walk: past the walk the count is an estimate, said so
     assert by_rowid[2][2] and by_rowid[0][2]
-    assert all(ids for ids, _n, _e in by_rowid)
+    assert all(ids and how == "words" for ids, _n, _e, how in by_rowid)
 
 
 def test_postgres_walk_reads_the_word_index_for_words_held_by_few(
         walk_store: Store, pg_location: str, monkeypatch: pytest.MonkeyPatch) -> None:
     backend = type(backend_of(walk_store))
-    ran: list[str] = []
-    run = backend._run
-
-    def spy(self: object, sql: str, params: object, fetch: object) -> object:
-        ran.append(sql)
-        return run(self, sql, params, fetch)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(backend, "_run", spy)
+    ran = _statements(backend, monkeypatch)
     store = Store(pg_location)
     try:
         # tea: 60 matches, 5 * 60^2 <= 50 * 460: read off the word index
@@ -122,18 +131,8 @@ PHRASES = [("coffee again", None), ("tea by", None), ("window 1", None),
            ("coffee again", "decision"), ("tea by", "observation"), ("number 3", "decision")]
 
 
-def _phrase_answers(location: str) -> list[tuple[list[str], int, bool]]:
-    store = Store(location)
-    try:
-        out = []
-        for keyword, etype in PHRASES:
-            r = store.recall(keyword=keyword, limit=5, episode_type=etype)
-            assert r.query_params["match"] == "phrase"
-            out.append(([e.id for e in r.episodes], r.total_matching,
-                        bool(r.query_params.get("total_estimated"))))
-        return out
-    finally:
-        store.close()
+def _phrase_answers(location: str) -> list[tuple[list[str], int, bool, str]]:
+    return _answers(location, PHRASES, limit=5)
 
 
 def test_postgres_phrase_count_alike_scanned_or_read_off_the_index(
@@ -148,16 +147,10 @@ def test_postgres_phrase_count_alike_scanned_or_read_off_the_index(
     assert indexed == scanned
     # past the exact bound: estimated, said so; under it: exact
     assert scanned[0][2] and scanned[0][1] > 30
-    assert scanned[4][1:] == (30, False)  # tea by the window: 30 observations, counted
-    ran: list[str] = []
-    run = backend._run
-
-    def spy(self: object, sql: str, params: object, fetch: object) -> object:
-        ran.append(sql)
-        return run(self, sql, params, fetch)  # type: ignore[arg-type]
-
+    assert scanned[4][1:] == (30, False, "phrase")  # 30 tea observations, counted
+    assert all(how == "phrase" for _ids, _n, _e, how in scanned)
     monkeypatch.setattr(backend, "_scan_finds_first", chosen)
-    monkeypatch.setattr(backend, "_run", spy)
+    ran = _statements(backend, monkeypatch)
     assert _phrase_answers(pg_location) == scanned
     # the choice is the planner's estimate, asked once per count
     assert any(sql.startswith("EXPLAIN (FORMAT JSON)") for sql in ran)
