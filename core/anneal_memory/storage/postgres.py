@@ -651,12 +651,13 @@ class PostgresBackend(SQLBackend):
         rows for M = 14,000 at a million episodes (EXPLAIN ANALYZE: 315 ms), and a
         typed query 1 / s times as many for a type holding a share s of the matches (the
         type checked on each row: the planner took neither the type's own index nor the
-        word and type indexes ANDed, which read 118 ms where the walk read 264). Ordered
+        word and type indexes ANDed, which read 115 ms where the walk read 276). Ordered
         by ``(e.rowid + 0)``, which no index serves, it reads the matches off the word
-        index (with the type's, for a typed query) and sorts them: chosen in a large
-        store (``counts`` given) when M, estimated, is at most a fifth of the walk (a match
-        read off the word index costs ~5 times a row walked: its own heap page and a
-        recheck), s taken as TYPE_SHARE. M is estimated from the exact counts under the
+        index (ANDed with the type's index for a typed query: s * M rows) and sorts them:
+        chosen in a large store (``counts`` given) when the rows it reads, s * M, are at
+        most a fifth of the walk's WORD_WALK * top / (s * M) (a row read off the word
+        index costs ~5 times a row walked: its own heap page and a recheck), s taken as
+        TYPE_SHARE. M is estimated from the exact counts under the
         cap, the statistics' estimate of a word counted to the cap, or else STATS_MARGIN
         times the cap: an estimate that is off costs time only."""
         if counts is not None:
@@ -667,7 +668,7 @@ class PostgresBackend(SQLBackend):
                           else max(est.get(w, 0.0), cap * self.STATS_MARGIN)
                           for w, n in counts.items())
             share = 1.0 if filters.episode_type is None else self.TYPE_SHARE
-            if 5 * share * matches * matches <= self.WORD_WALK * self._top_rowid():
+            if 5 * (share * matches) ** 2 <= self.WORD_WALK * self._top_rowid():
                 return "(e.rowid + 0) DESC", "(e.rowid + 0)"
         return "e.rowid DESC", "e.rowid"
 
