@@ -621,12 +621,16 @@ SQLITE_BOUND = ("the trigram AND of a phrase reads doclists that grow with the s
                 "9-11 ms whole at 1M)")
 PG_BOUND = ("ranked words are bounded as on SQLite (the newest 5,000 matches and every "
             "match of words held by <= 2,000 episodes, each scored by ts_rank_cd: ~10 us a "
-            "row), but the word statistics count each word held by 2,000-25,000 episodes "
-            "row by row up to 20,000 (GIN cannot count without reading rows; far commoner "
-            "words come from ANALYZE's statistics, counts are kept per snapshot), a typed "
-            "walk reads 5,000/f rows of its type, and pg_trgm reads every trigram's whole "
-            "posting list of a phrase (2,800 pages for three words at 1M); with "
-            "shared_buffers 64MB every row read is a page copied from the OS cache")
+            "row), but the walk to the 5,000th newest match reads 5,000 * N / M rows off the "
+            "row id index for M matches, or, where the words' counts put M under a fifth of "
+            "that, the M matches off the word index (with the type's index for a typed "
+            "query): either grows with the store; the word statistics count each word held "
+            "by 2,000-25,000 episodes row by row up to 20,000 (GIN cannot count without "
+            "reading rows; far commoner words come from ANALYZE's statistics, counts are "
+            "kept per snapshot); pg_trgm reads every trigram's whole posting list of a "
+            "phrase (2,800 pages for three words at 1M) and rechecks every row holding its "
+            "trigrams apart (10,284 rows read for 176 matches of a two-word phrase at 1M); "
+            "JIT compilation is off in the library's sessions (50-100 ms a statement at 1M)")
 
 
 def summarize_pg(figures: dict[str, Any], pg_sizes: list[int], ran: bool = True
@@ -697,7 +701,9 @@ def markdown_pg(out: dict[str, Any], pg_sizes: list[int]) -> str:
     lines = [f"# Issue 54 goal 1 on PostgreSQL: keyword recall growth "
              f"({out['measured_at'][:16]})", "",
              f"Machine: {out['machine']}; server: " + (", ".join(
-                 f"{k} {v}" for k, v in server.items()) or "none") + ". Wall clock (the "
+                 f"{k} {v}" for k, v in server.items()) or "none") + " (the library's "
+             "sessions set jit off; a server started by `scripts/pg_server.py start DIR "
+             "--bench` has shared_buffers a quarter of RAM). Wall clock (the "
              "work is the server's), each query asked once, single runs on shared cores.", "",
              "| goal | figure | target | verdict | bound |", "|---|---|---|---|---|"]
     for g in out["goals"]:

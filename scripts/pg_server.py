@@ -2,7 +2,10 @@
 
 ``python scripts/pg_server.py start DIR`` runs initdb into DIR, starts the server on a free
 loopback port with trust auth for a local user, creates a database and prints its DSN;
-``python scripts/pg_server.py stop DIR`` stops it. ``run DIR -- CMD...`` starts, runs CMD
+``python scripts/pg_server.py stop DIR`` stops it. ``start DIR --bench`` gives the server the
+memory a server of its own machine would have (shared_buffers a quarter of RAM,
+effective_cache_size three quarters: ``bench_settings``) instead of the test suite's small
+footprint; the library needs neither. ``run DIR -- CMD...`` starts, runs CMD
 with ``ANNEAL_TEST_PG_DSN`` set, and always stops. The binaries come from the
 distribution's packages (``/usr/lib/postgresql/<version>/bin``); initdb refuses to run
 as root, so as root the cluster runs as the ``postgres`` system user.
@@ -90,8 +93,19 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(base: Path) -> str:
-    """Create and start the cluster under ``base``; return the DSN of its test database."""
+def bench_settings() -> str:
+    """Server options sized to this machine's memory, as an operator would set them for a
+    dedicated server: shared_buffers a quarter of RAM (so rows and index pages read once
+    stay in the server's own cache, not copied again from the OS cache at every read) and
+    effective_cache_size three quarters (the planner's idea of the cache). For benches."""
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    mb = ram // (1024 * 1024)
+    return f"-c shared_buffers={max(128, mb // 4)}MB -c effective_cache_size={max(512, mb * 3 // 4)}MB"
+
+
+def start(base: Path, *, bench: bool = False) -> str:
+    """Create and start the cluster under ``base``; return the DSN of its test database.
+    ``bench``: the server's memory sized to the machine (see bench_settings)."""
     bindir = _bindir()
     base.mkdir(parents=True, exist_ok=True)
     base.chmod(0o755)
@@ -106,6 +120,8 @@ def start(base: Path) -> str:
     port = _free_port()
     opts = (f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={sock} "
             "-c fsync=on -c max_connections=200 -c shared_buffers=64MB")
+    if bench:
+        opts += " " + bench_settings()
     subprocess.run([*run, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "log"),
                     "-o", opts, "-w", "-t", "60", "start"], check=True, stdout=subprocess.DEVNULL,
                    cwd=base)
@@ -136,7 +152,7 @@ def main(argv: list[str]) -> int:
         return 2
     base = Path(argv[1]).resolve()
     if argv[0] == "start":
-        print(start(base))
+        print(start(base, bench="--bench" in argv[2:]))
         return 0
     if argv[0] == "stop":
         stop(base)

@@ -59,9 +59,21 @@ _pools: dict[tuple[str, bool], list[Any]] = {}  # (dsn, read_only) -> [pool, use
 _pools_lock = threading.Lock()
 
 
+def _session(conn: Any) -> None:
+    """Session settings of every pooled connection. JIT compilation off: the planner
+    compiles a statement whose estimated cost passes ``jit_above_cost``, which a large
+    store's recall statements do (a count of 20,000 matches, a walk of 5,000), and at
+    50-100 ms a compile costs more than the statement it speeds up (EXPLAIN ANALYZE at a
+    million episodes: 106 ms of JIT in a 300 ms word count). A server without JIT (or
+    older than 11, without the setting) is left as it is."""
+    with contextlib.suppress(psycopg.Error):
+        conn.execute("SET jit = off")
+
+
 def _read_only_session(conn: Any) -> None:
     # A session setting, not the URL's ``options``: that would replace the user's own
     # (a search_path, for instance).
+    _session(conn)
     conn.execute("SET default_transaction_read_only = on")
 
 
@@ -72,7 +84,7 @@ def _acquire_pool(dsn: str, read_only: bool, size: int, timeout: int) -> Any:
             kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": timeout}
             pool = ConnectionPool(dsn, min_size=1, max_size=size, kwargs=kwargs, open=False,
                                   check=ConnectionPool.check_connection,
-                                  configure=_read_only_session if read_only else None,
+                                  configure=_read_only_session if read_only else _session,
                                   name=f"anneal-memory {redact(dsn)}")
             pool.open(wait=True, timeout=timeout)
             entry = _pools[(dsn, read_only)] = [pool, 0]
@@ -97,6 +109,15 @@ _EXACT = 2 ** 62
 
 #: ranked word search: each word a bound parameter of ``phraseto_tsquery`` (no syntax)
 _WORDS_SCORE = "ts_rank_cd(e.content_tsv, tq.q, 1)"
+
+
+#: the word vectors' most common stems and their estimated episodes (ANALYZE's sample)
+_STATS_CTE = (
+    "WITH st AS MATERIALIZED (SELECT x.e, x.f * c.reltuples AS est FROM pg_class c "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_stats s ON s.schemaname "
+    "= n.nspname AND s.tablename = c.relname AND s.attname = 'content_tsv' CROSS "
+    "JOIN LATERAL unnest(s.most_common_elems::text::text[], "
+    "s.most_common_elem_freqs) AS x(e, f) WHERE c.oid = 'episodes'::regclass) ")
 
 
 def _epoch_sql(alias: str) -> str:
@@ -449,8 +470,13 @@ class PostgresBackend(SQLBackend):
         :class:`EstimatedCount`. No ORDER BY: sorted by row id, the server walked the
         row id index from the oldest row, reading every row of a rare phrase (2 s at a
         million episodes) where the word or trigram index finds its few matches."""
-        r = self.q1(f"SELECT COUNT(*), MAX(s.rowid) FROM (SELECT e.rowid {src}{where} "
-                    "LIMIT ?) s", [*args, self.EXACT_COUNT + 1])
+        inner = f"SELECT e.rowid {src}{where}"
+        if self._scan_finds_first(inner, args):
+            sql = f"SELECT COUNT(*), MAX(s.rowid) FROM ({inner} LIMIT ?) s"
+        else:
+            sql = (f"WITH m AS MATERIALIZED ({inner}) SELECT COUNT(*), MAX(s.rowid) FROM "
+                   "(SELECT m.rowid FROM m LIMIT ?) s")
+        r = self.q1(sql, [*args, self.EXACT_COUNT + 1])
         n = int(r[0]) if r else 0
         if n <= self.EXACT_COUNT or r is None or r[1] is None:
             return n
@@ -459,6 +485,29 @@ class PostgresBackend(SQLBackend):
             return n
         lo, hi, reach = int(ends[0]), int(ends[1]), int(r[1])
         return EstimatedCount(round(n * (hi - lo + 1) / max(1, reach - lo + 1)))
+
+    def _scan_finds_first(self, inner: str, args: list[Any]) -> bool:
+        """Whether the first EXACT_COUNT + 1 matches of ``inner`` are found sooner by
+        reading rows until they turn up (what the planner picks for a LIMIT: a scan of the
+        table or of the type's index, which stops early) than off the trigram index (all
+        its matches' row lists ANDed, then their rows read). The planner prices a row's
+        ILIKE at a fraction of its cost, so it scans even where the matches are few: a
+        phrase in 0.6% of one type's rows read 158,000 rows (499 ms at a million episodes)
+        where the trigram and type indexes ANDed read 82 ms; but a common phrase's
+        trigram lists cost 80 ms to AND where the scan finds its matches in 20. A scan
+        reads (EXACT_COUNT + 1) * top / M rows for M matches, the index ~M: the scan is
+        kept when M (the planner's estimate, one EXPLAIN) is at least the square root of
+        (EXACT_COUNT + 1) * top. The same matches are counted either way (the first ones
+        in the table's order: a bitmap reads the table in that order too)."""
+        top = self._top_rowid()
+        if top <= 10 * self.EXACT_COUNT:  # a small store: nothing to choose
+            return True
+        r = self.q1("EXPLAIN (FORMAT JSON) " + inner, args)
+        try:
+            est = float(r[0][0]["Plan"]["Plan Rows"]) if r else 0.0
+        except (LookupError, TypeError, ValueError):
+            return True
+        return est * est >= (self.EXACT_COUNT + 1) * top
 
     #: past this many matches of a word query, its pool is ranked among the newest
     #: WORD_WALK matches and every match of its rare words, not among all of them (as
@@ -494,10 +543,9 @@ class PostgresBackend(SQLBackend):
         # first, so that the ranking is one statement whichever way it goes (a smaller
         # store walks first: most of its queries need no more)
         large = self._top_rowid() > self.RARE_FIRST * self.WORD_WALK
-        rare = self._rare_words(filters, words) if large else []
-        if rare:
-            return self._ranked_with_rare(near, src, mparams, where, params, words, rare,
-                                          pool)
+        counts = self._namespace_counts(filters, words) if large else None
+        rare = self._rare_of(words, counts) if counts is not None else []
+        key = self._walk_key(counts, filters)
         # the newest WORD_WALK + 1 matches (all of them when there are no more); the pool
         # is the best of the newest WORD_WALK, each row carrying how many were walked and
         # the oldest row id reached. Scored once picked: in the statement that picks them
@@ -506,47 +554,48 @@ class PostgresBackend(SQLBackend):
         walked = ("SELECT w.*, COUNT(*) OVER () AS n, MIN(w.rowid) OVER () AS reach, "
                   "ROW_NUMBER() OVER (ORDER BY w.rowid DESC) AS k FROM (SELECT e.rowid AS "
                   "rowid, e.timestamp AS ts, e.content_tsv AS tsv, tq.q AS q "
-                  f"{src}{where} ORDER BY e.rowid DESC LIMIT ?) w")
+                  f"{src}{where} ORDER BY {key[0]} LIMIT ?) w")
+        wparams = [*mparams, *params, self.WORD_WALK + 1]
+        if rare:
+            return self._ranked_with_rare(near, walked, wparams, where, params, words, rare,
+                                          pool)
         inner = ("SELECT c.rowid, ts_rank_cd(c.tsv, c.q, 1) AS score, c.n, c.reach FROM "
                  f"({walked}) c WHERE c.k <= ? ORDER BY 2 DESC, c.ts DESC, c.rowid DESC LIMIT ?")
-        iparams = [*mparams, *params, self.WORD_WALK + 1, self.WORD_WALK, int(pool)]
+        iparams = [*wparams, self.WORD_WALK, int(pool)]
         rows = self._ranked_rows(near, inner, iparams)
         n = int(rows[0][6]) if rows else 0
         if n <= self.WORD_WALK:
             return RankedPage(self._hits(rows), n)
-        rare = [] if large else self._rare_words(filters, words)
+        rare = [] if large else self._rare_of(words, self._namespace_counts(filters, words))
         if rare:
-            return self._ranked_with_rare(near, src, mparams, where, params, words, rare,
+            return self._ranked_with_rare(near, walked, wparams, where, params, words, rare,
                                           pool)
         return RankedPage(self._hits(rows), self._walked_count(n, int(rows[0][7])))
 
-    def _ranked_with_rare(self, near: list[tuple[str, list[Any]]], src: str,
-                          mparams: list[Any], where: str, params: list[Any],
+    def _ranked_with_rare(self, near: list[tuple[str, list[Any]]], walked: str,
+                          wparams: list[Any], where: str, params: list[Any],
                           words: Sequence[str], rare: list[str], pool: int) -> RankedPage:
-        """``ranked_ids`` for a query with rare words: the walk's reach (how many of the
-        newest WORD_WALK + 1 matches there are, and the oldest row id among them), then
-        one statement ranking every match newer than that (the row id index read
-        backwards: all the matches when there are no more than WORD_WALK) with every
-        match of the rare words (the word index), each scored for the whole query. As
-        one OR, the planner scored every match."""
-        r = self.q1(f"SELECT COUNT(*), MIN(s.rowid) FROM (SELECT e.rowid {src}{where} "
-                    "ORDER BY e.rowid DESC LIMIT ?) s", [*mparams, *params, self.WORD_WALK + 1])
-        n = int(r[0]) if r else 0
-        if not n or r is None:
-            return RankedPage([], 0)
-        reach = int(r[1])
-        newer = "e.rowid >= ?" if n <= self.WORD_WALK else "e.rowid > ?"
-        inner = ("SELECT u.rowid, u.score, 0 AS n, 0 AS reach FROM (SELECT e.rowid AS "
-                 f"rowid, e.timestamp AS ts, {_WORDS_SCORE} AS score {src}{where} AND "
-                 f"{newer} UNION SELECT e.rowid, e.timestamp, {_WORDS_SCORE} FROM "
+        """``ranked_ids`` for a query with rare words, one statement: the walk (the newest
+        WORD_WALK + 1 matches, read once, kept as a CTE with how many there are and the
+        oldest row id reached), its newest WORD_WALK matches with every match of the rare
+        words (the word index), each scored for the whole query. As one OR, the planner
+        scored every match; as two statements (the walk's reach, then every match newer
+        than it) the walk's rows were read twice."""
+        inner = (f"WITH w AS MATERIALIZED ({walked}) SELECT u.rowid, u.score, "
+                 "(SELECT MAX(w.n) FROM w) AS n, (SELECT MIN(w.reach) FROM w) AS reach FROM "
+                 "(SELECT w.rowid, w.ts, ts_rank_cd(w.tsv, w.q, 1) AS score FROM w WHERE "
+                 f"w.k <= ? UNION SELECT e.rowid, e.timestamp, {_WORDS_SCORE} FROM "
                  f"episodes e, (SELECT {_tsquery_sql(len(rare))} AS q) rq, (SELECT "
                  f"{_tsquery_sql(len(words))} AS q) tq "
                  f"WHERE e.content_tsv @@ rq.q AND {where}) u "
                  "ORDER BY u.score DESC, u.ts DESC, u.rowid DESC LIMIT ?")
-        rows = self._ranked_rows(near, inner, [*mparams, *params, reach, *rare, *mparams,
+        rows = self._ranked_rows(near, inner, [*wparams, self.WORD_WALK, *rare, *words,
                                                *params, int(pool)])
+        n = int(rows[0][6] or 0) if rows else 0
+        if not n:
+            return RankedPage([], 0)
         return RankedPage(self._hits(rows), n if n <= self.WORD_WALK
-                          else self._walked_count(n, reach))
+                          else self._walked_count(n, int(rows[0][7])))
 
     def _top_rowid(self) -> int:
         """The highest row id of the episodes (the store's size while none was deleted),
@@ -573,16 +622,65 @@ class PostgresBackend(SQLBackend):
         return [RankedHit(int(r[0]), _float(r[1]), float(r[2] or 0.0), _float(r[3]),
                           _float(r[4]), r[5]) for r in rows]
 
-    def _rare_words(self, filters: SearchFilters, words: Sequence[str]) -> list[str]:
-        """The query words held by at most RARE_MATCHES episodes of the filters'
-        namespace (of any type: the filters then apply to their matches). SQLite counts
+    def _namespace_counts(self, filters: SearchFilters, words: Sequence[str]
+                          ) -> dict[str, int]:
+        """How many episodes of the filters' namespace (of any type: the filters then
+        apply to their matches) hold each query word, up to WORD_COUNT_CAP. SQLite counts
         them in the type too, which its word index holds; here a type's count read every
         row of the type back to its RARE_MATCHES-th match (0.3-0.8 s at a million
-        episodes), while the namespace's counts are word_counts' own, kept per state."""
-        # counted to the cap word_counts asks next, in the same snapshot: one count each
-        counts = self._capped_counts(words, filters.scope,
-                                     max(self.RARE_MATCHES + 1, self.WORD_COUNT_CAP))
+        episodes), while the namespace's counts are word_counts' own, kept per state:
+        counted to the cap word_counts asks next, in the same snapshot, one count each."""
+        return self._capped_counts(words, filters.scope,
+                                   max(self.RARE_MATCHES + 1, self.WORD_COUNT_CAP))
+
+    def _rare_of(self, words: Sequence[str], counts: dict[str, int]) -> list[str]:
+        """The query words held by at most RARE_MATCHES episodes (see _namespace_counts)."""
         return [w for w in words if 0 < counts[w] <= self.RARE_MATCHES]
+
+    #: the share of a query's matches a type filter is taken to keep (_walk_key: a plan's
+    #: choice, not a result's)
+    TYPE_SHARE = 0.3
+
+    def _walk_key(self, counts: dict[str, int] | None, filters: SearchFilters
+                  ) -> tuple[str, str]:
+        """How the walk to the WORD_WALK-th newest match is written: (its ORDER BY, the
+        row id expression it bounds). The same rows in the same order whichever is
+        chosen; only the plan differs. Ordered by the row id itself, the planner walks the
+        row id index newest first and checks each row's words (it prices a check at a
+        fraction of its cost), reading WORD_WALK * top / M rows for M matches: 411,000
+        rows for M = 14,000 at a million episodes (EXPLAIN ANALYZE: 315 ms), and a
+        typed query 1 / s times as many for a type holding a share s of the matches (the
+        type checked on each row: the planner took neither the type's own index nor the
+        word and type indexes ANDed, which read 115 ms where the walk read 276). Ordered
+        by ``(e.rowid + 0)``, which no index serves, it reads the matches off the word
+        index (ANDed with the type's index for a typed query: s * M rows) and sorts them:
+        chosen in a large store (``counts`` given) when the rows it reads, s * M, are at
+        most a fifth of the walk's WORD_WALK * top / (s * M) (a row read off the word
+        index costs ~5 times a row walked: its own heap page and a recheck), s taken as
+        TYPE_SHARE. M is estimated from the exact counts under the
+        cap, the statistics' estimate of a word counted to the cap, or else STATS_MARGIN
+        times the cap: an estimate that is off costs time only."""
+        if counts is not None:
+            cap = max(self.RARE_MATCHES + 1, self.WORD_COUNT_CAP)
+            capped = [w for w, n in counts.items() if n >= cap]
+            est = self._stats_estimates(capped) if capped else {}
+            matches = sum(float(n) if n < cap
+                          else max(est.get(w, 0.0), cap * self.STATS_MARGIN)
+                          for w, n in counts.items())
+            share = 1.0 if filters.episode_type is None else self.TYPE_SHARE
+            if 5 * (share * matches) ** 2 <= self.WORD_WALK * self._top_rowid():
+                return "(e.rowid + 0) DESC", "(e.rowid + 0)"
+        return "e.rowid DESC", "e.rowid"
+
+    def _stats_estimates(self, words: Sequence[str]) -> dict[str, float]:
+        """The episodes the server's statistics (ANALYZE's sample of the word vectors)
+        put each word of one stem in, for the words among their most common ones."""
+        if not words:
+            return {}
+        r = self.q1(_STATS_CTE + "SELECT " + ", ".join(
+            "(SELECT MAX(st.est) FROM st WHERE ARRAY[st.e] = tsvector_to_array(to_tsvector("
+            "'anneal_words'::regconfig, ?)))" for _ in words), list(words)) or ()
+        return {w: float(n) for w, n in zip(words, r) if n is not None}
 
     def _walked_count(self, walked: int, reach: int) -> int:
         """The matches of a word query past WORD_WALK, estimated as the SQLite backend
@@ -666,13 +764,7 @@ class PostgresBackend(SQLBackend):
                          "ARRAY[st.e] = tsvector_to_array(to_tsvector('anneal_words'::"
                          f"regconfig, ?))), 0) >= ? THEN ? ELSE {count} END)")
             args += [word, float(cap) * self.STATS_MARGIN, int(cap), word, int(cap)]
-        with_st = "" if extra else (
-            # the word vectors' most common stems and their estimated episodes
-            "WITH st AS MATERIALIZED (SELECT x.e, x.f * c.reltuples AS est FROM pg_class c "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_stats s ON s.schemaname "
-            "= n.nspname AND s.tablename = c.relname AND s.attname = 'content_tsv' CROSS "
-            "JOIN LATERAL unnest(s.most_common_elems::text::text[], "
-            "s.most_common_elem_freqs) AS x(e, f) WHERE c.oid = 'episodes'::regclass) ")
+        with_st = "" if extra else _STATS_CTE
         r = self.q1(with_st + "SELECT " + ", ".join(heads), args) or ()
         for word, n in zip(todo, r):
             out[word] = int(n or 0)
