@@ -142,3 +142,23 @@ def test_a_typed_query_under_the_walk_is_ranked_as_before(
     assert "total_estimated" not in under.query_params
     assert [e.id for e in under.episodes] == [e.id for e in whole.episodes]
     assert under.total_matching == whole.total_matching == N // 3
+
+
+@pytest.mark.parametrize("replaced", [False, True])
+def test_the_walks_probe_count_is_the_total_under_the_walk(store: Store,
+                                                           replaced: bool) -> None:
+    """Under the walk's bound the probe has counted every match: the total is that
+    count (less the replaced matches), not a second count of the index's matches."""
+    b = backend_of(store)
+    if replaced:
+        tea = store.recall(keyword="tea", limit=2, context=False).episodes
+        assert store.supersede(old_id=tea[1].id, new_id=tea[0].id)
+    seen: list[str] = []
+    b.conn.set_trace_callback(seen.append)  # type: ignore[attr-defined]
+    try:
+        r = b.ranked_ids(SearchFilters(), ["tea", "zzqx"], 20)  # type: ignore[attr-defined]
+    finally:
+        b.conn.set_trace_callback(None)  # type: ignore[attr-defined]
+    assert r.total == N // 10 - 2 - replaced  # every tenth row says tea, but 30 and 200
+    assert len(r.hits) == 20
+    assert not [s for s in seen if s.startswith("SELECT COUNT(*) FROM episodes_words WHERE")]

@@ -878,6 +878,7 @@ class SQLiteBackend(SQLBackend):
                          f"{alias}.rowid = h.rowid {step} AND {nwhere})", nparams))
         slack = self._index_only_slack(filters, where)
         walk: tuple[str, list[Any]] | None = None
+        matched: int | None = None  # the index's exact count of the matches, when known
         if self._small_scope(filters, rows_at_most=pool):
             # a namespace holding no more rows than the pool: every match is in it, so
             # the index only finds them; BM25 in the index would read every user's
@@ -898,8 +899,12 @@ class SQLiteBackend(SQLBackend):
             # replaced episodes (at most ``slack`` of the best) on their rows
             # a store of at most WORD_WALK rows has no more matches: no walk, and none of
             # its probes (a count of every match, one of each word's)
-            walk = (None if self._top_rowid() <= self.WORD_WALK
-                    else self._word_walk(filters, words, mparams[0]))
+            walked = (None if self._top_rowid() <= self.WORD_WALK
+                      else self._word_walk(filters, words, mparams[0]))
+            if isinstance(walked, int):  # the walk's probe counted every match
+                matched = walked
+            else:
+                walk = walked
             if walk is None:
                 ranked = ("SELECT w.rowid AS rowid, -bm25(episodes_words, 1.0, 0.0, 0.0) "
                           "AS score FROM episodes_words w WHERE episodes_words MATCH ? ORDER "
@@ -928,7 +933,8 @@ class SQLiteBackend(SQLBackend):
         elif len(rows) < pool:
             total = len(rows)
         else:
-            total = self._match_count("episodes_words", mparams, src, where, params, filters)
+            total = self._match_count("episodes_words", mparams, src, where, params, filters,
+                                      matched=matched)
         return RankedPage([RankedHit(int(r[0]), r[1], _NAN if r[2] is None else float(r[2]),
                                      r[3], r[4], r[5]) for r in rows], total)
 
@@ -944,9 +950,10 @@ class SQLiteBackend(SQLBackend):
                             "episodes_words MATCH ? LIMIT ?)", [expr, int(cap)])
 
     def _word_walk(self, filters: SearchFilters, words: Sequence[str], expr: str
-                   ) -> tuple[str, list[Any]] | None:
+                   ) -> tuple[str, list[Any]] | int:
         """The bounded candidates of a word query matching more than WORD_WALK rows
-        (None when it matches fewer: then every match is ranked, as before).
+        (when it matches fewer, how many it matches, exactly: then every match is
+        ranked, as before, and the count is not asked again).
 
         The index's BM25 of every match costs in proportion to the matches (a common
         word is in a tenth of a store's episodes); ranked here instead: the newest
@@ -962,7 +969,7 @@ class SQLiteBackend(SQLBackend):
         probe = self.q1("SELECT COUNT(*), MAX(rowid) FROM (SELECT rowid FROM episodes_words "
                         "WHERE episodes_words MATCH ? LIMIT ?)", [expr, self.WORD_WALK + 1])
         if not probe or int(probe[0]) <= self.WORD_WALK:
-            return None
+            return int(probe[0]) if probe else 0
         self._per_snapshot(("walk_reach", expr), lambda: int(probe[1]))
         bare = SearchFilters(episode_type=filters.episode_type, scope=filters.scope)
         rare = []
@@ -1262,11 +1269,14 @@ class SQLiteBackend(SQLBackend):
         return n
 
     def _match_count(self, fts: str | None, mparams: list[Any], src: str, where: str,
-               params: list[Any], filters: SearchFilters) -> int:
+                     params: list[Any], filters: SearchFilters, *,
+                     matched: int | None = None) -> int:
         """How many episodes match: the ones the other filters pass, less the replaced
         ones among them (reached from the few replacement links), rather than a probe of
         every row for a replacement. A word search with no filter but the superseded
-        one counts in the full-text index alone."""
+        one counts in the full-text index alone (``matched``: that count, when the
+        caller has it already: the word walk's probe counts a query's every match up to
+        WORD_WALK)."""
         replaced = (not filters.include_superseded
                     and self.q1("SELECT 1 FROM supersessions LIMIT 1") is not None)
         if fts is None:
@@ -1282,7 +1292,8 @@ class SQLiteBackend(SQLBackend):
             include_superseded=filters.include_superseded, episode_type=filters.episode_type))
         if where != bare:
             return self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])
-        n = self._scalar(f"SELECT COUNT(*) FROM {fts} WHERE {fts} MATCH ?", mparams)
+        n = (matched if matched is not None else
+             self._scalar(f"SELECT COUNT(*) FROM {fts} WHERE {fts} MATCH ?", mparams))
         if replaced:
             n -= self._scalar(
                 "SELECT COUNT(*) FROM (SELECT DISTINCT old_id FROM supersessions) s "
