@@ -61,15 +61,19 @@ def _reference(store: Store, words: list[str], etype: str, pool: int
     bm25 = "-bm25(episodes_words, 1.0, 0.0, 0.0)"
     content = "content : (" + " OR ".join(fts_quote(w) for w in words) + ")"
     typed = f"({content}) AND type : {fts_quote(etype)}"
-    newest = [r[0] for r in conn.execute(
-        "SELECT rowid FROM episodes_words WHERE episodes_words MATCH ? ORDER BY rowid DESC "
-        "LIMIT ?", [content, WALK])]
+    def newest(expr: str, n: int) -> list[int]:
+        return [r[0] for r in conn.execute("SELECT rowid FROM episodes_words WHERE "
+                                           "episodes_words MATCH ? ORDER BY rowid DESC "
+                                           "LIMIT ?", [expr, n])]
+
+    # the words' newest WALK matches, or further back to the type's newest ``pool``
+    low = min(newest(content, WALK)[-1], newest(typed, pool)[-1])
     rare = [w for w in words if 0 < conn.execute(
         "SELECT COUNT(*) FROM episodes_words WHERE episodes_words MATCH ?",
         [f"(content : {fts_quote(w)}) AND type : {fts_quote(etype)}"]).fetchone()[0] <= RARE]
     full = dict(conn.execute(f"SELECT rowid, {bm25} FROM episodes_words WHERE "
                              "episodes_words MATCH ?", [typed]).fetchall())
-    scores = {rid: full[rid] for rid in newest if rid in full}
+    scores = {rid: sc for rid, sc in full.items() if rid >= low}
     if rare:
         rexpr = ("(content : (" + " OR ".join(fts_quote(w) for w in rare) + ")) AND type : "
                  + fts_quote(etype))
@@ -79,20 +83,22 @@ def _reference(store: Store, words: list[str], etype: str, pool: int
     return sorted(scores.items(), key=lambda x: (-x[1], -x[0]))[:pool]
 
 
+@pytest.mark.parametrize("pool", [20, 45])
 @pytest.mark.parametrize("words", [["coffee"], ["coffee", "astronomer"],
                                    ["coffee", "zzqx"], ["tea", "coffee", "astronomer"]])
-def test_a_typed_walk_ranks_as_fts5_with_the_type_inside(store: Store, words: list[str]
-                                                         ) -> None:
+def test_a_typed_walk_ranks_as_fts5_with_the_type_inside(store: Store, words: list[str],
+                                                         pool: int) -> None:
     """Same rows, same order, the same scores to the last bit as FTS5's BM25 with the type
     in the query, for queries with and without rare words (a walk of one part only must
-    not let BM25 be flattened into an aggregate)."""
+    not let BM25 be flattened into an aggregate). A pool larger than the type's matches
+    among the words' newest WALK (20 of 60 here) reaches back to fill it."""
     b = backend_of(store)
     filters = SearchFilters(episode_type="decision")
-    page = b.ranked_ids(filters, words, 20)  # type: ignore[attr-defined]
+    page = b.ranked_ids(filters, words, pool)  # type: ignore[attr-defined]
     assert page.total != len(page.hits)  # the walk was taken: its total is estimated
     got = [(h.rowid, h.score) for h in page.hits]
-    assert got == _reference(store, words, "decision", 20)
-    assert len(got) == 20
+    assert got == _reference(store, words, "decision", pool)
+    assert len(got) == pool
     # every row is of the type; the newest ones come from the words' newest WALK matches
     rows = b.rows_by_rowid([r for r, _s in got], SearchFilters())  # type: ignore[attr-defined]
     assert {rows[r].type for r, _s in got} == {"decision"}

@@ -900,7 +900,7 @@ class SQLiteBackend(SQLBackend):
             # a store of at most WORD_WALK rows has no more matches: no walk, and none of
             # its probes (a count of every match, one of each word's)
             walked = (None if self._top_rowid() <= self.WORD_WALK
-                      else self._word_walk(filters, words, mparams[0]))
+                      else self._word_walk(filters, words, mparams[0], int(pool) + slack))
             if isinstance(walked, int):  # the walk's probe counted every match
                 matched = walked
             else:
@@ -949,8 +949,8 @@ class SQLiteBackend(SQLBackend):
         return self._scalar("SELECT COUNT(*) FROM (SELECT 1 FROM episodes_words WHERE "
                             "episodes_words MATCH ? LIMIT ?)", [expr, int(cap)])
 
-    def _word_walk(self, filters: SearchFilters, words: Sequence[str], expr: str
-                   ) -> tuple[str, list[Any]] | int:
+    def _word_walk(self, filters: SearchFilters, words: Sequence[str], expr: str,
+                   need: int) -> tuple[str, list[Any]] | int:
         """The bounded candidates of a word query matching more than WORD_WALK rows
         (when it matches fewer, how many it matches, exactly: then every match is
         ranked, as before, and the count is not asked again).
@@ -964,7 +964,8 @@ class SQLiteBackend(SQLBackend):
 
         A typed query is walked the same way with the type outside BM25 (see
         _typed_walk): its candidates are then the type's matches among the newest
-        WORD_WALK matches of the words, not the newest WORD_WALK of the type.
+        WORD_WALK matches of the words (never fewer than ``need``, the rows its
+        caller ranks, when the type has that many), not the newest WORD_WALK of the type.
         """
         probe = self.q1("SELECT COUNT(*), MAX(rowid) FROM (SELECT rowid FROM episodes_words "
                         "WHERE episodes_words MATCH ? LIMIT ?)", [expr, self.WORD_WALK + 1])
@@ -978,7 +979,7 @@ class SQLiteBackend(SQLBackend):
             if 0 < self._fts_count(wexpr, self.RARE_MATCHES + 1) <= self.RARE_MATCHES:
                 rare.append(fts_quote(spell_letters(word)))
         if filters.episode_type:
-            parts, params = self._typed_walk(filters, words, rare)
+            parts, params = self._typed_walk(filters, words, rare, need)
         else:
             parts = [f"SELECT * FROM (SELECT w.rowid AS rowid, {_WORD_SCORE} AS score FROM "
                      "episodes_words w WHERE episodes_words MATCH ? ORDER BY w.rowid DESC "
@@ -993,8 +994,8 @@ class SQLiteBackend(SQLBackend):
                "GROUP BY rowid ORDER BY score DESC, rowid DESC LIMIT ?")
         return sql, params
 
-    def _typed_walk(self, filters: SearchFilters, words: Sequence[str], rare: list[str]
-                    ) -> tuple[list[str], list[Any]]:
+    def _typed_walk(self, filters: SearchFilters, words: Sequence[str], rare: list[str],
+                    need: int) -> tuple[list[str], list[Any]]:
         """The walk's scored parts for a typed query, with the type outside BM25.
 
         BM25 in the index reads the whole doclist of every phrase of its query for the
@@ -1006,25 +1007,28 @@ class SQLiteBackend(SQLBackend):
         against. The newest part is bounded by the words' WORD_WALK-th newest match (of
         any type): the type's matches among those (about WORD_WALK times the type's
         share) are scored, instead of the newest WORD_WALK matches of the type, which
-        would take the words' matches back 1/share as far, each read and checked.
+        would take the words' matches back 1/share as far, each read and checked; the
+        bound reaches back further when that is needed for the newest ``need`` matches of
+        the type (a rare type: a page is never short while the type has more matches).
         Results change only for a typed query whose words match more than WORD_WALK
         episodes of the type (when the walk is taken at all): below that every match is
         ranked as before, and every match of a rare word is scored either way."""
         untyped = SearchFilters(scope=filters.scope)
         content = "content : (" + " OR ".join(fts_quote(spell_letters(w)) for w in words) + ")"
         words_expr = _with_type(content, untyped, ns=True)
-        reach = self.q1("SELECT MIN(rowid) FROM (SELECT rowid FROM episodes_words WHERE "
-                        "episodes_words MATCH ? ORDER BY rowid DESC LIMIT ?)",
-                        [words_expr, self.WORD_WALK])
-        low = int(reach[0]) if reach and reach[0] is not None else 0
+        typed = _with_type(content, filters, ns=True)
+        newest = ("(SELECT MIN(rowid) FROM (SELECT rowid FROM episodes_words WHERE "
+                  "episodes_words MATCH ? ORDER BY rowid DESC LIMIT ?))")
+        reach = self.q1(f"SELECT {newest}, {newest}",
+                        [words_expr, self.WORD_WALK, typed, int(need)])
+        low = min((int(r) for r in reach or () if r is not None), default=0)
         typed_in = "+w.rowid IN (SELECT rowid FROM episodes_words WHERE episodes_words MATCH ?"
-        # its own LIMIT (never reached: the range holds WORD_WALK matches) keeps the part
+        # its own LIMIT (never reached: the range holds at most that many) keeps the part
         # a subquery, so BM25 is never flattened into the walk's MAX()
         parts = [f"SELECT * FROM (SELECT w.rowid AS rowid, {_WORD_SCORE} AS score FROM "
                  f"episodes_words w WHERE episodes_words MATCH ? AND w.rowid >= ? AND "
                  f"{typed_in} AND rowid >= ?) ORDER BY w.rowid DESC LIMIT ?)"]
-        params: list[Any] = [words_expr, low, _with_type(content, filters, ns=True), low,
-                             self.WORD_WALK]
+        params: list[Any] = [words_expr, low, typed, low, max(self.WORD_WALK, int(need))]
         if rare:
             rare_content = "content : (" + " OR ".join(rare) + ")"
             parts.append(f"SELECT w.rowid AS rowid, {_WORD_SCORE} AS score FROM "
