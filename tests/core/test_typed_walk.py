@@ -173,3 +173,35 @@ def test_the_walks_probe_count_is_the_total_under_the_walk(store: Store,
     assert r.total == N // 10 - 2 - replaced  # every tenth row says tea, but 30 and 200
     assert len(r.hits) == 20
     assert not [s for s in seen if s.startswith("SELECT COUNT(*) FROM episodes_words WHERE")]
+
+
+@pytest.mark.parametrize("outside", [1, 10_000])
+def test_a_typed_query_under_the_walk_ranks_as_fts5_either_way(
+        store: Store, monkeypatch: pytest.MonkeyPatch, outside: int) -> None:
+    """Under the walk's bound every typed match is ranked; when the words' matches are
+    few for the store's size (TYPE_OUTSIDE) the type is kept out of BM25: the same rows,
+    order, scores and total as FTS5 with the type inside, either way."""
+    monkeypatch.setattr(SQLiteBackend, "WORD_WALK", 250)  # 200 decisions at most: no walk
+    monkeypatch.setattr(SQLiteBackend, "TYPE_OUTSIDE", outside)
+    b = backend_of(store)
+    conn = b.conn  # type: ignore[attr-defined]
+    typed = '(content : ("tea" OR "comet")) AND type : "decision"'
+    bm25 = "bm25(episodes_words, 1.0, 0.0, 0.0)"
+    expect = [(r, -s) for r, s in conn.execute(
+        f"SELECT rowid, {bm25} FROM episodes_words WHERE episodes_words MATCH ? "
+        f"ORDER BY {bm25} ASC, rowid DESC", [typed])]
+    assert len(expect) == 24  # 20 tea and 4 comet rows are decisions
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    try:
+        page = b.ranked_ids(SearchFilters(episode_type="decision"),  # type: ignore[attr-defined]
+                            ["tea", "comet"], 10)
+    finally:
+        conn.set_trace_callback(None)
+    assert [(h.rowid, h.score) for h in page.hits] == expect[:10]
+    assert page.total == 24
+    scored = [s for s in seen if "bm25(" in s]
+    kept_out = all("type :" not in re.sub(
+        r"\+w\.rowid IN \(SELECT rowid FROM episodes_words WHERE episodes_words MATCH "
+        r"'(?:[^']|'')*'", "", s) for s in scored)
+    assert kept_out == (outside == 1), scored
