@@ -248,6 +248,11 @@ def _with_type(expr: str, filters: SearchFilters, *, ns: bool = False) -> str:
 _WORD_SCORE = "-bm25(episodes_words, 1.0, 0.0, 0.0)"
 
 
+def _any_word(words: Sequence[str]) -> str:
+    """The word-index query for episodes whose content holds any of ``words``."""
+    return "content : (" + " OR ".join(fts_quote(spell_letters(w)) for w in words) + ")"
+
+
 def _contains_test(phrase: str) -> tuple[str, str]:
     """The row check of a substring search (case-insensitive) and its parameter."""
     folded = phrase.lower()
@@ -1028,7 +1033,7 @@ class SQLiteBackend(SQLBackend):
         while U <= sqrt(rows * typed / TYPE_OUTSIDE), counted up to that bound. The
         result is the same either way: only the cost differs."""
         untyped = SearchFilters(scope=filters.scope)
-        content = "content : (" + " OR ".join(fts_quote(spell_letters(w)) for w in words) + ")"
+        content = _any_word(words)
         words_expr = _with_type(content, untyped, ns=True)
         bound = math.isqrt(self._top_rowid() * max(1, typed) // self.TYPE_OUTSIDE)
         if self._fts_count(words_expr, bound + 1) > bound:
@@ -1058,7 +1063,7 @@ class SQLiteBackend(SQLBackend):
         episodes of the type (when the walk is taken at all): below that every match is
         ranked as before, and every match of a rare word is scored either way."""
         untyped = SearchFilters(scope=filters.scope)
-        content = "content : (" + " OR ".join(fts_quote(spell_letters(w)) for w in words) + ")"
+        content = _any_word(words)
         words_expr = _with_type(content, untyped, ns=True)
         typed = _with_type(content, filters, ns=True)
         newest = ("(SELECT MIN(rowid) FROM (SELECT rowid FROM episodes_words WHERE "
@@ -1207,7 +1212,7 @@ class SQLiteBackend(SQLBackend):
 
     def _words_src(self, filters: SearchFilters, words: Sequence[str]) -> tuple[str, list[Any]]:
         """FROM/WHERE head of a ranked word search (type and namespace inside the index)."""
-        expr = "content : (" + " OR ".join(fts_quote(spell_letters(w)) for w in words) + ")"
+        expr = _any_word(words)
         if self._small_scope(filters):  # the namespace's own rows, one index seek each
             return ("FROM episodes e CROSS JOIN episodes_words w ON w.rowid = e.rowid "
                     "WHERE episodes_words MATCH ? AND ", [_with_type(expr, filters)])
