@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import re
 import threading
@@ -241,6 +242,15 @@ def _with_type(expr: str, filters: SearchFilters, *, ns: bool = False) -> str:
         expr = f"({expr}) AND type : {fts_quote(filters.episode_type)}"
     cond = ns_words_query(filters.scope) if ns else None
     return expr if cond is None else f"({expr}) AND {cond}"
+
+
+#: a match's BM25 in the word index, by its content alone (type and namespace weigh 0)
+_WORD_SCORE = "-bm25(episodes_words, 1.0, 0.0, 0.0)"
+
+
+def _any_word(words: Sequence[str]) -> str:
+    """The word-index query for episodes whose content holds any of ``words``."""
+    return "content : (" + " OR ".join(fts_quote(spell_letters(w)) for w in words) + ")"
 
 
 def _contains_test(phrase: str) -> tuple[str, str]:
@@ -874,6 +884,7 @@ class SQLiteBackend(SQLBackend):
                          f"{alias}.rowid = h.rowid {step} AND {nwhere})", nparams))
         slack = self._index_only_slack(filters, where)
         walk: tuple[str, list[Any]] | None = None
+        matched: int | None = None  # the index's exact count of the matches, when known
         if self._small_scope(filters, rows_at_most=pool):
             # a namespace holding no more rows than the pool: every match is in it, so
             # the index only finds them; BM25 in the index would read every user's
@@ -894,9 +905,19 @@ class SQLiteBackend(SQLBackend):
             # replaced episodes (at most ``slack`` of the best) on their rows
             # a store of at most WORD_WALK rows has no more matches: no walk, and none of
             # its probes (a count of every match, one of each word's)
-            walk = (None if self._top_rowid() <= self.WORD_WALK
-                    else self._word_walk(filters, words, mparams[0]))
-            if walk is None:
+            walked = (None if self._top_rowid() <= self.WORD_WALK
+                      else self._word_walk(filters, words, mparams[0], int(pool) + slack))
+            if isinstance(walked, int):  # the walk's probe counted every match
+                matched = walked
+            else:
+                walk = walked
+            outside = (self._typed_unwalked(filters, words, matched)
+                       if walk is None and matched is not None and filters.episode_type
+                       else None)
+            if outside is not None:
+                ranked, rparams = outside
+                rparams = [*rparams, int(pool) + slack]
+            elif walk is None:
                 ranked = ("SELECT w.rowid AS rowid, -bm25(episodes_words, 1.0, 0.0, 0.0) "
                           "AS score FROM episodes_words w WHERE episodes_words MATCH ? ORDER "
                           "BY bm25(episodes_words, 1.0, 0.0, 0.0) ASC, w.rowid DESC LIMIT ?")
@@ -924,7 +945,8 @@ class SQLiteBackend(SQLBackend):
         elif len(rows) < pool:
             total = len(rows)
         else:
-            total = self._match_count("episodes_words", mparams, src, where, params, filters)
+            total = self._match_count("episodes_words", mparams, src, where, params, filters,
+                                      matched=matched)
         return RankedPage([RankedHit(int(r[0]), r[1], _NAN if r[2] is None else float(r[2]),
                                      r[3], r[4], r[5]) for r in rows], total)
 
@@ -939,10 +961,11 @@ class SQLiteBackend(SQLBackend):
         return self._scalar("SELECT COUNT(*) FROM (SELECT 1 FROM episodes_words WHERE "
                             "episodes_words MATCH ? LIMIT ?)", [expr, int(cap)])
 
-    def _word_walk(self, filters: SearchFilters, words: Sequence[str], expr: str
-                   ) -> tuple[str, list[Any]] | None:
+    def _word_walk(self, filters: SearchFilters, words: Sequence[str], expr: str,
+                   need: int) -> tuple[str, list[Any]] | int:
         """The bounded candidates of a word query matching more than WORD_WALK rows
-        (None when it matches fewer: then every match is ranked, as before).
+        (when it matches fewer, how many it matches, exactly: then every match is
+        ranked, as before, and the count is not asked again).
 
         The index's BM25 of every match costs in proportion to the matches (a common
         word is in a tenth of a store's episodes); ranked here instead: the newest
@@ -950,30 +973,118 @@ class SQLiteBackend(SQLBackend):
         RARE_MATCHES episodes (the words that decide a ranking), each by the index's
         BM25 (the rare words' own matches by the rare words' BM25, a lower bound of
         their score for the whole query). SQL with its parameters, less the LIMIT's.
+
+        A word is rare by its episodes of every type (a typed query's rare words are
+        the untyped query's). A typed query is walked the same way with the type
+        outside BM25 (see _typed_walk): its candidates are then the type's matches among
+        the newest WORD_WALK matches of the words (never fewer than ``need``, the rows
+        its caller ranks, when the type has that many), not the newest WORD_WALK of the
+        type. Both change a result only for a typed query whose words match more than
+        WORD_WALK episodes of its type (under that, no walk: every match is ranked).
         """
         probe = self.q1("SELECT COUNT(*), MAX(rowid) FROM (SELECT rowid FROM episodes_words "
                         "WHERE episodes_words MATCH ? LIMIT ?)", [expr, self.WORD_WALK + 1])
         if not probe or int(probe[0]) <= self.WORD_WALK:
-            return None
+            return int(probe[0]) if probe else 0
         self._per_snapshot(("walk_reach", expr), lambda: int(probe[1]))
         bare = SearchFilters(episode_type=filters.episode_type, scope=filters.scope)
+        # a word's rarity among every type's episodes (as BM25's IDF): counting a type's
+        # matches is an AND with the type's doclist, ten times the cost (2 ms a word at
+        # three million episodes against 0.2)
+        counted = SearchFilters(scope=filters.scope)
         rare = []
         for word in words:
-            wexpr = _with_type(f"content : {fts_quote(spell_letters(word))}", bare, ns=True)
+            wexpr = _with_type(f"content : {fts_quote(spell_letters(word))}", counted,
+                               ns=True)
             if 0 < self._fts_count(wexpr, self.RARE_MATCHES + 1) <= self.RARE_MATCHES:
                 rare.append(fts_quote(spell_letters(word)))
-        score = "-bm25(episodes_words, 1.0, 0.0, 0.0)"
-        parts = [f"SELECT * FROM (SELECT w.rowid AS rowid, {score} AS score FROM "
-                 "episodes_words w WHERE episodes_words MATCH ? ORDER BY w.rowid DESC "
-                 "LIMIT ?)"]
-        params: list[Any] = [expr, self.WORD_WALK]
-        if rare:
-            parts.append(f"SELECT w.rowid AS rowid, {score} AS score FROM episodes_words w "
-                         "WHERE episodes_words MATCH ?")
-            params.append(_with_type("content : (" + " OR ".join(rare) + ")", bare, ns=True))
+        if filters.episode_type:
+            parts, params = self._typed_walk(filters, words, rare, need)
+        else:
+            parts = [f"SELECT * FROM (SELECT w.rowid AS rowid, {_WORD_SCORE} AS score FROM "
+                     "episodes_words w WHERE episodes_words MATCH ? ORDER BY w.rowid DESC "
+                     "LIMIT ?)"]
+            params = [expr, self.WORD_WALK]
+            if rare:
+                parts.append(f"SELECT w.rowid AS rowid, {_WORD_SCORE} AS score FROM "
+                             "episodes_words w WHERE episodes_words MATCH ?")
+                params.append(_with_type("content : (" + " OR ".join(rare) + ")", bare,
+                                         ns=True))
         sql = (f"SELECT rowid, MAX(score) AS score FROM ({' UNION ALL '.join(parts)}) "
                "GROUP BY rowid ORDER BY score DESC, rowid DESC LIMIT ?")
         return sql, params
+
+    #: a typed query under the walk's bound is scored with the type outside BM25 while
+    #: the words' matches number at most sqrt(store rows * typed matches / this)
+    TYPE_OUTSIDE = 6
+
+    def _typed_unwalked(self, filters: SearchFilters, words: Sequence[str], typed: int
+                        ) -> tuple[str, list[Any]] | None:
+        """Every match of a typed query under the walk's bound (``typed`` of them), ranked
+        with the type outside BM25, when that costs less; None otherwise.
+
+        With the type in the query, BM25 reads the type's whole doclist (its rows R: 6.5
+        ms for 150,000 at a million episodes, and in proportion beyond); with the type
+        outside it reads the words' every match (U) instead, checked against the typed
+        AND (the same rows, the same scores to the bit: a type weighs 0). Measured at a
+        million episodes (54 bench queries of two types), outside costs less while U is
+        under about R/6; R/U is about the store's rows over the query's typed matches
+        (the type's share of the query's matches as of the store's), so outside is taken
+        while U <= sqrt(rows * typed / TYPE_OUTSIDE), counted up to that bound. The
+        result is the same either way: only the cost differs."""
+        untyped = SearchFilters(scope=filters.scope)
+        content = _any_word(words)
+        words_expr = _with_type(content, untyped, ns=True)
+        bound = math.isqrt(self._top_rowid() * max(1, typed) // self.TYPE_OUTSIDE)
+        if self._fts_count(words_expr, bound + 1) > bound:
+            return None
+        return (f"SELECT w.rowid AS rowid, {_WORD_SCORE} AS score FROM episodes_words w "
+                "WHERE episodes_words MATCH ? AND +w.rowid IN (SELECT rowid FROM "
+                "episodes_words WHERE episodes_words MATCH ?) ORDER BY score DESC, "
+                "w.rowid DESC LIMIT ?", [words_expr, _with_type(content, filters, ns=True)])
+
+    def _typed_walk(self, filters: SearchFilters, words: Sequence[str], rare: list[str],
+                    need: int) -> tuple[list[str], list[Any]]:
+        """The walk's scored parts for a typed query, with the type outside BM25.
+
+        BM25 in the index reads the whole doclist of every phrase of its query for the
+        statistics, the type's too (a fifth of all rows or more: 6.5 ms at a million
+        episodes, growing with the store), though a type's weight is 0, so its part of
+        every score is exactly 0.0: a match scored by the words alone has the very score
+        it has with the type in the query. Here BM25 sees the words only; the type is
+        an unscored AND in the index, kept as a row id set the scored rows are checked
+        against. The newest part is bounded by the words' WORD_WALK-th newest match (of
+        any type): the type's matches among those (about WORD_WALK times the type's
+        share) are scored, instead of the newest WORD_WALK matches of the type, which
+        would take the words' matches back 1/share as far, each read and checked; the
+        bound reaches back further when that is needed for the newest ``need`` matches of
+        the type (a rare type: a page is never short while the type has more matches).
+        Results change only for a typed query whose words match more than WORD_WALK
+        episodes of the type (when the walk is taken at all): below that every match is
+        ranked as before, and every match of a rare word is scored either way."""
+        untyped = SearchFilters(scope=filters.scope)
+        content = _any_word(words)
+        words_expr = _with_type(content, untyped, ns=True)
+        typed = _with_type(content, filters, ns=True)
+        newest = ("(SELECT MIN(rowid) FROM (SELECT rowid FROM episodes_words WHERE "
+                  "episodes_words MATCH ? ORDER BY rowid DESC LIMIT ?))")
+        reach = self.q1(f"SELECT {newest}, {newest}",
+                        [words_expr, self.WORD_WALK, typed, int(need)])
+        low = min((int(r) for r in reach or () if r is not None), default=0)
+        typed_in = "+w.rowid IN (SELECT rowid FROM episodes_words WHERE episodes_words MATCH ?"
+        # its own LIMIT (never reached: the range holds at most that many) keeps the part
+        # a subquery, so BM25 is never flattened into the walk's MAX()
+        parts = [f"SELECT * FROM (SELECT w.rowid AS rowid, {_WORD_SCORE} AS score FROM "
+                 f"episodes_words w WHERE episodes_words MATCH ? AND w.rowid >= ? AND "
+                 f"{typed_in} AND rowid >= ?) ORDER BY w.rowid DESC LIMIT ?)"]
+        params: list[Any] = [words_expr, low, typed, low, max(self.WORD_WALK, int(need))]
+        if rare:
+            rare_content = "content : (" + " OR ".join(rare) + ")"
+            parts.append(f"SELECT w.rowid AS rowid, {_WORD_SCORE} AS score FROM "
+                         f"episodes_words w WHERE episodes_words MATCH ? AND {typed_in})")
+            params += [_with_type(rare_content, untyped, ns=True),
+                       _with_type(rare_content, filters, ns=True)]
+        return parts, params
 
     def _walked_count(self, expr: str) -> int:
         """The matches of a word query past WORD_WALK, estimated as the phrase count is:
@@ -1101,7 +1212,7 @@ class SQLiteBackend(SQLBackend):
 
     def _words_src(self, filters: SearchFilters, words: Sequence[str]) -> tuple[str, list[Any]]:
         """FROM/WHERE head of a ranked word search (type and namespace inside the index)."""
-        expr = "content : (" + " OR ".join(fts_quote(spell_letters(w)) for w in words) + ")"
+        expr = _any_word(words)
         if self._small_scope(filters):  # the namespace's own rows, one index seek each
             return ("FROM episodes e CROSS JOIN episodes_words w ON w.rowid = e.rowid "
                     "WHERE episodes_words MATCH ? AND ", [_with_type(expr, filters)])
@@ -1211,11 +1322,14 @@ class SQLiteBackend(SQLBackend):
         return n
 
     def _match_count(self, fts: str | None, mparams: list[Any], src: str, where: str,
-               params: list[Any], filters: SearchFilters) -> int:
+                     params: list[Any], filters: SearchFilters, *,
+                     matched: int | None = None) -> int:
         """How many episodes match: the ones the other filters pass, less the replaced
         ones among them (reached from the few replacement links), rather than a probe of
         every row for a replacement. A word search with no filter but the superseded
-        one counts in the full-text index alone."""
+        one counts in the full-text index alone (``matched``: that count, when the
+        caller has it already: the word walk's probe counts a query's every match up to
+        WORD_WALK)."""
         replaced = (not filters.include_superseded
                     and self.q1("SELECT 1 FROM supersessions LIMIT 1") is not None)
         if fts is None:
@@ -1231,7 +1345,8 @@ class SQLiteBackend(SQLBackend):
             include_superseded=filters.include_superseded, episode_type=filters.episode_type))
         if where != bare:
             return self._scalar(f"SELECT COUNT(*) {src}{where}", [*mparams, *params])
-        n = self._scalar(f"SELECT COUNT(*) FROM {fts} WHERE {fts} MATCH ?", mparams)
+        n = (matched if matched is not None else
+             self._scalar(f"SELECT COUNT(*) FROM {fts} WHERE {fts} MATCH ?", mparams))
         if replaced:
             n -= self._scalar(
                 "SELECT COUNT(*) FROM (SELECT DISTINCT old_id FROM supersessions) s "
