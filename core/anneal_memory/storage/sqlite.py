@@ -1077,7 +1077,11 @@ class SQLiteBackend(SQLBackend):
         :func:`trigrams`, mean 2.6 against 4.1."""
         grams = trigrams(phrase)
         top = self._top_rowid()
-        if top <= self.LARGE_STORE or not grams:
+        # ASCII only: an episode holding an ASCII phrase (LIKE folds ASCII case, as the
+        # trigram tokenizer does) holds every trigram of it, so any of them find it; a
+        # non-ASCII phrase is checked by Python's lower(), whose folding FTS5's need not
+        # share for every letter, so it keeps the trigrams it always had
+        if top <= self.LARGE_STORE or not grams or not phrase.isascii():
             return grams
         distinct: dict[str, str] = {}
         for i in range(len(phrase) - 2):
