@@ -1053,9 +1053,9 @@ class SQLiteBackend(SQLBackend):
                 f"WHERE episodes_tri MATCH ? AND {test} AND ",
                 [_gram_and(grams), needle])
 
-    #: past LARGE_STORE row ids a substring search intersects the PHRASE_GRAMS trigrams
-    #: of the phrase the index holds least often, not the rarest-looking ones
-    PHRASE_GRAMS = 5
+    #: past LARGE_STORE row ids a substring search intersects PHRASE_GRAMS trigrams of the
+    #: phrase, one from each stretch of it: the one its index holds least often
+    PHRASE_GRAMS = 4
     #: each trigram's share of the rows is estimated from its first GRAM_SAMPLE row ids
     GRAM_SAMPLE = 64
     #: at most this many of a long phrase's trigrams are sampled (evenly spread over it)
@@ -1063,18 +1063,20 @@ class SQLiteBackend(SQLBackend):
 
     def _narrowest_grams(self, phrase: str) -> list[str]:
         """The trigrams a substring search intersects: :func:`trigrams` (the rarest-looking
-        by their letters) up to LARGE_STORE row ids; past it the PHRASE_GRAMS of the
-        phrase's trigrams the index holds least often, by their first GRAM_SAMPLE row ids
-        (one statement, ~0.05 ms a trigram at a million episodes).
+        by their letters) up to LARGE_STORE row ids; past it, of each of PHRASE_GRAMS
+        stretches of the phrase, the trigram the index holds least often, by its first
+        GRAM_SAMPLE row ids (one statement, ~0.05 ms a trigram at a million episodes).
 
         FTS5 intersects by seeking each trigram's doclist to the next candidate of the
         others, so the AND costs in proportion to its rarest trigram's rows times its
         trigrams, and the row check to the rows the AND lets through: a common trigram
         the letters call rare ("ing": three quarters of the episodes) costs a seek per
-        candidate and narrows nothing. The candidates only change, never the result
-        (every row is checked for the phrase). Measured at 1M (200 phrase-class queries,
-        CPU of the page statement plus this one): p95 8.8 ms against 15.5 ms with
-        :func:`trigrams`, mean 2.6 against 4.1."""
+        candidate and narrows nothing, and trigrams of one stretch (of one word) narrow
+        little more than one of them. The candidates only change, never the result (every
+        row is checked for the phrase). Measured on the phrase class (the page statement
+        plus this one, CPU, warm, 200 queries): p95 7.6 ms against 17.1 with
+        :func:`trigrams` at 1M (mean 2.6 against 4.2), 16.1 against 34.2 at 3M (4.8
+        against 8.2); the five least held wherever they are: 11.0 and 17.0."""
         grams = trigrams(phrase)
         top = self._top_rowid()
         # ASCII only: an episode holding an ASCII phrase (LIKE folds ASCII case, as the
@@ -1083,27 +1085,29 @@ class SQLiteBackend(SQLBackend):
         # share for every letter, so it keeps the trigrams it always had
         if top <= self.LARGE_STORE or not grams or not phrase.isascii():
             return grams
-        distinct: dict[str, str] = {}
-        for i in range(len(phrase) - 2):
-            distinct.setdefault(phrase[i:i + 3].lower(), phrase[i:i + 3])
-        cands = list(distinct.values())
-        if len(cands) > self.SAMPLED_GRAMS:
-            step = len(cands) / self.SAMPLED_GRAMS
-            cands = [cands[int(k * step)] for k in range(self.SAMPLED_GRAMS)]
-        if len(cands) <= 1:
-            return cands
+        n = len(phrase) - 2
+        starts = (list(range(n)) if n <= self.SAMPLED_GRAMS
+                  else [k * n // self.SAMPLED_GRAMS for k in range(self.SAMPLED_GRAMS)])
+        slot: dict[str, int] = {}  # a trigram (folded) -> its sample
+        for i in starts:
+            slot.setdefault(phrase[i:i + 3].lower(), len(slot))
         arm = ("SELECT COUNT(*), MAX(rowid) FROM (SELECT rowid FROM episodes_tri WHERE "
                "episodes_tri MATCH ? ORDER BY rowid LIMIT ?)")
-        sql = " UNION ALL ".join(f"SELECT {k}, * FROM ({arm})" for k in range(len(cands)))
-        rows = self.q(sql, [a for g in cands for a in (fts_quote(g), self.GRAM_SAMPLE)])
-        est: dict[int, float] = {}
-        for k, n, last in rows:
+        sql = " UNION ALL ".join(f"SELECT {k}, * FROM ({arm})" for k in range(len(slot)))
+        est = [0.0] * len(slot)
+        for k, held, last in self.q(sql, [a for g in slot
+                                          for a in (fts_quote(g), self.GRAM_SAMPLE)]):
             # fewer than the sample: that is every row holding it; else scaled by the
             # share of the row ids its first GRAM_SAMPLE span
-            est[int(k)] = (float(n) if int(n) < self.GRAM_SAMPLE
+            est[int(k)] = (float(held) if int(held) < self.GRAM_SAMPLE
                            else self.GRAM_SAMPLE * top / max(1, int(last)))
-        order = sorted(range(len(cands)), key=lambda k: (est.get(k, 0.0), k))
-        return [cands[k] for k in order[:self.PHRASE_GRAMS]]
+        parts = min(self.PHRASE_GRAMS, len(starts))
+        chosen: dict[str, str] = {}
+        for k in range(parts):
+            stretch = starts[k * len(starts) // parts:(k + 1) * len(starts) // parts]
+            best = min(stretch, key=lambda i: (est[slot[phrase[i:i + 3].lower()]], i))
+            chosen.setdefault(phrase[best:best + 3].lower(), phrase[best:best + 3])
+        return list(chosen.values())
 
     #: past this many row ids a store is large: a substring search may be narrowed by the
     #: word index (_interior_src) and counts exactly up to EXACT_COUNT_LARGE candidates
