@@ -1086,6 +1086,8 @@ class SQLiteBackend(SQLBackend):
         if top <= self.LARGE_STORE or not grams or not phrase.isascii():
             return grams
         n = len(phrase) - 2
+        if n <= self.PHRASE_GRAMS:  # every trigram is one stretch: trigrams() has them all
+            return grams
         starts = (list(range(n)) if n <= self.SAMPLED_GRAMS
                   else [k * n // self.SAMPLED_GRAMS for k in range(self.SAMPLED_GRAMS)])
         slot: dict[str, int] = {}  # a trigram (folded) -> its sample
