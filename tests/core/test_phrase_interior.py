@@ -192,6 +192,16 @@ def _sampled_large_store(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(SQLiteBackend, "EXACT_COUNT_LARGE", 50)
 
 
+def _record_two_kinds(s: Store, common: str, rare: str, rare_n: int,
+                      rare_type: str = "observation") -> None:
+    """300 episodes of the ``common`` text then ``rare_n`` of the ``rare`` one, each
+    numbered ({i})."""
+    s.record_many([{"content": common.format(i=i), "episode_type": "observation"}
+                   for i in range(300)] +
+                  [{"content": rare.format(i=i), "episode_type": rare_type}
+                   for i in range(rare_n)])
+
+
 def test_an_estimate_is_never_below_the_matches_shown(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The oldest candidates hold every trigram of the phrase but not the phrase: the sample
@@ -199,10 +209,7 @@ def test_an_estimate_is_never_below_the_matches_shown(
     _sampled_large_store(monkeypatch)
     s = Store(str(tmp_path / "m.db"), project_name="shown")
     try:
-        s.record_many([{"content": f"alpha habe bet soup {i}", "episode_type": "observation"}
-                       for i in range(300)] +
-                      [{"content": f"alphabet soup {i}", "episode_type": "observation"}
-                       for i in range(8)])
+        _record_two_kinds(s, "alpha habe bet soup {i}", "alphabet soup {i}", 8)
         r = s.recall(keyword="alphabet", limit=5)
         assert r.query_params["match"] == "phrase"
         assert all("alphabet" in e.content for e in r.episodes) and len(r.episodes) == 5
@@ -238,10 +245,7 @@ def test_a_large_store_intersects_the_trigrams_its_index_holds_least(
     monkeypatch.setattr(SQLiteBackend, "GRAM_SAMPLE", 8)
     s = Store(str(tmp_path / "m.db"), project_name="grams")
     try:
-        s.record_many([{"content": f"quiz of the day {i}", "episode_type": "observation"}
-                       for i in range(300)] +
-                      [{"content": f"the quiz etaoin {i}", "episode_type": "decision"}
-                       for i in range(3)])
+        _record_two_kinds(s, "quiz of the day {i}", "the quiz etaoin {i}", 3, "decision")
         b = backend_of(s)
         assert isinstance(b, SQLiteBackend)
         phrase = "quiz etaoin"
@@ -306,9 +310,7 @@ def test_a_read_only_large_store_answers_through_the_narrowest_trigrams(
     monkeypatch.setattr(SQLiteBackend, "LARGE_STORE", 100)
     path = str(tmp_path / "m.db")
     s = Store(path, project_name="ro")
-    s.record_many([{"content": f"quiz of the day {i}", "episode_type": "observation"}
-                   for i in range(300)] + [{"content": "the quiz etaoin", "episode_type":
-                                            "observation"}])
+    _record_two_kinds(s, "quiz of the day {i}", "the quiz etaoin", 1)
     want = [e.id for e in s.recall(keyword="quiz etaoin", limit=5).episodes]
     s.close()
     ro = Store(path, read_only=True)
