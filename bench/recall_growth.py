@@ -214,7 +214,8 @@ def components(path: Path, vocab: wl.Vocabulary, size: int, n: int) -> dict[str,
 
     - ``phrase_trigrams``: the trigram AND of the phrase class over :func:`trigrams` (what
       a phrase's count intersects before any row is read), ``phrase_trigrams_narrowest``
-      the AND a large store's page intersects (the trigrams its index holds least often),
+      the AND a large store's page intersects (of each stretch of the phrase, the trigram
+      its index holds least often),
       ``phrase_gram_sample`` the statement that picks them;
     - ``question_trigrams`` and ``question_trigrams_window``: the same AND for the whole
       questions (nearly all match nothing), over the whole store and with the row ids
@@ -670,8 +671,9 @@ SQLITE_BOUND = ("the trigram AND of a phrase reads doclists that grow with the s
                 "BM25 reads every query word's whole doclist for its statistics "
                 "(bm25_stats), and a typed query's type doclist too (word_walk_typed), "
                 "and each scored match's size and positions (word_walk against "
-                "word_walk_unscored). A large store's phrase page intersects the trigrams "
-                "its index holds least often (phrase_trigrams_narrowest), but a phrase held "
+                "word_walk_unscored). A large store's phrase page intersects, of each stretch "
+                "of the phrase, the trigram its index holds least often "
+                "(phrase_trigrams_narrowest), but a phrase held "
                 "by fewer episodes than a page, made of trigrams each in 100,000+ episodes, "
                 "still walks their whole intersection, and the count walks the letters' "
                 "trigrams to 1,001 candidates (identical totals); an era token per 16,384 "
