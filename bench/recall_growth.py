@@ -48,7 +48,8 @@ CLASSES = ("phrase", "phrase_typed", "words", "words_typed", "question")
 GOAL1 = ("phrase", "words", "question", "typed")
 CHUNK = 50_000
 #: the index operations measured alone per store (see ``components``)
-COMPONENTS = ("phrase_trigrams", "question_trigrams", "question_trigrams_window",
+COMPONENTS = ("phrase_trigrams", "phrase_trigrams_narrowest", "phrase_gram_sample",
+              "question_trigrams", "question_trigrams_window",
               "word_walk", "word_walk_typed", "word_walk_unscored", "bm25_stats")
 
 
@@ -218,8 +219,11 @@ def components(path: Path, vocab: wl.Vocabulary, size: int, n: int) -> dict[str,
     """CPU p95 of the index operations a recall is made of, in raw SQL on the store's
     file: what bounds goal 1, measured part by part.
 
-    - ``phrase_trigrams``: the trigram AND of the phrase class (what a phrase search
-      intersects before any row is read);
+    - ``phrase_trigrams``: the trigram AND of the phrase class over :func:`trigrams` (what
+      a phrase's count intersects before any row is read), ``phrase_trigrams_narrowest``
+      the AND a large store's page intersects (of each stretch of the phrase, the trigram
+      its index holds least often),
+      ``phrase_gram_sample`` the statement that picks them;
     - ``question_trigrams`` and ``question_trigrams_window``: the same AND for the whole
       questions (nearly all match nothing), over the whole store and with the row ids
       bounded to the newest 2,000 (``rowid > top - 2000``): FTS5 applies a row id bound to
@@ -231,8 +235,10 @@ def components(path: Path, vocab: wl.Vocabulary, size: int, n: int) -> dict[str,
       though a type's score is 0), ``word_walk_unscored`` the walk without BM25, and
       ``bm25_stats`` BM25 over the newest 50 only (what BM25 reads before its first row:
       every query word's whole doclist for the IDF)."""
+    import anneal_memory as am
     from anneal_memory.storage.common import trigrams
     from anneal_memory.storage.sqlite import fts_quote
+    from anneal_memory.testing import backend_of
     from anneal_memory.text import query_terms, spell_letters, word_groups
 
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -246,11 +252,23 @@ def components(path: Path, vocab: wl.Vocabulary, size: int, n: int) -> dict[str,
     try:
         top = int(conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM episodes").fetchone()[0])
         tri: list[float] = []
-        for q in wl.queries(vocab, size, n):
-            grams = trigrams(q)
-            if grams:
-                tri.append(cpu("SELECT COUNT(*) FROM episodes_tri WHERE episodes_tri MATCH ?",
-                               [" AND ".join(fts_quote(g) for g in grams)]))
+        narrow: list[float] = []
+        sample: list[float] = []
+        store = am.Store(str(path), read_only=True)
+        backend = backend_of(store)
+        try:
+            for q in wl.queries(vocab, size, n):
+                grams = trigrams(q)
+                if grams:
+                    tri.append(cpu("SELECT COUNT(*) FROM episodes_tri WHERE episodes_tri "
+                                   "MATCH ?", [" AND ".join(fts_quote(g) for g in grams)]))
+                    c0 = time.thread_time()
+                    chosen = backend._narrowest_grams(q)  # the page's trigrams
+                    sample.append(time.thread_time() - c0)
+                    narrow.append(cpu("SELECT COUNT(*) FROM episodes_tri WHERE episodes_tri "
+                                      "MATCH ?", [" AND ".join(fts_quote(g) for g in chosen)]))
+        finally:
+            store.close()
         qtri: list[float] = []
         qwin: list[float] = []
         for q in wl.locomo_questions(_fallback_locomo(), n):
@@ -280,6 +298,8 @@ def components(path: Path, vocab: wl.Vocabulary, size: int, n: int) -> dict[str,
             bare.append(cpu(inner.format(score="0", n=5000), [expr]))
             stats.append(cpu(inner.format(score=bm25, n=50), [expr]))
         out["phrase_trigrams"] = wl.latency_summary(tri)
+        out["phrase_trigrams_narrowest"] = wl.latency_summary(narrow)
+        out["phrase_gram_sample"] = wl.latency_summary(sample)
         out["question_trigrams"] = wl.latency_summary(qtri)
         out["question_trigrams_window"] = wl.latency_summary(qwin)
         out["word_walk"] = wl.latency_summary(walk)
@@ -336,6 +356,7 @@ def era_probe(path: Path, vocab: wl.Vocabulary, size: int, n: int, work_dir: Pat
         top = int(conn.execute("SELECT MAX(rowid) FROM s.episodes").fetchone()[0])
         newest = fts_quote(era_token(top))
         qs = class_queries(vocab, size, n)
+        out["phrase_page"] = era_page_walk(conn, qs["phrase"], top)
         for cls in ("phrase", "words", "question"):
             whole: list[float] = []
             bounded: list[float] = []
@@ -355,6 +376,50 @@ def era_probe(path: Path, vocab: wl.Vocabulary, size: int, n: int, work_dir: Pat
         conn.close()
         copy.unlink(missing_ok=True)
     return out
+
+
+def era_page_walk(conn: sqlite3.Connection, phrases: list[str], top: int,
+                  limit: int = 10) -> dict[str, Any]:
+    """What the era index gives a phrase's page (the probe's copy ``tri`` beside the
+    attached store ``s``): the eras walked newest first, each one's AND joined to its rows
+    and checked for the phrase, until ``limit`` rows hold it or no era is left (a phrase in
+    fewer rows than the page walks every era), against the whole AND with the same check:
+    CPU p95 of each, and the eras walked. The same rows, in the same order, either way."""
+    from anneal_memory.storage.common import trigrams
+    from anneal_memory.storage.sqlite import _contains_test, fts_quote
+
+    whole: list[float] = []
+    walked: list[float] = []
+    eras: list[float] = []
+    for q in phrases:
+        grams = trigrams(q.strip())
+        if not grams:
+            continue
+        m = " AND ".join(fts_quote(g) for g in grams)
+        test, needle = _contains_test(q)
+        if "am_fold" in test:  # the library's own fold function: not on this connection
+            continue
+        sql = ("SELECT t.rowid FROM tri t CROSS JOIN s.episodes e ON e.rowid = t.rowid "
+               f"WHERE tri MATCH ? AND {test} ORDER BY t.rowid DESC LIMIT ?")
+        c0 = time.thread_time()
+        want = [r[0] for r in conn.execute(sql, [m, needle, limit])]
+        whole.append(time.thread_time() - c0)
+        c0 = time.thread_time()
+        got: list[int] = []
+        era = top >> ERA_SHIFT
+        while era >= 0 and len(got) < limit:
+            token = fts_quote(era_token(era << ERA_SHIFT))
+            got += [r[0] for r in conn.execute(sql, [f"({m}) AND {token}", needle,
+                                                      limit - len(got)])]
+            era -= 1
+        walked.append(time.thread_time() - c0)
+        eras.append(float((top >> ERA_SHIFT) - era))
+        assert got == want, q
+    eras.sort()
+    return {"whole": wl.latency_summary(whole), "era_walk": wl.latency_summary(walked),
+            "eras_walked_p50": eras[len(eras) // 2] if eras else 0,
+            "eras_walked_p95": eras[int(len(eras) * 0.95)] if eras else 0,
+            "eras": (top >> ERA_SHIFT) + 1}
 
 
 # ------------------------------------------------------------------ measuring
@@ -616,9 +681,14 @@ SQLITE_BOUND = ("the trigram AND of a phrase reads doclists that grow with the s
                 "BM25 reads every query word's whole doclist for its statistics "
                 "(bm25_stats), and a typed query's type doclist too (word_walk_typed), "
                 "and each scored match's size and positions (word_walk against "
-                "word_walk_unscored); an era token per 16,384 row ids in the trigram index "
-                "would bound the phrase AND (--era-probe: newest era 1.7-2.0 ms against "
-                "9-11 ms whole at 1M)")
+                "word_walk_unscored). A large store's phrase page intersects, of each stretch "
+                "of the phrase, the trigram its index holds least often "
+                "(phrase_trigrams_narrowest), but a phrase held "
+                "by fewer episodes than a page, made of trigrams each in 100,000+ episodes, "
+                "still walks their whole intersection, and the count walks the letters' "
+                "trigrams to 1,001 candidates (identical totals); an era token per 16,384 "
+                "row ids does not bound it (--era-probe, phrase_page: such a phrase walks "
+                "every era)")
 PG_BOUND = ("ranked words are bounded as on SQLite (the newest 5,000 matches and every "
             "match of words held by <= 2,000 episodes, each scored by ts_rank_cd: ~10 us a "
             "row), but the walk to the 5,000th newest match reads 5,000 * N / M rows off the "
@@ -766,6 +836,17 @@ def markdown(out: dict[str, Any], sizes: list[int]) -> str:
                 lines.append(f"| {size:,} | {e['build_seconds']} | " + " | ".join(
                     f"{e[c][k]['p95_ms']:.2f}" for c in ("phrase", "words", "question")
                     for k in ("whole", "newest_era")) + " |")
+        lines += ["", "The phrase class's page (10 rows, each checked for the phrase) walked era "
+                  "by era, newest first, until full, against the whole AND (CPU p95 ms; a "
+                  "phrase in fewer than 10 episodes walks every era):", "",
+                  "| store | eras | page whole | page era walk | eras walked p50 | p95 |",
+                  "|---|---|---|---|---|---|"]
+        for size in sizes:
+            w = era.get(str(size), {}).get("phrase_page")
+            if w:
+                lines.append(f"| {size:,} | {w['eras']} | {w['whole']['p95_ms']:.2f} | "
+                             f"{w['era_walk']['p95_ms']:.2f} | {w['eras_walked_p50']:.0f} | "
+                             f"{w['eras_walked_p95']:.0f} |")
     return "\n".join(lines) + "\n"
 
 

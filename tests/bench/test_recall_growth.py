@@ -100,3 +100,34 @@ def test_build_store_grows_a_real_store_that_recalls(tmp_path: Path) -> None:
             "cache" in wl.episode(vocab, i)["content"].lower() for i in range(150))
     finally:
         store.close()
+
+
+
+def test_the_era_walk_finds_the_whole_index_page_and_counts_its_eras(tmp_path: Path) -> None:
+    """The era probe's page walk (eras newest first until the page is full) returns the
+    rows the whole index gives (era_page_walk asserts it), and a phrase in fewer rows than
+    a page walks every era."""
+    import sqlite3
+
+    rows = [(i, f"alphabet soup {i}") for i in range(1, 31)]  # era 0
+    rows += [(20_000, "alphabet soup"), (20_001, "a rare phrase here"),  # era 1
+             (40_000, "alphabet soup"), (40_001, "a rare phrase here")]  # era 2
+    src = tmp_path / "s.db"
+    with sqlite3.connect(src) as s:
+        s.execute("CREATE TABLE episodes (rowid INTEGER PRIMARY KEY, content TEXT)")
+        s.executemany("INSERT INTO episodes VALUES (?, ?)", rows)
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE tri USING fts5(content, content='', tokenize='trigram', "
+                 "detail='none', columnsize=0)")
+    conn.execute("ATTACH ? AS s", [str(src)])
+    conn.executemany("INSERT INTO tri(rowid, content) VALUES (?, ?)",
+                     [(i, f"{t} {rg.era_token(i)}") for i, t in rows])
+    try:
+        rare = rg.era_page_walk(conn, ["rare phrase"], 40_001)  # 2 rows: every era
+        assert rare["eras"] == 3 and rare["eras_walked_p95"] == 3
+        assert rg.era_page_walk(conn, ["alphabet soup"], 40_001)["eras_walked_p95"] == 3
+        assert rg.era_page_walk(conn, ["alphabet soup"], 40_001, limit=2
+                                )["eras_walked_p95"] == 2
+        assert rg.era_page_walk(conn, ["ALPHABET"], 40_001, limit=1)["eras_walked_p95"] == 1
+    finally:
+        conn.close()

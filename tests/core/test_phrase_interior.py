@@ -10,6 +10,7 @@ thresholds are lowered here so that a store of a few hundred episodes takes the 
 from __future__ import annotations
 
 import random
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 
 from anneal_memory import Store
 from anneal_memory.storage.base import SearchFilters
+from anneal_memory.storage.common import trigrams
 from anneal_memory.storage.sqlite import SQLiteBackend, interior_words
 from anneal_memory.testing import backend_of
 
@@ -190,6 +192,16 @@ def _sampled_large_store(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(SQLiteBackend, "EXACT_COUNT_LARGE", 50)
 
 
+def _record_two_kinds(s: Store, common: str, rare: str, rare_n: int,
+                      rare_type: str = "observation") -> None:
+    """300 episodes of the ``common`` text then ``rare_n`` of the ``rare`` one, each
+    numbered ({i})."""
+    s.record_many([{"content": common.format(i=i), "episode_type": "observation"}
+                   for i in range(300)] +
+                  [{"content": rare.format(i=i), "episode_type": rare_type}
+                   for i in range(rare_n)])
+
+
 def test_an_estimate_is_never_below_the_matches_shown(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The oldest candidates hold every trigram of the phrase but not the phrase: the sample
@@ -197,10 +209,7 @@ def test_an_estimate_is_never_below_the_matches_shown(
     _sampled_large_store(monkeypatch)
     s = Store(str(tmp_path / "m.db"), project_name="shown")
     try:
-        s.record_many([{"content": f"alpha habe bet soup {i}", "episode_type": "observation"}
-                       for i in range(300)] +
-                      [{"content": f"alphabet soup {i}", "episode_type": "observation"}
-                       for i in range(8)])
+        _record_two_kinds(s, "alpha habe bet soup {i}", "alphabet soup {i}", 8)
         r = s.recall(keyword="alphabet", limit=5)
         assert r.query_params["match"] == "phrase"
         assert all("alphabet" in e.content for e in r.episodes) and len(r.episodes) == 5
@@ -225,3 +234,88 @@ def test_a_phrase_estimated_at_nothing_leaves_an_exact_word_total_unflagged(
         assert "total_estimated" not in r.query_params
     finally:
         s.close()
+
+
+def test_a_large_store_intersects_the_trigrams_its_index_holds_least(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past LARGE_STORE the page intersects, of each stretch of the phrase, the trigram the
+    index holds least often (by a sample of each), not the rarest-looking by its letters:
+    here "quiz" (q and z, the rarest letters) is in every episode, "etaoin" in three."""
+    monkeypatch.setattr(SQLiteBackend, "SCAN_ROWS", 0)
+    monkeypatch.setattr(SQLiteBackend, "GRAM_SAMPLE", 8)
+    s = Store(str(tmp_path / "m.db"), project_name="grams")
+    try:
+        _record_two_kinds(s, "quiz of the day {i}", "the quiz etaoin {i}", 3, "decision")
+        b = backend_of(s)
+        assert isinstance(b, SQLiteBackend)
+        phrase = "quiz etaoin"
+        assert b._narrowest_grams(phrase) == trigrams(phrase)  # a small store: as before
+        assert {"qui", "uiz"} & set(trigrams(phrase))  # what the letters call rare
+        monkeypatch.setattr(SQLiteBackend, "LARGE_STORE", 100)
+        chosen = b._narrowest_grams(phrase)
+        assert len(chosen) == SQLiteBackend.PHRASE_GRAMS  # one of each stretch
+        common = {"qui", "uiz", "iz "}  # each in all 303 episodes
+        assert len(common & set(trigrams(phrase))) == 2  # the letters pick two of them
+        assert len(common & set(chosen)) == 1  # only the first stretch has no other
+        # a non-ASCII phrase keeps the letters' trigrams (its row check folds case as
+        # Python does, which FTS5's folding need not match letter for letter)
+        assert b._narrowest_grams("quiz étaoin") == trigrams("quiz étaoin")
+        seen: list[str] = []
+        b.conn.set_trace_callback(seen.append)
+        try:
+            r = s.recall(keyword="QUIZ ETAOIN", limit=10)
+        finally:
+            b.conn.set_trace_callback(None)
+        assert sorted(e.content for e in r.episodes) == [f"the quiz etaoin {i}" for i in range(3)]
+        assert r.total_matching == 3 and "total_estimated" not in r.query_params
+        page = [re.search(r"episodes_tri MATCH '([^']*)'", sql) for sql in seen
+                if "CROSS JOIN episodes e" in sql]
+        assert page and all(m and '"uiz"' not in m.group(1).lower() for m in page)
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("sample", [1, 64])
+def test_the_narrowest_trigrams_give_the_same_pages_and_totals(
+        store: Store, monkeypatch: pytest.MonkeyPatch, sample: int) -> None:
+    """Every result of the narrowed trigram AND (same ids, order, totals and estimate flags,
+    with counts estimated past 50 candidates) is the one :func:`trigrams` gives."""
+    b = backend_of(store)
+    assert isinstance(b, SQLiteBackend)
+    _sampled_large_store(monkeypatch)
+    monkeypatch.setattr(SQLiteBackend, "RARE_WORD_ROWS", 0)  # the trigram path only
+    monkeypatch.setattr(SQLiteBackend, "GRAM_SAMPLE", sample)
+    queries = _queries(store) + ["naïve straße", "café CAFÉ", "e-mail email", "aaaa", "zzzzz"]
+    cases = [(q, f, lim, off) for q in queries
+             for f in (SearchFilters(), SearchFilters(episode_type="decision"))
+             for lim, off in ((10, 0), (5, 5), (100, 0))]
+    monkeypatch.setattr(SQLiteBackend, "_narrowest_grams",
+                        lambda self, phrase: trigrams(phrase))
+    before = [_page(b, f, q, lim, off) for q, f, lim, off in cases]
+    monkeypatch.undo()
+    _sampled_large_store(monkeypatch)
+    monkeypatch.setattr(SQLiteBackend, "RARE_WORD_ROWS", 0)
+    monkeypatch.setattr(SQLiteBackend, "GRAM_SAMPLE", sample)
+    narrowed = sum(b._narrowest_grams(q) != trigrams(q) for q in queries)
+    assert narrowed > len(queries) // 2  # most queries intersect other trigrams
+    after = [_page(b, f, q, lim, off) for q, f, lim, off in cases]
+    assert sum(e for _ids, _n, e in after) > 10  # estimated totals are compared too
+    for case, old, new in zip(cases, before, after):
+        assert new == old, case
+
+
+def test_a_read_only_large_store_answers_through_the_narrowest_trigrams(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(SQLiteBackend, "SCAN_ROWS", 0)
+    monkeypatch.setattr(SQLiteBackend, "LARGE_STORE", 100)
+    path = str(tmp_path / "m.db")
+    s = Store(path, project_name="ro")
+    _record_two_kinds(s, "quiz of the day {i}", "the quiz etaoin", 1)
+    want = [e.id for e in s.recall(keyword="quiz etaoin", limit=5).episodes]
+    s.close()
+    ro = Store(path, read_only=True)
+    try:
+        r = ro.recall(keyword="quiz etaoin", limit=5)
+        assert [e.id for e in r.episodes] == want and len(want) == 1
+    finally:
+        ro.close()
