@@ -231,8 +231,8 @@ def components(path: Path, vocab: wl.Vocabulary, size: int, n: int) -> dict[str,
       the bound (a bounded phrase walk cannot be had from the row id alone);
     - ``word_walk``: the bounded word walk's BM25 (the newest 5,000 matches of the words
       class, scored), ``word_walk_typed`` the same with the type in the query (as a typed
-      recall has it: BM25 then also reads the type's whole doclist for its statistics,
-      though a type's score is 0), ``word_walk_unscored`` the walk without BM25, and
+      recall had it before stop 59: BM25 then also reads the type's whole doclist for its
+      statistics, though a type's score is 0; a typed recall now filters outside BM25), ``word_walk_unscored`` the walk without BM25, and
       ``bm25_stats`` BM25 over the newest 50 only (what BM25 reads before its first row:
       every query word's whole doclist for the IDF)."""
     import anneal_memory as am
@@ -679,9 +679,11 @@ SQLITE_BOUND = ("the trigram AND of a phrase reads doclists that grow with the s
                 "bound does not bound it: FTS5 checks the bound on matches only, so an AND "
                 "matching nothing reads every term's doclist (question_trigrams_window); "
                 "BM25 reads every query word's whole doclist for its statistics "
-                "(bm25_stats), and a typed query's type doclist too (word_walk_typed), "
-                "and each scored match's size and positions (word_walk against "
-                "word_walk_unscored). A large store's phrase page intersects, of each stretch "
+                "(bm25_stats) and each scored match's size and positions (word_walk "
+                "against word_walk_unscored); a typed query keeps its type out of BM25 "
+                "(word_walk_typed times the former statement, the type inside), but a "
+                "query of words from different episodes is first tried as a phrase, whose "
+                "trigram AND matching nothing is about half a typed query's CPU at 1M. A large store's phrase page intersects, of each stretch "
                 "of the phrase, the trigram its index holds least often "
                 "(phrase_trigrams_narrowest), but a phrase held "
                 "by fewer episodes than a page, made of trigrams each in 100,000+ episodes, "
