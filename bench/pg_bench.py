@@ -494,8 +494,8 @@ def goal6_markdown(res: dict[str, Any]) -> str:
     f = res["figures"]
     g = res["goals"][0]
     lines = [f"# Issue 54 goal 6: PostgreSQL hosts that scale ({res['measured_at']})", "",
-             f"Machine: {res['machine']}. The 2 cores are shared with other engineers' work "
-             "and with the server itself: figures are noisy; each ratio is taken inside one "
+             f"Machine: {res['machine']}. The 2 cores are shared by the writers "
+             "and the server itself (and whatever else ran): each ratio is taken inside one "
              "round.", "", "| goal | figure | target | verdict |", "|---|---|---|---|",
              f"| {g['goal']} | {g['figure']} | {g['target']} | {g['verdict']} |", ""]
     if g["bound"]:

@@ -791,8 +791,8 @@ def markdown_pg(out: dict[str, Any], pg_sizes: list[int]) -> str:
 def markdown(out: dict[str, Any], sizes: list[int]) -> str:
     fig = out["figures"]
     lines = [f"# Issue 54 goals 1 and 3: keyword recall growth ({out['measured_at'][:16]})", "",
-             f"Machine: {out['machine']}. The 2 cores are shared with other engineers' "
-             "sessions: every figure is noisy (single runs; ratios are within one run).", "",
+             f"Machine: {out['machine']}. Single runs on 2 cores that may "
+             "be shared: ratios are within one run.", "",
              "| goal | figure | target | verdict | bound |", "|---|---|---|---|---|"]
     for g in out["goals"]:
         lines.append(f"| {g['goal']} | {g['figure']} | {g['target']} | {g['verdict']} | "

@@ -434,8 +434,8 @@ def goals54(res: dict[str, Any], quick: bool) -> dict[str, Any]:
 
 def goals54_markdown(g: dict[str, Any]) -> str:
     lines = ["# Issue 54 goal 5: hybrid recall (bench/semantic.py)", "",
-             f"Measured {g['measured_at']} on {g['machine']}. The machine's two cores are "
-             "shared with other engineers' work: latency figures are noisy; ratios are "
+             f"Measured {g['measured_at']} on {g['machine']}. Single runs on two cores that "
+             "may be shared: latency figures are noisy; ratios are "
              "taken inside one run.", "",
              "| goal | figure | target | verdict | bound |", "|---|---|---|---|---|"]
     for x in g["goals"]:

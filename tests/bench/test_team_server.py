@@ -79,6 +79,25 @@ def test_verdicts_need_every_condition() -> None:
     assert slow[1]["verdict"] == "missed" and "7.50x" in slow[1]["figure"]
 
 
+def test_a_run_whose_clients_crashed_gives_no_throughput_ratio() -> None:
+    """A client process that died ran for part of the run only: its requests/s over the
+    run's seconds is no throughput, so a ratio to it is not measured, never met."""
+    crash = {"client_crashes": ["RecursionError: maximum recursion depth exceeded"],
+             "wall_s": 7.7}
+    for runs, base in (
+            ({"sqlite, 2 workers, sdk clients": _run(500, 500, requests_per_s=600.0)},
+             {"sdk": _run(900, 900, requests_per_s=29.5, **crash)}),
+            ({"sqlite, 2 workers, sdk clients": _run(500, 500, requests_per_s=9000.0,
+                                                    **crash)},
+             {"sdk": _run(900, 900, requests_per_s=400.0)})):
+        got = ts.verdicts(runs, base)
+        assert got[1]["verdict"] == "not measured", got[1]
+        assert "crashed after 7.7 s" in got[1]["figure"] and got[1]["bound"]
+    # the run's own p95 goal is missed when its clients crashed, whatever its figures
+    assert ts.verdicts({"sqlite, 2 workers, raw clients": _run(1, 1, **crash)},
+                       {})[0]["verdict"] == "missed"
+
+
 def test_the_baseline_runs_without_the_compiled_parser_and_loop(tmp_path: Path) -> None:
     """The baseline's code sees httptools and uvloop as not installed, both as a later
     checkout asks (importlib.util.find_spec) and as uvicorn does (an import)."""
