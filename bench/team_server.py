@@ -484,8 +484,11 @@ def verdicts(runs: dict[str, Any], baselines: dict[str, Any]) -> list[dict[str, 
             "target": "p95 recall <= 50 ms, record <= 100 ms; 0 lost; 0 cross-user",
             "verdict": "met" if met else "missed", "bound": bound})
         baseline = baselines.get(label.rsplit(", ", 1)[1].split()[0])
+        # a crash while tearing the clients down, after the run's seconds, left every
+        # sample standing; one before them cut the run short
         crashed = [(x["label"], x) for x in (r, baseline)
-                   if x is not None and x.get("client_crashes")]
+                   if x is not None and x.get("client_crashes")
+                   and x["wall_s"] < x["seconds"]]
         if baseline is not None and label.startswith("sqlite") and crashed:
             # a client process that died ran for less than the run's seconds: its
             # requests/s is no throughput, and a ratio to it no figure

@@ -93,6 +93,11 @@ def test_a_run_whose_clients_crashed_gives_no_throughput_ratio() -> None:
         got = ts.verdicts(runs, base)
         assert got[1]["verdict"] == "not measured", got[1]
         assert "crashed after 7.7 s" in got[1]["figure"] and got[1]["bound"]
+    # a crash at teardown, after the run's seconds, leaves a valid figure
+    late = ts.verdicts({"sqlite, 2 workers, sdk clients": _run(500, 500, requests_per_s=600.0)},
+                       {"sdk": _run(900, 900, requests_per_s=300.0,
+                                    **{**crash, "wall_s": 30.99})})
+    assert late[1]["verdict"] == "missed" and "2.00x" in late[1]["figure"], late[1]
     # the run's own p95 goal is missed when its clients crashed, whatever its figures
     assert ts.verdicts({"sqlite, 2 workers, raw clients": _run(1, 1, **crash)},
                        {})[0]["verdict"] == "missed"
