@@ -117,8 +117,10 @@ class AnnealMemory(SessionMemory):
         self._last_model: Any = None
         #: per run (the id of its Usage): the agent's model, and the events already seen
         #: (run hooks and agent hooks fire the same event at once)
-        self._run_models: OrderedDict[int, Any] = OrderedDict()
-        self._events: OrderedDict[tuple[Any, ...], None] = OrderedDict()
+        # keyed by a run's id(); each entry holds the run's object, so that id cannot
+        # name a later run while the entry lives (a freed run's id is reused at once)
+        self._run_models: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
+        self._events: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._warned = False
         self.run_hooks: RunHooks[Any] = _RunHooks(self)
         self.agent_hooks: AgentHooks[Any] = _AgentHooks(self)
@@ -199,10 +201,11 @@ class AnnealMemory(SessionMemory):
     def _first(self, context: Any, *event: Any) -> bool:
         """True the first time a run reports ``event`` (checked before any await, so the
         run hooks and the agent hooks of one event record it once)."""
-        key = (id(getattr(context, "usage", context)), *event)
-        if key in self._events:
+        run = getattr(context, "usage", context)
+        key = (id(run), *event)
+        if self._events.get(key) is run:
             return False
-        self._events[key] = None
+        self._events[key] = run  # held: its id names no other run while the key lives
         while len(self._events) > 4096:
             self._events.popitem(last=False)
         return True
@@ -211,7 +214,8 @@ class AnnealMemory(SessionMemory):
         if agent.model is None:
             return
         self._last_model = agent.model
-        self._run_models[id(getattr(context, "usage", context))] = agent.model
+        run = getattr(context, "usage", context)
+        self._run_models[id(run)] = (run, agent.model)
         while len(self._run_models) > 1024:
             self._run_models.popitem(last=False)
 
@@ -243,8 +247,8 @@ class AnnealMemory(SessionMemory):
         """The model of the run's agent (outside a run: of the last agent that ran; the
         SDK's default model when it named none)."""
         usage = getattr(context, "usage", None)
-        model = self._run_models.get(id(usage), self._last_model) if usage is not None \
-            else self._last_model
+        held = self._run_models.get(id(usage)) if usage is not None else None
+        model = held[1] if held is not None and held[0] is usage else self._last_model
         return model_compressor(model)
 
 

@@ -126,3 +126,20 @@ def test_store_path_opens_a_store_the_memory_owns(tmp_path) -> None:
     assert memory.session.owns_store
     assert "Keep the seed order list" in [e.content for e in _episodes(memory.session.store)]
     memory.close()
+
+
+def test_every_run_of_one_agent_is_recorded_though_run_ids_are_reused(mem_store: Store) -> None:
+    """The hooks tell a run's events apart by its Usage object's id; a finished run's
+    Usage is freed and the next run's is often given the same id. Each run, one after
+    the other with one agent (a server answering users in turn), still records its request
+    and its outcome: none is taken for an earlier run's already-handled end."""
+    from agents.testing import ScriptedModel, assistant_message
+
+    memory = AnnealMemory(mem_store)
+    runs = 40
+    model = ScriptedModel([[assistant_message(f"Answer number {i}.")] for i in range(runs)])
+    agent = Agent(name="a", model=model, hooks=memory.agent_hooks)
+    for i in range(runs):
+        Runner.run_sync(agent, f"Question number {i}", hooks=memory.run_hooks)
+    kinds = [e.type.value for e in _episodes(mem_store)]
+    assert kinds.count("context") == runs and kinds.count("outcome") == runs, kinds
